@@ -1,0 +1,39 @@
+"""The exception hierarchy: every error the store raises on purpose is an XcshStoreError."""
+
+from __future__ import annotations
+
+
+class XcshStoreError(Exception):
+    """Base class; its message is meant for the user and fits on one line."""
+
+
+class EntryNotFoundError(XcshStoreError, KeyError):
+    """An entry id that is not in the session (``Entry <id> not found``)."""
+
+    def __init__(self, entry_id: object) -> None:
+        super().__init__(f"Entry {entry_id} not found")
+        self.entry_id = entry_id
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; we want the plain message.
+        return str(self.args[0])
+
+
+class PersistenceError(XcshStoreError):
+    """Writing a session file failed; the manager latches it (D7)."""
+
+
+class SessionNotFoundError(XcshStoreError):
+    """No session matches an id, file-name prefix or path."""
+
+
+class InternalUrlError(XcshStoreError):
+    """An ``artifact://`` or ``agent://`` URL cannot be resolved; ``str()`` is the exact text."""
+
+
+class HistoryError(XcshStoreError):
+    """The prompt history database cannot be opened or used."""
+
+
+class IndexDatabaseError(XcshStoreError):
+    """The SQLite index cannot be opened, migrated or queried."""
