@@ -56,7 +56,7 @@ def is_valid_session(entries: list[dict[str, Any]]) -> bool:
 def session_version(header: dict[str, Any]) -> int:
     """The header's version (D22): absent or not a positive integer counts as 1."""
     version = header.get("version")
-    if isinstance(version, str) and version.strip().isdigit():
+    if isinstance(version, str) and version.strip().isascii() and version.strip().isdigit():
         version = int(version)
     elif isinstance(version, float) and version.is_integer():
         version = int(version)
