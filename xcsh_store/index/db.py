@@ -1,0 +1,170 @@
+"""The index database file: opening it with apsw, numbered SQL migrations, damage handling."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import apsw
+
+from xcsh_store.errors import IndexDatabaseError
+from xcsh_store.paths import FILE_MODE, ensure_private_dir
+
+log = logging.getLogger("xcsh_store")
+
+BUSY_TIMEOUT_MS = 30_000
+_MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    number: int
+    name: str
+    sql: str
+    checksum: str
+
+
+def migrations_dir() -> Path:
+    """The top-level ``migrations/`` of a checkout, or the copy shipped inside the package."""
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    if checkout.is_dir():
+        return checkout
+    return Path(str(resources.files("xcsh_store.migrations")))
+
+
+def load_migrations(directory: Path | None = None) -> list[Migration]:
+    directory = directory or migrations_dir()
+    migrations: list[Migration] = []
+    seen: dict[int, str] = {}
+    for path in sorted(directory.glob("*.sql")):
+        match = _MIGRATION_NAME.fullmatch(path.name)
+        if not match:
+            raise IndexDatabaseError(f"Migration file name {path.name!r} is not NNNN_name.sql")
+        number = int(match.group(1))
+        if number in seen:
+            raise IndexDatabaseError(
+                f"Two migrations share the number {number:04d}: {seen[number]} and {path.name}"
+            )
+        seen[number] = path.name
+        sql = path.read_text(encoding="utf-8")
+        checksum = hashlib.sha256(sql.encode("utf-8")).hexdigest()
+        migrations.append(Migration(number, path.stem, sql, checksum))
+    return migrations
+
+
+def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
+    """Apply the migrations this database lacks, each in its own transaction; names applied."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    applied = dict(connection.execute("SELECT name, checksum FROM schema_migrations"))
+    known = {migration.name: migration for migration in migrations}
+    newer = sorted(set(applied) - set(known))
+    if newer:
+        raise IndexDatabaseError(
+            f"The index was written by a newer xcsh-store (schema {newer[-1]}); "
+            "upgrade xcsh-store, or delete index.db to rebuild it from the session files"
+        )
+    for name, checksum in applied.items():
+        if known[name].checksum != checksum:
+            raise IndexDatabaseError(
+                f"Migration {name} changed after it was applied to this index; "
+                "delete index.db to rebuild it"
+            )
+    done = []
+    for migration in migrations:
+        if migration.name in applied:
+            continue
+        with transaction(connection):
+            connection.execute(migration.sql)
+            connection.execute(
+                "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
+                (migration.name, migration.checksum, _now()),
+            )
+        done.append(migration.name)
+    return done
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@contextlib.contextmanager
+def transaction(connection: apsw.Connection, mode: str = "IMMEDIATE") -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error."""
+    connection.execute(f"BEGIN {mode}")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+class DamagedIndexError(IndexDatabaseError):
+    """The index file is not a usable SQLite database (garbage, truncated, malformed)."""
+
+
+DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError)
+
+
+def connect(path: str, read_only: bool = False) -> apsw.Connection:
+    """An apsw connection with the store's settings (WAL, NORMAL sync, long busy timeout)."""
+    if read_only:
+        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        connection = apsw.Connection(path, flags=flags)
+    else:
+        ensure_private_dir(os.path.dirname(path) or ".")
+        if not os.path.exists(path):
+            # Create it private before SQLite does (SQLite uses 0644 minus the umask).
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
+        connection = apsw.Connection(path)
+    connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+    try:
+        _check_readable(connection, path)
+        if not read_only:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA cache_size = -65536")
+        connection.execute("PRAGMA temp_store = MEMORY")
+        if read_only:
+            connection.execute("PRAGMA query_only = ON")
+    except DAMAGE_ERRORS as error:
+        connection.close()
+        raise DamagedIndexError(f"{path} is damaged: {error}") from error
+    return connection
+
+
+def _check_readable(connection: apsw.Connection, path: str) -> None:
+    connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    wal = path + "-wal"
+    if os.path.exists(wal) and os.path.getsize(wal) > 0:
+        return  # pages may legitimately live in the WAL only
+    page_size = connection.execute("PRAGMA page_size").fetchall()[0][0]
+    page_count = connection.execute("PRAGMA page_count").fetchall()[0][0]
+    size = os.path.getsize(path)
+    if size < page_size * page_count:
+        raise apsw.CorruptError(
+            f"file is {size} bytes but its header says {page_size * page_count} (truncated)"
+        )
+
+
+def move_aside(path: str) -> str:
+    """Rename a damaged index (and its WAL files) out of the way; returns the new name."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = f"{path}.damaged-{stamp}"
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path + suffix, target + suffix)
+    return target
