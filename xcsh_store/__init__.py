@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
+from .artifacts import AgentOutputManager, ArtifactManager  # noqa: F401
 from .output import (  # noqa: F401
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_COLUMN,
