@@ -3,6 +3,7 @@
 __version__ = "0.1.0"
 
 from .artifacts import AgentOutputManager, ArtifactManager  # noqa: F401
+from .errors import InternalUrlError  # noqa: F401
 from .output import (  # noqa: F401
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_COLUMN,
@@ -19,4 +20,12 @@ from .output import (  # noqa: F401
     truncate_line,
     truncate_tail,
     truncate_tail_bytes,
+)
+from .urls import (  # noqa: F401
+    InternalResource,
+    apply_query,
+    parse_query,
+    path_to_query,
+    read_internal_url,
+    resolve_internal_url,
 )
