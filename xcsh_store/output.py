@@ -99,39 +99,31 @@ class TruncationResult:
     first_line_exceeds_limit: bool = False
 
 
-def _as_bytes(data: str | bytes) -> tuple[bytes, bool]:
-    if isinstance(data, str):
-        return _encode(data), True
-    return bytes(data), False
-
-
-def _bytes_to_text(data: bytes, from_str: bool) -> str:
-    return _decode(data) if from_str else data.decode("utf-8", "replace")
+def _cut_bytes(data: str | bytes, max_bytes: int, keep_tail: bool) -> ByteTruncation:
+    if max_bytes <= 0:
+        return ByteTruncation("", 0)
+    from_str = isinstance(data, str)
+    raw = _encode(data) if isinstance(data, str) else bytes(data)
+    if len(raw) > max_bytes and keep_tail:
+        raw = raw[_tail_start(raw, max_bytes) :]
+    elif len(raw) > max_bytes:
+        end = max_bytes
+        while end > 0 and _is_continuation(raw[end]):
+            end -= 1
+        raw = raw[:end]
+    # Bytes from the caller may be invalid UTF-8; bytes we encoded always decode back exactly.
+    text = _decode(raw) if from_str else raw.decode("utf-8", "replace")
+    return ByteTruncation(text, len(raw))
 
 
 def truncate_tail_bytes(data: str | bytes, max_bytes: int) -> ByteTruncation:
     """The last ``max_bytes`` UTF-8 bytes of ``data``, never starting inside a character."""
-    if max_bytes <= 0:
-        return ByteTruncation("", 0)
-    raw, from_str = _as_bytes(data)
-    if len(raw) <= max_bytes:
-        return ByteTruncation(data if from_str else _bytes_to_text(raw, False), len(raw))
-    kept = raw[_tail_start(raw, max_bytes) :]
-    return ByteTruncation(_bytes_to_text(kept, from_str), len(kept))
+    return _cut_bytes(data, max_bytes, keep_tail=True)
 
 
 def truncate_head_bytes(data: str | bytes, max_bytes: int) -> ByteTruncation:
     """The first ``max_bytes`` UTF-8 bytes of ``data``; a character cut in two is dropped."""
-    if max_bytes <= 0:
-        return ByteTruncation("", 0)
-    raw, from_str = _as_bytes(data)
-    if len(raw) <= max_bytes:
-        return ByteTruncation(data if from_str else _bytes_to_text(raw, False), len(raw))
-    end = max_bytes
-    while end > 0 and _is_continuation(raw[end]):
-        end -= 1
-    kept = raw[:end]
-    return ByteTruncation(_bytes_to_text(kept, from_str), len(kept))
+    return _cut_bytes(data, max_bytes, keep_tail=False)
 
 
 def truncate_line(line: str, max_chars: int = DEFAULT_MAX_COLUMN) -> LineTruncation:
