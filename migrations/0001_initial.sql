@@ -144,17 +144,18 @@ CREATE TRIGGER blob_refs_ad AFTER DELETE ON blob_refs BEGIN
     UPDATE blobs SET refcount = refcount - 1 WHERE hash = old.hash;
 END;
 
--- The prompt history, mirrored from history.db with xcsh's own table and FTS names, plus the
--- session and entry a prompt was found in (when a user message with the same text exists).
+-- The prompt history, mirrored from history.db with xcsh's own table and FTS names. prompt_hash
+-- (as in entries) links a prompt to the session entries with the same text, at query time, so
+-- the link appears whichever of the two was indexed first.
 CREATE TABLE history (
     id INTEGER PRIMARY KEY,
     prompt TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     cwd TEXT,
-    session INTEGER,
-    entry_id TEXT
+    prompt_hash TEXT NOT NULL
 );
 CREATE INDEX idx_history_created_at ON history (created_at DESC);
+CREATE INDEX history_prompt_hash ON history (prompt_hash);
 CREATE VIRTUAL TABLE history_fts USING fts5 (prompt, content = 'history', content_rowid = 'id');
 CREATE TRIGGER history_ai AFTER INSERT ON history BEGIN
     INSERT INTO history_fts (rowid, prompt) VALUES (new.id, new.prompt);

@@ -202,7 +202,7 @@ def test_unknown_types_without_ids_are_left_alone():
 def test_deterministic_ids_can_be_injected():
     counter = iter(range(100))
     entries = [_header(), _message(), _message()]
-    migrate_session_entries(entries, new_id=lambda existing: f"{next(counter):08x}")
+    migrate_session_entries(entries, new_id=lambda existing, position: f"{next(counter):08x}")
     assert [entry["id"] for entry in entries[1:]] == ["00000000", "00000001"]
 
 

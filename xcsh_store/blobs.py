@@ -70,7 +70,7 @@ class BlobStore:
     def put(self, data: bytes) -> BlobPutResult:
         digest = hashlib.sha256(data).hexdigest()
         path = self.path_for(digest)
-        if not self._is_whole(path, len(data)):
+        if not self._refresh(path, len(data)):
             ensure_private_dir(self.dir)
             temp = os.path.join(self.dir, f".{digest}.{new_session_id()}.tmp")
             try:
@@ -87,11 +87,15 @@ class BlobStore:
         return BlobPutResult(digest, path, BLOB_REF_PREFIX + digest)
 
     @staticmethod
-    def _is_whole(path: str, size: int) -> bool:
+    def _refresh(path: str, size: int) -> bool:
+        """True when a whole copy exists; its mtime is renewed so a GC grace period covers it."""
         try:
-            return os.stat(path).st_size == size
+            if os.stat(path).st_size != size:
+                return False
+            os.utime(path)
         except OSError:
-            return False
+            return False  # missing, or removed by a GC in between: write it again
+        return True
 
     def get(self, digest: str) -> bytes | None:
         """The blob's bytes; None when it is missing or the hash is malformed."""

@@ -7,8 +7,12 @@ from typing import Any
 
 from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
 from xcsh_store.jsonl import BOM, iter_lines, parse_jsonl_bytes, parse_line
-from xcsh_store.migrate import IdFactory, is_valid_session, migrate_session_entries
-from xcsh_store.paths import new_entry_id
+from xcsh_store.migrate import (
+    IdFactory,
+    is_valid_session,
+    migrate_session_entries,
+    random_entry_id,
+)
 from xcsh_store.persist import rehydrate_entry
 from xcsh_store.storage import FileSessionStorage, SessionStorage
 
@@ -76,7 +80,7 @@ def load_session(
     path: str,
     storage: SessionStorage | None = None,
     blob_store: BlobStore | None = None,
-    new_id: IdFactory = new_entry_id,
+    new_id: IdFactory = random_entry_id,
 ) -> LoadedSession:
     """A session ready for use: migrated, blob refs resolved, OpenAI replay data sanitised.
 

@@ -32,7 +32,12 @@ KNOWN_ENTRY_TYPES = frozenset(
     }
 )
 
-IdFactory = Callable[[Collection[str]], str]
+# Makes a new entry id, given the ids in use and the entry's position in the list.
+IdFactory = Callable[[Collection[str], int], str]
+
+
+def random_entry_id(existing: Collection[str], position: int) -> str:
+    return new_entry_id(existing)
 
 
 def find_header_index(entries: list[dict[str, Any]]) -> int | None:
@@ -66,7 +71,7 @@ def session_version(header: dict[str, Any]) -> int:
 
 
 def migrate_session_entries(
-    entries: list[dict[str, Any]], new_id: IdFactory = new_entry_id
+    entries: list[dict[str, Any]], new_id: IdFactory = random_entry_id
 ) -> bool:
     """Bring ``entries`` (title records, header, entries) to the current version in place.
 
@@ -94,7 +99,7 @@ def migrate_session_entries(
             ):
                 message["role"] = "custom"
         changed = True
-    if _repair_missing_links(body, new_id):
+    if _repair_missing_links(entries, header_index, new_id):
         changed = True
     return changed
 
@@ -108,7 +113,7 @@ def _migrate_v1_to_v2(entries: list[dict[str, Any]], header_index: int, new_id: 
         entry = entries[position]
         if entry.get("type") == HEADER_TYPE:
             continue  # a second session line is an opaque record (D22)
-        entry_id = new_id(assigned)
+        entry_id = new_id(assigned, position)
         assigned.add(entry_id)
         entry["id"] = entry_id
         entry["parentId"] = previous_id
@@ -139,18 +144,22 @@ def _convert_first_kept_index(
         compaction["firstKeptEntryId"] = target_id
 
 
-def _repair_missing_links(body: list[dict[str, Any]], new_id: IdFactory) -> bool:
+def _repair_missing_links(
+    entries: list[dict[str, Any]], header_index: int, new_id: IdFactory
+) -> bool:
     """D25: entries without ``id`` get one; records without ``parentId`` follow the previous one."""
+    body = entries[header_index + 1 :]
     if all("id" in entry and "parentId" in entry for entry in body if _is_tree_record(entry)):
         return False
     existing = {entry["id"] for entry in body if isinstance(entry.get("id"), str)}
     changed = False
     previous_id: str | None = None
-    for entry in body:
+    for position in range(header_index + 1, len(entries)):
+        entry = entries[position]
         if entry.get("type") == HEADER_TYPE:
             continue
         if "id" not in entry and entry.get("type") in KNOWN_ENTRY_TYPES:
-            entry["id"] = new_id(existing)
+            entry["id"] = new_id(existing, position)
             existing.add(entry["id"])
             changed = True
         if "id" not in entry:

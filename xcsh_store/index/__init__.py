@@ -1,0 +1,598 @@
+"""SessionIndex: the SQLite mirror of an agent dir, and every question answered from it."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+import apsw
+
+from xcsh_store.blobs import BlobStore
+from xcsh_store.context import SessionContext
+from xcsh_store.errors import IndexDatabaseError, SessionNotFoundError
+from xcsh_store.index import db as database
+from xcsh_store.index.gc import GcReport, collect_garbage
+from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
+from xcsh_store.index.rows import message_text
+from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
+from xcsh_store.index.sync import (
+    FileIndexer,
+    Progress,
+    SyncReport,
+    drop_file_rows,
+    load_known_files,
+    now_iso,
+    pk_counter,
+    scan_root,
+    sync_files,
+)
+from xcsh_store.index.tree import (
+    IndexedEntry,
+    SessionTree,
+    branch_rows,
+    build_tree,
+    context_from_index,
+    entry_rows,
+    read_entries,
+)
+from xcsh_store.index.verify import Verifier, VerifyReport, refcount_errors
+from xcsh_store.paths import (
+    get_agent_dir,
+    get_blobs_dir,
+    get_history_db_path,
+    get_index_db_path,
+    get_sessions_dir,
+)
+
+log = logging.getLogger("xcsh_store")
+
+__all__ = [
+    "GcReport",
+    "IndexedEntry",
+    "IndexedSession",
+    "PromptHit",
+    "SearchHit",
+    "SessionIndex",
+    "SessionTree",
+    "SyncReport",
+    "UsageRow",
+    "VerifyReport",
+    "parse_search_query",
+]
+
+USAGE_GROUPS = {
+    "day": "substr(timestamp, 1, 10)",
+    "week": "date(timestamp, '-6 days', 'weekday 1')",
+    "month": "substr(timestamp, 1, 7)",
+    "model": "coalesce(provider || '/', '') || coalesce(model, '?')",
+    "provider": "coalesce(provider, '?')",
+    "project": "project_dir",
+    "session": "session_id",
+}
+
+_SESSION_COLUMNS = (
+    "s.file_id, s.session_id, s.path, s.cwd, s.project_dir, s.title, s.title_source,"
+    " s.parent_session, s.version, s.created_at, s.modified_at, s.entry_count, s.message_count,"
+    " s.first_message, s.last_entry_id, s.input_tokens, s.output_tokens, s.cache_read_tokens,"
+    " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy"
+)
+
+
+def _parse_time(text: str | None) -> datetime:
+    if text:
+        with contextlib.suppress(ValueError):
+            moment = datetime.fromisoformat(text)
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(0, UTC)
+
+
+@dataclass
+class IndexedSession:
+    """A session as listed by the index: the fields of ``SessionInfo`` and a few more."""
+
+    file_id: int
+    session_id: str
+    path: str
+    cwd: str
+    project_dir: str | None
+    title: str | None
+    title_source: str | None
+    parent_session_path: str | None
+    version: int | None
+    created: datetime
+    modified: datetime
+    entry_count: int
+    message_count: int
+    first_message: str
+    last_entry_id: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    premium_requests: float
+    cost: float
+    legacy: bool = False
+    _index: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        return self.session_id
+
+    @cached_property
+    def all_messages_text(self) -> str:
+        """Every user and assistant text, read from the file on first use (it can be large)."""
+        return self._index.all_messages_text(self) if self._index is not None else ""
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...], index: SessionIndex | None) -> IndexedSession:
+        (file_id, session_id, path, cwd, project_dir, title, title_source, parent, version,
+         created_at, modified_at, entry_count, message_count, first_message, last_entry_id,
+         input_tokens, output_tokens, cache_read, cache_write, premium, cost, compaction_title,
+         legacy) = row  # fmt: skip
+        return cls(
+            file_id, session_id, path, cwd or "", project_dir, title or compaction_title,
+            title_source, parent, version, _parse_time(created_at), _parse_time(modified_at),
+            entry_count, message_count, first_message or "(no messages)", last_entry_id,
+            input_tokens, output_tokens, cache_read, cache_write, premium, cost, bool(legacy),
+            index,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    key: str | None
+    entries: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    db_path: str
+    db_bytes: int
+    files: int
+    sessions: int
+    entries: int
+    unreadable_files: int
+    invalid_files: int
+    blobs_referenced: int
+    history_prompts: int
+    last_sync: str | None
+
+
+class SessionIndex:
+    """Owns one apsw connection to ``index.db``; every write goes through it."""
+
+    def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
+        self.connection = connection
+        self.agent_dir = agent_dir
+        self.db_path = db_path
+        self.read_only = read_only
+        self.blob_store = BlobStore(get_blobs_dir(agent_dir))
+
+    @classmethod
+    def open(
+        cls, agent_dir: str | None = None, db_path: str | None = None, read_only: bool = False
+    ) -> SessionIndex:
+        """Open (creating or migrating) the index; a damaged file is moved aside and rebuilt."""
+        agent_dir = os.path.abspath(agent_dir) if agent_dir else get_agent_dir()
+        db_path = db_path or get_index_db_path(agent_dir)
+        if read_only:
+            if not os.path.exists(db_path):
+                raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
+            return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
+        try:
+            connection = database.connect(db_path)
+        except database.DamagedIndexError as error:
+            moved = database.move_aside(db_path)
+            log.warning("%s; moved it to %s and rebuilding from the session files", error, moved)
+            connection = database.connect(db_path)
+        try:
+            database.apply_migrations(connection, database.load_migrations())
+        except database.DAMAGE_ERRORS as error:
+            connection.close()
+            moved = database.move_aside(db_path)
+            log.warning("%s is damaged (%s); moved it to %s and rebuilding", db_path, error, moved)
+            connection = database.connect(db_path)
+            database.apply_migrations(connection, database.load_migrations())
+        except BaseException:
+            connection.close()
+            raise
+        return cls(connection, agent_dir, db_path, False)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> SessionIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- roots ------------------------------------------------------------------------------
+
+    @property
+    def sessions_root(self) -> str:
+        return get_sessions_dir(self.agent_dir)
+
+    def roots(self) -> list[str]:
+        """The sessions folder of the agent dir, then every registered extra root."""
+        extra = [row[0] for row in self.connection.execute("SELECT path FROM roots ORDER BY path")]
+        return [self.sessions_root, *extra]
+
+    def add_root(self, path: str) -> None:
+        with database.transaction(self.connection):
+            self.connection.execute(
+                "INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)",
+                (os.path.abspath(path), now_iso()),
+            )
+
+    def remove_root(self, path: str) -> None:
+        with database.transaction(self.connection):
+            self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
+
+    # -- sync -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _sync_lock(self) -> Iterator[None]:
+        """One sync at a time per index; a second one waits, then finds little left to do."""
+        with open(self.db_path + ".sync-lock", "a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        """Bring the index up to date with every session file and history.db."""
+        self._require_writable()
+        with self._sync_lock():
+            try:
+                report = self._sync_once(full, progress)
+            except database.DAMAGE_ERRORS as error:
+                report = self._rebuild_after_damage(error, progress)
+        return report
+
+    def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
+        resync = self._take_resync_request()
+        report = sync_files(self.connection, self.roots(), full or resync, progress)
+        try:
+            report.history_mirrored = mirror_history(
+                self.connection, get_history_db_path(self.agent_dir)
+            )
+        except apsw.Error as error:
+            report.history_error = f"history.db could not be read: {error}"
+            log.warning("%s", report.history_error)
+        with database.transaction(self.connection):
+            self.connection.execute(
+                "INSERT INTO meta (key, value) VALUES ('last_sync', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (now_iso(),),
+            )
+        return report
+
+    def _take_resync_request(self) -> bool:
+        row = self.connection.execute(
+            "SELECT value FROM meta WHERE key = 'resync_required'"
+        ).fetchall()
+        if not row:
+            return False
+        with database.transaction(self.connection):
+            self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
+        return True
+
+    def _rebuild_after_damage(self, error: BaseException, progress: Progress | None) -> SyncReport:
+        self.connection.close()
+        moved = database.move_aside(self.db_path)
+        log.warning("%s is damaged (%s); moved it to %s and rebuilding", self.db_path, error, moved)
+        self.connection = database.connect(self.db_path)
+        database.apply_migrations(self.connection, database.load_migrations())
+        return self._sync_once(True, progress)
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise IndexDatabaseError("This index was opened read-only")
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        project: str | None = None,
+        limit: int | None = None,
+        order: str = "modified",
+    ) -> list[IndexedSession]:
+        """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``)."""
+        orders = {
+            "modified": "s.modified_at DESC",
+            "created": "s.created_at DESC",
+            "title": "coalesce(s.title, s.compaction_title) COLLATE NOCASE",
+        }
+        if order not in orders:
+            raise ValueError(f"order must be one of {', '.join(orders)}")
+        conditions, arguments = [], []
+        if cwd is not None:
+            conditions.append("s.cwd = ?")
+            arguments.append(cwd)
+        if project is not None:
+            conditions.append("s.project_dir = ?")
+            arguments.append(project)
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        sql = (
+            f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
+            f"{where} ORDER BY {orders[order]}, s.file_id"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            arguments.append(limit)
+        return [
+            IndexedSession.from_row(row, self) for row in self.connection.execute(sql, arguments)
+        ]
+
+    def find_session(self, prefix: str) -> IndexedSession:
+        """A session by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
+
+        Case-insensitive; when several match, the most recently modified wins.
+        """
+        text = prefix.strip()
+        if not text:
+            raise SessionNotFoundError("No session matches an empty id")
+        if os.sep in text or text.endswith(".jsonl"):
+            rows = self.connection.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
+                " WHERE s.path = ?",
+                (os.path.abspath(text),),
+            ).fetchall()
+            if rows:
+                return IndexedSession.from_row(rows[0], self)
+        pattern = _like_prefix(text.lower())
+        rows = self.connection.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
+            " WHERE lower(s.session_id) LIKE ?1 ESCAPE '\\'"
+            " OR lower(replace(s.path, rtrim(s.path, replace(s.path, '/', '')), '')) LIKE ?1 ESCAPE '\\'"
+            " OR lower(replace(s.path, rtrim(s.path, replace(s.path, '_', '')), '')) LIKE ?1 ESCAPE '\\'"
+            " ORDER BY s.modified_at DESC LIMIT 1",
+            (pattern,),
+        ).fetchall()
+        if not rows:
+            raise SessionNotFoundError(f"No session matches {prefix!r}")
+        return IndexedSession.from_row(rows[0], self)
+
+    def _session(self, session: str | int | IndexedSession) -> IndexedSession:
+        if isinstance(session, IndexedSession):
+            return session
+        if isinstance(session, int):
+            rows = self.connection.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
+                " WHERE s.file_id = ?",
+                (session,),
+            ).fetchall()
+            if not rows:
+                raise SessionNotFoundError(f"No session with file id {session}")
+            return IndexedSession.from_row(rows[0], self)
+        return self.find_session(session)
+
+    def all_messages_text(self, session: IndexedSession) -> str:
+        rows = [
+            row
+            for row in entry_rows(self.connection, session.file_id)
+            if row.type == "message" and row.role in ("user", "assistant")
+        ]
+        texts = [message_text(value["message"]) for value in read_entries(session.path, rows, None)]
+        return " ".join(text for text in texts if text)
+
+    # -- trees ------------------------------------------------------------------------------
+
+    def branch(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> list[IndexedEntry]:
+        """Root -> leaf entries of one branch (default: the session's last entry)."""
+        info = self._session(session)
+        leaf = leaf_id or info.last_entry_id
+        if leaf is None:
+            return []
+        return branch_rows(self.connection, info.file_id, leaf)
+
+    def branch_entries(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
+        info = self._session(session)
+        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
+
+    def tree(self, session: str | int | IndexedSession) -> SessionTree:
+        info = self._session(session)
+        return build_tree(entry_rows(self.connection, info.file_id))
+
+    def context(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> SessionContext:
+        """The model context at ``leaf_id`` (default: the last entry), reading only its path."""
+        info = self._session(session)
+        leaf = leaf_id or info.last_entry_id
+        return context_from_index(
+            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store
+        )
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        project: str | None = None,
+        role: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        model: str | None = None,
+        limit: int = 20,
+        highlight: tuple[str, str] = ("[", "]"),
+    ) -> list[SearchHit]:
+        return search_entries(
+            self.connection, query, cwd=cwd, project=project, role=role, since=since,
+            until=until, model=model, limit=limit, highlight=highlight,
+        )  # fmt: skip
+
+    def on_active_branch(self, hit: SearchHit) -> bool:
+        """Whether a hit lies on the path of its session's last entry."""
+        info = self._session(hit.file_id)
+        if hit.entry_id is None or info.last_entry_id is None:
+            return False
+        return any(row.id == hit.entry_id for row in self.branch(info))
+
+    def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
+        return recall_prompts(self.connection, query, limit)
+
+    def history_recent(self, limit: int = 20) -> list[PromptHit]:
+        return recall_prompts(self.connection, None, limit)
+
+    # -- usage ------------------------------------------------------------------------------
+
+    def usage(
+        self,
+        by: str = "day",
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> list[UsageRow]:
+        """Token and cost sums per group; an entry copied into a fork counts once."""
+        if by not in USAGE_GROUPS:
+            raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}")
+        conditions, arguments = [], []
+        for operator, bound in ((">=", since), ("<", until)):
+            if bound is not None:
+                conditions.append(f"timestamp {operator} ?")
+                arguments.append(bound if isinstance(bound, str) else _iso(bound))
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        rows = self.connection.execute(
+            f"SELECT {USAGE_GROUPS[by]} AS key, count(*), sum(input_tokens), sum(output_tokens),"
+            " sum(cache_read_tokens), sum(cache_write_tokens), sum(cost)"
+            f" FROM usage_entries{where} GROUP BY key ORDER BY key",
+            arguments,
+        )
+        return [UsageRow(*row) for row in rows]
+
+    # -- blobs ------------------------------------------------------------------------------
+
+    def blob_gc(self, apply: bool = False, grace: timedelta = timedelta(hours=1)) -> GcReport:
+        """Unreferenced blob files older than ``grace``; deleted only with ``apply``.
+
+        Syncs first. Refuses to delete while any session file or root could not be read, since
+        a blob referenced only from such a file would look unreferenced.
+        """
+        report = self.sync()
+        refuse = None
+        if report.unreadable:
+            refuse = f"{len(report.unreadable)} session file(s) or folder(s) could not be read"
+        elif report.missing_roots:
+            refuse = f"session root(s) missing: {', '.join(report.missing_roots)}"
+        with self._sync_lock():
+            return collect_garbage(
+                self.connection,
+                self.blob_store.dir,
+                apply=apply,
+                grace=grace,
+                refuse_reason=refuse,
+            )
+
+    # -- verify -----------------------------------------------------------------------------
+
+    def verify(self, repair: bool = False) -> VerifyReport:
+        """Compare the index with a fresh parse of every file; ``repair`` re-indexes those."""
+        report = VerifyReport()
+        scan = SyncReport()
+        on_disk = {
+            item.path: item
+            for root in self.roots()
+            if os.path.isdir(root)
+            for item in scan_root(root, scan)
+        }
+        indexed = {row[0]: row[1] for row in self.connection.execute("SELECT path, id FROM files")}
+        verifier = Verifier(self.connection)
+        try:
+            for path, item in sorted(on_disk.items()):
+                report.files_checked += 1
+                problems = verifier.compare_file(item)
+                if problems:
+                    report.differences[path] = problems
+        finally:
+            verifier.close()
+        for path in sorted(set(indexed) - set(on_disk) - set(scan.unreadable)):
+            report.differences[path] = ["file is indexed but no longer exists"]
+        report.refcount_errors = refcount_errors(self.connection)
+        if repair and not report.clean:
+            self._repair(report, on_disk, indexed)
+        return report
+
+    def _repair(
+        self, report: VerifyReport, on_disk: dict[str, Any], indexed: dict[str, int]
+    ) -> None:
+        self._require_writable()
+        with self._sync_lock():
+            indexer = FileIndexer(self.connection, pk_counter(self.connection), SyncReport())
+            for path in report.differences:
+                if path in on_disk:
+                    known = _known(self.connection, path)
+                    indexer.index(on_disk[path], known, full=True)
+                else:
+                    with database.transaction(self.connection):
+                        drop_file_rows(self.connection, indexed[path])
+                        self.connection.execute("DELETE FROM files WHERE id = ?", (indexed[path],))
+                report.repaired.append(path)
+            if report.refcount_errors:
+                with database.transaction(self.connection):
+                    self.connection.execute(
+                        "UPDATE blobs SET refcount = (SELECT count(*) FROM blob_refs AS r"
+                        " WHERE r.hash = blobs.hash)"
+                    )
+                    self.connection.execute(
+                        "INSERT OR IGNORE INTO blobs (hash, refcount, first_seen, last_seen)"
+                        " SELECT hash, count(*), ?1, ?1 FROM blob_refs GROUP BY hash",
+                        (now_iso(),),
+                    )
+
+    # -- stats ------------------------------------------------------------------------------
+
+    def stats(self) -> IndexStats:
+        def scalar(sql: str) -> Any:
+            return self.connection.execute(sql).fetchall()[0][0]
+
+        size = sum(
+            os.path.getsize(self.db_path + suffix)
+            for suffix in ("", "-wal")
+            if os.path.exists(self.db_path + suffix)
+        )
+        return IndexStats(
+            db_path=self.db_path,
+            db_bytes=size,
+            files=scalar("SELECT count(*) FROM files"),
+            sessions=scalar("SELECT count(*) FROM sessions"),
+            entries=scalar("SELECT count(*) FROM entries"),
+            unreadable_files=scalar("SELECT count(*) FROM files WHERE status = 'unreadable'"),
+            invalid_files=scalar("SELECT count(*) FROM files WHERE status = 'invalid_header'"),
+            blobs_referenced=scalar("SELECT count(*) FROM blobs WHERE refcount > 0"),
+            history_prompts=scalar("SELECT count(*) FROM history"),
+            last_sync=scalar("SELECT max(value) FROM meta WHERE key = 'last_sync'"),
+        )
+
+
+def _known(connection: apsw.Connection, path: str) -> Any:
+    return load_known_files(connection).get(path)
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

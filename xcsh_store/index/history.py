@@ -1,0 +1,125 @@
+"""The prompt history inside the index: mirrored from history.db, searched with session prompts."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import apsw
+
+from xcsh_store.context import timestamp_to_millis
+from xcsh_store.index.db import transaction
+from xcsh_store.index.rows import prompt_hash
+
+MIRROR_BATCH = 5_000
+
+
+def mirror_history(connection: apsw.Connection, history_db: str) -> int:
+    """Copy new prompts from ``history.db``; re-copy everything when rows were deleted there.
+
+    Returns how many prompts were copied. history.db is opened read-only and never changed.
+    """
+    if not os.path.exists(history_db):
+        with transaction(connection):
+            connection.execute("DELETE FROM history")
+        return 0
+    source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        source.set_busy_timeout(5_000)
+        mirrored_count, mirrored_max = connection.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM history"
+        ).fetchall()[0]
+        (still_there,) = source.execute(
+            "SELECT count(*) FROM history WHERE id <= ?", (mirrored_max,)
+        ).fetchall()[0]
+        copied = 0
+        with transaction(connection):
+            if still_there != mirrored_count:
+                connection.execute("DELETE FROM history")
+                mirrored_max = 0
+            cursor = source.execute(
+                "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
+                (mirrored_max,),
+            )
+            while batch := cursor.fetchmany(MIRROR_BATCH):
+                connection.executemany(
+                    "INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    [(*row, prompt_hash(row[1])) for row in batch],
+                )
+                copied += len(batch)
+        return copied
+    finally:
+        source.close()
+
+
+@dataclass(frozen=True, slots=True)
+class PromptHit:
+    """A prompt from history.db or from a session, linked to the session entry when known."""
+
+    prompt: str
+    created_at: float
+    cwd: str | None
+    source: str  # "history" or "session"
+    history_id: int | None
+    session_id: str | None
+    session_path: str | None
+    entry_id: str | None
+
+
+def _prompt_query(query: str | None) -> str | None:
+    """Reference §9 query building: every word a quoted prefix term, all must match."""
+    if query is None:
+        return None
+    tokens = query.split()
+    return " ".join('"' + token.replace('"', '""') + '"*' for token in tokens) or None
+
+
+_SESSION_OF_HASH = (
+    "(SELECT {column} FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
+    " WHERE e.prompt_hash = h.prompt_hash ORDER BY e.timestamp LIMIT 1)"
+)
+
+
+def recall_prompts(connection: apsw.Connection, query: str | None, limit: int) -> list[PromptHit]:
+    """Newest first: history prompts (linked to their session) and session-only user prompts."""
+    if limit <= 0:
+        return []
+    match = _prompt_query(query)
+    if query is not None and match is None:
+        return []
+    links = ", ".join(
+        _SESSION_OF_HASH.format(column=column) for column in ("s.session_id", "s.path", "e.id")
+    )
+    history_filter = "h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?)"
+    history_rows = connection.execute(
+        f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
+        f" {'WHERE ' + history_filter if match else ''}"
+        " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+        (match, limit) if match else (limit,),
+    ).fetchall()
+    session_filter = "e.pk IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) AND"
+    session_rows = connection.execute(
+        "SELECT f.text, e.timestamp, s.cwd, s.session_id, s.path, e.id"
+        " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
+        " JOIN entries_fts AS f ON f.rowid = e.pk"
+        f" WHERE {session_filter if match else ''} e.role = 'user' AND e.prompt_hash IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
+        " ORDER BY e.timestamp DESC LIMIT ?",
+        (match, limit) if match else (limit,),
+    ).fetchall()
+    hits = [
+        PromptHit(prompt, created_at, cwd, "history", history_id, session_id, path, entry_id)
+        for history_id, prompt, created_at, cwd, session_id, path, entry_id in history_rows
+    ]
+    hits += [
+        PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id)
+        for text, timestamp, cwd, session_id, path, entry_id in session_rows
+    ]
+    hits.sort(key=lambda hit: hit.created_at, reverse=True)
+    return hits[:limit]
+
+
+def _epoch(timestamp: str | None) -> float:
+    millis = timestamp_to_millis(timestamp)
+    return millis / 1000 if millis is not None else 0.0

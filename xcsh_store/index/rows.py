@@ -1,0 +1,197 @@
+"""What the index stores for one JSON object of a session file: columns, search text, blob refs."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from xcsh_store.jsonl import dumps
+
+# Tool output can be megabytes; its beginning is what people search for.
+TOOL_RESULT_TEXT_CAP = 4_096
+# Arguments of a tool call can hold whole files.
+TOOL_ARGUMENTS_TEXT_CAP = 2_048
+ENTRY_TEXT_CAP = 65_536
+
+BLOB_REF_IN_JSON = re.compile(rb'blob:sha256:([0-9a-f]{64})"')
+
+NOT_AN_ENTRY = frozenset({"session", "title"})
+
+
+def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if type(content) is not list:
+        return []
+    texts = []
+    for block in content:
+        if type(block) is dict and block.get("type") in kinds:
+            for key in ("text", "thinking"):
+                value = block.get(key)
+                if isinstance(value, str):
+                    texts.append(value)
+                    break
+    return texts
+
+
+def _number(value: Any) -> int | float:
+    """Usage counters: anything that is not a number counts as 0 (D16)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return 0
+
+
+def usage_of(usage: Any) -> tuple[int | float, ...] | None:
+    """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object."""
+    if type(usage) is not dict:
+        return None
+    cost = usage.get("cost")
+    return (
+        _number(usage.get("input")),
+        _number(usage.get("output")),
+        _number(usage.get("cacheRead")),
+        _number(usage.get("cacheWrite")),
+        _number(usage.get("premiumRequests")),
+        _number(cost.get("total")) if type(cost) is dict else 0,
+    )
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The plain text of a user or assistant message (text blocks joined by a space)."""
+    return " ".join(_text_blocks(message.get("content")))
+
+
+def prompt_hash(text: str) -> str:
+    return hashlib.sha1(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EntryFacts:
+    """Everything the index derives from one object; plain attributes for speed."""
+
+    __slots__ = (
+        "custom_type",
+        "id",
+        "model",
+        "parent_id",
+        "prompt_hash",
+        "provider",
+        "role",
+        "text",
+        "timestamp",
+        "tool_name",
+        "type",
+        "usage",
+    )
+
+    def __init__(self, value: dict[str, Any], is_header_record: bool) -> None:
+        kind = value.get("type")
+        self.type = kind if isinstance(kind, str) else None
+        entry_id = value.get("id")
+        parent_id = value.get("parentId")
+        # Header and title records are not tree entries: their id is the session's.
+        self.id = entry_id if isinstance(entry_id, str) and not is_header_record else None
+        self.parent_id = parent_id if isinstance(parent_id, str) and self.id is not None else None
+        timestamp = value.get("timestamp")
+        self.timestamp = timestamp if isinstance(timestamp, str) else None
+        self.role = self.provider = self.model = self.tool_name = self.custom_type = None
+        self.usage: tuple[int | float, ...] | None = None
+        self.prompt_hash: str | None = None
+        self.text = _describe(self, value, kind)
+        if len(self.text) > ENTRY_TEXT_CAP:
+            self.text = self.text[:ENTRY_TEXT_CAP]
+
+
+def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
+    """Fill the type-specific columns and return the searchable text."""
+    if kind == "message":
+        message = value.get("message")
+        return _describe_message(facts, message) if type(message) is dict else ""
+    if kind in ("custom", "custom_message"):
+        custom_type = value.get("customType")
+        facts.custom_type = custom_type if isinstance(custom_type, str) else None
+        return "\n".join(_text_blocks(value.get("content"))) if kind == "custom_message" else ""
+    if kind == "model_change":
+        model = value.get("model")
+        if isinstance(model, str) and model:
+            provider, _, name = model.partition("/")
+            facts.provider, facts.model = (provider, name) if name else (None, model)
+        else:
+            provider, name = value.get("provider"), value.get("modelId")
+            facts.provider = provider if isinstance(provider, str) else None
+            facts.model = name if isinstance(name, str) else None
+        return ""
+    if kind == "compaction":
+        return "\n".join(
+            text
+            for text in (value.get("shortSummary"), value.get("summary"))
+            if isinstance(text, str)
+        )
+    if kind in ("branch_summary", "label", "session", "title"):
+        key = {"branch_summary": "summary", "label": "label"}.get(kind, "title")
+        text = value.get(key)
+        return text if isinstance(text, str) else ""
+    return ""
+
+
+def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
+    role = message.get("role")
+    facts.role = role if isinstance(role, str) else None
+    if role == "user":
+        text = message_text(message)
+        if text.strip():
+            facts.prompt_hash = prompt_hash(text)
+        return text
+    if role == "assistant":
+        provider, model = message.get("provider"), message.get("model")
+        facts.provider = provider if isinstance(provider, str) else None
+        facts.model = model if isinstance(model, str) else None
+        facts.usage = usage_of(message.get("usage"))
+        return _assistant_text(message.get("content"))
+    if role == "toolResult":
+        tool_name = message.get("toolName")
+        facts.tool_name = tool_name if isinstance(tool_name, str) else None
+        details = message.get("details")
+        if tool_name == "task" and type(details) is dict:
+            facts.usage = usage_of(details.get("usage"))
+        text = "\n".join(_text_blocks(message.get("content")))
+        return (facts.tool_name or "") + "\n" + text[:TOOL_RESULT_TEXT_CAP]
+    if role in ("bashExecution", "pythonExecution"):
+        source = message.get("command") if role == "bashExecution" else message.get("code")
+        output = message.get("output")
+        parts = [source if isinstance(source, str) else ""]
+        parts.append(output[:TOOL_RESULT_TEXT_CAP] if isinstance(output, str) else "")
+        return "\n".join(parts)
+    summary = message.get("summary")
+    if isinstance(summary, str):
+        return summary
+    return "\n".join(_text_blocks(message.get("content")))
+
+
+def _assistant_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if type(content) is not list:
+        return ""
+    parts = []
+    for block in content:
+        if type(block) is not dict:
+            continue
+        kind = block.get("type")
+        if kind == "text" or kind == "thinking":
+            text = block.get(kind)
+            if isinstance(text, str):
+                parts.append(text)
+        elif kind == "toolCall":
+            name = block.get("name")
+            arguments = dumps(block.get("arguments")).decode("utf-8", "replace")
+            text = arguments[:TOOL_ARGUMENTS_TEXT_CAP]
+            parts.append(f"{name if isinstance(name, str) else ''} {text}")
+    return "\n".join(parts)
+
+
+def blob_refs_in(line: bytes) -> set[str]:
+    """Every well-formed ``blob:sha256:`` reference in a raw JSON line, at any depth."""
+    if b"blob:sha256:" not in line:
+        return set()
+    return {match.decode("ascii") for match in BLOB_REF_IN_JSON.findall(line)}

@@ -1,0 +1,798 @@
+"""Bringing the index up to date with the files: scan, decide per file, read only what changed."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import os
+import stat as stat_module
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, BinaryIO
+
+import apsw
+import orjson
+
+from xcsh_store.index.db import transaction
+from xcsh_store.index.rows import EntryFacts, blob_refs_in, message_text
+from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
+from xcsh_store.migrate import (
+    HEADER_TYPE,
+    KNOWN_ENTRY_TYPES,
+    TITLE_TYPE,
+    migrate_session_entries,
+    session_version,
+)
+
+log = logging.getLogger("xcsh_store")
+
+HEAD_BYTES = 1024
+TAIL_BYTES = 4096
+COMMIT_EVERY_VALUES = 20_000
+COMMIT_EVERY_BYTES = 32 << 20
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class SyncReport:
+    """What a sync did. ``read_paths`` lists every file whose content was read."""
+
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_changed: int = 0
+    files_reindexed: int = 0
+    files_removed: int = 0
+    files_renamed: int = 0
+    entries_added: int = 0
+    entries_removed: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    read_paths: list[str] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    missing_roots: list[str] = field(default_factory=list)
+    history_mirrored: int = 0
+    history_error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every known file and root could be read: nothing is unaccounted for."""
+        return not self.unreadable and not self.missing_roots
+
+
+@dataclass(slots=True)
+class SeenFile:
+    path: str
+    root: str
+    project_dir: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+@dataclass(slots=True)
+class KnownFile:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    indexed_bytes: int
+    head_hash: str | None
+    tail_hash: str | None
+    status: str
+    next_seq: int
+    last_id: str | None
+    legacy: bool
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _iso_from_ns(mtime_ns: int) -> str:
+    moment = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def is_session_file_name(name: str) -> bool:
+    """``*.jsonl`` and files moved aside as invalid (D20); never dotfiles (temp files)."""
+    return not name.startswith(".") and (name.endswith(".jsonl") or ".jsonl.invalid-" in name)
+
+
+# --------------------------------------------------------------------------------------------
+# Scanning
+
+
+def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
+    """Every session file below ``root``; follows folder symlinks once, never in a loop."""
+    visited: set[tuple[int, int]] = set()
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            info = os.stat(folder)
+            key = (info.st_dev, info.st_ino)
+            if key in visited:
+                continue
+            visited.add(key)
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            report.unreadable[folder] = _describe_error(error)
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir():
+                    pending.append(entry.path)
+                    continue
+                if not is_session_file_name(entry.name):
+                    continue
+                result = entry.stat()
+            except OSError as error:
+                report.unreadable[entry.path] = _describe_error(error)
+                continue
+            if not stat_module.S_ISREG(result.st_mode):
+                continue
+            relative = os.path.relpath(entry.path, root)
+            project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
+            yield SeenFile(
+                entry.path, root, project_dir, result.st_size, result.st_mtime_ns, result.st_ino
+            )
+
+
+def _describe_error(error: OSError) -> str:
+    return f"{error.strerror or error.__class__.__name__}" + (
+        f" (errno {error.errno})" if error.errno else ""
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reading one file
+
+
+class _SyntheticIds:
+    """Deterministic entry ids for files that need them (v1, D25), so any re-parse agrees.
+
+    The id of the object at position ``seq`` of a file depends only on the file name and that
+    position (an ``IdFactory`` for :func:`migrate_session_entries`).
+    """
+
+    def __init__(self, seed: str) -> None:
+        self.seed = seed
+
+    def __call__(self, existing: Any, position: int) -> str:
+        attempt = 0
+        while True:
+            candidate = _digest(f"{self.seed}:{position}:{attempt}".encode())[:8]
+            if candidate not in existing:
+                return candidate
+            attempt += 1
+
+
+def synthetic_ids_for(path: str) -> _SyntheticIds:
+    return _SyntheticIds(os.path.basename(path))
+
+
+@dataclass
+class _Totals:
+    """Per-session figures kept up to date as lines are added."""
+
+    entry_count: int = 0
+    message_count: int = 0
+    first_message: str | None = None
+    last_entry_id: str | None = None
+    usage: list[int | float] = field(default_factory=lambda: [0, 0, 0, 0, 0, 0])
+    compaction_title: str | None = None
+
+
+_ENTRY_INSERT = (
+    "INSERT INTO entries (pk, session, seq, id, parent_id, type, timestamp, role, provider,"
+    " model, tool_name, custom_type, offset, length, part, input_tokens, output_tokens,"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost, prompt_hash)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+class FileIndexer:
+    """Indexes one file from a byte offset, in transactions that each end on a line boundary."""
+
+    def __init__(
+        self,
+        connection: apsw.Connection,
+        next_pk: Callable[[], int],
+        report: SyncReport,
+    ) -> None:
+        self.connection = connection
+        self.next_pk = next_pk
+        self.report = report
+
+    # -- entry point ------------------------------------------------------------------------
+
+    def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
+        with open(seen.path, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
+            self.report.read_paths.append(seen.path)
+            file_id = self._file_row(seen, known)
+            resume = None if full or known is None else self._resume_point(stream, known)
+            if resume is None:
+                self._drop_rows(file_id)
+                self.report.files_reindexed += 1
+                self._index_from_start(stream, seen, file_id)
+            else:
+                self._index_from(stream, seen, file_id, known, resume)
+        self.report.files_changed += 1
+
+    def _file_row(self, seen: SeenFile, known: KnownFile | None) -> int:
+        if known is not None:
+            return known.id
+        with transaction(self.connection):
+            self.connection.execute(
+                "INSERT INTO files (path, root, project_dir, size, mtime_ns, inode, status)"
+                " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
+                (seen.path, seen.root, seen.project_dir, seen.inode),
+            )
+            return self.connection.last_insert_rowid()
+
+    def _resume_point(self, stream: BinaryIO, known: KnownFile) -> tuple[bytes, bytes] | None:
+        """The bytes around the old end when the file only grew; None when it must be re-read."""
+        if known.legacy or known.status != "ok" or known.indexed_bytes == 0:
+            return None
+        size = os.fstat(stream.fileno()).st_size
+        if size < known.indexed_bytes:
+            return None
+        head = _read_at(stream, 0, min(HEAD_BYTES, known.indexed_bytes))
+        tail_start = max(0, known.indexed_bytes - TAIL_BYTES)
+        tail = _read_at(stream, tail_start, known.indexed_bytes - tail_start)
+        self.report.bytes_read += len(head) + len(tail)
+        if _digest(head) != known.head_hash or _digest(tail) != known.tail_hash:
+            return None
+        return head, tail
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _index_from_start(self, stream: BinaryIO, seen: SeenFile, file_id: int) -> None:
+        records = _complete_records(stream, 0, self.report)
+        leading, header = _read_until_header(records)
+        state = _SessionState.new(seen.path)
+        if _read_at(stream, 0, len(BOM)) == BOM:
+            state.head = state.tail = BOM  # the hashes cover the raw bytes, BOM included
+        state.version = session_version(header) if header is not None else None
+        if state.version is not None and state.version < 3:
+            # v1/v2: migrate the whole file in memory (deterministic ids), then index it.
+            everything = leading + list(records)
+            values = [value for record in everything for value in record.values]
+            migrate_session_entries(values, synthetic_ids_for(seen.path))
+            state.legacy = True
+            records = iter(everything)
+        else:
+            records = itertools.chain(leading, records)
+        writer = _RowWriter(self, file_id, seen, state)
+        writer.add_records(records)
+        writer.finish()
+
+    def _index_from(
+        self,
+        stream: BinaryIO,
+        seen: SeenFile,
+        file_id: int,
+        known: KnownFile,
+        resume: tuple[bytes, bytes],
+    ) -> None:
+        state = _SessionState.resume(self.connection, file_id, known, seen.path, *resume)
+        writer = _RowWriter(self, file_id, seen, state)
+        writer.add_records(_complete_records(stream, known.indexed_bytes, self.report))
+        writer.finish()
+
+    def _drop_rows(self, file_id: int) -> None:
+        with transaction(self.connection):
+            self.report.entries_removed += drop_file_rows(self.connection, file_id)
+
+
+def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
+    """Delete every row derived from a file's content; returns how many entries went."""
+    count = connection.execute("SELECT count(*) FROM entries WHERE session = ?", (file_id,))
+    removed = count.fetchall()[0][0]
+    connection.execute(
+        "DELETE FROM blob_refs WHERE entry IN (SELECT pk FROM entries WHERE session = ?)",
+        (file_id,),
+    )
+    connection.execute(
+        "DELETE FROM entries_fts WHERE rowid IN (SELECT pk FROM entries WHERE session = ?)",
+        (file_id,),
+    )
+    connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
+    connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
+    connection.execute(
+        "UPDATE files SET indexed_bytes = 0, next_seq = 0, last_id = NULL, legacy = 0,"
+        " head_hash = NULL, tail_hash = NULL WHERE id = ?",
+        (file_id,),
+    )
+    return removed
+
+
+def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:
+    return os.pread(stream.fileno(), size, offset) if size > 0 else b""
+
+
+@dataclass(slots=True)
+class _Record:
+    offset: int
+    data: bytes
+    values: list[dict[str, Any]]
+
+
+def _complete_records(stream: BinaryIO, start: int, report: SyncReport) -> Iterator[_Record]:
+    """Lines from ``start`` that are complete: newline-terminated, or a last line that parses.
+
+    A line still being written (cut JSON without its newline) is left for a later sync.
+    """
+    for offset, line in iter_lines(stream, start):
+        report.bytes_read += len(line)
+        if not line.endswith(b"\n"):
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return
+        yield _Record(offset, line, [] if line.isspace() else parse_line(line))
+
+
+def _read_until_header(
+    records: Iterator[_Record],
+) -> tuple[list[_Record], dict[str, Any] | None]:
+    """The records up to the one that decides validity, and the header if it is one."""
+    leading: list[_Record] = []
+    for record in records:
+        leading.append(record)
+        for value in record.values:
+            if value.get("type") == TITLE_TYPE:
+                continue
+            return leading, value if value.get("type") == HEADER_TYPE else None
+    return leading, None
+
+
+@dataclass
+class _SessionState:
+    """Where the parse of a file stands: header status, seq, last id, totals, edge bytes."""
+
+    path: str
+    indexed_bytes: int = 0
+    next_seq: int = 0
+    version: int | None = None
+    status: str | None = None
+    leading_title: dict[str, Any] | None = None
+    last_id: str | None = None
+    legacy: bool = False
+    totals: _Totals = field(default_factory=_Totals)
+    head: bytes = b""
+    tail: bytes = b""
+    ids: _SyntheticIds | None = None
+    fresh: bool = True
+
+    @classmethod
+    def new(cls, path: str) -> _SessionState:
+        return cls(path, ids=synthetic_ids_for(path))
+
+    @classmethod
+    def resume(
+        cls,
+        connection: apsw.Connection,
+        file_id: int,
+        known: KnownFile,
+        path: str,
+        head: bytes,
+        tail: bytes,
+    ) -> _SessionState:
+        state = cls(
+            path,
+            indexed_bytes=known.indexed_bytes,
+            next_seq=known.next_seq,
+            status=known.status,
+            last_id=known.last_id,
+            head=head,
+            tail=tail,
+            ids=synthetic_ids_for(path),
+            fresh=False,
+        )
+        row = connection.execute(
+            "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
+            " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
+            " compaction_title FROM sessions WHERE file_id = ?",
+            (file_id,),
+        ).fetchall()
+        if row:
+            values = row[0]
+            state.totals = _Totals(
+                values[0], values[1], values[2], values[3], list(values[4:10]), values[10]
+            )
+        return state
+
+
+class _RowWriter:
+    """Turns records into rows and commits them in bounded transactions."""
+
+    def __init__(
+        self, indexer: FileIndexer, file_id: int, seen: SeenFile, state: _SessionState
+    ) -> None:
+        self.indexer = indexer
+        self.connection = indexer.connection
+        self.file_id = file_id
+        self.seen = seen
+        self.state = state
+        self.indexed_bytes = state.indexed_bytes
+        self.entry_rows: list[tuple[Any, ...]] = []
+        self.text_rows: list[tuple[int, str]] = []
+        self.blob_rows: list[tuple[int, str]] = []
+        self.batch_ids: dict[str, int] = {}
+        self.run_ids: set[str] = set()
+        self.pending_bytes = 0
+        self.header_row: dict[str, Any] | None = None
+
+    def add_records(self, records: Any) -> None:
+        for record in records:
+            for part, value in enumerate(record.values):
+                line = record.data if len(record.values) == 1 else dumps(value)
+                self._add_value(record, part, value, line)
+            self.indexed_bytes = record.offset + len(record.data)
+            self._keep_edges(record)
+            self.pending_bytes += len(record.data)
+            if (
+                len(self.entry_rows) >= COMMIT_EVERY_VALUES
+                or self.pending_bytes >= COMMIT_EVERY_BYTES
+            ):
+                self._commit(final=False)
+
+    def _keep_edges(self, record: _Record) -> None:
+        state = self.state
+        if len(state.head) < HEAD_BYTES:
+            state.head += record.data[: HEAD_BYTES - len(state.head)]
+        state.tail = (state.tail + record.data)[-TAIL_BYTES:]
+
+    def _add_value(self, record: _Record, part: int, value: dict[str, Any], line: bytes) -> None:
+        state = self.state
+        seq = state.next_seq
+        state.next_seq += 1
+        is_header_record = False
+        kind = value.get("type")
+        if state.status is None:
+            if kind == TITLE_TYPE:
+                is_header_record = True
+                state.leading_title = value
+            else:
+                valid = kind == HEADER_TYPE and isinstance(value.get("id"), str)
+                state.status = "ok" if valid else "invalid_header"
+                if valid:
+                    is_header_record = True
+                    self.header_row = value
+        elif kind == HEADER_TYPE:
+            is_header_record = True  # a second session line is an opaque record (D22)
+        elif not state.legacy:
+            self._repair_links(value, seq)
+        facts = EntryFacts(value, is_header_record)
+        if not is_header_record:
+            self._count(value, facts)
+        pk = self.indexer.next_pk()
+        usage = facts.usage or (None, None, None, None, None, None)
+        self.entry_rows.append(
+            (pk, self.file_id, seq, facts.id, facts.parent_id, facts.type, facts.timestamp,
+             facts.role, facts.provider, facts.model, facts.tool_name, facts.custom_type,
+             record.offset, len(record.data), part, *usage, facts.prompt_hash)
+        )  # fmt: skip
+        if facts.id is not None:
+            previous = self.batch_ids.get(facts.id)
+            if previous is not None:
+                self._forget(previous)
+            self.batch_ids[facts.id] = len(self.entry_rows) - 1
+        if facts.text:
+            self.text_rows.append((pk, facts.text))
+        for digest in blob_refs_in(line):
+            self.blob_rows.append((pk, digest))
+
+    def _forget(self, row_index: int) -> None:
+        """A later entry with the same id replaces an earlier one in the same batch."""
+        pk = self.entry_rows[row_index][0]
+        self.entry_rows[row_index] = None  # type: ignore[call-overload]
+        self.text_rows = [row for row in self.text_rows if row[0] != pk]
+        self.blob_rows = [row for row in self.blob_rows if row[0] != pk]
+
+    def _repair_links(self, value: dict[str, Any], seq: int) -> None:
+        """D25 for v3 files: entries without ``id`` get one, without ``parentId`` a parent."""
+        state = self.state
+        if "id" not in value and value.get("type") in KNOWN_ENTRY_TYPES:
+            value["id"] = state.ids((), seq)  # type: ignore[misc]
+        if "id" not in value:
+            return
+        if "parentId" not in value:
+            value["parentId"] = state.last_id
+        state.last_id = value["id"] if isinstance(value["id"], str) else state.last_id
+
+    def _count(self, value: dict[str, Any], facts: EntryFacts) -> None:
+        totals = self.state.totals
+        totals.entry_count += 1
+        if facts.id is not None:
+            totals.last_entry_id = facts.id
+        if facts.usage is not None:
+            totals.usage = [a + b for a, b in zip(totals.usage, facts.usage, strict=True)]
+        kind = facts.type
+        if kind == "message":
+            message = value.get("message")
+            if message:
+                totals.message_count += 1
+                if totals.first_message is None and facts.role == "user":
+                    text = message_text(message) if type(message) is dict else ""
+                    if text:
+                        totals.first_message = text
+        elif kind == "compaction" and isinstance(value.get("shortSummary"), str):
+            totals.compaction_title = value["shortSummary"]
+
+    # -- committing -------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        self._commit(final=True)
+
+    def _commit(self, final: bool) -> None:
+        rows = [row for row in self.entry_rows if row is not None]
+        with transaction(self.connection):
+            if rows:
+                self._replace_duplicates(rows)
+                self.connection.executemany(_ENTRY_INSERT, rows)
+                self.connection.executemany(
+                    "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
+                )
+                self.connection.executemany(
+                    "INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES (?, ?)", self.blob_rows
+                )
+                self.indexer.report.entries_added += len(rows)
+            self._write_session()
+            self._write_file_row(final)
+        self.entry_rows, self.text_rows, self.blob_rows = [], [], []
+        self.run_ids.update(self.batch_ids)
+        self.batch_ids = {}
+        self.pending_bytes = 0
+
+    def _replace_duplicates(self, rows: list[tuple[Any, ...]]) -> None:
+        """An id already in the index for this file: the later line wins, like the reference."""
+        ids = [row[3] for row in rows if row[3] is not None]
+        if self.state.fresh:
+            ids = [entry_id for entry_id in ids if entry_id in self.run_ids]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            stale = self.connection.execute(
+                f"SELECT pk FROM entries WHERE session = ? AND id IN ({marks})",
+                (self.file_id, *chunk),
+            ).fetchall()
+            for (pk,) in stale:
+                self.connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
+                self.connection.execute("DELETE FROM entries_fts WHERE rowid = ?", (pk,))
+                self.connection.execute("DELETE FROM entries WHERE pk = ?", (pk,))
+                self.indexer.report.entries_removed += 1
+
+    def _write_session(self) -> None:
+        state = self.state
+        if state.status != "ok":
+            return
+        totals = state.totals
+        figures = (
+            totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
+            *totals.usage, totals.compaction_title, _iso_from_ns(self.seen.mtime_ns),
+        )  # fmt: skip
+        header = self.header_row
+        if header is None:
+            self.connection.execute(
+                "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
+                " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
+                " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
+                " modified_at = ? WHERE file_id = ?",
+                (*figures, self.file_id),
+            )
+            return
+        title, title_source = _title_of(header, state.leading_title)
+        self.connection.execute(
+            "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
+            " title_source, parent_session, version, created_at, entry_count, message_count,"
+            " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
+            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.file_id, header["id"], self.seen.path, _text(header.get("cwd")),
+                self.seen.project_dir, title, title_source, _text(header.get("parentSession")),
+                state.version, _text(header.get("timestamp")), *figures,
+            ),
+        )  # fmt: skip
+        self.header_row = None
+
+    def _write_file_row(self, final: bool) -> None:
+        state = self.state
+        # Until the last commit of this read, size -1 makes the next sync carry on from here.
+        size = self.seen.size if final else -1
+        self.connection.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, indexed_bytes = ?, head_hash = ?,"
+            " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
+            " legacy = ?, root = ?, project_dir = ? WHERE id = ?",
+            (
+                size, self.seen.mtime_ns, self.seen.inode, self.indexed_bytes,
+                _digest(state.head[: min(HEAD_BYTES, self.indexed_bytes)]),
+                _digest(state.tail[-min(TAIL_BYTES, self.indexed_bytes) :]),
+                state.status or "invalid_header", now_iso(), state.next_seq, state.last_id,
+                int(state.legacy), self.seen.root, self.seen.project_dir, self.file_id,
+            ),
+        )  # fmt: skip
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _title_of(
+    header: dict[str, Any], leading_title: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
+    """The header's title, else the title record's (D21); with who set it."""
+    title = header.get("title")
+    if isinstance(title, str) and title:
+        return title, _text(header.get("titleSource"))
+    if leading_title is not None:
+        record_title = leading_title.get("title")
+        if isinstance(record_title, str) and record_title:
+            return record_title, _text(leading_title.get("source"))
+    return None, None
+
+
+def max_pk(connection: apsw.Connection) -> int:
+    return connection.execute("SELECT coalesce(max(pk), 0) FROM entries").fetchall()[0][0]
+
+
+def pk_counter(connection: apsw.Connection) -> Callable[[], int]:
+    current = max_pk(connection)
+
+    def next_pk() -> int:
+        nonlocal current
+        current += 1
+        return current
+
+    return next_pk
+
+
+def load_known_files(connection: apsw.Connection) -> dict[str, KnownFile]:
+    rows = connection.execute(
+        "SELECT id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status,"
+        " next_seq, last_id, legacy FROM files"
+    )
+    return {row[1]: KnownFile(*row[:11], bool(row[11])) for row in rows}
+
+
+def elapsed_since(start: float) -> float:
+    return time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------------------------
+# A whole sync
+
+
+def sync_files(
+    connection: apsw.Connection,
+    roots: list[str],
+    full: bool = False,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Bring the rows of every file under ``roots`` up to date; returns what was done."""
+    started = time.perf_counter()
+    report = SyncReport()
+    known = load_known_files(connection)
+    seen: dict[str, SeenFile] = {}
+    scanned_roots: list[str] = []
+    for root in roots:
+        if not os.path.isdir(root):
+            report.missing_roots.append(root)
+            continue
+        scanned_roots.append(root)
+        for item in scan_root(root, report):
+            seen[item.path] = item
+    report.files_seen = len(seen)
+
+    vanished = {
+        path: row
+        for path, row in known.items()
+        if path not in seen and path not in report.unreadable and _under_any(path, scanned_roots)
+    }
+    _follow_renames(connection, seen, known, vanished, report)
+
+    todo = []
+    for path, item in seen.items():
+        row = known.get(path)
+        unchanged = (
+            row is not None
+            and row.size == item.size
+            and row.mtime_ns == item.mtime_ns
+            and row.inode == item.inode
+            and row.status != "unreadable"
+        )
+        if unchanged and not full:
+            report.files_unchanged += 1
+        else:
+            todo.append((item, row))
+
+    indexer = FileIndexer(connection, pk_counter(connection), report)
+    total = sum(item.size for item, _row in todo)
+    done = 0
+    for item, row in todo:
+        if progress is not None:
+            progress(done, total, item.path)
+        try:
+            indexer.index(item, row, full)
+        except OSError as error:
+            report.unreadable[item.path] = _describe_error(error)
+            _mark_unreadable(connection, item, row, report.unreadable[item.path])
+        done += item.size
+    if progress is not None and todo:
+        progress(total, total, "")
+
+    for path, row in vanished.items():
+        with transaction(connection):
+            report.entries_removed += drop_file_rows(connection, row.id)
+            connection.execute("DELETE FROM files WHERE id = ?", (row.id,))
+        report.files_removed += 1
+    report.seconds = elapsed_since(started)
+    return report
+
+
+def _under_any(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _follow_renames(
+    connection: apsw.Connection,
+    seen: dict[str, SeenFile],
+    known: dict[str, KnownFile],
+    vanished: dict[str, KnownFile],
+    report: SyncReport,
+) -> None:
+    """A vanished file that reappears under a new name (same inode, size, mtime) is moved."""
+    by_identity = {(row.inode, row.size, row.mtime_ns): row for row in vanished.values()}
+    for path, item in seen.items():
+        if path in known:
+            continue
+        row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
+        if row is None:
+            continue
+        with transaction(connection):
+            connection.execute(
+                "UPDATE files SET path = ?, root = ?, project_dir = ? WHERE id = ?",
+                (path, item.root, item.project_dir, row.id),
+            )
+            connection.execute(
+                "UPDATE sessions SET path = ?, project_dir = ? WHERE file_id = ?",
+                (path, item.project_dir, row.id),
+            )
+        del vanished[row.path]
+        row.path = path
+        known[path] = row
+        report.files_renamed += 1
+
+
+def _mark_unreadable(
+    connection: apsw.Connection, item: SeenFile, row: KnownFile | None, error: str
+) -> None:
+    """Keep whatever rows the file had (their blob refs stay counted) and say why."""
+    with transaction(connection):
+        if row is None:
+            connection.execute(
+                "INSERT OR IGNORE INTO files (path, root, project_dir, size, mtime_ns, inode,"
+                " status, error, indexed_at) VALUES (?, ?, ?, ?, ?, ?, 'unreadable', ?, ?)",
+                (item.path, item.root, item.project_dir, item.size, item.mtime_ns, item.inode,
+                 error, now_iso()),
+            )  # fmt: skip
+        else:
+            connection.execute(
+                "UPDATE files SET status = 'unreadable', error = ?, indexed_at = ? WHERE id = ?",
+                (error, now_iso(), row.id),
+            )

@@ -1,0 +1,145 @@
+"""Checking the index against the files: re-derive each file's rows and compare them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from xcsh_store.index.db import apply_migrations, load_migrations
+from xcsh_store.index.sync import (
+    FileIndexer,
+    SeenFile,
+    SyncReport,
+    drop_file_rows,
+    pk_counter,
+)
+
+_COMPARED_ENTRY_COLUMNS = (
+    "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
+    " length, part, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+    " premium_requests, cost, prompt_hash"
+)
+_COMPARED_SESSION_COLUMNS = (
+    "session_id, path, cwd, project_dir, title, title_source, parent_session, version, created_at,"
+    " entry_count, message_count, first_message, last_entry_id, input_tokens, output_tokens,"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost, compaction_title"
+)
+
+
+@dataclass
+class VerifyReport:
+    """Files whose index rows differ from a fresh parse, and what differs."""
+
+    files_checked: int = 0
+    differences: dict[str, list[str]] = field(default_factory=dict)
+    repaired: list[str] = field(default_factory=list)
+    refcount_errors: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.differences and not self.refcount_errors
+
+
+class Verifier:
+    """Parses each file into a scratch in-memory index and compares it with the real one."""
+
+    def __init__(self, connection: apsw.Connection) -> None:
+        self.connection = connection
+        self.scratch = apsw.Connection(":memory:")
+        apply_migrations(self.scratch, load_migrations())
+        self.scratch_report = SyncReport()
+        self.scratch_indexer = FileIndexer(
+            self.scratch, pk_counter(self.scratch), self.scratch_report
+        )
+
+    def close(self) -> None:
+        self.scratch.close()
+
+    def compare_file(self, seen: SeenFile) -> list[str]:
+        """Differences between the index and a fresh parse of ``seen`` (empty when equal)."""
+        row = self.connection.execute(
+            "SELECT id, indexed_bytes, status FROM files WHERE path = ?", (seen.path,)
+        ).fetchall()
+        if not row:
+            return ["file is not in the index"]
+        file_id, indexed_bytes, status = row[0]
+        try:
+            self.scratch_indexer.index(seen, None, full=True)
+        except OSError as error:
+            return [f"file cannot be read: {error}"]
+        scratch_id = self.scratch.execute(
+            "SELECT id FROM files WHERE path = ?", (seen.path,)
+        ).fetchall()[0][0]
+        try:
+            return self._differences(file_id, indexed_bytes, status, scratch_id)
+        finally:
+            drop_file_rows(self.scratch, scratch_id)
+            self.scratch.execute("DELETE FROM files WHERE id = ?", (scratch_id,))
+
+    def _differences(
+        self, file_id: int, indexed_bytes: int, status: str, scratch_id: int
+    ) -> list[str]:
+        found: list[str] = []
+        fresh_bytes, fresh_status = self.scratch.execute(
+            "SELECT indexed_bytes, status FROM files WHERE id = ?", (scratch_id,)
+        ).fetchall()[0]
+        if (indexed_bytes, status) != (fresh_bytes, fresh_status):
+            found.append(
+                f"indexed {indexed_bytes} bytes ({status}), the file has {fresh_bytes} ({fresh_status})"
+            )
+        for label, query in (
+            (
+                "entries",
+                f"SELECT {_COMPARED_ENTRY_COLUMNS} FROM entries WHERE session = ? ORDER BY seq",
+            ),
+            ("session", f"SELECT {_COMPARED_SESSION_COLUMNS} FROM sessions WHERE file_id = ?"),
+            (
+                "search text",
+                "SELECT e.seq, f.text FROM entries AS e JOIN entries_fts AS f ON f.rowid = e.pk"
+                " WHERE e.session = ? ORDER BY e.seq",
+            ),
+            (
+                "blob refs",
+                "SELECT e.seq, r.hash FROM entries AS e JOIN blob_refs AS r ON r.entry = e.pk"
+                " WHERE e.session = ? ORDER BY e.seq, r.hash",
+            ),
+        ):
+            ours = self.connection.execute(query, (file_id,)).fetchall()
+            fresh = self.scratch.execute(query, (scratch_id,)).fetchall()
+            if ours != fresh:
+                found.append(_describe_difference(label, ours, fresh))
+        return found
+
+
+def _describe_difference(label: str, ours: list[Any], fresh: list[Any]) -> str:
+    if len(ours) != len(fresh):
+        return f"{label}: {len(ours)} rows indexed, {len(fresh)} in the file"
+    for position, (mine, theirs) in enumerate(zip(ours, fresh, strict=True)):
+        if mine != theirs:
+            return f"{label}: row {position} differs ({mine!r} != {theirs!r})"
+    return f"{label}: differ"
+
+
+def refcount_errors(connection: apsw.Connection) -> list[str]:
+    """Blobs whose stored refcount disagrees with the references actually indexed."""
+    rows = connection.execute(
+        "SELECT b.hash, b.refcount, coalesce(r.n, 0) FROM blobs AS b"
+        " LEFT JOIN (SELECT hash, count(*) AS n FROM blob_refs GROUP BY hash) AS r"
+        " ON r.hash = b.hash WHERE b.refcount != coalesce(r.n, 0)"
+    ).fetchall()
+    missing = connection.execute(
+        "SELECT DISTINCT hash FROM blob_refs WHERE hash NOT IN (SELECT hash FROM blobs)"
+    ).fetchall()
+    errors = [
+        f"blob {digest}: refcount {stored}, {actual} references" for digest, stored, actual in rows
+    ]
+    errors += [f"blob {digest}: referenced but has no blobs row" for (digest,) in missing]
+    return errors
+
+
+def seen_file_for(path: str, root: str, project_dir: str) -> SeenFile:
+    info = os.stat(path)
+    return SeenFile(path, root, project_dir, info.st_size, info.st_mtime_ns, info.st_ino)
