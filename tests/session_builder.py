@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import PI_FIXTURES
+
 from xcsh_store.blobs import BlobStore
 from xcsh_store.jsonl import dumps
 

@@ -11,7 +11,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from session_builder import (
     append,
     copy_fixtures,
@@ -21,6 +20,7 @@ from session_builder import (
     sessions_dir,
     write_session,
 )
+
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import build_session_context
 from xcsh_store.errors import EntryNotFoundError, IndexDatabaseError, SessionNotFoundError
@@ -435,8 +435,8 @@ def test_usage_counts_each_entry_once(agent_dir, index):
         message("a1", "u1", "assistant", "r"),
     ]
     write_session(folder / "orig.jsonl", records)
-    fork = [header("fork", timestamp="2026-02-01T00:00:00.000Z", parentSession="orig"), *records[1:],
-            message("a2", "a1", "assistant", "more")]  # fmt: skip
+    fork_header = header("fork", timestamp="2026-02-01T00:00:00.000Z", parentSession="orig")
+    fork = [fork_header, *records[1:], message("a2", "a1", "assistant", "more")]
     write_session(folder / "fork.jsonl", fork)
     index.sync()
     (by_model,) = index.usage(by="model")
@@ -617,14 +617,16 @@ def test_read_only_index_refuses_writes(agent_dir, index, two_sessions):
 def test_index_is_readable_by_stdlib_sqlite3(agent_dir, index):
     copy_fixtures(agent_dir)
     index.sync()
-    script = (
-        "import sqlite3, sys, json\n"
-        "db = sqlite3.connect(sys.argv[1])\n"
-        "tables = [r[0] for r in db.execute(\"SELECT name FROM sqlite_master WHERE type IN ('table','view')\")]\n"
-        "counts = {t: db.execute(f'SELECT count(*) FROM \"{t}\"').fetchone()[0] for t in tables}\n"
-        "hits = db.execute(\"SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'compaction'\").fetchone()[0]\n"
-        "print(json.dumps({'version': sqlite3.sqlite_version, 'counts': counts, 'hits': hits}))\n"
-    )
+    script = """
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+kinds = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+tables = [row[0] for row in db.execute(kinds)]
+counts = {t: db.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+match = "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'compaction'"
+hits = db.execute(match).fetchone()[0]
+print(json.dumps({"version": sqlite3.sqlite_version, "counts": counts, "hits": hits}))
+"""
     result = subprocess.run(
         [sys.executable, "-c", script, str(agent_dir / "index.db")],
         capture_output=True, text=True, check=True,

@@ -740,7 +740,7 @@ def sync_files(
     if progress is not None and todo:
         progress(total, total, "")
 
-    for path, row in vanished.items():
+    for row in vanished.values():
         with transaction(connection):
             report.entries_removed += drop_file_rows(connection, row.id)
             connection.execute("DELETE FROM files WHERE id = ?", (row.id,))
