@@ -1,5 +1,6 @@
 """xcsh-store: coding-agent session storage (xcsh/pi JSONL) with a SQLite index on top."""
 
+from xcsh_store.artifacts import AgentOutputManager, ArtifactManager
 from xcsh_store.blobs import (
     BlobPutResult,
     BlobStore,
@@ -27,6 +28,23 @@ from xcsh_store.errors import (
 )
 from xcsh_store.loader import load_entries_from_file, parse_session_entries
 from xcsh_store.migrate import CURRENT_SESSION_VERSION, migrate_session_entries
+from xcsh_store.output import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_COLUMN,
+    DEFAULT_MAX_LINES,
+    OutputSink,
+    OutputSummary,
+    TailBuffer,
+    format_bytes,
+    format_head_truncation_notice,
+    format_tail_truncation_notice,
+    sanitize_text,
+    truncate_head,
+    truncate_head_bytes,
+    truncate_line,
+    truncate_tail,
+    truncate_tail_bytes,
+)
 from xcsh_store.paths import (
     encode_cwd,
     get_agent_dir,
@@ -47,35 +65,56 @@ from xcsh_store.storage import (
     SessionStorage,
     SessionStorageWriter,
 )
+from xcsh_store.urls import (
+    InternalResource,
+    apply_query,
+    parse_query,
+    path_to_query,
+    read_internal_url,
+    resolve_internal_url,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BLOB_EXTERNALIZE_THRESHOLD",
     "CURRENT_SESSION_VERSION",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_COLUMN",
+    "DEFAULT_MAX_LINES",
     "LAST",
     "MAX_PERSIST_CHARS",
     "TRUNCATION_NOTICE",
+    "AgentOutputManager",
+    "ArtifactManager",
     "BlobPutResult",
     "BlobStore",
     "EntryNotFoundError",
     "FileSessionStorage",
     "HistoryError",
     "IndexDatabaseError",
+    "InternalResource",
     "InternalUrlError",
     "MemorySessionStorage",
+    "OutputSink",
+    "OutputSummary",
     "PersistenceError",
     "SessionContext",
     "SessionNotFoundError",
     "SessionStorage",
     "SessionStorageWriter",
+    "TailBuffer",
     "XcshStoreError",
+    "apply_query",
     "build_session_context",
     "create_branch_summary_message",
     "create_compaction_summary_message",
     "create_custom_message",
     "encode_cwd",
     "externalize_image_data",
+    "format_bytes",
+    "format_head_truncation_notice",
+    "format_tail_truncation_notice",
     "get_agent_dir",
     "get_blobs_dir",
     "get_default_session_dir",
@@ -85,7 +124,17 @@ __all__ = [
     "load_entries_from_file",
     "migrate_session_entries",
     "parse_blob_ref",
+    "parse_query",
     "parse_session_entries",
+    "path_to_query",
     "prepare_entry_for_persistence",
+    "read_internal_url",
     "resolve_image_data",
+    "resolve_internal_url",
+    "sanitize_text",
+    "truncate_head",
+    "truncate_head_bytes",
+    "truncate_line",
+    "truncate_tail",
+    "truncate_tail_bytes",
 ]
