@@ -17,6 +17,14 @@ from xcsh_store.context import (
     create_compaction_summary_message,
     create_custom_message,
 )
+from xcsh_store.discovery import (
+    RecentSessionInfo,
+    ResolvedSession,
+    SessionInfo,
+    find_most_recent_session,
+    get_recent_sessions,
+    resolve_resumable_session,
+)
 from xcsh_store.errors import (
     EntryNotFoundError,
     HistoryError,
@@ -27,6 +35,7 @@ from xcsh_store.errors import (
     XcshStoreError,
 )
 from xcsh_store.loader import load_entries_from_file, parse_session_entries
+from xcsh_store.manager import SessionManager, SessionTreeNode
 from xcsh_store.migrate import CURRENT_SESSION_VERSION, migrate_session_entries
 from xcsh_store.output import (
     DEFAULT_MAX_BYTES,
@@ -99,10 +108,15 @@ __all__ = [
     "OutputSink",
     "OutputSummary",
     "PersistenceError",
+    "RecentSessionInfo",
+    "ResolvedSession",
     "SessionContext",
+    "SessionInfo",
+    "SessionManager",
     "SessionNotFoundError",
     "SessionStorage",
     "SessionStorageWriter",
+    "SessionTreeNode",
     "TailBuffer",
     "XcshStoreError",
     "apply_query",
@@ -112,6 +126,7 @@ __all__ = [
     "create_custom_message",
     "encode_cwd",
     "externalize_image_data",
+    "find_most_recent_session",
     "format_bytes",
     "format_head_truncation_notice",
     "format_tail_truncation_notice",
@@ -119,6 +134,7 @@ __all__ = [
     "get_blobs_dir",
     "get_default_session_dir",
     "get_history_db_path",
+    "get_recent_sessions",
     "get_sessions_dir",
     "is_blob_ref",
     "load_entries_from_file",
@@ -131,6 +147,7 @@ __all__ = [
     "read_internal_url",
     "resolve_image_data",
     "resolve_internal_url",
+    "resolve_resumable_session",
     "sanitize_text",
     "truncate_head",
     "truncate_head_bytes",
