@@ -217,36 +217,44 @@ def open_child(path: str, mode: str) -> None:
 # SIGKILL loop
 
 
-def run_kills(count: int, workers: int) -> None:
-    from crash_child import kill_and_check
+def run_kills(count: int, workers: int) -> int:
+    """SIGKILL ``count`` children; returns the number of runs that broke a guarantee."""
+    from crash_child import CrashResult, kill_and_check
 
     with tempfile.TemporaryDirectory(prefix="xcsh-kills-") as scratch:
         os.environ["XCSH_AGENT_DIR"] = os.path.join(scratch, "agent")
         os.environ["XCSH_TERMINAL_ID"] = "bench-kills"
         started = time.perf_counter()
 
-        def one(seed: int) -> tuple[int, int, int]:
-            result = kill_and_check(Path(scratch) / f"run{seed}", seed)
-            return result.appended, result.flushed, result.on_disk
+        def one(seed: int) -> CrashResult | str:
+            try:
+                return kill_and_check(Path(scratch) / f"run{seed}", seed)
+            except AssertionError as failure:
+                return f"run {seed}: {failure}"
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(one, range(count)))
+            outcomes = list(pool.map(one, range(count)))
         elapsed = time.perf_counter() - started
-    mid_batch = sum(on_disk > flushed for _appended, flushed, on_disk in results)
+    results = [outcome for outcome in outcomes if isinstance(outcome, CrashResult)]
+    failures = [outcome for outcome in outcomes if isinstance(outcome, str)]
     print_table(
         "SIGKILL crash loop",
-        ["kills", "entries acknowledged", "acknowledged lost", "unflushed tail kept", "seconds"],
+        ["kills", "entries flushed", "runs losing data", "runs with unflushed tail", "seconds"],
         [
             [
-                f"{len(results):,}",
-                f"{sum(flushed for _a, flushed, _d in results):,}",
-                "0",
-                f"{mid_batch:,} runs",
+                f"{len(outcomes):,}",
+                f"{sum(result.flushed for result in results):,}",
+                f"{len(failures):,}",
+                f"{sum(result.on_disk > result.flushed for result in results):,}",
                 f"{elapsed:.1f}",
             ]
         ],
     )
-    print(f"{len(results)} kills, every file loaded, nothing acknowledged was lost.")
+    for failure in failures:
+        print(failure)
+    if not failures:
+        print(f"{len(outcomes)} kills: every file loaded, nothing acknowledged was lost.")
+    return len(failures)
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,8 +286,7 @@ def main() -> None:
         open_child(args.open_child, args.mode)
         return
     if args.kills:
-        run_kills(args.kills, args.workers)
-        return
+        sys.exit(1 if run_kills(args.kills, args.workers) else 0)
 
     with tempfile.TemporaryDirectory(prefix="xcsh-bench-") as scratch:
         folder = Path(scratch)

@@ -663,11 +663,15 @@ def test_in_memory_artifacts_get_counting_ids_but_no_path(session: SessionManage
 def test_in_memory_branched_session_replaces_the_entries(session: SessionManager) -> None:
     a = session.append_message(user("a"))
     session.append_message(assistant())
+    session.set_session_name("kept in memory", "user")
     old_id = session.get_session_id()
     assert session.create_branched_session(a) is None
     assert [e["id"] for e in session.get_entries()] == [a]
     assert session.get_session_id() != old_id
     assert "parentSession" not in session.get_header()
+    # Like the reference: the name survives in memory, the new header has none.
+    assert session.get_session_name() == "kept in memory"
+    assert "title" not in session.get_header()
 
 
 def test_in_memory_move_changes_the_cwd_only(session: SessionManager) -> None:

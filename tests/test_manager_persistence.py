@@ -873,3 +873,16 @@ def test_v1_fixture_keeps_its_line_count_after_migration(tmp_path: Path) -> None
     manager = SessionManager.open(str(path))
     assert len(read_records(path)) == len(lines)
     assert len(manager.build_session_context().messages) > 0
+
+
+def test_entries_without_ids_are_repaired_and_written_back(tmp_path: Path) -> None:
+    """D25: a v3 file whose entries lack id/parentId."""
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/x"}
+    first = {"type": "message", "timestamp": "t", "message": user("a")}
+    second = {"type": "message", "timestamp": "t", "message": assistant()}
+    path = write_lines(tmp_path / "s.jsonl", header, first, second)
+    manager = SessionManager.open(str(path))
+    records = read_records(path)
+    assert records[1]["parentId"] is None
+    assert records[2]["parentId"] == records[1]["id"]
+    assert [e["id"] for e in manager.get_branch()] == [records[1]["id"], records[2]["id"]]

@@ -279,11 +279,7 @@ class SessionManager:
         return self._labels.get(entry_id)
 
     def get_children(self, parent_id: str | None) -> list[dict[str, Any]]:
-        return [
-            entry
-            for entry in self._entries
-            if entry.get("parentId") == parent_id and entry.get("type") != HEADER_TYPE
-        ]
+        return [entry for entry in self._by_id.values() if entry.get("parentId") == parent_id]
 
     def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
         """Root -> ``from_id`` (default: the leaf); [] for an unknown id. Stops on cycles (D5)."""
@@ -652,9 +648,11 @@ class SessionManager:
         self._flushed = True
 
     def _file_has_content(self) -> bool:
+        """Whether the session file exists and is not empty; when that cannot be told, False
+        (callers then write the whole file, the safe choice)."""
         try:
             return self._storage.stat(self._session_file or "").size > 0
-        except FileNotFoundError:
+        except OSError:
             return False
 
     def _persist_entry(self, entry: dict[str, Any]) -> None:
