@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from xcsh_store.loader import parse_session_entries, read_session_file
 from xcsh_store.migrate import HEADER_TYPE, TITLE_TYPE
@@ -14,6 +15,7 @@ from xcsh_store.paths import get_default_session_dir, get_sessions_dir
 from xcsh_store.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
 
 log = logging.getLogger("xcsh_store")
+_Info = TypeVar("_Info")
 
 PREFIX_BYTES = 4096
 SESSION_PATTERN = "*.jsonl"
@@ -134,16 +136,27 @@ def _sorted_recent_sessions(
         files = storage.list_files(session_dir, SESSION_PATTERN)
     except OSError:
         return []
+    found = _read_each(files, storage, _recent_session_info)
+    found.sort(key=lambda info: info.mtime, reverse=True)
+    return found
+
+
+def _read_each(
+    files: list[str],
+    storage: SessionStorage,
+    read: Callable[[str, SessionStorage], _Info | None],
+) -> list[_Info]:
+    """``read`` every file, skipping files that are not sessions or cannot be read at all:
+    one bad file must never hide the others."""
     found = []
     for path in files:
         try:
-            info = _recent_session_info(path, storage)
-        except Exception as error:  # one bad file must never hide the others
+            info = read(path, storage)
+        except Exception as error:
             log.debug("skipping unreadable session %s: %s", path, error)
             continue
         if info is not None:
             found.append(info)
-    found.sort(key=lambda info: info.mtime, reverse=True)
     return found
 
 
@@ -250,16 +263,7 @@ def session_info_from_file(path: str, storage: SessionStorage) -> SessionInfo | 
 
 def collect_sessions(files: list[str], storage: SessionStorage | None = None) -> list[SessionInfo]:
     """Listing rows of every readable session among ``files``, newest modification first."""
-    storage = storage or FileSessionStorage()
-    sessions = []
-    for path in files:
-        try:
-            info = session_info_from_file(path, storage)
-        except Exception as error:  # one bad file must never break a listing
-            log.debug("skipping unreadable session %s: %s", path, error)
-            continue
-        if info is not None:
-            sessions.append(info)
+    sessions = _read_each(files, storage or FileSessionStorage(), session_info_from_file)
     sessions.sort(key=lambda info: info.modified, reverse=True)
     return sessions
 

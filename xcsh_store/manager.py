@@ -564,9 +564,19 @@ class SessionManager:
 
     def _start_session(self, parent_session: str | None) -> None:
         """Fresh in-memory state with a new header; the session file is chosen by the caller."""
-        self._session_id = new_session_id()
+        self._new_header(parent_session)
         self._session_name = None
         self._title_source = None
+        self._entries = []
+        self._rebuild_index()
+        self._flushed = False
+        self._ensured_on_disk = False
+        self._needs_rewrite = False
+        self._memory_artifacts = {}
+
+    def _new_header(self, parent_session: str | None) -> None:
+        """A new session id and the header of a new session (no title records before it)."""
+        self._session_id = new_session_id()
         self._leading = []
         self._header = {
             "type": HEADER_TYPE,
@@ -576,12 +586,6 @@ class SessionManager:
             "cwd": self._cwd,
         }
         _set_optional(self._header, "parentSession", parent_session)
-        self._entries = []
-        self._rebuild_index()
-        self._flushed = False
-        self._ensured_on_disk = False
-        self._needs_rewrite = False
-        self._memory_artifacts = {}
 
     def _adopt(self, records: list[dict[str, Any]]) -> None:
         """Take over a loaded file's records (title records, header, entries)."""
@@ -839,17 +843,7 @@ class SessionManager:
         previous_file = self._session_file
         self._close_writer()
         self._clear_error()
-        self._session_id = new_session_id()
-        self._header = {
-            "type": HEADER_TYPE,
-            "version": CURRENT_SESSION_VERSION,
-            "id": self._session_id,
-            "timestamp": iso_timestamp(),
-            "cwd": self._cwd,
-        }
-        if self._persist:
-            _set_optional(self._header, "parentSession", previous_file)
-        self._leading = []
+        self._new_header(previous_file if self._persist else None)
         self._entries = kept + self._recreated_labels(kept)
         self._rebuild_index()
         self._artifacts = None
