@@ -22,6 +22,14 @@ from xcsh_store.context import (
     create_compaction_summary_message,
     create_custom_message,
 )
+from xcsh_store.discovery import (
+    RecentSessionInfo,
+    ResolvedSession,
+    SessionInfo,
+    find_most_recent_session,
+    get_recent_sessions,
+    resolve_resumable_session,
+)
 from xcsh_store.errors import (
     EntryNotFoundError,
     HistoryError,
@@ -32,6 +40,7 @@ from xcsh_store.errors import (
     XcshStoreError,
 )
 from xcsh_store.loader import load_entries_from_file, parse_session_entries
+from xcsh_store.manager import SessionManager, SessionTreeNode
 from xcsh_store.migrate import CURRENT_SESSION_VERSION, migrate_session_entries
 from xcsh_store.output import (
     DEFAULT_MAX_BYTES,
