@@ -13,13 +13,15 @@ import textwrap
 import time
 import weakref
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import apsw
 import pytest
+from click.testing import CliRunner
 
 from xcsh_store import HistoryEntry, HistoryStorage
+from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -674,3 +676,81 @@ def test_existing_world_readable_file_is_made_private(db_path):
     db_path.chmod(0o644)
     HistoryStorage.open(db_path).close()
     assert db_path.stat().st_mode & 0o777 == 0o600
+
+
+# CLI
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def invoke(runner: CliRunner, *args: str) -> str:
+    result = runner.invoke(cli, ["history", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_cli_add_then_recent_table(runner):
+    assert invoke(runner, "add", "  refactor the parser ", "--cwd", "/src/app") == ""
+    lines = invoke(runner, "recent").splitlines()
+    assert lines[0].split() == ["id", "when", "cwd", "prompt"]
+    assert lines[2].split()[0] == "1"
+    assert lines[2].endswith("/src/app  refactor the parser")
+
+
+def test_cli_recent_json(runner):
+    invoke(runner, "add", "first")
+    invoke(runner, "add", "second", "--cwd", "/w")
+    entries = json.loads(invoke(runner, "recent", "--json", "--limit", "1"))
+    assert len(entries) == 1
+    entry = entries[0]
+    assert (entry["id"], entry["prompt"], entry["cwd"]) == (2, "second", "/w")
+    assert entry["created"] == datetime.fromtimestamp(entry["created_at"], UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    assert json.loads(invoke(runner, "recent", "--json"))[1]["cwd"] is None
+
+
+def test_cli_search_table_and_json(runner):
+    for text in ("fix the migration", "write docs", 'fix "quoted NEAR( things'):
+        invoke(runner, "add", text)
+    table = invoke(runner, "search", "fix", "migr")
+    assert "fix the migration" in table and "write docs" not in table
+    found = json.loads(invoke(runner, "search", '"quoted', "NEAR(", "--json"))
+    assert [entry["prompt"] for entry in found] == ['fix "quoted NEAR( things']
+
+
+def test_cli_search_rank(runner):
+    invoke(runner, "add", "deploy deploy")
+    invoke(runner, "add", "after the review deploy the service to production and watch it")
+    found = json.loads(invoke(runner, "search", "deploy", "--rank", "--json"))
+    assert found[0]["prompt"] == "deploy deploy"
+
+
+def test_cli_prune(runner):
+    for text in ("one", "two", "three"):
+        invoke(runner, "add", text)
+    assert invoke(runner, "prune", "--keep-last", "2") == "Deleted 1 prompt.\n"
+    assert json.loads(invoke(runner, "prune", "--older-than", "1", "--json")) == {"deleted": 0}
+    assert [entry["prompt"] for entry in json.loads(invoke(runner, "recent", "--json"))] == [
+        "three",
+        "two",
+    ]
+
+
+def test_cli_prune_needs_a_rule(runner):
+    result = runner.invoke(cli, ["history", "prune"])
+    assert result.exit_code == 2
+    assert "--older-than" in result.output
+
+
+def test_cli_reports_a_corrupt_file_in_one_line(runner, agent_dir):
+    agent_dir.mkdir()
+    (agent_dir / "history.db").write_bytes(b"this is not sqlite" * 100)
+    result = runner.invoke(cli, ["history", "recent"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1
+    assert result.output.startswith("Error: prompt history ")
+    assert "Traceback" not in result.output
