@@ -6,6 +6,7 @@ import gc
 import json
 import math
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from click.testing import CliRunner
 from xcsh_store import HistoryEntry, HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
+from xcsh_store.history import build_fts_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -353,6 +355,61 @@ def test_recent_and_search_are_newest_first(history, db_path):
     assert prompts(history.search("deploy", 10)) == expected
 
 
+def reference_search(db_path: Path, query: str, limit: int) -> list[HistoryEntry]:
+    """Reference §9's single query: sort every match by (created_at, id)."""
+    connection = connect(db_path)
+    try:
+        rows = connection.execute(
+            "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f"
+            " JOIN history h ON h.id = f.rowid WHERE history_fts MATCH ?"
+            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+            (build_fts_query(query), limit),
+        ).fetchall()
+    finally:
+        connection.close()
+    return [HistoryEntry(*row) for row in rows]
+
+
+def _shuffled_times(ids: range) -> list[int]:
+    rng = random.Random(7)
+    return [1_700_000_000 + rng.randrange(200) for _ in ids]
+
+
+def _clock_set_back(ids: range) -> list[int]:
+    # Ids 600..700 were written while the clock was a day ahead.
+    return [1_700_000_000 + i + (86_400 if 600 <= i <= 700 else 0) for i in ids]
+
+
+def _same_second(ids: range) -> list[int]:
+    return [1_700_000_000 for _ in ids]
+
+
+@pytest.fixture(scope="module", params=[_shuffled_times, _clock_set_back, _same_second])
+def disordered_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """More matches than search() reads by id, with created_at not following the ids."""
+    path = tmp_path_factory.mktemp("disordered") / "history.db"
+    count = 1500
+    with HistoryStorage.open(path) as storage:
+        add_all(storage, *(f"task {n} {'alpha' if n % 3 else 'beta'}" for n in range(1, count + 1)))
+    ids = range(1, count + 1)
+    connection = connect(path)
+    try:
+        connection.executemany(
+            "UPDATE history SET created_at = ? WHERE id = ?",
+            zip(request.param(ids), ids, strict=True),
+        )
+    finally:
+        connection.close()
+    return path
+
+
+@pytest.mark.parametrize("query", ["task", "alpha", "beta", "task 14", "beta 7"])
+@pytest.mark.parametrize("limit", [1, 50, 1000])
+def test_search_order_equals_sorting_every_match(disordered_db, query, limit):
+    with HistoryStorage.open(disordered_db) as history:
+        assert history.search(query, limit) == reference_search(disordered_db, query, limit)
+
+
 def test_search_matches_word_prefixes_and_requires_every_word(history):
     add_all(history, "migrate the database", "fix the migration test", "fix the parser")
     assert prompts(history.search("migr", 10)) == ["fix the migration test", "migrate the database"]
@@ -445,11 +502,18 @@ def test_delete_removes_prompts_from_search(history, db_path):
     fts_integrity_check(db_path)
 
 
-def test_update_keeps_search_in_step(history, db_path):
+def test_update_of_the_text_keeps_search_in_step(history, db_path):
     add_all(history, "original words")
     execute(db_path, "UPDATE history SET prompt = 'replacement text'")
     assert prompts(history.search("original", 10)) == []
     assert prompts(history.search("replacement", 10)) == ["replacement text"]
+    fts_integrity_check(db_path)
+
+
+def test_update_of_the_id_keeps_search_in_step(history, db_path):
+    add_all(history, "renumbered")
+    execute(db_path, "UPDATE history SET id = 500")
+    assert [entry.id for entry in history.search("renumbered", 10)] == [500]
     fts_integrity_check(db_path)
 
 

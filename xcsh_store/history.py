@@ -8,6 +8,7 @@ every ``open()`` returns a new instance (no process-wide singleton).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -23,6 +24,7 @@ from datetime import datetime, timedelta
 from numbers import Real
 
 import apsw
+import orjson
 
 from xcsh_store.errors import HistoryError
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, get_history_db_path
@@ -47,11 +49,12 @@ _WHITESPACE_RUN = re.compile(f"[{_JS_WHITESPACE}]+")
 _REQUIRED_COLUMNS = ("id", "prompt", "created_at", "cwd")
 
 # The reference schema, statement for statement (reference §9 step 2), then the two triggers xcsh
-# lacks (D9). The default is strftime() rather than unixepoch() because unixepoch() needs SQLite
-# 3.38 and older xcsh builds wrote it into files that older readers cannot parse. The FTS table
-# uses external content keyed on the explicit integer id, so the text is stored once and the FTS
-# rows follow the history rows by id. Both extra triggers use the external-content 'delete'
-# command, which must be given the old text so FTS5 can remove exactly the tokens it indexed.
+# lacks (D9). The default is strftime() rather than unixepoch(), which SQLite before 3.38 cannot
+# parse. The FTS table uses external content keyed on the explicit integer id, so the text is
+# stored once and the FTS rows follow the history rows by id. Both extra triggers use the
+# external-content 'delete' command, which must be given the old text so FTS5 can remove exactly
+# the tokens it indexed; the update trigger fires only when the indexed text or its id changes,
+# so correcting a created_at or cwd does not rewrite the index.
 _TABLE_SQL = """
 CREATE TABLE IF NOT EXISTS history (id INTEGER PRIMARY KEY AUTOINCREMENT, prompt TEXT NOT NULL,
   created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)), cwd TEXT);
@@ -68,7 +71,7 @@ _SYNC_TRIGGERS_SQL = """
 CREATE TRIGGER IF NOT EXISTS history_ad AFTER DELETE ON history BEGIN
   INSERT INTO history_fts(history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
 END;
-CREATE TRIGGER IF NOT EXISTS history_au AFTER UPDATE ON history BEGIN
+CREATE TRIGGER IF NOT EXISTS history_au AFTER UPDATE OF id, prompt ON history BEGIN
   INSERT INTO history_fts(history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
   INSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
 END;
@@ -96,14 +99,22 @@ _INSERT_SQL = "INSERT INTO history (prompt, cwd) VALUES (?, ?)"
 _RECENT_SQL = (
     "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at DESC, id DESC LIMIT ?"
 )
-_SEARCH_SQL = (
-    "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f JOIN history h ON h.id = f.rowid"
-    " WHERE history_fts MATCH ? ORDER BY {order} LIMIT ?"
+_MATCH_IDS_SQL = "SELECT rowid FROM history_fts WHERE history_fts MATCH ? ORDER BY rowid DESC"
+_ROWS_BY_ID_SQL = (
+    "SELECT id, prompt, created_at, cwd FROM history WHERE id IN (SELECT value FROM json_each(?))"
+    " ORDER BY created_at DESC, id DESC LIMIT ?"
 )
-_SEARCH_ORDERS = {
-    "recent": "h.created_at DESC, h.id DESC",
-    "rank": "bm25(history_fts), h.created_at DESC, h.id DESC",
-}
+# Rows with a lower id but a later time than a given row; "+id" keeps SQLite on the created_at
+# index, whose range is short when ids and times grow together.
+_LATER_ROWS_SQL = "SELECT id FROM history WHERE created_at > ? AND +id < ?"
+_RANKED_SEARCH_SQL = (
+    "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f JOIN history h ON h.id = f.rowid"
+    " WHERE history_fts MATCH ? ORDER BY bm25(history_fts), h.created_at DESC, h.id DESC LIMIT ?"
+)
+SEARCH_ORDERS = ("recent", "rank")
+# How many of the highest-id matches search() reads before it stops treating them as all
+# matches (at least this many, and at least four times the limit).
+MIN_MATCH_WINDOW = 1000
 
 # A busy or locked database clears up by itself; anything else (corruption, I/O, a schema that
 # changed under us) is reported instead of being shown as an empty history.
@@ -219,7 +230,7 @@ class HistoryStorage:
         count = normalize_limit(limit)
         if count == 0:
             return []
-        return self._read("list recent prompts", _RECENT_SQL, (count,))
+        return self._read("list recent prompts", _recent_rows, count)
 
     def search(self, query: str, limit: float, order: str = "recent") -> list[HistoryEntry]:
         """Prompts containing every word of ``query`` as a word prefix, at most ``limit``.
@@ -227,14 +238,15 @@ class HistoryStorage:
         ``order="recent"`` (xcsh's order) puts the newest first; ``order="rank"`` puts the best
         bm25 match first, newest first among equals.
         """
-        if order not in _SEARCH_ORDERS:
-            raise ValueError(f"order must be one of {', '.join(_SEARCH_ORDERS)}, not {order!r}")
+        if order not in SEARCH_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(SEARCH_ORDERS)}, not {order!r}")
         count = normalize_limit(limit)
         fts_query = build_fts_query(query)
         if count == 0 or not fts_query:
             return []
-        sql = _SEARCH_SQL.format(order=_SEARCH_ORDERS[order])
-        return self._read("search prompts", sql, (fts_query, count))
+        if order == "rank":
+            return self._read("search prompts", _ranked_matches, fts_query, count)
+        return self._read("search prompts", _newest_matches, fts_query, count)
 
     def delete(self, ids: Iterable[int]) -> int:
         """Delete the prompts with these ids; returns how many existed.
@@ -298,11 +310,13 @@ class HistoryStorage:
         if not self._finalizer.alive:
             raise HistoryError(f"prompt history {self.db_path} is closed")
 
-    def _read(self, action: str, sql: str, bindings: tuple[object, ...]) -> list[HistoryEntry]:
+    def _read(
+        self, action: str, fetch: Callable[..., list[tuple[object, ...]]], *arguments: object
+    ) -> list[HistoryEntry]:
         self._check_open()
         try:
             with self._read_lock:
-                rows = self._reader.execute(sql, bindings).fetchall()
+                rows = fetch(self._reader, *arguments)
         except _TRANSIENT_ERRORS as error:
             log.warning("could not %s in %s: %s", action, self.db_path, error)
             return []
@@ -448,6 +462,60 @@ class _Writer:
         with self._cond:
             job.result, job.error = outcome
             job.done = True
+
+
+def _recent_rows(connection: apsw.Connection, count: int) -> list[tuple[object, ...]]:
+    return connection.execute(_RECENT_SQL, (count,)).fetchall()
+
+
+def _ranked_matches(
+    connection: apsw.Connection, fts_query: str, count: int
+) -> list[tuple[object, ...]]:
+    return connection.execute(_RANKED_SEARCH_SQL, (fts_query, count)).fetchall()
+
+
+def _newest_matches(
+    connection: apsw.Connection, fts_query: str, count: int
+) -> list[tuple[object, ...]]:
+    """The ``count`` newest matches (created_at DESC, id DESC) without sorting every match.
+
+    The reference's single query looks up and sorts every matching row: seconds for a common
+    word among a million prompts. Ids grow with time, so the highest-id matches, which FTS5
+    yields first and cheaply, are nearly always the answer. The only other rows that can rank
+    above the ``count`` highest-id matches are rows with a lower id but a later created_at than
+    the oldest of them (clock set back, rows imported or edited); the created_at index lists
+    those directly, and those that match are added before the final sort. The result is
+    exactly that of the reference query.
+    """
+    window = max(MIN_MATCH_WINDOW, 4 * count)
+    matches = connection.execute(_MATCH_IDS_SQL, (fts_query,))
+    try:
+        match_ids = (row[0] for row in matches)
+        newest = list(itertools.islice(match_ids, window))
+        # Fewer than the window: these are all the matches, and sorting them is cheap.
+        candidates = newest
+        if len(newest) == window:
+            candidates = newest[:count]
+            oldest_time = connection.execute(
+                "SELECT min(created_at) FROM history WHERE id IN (SELECT value FROM json_each(?))",
+                (_json_ids(candidates),),
+            ).fetchone()[0]
+            later = {
+                row[0] for row in connection.execute(_LATER_ROWS_SQL, (oldest_time, candidates[-1]))
+            }
+            if later:
+                lowest = min(later)
+                rest = itertools.chain(newest[count:], match_ids)
+                candidates += [
+                    i for i in itertools.takewhile(lambda i: i >= lowest, rest) if i in later
+                ]
+        return connection.execute(_ROWS_BY_ID_SQL, (_json_ids(candidates), count)).fetchall()
+    finally:
+        matches.close()
+
+
+def _json_ids(ids: list[int]) -> str:
+    return orjson.dumps(ids).decode()
 
 
 def _close_resources(writer: _Writer, reader: apsw.Connection, read_lock: threading.Lock) -> None:
