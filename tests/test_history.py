@@ -468,6 +468,17 @@ def test_non_ascii_prompts_are_kept_and_searchable(history, query, expected):
     ]
 
 
+def test_lone_surrogates_are_stored_as_replacement_characters(history):
+    history.add("name \udcff here", cwd="/tmp/\udcff")
+    history.add("joined \ud83d\ude00 pair")
+    history.flush()
+    assert [(entry.prompt, entry.cwd) for entry in history.get_recent(5)] == [
+        ("joined \U0001f600 pair", None),
+        ("name \ufffd here", "/tmp/\ufffd"),
+    ]
+    assert prompts(history.search("name \udcff", 5)) == ["name \ufffd here"]
+
+
 def test_rank_order_puts_the_best_match_first(history):
     add_all(
         history,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import operator
 import os
 import re
 import threading
@@ -136,6 +137,19 @@ def trim_prompt(text: str) -> str:
     return text.strip(_JS_WHITESPACE)
 
 
+def _storable(text: str) -> str:
+    """``text`` made encodable as UTF-8: lone surrogates become U+FFFD, split pairs are joined.
+
+    A JavaScript string or a path decoded with surrogateescape can hold lone surrogates, which
+    SQLite cannot store or search for.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def normalize_limit(limit: float) -> int:
     """Reference §9: non-finite → 0, then floor, then clamp to ``[0, MAX_LIMIT]``."""
     if isinstance(limit, bool) or not isinstance(limit, Real):
@@ -153,7 +167,7 @@ def build_fts_query(query: str) -> str:
     Quoting every token (with ``"`` doubled) leaves FTS5 nothing to parse as syntax, so no user
     text can cause a query error; ``""`` means there is nothing to search for.
     """
-    tokens = [token for token in _WHITESPACE_RUN.split(trim_prompt(query)) if token]
+    tokens = [token for token in _WHITESPACE_RUN.split(_storable(trim_prompt(query))) if token]
     return " ".join('"' + token.replace('"', '""') + '"*' for token in tokens)
 
 
@@ -207,13 +221,13 @@ class HistoryStorage:
         Empty prompts and a prompt equal to the previous one (cwd ignored) are dropped. A write
         error surfaces from the next ``flush()`` or ``close()``.
         """
-        trimmed = trim_prompt(prompt)
+        trimmed = _storable(trim_prompt(prompt))
         if not trimmed:
             return
         with self._add_lock:
             if trimmed == self._last_prompt:
                 return
-            self._writer.submit(_Add(trimmed, cwd))
+            self._writer.submit(_Add(trimmed, None if cwd is None else _storable(cwd)))
             self._last_prompt = trimmed
 
     def flush(self) -> None:
@@ -280,7 +294,7 @@ class HistoryStorage:
         """
         if older_than is None and keep_last is None:
             raise ValueError("prune needs older_than, keep_last or both")
-        if keep_last is not None and (isinstance(keep_last, bool) or keep_last < 0):
+        if keep_last is not None and (isinstance(keep_last, bool) or operator.index(keep_last) < 0):
             raise ValueError(f"keep_last must be a non-negative integer, not {keep_last!r}")
         cutoff = None if older_than is None else _epoch_seconds(older_than)
 
@@ -338,14 +352,13 @@ class _Add:
 class _Job:
     """A write that someone waits for: it runs alone in its transaction, in queue order."""
 
-    __slots__ = ("action", "done", "error", "result", "work")
+    __slots__ = ("done", "error", "result", "work")
 
-    def __init__(self, action: str, work: Callable[[apsw.Connection], int]) -> None:
-        self.action = action
+    def __init__(self, work: Callable[[apsw.Connection], int]) -> None:
         self.work = work
         self.done = False
         self.result = 0
-        self.error: apsw.Error | None = None
+        self.error: Exception | None = None
 
 
 class _Writer:
@@ -361,7 +374,7 @@ class _Writer:
         self._queue: deque[_Add | _Job] = deque()
         self._submitted = 0
         self._finished = 0
-        self._failure: apsw.Error | None = None
+        self._failure: Exception | None = None
         self._stopping = False
         self._alive = True
         self._thread = threading.Thread(
@@ -378,7 +391,7 @@ class _Writer:
             self._cond.notify_all()
 
     def run(self, action: str, work: Callable[[apsw.Connection], int]) -> int:
-        job = _Job(action, work)
+        job = _Job(work)
         self.submit(job)
         with self._cond:
             while not job.done and self._alive:
@@ -445,7 +458,8 @@ class _Writer:
         try:
             with _immediate_transaction(self._connection):
                 self._connection.executemany(_INSERT_SQL, [(add.prompt, add.cwd) for add in batch])
-        except apsw.Error as error:
+        except Exception as error:
+            # Caught broadly so one bad batch never ends the thread and every later add.
             log.warning("could not save %d prompts to %s: %s", len(batch), self._db_path, error)
             with self._cond:
                 if self._failure is None:
@@ -455,8 +469,8 @@ class _Writer:
         try:
             with _immediate_transaction(self._connection):
                 result = job.work(self._connection)
-        except apsw.Error as error:
-            outcome: tuple[int, apsw.Error | None] = (0, error)
+        except Exception as error:
+            outcome: tuple[int, Exception | None] = (0, error)
         else:
             outcome = (result, None)
         with self._cond:
@@ -656,9 +670,9 @@ def _epoch_seconds(moment: datetime | timedelta | float) -> float:
     return float(moment)
 
 
-def _history_error(db_path: str, action: str, error: apsw.Error) -> HistoryError:
+def _history_error(db_path: str, action: str, error: Exception) -> HistoryError:
     """One line a user can act on; corruption says the file was left as it was."""
-    detail = " ".join(str(error).split())
+    detail = " ".join(str(error).split()) or type(error).__name__
     if isinstance(error, (apsw.CorruptError, apsw.NotADBError)):
         return HistoryError(
             f"prompt history {db_path} is corrupt or not a SQLite database ({detail});"
