@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, new_session_id
 from xcsh_store.storage import fsync_dir, remove_quietly
 
@@ -102,7 +103,7 @@ class BlobStore:
         if not _HASH.fullmatch(digest):
             return None
         try:
-            with open(self.path_for(digest), "rb") as handle:
+            with open_regular_file(self.path_for(digest)) as handle:
                 return handle.read()
         except FileNotFoundError:
             return None

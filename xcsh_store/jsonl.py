@@ -11,6 +11,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from xcsh_store.files import open_regular_file
+
 BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 4 * 1024 * 1024
 
@@ -211,7 +213,7 @@ def parse_jsonl_bytes(data: bytes) -> list[dict[str, Any]]:
 def read_jsonl_file(path: str) -> list[dict[str, Any]]:
     """All objects in a JSONL file, read in chunks so a big file is never held twice."""
     values: list[dict[str, Any]] = []
-    with open(path, "rb") as stream:
+    with open_regular_file(path) as stream:
         for _offset, line in iter_lines(stream):
             if not line.isspace():
                 values.extend(parse_line(line))

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
+from xcsh_store.files import open_regular_file
 from xcsh_store.jsonl import BOM, READ_CHUNK, parse_jsonl_bytes, parse_line
 from xcsh_store.migrate import (
     IdFactory,
@@ -46,7 +47,7 @@ def read_session_file(path: str, storage: SessionStorage | None = None) -> Sessi
     try:
         with _collector_paused():
             if storage is None or isinstance(storage, FileSessionStorage):
-                with open(path, "rb") as stream:
+                with open_regular_file(path) as stream:
                     for lines, buffer in _line_batches(stream):
                         _add_lines(contents, lines, buffer)
             else:

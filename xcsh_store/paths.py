@@ -11,6 +11,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from xcsh_store.files import open_regular_file
+
 log = logging.getLogger("xcsh_store")
 
 AGENT_DIR_ENV = "XCSH_AGENT_DIR"
@@ -211,8 +213,8 @@ def read_terminal_breadcrumb(cwd: str, agent_dir: str | None = None) -> str | No
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().strip().split("\n")
+        with open_regular_file(path) as handle:
+            lines = handle.read().decode("utf-8", "replace").strip().split("\n")
     except FileNotFoundError:
         return None
     except OSError as error:

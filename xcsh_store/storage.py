@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.jsonl import BOM
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, new_session_id
 
@@ -156,14 +157,14 @@ class FileSessionStorage:
         return [os.path.join(directory, name) for name in sorted(names) if _matches(name, pattern)]
 
     def read_bytes(self, path: str) -> bytes:
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             return handle.read()
 
     def read_text(self, path: str) -> str:
         return _decode(self.read_bytes(path))
 
     def read_text_prefix(self, path: str, max_bytes: int) -> str:
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             return _decode(handle.read(max_bytes))
 
     def rename(self, source: str, target: str) -> None:

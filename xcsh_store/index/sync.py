@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.index.db import transaction
 from xcsh_store.index.rows import EntryFacts, blob_refs_in, message_text
 from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
@@ -219,7 +220,7 @@ class FileIndexer:
     # -- entry point ------------------------------------------------------------------------
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
-        with open(seen.path, "rb") as stream:
+        with open_regular_file(seen.path) as stream:
             info = os.fstat(stream.fileno())
             seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
             self.report.read_paths.append(seen.path)

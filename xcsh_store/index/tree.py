@@ -11,6 +11,7 @@ import apsw
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext, build_session_context, context_of_path
 from xcsh_store.errors import EntryNotFoundError
+from xcsh_store.files import open_regular_file
 from xcsh_store.index.sync import synthetic_ids_for
 from xcsh_store.jsonl import parse_line
 from xcsh_store.loader import load_session, sanitize_openai_replay_metadata
@@ -118,7 +119,7 @@ def read_entries(
 ) -> list[dict[str, Any]]:
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use."""
     values: dict[int, dict[str, Any]] = {}
-    with open(path, "rb") as stream:
+    with open_regular_file(path) as stream:
         for row in sorted(rows, key=lambda item: item.offset):
             line = os.pread(stream.fileno(), row.length, row.offset)
             parsed = parse_line(line)

@@ -1,0 +1,57 @@
+"""Hostile and odd input, one test per row of the README's table: no crash, no hang, no valid
+line lost, and a clear error where the store refuses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from session_builder import header, message, sessions_dir, write_session
+from store_checks import assert_store_survives, no_hang
+
+from xcsh_store import SessionManager, get_recent_sessions, load_entries_from_file
+from xcsh_store.blobs import BlobStore
+
+
+@pytest.fixture
+def two_messages(agent_dir: Path) -> Path:
+    """A small valid session: a user prompt and an answer."""
+    return write_session(
+        sessions_dir(agent_dir) / "valid.jsonl",
+        [
+            header("valid"),
+            message("u1", None, "user", "hello"),
+            message("a1", "u1", "assistant", "hi"),
+        ],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Files the kernel will not read like a file
+
+
+def test_fifo_named_like_a_session_blob_or_breadcrumb_never_blocks(agent_dir, two_messages):
+    folder = two_messages.parent
+    fifo = folder / "fifo.jsonl"
+    os.mkfifo(fifo)
+    store = BlobStore(str(agent_dir / "blobs"))
+    digest = "ab" * 32
+    store_dir = Path(store.dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(store_dir / digest)
+    (agent_dir / "terminal-sessions").mkdir(parents=True, exist_ok=True)
+    os.mkfifo(agent_dir / "terminal-sessions" / "pytest-terminal")
+    with no_hang():
+        assert [info.path for info in SessionManager.list_all()] == [str(two_messages)]
+        assert [info.path for info in get_recent_sessions(str(folder))] == [str(two_messages)]
+        with SessionManager.continue_recent("/work/demo", str(folder)) as manager:
+            assert manager.get_session_file() == str(two_messages)
+        for read in (SessionManager.open, load_entries_from_file):
+            with pytest.raises(OSError, match="Not a regular file"):
+                read(str(fifo))
+        with pytest.raises(OSError, match="Not a regular file"):
+            store.get(digest)
+    assert fifo.exists(), "the FIFO was replaced"
+    with no_hang():
+        assert_store_survives(agent_dir, two_messages, ["u1", "a1"]).close()
