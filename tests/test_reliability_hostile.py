@@ -55,3 +55,27 @@ def test_fifo_named_like_a_session_blob_or_breadcrumb_never_blocks(agent_dir, tw
     assert fifo.exists(), "the FIFO was replaced"
     with no_hang():
         assert_store_survives(agent_dir, two_messages, ["u1", "a1"]).close()
+
+
+# --------------------------------------------------------------------------------------------
+# Lines
+
+
+@pytest.mark.parametrize(
+    ("cut", "valid"),
+    [
+        (b'{"type":"message","id":"zz","parentId":"a1","mess', ["u1", "a1"]),
+        (b"{", ["u1", "a1"]),
+        (b'{"type":"custom","id":"c1","parentId":"a1","customType":"x"}', ["u1", "a1", "c1"]),
+    ],
+    ids=["cut-json", "one-brace", "whole-object-without-newline"],
+)
+def test_a_last_line_cut_by_a_crash_is_not_glued_to_the_next_append(
+    agent_dir, two_messages, cut, valid
+):
+    """A SIGKILL or a full disk in the middle of an append leaves a line without its newline;
+    the next session to open the file must not write its first entry onto that line."""
+    with open(two_messages, "ab") as handle:
+        handle.write(cut)
+    assert_store_survives(agent_dir, two_messages, valid).close()
+    assert two_messages.read_bytes().count(cut + b"\n") == 1, "the cut line was not ended"

@@ -29,11 +29,14 @@ _REPLAY_MARKER = b'"openaiResponsesHistory"'
 @dataclass(slots=True)
 class SessionFileContents:
     """Every object of a session file in order, and which of them need a second look: those
-    that mention a blob ref, and those that may carry OpenAI replay metadata."""
+    that mention a blob ref, and those that may carry OpenAI replay metadata. ``unterminated``:
+    the file does not end with a newline (its last line was cut by a crash or a full disk, or
+    its writer left the final newline out)."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     with_blob_refs: list[int] = field(default_factory=list)
     with_replay_metadata: list[int] = field(default_factory=list)
+    unterminated: bool = False
 
 
 def parse_session_entries(text: str) -> list[dict[str, Any]]:
@@ -50,9 +53,11 @@ def read_session_file(path: str, storage: SessionStorage | None = None) -> Sessi
                 with open_regular_file(path) as stream:
                     for lines, buffer in _line_batches(stream):
                         _add_lines(contents, lines, buffer)
+                        contents.unterminated = not buffer.endswith(b"\n")
             else:
                 data = storage.read_bytes(path).removeprefix(BOM)
                 _add_lines(contents, data.split(b"\n"), data)
+                contents.unterminated = bool(data) and not data.endswith(b"\n")
     except FileNotFoundError:
         return SessionFileContents()
     return contents
@@ -149,6 +154,7 @@ def load_entries_from_file(
 class LoadedSession:
     entries: list[dict[str, Any]]
     migrated: bool
+    unterminated: bool = False
 
 
 def load_session(
@@ -169,7 +175,7 @@ def load_session(
         for index in contents.with_blob_refs:
             rehydrate_entry(contents.entries[index], blob_store)
     sanitize_openai_replay_metadata([contents.entries[i] for i in contents.with_replay_metadata])
-    return LoadedSession(contents.entries, migrated)
+    return LoadedSession(contents.entries, migrated, contents.unterminated)
 
 
 def sanitize_openai_replay_metadata(entries: list[dict[str, Any]]) -> bool:
