@@ -12,6 +12,7 @@ from store_checks import assert_store_survives, no_hang
 
 from xcsh_store import SessionManager, get_recent_sessions, load_entries_from_file
 from xcsh_store.blobs import BlobStore
+from xcsh_store.jsonl import dumps
 
 
 @pytest.fixture
@@ -79,3 +80,24 @@ def test_a_last_line_cut_by_a_crash_is_not_glued_to_the_next_append(
         handle.write(cut)
     assert_store_survives(agent_dir, two_messages, valid).close()
     assert two_messages.read_bytes().count(cut + b"\n") == 1, "the cut line was not ended"
+
+
+def test_lone_surrogates_are_kept_in_the_file_and_indexed_as_replacement_characters(agent_dir):
+    path = sessions_dir(agent_dir) / "surrogates.jsonl"
+    path.write_bytes(
+        b'{"type":"session","version":3,"id":"sur","timestamp":"2026-01-01T00:00:00.000Z",'
+        b'"cwd":"/work/\\udc80demo","title":"half \\ud83d"}\n'
+        + dumps(message("u1", None, "user", "PLACEHOLDER")).replace(b"PLACEHOLDER", b"a\\ud800b")
+        + b"\n"
+        + dumps(message("a1", "u1", "assistant", "answer"))
+        + b"\n"
+    )
+    with SessionManager.open(str(path)) as manager:
+        manager.append_message({"role": "user", "content": "python text \udcff here"})
+    index = assert_store_survives(agent_dir, path, ["u1", "a1"])
+    with index:
+        session = index.find_session("sur")
+        assert session.title == "half \ufffd" and session.cwd == "/work/\ufffddemo"
+        assert [hit.snippet for hit in index.search("python")] == ["[python] text \ufffd here"]
+        assert index.search("a\ufffdb")[0].entry_id == "u1"
+    assert b"a\\ud800b" in path.read_bytes(), "the escape was not written back as it was"

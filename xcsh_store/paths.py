@@ -200,7 +200,8 @@ def write_terminal_breadcrumb(cwd: str, session_file: str, agent_dir: str | None
     try:
         ensure_private_dir(os.path.dirname(path))
         temp = f"{path}.{os.getpid()}.tmp"
-        with open(temp, "w", encoding="utf-8") as handle:
+        # A cwd from a session header may hold lone surrogates (a JSON \ud800 escape).
+        with open(temp, "w", encoding="utf-8", errors="surrogatepass") as handle:
             handle.write(f"{cwd}\n{session_file}\n")
         os.replace(temp, path)
     except OSError as error:

@@ -18,6 +18,32 @@ BLOB_REF_IN_JSON = re.compile(rb'blob:sha256:([0-9a-f]{64})"')
 
 NOT_AN_ENTRY = frozenset({"session", "title"})
 
+# A JSON escape of a UTF-16 surrogate; alone (not half of a pair) it decodes to a lone surrogate.
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` as SQLite can store it: lone surrogates become U+FFFD, split pairs are joined."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with :func:`storable_text` applied to every string in it, at any depth."""
+    pending: list[Any] = [value]
+    while pending:
+        container = pending.pop()
+        members = container.items() if type(container) is dict else enumerate(container)
+        for key, item in list(members):
+            if type(item) is str:
+                container[key] = storable_text(item)
+            elif type(item) is dict or type(item) is list:
+                pending.append(item)
+    return value
+
 
 def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
     if isinstance(content, str):

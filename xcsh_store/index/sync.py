@@ -19,7 +19,13 @@ import orjson
 
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.db import transaction
-from xcsh_store.index.rows import EntryFacts, blob_refs_in, message_text
+from xcsh_store.index.rows import (
+    SURROGATE_ESCAPE,
+    EntryFacts,
+    blob_refs_in,
+    message_text,
+    replace_lone_surrogates,
+)
 from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
 from xcsh_store.migrate import (
     HEADER_TYPE,
@@ -349,7 +355,11 @@ def _complete_records(stream: BinaryIO, start: int, report: SyncReport) -> Itera
                 orjson.loads(line)
             except orjson.JSONDecodeError:
                 return
-        yield _Record(offset, line, [] if line.isspace() else parse_line(line))
+        values = [] if line.isspace() else parse_line(line)
+        if b"\\u" in line and SURROGATE_ESCAPE.search(line):
+            # \ud800-style escapes decode to lone surrogates, which SQLite cannot store.
+            values = [replace_lone_surrogates(value) for value in values]
+        yield _Record(offset, line, values)
 
 
 def _read_until_header(
