@@ -12,6 +12,7 @@ from store_checks import assert_store_survives, no_hang
 
 from xcsh_store import SessionManager, get_recent_sessions, load_entries_from_file
 from xcsh_store.blobs import BlobStore
+from xcsh_store.index import SessionIndex
 from xcsh_store.jsonl import dumps
 
 
@@ -101,3 +102,17 @@ def test_lone_surrogates_are_kept_in_the_file_and_indexed_as_replacement_charact
         assert [hit.snippet for hit in index.search("python")] == ["[python] text \ufffd here"]
         assert index.search("a\ufffdb")[0].entry_id == "u1"
     assert b"a\\ud800b" in path.read_bytes(), "the escape was not written back as it was"
+
+
+def test_file_names_that_are_not_utf8_are_reported_not_fatal(agent_dir, two_messages):
+    odd = os.path.join(os.fsencode(two_messages.parent), b"odd-\xff.jsonl")
+    with open(odd, "wb") as handle:
+        handle.write(two_messages.read_bytes())
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.sync()
+        assert [session.path for session in index.list_sessions()] == [str(two_messages)]
+        (reason,) = report.unreadable.values()
+        assert "not valid UTF-8" in reason
+        gc = index.blob_gc(apply=True)
+        assert gc.refused, "GC must not run while a session file cannot be indexed"
+    assert len(SessionManager.list_all()) == 2

@@ -150,11 +150,24 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
                 continue
             if not stat_module.S_ISREG(result.st_mode):
                 continue
+            if not _is_utf8(entry.path):
+                # SQLite stores text as UTF-8; such a name would fail every statement.
+                report.unreadable[entry.path] = "file name is not valid UTF-8; rename the file"
+                continue
             relative = os.path.relpath(entry.path, root)
             project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
             yield SeenFile(
                 entry.path, root, project_dir, result.st_size, result.st_mtime_ns, result.st_ino
             )
+
+
+def _is_utf8(path: str) -> bool:
+    """False for a path holding bytes that are not UTF-8 (decoded by Python as surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _describe_error(error: OSError) -> str:
