@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import apsw
 import pytest
 from session_builder import header, message, sessions_dir, write_session
 from store_checks import assert_store_survives, no_hang
@@ -13,6 +14,7 @@ from store_checks import assert_store_survives, no_hang
 from xcsh_store import SessionManager, get_recent_sessions, load_entries_from_file
 from xcsh_store.blobs import BlobStore
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.db import connect
 from xcsh_store.jsonl import dumps
 
 
@@ -116,3 +118,50 @@ def test_file_names_that_are_not_utf8_are_reported_not_fatal(agent_dir, two_mess
         gc = index.blob_gc(apply=True)
         assert gc.refused, "GC must not run while a session file cannot be indexed"
     assert len(SessionManager.list_all()) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# SQL
+
+
+WRITING_STATEMENTS = [
+    "INSERT INTO meta (key, value) VALUES ('owned', 'yes')",
+    "UPDATE files SET size = 0",
+    "DELETE FROM entries",
+    "DROP TABLE sessions",
+    "CREATE TABLE evil (x)",
+    "CREATE INDEX evil ON files (size)",
+    "INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')",
+    "PRAGMA query_only = OFF; DELETE FROM files",
+    "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = ''",
+    "PRAGMA user_version = 7",
+    "PRAGMA journal_mode = DELETE",
+    "VACUUM",
+    "REINDEX",
+    "ANALYZE",
+    "VACUUM INTO '{outside}/copy.db'",
+    "ATTACH '{outside}/attached.db' AS other",
+    "ATTACH 'file:{outside}/uri.db?mode=rwc' AS other",
+    "SELECT load_extension('{outside}/evil')",
+]
+
+
+@pytest.mark.parametrize("statement", WRITING_STATEMENTS)
+def test_a_read_only_connection_refuses_every_write(agent_dir, two_messages, tmp_path, statement):
+    """What the ``sql`` verb opens: nothing a query says may change index.db or create a file."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        index.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    database = agent_dir / "index.db"
+    before = database.read_bytes()
+    connection = connect(str(database), read_only=True)
+    try:
+        with pytest.raises(apsw.Error):
+            connection.execute(statement.format(outside=outside)).fetchall()
+        assert connection.execute("SELECT count(*) FROM sessions").fetchall() == [(1,)]
+    finally:
+        connection.close()
+    assert database.read_bytes() == before
+    assert list(outside.iterdir()) == [], "a read-only query created a file"

@@ -139,6 +139,9 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
         connection.execute("PRAGMA temp_store = MEMORY")
         if read_only:
             connection.execute("PRAGMA query_only = ON")
+            # VACUUM INTO and ATTACH create the file they name before query_only refuses the
+            # write; with no attached databases allowed, neither can touch the file system.
+            connection.limit(apsw.SQLITE_LIMIT_ATTACHED, 0)
     except DAMAGE_ERRORS as error:
         connection.close()
         raise DamagedIndexError(f"{path} is damaged: {error}") from error
