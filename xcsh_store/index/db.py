@@ -86,6 +86,11 @@ def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -
         if migration.name in applied:
             continue
         with transaction(connection):
+            # Another process may have applied it while this one waited for the write lock.
+            if connection.execute(
+                "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
+            ).fetchall():
+                continue
             connection.execute(migration.sql)
             connection.execute(
                 "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
