@@ -201,7 +201,8 @@ def write_terminal_breadcrumb(cwd: str, session_file: str, agent_dir: str | None
         ensure_private_dir(os.path.dirname(path))
         temp = f"{path}.{os.getpid()}.tmp"
         # A cwd from a session header may hold lone surrogates (a JSON \ud800 escape).
-        with open(temp, "w", encoding="utf-8", errors="surrogatepass") as handle:
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with open(descriptor, "w", encoding="utf-8", errors="surrogatepass") as handle:
             handle.write(f"{cwd}\n{session_file}\n")
         os.replace(temp, path)
     except OSError as error:

@@ -44,6 +44,7 @@ from xcsh_store.index.tree import (
 )
 from xcsh_store.index.verify import Verifier, VerifyReport, refcount_errors
 from xcsh_store.paths import (
+    FILE_MODE,
     get_agent_dir,
     get_blobs_dir,
     get_history_db_path,
@@ -246,12 +247,14 @@ class SessionIndex:
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
         """One sync at a time per index; a second one waits, then finds little left to do."""
-        with open(self.db_path + ".sync-lock", "a") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        lock = os.open(
+            self.db_path + ".sync-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+        )
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # releases the lock
 
     def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date with every session file and history.db."""
