@@ -9,9 +9,16 @@ from pathlib import Path
 import apsw
 import pytest
 from session_builder import header, message, sessions_dir, write_session
-from store_checks import assert_store_survives, no_hang
+from store_checks import (
+    assert_store_survives,
+    no_hang,
+)
 
-from xcsh_store import SessionManager, get_recent_sessions, load_entries_from_file
+from xcsh_store import (
+    SessionManager,
+    get_recent_sessions,
+    load_entries_from_file,
+)
 from xcsh_store.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import connect

@@ -120,7 +120,31 @@ class DamagedIndexError(IndexDatabaseError):
     """The index file is not a usable SQLite database (garbage, truncated, malformed)."""
 
 
-DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError)
+# Garbage inside a row that SQLite's page checks let through shows up as text that is not
+# UTF-8 (every text the store writes is).
+DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError, UnicodeDecodeError)
+
+
+@contextlib.contextmanager
+def errors_explained(path: str) -> Iterator[None]:
+    """Turn the SQLite failures a user can act on into one-line :class:`IndexDatabaseError`."""
+    try:
+        yield
+    except DAMAGE_ERRORS as error:
+        raise DamagedIndexError(
+            f"{path} is damaged ({error}); `xcsh-store verify --repair` rebuilds it from the"
+            " session files"
+        ) from error
+
+
+def check_integrity(connection: apsw.Connection) -> str | None:
+    """What ``PRAGMA quick_check`` finds wrong with the file's pages, or None when all is well."""
+    try:
+        rows = connection.execute("PRAGMA quick_check").fetchall()
+    except DAMAGE_ERRORS as error:
+        return str(error)
+    problems = [str(row[0]) for row in rows if row[0] != "ok"]
+    return "; ".join(problems[:3]) if problems else None
 
 
 def connect(path: str, read_only: bool = False) -> apsw.Connection:
