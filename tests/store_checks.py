@@ -6,7 +6,9 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,3 +120,33 @@ def age(path: Path, seconds: float) -> None:
     """Date a file's access and modification times ``seconds`` back from now."""
     moment = time.time() - seconds
     os.utime(path, (moment, moment))
+
+
+class SmallDisk:
+    """A tmpfs of a few hundred KiB mounted for one test; ``grow`` frees space by remounting."""
+
+    def __init__(self, mount_point: Path, size_kib: int) -> None:
+        self.path = mount_point
+        mount_point.mkdir(parents=True, exist_ok=True)
+        self._mount("-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs")
+
+    def _mount(self, *arguments: str) -> None:
+        subprocess.run(
+            ["mount", *arguments, str(self.path)], check=True, capture_output=True, timeout=30
+        )
+
+    def grow(self, size_kib: int) -> None:
+        self._mount("-o", f"remount,size={size_kib}k")
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], check=False, timeout=30)
+
+
+def mount_small_disk(mount_point: Path, size_kib: int) -> SmallDisk | None:
+    """A mounted :class:`SmallDisk`, or None where this process may not mount one."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return None
+    try:
+        return SmallDisk(mount_point, size_kib)
+    except (subprocess.CalledProcessError, OSError):
+        return None

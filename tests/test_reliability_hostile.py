@@ -3,26 +3,39 @@ line lost, and a clear error where the store refuses."""
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
 import pytest
-from session_builder import header, message, sessions_dir, write_session
+from manager_helpers import assistant, user
+from session_builder import copy_fixtures, header, message, sessions_dir, write_session
 from store_checks import (
+    SmallDisk,
+    assert_index_matches_files,
     assert_store_survives,
+    blob_files_are_whole,
+    entry_ids,
+    mount_small_disk,
     no_hang,
 )
 
 from xcsh_store import (
+    HistoryError,
+    HistoryStorage,
+    PersistenceError,
     SessionManager,
     get_recent_sessions,
     load_entries_from_file,
 )
 from xcsh_store.blobs import BlobStore
+from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import connect
 from xcsh_store.jsonl import dumps
+from xcsh_store.storage import FileSessionStorage, FileSessionStorageWriter
 
 
 @pytest.fixture
@@ -172,3 +185,138 @@ def test_a_read_only_connection_refuses_every_write(agent_dir, two_messages, tmp
         connection.close()
     assert database.read_bytes() == before
     assert list(outside.iterdir()) == [], "a read-only query created a file"
+
+
+# --------------------------------------------------------------------------------------------
+# A full disk
+
+
+class ShortWriteStorage(FileSessionStorage):
+    """The file system with a byte budget: a write past it is cut short and fails with ENOSPC,
+    as on a full disk. Used where the machine does not let the tests mount a tmpfs."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+
+    def open_writer(self, path: str, flags: str = "a") -> FileSessionStorageWriter:
+        storage = self
+
+        class Writer(FileSessionStorageWriter):
+            def write_line(self, line: str | bytes) -> None:
+                data = line.encode() if isinstance(line, str) else line
+                allowed = max(0, storage.budget)
+                storage.budget -= len(data)
+                if len(data) <= allowed:
+                    super().write_line(data)
+                    return
+                if allowed:
+                    super().write_line(data[:allowed])
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        return Writer(path, flags)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallDisk]:
+    disk = mount_small_disk(tmp_path / "disk", 2048)
+    if disk is None:
+        pytest.skip("this machine does not let the tests mount a tmpfs")
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(disk.path / "agent"))
+    yield disk
+    disk.unmount()
+
+
+def _fill(folder: Path) -> Path:
+    """A file that takes every free byte of ``folder``'s file system."""
+    filler = folder / "filler"
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while os.write(descriptor, b"\0" * 4096):
+            pass
+    except OSError as error:
+        assert error.errno == errno.ENOSPC
+    finally:
+        os.close(descriptor)
+    return filler
+
+
+def _appends_until_the_disk_is_full(manager: SessionManager) -> list[str]:
+    """Flushed appends of ~20 KB until persistence fails; the ids that were acknowledged."""
+    acknowledged = [manager.append_message(assistant())]
+    manager.flush()
+    with pytest.raises(PersistenceError, match="No space left on device"):
+        for number in range(10_000):
+            entry_id = manager.append_message(user(f"{number} " + "x" * 20_000))
+            manager.flush()
+            acknowledged.append(entry_id)
+    with pytest.raises(PersistenceError):
+        manager.append_message(user("refused: the error is latched"))
+    return acknowledged
+
+
+def test_full_disk_while_appending_loses_no_acknowledged_entry(small_disk):
+    manager = SessionManager.create("/work/full")
+    acknowledged = _appends_until_the_disk_is_full(manager)
+    path = manager.get_session_file()
+    assert [entry for entry in entry_ids(path) if entry in acknowledged] == acknowledged
+    small_disk.grow(8192)
+    manager.set_session_file(path)
+    later = manager.append_message(user("after space was freed"))
+    manager.close()
+    found = entry_ids(path)
+    assert [entry for entry in found if entry in acknowledged] == acknowledged
+    assert found[-1] == later
+
+
+def test_short_writes_of_a_full_disk_lose_no_acknowledged_entry(tmp_path):
+    storage = ShortWriteStorage(budget=300_000)
+    manager = SessionManager.create("/work/full", str(tmp_path / "sessions"), storage)
+    acknowledged = _appends_until_the_disk_is_full(manager)
+    path = manager.get_session_file()
+    assert path is not None and not Path(path).read_bytes().endswith(b"\n"), "no short write"
+    storage.budget = 10**9
+    manager.set_session_file(path)
+    later = manager.append_message(user("after space was freed"))
+    manager.close()
+    found = entry_ids(path)
+    assert [entry for entry in found if entry in acknowledged] == acknowledged
+    assert found[-1] == later
+
+
+def test_full_disk_while_indexing_is_a_clear_error_and_sync_resumes(small_disk):
+    agent = Path(os.environ["XCSH_AGENT_DIR"])
+    copy_fixtures(agent, max_bytes=200_000)  # 225 KB of sessions need more index than fits
+    with SessionIndex.open(str(agent)) as index, pytest.raises(IndexDatabaseError, match="space"):
+        index.sync()
+    small_disk.grow(32768)
+    assert_index_matches_files(agent).close()
+
+
+def test_full_disk_for_history_is_a_clear_error_and_keeps_earlier_prompts(small_disk):
+    with HistoryStorage.open() as history:
+        history.add("before the disk filled up")
+        history.flush()
+        filler = _fill(small_disk.path)
+        for number in range(2000):
+            history.add(f"prompt {number} " + "y" * 200)
+        with pytest.raises(HistoryError):
+            history.flush()
+        filler.unlink()
+        history.add("after space was freed")
+        history.flush()
+        prompts = [entry.prompt for entry in history.get_recent(1000)]
+    assert prompts[0] == "after space was freed"
+    assert prompts[-1] == "before the disk filled up"
+
+
+def test_full_disk_for_blobs_leaves_no_partial_or_temp_file(small_disk):
+    store = BlobStore(str(Path(os.environ["XCSH_AGENT_DIR"]) / "blobs"))
+    kept = store.put(b"stored before").hash
+    filler = _fill(small_disk.path)
+    with pytest.raises(OSError, match="No space left"):
+        store.put(os.urandom(200_000))
+    assert os.listdir(store.dir) == [kept]
+    filler.unlink()
+    stored = store.put(b"x" * 200_000).hash
+    assert sorted(os.listdir(store.dir)) == sorted([kept, stored])
+    assert blob_files_are_whole(Path(store.dir)) == []

@@ -135,6 +135,11 @@ def errors_explained(path: str) -> Iterator[None]:
             f"{path} is damaged ({error}); `xcsh-store verify --repair` rebuilds it from the"
             " session files"
         ) from error
+    except apsw.FullError as error:
+        raise IndexDatabaseError(
+            f"No space left to write {path} ({error}); free some space and sync again"
+            " (the session files are not affected)"
+        ) from error
 
 
 def check_integrity(connection: apsw.Connection) -> str | None:
