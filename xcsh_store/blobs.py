@@ -18,6 +18,8 @@ log = logging.getLogger("xcsh_store")
 
 BLOB_REF_PREFIX = "blob:sha256:"
 _HASH = re.compile(r"[0-9a-f]{64}")
+# A blob being written: ".<sha256>.<16 hex>.tmp"; it only gets its hash name once it is whole.
+BLOB_TEMP_NAME = re.compile(r"\.[0-9a-f]{64}\.[0-9a-f]{16}\.tmp")
 _NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/]")
 _URL_SAFE = str.maketrans("-_", "+/")
 

@@ -11,11 +11,15 @@ from datetime import timedelta
 
 import apsw
 
+from xcsh_store.blobs import BLOB_TEMP_NAME
 from xcsh_store.index.db import transaction
 from xcsh_store.index.sync import now_iso
+from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
 _HASH_NAME = re.compile(r"[0-9a-f]{64}")
 QUARANTINE_PREFIX = ".gc-"
+# ".gc-<sha256>.<pid of the collecting process>"
+_QUARANTINE_NAME = re.compile(re.escape(QUARANTINE_PREFIX) + r"([0-9a-f]{64})\.([0-9]+)")
 
 
 @dataclass
@@ -32,16 +36,16 @@ class GcReport:
     referenced: int = 0
     dangling: list[str] = field(default_factory=list)
     refused: str | None = None
+    # Blobs a killed collection had left in quarantine, put back under their names.
+    restored: list[str] = field(default_factory=list)
+    # Temp files of blob writes that died long ago (removed with ``apply``).
+    temp_files_removed: int = 0
 
 
 def scan_blob_dir(blobs_dir: str) -> dict[str, os.stat_result]:
     """Blob files by hash; names that are not a full lowercase hash are not blobs."""
     found: dict[str, os.stat_result] = {}
-    try:
-        entries = list(os.scandir(blobs_dir))
-    except FileNotFoundError:
-        return found
-    for entry in entries:
+    for entry in _scan(blobs_dir):
         if _HASH_NAME.fullmatch(entry.name):
             with contextlib.suppress(FileNotFoundError):
                 found[entry.name] = entry.stat(follow_symlinks=False)
@@ -64,6 +68,7 @@ def collect_garbage(
     blob that is still old is unlinked; a fresh one is renamed back.
     """
     report = GcReport(applied=False)
+    report.restored = _restore_quarantine(blobs_dir)
     on_disk = scan_blob_dir(blobs_dir)
     report.blobs_on_disk = len(on_disk)
     referenced = {row[0] for row in connection.execute("SELECT hash FROM blobs WHERE refcount > 0")}
@@ -81,6 +86,8 @@ def collect_garbage(
     _record_sizes(connection, on_disk)
     if not apply:
         return report
+    # Never referenced by anything, so safe to remove even when deleting blobs is refused.
+    report.temp_files_removed = _remove_stale_temp_files(blobs_dir)
     if refuse_reason is not None:
         report.refused = refuse_reason
         return report
@@ -100,6 +107,62 @@ def collect_garbage(
                 [(digest,) for digest in report.deleted],
             )
     return report
+
+
+def _restore_quarantine(blobs_dir: str) -> list[str]:
+    """Undo the first step of deletions a killed collection never finished.
+
+    A blob sits in quarantine only for the moment between its rename and its unlink; one whose
+    collecting process is gone may still be needed (it was stored again meanwhile), so it goes
+    back under its name, and this collection decides about it afresh.
+    """
+    restored = []
+    for entry in _scan(blobs_dir):
+        match = _QUARANTINE_NAME.fullmatch(entry.name)
+        if match is None or _is_running(int(match.group(2))):
+            continue
+        digest = match.group(1)
+        target = os.path.join(blobs_dir, digest)
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.exists(target):
+                os.unlink(entry.path)  # stored again meanwhile: same bytes, same name
+            else:
+                os.replace(entry.path, target)
+            restored.append(digest)
+    return restored
+
+
+def _is_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process holds the GC lock: its own earlier collection is over
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_temp_files(blobs_dir: str) -> int:
+    """Temp files of blob writes killed long ago; a blob is whole before it gets its name."""
+    stale = time.time() - STALE_TEMP_SECONDS
+    removed = 0
+    for entry in _scan(blobs_dir):
+        if BLOB_TEMP_NAME.fullmatch(entry.name):
+            with contextlib.suppress(FileNotFoundError):
+                if entry.stat(follow_symlinks=False).st_mtime < stale and remove_quietly(
+                    entry.path
+                ):
+                    removed += 1
+    return removed
+
+
+def _scan(blobs_dir: str) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(blobs_dir))
+    except FileNotFoundError:
+        return []
 
 
 def _referenced_now(connection: apsw.Connection, digests: list[str]) -> set[str]:

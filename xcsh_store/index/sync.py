@@ -34,6 +34,7 @@ from xcsh_store.migrate import (
     migrate_session_entries,
     session_version,
 )
+from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS, remove_quietly
 
 log = logging.getLogger("xcsh_store")
 
@@ -64,6 +65,9 @@ class SyncReport:
     missing_roots: list[str] = field(default_factory=list)
     history_mirrored: int = 0
     history_error: str | None = None
+    # Temp files of whole-file rewrites that died long ago (found by the scan, then removed).
+    stale_temp_files: list[str] = field(default_factory=list)
+    temp_files_removed: int = 0
 
     @property
     def complete(self) -> bool:
@@ -123,6 +127,7 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
     """Every session file below ``root``; follows folder symlinks once, never in a loop."""
     visited: set[tuple[int, int]] = set()
     pending = [root]
+    stale = time.time() - STALE_TEMP_SECONDS
     while pending:
         folder = pending.pop()
         try:
@@ -137,6 +142,8 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             continue
         for entry in entries:
             if entry.name.startswith("."):
+                if SESSION_TEMP_NAME.fullmatch(entry.name) and _modified_before(entry, stale):
+                    report.stale_temp_files.append(entry.path)
                 continue
             try:
                 if entry.is_dir():
@@ -159,6 +166,13 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             yield SeenFile(
                 entry.path, root, project_dir, result.st_size, result.st_mtime_ns, result.st_ino
             )
+
+
+def _modified_before(entry: os.DirEntry[str], moment: float) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime < moment
+    except OSError:
+        return False
 
 
 def _is_utf8(path: str) -> bool:
@@ -781,6 +795,10 @@ def sync_files(
             report.entries_removed += drop_file_rows(connection, row.id)
             connection.execute("DELETE FROM files WHERE id = ?", (row.id,))
         report.files_removed += 1
+    for path in report.stale_temp_files:
+        # A rewrite killed before its rename: the session file itself was never touched.
+        if remove_quietly(path):
+            report.temp_files_removed += 1
     report.seconds = elapsed_since(started)
     return report
 
