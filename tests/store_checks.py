@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,3 +151,53 @@ def mount_small_disk(mount_point: Path, size_kib: int) -> SmallDisk | None:
         return SmallDisk(mount_point, size_kib)
     except (subprocess.CalledProcessError, OSError):
         return None
+
+
+NOBODY = 65534
+REPO = Path(__file__).resolve().parents[1]
+
+
+def can_drop_to_nobody() -> bool:
+    """Root can run a child as ``nobody``, for whom permissions are really enforced."""
+    return os.geteuid() == 0
+
+
+# Everything the child needs is imported before it gives up root: the interpreter and its
+# libraries may live where ``nobody`` cannot read (here: under /root).
+_DROP_TO_NOBODY = """
+import json, os, sys
+import xcsh_store, xcsh_store.index
+if os.geteuid() == 0:
+    os.setgroups([])
+    os.setgid({nobody})
+    os.setuid({nobody})
+"""
+
+
+def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
+    """Run ``code`` in a fresh interpreter on ``agent_dir``, as ``nobody`` when we are root
+    (root reads any file whatever its mode); returns stdout, fails with stderr."""
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(agent_dir.parent),
+        "XCSH_AGENT_DIR": str(agent_dir),
+        "XCSH_TERMINAL_ID": "unreadable-test",
+        "PYTHONPATH": str(REPO),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _DROP_TO_NOBODY.format(nobody=NOBODY) + code, *arguments],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def hand_over(folder: Path) -> None:
+    """Give ``folder`` and everything below it to the user :func:`run_python` runs as."""
+    if not can_drop_to_nobody():
+        return
+    for path in [folder, *folder.rglob("*")]:
+        os.lchown(path, NOBODY, NOBODY)

@@ -4,7 +4,10 @@ line lost, and a clear error where the store refuses."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +21,10 @@ from store_checks import (
     assert_store_survives,
     blob_files_are_whole,
     entry_ids,
+    hand_over,
     mount_small_disk,
     no_hang,
+    run_python,
 )
 
 from xcsh_store import (
@@ -320,3 +325,89 @@ def test_full_disk_for_blobs_leaves_no_partial_or_temp_file(small_disk):
     stored = store.put(b"x" * 200_000).hash
     assert sorted(os.listdir(store.dir)) == sorted([kept, stored])
     assert blob_files_are_whole(Path(store.dir)) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Files and folders that cannot be read (as root, the reading runs as ``nobody``)
+
+READ_EVERYTHING = """
+import json, sys
+from xcsh_store import SessionManager
+from xcsh_store.index import SessionIndex
+found = {"listed": sorted(info.path for info in SessionManager.list_all())}
+with SessionIndex.open() as index:
+    report = index.sync()
+    found["unreadable"] = sorted(report.unreadable)
+    found["indexed"] = sorted(session.path for session in index.list_sessions())
+    found["hits"] = sorted(hit.session_id for hit in index.search("hello"))
+    found["gc_refused"] = index.blob_gc(apply=True).refused
+    found["clean"] = index.verify().clean
+try:
+    SessionManager.open(sys.argv[1])
+    found["open"] = "opened"
+except OSError as error:
+    found["open"] = str(error)
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture
+def shared_agent_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An agent dir outside pytest's private temp folder, so that ``nobody`` can reach it."""
+    base = Path(tempfile.mkdtemp(prefix="xcsh-unreadable-"))
+    base.chmod(0o755)
+    agent = base / "agent"
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
+    yield agent
+    shutil.rmtree(base)
+
+
+def _two_sessions(agent: Path, folder: str) -> tuple[Path, Path]:
+    project = agent / "sessions" / folder
+    return tuple(  # type: ignore[return-value]
+        write_session(
+            project / f"{name}.jsonl", [header(name), message("u1", None, "user", "hello")]
+        )
+        for name in ("one", "two")
+    )
+
+
+def test_an_unreadable_session_file_is_reported_skipped_and_never_replaced(shared_agent_dir):
+    readable = _two_sessions(shared_agent_dir, "--open--")[0]
+    secret = _two_sessions(shared_agent_dir, "--closed--")[1]
+    content = secret.read_bytes()
+    hand_over(shared_agent_dir)
+    secret.chmod(0)
+    found = json.loads(run_python(READ_EVERYTHING, shared_agent_dir, str(secret)))
+    others = sorted(str(path) for path in shared_agent_dir.glob("sessions/*/*.jsonl"))
+    assert found["listed"] == [path for path in others if path != str(secret)]
+    assert found["unreadable"] == [str(secret)]
+    assert str(readable) in found["indexed"] and str(secret) not in found["indexed"]
+    assert "could not be read" in found["gc_refused"]
+    assert "Permission denied" in found["open"]
+    secret.chmod(0o600)
+    assert secret.read_bytes() == content, "the unreadable file was changed"
+    assert not list(secret.parent.glob("*.invalid-*")), "the unreadable file was moved aside"
+    found = json.loads(run_python(READ_EVERYTHING, shared_agent_dir, str(secret)))
+    assert found["indexed"] == others and found["clean"] and found["gc_refused"] is None
+
+
+def test_an_unreadable_folder_keeps_its_sessions_in_the_index(shared_agent_dir):
+    closed = _two_sessions(shared_agent_dir, "--closed--")
+    _two_sessions(shared_agent_dir, "--open--")
+    hand_over(shared_agent_dir)
+    everything = sorted(str(path) for path in shared_agent_dir.glob("sessions/*/*.jsonl"))
+    assert (
+        json.loads(run_python(READ_EVERYTHING, shared_agent_dir, str(closed[0])))["indexed"]
+        == everything
+    )
+    closed[0].parent.chmod(0)
+    try:
+        found = json.loads(run_python(READ_EVERYTHING, shared_agent_dir, str(closed[0])))
+    finally:
+        closed[0].parent.chmod(0o700)
+    assert found["unreadable"] == [str(closed[0].parent)]
+    assert found["indexed"] == everything, "sessions of an unreadable folder were dropped"
+    assert found["hits"] == ["one", "one", "two", "two"]
+    assert "could not be read" in found["gc_refused"]
+    assert "Permission denied" in found["open"]

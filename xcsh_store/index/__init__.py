@@ -28,6 +28,7 @@ from xcsh_store.index.sync import (
     Progress,
     SyncReport,
     drop_file_rows,
+    is_under_any,
     load_known_files,
     now_iso,
     pk_counter,
@@ -569,7 +570,10 @@ class SessionIndex:
                     report.differences[path] = problems
         finally:
             verifier.close()
-        for path in sorted(set(indexed) - set(on_disk) - set(scan.unreadable)):
+        unreadable = list(scan.unreadable)
+        for path in sorted(set(indexed) - set(on_disk)):
+            if is_under_any(path, unreadable):
+                continue
             report.differences[path] = ["file is indexed but no longer exists"]
         report.refcount_errors = refcount_errors(self.connection)
         if repair and not report.clean:

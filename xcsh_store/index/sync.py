@@ -753,7 +753,10 @@ def sync_files(
     vanished = {
         path: row
         for path, row in known.items()
-        if path not in seen and path not in report.unreadable and _under_any(path, scanned_roots)
+        if path not in seen
+        and is_under_any(path, scanned_roots)
+        # A file in a folder that cannot be listed keeps its rows until it can be looked at.
+        and not is_under_any(path, list(report.unreadable))
     }
     _follow_renames(connection, seen, known, vanished, report)
 
@@ -803,7 +806,8 @@ def sync_files(
     return report
 
 
-def _under_any(path: str, roots: list[str]) -> bool:
+def is_under_any(path: str, roots: list[str]) -> bool:
+    """Whether ``path`` is one of ``roots`` or inside one of them."""
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
