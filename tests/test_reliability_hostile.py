@@ -33,7 +33,9 @@ from xcsh_store import (
     PersistenceError,
     SessionManager,
     get_recent_sessions,
+    jsonl,
     load_entries_from_file,
+    loader,
 )
 from xcsh_store.blobs import BlobStore
 from xcsh_store.errors import IndexDatabaseError
@@ -411,3 +413,52 @@ def test_an_unreadable_folder_keeps_its_sessions_in_the_index(shared_agent_dir):
     assert found["hits"] == ["one", "one", "two", "two"]
     assert "could not be read" in found["gc_refused"]
     assert "Permission denied" in found["open"]
+
+
+# --------------------------------------------------------------------------------------------
+# Odd lines (each test: the loader, the index and the manager keep every valid entry)
+
+
+def _line(record: dict) -> bytes:
+    return dumps(record) + b"\n"
+
+
+def _raw_session(agent_dir: Path, name: str, *lines: bytes) -> Path:
+    """A session file of a header and exactly the given bytes."""
+    path = sessions_dir(agent_dir) / f"{name}.jsonl"
+    path.write_bytes(_line(header(name)) + b"".join(lines))
+    return path
+
+
+U1 = message("u1", None, "user", "hello there")
+A1 = message("a1", "u1", "assistant", "general kenobi")
+A2 = message("a2", "a1", "user", "glued after")
+
+
+@pytest.mark.slow
+def test_a_100_mb_line_loads_indexes_and_takes_appends(agent_dir):
+    huge = message("h1", "a1", "user", "PLACEHOLDER")
+    text = b"needle " + b"a" * (100 * 1024 * 1024) + b" haystack"
+    path = _raw_session(
+        agent_dir, "huge", _line(U1), _line(A1), _line(huge).replace(b"PLACEHOLDER", text)
+    )
+    assert path.stat().st_size > 100 * 1024 * 1024
+    with assert_store_survives(agent_dir, path, ["u1", "a1", "h1"]) as index:
+        assert [hit.entry_id for hit in index.search("needle")] == ["h1"]
+
+
+def test_a_long_line_is_read_in_time_linear_in_its_length(agent_dir, monkeypatch):
+    """Read in 4 KiB chunks, a 16 MiB line is 4096 chunks: gluing each one onto the piece
+    before (as the readers once did) copies 34 GB and takes minutes."""
+    for module in (jsonl, loader):
+        monkeypatch.setattr(module, "READ_CHUNK", 4096)
+    long_entry = message("l1", "a1", "user", "PLACEHOLDER")
+    text = b"start " + b"b" * (16 << 20) + b" end"
+    path = _raw_session(
+        agent_dir, "long", _line(U1), _line(A1), _line(long_entry).replace(b"PLACEHOLDER", text)
+    )
+    with no_hang(10):
+        assert entry_ids(path) == ["u1", "a1", "l1"]
+        with SessionIndex.open(str(agent_dir)) as index:
+            index.sync()
+            assert [hit.entry_id for hit in index.search("start")] == ["l1"]

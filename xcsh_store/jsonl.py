@@ -159,7 +159,9 @@ def iter_lines(
     """
     stream.seek(start)
     offset = start
-    pending = b""
+    # The pieces of a line that has not ended yet, joined once when it ends: gluing each chunk
+    # onto the piece before would make reading one long line quadratic in its length.
+    pending: list[bytes] = []
     first = start == 0
     while True:
         chunk = stream.read(READ_CHUNK)
@@ -170,7 +172,10 @@ def iter_lines(
             if chunk.startswith(BOM):
                 chunk = chunk[len(BOM) :]
                 offset += len(BOM)
-        buffer = pending + chunk if pending else chunk
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        buffer = b"".join([*pending, chunk]) if pending else chunk
         line_start = 0
         while True:
             newline = buffer.find(b"\n", line_start)
@@ -179,9 +184,9 @@ def iter_lines(
             yield offset, buffer[line_start : newline + 1]
             offset += newline + 1 - line_start
             line_start = newline + 1
-        pending = buffer[line_start:]
+        pending = [buffer[line_start:]] if line_start < len(buffer) else []
     if pending and include_unterminated:
-        yield offset, pending
+        yield offset, b"".join(pending)
 
 
 def iter_records(

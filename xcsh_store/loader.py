@@ -89,18 +89,24 @@ def _line_batches(stream: BinaryIO) -> Iterator[tuple[list[bytes], bytes]]:
     """The lines of a file a chunk at a time, split in C rather than line by line in Python,
     each batch with the bytes it came from. A leading BOM is skipped; the last line may lack
     its newline."""
-    pending = b""
+    # The pieces of a line that has not ended yet, joined once when it ends (see iter_lines).
+    pending: list[bytes] = []
     first = True
     while chunk := stream.read(READ_CHUNK):
         if first:
             chunk = chunk.removeprefix(BOM)
             first = False
-        buffer = pending + chunk if pending else chunk
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        buffer = b"".join([*pending, chunk]) if pending else chunk
         lines = buffer.split(b"\n")
-        pending = lines.pop()
+        rest = lines.pop()
+        pending = [rest] if rest else []
         yield lines, buffer
     if pending:
-        yield [pending], pending
+        rest = b"".join(pending)
+        yield [rest], rest
 
 
 def _add_lines(contents: SessionFileContents, lines: list[bytes], buffer: bytes) -> None:
