@@ -462,3 +462,13 @@ def test_a_long_line_is_read_in_time_linear_in_its_length(agent_dir, monkeypatch
         with SessionIndex.open(str(agent_dir)) as index:
             index.sync()
             assert [hit.entry_id for hit in index.search("start")] == ["l1"]
+
+
+def test_a_line_of_millions_of_brackets_is_skipped_quickly(agent_dir):
+    """Nesting far deeper than JSON.parse allows (it stops near 10,000) is garbage: reading
+    it must neither build millions of lists nor take minutes."""
+    path = _raw_session(
+        agent_dir, "brackets", b"[" * 5_000_000 + b"\n", _line(U1), b'{"a":' * 1_000_000 + b"\n"
+    )
+    with no_hang(20):
+        assert_store_survives(agent_dir, path, ["u1"]).close()

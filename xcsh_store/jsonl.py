@@ -20,6 +20,9 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# JSON.parse itself gives up around 10,000 levels; deeper than this a line is taken as garbage,
+# so that a line of millions of "[" cannot make the reader build millions of lists.
+MAX_NESTING = 100_000
 
 
 def _reject_constant(name: str) -> Any:
@@ -85,6 +88,8 @@ def _decode_deep(text: str, position: int) -> tuple[Any, int]:
                 key = None
                 if char == "{":
                     key, position = _decode_key(text, position)
+                if len(stack) >= MAX_NESTING:
+                    raise ValueError(f"nested deeper than {MAX_NESTING} levels")
                 stack.append((container, key))
                 continue
         elif char == '"':
