@@ -8,13 +8,23 @@ import json
 import os
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import apsw
 import pytest
 from manager_helpers import assistant, user
-from session_builder import copy_fixtures, header, message, sessions_dir, write_session
+from session_builder import (
+    copy_fixtures,
+    header,
+    message,
+    random_tree_session,
+    sessions_dir,
+    write_session,
+)
 from store_checks import (
     SmallDisk,
     assert_index_matches_files,
@@ -28,6 +38,7 @@ from store_checks import (
 )
 
 from xcsh_store import (
+    AgentOutputManager,
     HistoryError,
     HistoryStorage,
     PersistenceError,
@@ -38,7 +49,8 @@ from xcsh_store import (
     loader,
 )
 from xcsh_store.blobs import BlobStore
-from xcsh_store.errors import IndexDatabaseError
+from xcsh_store.discovery import resolve_resumable_session
+from xcsh_store.errors import IndexDatabaseError, SessionNotFoundError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import connect
 from xcsh_store.jsonl import dumps
@@ -435,6 +447,63 @@ A1 = message("a1", "u1", "assistant", "general kenobi")
 A2 = message("a2", "a1", "user", "glued after")
 
 
+def test_malformed_lines_are_skipped_and_every_valid_line_kept(agent_dir):
+    path = _raw_session(
+        agent_dir,
+        "malformed",
+        b"{oops\n",
+        _line(U1),
+        b'not json at all\n[1, 2, 3]\n"a string"\n42\nnull\n}\n{"open": "string\n',
+        b"   \n\n\t\n",
+        _line(A1),
+        b'{"type":"message","id":"zz","parentId":"a1","message":{"role":"user","content":"cu',
+    )
+    assert_store_survives(agent_dir, path, ["u1", "a1"]).close()
+
+
+def test_glued_objects_on_one_line_are_all_kept(agent_dir):
+    path = _raw_session(
+        agent_dir, "glued", dumps(U1) + dumps(A1) + b"\n", dumps(A2) + b"  trailing junk\n"
+    )
+    with assert_store_survives(agent_dir, path, ["u1", "a1", "a2"]) as index:
+        assert [row.id for row in index.branch("glued", "a2")] == ["u1", "a1", "a2"]
+
+
+def test_a_leading_bom_is_skipped_and_byte_offsets_stay_right(agent_dir):
+    path = sessions_dir(agent_dir) / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + _line(header("bom")) + _line(U1) + _line(A1))
+    with assert_store_survives(agent_dir, path, ["u1", "a1"]) as index:
+        assert [entry["id"] for entry in index.branch_entries("bom", "a1")] == ["u1", "a1"]
+
+
+def test_nul_bytes_make_only_their_line_malformed_and_escaped_nuls_are_data(agent_dir):
+    escaped = message("n1", "a1", "user", "PLACEHOLDER")
+    path = _raw_session(
+        agent_dir,
+        "nul",
+        _line(U1),
+        b'{"type":"message",\x00"id":"raw"}\n',
+        _line(A1),
+        _line(escaped).replace(b"PLACEHOLDER", b"beforenul\\u0000afternul"),
+    )
+    with assert_store_survives(agent_dir, path, ["u1", "a1", "n1"]) as index:
+        assert [hit.entry_id for hit in index.search("afternul")] == ["n1"]
+
+
+def test_invalid_utf8_becomes_replacement_characters_and_the_line_is_kept(agent_dir):
+    odd = message("x1", "a1", "user", "PLACEHOLDER")
+    path = _raw_session(
+        agent_dir,
+        "utf8",
+        _line(U1),
+        _line(A1),
+        _line(odd).replace(b"PLACEHOLDER", b"caf\xe9 \xff\xfe latte \xc3"),
+    )
+    with assert_store_survives(agent_dir, path, ["u1", "a1", "x1"]) as index:
+        (hit,) = index.search("latte")
+        assert hit.entry_id == "x1" and "\ufffd" in hit.snippet
+
+
 @pytest.mark.slow
 def test_a_100_mb_line_loads_indexes_and_takes_appends(agent_dir):
     huge = message("h1", "a1", "user", "PLACEHOLDER")
@@ -464,6 +533,144 @@ def test_a_long_line_is_read_in_time_linear_in_its_length(agent_dir, monkeypatch
             assert [hit.entry_id for hit in index.search("start")] == ["l1"]
 
 
+def _deep(depth: int) -> list:
+    """``[[[...]]]`` nested ``depth`` times, built without recursion."""
+    root: list = []
+    current = root
+    for _ in range(depth - 1):
+        inner: list = []
+        current.append(inner)
+        current = inner
+    return root
+
+
+def test_10000_deep_nesting_loads_indexes_and_round_trips(agent_dir):
+    deep_line = (
+        b'{"type":"message","id":"d1","parentId":"a1","timestamp":"2026-01-01T00:00:00.000Z",'
+        b'"message":{"role":"assistant","content":[{"type":"toolCall","name":"t","arguments":'
+        + b"[" * 10_000 + b"]" * 10_000 + b'}],"extra":' + b'{"a":' * 10_000 + b"1"
+        + b"}" * 10_000 + b"}}\n"
+    )  # fmt: skip
+    path = _raw_session(agent_dir, "deep", _line(U1), _line(A1), deep_line)
+    assert_store_survives(agent_dir, path, ["u1", "a1", "d1"]).close()
+    with SessionManager.open(str(path)) as manager:
+        manager.append_custom_entry("deep", _deep(10_000))
+        manager.set_session_name("rewritten whole")
+    reloaded = load_entries_from_file(str(path))
+    assert dumps(reloaded[-1]["data"]) == dumps(_deep(10_000))
+    assert dumps(reloaded[3]) + b"\n" == deep_line, "a deep entry changed when rewritten"
+
+
+def test_parent_cycles_never_hang_a_walk(agent_dir):
+    path = _raw_session(
+        agent_dir,
+        "cycle",
+        _line(message("a", "b", "user", "one")),
+        _line(message("b", "a", "assistant", "two")),
+        _line(message("c", "c", "user", "self")),
+        _line(message("d", "c", "assistant", "after the self loop")),
+    )
+    with no_hang():
+        assert_store_survives(agent_dir, path, ["a", "b", "c", "d"]).close()
+        with SessionManager.open(str(path)) as manager:
+            tree_ids = _tree_ids(manager)
+            assert sorted(tree_ids) == sorted({entry["id"] for entry in manager.get_entries()})
+            assert [entry["id"] for entry in manager.get_branch("b")] == ["a", "b"]
+            assert [entry["id"] for entry in manager.get_branch("d")] == ["c", "d"]
+
+
+def _tree_ids(manager: SessionManager) -> list[str]:
+    """Every id in the manager's tree, once per appearance."""
+    pending, found = list(manager.get_tree()), []
+    while pending:
+        node = pending.pop()
+        found.append(node.entry["id"])
+        pending.extend(node.children)
+    return found
+
+
+def test_duplicate_ids_the_later_line_wins_everywhere(agent_dir):
+    first = message("x", "u1", "assistant", "first version")
+    second = message("x", "u1", "assistant", "second version")
+    path = _raw_session(agent_dir, "dup", _line(U1), _line(first), _line(second))
+    with assert_store_survives(agent_dir, path, ["u1", "x", "x"]) as index:
+        assert [hit.snippet for hit in index.search("version")] == ["second [version]"]
+    with SessionManager.open(str(path)) as manager:
+        assert manager.get_entry("x")["message"]["content"][0]["text"] == "second version"
+
+
+def test_missing_parents_make_an_entry_a_root(agent_dir):
+    orphan = message("o1", "ghost", "user", "my parent is gone")
+    path = _raw_session(agent_dir, "orphan", _line(U1), _line(A1), _line(orphan))
+    with assert_store_survives(agent_dir, path, ["u1", "a1", "o1"]) as index:
+        assert sorted(index.tree("orphan").roots) == ["o1", "u1"]
+        assert [row.id for row in index.branch("orphan", "o1")] == ["o1"]
+    with SessionManager.open(str(path)) as manager:
+        assert sorted(node.entry["id"] for node in manager.get_tree()) == ["o1", "u1"]
+
+
+def _with_image(entry_id: str, parent: str, ref: str) -> dict:
+    record = message(entry_id, parent, "user", "see the picture")
+    record["message"]["content"].append({"type": "image", "data": ref, "mimeType": "image/png"})
+    return record
+
+
+def test_dangling_blob_refs_are_kept_reported_and_never_fatal(agent_dir, caplog):
+    missing = "f" * 64
+    path = _raw_session(
+        agent_dir, "dangling", _line(U1), _line(_with_image("i1", "u1", f"blob:sha256:{missing}"))
+    )
+    with assert_store_survives(agent_dir, path, ["u1", "i1"]) as index:
+        assert index.blob_gc().dangling == [missing]
+    with SessionManager.open(str(path)) as manager:
+        image = manager.get_entry("i1")["message"]["content"][1]
+        assert image["data"] == f"blob:sha256:{missing}"
+    assert "Blob not found" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "blob:sha256:../../secret",
+        "blob:sha256:../blobs/" + "a" * 64,
+        "blob:sha256:" + "A" * 64,
+        "blob:sha256:" + "a" * 63,
+        "blob:sha256:" + "a" * 64 + "/../../secret",
+        "blob:sha256:/etc/passwd",
+    ],
+)
+def test_malformed_blob_refs_never_read_a_file(agent_dir, ref):
+    (agent_dir / "secret").parent.mkdir(parents=True, exist_ok=True)
+    (agent_dir / "secret").write_text("SECRET")
+    path = _raw_session(agent_dir, "refs", _line(U1), _line(_with_image("i1", "u1", ref)))
+    with assert_store_survives(agent_dir, path, ["u1", "i1"]) as index:
+        assert index.connection.execute("SELECT count(*) FROM blob_refs").fetchall() == [(0,)]
+        report = index.blob_gc(apply=True, grace=timedelta(0))
+        assert report.dangling == [] and report.deleted == []
+        assert "SECRET" not in str(index.branch_entries("refs", "i1"))
+    with SessionManager.open(str(path)) as manager:
+        assert manager.get_entry("i1")["message"]["content"][1]["data"] == ref
+    assert (agent_dir / "secret").read_text() == "SECRET"
+
+
+def test_symlink_loops_under_sessions_end_every_walk(agent_dir, two_messages):
+    sessions = agent_dir / "sessions"
+    (sessions / "--loop--").symlink_to(sessions)
+    (two_messages.parent / "inner-loop").symlink_to(two_messages.parent)
+    (two_messages.parent / "self.jsonl").symlink_to(two_messages.parent / "self.jsonl")
+    (two_messages.parent / "a.jsonl").symlink_to(two_messages.parent / "b.jsonl")
+    (two_messages.parent / "b.jsonl").symlink_to(two_messages.parent / "a.jsonl")
+    with no_hang():
+        assert [info.path for info in SessionManager.list_all()] == [str(two_messages)]
+        with SessionIndex.open(str(agent_dir)) as index:
+            report = index.sync()
+            assert [session.path for session in index.list_sessions()] == [str(two_messages)]
+            assert len(report.unreadable) == 3  # self.jsonl, a.jsonl, b.jsonl: ELOOP
+            assert index.blob_gc(apply=True).refused
+        with pytest.raises(OSError):
+            SessionManager.open(str(two_messages.parent / "self.jsonl"))
+
+
 def test_a_line_of_millions_of_brackets_is_skipped_quickly(agent_dir):
     """Nesting far deeper than JSON.parse allows (it stops near 10,000) is garbage: reading
     it must neither build millions of lists nor take minutes."""
@@ -472,3 +679,108 @@ def test_a_line_of_millions_of_brackets_is_skipped_quickly(agent_dir):
     )
     with no_hang(20):
         assert_store_survives(agent_dir, path, ["u1"]).close()
+
+
+# --------------------------------------------------------------------------------------------
+# Files that change while a sync reads them
+
+
+def test_a_file_deleted_in_the_middle_of_a_sync(agent_dir):
+    paths = [
+        random_tree_session(sessions_dir(agent_dir) / f"s{number}.jsonl", number)
+        for number in range(4)
+    ]
+    victim = paths[2]
+
+    def delete_just_before_reading(done: int, total: int, path: str) -> None:
+        if path == str(victim) and victim.exists():
+            victim.unlink()
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.sync(progress=delete_just_before_reading)
+        assert not victim.exists()
+        assert sorted(session.path for session in index.list_sessions()) == sorted(
+            str(path) for path in paths if path != victim
+        )
+        # Reported, so a GC in the same run refuses; the next sync finds the file gone.
+        assert report.unreadable.keys() == {str(victim)}
+        assert index.sync().files_removed == 1
+    assert_index_matches_files(agent_dir).close()
+
+
+def test_a_file_truncated_while_a_sync_reads_it(agent_dir):
+    big = sessions_dir(agent_dir) / "big.jsonl"
+    records = [header("big")] + [
+        message(f"m{number:05d}", f"m{number - 1:05d}" if number else None, "user", "z" * 2000)
+        for number in range(15_000)
+    ]
+    write_session(big, records)
+    random_tree_session(sessions_dir(agent_dir) / "other.jsonl", 7)
+    size = big.stat().st_size
+
+    def truncate_soon(done: int, total: int, path: str) -> None:
+        if path == str(big):
+            threading.Timer(0.01, os.truncate, (big, size // 3)).start()
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(progress=truncate_soon)
+        time.sleep(0.05)
+        assert big.stat().st_size == size // 3
+    assert_index_matches_files(agent_dir).close()
+
+
+# --------------------------------------------------------------------------------------------
+# Names that try to leave the agent dir
+
+
+@pytest.mark.parametrize(
+    "name", ["../../escape", "..", ".", "/etc/evil", "a/../../b", "a\\..\\b", "nul\0byte", ""]
+)
+def test_artifact_and_agent_output_names_cannot_leave_the_folder(agent_dir, tmp_path, name):
+    before = set(tmp_path.rglob("*"))
+    with SessionManager.create("/work/names") as manager:
+        manager.append_message(assistant())
+        with pytest.raises(ValueError, match="invalid"):
+            manager.save_artifact("content", name)
+        with pytest.raises(ValueError, match="invalid"):
+            manager.allocate_artifact_path(name)
+        assert manager.get_artifact_path(name) is None
+        outputs = AgentOutputManager(manager.get_artifacts_dir)
+        with pytest.raises(ValueError, match="invalid"):
+            outputs.allocate(name)
+    created = {path for path in set(tmp_path.rglob("*")) - before if path.is_file()}
+    assert all(agent_dir in path.parents for path in created), created
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["../../etc/passwd", "/etc/passwd", "..", "%", "_", "%valid%", "*", "'; DROP TABLE files; --",
+     "valid' OR '1'='1", "\0", "../" * 40 + "etc/passwd", "~/.ssh/id_rsa"],
+)  # fmt: skip
+def test_session_lookups_only_ever_find_indexed_sessions(agent_dir, two_messages, query):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        with pytest.raises(SessionNotFoundError):
+            index.find_session(query)
+        assert index.connection.execute("SELECT count(*) FROM files").fetchall() == [(1,)]
+    assert resolve_resumable_session(query, "/work/demo") is None
+
+
+def test_a_session_id_shaped_like_a_path_never_names_a_file(agent_dir, tmp_path):
+    path = write_session(
+        sessions_dir(agent_dir) / "odd-id.jsonl",
+        [header("../../../escaped"), message("u1", None, "user", "hi"),
+         message("a1", "u1", "assistant", "hello")],
+    )  # fmt: skip
+    before = set(tmp_path.rglob("*"))
+    with SessionManager.open(str(path)) as manager:
+        forked = manager.fork()
+        assert forked is not None
+        manager.create_branched_session("a1")
+        manager.new_session()
+        manager.append_message(assistant())
+    created = set(tmp_path.rglob("*")) - before
+    assert created and all(agent_dir in item.parents for item in created), created
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        assert index.find_session("../../../escaped").path == str(path)
