@@ -3,6 +3,7 @@ line lost, and a clear error where the store refuses."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -16,6 +17,9 @@ from pathlib import Path
 
 import apsw
 import pytest
+from fuzzing import examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from manager_helpers import assistant, user
 from session_builder import (
     copy_fixtures,
@@ -784,3 +788,55 @@ def test_a_session_id_shaped_like_a_path_never_names_a_file(agent_dir, tmp_path)
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
         assert index.find_session("../../../escaped").path == str(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Search boxes
+
+SEARCH_TEXT = [
+    '"', '"unbalanced', "a*", "*", "AND", "OR NOT", "NEAR(a b)", "NEAR/2", "-", "--", "- -x",
+    "col:val", "text:hello", "{text}: hello", "^hello", "(", ")", "((hello", "hello)", "\\",
+    "\0", "hello\0world", "'; DROP TABLE entries; --", "x' OR 1=1 --", '" OR ""="', "%", "_",
+    "%hello%", "[a-z]", "👍", "\u202e", "e\u0301", "hello" * 500, "a" * 10_000, " ", "",
+    "MATCH 'x'", "rowid:1", "hello AND OR",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", SEARCH_TEXT)
+def test_no_text_in_any_search_box_is_syntax_or_sql(agent_dir, two_messages, text):
+    """Index search (and each of its filters), find_session, prompt recall in the index, and
+    HistoryStorage search and its filters: a result or nothing, never an error."""
+    with HistoryStorage.open() as history:
+        history.add("hello from the history")
+        history.flush()
+        history.search(text, 10)
+        history.search(text, 10, order="rank")
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        rows = index.connection.execute("SELECT count(*) FROM entries").fetchall()
+        index.search(text)
+        for name in ("cwd", "project", "role", "model", "since", "until"):
+            assert index.search("hello", **{name: text}) == [] or name in ("since", "until")
+        index.history_search(text)
+        index.list_sessions(cwd=text, project=text)
+        index.usage(since=text, until=text)
+        with pytest.raises(SessionNotFoundError):
+            index.find_session(text + "\x01no-such-session")
+        assert [hit.entry_id for hit in index.search("hello")] == ["u1"]
+        assert index.connection.execute("SELECT count(*) FROM entries").fetchall() == rows
+
+
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(text=st.text(max_size=40))
+def test_arbitrary_text_in_the_search_boxes_never_raises(agent_dir, two_messages, text):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        index.search(text)
+        index.search("hello", role=text, cwd=text)
+        index.history_search(text)
+        with contextlib.suppress(SessionNotFoundError):
+            index.find_session(text)
