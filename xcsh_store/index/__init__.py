@@ -18,6 +18,7 @@ import apsw
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
 from xcsh_store.errors import HistoryError, IndexDatabaseError, SessionNotFoundError
+from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
@@ -92,16 +93,22 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _explained(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """A public method whose SQLite failures (damage, full disk, ...) reach the caller as
-    one-line IndexDatabaseErrors that say what to do, never as raw apsw errors."""
+def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A public method of SessionIndex: text arguments are made storable as the index stores
+    text (a lone surrogate, from a JSON escape or an undecodable path, becomes U+FFFD), and
+    SQLite failures (damage, a full disk) reach the caller as one-line IndexDatabaseErrors that
+    say what to do, never as raw apsw errors."""
 
     @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
+        args = tuple(storable_text(item) if isinstance(item, str) else item for item in args)
+        for name, value in kwargs.items():
+            if isinstance(value, str):
+                kwargs[name] = storable_text(value)
         with database.errors_explained(index.db_path):
-            return method(*args, **kwargs)
+            return method(*args, **kwargs)  # type: ignore[arg-type]
 
     return wrapper
 
@@ -230,13 +237,13 @@ class SessionIndex:
     def sessions_root(self) -> str:
         return get_sessions_dir(self.agent_dir)
 
-    @_explained
+    @_entry_point
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
         extra = [row[0] for row in self.connection.execute("SELECT path FROM roots ORDER BY path")]
         return [self.sessions_root, *extra]
 
-    @_explained
+    @_entry_point
     def add_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute(
@@ -244,7 +251,7 @@ class SessionIndex:
                 (os.path.abspath(path), now_iso()),
             )
 
-    @_explained
+    @_entry_point
     def remove_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
@@ -263,7 +270,7 @@ class SessionIndex:
         finally:
             os.close(lock)  # releases the lock
 
-    @_explained
+    @_entry_point
     def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date with every session file and history.db."""
         self._require_writable()
@@ -316,7 +323,7 @@ class SessionIndex:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def list_sessions(
         self,
         cwd: str | None = None,
@@ -351,7 +358,7 @@ class SessionIndex:
             IndexedSession.from_row(row, self) for row in self.connection.execute(sql, arguments)
         ]
 
-    @_explained
+    @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
         """A session by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
 
@@ -395,7 +402,7 @@ class SessionIndex:
             return IndexedSession.from_row(rows[0], self)
         return self.find_session(session)
 
-    @_explained
+    @_entry_point
     def all_messages_text(self, session: IndexedSession) -> str:
         rows = [
             row
@@ -407,7 +414,7 @@ class SessionIndex:
 
     # -- trees ------------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def branch(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
@@ -418,7 +425,7 @@ class SessionIndex:
             return []
         return branch_rows(self.connection, info.file_id, leaf)
 
-    @_explained
+    @_entry_point
     def branch_entries(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
@@ -426,12 +433,12 @@ class SessionIndex:
         info = self._session(session)
         return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
 
-    @_explained
+    @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))
 
-    @_explained
+    @_entry_point
     def context(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> SessionContext:
@@ -444,7 +451,7 @@ class SessionIndex:
 
     # -- search -----------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def search(
         self,
         query: str,
@@ -463,7 +470,7 @@ class SessionIndex:
             until=until, model=model, limit=limit, highlight=highlight,
         )  # fmt: skip
 
-    @_explained
+    @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:
         """Whether a hit lies on the path of its session's last entry."""
         info = self._session(hit.file_id)
@@ -471,17 +478,17 @@ class SessionIndex:
             return False
         return any(row.id == hit.entry_id for row in self.branch(info))
 
-    @_explained
+    @_entry_point
     def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
         return recall_prompts(self.connection, query, limit)
 
-    @_explained
+    @_entry_point
     def history_recent(self, limit: int = 20) -> list[PromptHit]:
         return recall_prompts(self.connection, None, limit)
 
     # -- usage ------------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def usage(
         self,
         by: str = "day",
@@ -507,7 +514,7 @@ class SessionIndex:
 
     # -- blobs ------------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def blob_gc(self, apply: bool = False, grace: timedelta = timedelta(hours=1)) -> GcReport:
         """Unreferenced blob files older than ``grace``; deleted only with ``apply``.
 
@@ -531,7 +538,7 @@ class SessionIndex:
 
     # -- verify -----------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def verify(self, repair: bool = False) -> VerifyReport:
         """Compare the index with a fresh parse of every file; ``repair`` re-indexes those.
 
@@ -608,7 +615,7 @@ class SessionIndex:
 
     # -- stats ------------------------------------------------------------------------------
 
-    @_explained
+    @_entry_point
     def stats(self) -> IndexStats:
         def scalar(sql: str) -> Any:
             return self.connection.execute(sql).fetchall()[0][0]

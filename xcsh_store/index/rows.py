@@ -6,6 +6,7 @@ import hashlib
 import re
 from typing import Any
 
+from xcsh_store.history_search import storable_text
 from xcsh_store.jsonl import dumps
 
 # Tool output can be megabytes; its beginning is what people search for.
@@ -20,15 +21,6 @@ NOT_AN_ENTRY = frozenset({"session", "title"})
 
 # A JSON escape of a UTF-16 surrogate; alone (not half of a pair) it decodes to a lone surrogate.
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def storable_text(text: str) -> str:
-    """``text`` as SQLite can store it: lone surrogates become U+FFFD, split pairs are joined."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:
