@@ -7,13 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from session_builder import header, message, sessions_dir, write_session
-from store_checks import age, blob_files_are_whole
+from store_checks import age, assert_index_matches_files, blob_files_are_whole
 
 from xcsh_store import SessionManager
 from xcsh_store.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.gc import QUARANTINE_PREFIX
+from xcsh_store.index.sync import FileIndexer
 from xcsh_store.paths import new_session_id
 
 HOUR = 3600
@@ -96,3 +98,24 @@ def test_gc_removes_temp_files_of_killed_blob_writes(agent_dir):
     assert report.temp_files_removed == 1
     assert sorted(os.listdir(store.dir)) == sorted([kept, fresh.name])
     assert blob_files_are_whole(Path(store.dir)) == []
+
+
+def test_a_sync_that_dies_after_dropping_a_files_rows_is_completed_by_the_next(
+    agent_dir, monkeypatch
+):
+    """A full re-index first drops the file's rows (its own transaction), then reads the file:
+    death in between must not leave the file looking indexed and up to date."""
+    write_session(
+        sessions_dir(agent_dir) / "s.jsonl", [header("s"), message("u1", None, "user", "hi")]
+    )
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+
+    def die(*arguments: object) -> None:
+        raise KeyboardInterrupt("killed after the rows were dropped")
+
+    monkeypatch.setattr(FileIndexer, "_index_from_start", die)
+    with SessionIndex.open(str(agent_dir)) as index, pytest.raises(KeyboardInterrupt):
+        index.sync(full=True)
+    monkeypatch.undo()
+    assert_index_matches_files(agent_dir).close()

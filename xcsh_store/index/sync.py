@@ -351,9 +351,11 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     )
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
+    # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
+    # right after this transaction would otherwise leave the file without rows for good).
     connection.execute(
         "UPDATE files SET indexed_bytes = 0, next_seq = 0, last_id = NULL, legacy = 0,"
-        " head_hash = NULL, tail_hash = NULL WHERE id = ?",
+        " head_hash = NULL, tail_hash = NULL, size = -1 WHERE id = ?",
         (file_id,),
     )
     return removed
