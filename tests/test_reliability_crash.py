@@ -5,9 +5,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from kill_points import (
+    INDEX_POINTS,
+    MANAGER_POINTS,
+    check_continues_after_kill,
+    check_index_kill,
+    check_litter_is_cleaned,
+    check_manager_kill,
+    kill_once,
+    prepare_index_corpus,
+)
 from session_builder import header, message, sessions_dir, write_session
 from store_checks import age, assert_index_matches_files, blob_files_are_whole
 
@@ -19,6 +30,9 @@ from xcsh_store.index.sync import FileIndexer
 from xcsh_store.paths import new_session_id
 
 HOUR = 3600
+# Kills per kill point in CI; benchmarks/stress.py runs the same kill points over a thousand times.
+MANAGER_KILLS = 6
+INDEX_KILLS = 4
 
 
 def _dead_pid() -> int:
@@ -98,6 +112,38 @@ def test_gc_removes_temp_files_of_killed_blob_writes(agent_dir):
     assert report.temp_files_removed == 1
     assert sorted(os.listdir(store.dir)) == sorted([kept, fresh.name])
     assert blob_files_are_whole(Path(store.dir)) == []
+
+
+# --------------------------------------------------------------------------------------------
+# SIGKILL in the middle of whole-file operations
+
+
+@pytest.mark.parametrize("point", MANAGER_POINTS)
+def test_sigkill_in_a_whole_file_operation_loses_nothing(agent_dir, point):
+    """rewrite_entries of a 3 MB session, set_session_name, move_to and fork: afterwards every
+    file loads with old or new content (never a mix), every flushed entry is there, the session
+    takes appends again, litter is never a session and is cleaned up, the index verifies."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda seed: kill_once(point, agent_dir, seed), range(MANAGER_KILLS)))
+    for reports in runs:
+        check_continues_after_kill(str(check_manager_kill(agent_dir, reports)))
+    assert any(reports.begun > reports.done for reports in runs), "no kill hit the operation"
+    check_litter_is_cleaned(agent_dir)
+    assert_index_matches_files(agent_dir).close()
+
+
+@pytest.mark.parametrize("point", INDEX_POINTS)
+def test_sigkill_in_a_sync_or_gc_loses_nothing(agent_dir, point):
+    """A sync of a corpus (full or incremental, files growing) or a blob GC deleting a thousand
+    blobs, killed: no blob partial or lost, one sync and the index verifies clean."""
+    prepare_index_corpus(agent_dir, max_bytes=200_000)
+    runs = []
+    for seed in range(INDEX_KILLS):
+        runs.append(kill_once(point, agent_dir, seed))
+        check_index_kill(agent_dir)
+    assert any(reports.begun > reports.done for reports in runs), "no kill hit the operation"
+    check_litter_is_cleaned(agent_dir)
+    assert_index_matches_files(agent_dir).close()
 
 
 def test_a_sync_that_dies_after_dropping_a_files_rows_is_completed_by_the_next(
