@@ -96,6 +96,8 @@ def _line_batches(stream: BinaryIO) -> Iterator[tuple[list[bytes], bytes]]:
         if first:
             chunk = chunk.removeprefix(BOM)
             first = False
+            if not chunk:
+                continue
         if b"\n" not in chunk:
             pending.append(chunk)
             continue
