@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from session_builder import copy_fixtures, random_tree_session, sessions_dir  # noqa: E402
-from store_checks import blob_files_are_whole  # noqa: E402
+from session_builder import copy_fixtures, random_tree_session, sessions_dir
+from store_checks import blob_files_are_whole
 
-from xcsh_store import BlobStore, SessionManager, load_entries_from_file  # noqa: E402
-from xcsh_store.index import SessionIndex  # noqa: E402
-from xcsh_store.index.gc import QUARANTINE_PREFIX  # noqa: E402
-from xcsh_store.jsonl import dumps  # noqa: E402
+from xcsh_store import BlobStore, SessionManager, load_entries_from_file
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.gc import QUARANTINE_PREFIX
+from xcsh_store.jsonl import dumps
 
 MANAGER_POINTS = ("rewrite", "rename", "move", "fork")
 INDEX_POINTS = ("sync", "gc")

@@ -6,10 +6,8 @@ import os
 import threading
 
 import apsw
-from store_checks import entry_ids
-from workers import PLANTED_GARBAGE, run_concurrently
+from workers import check_concurrent_run, run_concurrently
 
-from xcsh_store.index import SessionIndex
 from xcsh_store.index import db as database
 
 # benchmarks/stress.py sets this to run the same processes for minutes.
@@ -60,22 +58,5 @@ def test_writers_history_sync_and_gc_at_once_lose_nothing(agent_dir, tmp_path):
     searches and a GC loop, for a few seconds. No worker sees a lock error; every flushed entry
     is in its file and in the index, every flushed prompt in history.db and in the index's
     mirror, no referenced blob is deleted, the planted garbage is, and the index verifies."""
-    seconds = float(os.environ.get(SECONDS_ENV, "4"))
-    run = run_concurrently(agent_dir, tmp_path, seconds)
-    assert run.syncs > 1 and run.collections > 1 and run.entries > 100 and run.prompts > 100
-    assert run.deleted_blobs >= PLANTED_GARBAGE
-    for path, acknowledged in run.files.items():
-        assert entry_ids(path)[: len(acknowledged)] == acknowledged, path
-    history = apsw.Connection(str(agent_dir / "history.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    stored = {row[0] for row in history.execute("SELECT prompt FROM history")}
-    history.close()
-    assert set(run.prompt_texts) <= stored
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.sync()
-        for path, acknowledged in run.files.items():
-            indexed = index.tree(index.find_session(path)).entries
-            assert set(acknowledged) <= set(indexed), path
-        mirrored = {row[0] for row in index.connection.execute("SELECT prompt FROM history")}
-        assert set(run.prompt_texts) <= mirrored
-        assert index.blob_gc().dangling == [], "a referenced blob was deleted"
-        assert index.verify().clean
+    run = run_concurrently(agent_dir, tmp_path, float(os.environ.get(SECONDS_ENV, "4")))
+    check_concurrent_run(agent_dir, run)

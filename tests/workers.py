@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import apsw
+from store_checks import entry_ids
 
 from xcsh_store import HistoryStorage, SessionManager
 from xcsh_store.blobs import BlobStore
@@ -203,6 +207,28 @@ def run_concurrently(
     run.syncs = int(_finish(syncer, seconds))
     run.deleted_blobs, run.collections = map(int, _finish(collector, seconds).split())
     return run
+
+
+def check_concurrent_run(agent_dir: Path, run: ConcurrencyRun) -> None:
+    """Nothing acknowledged is lost: entries in their files and in the index, prompts in
+    history.db and in the index mirror; no referenced blob deleted; the index verifies."""
+    assert run.syncs > 1 and run.collections > 1 and run.entries > 100 and run.prompts > 100
+    assert run.deleted_blobs >= PLANTED_GARBAGE
+    for path, acknowledged in run.files.items():
+        assert entry_ids(path)[: len(acknowledged)] == acknowledged, path
+    history = apsw.Connection(str(agent_dir / "history.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    stored = {row[0] for row in history.execute("SELECT prompt FROM history")}
+    history.close()
+    assert set(run.prompt_texts) <= stored, "a flushed prompt is not in history.db"
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        for path, acknowledged in run.files.items():
+            indexed = index.tree(index.find_session(path)).entries
+            assert set(acknowledged) <= set(indexed), path
+        mirrored = {row[0] for row in index.connection.execute("SELECT prompt FROM history")}
+        assert set(run.prompt_texts) <= mirrored, "a flushed prompt is not in the index"
+        assert index.blob_gc().dangling == [], "a referenced blob was deleted"
+        assert index.verify().clean
 
 
 if __name__ == "__main__":
