@@ -105,6 +105,17 @@ def test_damage_found_in_the_middle_of_a_sync_rebuilds_the_index(agent_dir, sync
     assert_index_matches_files(agent_dir).close()
 
 
+def test_damage_met_by_a_nested_call_of_a_sync_still_rebuilds_the_index(agent_dir, synced, caplog):
+    """sync() reads the list of roots through roots(), itself an entry point that explains
+    damage to its caller: the sync must still recognise the damage and rebuild."""
+    assert damage_objects(synced, "roots", "sqlite_autoindex_roots_1") == 2
+    with SessionIndex.open(str(agent_dir)) as index, caplog.at_level(logging.WARNING):
+        index.sync()
+        assert index.roots() == [str(agent_dir / "sessions")]
+    assert "damaged" in caplog.text and len(_moved_aside(agent_dir)) == 1
+    assert_index_matches_files(agent_dir).close()
+
+
 def test_damage_in_the_index_history_mirror_is_not_blamed_on_history_db(agent_dir, synced, caplog):
     history_db = agent_dir / "history.db"
     before = history_db.read_bytes()

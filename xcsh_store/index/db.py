@@ -121,8 +121,9 @@ class DamagedIndexError(IndexDatabaseError):
 
 
 # Garbage inside a row that SQLite's page checks let through shows up as text that is not
-# UTF-8 (every text the store writes is).
-DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError, UnicodeDecodeError)
+# UTF-8 (every text the store writes is). DamagedIndexError: damage a nested call has already
+# explained, which the sync and verify that called it must still rebuild from.
+DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError, UnicodeDecodeError, DamagedIndexError)
 
 
 @contextlib.contextmanager
@@ -130,6 +131,8 @@ def errors_explained(path: str) -> Iterator[None]:
     """Turn the SQLite failures a user can act on into one-line :class:`IndexDatabaseError`."""
     try:
         yield
+    except IndexDatabaseError:
+        raise  # explained already (by a nested call, or as what it is)
     except DAMAGE_ERRORS as error:
         raise DamagedIndexError(
             f"{path} is damaged ({error}); `xcsh-store verify --repair` rebuilds it from the"
