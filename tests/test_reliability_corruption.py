@@ -72,13 +72,16 @@ def _moved_aside(agent_dir: Path) -> list[Path]:
 
 @pytest.mark.parametrize(
     "damage",
-    ["garbage-header", "cut-to-50-bytes", "cut-mid-page", "last-page-missing"],
-)
+    ["garbage-header", "schema-format-garbage", "cut-to-50-bytes", "cut-mid-page",
+     "last-page-missing"],
+)  # fmt: skip
 def test_damage_found_on_open_is_moved_aside_and_rebuilt(agent_dir, synced, damage, caplog):
     data = synced.read_bytes()
     size = _page_size(synced)
     if damage == "garbage-header":
         synced.write_bytes(os.urandom(100) + data[100:])
+    elif damage == "schema-format-garbage":  # SQLite: "unsupported file format"
+        synced.write_bytes(data[:47] + b"\x09" + data[48:])
     else:
         keep = {"cut-to-50-bytes": 50, "cut-mid-page": 3 * size + 100}.get(damage, len(data) - size)
         synced.write_bytes(data[:keep])

@@ -186,7 +186,12 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
 
 
 def _check_readable(connection: apsw.Connection, path: str) -> None:
-    connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except apsw.SQLError as error:
+        # Only the file can make this statement fail: "unsupported file format" is a header
+        # whose schema format number is garbage.
+        raise apsw.CorruptError(f"{error} (the file header is damaged)") from error
     wal = path + "-wal"
     if os.path.exists(wal) and os.path.getsize(wal) > 0:
         return  # pages may legitimately live in the WAL only
