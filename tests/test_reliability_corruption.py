@@ -146,6 +146,78 @@ def test_damage_no_sync_reads_is_reported_by_queries_and_rebuilt_by_verify(agent
     assert len(_moved_aside(agent_dir)) == 1
 
 
+def _pages_of(database: Path, name: str) -> list[int]:
+    connection = apsw.Connection(str(database))
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return [row[0] for row in connection.execute("SELECT pageno FROM dbstat WHERE name = ?",
+                                                     (name,))]  # fmt: skip
+    finally:
+        connection.close()
+
+
+def test_a_row_changed_under_its_unique_index_rebuilds_the_index(agent_dir, synced, caplog):
+    """One changed byte in the path of a files row (not in its UNIQUE index), and the file has
+    grown since: the sync takes it for a new file, and inserting it violates the index. SQLite's
+    page checks cannot see this."""
+    size = _page_size(synced)
+    data = bytearray(synced.read_bytes())
+    session = next((agent_dir / "sessions").rglob("*.jsonl"))
+    with open(session, "ab") as handle:
+        handle.write(b'{"type":"custom","id":"grown001","parentId":null,"customType":"x"}\n')
+    name = session.name.encode()
+    # The leaf holding the row (an earlier page may hold a stale copy in its free space).
+    page = [
+        page for page in _pages_of(synced, "files") if name in data[(page - 1) * size : page * size]
+    ][-1]
+    start = data.index(name, (page - 1) * size)
+    data[start] = ord("#")
+    synced.write_bytes(bytes(data))
+    with SessionIndex.open(str(agent_dir)) as index, caplog.at_level(logging.WARNING):
+        index.sync()
+    assert "UNIQUE constraint failed" in caplog.text and len(_moved_aside(agent_dir)) == 1
+    assert_index_matches_files(agent_dir).close()
+
+
+def test_a_null_where_the_store_wrote_text_rebuilds_the_index(agent_dir, synced, caplog):
+    """Garbage can turn a value's type to NULL: code reading the row then fails with a
+    TypeError or AttributeError, which is damage when SQLite's integrity check agrees."""
+    connection = apsw.Connection(str(synced))
+    connection.execute("PRAGMA writable_schema = ON")
+    original = connection.execute("SELECT sql FROM sqlite_master WHERE name = 'files'").fetchall()[
+        0
+    ][0]
+    loose = original.replace("path TEXT NOT NULL UNIQUE", "path TEXT UNIQUE")
+    connection.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'files'", (loose,))
+    connection.close()
+    connection = apsw.Connection(str(synced))
+    connection.execute("UPDATE files SET path = NULL WHERE id = (SELECT min(id) FROM files)")
+    connection.execute("PRAGMA writable_schema = ON")
+    connection.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'files'", (original,))
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    with SessionIndex.open(str(agent_dir)) as index, caplog.at_level(logging.WARNING):
+        index.sync()
+    assert "NULL value in files.path" in caplog.text and len(_moved_aside(agent_dir)) == 1
+    assert_index_matches_files(agent_dir).close()
+
+
+def test_a_changed_byte_in_an_index_btree_is_found_by_verify(agent_dir, synced):
+    """quick_check does not compare indexes with their tables; a lookup through a changed
+    index then finds the wrong rows. verify runs the full integrity check."""
+    size = _page_size(synced)
+    data = bytearray(synced.read_bytes())
+    page = _pages_of(synced, "entries_parent")[-1]
+    offset = (page - 1) * size + size - 40  # inside the cell content at the end of the page
+    data[offset] ^= 0x01
+    synced.write_bytes(bytes(data))
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.verify()
+        assert report.damaged, "a changed index entry went unnoticed"
+        assert index.verify(repair=True).rebuilt
+    assert_index_matches_files(agent_dir).close()
+
+
 def test_a_newer_schema_is_refused_and_left_as_it_is(agent_dir, synced):
     with SessionIndex.open(str(agent_dir)) as index:
         index.connection.execute(
@@ -164,7 +236,13 @@ def test_a_newer_schema_is_refused_and_left_as_it_is(agent_dir, synced):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(damage=st.lists(st.tuples(st.floats(0, 1), st.integers(1, 20_000)), min_size=1, max_size=4))
+@given(
+    damage=st.lists(
+        st.tuples(st.floats(0, 1), st.integers(1, 20_000), st.randoms(use_true_random=False)),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_garbage_anywhere_in_the_index_never_escapes_as_a_raw_sqlite_error(
     agent_dir, synced, damage
 ):
@@ -173,9 +251,9 @@ def test_garbage_anywhere_in_the_index_never_escapes_as_a_raw_sqlite_error(
     pristine = synced.read_bytes()
     size = len(pristine)
     data = bytearray(pristine)
-    for start, length in damage:
+    for start, length, garbage in damage:
         offset = int(start * (size - 1))
-        data[offset : offset + length] = os.urandom(len(data[offset : offset + length]))
+        data[offset : offset + length] = garbage.randbytes(len(data[offset : offset + length]))
     synced.write_bytes(bytes(data))
     try:
         with SessionIndex.open(str(agent_dir)) as index:

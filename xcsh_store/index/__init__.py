@@ -107,7 +107,10 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
         for name, value in kwargs.items():
             if isinstance(value, str):
                 kwargs[name] = storable_text(value)
-        with database.errors_explained(index.db_path):
+        with (
+            database.errors_explained(index.db_path),
+            database.type_confusion_as_damage(index.connection),
+        ):
             return method(*args, **kwargs)  # type: ignore[arg-type]
 
     return wrapper
@@ -276,7 +279,8 @@ class SessionIndex:
         self._require_writable()
         with self._sync_lock():
             try:
-                report = self._sync_once(full, progress)
+                with database.type_confusion_as_damage(self.connection):
+                    report = self._sync_once(full, progress)
             except database.DAMAGE_ERRORS as error:
                 report = self._rebuild_after_damage(error, progress)
         return report
@@ -542,8 +546,9 @@ class SessionIndex:
     def verify(self, repair: bool = False) -> VerifyReport:
         """Compare the index with a fresh parse of every file; ``repair`` re-indexes those.
 
-        The file's pages are checked first (``PRAGMA quick_check``), since damage a sync never
-        reads stays unnoticed until a query hits it; a damaged index is rebuilt on ``repair``.
+        The file itself is checked first (:func:`database.check_integrity`), since damage a sync
+        never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
+        ``repair``.
         """
         report = VerifyReport()
         try:

@@ -23,6 +23,7 @@ log = logging.getLogger("xcsh_store")
 
 BUSY_TIMEOUT_MS = 30_000
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+_FTS5_TABLE = re.compile(r"USING\s+fts5\s*\(", re.IGNORECASE)  # not fts5vocab
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +121,19 @@ class DamagedIndexError(IndexDatabaseError):
     """The index file is not a usable SQLite database (garbage, truncated, malformed)."""
 
 
-# Garbage inside a row that SQLite's page checks let through shows up as text that is not
-# UTF-8 (every text the store writes is). DamagedIndexError: damage a nested call has already
-# explained, which the sync and verify that called it must still rebuild from.
-DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError, UnicodeDecodeError, DamagedIndexError)
+# Garbage inside a row that SQLite's page checks let through shows up as text that is not UTF-8
+# (every text the store writes is), as a value too big to read, or as a constraint the store's
+# own writes never violate (a row changed under its UNIQUE index). DamagedIndexError: damage a
+# nested call has already explained, which the sync or verify that called it must rebuild from.
+DAMAGE_ERRORS = (
+    apsw.NotADBError,
+    apsw.CorruptError,
+    apsw.TooBigError,
+    apsw.ConstraintError,
+    apsw.MismatchError,
+    UnicodeDecodeError,
+    DamagedIndexError,
+)
 
 
 @contextlib.contextmanager
@@ -145,14 +155,44 @@ def errors_explained(path: str) -> Iterator[None]:
         ) from error
 
 
-def check_integrity(connection: apsw.Connection) -> str | None:
-    """What ``PRAGMA quick_check`` finds wrong with the file's pages, or None when all is well."""
+@contextlib.contextmanager
+def type_confusion_as_damage(connection: apsw.Connection) -> Iterator[None]:
+    """A TypeError or AttributeError becomes damage (CorruptError) when the file is damaged.
+
+    Garbage SQLite's checks let through changes the type of a value (NULL, a blob or a number
+    where the store wrote text) as easily as its bytes, and code reading it then fails like
+    this. Whether that is what happened is for :func:`check_integrity` to say; when the file is
+    sound, the error stands (it is a bug).
+    """
     try:
-        rows = connection.execute("PRAGMA quick_check").fetchall()
+        yield
+    except (TypeError, AttributeError) as error:
+        damage = check_integrity(connection)
+        if damage is None:
+            raise
+        raise apsw.CorruptError(f"{damage} ({type(error).__name__}: {error})") from error
+
+
+def check_integrity(connection: apsw.Connection) -> str | None:
+    """What SQLite finds wrong with the file, or None: every b-tree, and every index against
+    its table (``integrity_check``; ``quick_check`` skips that, and a changed byte in an index
+    misleads every lookup through it), then each FTS5 index against its text (unless the
+    connection is read-only)."""
+    try:
+        problems = [
+            row[0] for row in connection.execute("PRAGMA integrity_check") if row[0] != "ok"
+        ]
+        if problems:
+            return "; ".join(problems[:3])
+        tables = connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+        for table in [name for name, sql in tables.fetchall() if _FTS5_TABLE.search(sql or "")]:
+            with contextlib.suppress(apsw.ReadOnlyError):
+                connection.execute(
+                    f'INSERT INTO "{table}" ("{table}", rank) VALUES (\'integrity-check\', 1)'
+                )
     except DAMAGE_ERRORS as error:
         return str(error)
-    problems = [str(row[0]) for row in rows if row[0] != "ok"]
-    return "; ".join(problems[:3]) if problems else None
+    return None
 
 
 def connect(path: str, read_only: bool = False) -> apsw.Connection:
