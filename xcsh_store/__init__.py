@@ -31,6 +31,7 @@ from xcsh_store.errors import (
     SessionNotFoundError,
     XcshStoreError,
 )
+from xcsh_store.history import HistoryEntry, HistoryStorage
 from xcsh_store.loader import load_entries_from_file, parse_session_entries
 from xcsh_store.migrate import CURRENT_SESSION_VERSION, migrate_session_entries
 from xcsh_store.output import (
