@@ -355,14 +355,14 @@ class SessionIndex:
             ).fetchall()
             if rows:
                 return IndexedSession.from_row(rows[0], self)
-        pattern = _like_prefix(text.lower())
+        # The file name is what follows the last "/", its suffix what follows the last "_".
+        after_last = "replace(s.path, rtrim(s.path, replace(s.path, '{0}', '')), '')"
+        candidates = ("s.session_id", after_last.format("/"), after_last.format("_"))
+        matches = " OR ".join(f"lower({column}) LIKE ?1 ESCAPE '\\'" for column in candidates)
         rows = self.connection.execute(
             f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
-            " WHERE lower(s.session_id) LIKE ?1 ESCAPE '\\'"
-            " OR lower(replace(s.path, rtrim(s.path, replace(s.path, '/', '')), '')) LIKE ?1 ESCAPE '\\'"
-            " OR lower(replace(s.path, rtrim(s.path, replace(s.path, '_', '')), '')) LIKE ?1 ESCAPE '\\'"
-            " ORDER BY s.modified_at DESC LIMIT 1",
-            (pattern,),
+            f" WHERE {matches} ORDER BY s.modified_at DESC LIMIT 1",
+            (_like_prefix(text.lower()),),
         ).fetchall()
         if not rows:
             raise SessionNotFoundError(f"No session matches {prefix!r}")

@@ -141,7 +141,8 @@ def _record_sizes(connection: apsw.Connection, on_disk: dict[str, os.stat_result
     stamp = now_iso()
     with transaction(connection):
         connection.executemany(
-            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen) VALUES (?, ?, 0, ?, ?)"
-            " ON CONFLICT (hash) DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
+            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
+            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash)"
+            " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
             [(digest, info.st_size, stamp, stamp) for digest, info in on_disk.items()],
         )

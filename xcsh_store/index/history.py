@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
                 "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
                 (mirrored_max,),
             )
-            while batch := cursor.fetchmany(MIRROR_BATCH):
+            while batch := list(itertools.islice(cursor, MIRROR_BATCH)):
                 connection.executemany(
                     "INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)"
                     " VALUES (?, ?, ?, ?, ?)",
@@ -71,7 +72,7 @@ def _prompt_query(query: str | None) -> str | None:
     """Reference §9 query building: every word a quoted prefix term, all must match."""
     if query is None:
         return None
-    tokens = query.split()
+    tokens = query.replace("\0", " ").split()
     return " ".join('"' + token.replace('"', '""') + '"*' for token in tokens) or None
 
 

@@ -39,7 +39,8 @@ def parse_search_query(query: str, prefix_last: bool = True) -> ParsedQuery:
     excluded: list[str] = []
     words: list[str] = []
     last_plain = -1
-    for match in _QUERY_TOKEN.finditer(query):
+    # FTS5 reads a query string only up to a NUL.
+    for match in _QUERY_TOKEN.finditer(query.replace("\0", " ")):
         negated, phrase, word = match.group(1), match.group(2), match.group(3)
         if word is not None:
             negated = "-" if word.startswith("-") and len(word) > 1 else ""

@@ -256,6 +256,10 @@ class FileIndexer:
         self.report.bytes_read += len(head) + len(tail)
         if _digest(head) != known.head_hash or _digest(tail) != known.tail_hash:
             return None
+        if not tail.endswith(b"\n"):
+            # The last indexed line had no newline: what follows now continues that very line
+            # (old appends glued objects that way), so the line must be parsed again whole.
+            return None
         return head, tail
 
     # -- reading ----------------------------------------------------------------------------
@@ -736,7 +740,7 @@ def sync_files(
     if progress is not None and todo:
         progress(total, total, "")
 
-    for path, row in vanished.items():
+    for row in vanished.values():
         with transaction(connection):
             report.entries_removed += drop_file_rows(connection, row.id)
             connection.execute("DELETE FROM files WHERE id = ?", (row.id,))

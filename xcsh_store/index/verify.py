@@ -88,7 +88,8 @@ class Verifier:
         ).fetchall()[0]
         if (indexed_bytes, status) != (fresh_bytes, fresh_status):
             found.append(
-                f"indexed {indexed_bytes} bytes ({status}), the file has {fresh_bytes} ({fresh_status})"
+                f"indexed {indexed_bytes} bytes ({status}),"
+                f" the file has {fresh_bytes} ({fresh_status})"
             )
         for label, query in (
             (

@@ -1,0 +1,163 @@
+"""Writing session files for tests without the SessionManager: plain v3 lines, any tree shape."""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conftest import PI_FIXTURES
+
+from xcsh_store.blobs import BlobStore
+from xcsh_store.jsonl import dumps
+
+PROJECT = "--work-demo--"
+
+
+def header(session_id: str = "s1", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/work/demo",
+        **extra,
+    }
+
+
+def message(
+    entry_id: str, parent: str | None, role: str, text: str, **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"role": role, "content": [{"type": "text", "text": text}]}
+    if role == "assistant":
+        body |= {
+            "provider": "anthropic",
+            "model": "claude-test",
+            "usage": {
+                "input": 10,
+                "output": 5,
+                "cacheRead": 1,
+                "cacheWrite": 2,
+                "totalTokens": 18,
+                "cost": {
+                    "input": 0.1,
+                    "output": 0.2,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "total": 0.3,
+                },
+            },
+        }
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": f"2026-01-01T00:{len(entry_id) % 60:02d}:00.000Z",
+        "message": body | extra,
+    }
+
+
+def write_session(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(dumps(record) + b"\n" for record in records))
+    return path
+
+
+def append(path: Path, *records: dict[str, Any]) -> None:
+    with open(path, "ab") as handle:
+        handle.write(b"".join(dumps(record) + b"\n" for record in records))
+
+
+def sessions_dir(agent_dir: Path) -> Path:
+    folder = agent_dir / "sessions" / PROJECT
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def copy_fixtures(agent_dir: Path) -> list[Path]:
+    folder = agent_dir / "sessions" / "--fixtures--"
+    folder.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy(path, folder / path.name)) for path in PI_FIXTURES]
+
+
+def random_tree_session(
+    path: Path, seed: int, size: int = 60, blob_store: BlobStore | None = None
+) -> Path:
+    """A branched session: messages, model and thinking changes, labels, compactions,
+    branch summaries, custom messages and (with a blob store) image refs."""
+    rng = random.Random(seed)
+    records: list[dict[str, Any]] = [header(f"sess-{seed}")]
+    ids: list[str] = []
+    leaf: str | None = None
+    for number in range(size):
+        entry_id = f"{seed:04x}{number:04x}"
+        choice = rng.random()
+        if ids and choice < 0.12:
+            leaf = rng.choice(ids)  # branch: continue from an earlier entry
+        base = {
+            "id": entry_id,
+            "parentId": leaf,
+            "timestamp": f"2026-01-02T{number // 60:02d}:{number % 60:02d}:00.000Z",
+        }
+        kind = rng.random()
+        if kind < 0.5:
+            role = rng.choice(["user", "assistant", "toolResult"])
+            record = message(entry_id, leaf, role, f"word{rng.randint(0, 50)} text {number}")
+            record["timestamp"] = base["timestamp"]
+            if blob_store is not None and rng.random() < 0.1:
+                data = base64.b64encode(os.urandom(1200)).decode()
+                ref = blob_store.put(base64.b64decode(data)).ref
+                record["message"]["content"].append(
+                    {"type": "image", "data": ref, "mimeType": "image/png"}
+                )
+        elif kind < 0.6:
+            record = base | {
+                "type": "model_change",
+                "model": f"p{rng.randint(0, 2)}/m{rng.randint(0, 3)}",
+            }
+        elif kind < 0.65:
+            record = base | {
+                "type": "thinking_level_change",
+                "thinkingLevel": rng.choice(["low", "high"]),
+            }
+        elif kind < 0.72 and ids:
+            record = base | {"type": "label", "targetId": rng.choice(ids), "label": f"L{number}"}
+        elif kind < 0.78 and ids:
+            record = base | {
+                "type": "compaction",
+                "summary": f"summary {number}",
+                "firstKeptEntryId": rng.choice(ids),
+                "tokensBefore": 1000,
+            }
+        elif kind < 0.84:
+            record = base | {
+                "type": "branch_summary",
+                "fromId": leaf or "root",
+                "summary": f"branch {number}",
+            }
+        elif kind < 0.9:
+            record = {
+                "type": "custom_message",
+                "customType": "note",
+                "content": f"note {number}",
+                "display": True,
+                **base,
+            }
+        elif kind < 0.95:
+            record = base | {
+                "type": "ttsr_injection",
+                "injectedRules": [f"rule{rng.randint(0, 3)}"],
+            }
+        else:
+            record = base | {
+                "type": "mode_change",
+                "mode": rng.choice(["plan", "none"]),
+                "data": {"n": number},
+            }
+        records.append(record)
+        ids.append(entry_id)
+        leaf = entry_id
+    return write_session(path, records)
