@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
-from xcsh_store.jsonl import BOM, iter_lines, parse_jsonl_bytes, parse_line
+from xcsh_store.jsonl import BOM, READ_CHUNK, parse_jsonl_bytes, parse_line
 from xcsh_store.migrate import (
     IdFactory,
     is_valid_session,
@@ -17,14 +22,17 @@ from xcsh_store.persist import rehydrate_entry
 from xcsh_store.storage import FileSessionStorage, SessionStorage
 
 _BLOB_MARKER = BLOB_REF_PREFIX.encode()
+_REPLAY_MARKER = b'"openaiResponsesHistory"'
 
 
 @dataclass(slots=True)
 class SessionFileContents:
-    """Every object of a session file in order, and which of them mention a blob ref."""
+    """Every object of a session file in order, and which of them need a second look: those
+    that mention a blob ref, and those that may carry OpenAI replay metadata."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     with_blob_refs: list[int] = field(default_factory=list)
+    with_replay_metadata: list[int] = field(default_factory=list)
 
 
 def parse_session_entries(text: str) -> list[dict[str, Any]]:
@@ -36,26 +44,92 @@ def read_session_file(path: str, storage: SessionStorage | None = None) -> Sessi
     """All objects of a file. A missing file reads as empty; other OS errors propagate."""
     contents = SessionFileContents()
     try:
-        if storage is None or isinstance(storage, FileSessionStorage):
-            with open(path, "rb") as stream:
-                for _offset, line in iter_lines(stream):
-                    _add_line(contents, line)
-        else:
-            for line in storage.read_bytes(path).removeprefix(BOM).split(b"\n"):
-                _add_line(contents, line)
+        with _collector_paused():
+            if storage is None or isinstance(storage, FileSessionStorage):
+                with open(path, "rb") as stream:
+                    for lines, buffer in _line_batches(stream):
+                        _add_lines(contents, lines, buffer)
+            else:
+                data = storage.read_bytes(path).removeprefix(BOM)
+                _add_lines(contents, data.split(b"\n"), data)
     except FileNotFoundError:
         return SessionFileContents()
     return contents
 
 
-def _add_line(contents: SessionFileContents, line: bytes) -> None:
-    if not line or line.isspace():
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Run a parse without the cyclic garbage collector.
+
+    Parsing creates millions of objects and no reference cycles, and the collector would walk
+    the growing heap again and again (about a third of the time of opening a big session).
+    Afterwards the new objects go straight to the oldest generation: freeze() then unfreeze()
+    moves every tracked object there without walking any of them. Skipped when the host
+    application has frozen objects itself, since unfreeze() would release them.
+    """
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
         return
-    values = parse_line(line)
-    if values and _BLOB_MARKER in line:
-        first = len(contents.entries)
-        contents.with_blob_refs.extend(range(first, first + len(values)))
-    contents.entries.extend(values)
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.unfreeze()
+        gc.enable()
+
+
+def _line_batches(stream: BinaryIO) -> Iterator[tuple[list[bytes], bytes]]:
+    """The lines of a file a chunk at a time, split in C rather than line by line in Python,
+    each batch with the bytes it came from. A leading BOM is skipped; the last line may lack
+    its newline."""
+    pending = b""
+    first = True
+    while chunk := stream.read(READ_CHUNK):
+        if first:
+            chunk = chunk.removeprefix(BOM)
+            first = False
+        buffer = pending + chunk if pending else chunk
+        lines = buffer.split(b"\n")
+        pending = lines.pop()
+        yield lines, buffer
+    if pending:
+        yield [pending], pending
+
+
+def _add_lines(contents: SessionFileContents, lines: list[bytes], buffer: bytes) -> None:
+    """Parse ``lines``; the marker searches run per line only if ``buffer`` holds a marker."""
+    entries = contents.entries
+    append = entries.append
+    loads = orjson.loads
+    marked = [
+        (marker, found)
+        for marker, found in (
+            (_BLOB_MARKER, contents.with_blob_refs),
+            (_REPLAY_MARKER, contents.with_replay_metadata),
+        )
+        if marker in buffer
+    ]
+    for line in lines:
+        if not line or line.isspace():
+            continue
+        # The common case (one object per line) inline: this loop runs for every line of a
+        # session and a call plus a one-element list per line is measurable on big files.
+        try:
+            value = loads(line)
+        except orjson.JSONDecodeError:
+            values = parse_line(line)
+        else:
+            if type(value) is not dict:
+                continue
+            if not marked:
+                append(value)
+                continue
+            values = [value]
+        for marker, found in marked:
+            if marker in line:
+                found.extend(range(len(entries), len(entries) + len(values)))
+        entries.extend(values)
 
 
 def load_entries_from_file(
@@ -93,7 +167,7 @@ def load_session(
     if blob_store is not None:
         for index in contents.with_blob_refs:
             rehydrate_entry(contents.entries[index], blob_store)
-    sanitize_openai_replay_metadata(contents.entries)
+    sanitize_openai_replay_metadata([contents.entries[i] for i in contents.with_replay_metadata])
     return LoadedSession(contents.entries, migrated)
 
 

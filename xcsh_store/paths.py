@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import random
 import secrets
 import threading
 import time
@@ -88,10 +89,21 @@ def get_default_session_dir(cwd: str, agent_dir: str | None = None) -> str:
     return session_dir
 
 
+# Every append stamps its entry; formatting the date part once per second keeps that cheap.
+_current_second: tuple[int, str] = (-1, "")
+
+
 def iso_timestamp(now: datetime | None = None) -> str:
     """``new Date().toISOString()``: UTC with exactly three fractional digits."""
-    now = now or datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    global _current_second
+    if now is not None:
+        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    cached_second, prefix = _current_second
+    if second != cached_second:
+        prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        _current_second = (second, prefix)
+    return f"{prefix}{millis:03d}Z"
 
 
 def file_timestamp(iso: str) -> str:
@@ -114,7 +126,9 @@ def new_session_id() -> str:
 def new_entry_id(existing: object = ()) -> str:
     """Eight random hex digits not in ``existing``; a Snowflake after 100 collisions."""
     for _ in range(ENTRY_ID_ATTEMPTS):
-        candidate = secrets.token_hex(4)
+        # Ids only need to be unique within their session (checked here), not unguessable; the
+        # module-level generator is cheap and is reseeded in a forked child.
+        candidate = f"{random.getrandbits(32):08x}"
         if candidate not in existing:
             return candidate
     return new_session_id()
