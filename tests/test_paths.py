@@ -71,6 +71,31 @@ def test_default_session_dir_is_created_private(agent_dir):
     assert stat.S_IMODE(os.stat(session_dir).st_mode) == 0o700
 
 
+def test_missing_parents_are_created_private_too(agent_dir):
+    previous = os.umask(0o022)
+    try:
+        paths.get_default_session_dir("/work/pi")
+    finally:
+        os.umask(previous)
+    for folder in (agent_dir, agent_dir / "sessions"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_existing_folders_keep_their_mode(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    paths.ensure_private_dir(str(shared / "mine"))
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755
+    assert stat.S_IMODE((shared / "mine").stat().st_mode) == 0o700
+
+
+def test_a_file_in_the_way_is_an_error(tmp_path):
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(FileExistsError):
+        paths.ensure_private_dir(str(tmp_path / "taken" / "below"))
+
+
 def test_iso_timestamp_has_three_fraction_digits():
     moment = datetime(2026, 2, 16, 10, 20, 30, 7000, tzinfo=UTC)
     assert paths.iso_timestamp(moment) == "2026-02-16T10:20:30.007Z"

@@ -66,8 +66,25 @@ def get_index_db_path(agent_dir: str | None = None) -> str:
 
 
 def ensure_private_dir(path: str) -> None:
-    """Create ``path`` and its parents; folders we create are readable by the owner only."""
-    os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+    """Create ``path`` and its parents; folders we create are readable by the owner only.
+
+    ``os.makedirs`` applies its mode to the last folder only (parents get 0777 minus the
+    umask), so each missing folder is made here. Existing folders are left as they are.
+    """
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
 
 
 def encode_cwd(cwd: str) -> str:
