@@ -19,11 +19,13 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.render import local_time, short_ids
+from xcsh_store.cli.render import local_time
 from xcsh_store.cli.sessions import where
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history import HistoryEntry, HistoryStorage
+from xcsh_store.index import SessionIndex
 from xcsh_store.index.history import PromptHit
+from xcsh_store.index.names import unique_id_prefixes
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -77,11 +79,10 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
     )
 
 
-def _show_recall(hits: Sequence[PromptHit], as_json: bool) -> None:
+def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) -> None:
     if as_json:
         emit_json([prompt_hit_json(hit) for hit in hits])
         return
-    ids = short_ids(hit.session_id for hit in hits if hit.session_id)
     print_table(
         (
             (
@@ -97,6 +98,10 @@ def _show_recall(hits: Sequence[PromptHit], as_json: bool) -> None:
         flexible=4,
         right=(0,),
     )
+
+
+def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
+    return unique_id_prefixes(index, (hit.session_id for hit in hits if hit.session_id))
 
 
 @history_group.command("add")
@@ -132,7 +137,8 @@ def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool
     if sessions:
         with open_index(settings) as index:
             hits = index.history_recent(limit)
-        _show_recall(hits, as_json)
+            ids = _session_prefixes(index, hits)
+        _show_recall(hits, ids, as_json)
         return
     with _open(settings) as history:
         entries = history.get_recent(limit)
@@ -168,7 +174,8 @@ def search_command(
             raise click.UsageError("--rank works on history.db alone; drop it or --sessions")
         with open_index(settings) as index:
             hits = index.history_search(" ".join(query), limit)
-        _show_recall(hits, as_json)
+            ids = _session_prefixes(index, hits)
+        _show_recall(hits, ids, as_json)
         return
     with _open(settings) as history:
         entries = history.search(" ".join(query), limit, order="rank" if rank else "recent")

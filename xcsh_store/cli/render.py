@@ -187,32 +187,5 @@ def home_relative(path: str | None) -> str:
     return path
 
 
-def short_ids(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix (at least ``minimum`` long) telling each id apart from the others.
-
-    Snowflake session ids made in the same second share their first 8 digits, so a fixed
-    length would not do.
-    """
-    unique = sorted(set(ids))
-    result: dict[str, str] = {}
-    for position, session_id in enumerate(unique):
-        length = minimum
-        for neighbour in unique[max(0, position - 1) : position + 2]:
-            if neighbour == session_id:
-                continue
-            length = max(length, _common_prefix_length(session_id, neighbour) + 1)
-        result[session_id] = session_id[:length]
-    return result
-
-
-def _common_prefix_length(first: str, second: str) -> int:
-    length = 0
-    for a, b in zip(first, second, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
-
-
 def plural(count: int, word: str, plural_form: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else (plural_form or word + 's')}"

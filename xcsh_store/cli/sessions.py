@@ -28,13 +28,13 @@ from xcsh_store.cli.render import (
     money,
     one_line,
     plural,
-    short_ids,
     show_marks,
     terminal_width,
 )
 from xcsh_store.cli.shapes import context_json, hit_json, session_json
 from xcsh_store.context import SessionContext
 from xcsh_store.index import IndexedSession
+from xcsh_store.index.names import unique_id_prefixes
 from xcsh_store.index.outline import SessionOutline, entry_summary, message_summary, session_outline
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.urls import read_internal_url, resolve_internal_url
@@ -97,6 +97,7 @@ def ls_command(
             limit=limit + 1 if limit else None,
             order=order,
         )
+        ids = unique_id_prefixes(index, (session.session_id for session in sessions))
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:
@@ -105,7 +106,6 @@ def ls_command(
     if not sessions:
         echo("No sessions. (Run `xcsh-store sync` after new sessions were written.)")
         return
-    ids = short_ids(session.session_id for session in sessions)
     print_table(
         (
             (
@@ -417,13 +417,13 @@ def search_command(
             highlight=(MARK_OPEN, MARK_CLOSE),
         )
         active = [index.on_active_branch(hit) for hit in hits]
+        ids = unique_id_prefixes(index, (hit.session_id for hit in hits))
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return
     if not hits:
         echo("No matches.")
         return
-    ids = short_ids(hit.session_id for hit in hits)
     print_table(
         (
             (
