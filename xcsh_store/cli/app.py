@@ -135,7 +135,7 @@ def _json_default(value: Any) -> Any:
 
 def emit_json(data: Any) -> None:
     """Machine output: indented JSON on stdout, keys as documented per verb."""
-    stream = click.get_binary_stream("stdout")
+    stream = sys.stdout.buffer
     stream.write(
         orjson.dumps(
             data,

@@ -347,9 +347,10 @@ def _print_migrations(results: list[FileMigration]) -> None:
             headers=("file", "from", "result"),
             flexible=0,
         )
-    counts: dict[str, int] = {}
+    counts = {status: 0 for status in (MIGRATED, WOULD_MIGRATE, CURRENT, NOT_A_SESSION)}
     for item in results:
         counts[item.status] = counts.get(item.status, 0) + 1
+    counts = {status: count for status, count in counts.items() if count}
     echo(
         f"{plural(len(results), 'file')}: "
         + ", ".join(f"{count:,} {_summary_word(status)}" for status, count in counts.items())

@@ -7,6 +7,7 @@ rename or remove them.
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, iso_utc
@@ -78,7 +79,8 @@ def prompt_json(
         "id": history_id,
         "prompt": prompt,
         "created_at": created_at,
-        "created": iso_utc(created_at),
+        # history.db keeps whole seconds, so no milliseconds here.
+        "created": datetime.fromtimestamp(created_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "cwd": cwd,
         "source": source,
         "session_id": session_id,
