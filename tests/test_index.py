@@ -418,13 +418,30 @@ def test_no_query_text_breaks_search(agent_dir, index, query):
 
 
 def test_query_parsing():
-    assert parse_search_query("hello world").match == '"hello" "world"*'
-    assert parse_search_query('"exact phrase" x').match == '"exact phrase" "x"*'
-    assert parse_search_query('x "exact phrase"').match == '"x" "exact phrase"'
+    assert parse_search_query("hello world").match == '"hello" AND "world"*'
+    assert parse_search_query('"exact phrase" x').match == '"exact phrase" AND "x"*'
+    assert parse_search_query('x "exact phrase"').match == '"x" AND "exact phrase"'
     assert parse_search_query("a -b -c").match == '("a"*) NOT "b" NOT "c"'
-    assert parse_search_query('say "hi').match == '"say" "hi"'
+    assert parse_search_query('say "hi').match == '"say" AND "hi"'
     assert parse_search_query('a"b').match == '"a""b"*'
     assert parse_search_query("-only").match is None
+
+
+def test_prefix_word_expands_to_its_common_completions():
+    parsed = parse_search_query("deploy kube")
+    assert parsed.expression(["kube", "kubernetes"]) == '"deploy" AND ("kube" OR "kubernetes")'
+    assert parsed.expression([]) is None
+
+
+def test_prefix_search_finds_completions(agent_dir, index):
+    write_session(
+        sessions_dir(agent_dir) / "p.jsonl",
+        [header("p"), message("u1", None, "user", "Kubernetes rollout"),
+         message("u2", "u1", "user", "Kübelet restart")],
+    )  # fmt: skip
+    index.sync()
+    assert {hit.entry_id for hit in index.search("kub")} == {"u1", "u2"}
+    assert [hit.snippet for hit in index.search("rollout kube")] == ["[Kubernetes] [rollout]"]
 
 
 def test_usage_counts_each_entry_once(agent_dir, index):

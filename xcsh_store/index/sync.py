@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import logging
@@ -440,6 +441,8 @@ class _RowWriter:
         self.run_ids: set[str] = set()
         self.pending_bytes = 0
         self.header_row: dict[str, Any] | None = None
+        self.recent = collections.deque([state.tail])
+        self.recent_size = len(state.tail)
 
     def add_records(self, records: Any) -> None:
         for record in records:
@@ -456,10 +459,15 @@ class _RowWriter:
                 self._commit(final=False)
 
     def _keep_edges(self, record: _Record) -> None:
+        """Remember the first KiB and the records covering the last 4 KiB, for the hashes."""
         state = self.state
         if len(state.head) < HEAD_BYTES:
             state.head += record.data[: HEAD_BYTES - len(state.head)]
-        state.tail = (state.tail + record.data)[-TAIL_BYTES:]
+        recent = self.recent
+        recent.append(record.data)
+        self.recent_size += len(record.data)
+        while self.recent_size - len(recent[0]) >= TAIL_BYTES:
+            self.recent_size -= len(recent.popleft())
 
     def _add_value(self, record: _Record, part: int, value: dict[str, Any], line: bytes) -> None:
         state = self.state
@@ -617,6 +625,7 @@ class _RowWriter:
 
     def _write_file_row(self, final: bool) -> None:
         state = self.state
+        state.tail = b"".join(self.recent)[-TAIL_BYTES:]
         # Until the last commit of this read, size -1 makes the next sync carry on from here.
         size = self.seen.size if final else -1
         self.connection.execute(
@@ -725,6 +734,9 @@ def sync_files(
         else:
             todo.append((item, row))
 
+    # Oldest first, so entry keys (and FTS rowids) grow with recency: search ranks the newest
+    # matches of a very common query by walking rowids downwards.
+    todo.sort(key=lambda pair: pair[0].mtime_ns)
     indexer = FileIndexer(connection, pk_counter(connection), report)
     total = sum(item.size for item, _row in todo)
     done = 0
