@@ -312,7 +312,7 @@ def test_show_unknown_leaf_is_a_user_error(demo):
 
 def test_search_table_highlights_matches(demo):
     text = invoke(demo["agent"], "search", "session", "cookie").output
-    assert "OK, wait for the «session» «cookie» instead." in text
+    assert "OK, wait for the «session» «cookie» instead" in text
     assert text.splitlines()[0].split() == [
         "session", "entry", "when", "role", "branch", "title", "/", "cwd", "match",
     ]  # fmt: skip
