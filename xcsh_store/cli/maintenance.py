@@ -311,9 +311,9 @@ _RESULT_TEXT = {
 def migrate_command(
     settings: Settings, files: tuple[str, ...], dry_run: bool, as_json: bool
 ) -> None:
-    """Rewrite old session files (v1, v2, entries without ids) as v3, in place and atomically.
+    """Rewrite old session files (v1, v2, missing ids) as v3, in place.
 
-    Without FILES: every session file under the agent dir. A file without a valid session
+    Each file is replaced atomically, keeping its modification time. Without FILES: every session file under the agent dir. A file without a valid session
     header is never touched. Lines that are not JSON are dropped, as xcsh does when it rewrites
     a file. Exit code 1 when a file could not be migrated.
 

@@ -86,7 +86,9 @@ def usage_command(
     html_file: str | None,
     as_json: bool,
 ) -> None:
-    """Tokens and cost, summed per group; each entry counts once even if sessions were forked.
+    """Tokens and cost per day, week, month, model, provider, project or session.
+
+    Each entry counts once, even when forked sessions hold copies of it.
 
     \b
     Examples:
