@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
 from xcsh_store.index.sync import Progress
 from xcsh_store.output import format_bytes
+from xcsh_store.paths import get_sessions_dir
 from xcsh_store.upgrade import (
     CURRENT,
     MIGRATED,
@@ -313,9 +315,10 @@ def migrate_command(
 ) -> None:
     """Rewrite old session files (v1, v2, missing ids) as v3, in place.
 
-    Each file is replaced atomically, keeping its modification time. Without FILES: every session file under the agent dir. A file without a valid session
-    header is never touched. Lines that are not JSON are dropped, as xcsh does when it rewrites
-    a file. Exit code 1 when a file could not be migrated.
+    Each file is replaced atomically, keeping its modification time. Without FILES: every
+    session file under the agent dir. A file without a valid session header is never touched.
+    Lines that are not JSON are dropped, as xcsh does when it rewrites a file. Exit code 1 when
+    a file could not be migrated.
 
     \b
     Examples:
@@ -326,19 +329,19 @@ def migrate_command(
     if as_json:
         emit_json({"dry_run": dry_run, "files": [migration_json(item) for item in results]})
     else:
-        _print_migrations(results)
+        _print_migrations(results, get_sessions_dir(settings.agent_dir))
     failed = [item for item in results if item.status not in (*_RESULT_TEXT, CURRENT)]
     if failed:
         raise click.ClickException(f"{plural(len(failed), 'file')} could not be migrated")
 
 
-def _print_migrations(results: list[FileMigration]) -> None:
+def _print_migrations(results: list[FileMigration], sessions_dir: str) -> None:
     shown = [item for item in results if item.status != CURRENT]
     if shown:
         print_table(
             (
                 (
-                    home_relative(item.path),
+                    _below(item.path, sessions_dir),
                     f"v{item.from_version}" if item.from_version else "",
                     _RESULT_TEXT.get(item.status, f"{item.status}: {item.error}"),
                 )
@@ -358,6 +361,12 @@ def _print_migrations(results: list[FileMigration]) -> None:
         if results
         else "No session files found."
     )
+
+
+def _below(path: str, folder: str) -> str:
+    """Session files are shown relative to the sessions folder they are in."""
+    relative = os.path.relpath(path, folder)
+    return home_relative(path) if relative.startswith("..") else relative
 
 
 def _summary_word(status: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 import click
@@ -499,7 +500,16 @@ def cat_command(
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
-    click.echo(text, nl=not text.endswith("\n"))
+    click.echo(_cli_paging_hint(text), nl=not text.endswith("\n"))
+
+
+_PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")
+
+
+def _cli_paging_hint(text: str) -> str:
+    """The reader's notices speak to the agent's read tool (``sel=L5``); say ``--offset 5``."""
+    head, separator, last = text.rpartition("\n")
+    return head + separator + _PAGING_HINT.sub(r"Use --offset \1 to \2", last)
 
 
 def _session_path(settings: Settings, session: str) -> str:
