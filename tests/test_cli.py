@@ -362,6 +362,7 @@ def test_cat_artifact_and_paging(demo):
         "tests/e2e/test_login.py::test_login[run03] FAILED",
         "tests/e2e/test_login.py::test_login[run04] PASSED",
     ]
+    assert page.endswith("more lines in resource. Use --offset 5 to continue]\n")
 
 
 def test_cat_agent_output_with_json_extraction(demo):
