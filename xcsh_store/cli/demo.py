@@ -57,8 +57,8 @@ def demo_command(settings: Settings, demo_dir: str | None) -> None:
     echo(
         f"Wrote a sample agent dir to {shown_dir}: {plural(sync.files_seen, 'session')} in "
         f"{plural(len(projects), 'project')} (one an old v1 file), "
-        f"{plural(report.history_prompts, 'prompt')} in history.db; indexed "
-        f"{plural(sync.entries_added, 'entry', 'entries')} in {seconds:.1f}s."
+        f"{plural(report.history_prompts, 'prompt')} in history.db; "
+        f"{plural(sync.entries_added, 'entry', 'entries')} indexed; {seconds:.1f}s in all."
     )
     login = ids[_session_id(report.sessions["login"])]
     orders = ids[_session_id(report.sessions["orders"])]
