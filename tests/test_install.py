@@ -38,11 +38,12 @@ def test_pip_install_gives_a_working_command(tmp_path):
     ).stdout.strip()  # fmt: skip
     # The dependencies come from the environment running the tests, never from the network.
     Path(purelib, "parent-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    subprocess.run(
+    installed = subprocess.run(
         [python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
          "--no-build-isolation", str(_copy_source(tmp_path / "source"))],
-        check=True, capture_output=True, text=True,
+        capture_output=True, text=True,
     )  # fmt: skip
+    assert installed.returncode == 0, installed.stdout + installed.stderr
     command = environment / "bin" / "xcsh-store"
     work = tmp_path / "work"
     work.mkdir()
