@@ -63,7 +63,7 @@ class StoreGroup(click.Group):
             _silence_stdout()
             ctx.exit(0)
         except (XcshStoreError, OSError, apsw.Error) as error:
-            raise click.ClickException(one_line(error)) from None
+            raise click.ClickException(error_line(error)) from None
 
 
 def _silence_stdout() -> None:
@@ -71,7 +71,7 @@ def _silence_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def one_line(error: BaseException) -> str:
+def error_line(error: BaseException) -> str:
     text = str(error) or error.__class__.__name__
     if isinstance(error, apsw.Error) and not isinstance(error, XcshStoreError):
         text = f"SQLite: {text}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import click
 
@@ -157,58 +158,37 @@ def show_command(
     """
     with open_index(settings) as index:
         info = index.find_session(session)
+        leaf_id = leaf or info.last_entry_id
         if view == "tree":
             outline = session_outline(index, info, leaf)
-            if as_json:
-                emit_json(tree_json(outline))
-                return
-            print_header(settings, info)
-            echo()
-            for line in draw_tree(settings, outline):
-                echo(line)
-            return
-        if view == "context":
+            payload: dict[str, Any] = tree_json(outline)
+        elif view == "context":
             context = index.context(info, leaf)
-            if as_json:
-                emit_json(
-                    {
-                        "session": session_json(info),
-                        "view": "context",
-                        "leaf_id": leaf or info.last_entry_id,
-                        "context": context_json(context),
-                    }
-                )
-                return
-            print_header(settings, info)
-            echo()
-            print_context(settings, context, leaf or info.last_entry_id)
-            return
-        entries = index.branch_entries(info, leaf)
+            payload = {"context": context_json(context)}
+        else:
+            entries = index.branch_entries(info, leaf)
+            payload = {"entries": entries}
     if as_json:
-        emit_json(
-            {
-                "session": session_json(info),
-                "view": "branch",
-                "leaf_id": leaf or info.last_entry_id,
-                "entries": entries,
-            }
-        )
+        header = {"session": session_json(info), "view": view or "branch", "leaf_id": leaf_id}
+        emit_json({**header, **payload})
         return
     print_header(settings, info)
     echo()
-    print_table(
-        (
+    if view == "tree":
+        for line in draw_tree(settings, outline):
+            echo(line)
+    elif view == "context":
+        print_context(settings, context, leaf_id)
+    else:
+        print_table(
             (
-                entry.get("id"),
-                local_time(entry.get("timestamp")),
-                *entry_summary(entry),
-            )
-            for entry in entries
-        ),
-        headers=("id", "time", "kind", "text"),
-        flexible=3,
-        styles=lambda row, column, text: _kind_style(settings, column, text),
-    )
+                (entry.get("id"), local_time(entry.get("timestamp")), *entry_summary(entry))
+                for entry in entries
+            ),
+            headers=("id", "time", "kind", "text"),
+            flexible=3,
+            styles=lambda row, column, text: _kind_style(settings, column, text),
+        )
 
 
 def _kind_style(settings: Settings, column: int, text: str) -> str:
@@ -273,9 +253,6 @@ def print_context(settings: Settings, context: SessionContext, leaf_id: str | No
 def tree_json(outline: SessionOutline) -> dict[str, object]:
     tree = outline.tree
     return {
-        "session": session_json(outline.session),
-        "view": "tree",
-        "leaf_id": outline.leaf_id,
         "active_path": outline.active_path,
         "roots": tree.roots,
         "leaves": tree.leaves,
