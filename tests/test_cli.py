@@ -24,6 +24,14 @@ from xcsh_store.cli import cli
 from xcsh_store.cli.app import Settings, color_enabled
 from xcsh_store.cli.maintenance import progress_bar
 from xcsh_store.cli.params import parse_duration, parse_time_bound
+from xcsh_store.cli.render import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    PIPE_CELL_WIDTH,
+    cut_marked,
+    fit_table,
+    show_marks,
+)
 from xcsh_store.context import build_session_context
 from xcsh_store.demo import DEMO_MARKER, build_demo, prepare_demo_dir
 from xcsh_store.index import SessionIndex
@@ -166,6 +174,31 @@ def test_durations_and_time_bounds():
     assert parse_time_bound("2026-03-01T09:30:00Z", now) == "2026-03-01T09:30:00.000Z"
     with pytest.raises(ValueError):
         parse_time_bound("yesterday-ish", now)
+
+
+def test_tables_fit_the_terminal_by_narrowing_the_flexible_columns_in_order():
+    rows = [("a1", "a title that is rather long", "the text people came for, long as well")]
+    table = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=60)
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 60
+    # The title gives way first, down to 16 characters; then the text.
+    assert re.split(r"\s{2,}", lines[2]) == [
+        "a1",
+        "a title that is…",
+        "the text people came for, long as w…",
+    ]
+    wide = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=200)
+    assert "a title that is rather long" in wide and "long as well" in wide
+    piped = fit_table([("x" * 300,)], ("text",), width=None)
+    assert piped.splitlines()[2] == "x" * (PIPE_CELL_WIDTH - 1) + "…"
+
+
+def test_cutting_keeps_highlights_closed_and_never_empty():
+    text = f"find the {MARK_OPEN}needle{MARK_CLOSE} here"
+    assert cut_marked(text, 12) == f"find the {MARK_OPEN}ne{MARK_CLOSE}…"
+    assert cut_marked(text, 10) == "find the …"
+    assert cut_marked(text, 40) == text
+    assert show_marks(cut_marked(text, 12), color=False) == "find the «ne»…"
 
 
 def test_progress_bar_draws_on_a_terminal_only(monkeypatch):

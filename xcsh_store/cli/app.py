@@ -151,11 +151,11 @@ def print_table(
     rows: Iterable[Sequence[Any]],
     headers: Sequence[str],
     *,
-    flexible: int | None = None,
+    flexible: int | Sequence[int] = (),
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
 ) -> None:
-    """An aligned table cut to the terminal (``flexible`` is the column that gives way)."""
+    """An aligned table cut to the terminal (the ``flexible`` columns give way, in order)."""
     click.echo(fit_table(rows, headers, flexible=flexible, right=right, styles=styles))
 
 

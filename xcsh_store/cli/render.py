@@ -17,6 +17,8 @@ PIPE_CELL_WIDTH = 100
 # The flexible column never shrinks below this on a narrow terminal.
 MIN_FLEXIBLE_WIDTH = 16
 COLUMN_GAP = 2
+# tabulate makes every column at least its header plus this wide.
+HEADER_PADDING = 2
 ELLIPSIS = "…"
 
 # The search library highlights matches with these; they never occur in session text.
@@ -65,7 +67,9 @@ def cut_marked(text: str, width: int) -> str:
             visible += 1
         out.append(char)
     if total > width:
-        if inside:
+        if out and out[-1] == MARK_OPEN:
+            out.pop()  # a highlight that the cut left empty
+        elif inside:
             out.append(MARK_CLOSE)
         out.append(ELLIPSIS)
     return "".join(out)
@@ -87,27 +91,38 @@ def fit_table(
     rows: Iterable[Sequence[Any]],
     headers: Sequence[str],
     *,
-    flexible: int | None = None,
+    flexible: int | Sequence[int] = (),
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
     width: int | None = -1,
 ) -> str:
     """An aligned plain table that fits the terminal.
 
-    On a terminal the ``flexible`` column (usually free text) gets whatever room the others
-    leave; in a pipe every cell is cut at :data:`PIPE_CELL_WIDTH`. ``styles(row, column, text)``
-    colours a cell after it was cut. ``width=-1`` means "ask the terminal".
+    On a terminal, when the table is too wide, the ``flexible`` columns (free text) give way in
+    the order given, each down to :data:`MIN_FLEXIBLE_WIDTH`; in a pipe every cell is cut at
+    :data:`PIPE_CELL_WIDTH`. ``styles(row, column, text)`` colours a cell after it was cut.
+    ``width=-1`` means "ask the terminal".
     """
     available = terminal_width() if width == -1 else width
     cells = [[one_line(value) for value in row] for row in rows]
     limits = [PIPE_CELL_WIDTH] * len(headers)
-    if available is not None and flexible is not None and cells:
-        natural = [
-            max([visible_length(header), *(visible_length(row[i]) for row in cells)])
+    if available is not None and cells:
+        limits = [
+            max(
+                [
+                    visible_length(header) + HEADER_PADDING,
+                    *(visible_length(row[i]) for row in cells),
+                ]
+            )
             for i, header in enumerate(headers)
         ]
-        others = sum(natural) - natural[flexible] + COLUMN_GAP * (len(headers) - 1)
-        limits[flexible] = max(MIN_FLEXIBLE_WIDTH, available - others)
+        overflow = sum(limits) + COLUMN_GAP * (len(headers) - 1) - available
+        for column in [flexible] if isinstance(flexible, int) else flexible:
+            if overflow <= 0:
+                break
+            narrower = max(MIN_FLEXIBLE_WIDTH, limits[column] - overflow)
+            overflow -= limits[column] - narrower
+            limits[column] = narrower
     for row_index, row in enumerate(cells):
         for column, text in enumerate(row):
             text = (

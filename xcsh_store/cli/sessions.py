@@ -42,7 +42,7 @@ from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.urls import read_internal_url, resolve_internal_url
 
 # The cwd column keeps its end (the project name) when it is cut.
-CWD_WIDTH = 32
+CWD_WIDTH = 24
 DEFAULT_LIST_LIMIT = 30
 
 
@@ -416,7 +416,7 @@ def search_command(
             for hit, on_branch in zip(hits, active, strict=True)
         ),
         headers=("session", "entry", "when", "role", "branch", "title / cwd", "match"),
-        flexible=6,
+        flexible=(5, 6),
         styles=lambda row, column, text: _hit_style(settings, column, text),
     )
 
