@@ -30,6 +30,7 @@ from xcsh_store.cli.render import (
     PIPE_CELL_WIDTH,
     cut_marked,
     fit_table,
+    short_time,
     show_marks,
 )
 from xcsh_store.context import build_session_context
@@ -193,6 +194,13 @@ def test_tables_fit_the_terminal_by_narrowing_the_flexible_columns_in_order():
     assert piped.splitlines()[2] == "x" * (PIPE_CELL_WIDTH - 1) + "…"
 
 
+def test_short_times_drop_the_year_only_within_the_year():
+    now = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+    assert re.fullmatch(r"Mar \d\d \d\d:\d\d", short_time("2026-03-15T12:00:00Z", now))
+    assert short_time("2025-03-15T12:00:00.000Z", now) == "2025-03-15"
+    assert short_time(None, now) == short_time("not a time", now) == ""
+
+
 def test_cutting_keeps_highlights_closed_and_never_empty():
     text = f"find the {MARK_OPEN}needle{MARK_CLOSE} here"
     assert cut_marked(text, 12) == f"find the {MARK_OPEN}ne{MARK_CLOSE}…"
@@ -347,8 +355,10 @@ def test_search_table_highlights_matches(demo):
     text = invoke(demo["agent"], "search", "session", "cookie").output
     assert "OK, wait for the «session» «cookie» instead" in text
     assert text.splitlines()[0].split() == [
-        "session", "entry", "when", "role", "branch", "title", "/", "cwd", "match",
+        "session", "entry", "when", "role", "title", "/", "cwd", "match",
     ]  # fmt: skip
+    side = invoke(demo["agent"], "search", "mocking", "clock").output.splitlines()[2]
+    assert "user (side)" in side
 
 
 def test_search_json_shape(demo):

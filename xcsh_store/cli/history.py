@@ -19,7 +19,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.render import local_time
+from xcsh_store.cli.render import short_time
 from xcsh_store.cli.sessions import where
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history import HistoryEntry, HistoryStorage
@@ -64,7 +64,7 @@ def entry_to_json(entry: HistoryEntry) -> dict[str, Any]:
 
 
 def _when(created_at: float) -> str:
-    return local_time(datetime.fromtimestamp(created_at, UTC))
+    return short_time(datetime.fromtimestamp(created_at, UTC))
 
 
 def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:

@@ -181,6 +181,17 @@ def local_time(value: str | datetime | None, seconds: bool = False) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
+def short_time(value: str | datetime | None, now: datetime | None = None) -> str:
+    """A table cell, as ``ls -l`` does it: ``Nov 17 09:21`` this year, ``2025-11-17`` before."""
+    moment = parse_time(value)
+    if moment is None or moment.timestamp() <= 0:
+        return ""
+    local = moment.astimezone()
+    if local.year == (now or datetime.now(UTC)).astimezone().year:
+        return local.strftime("%b %d %H:%M")
+    return local.strftime("%Y-%m-%d")
+
+
 def iso_utc(value: datetime | float | None) -> str | None:
     """``2026-11-16T09:12:03.123Z`` (JSON output), from a datetime or epoch seconds."""
     if value is None:

@@ -30,6 +30,7 @@ from xcsh_store.cli.render import (
     money,
     one_line,
     plural,
+    short_time,
     show_marks,
     terminal_width,
 )
@@ -112,7 +113,7 @@ def ls_command(
         (
             (
                 ids[session.session_id],
-                local_time(session.modified),
+                short_time(session.modified),
                 where(session.cwd),
                 session.message_count,
                 human_count(session.input_tokens + session.output_tokens),
@@ -182,7 +183,7 @@ def show_command(
     else:
         print_table(
             (
-                (entry.get("id"), local_time(entry.get("timestamp")), *entry_summary(entry))
+                (entry.get("id"), short_time(entry.get("timestamp")), *entry_summary(entry))
                 for entry in entries
             ),
             headers=("id", "time", "kind", "text"),
@@ -407,22 +408,21 @@ def search_command(
             (
                 ids[hit.session_id],
                 hit.entry_id,
-                local_time(hit.timestamp),
-                hit.role or hit.type,
-                "" if on_branch else "side",
+                short_time(hit.timestamp),
+                (hit.role or hit.type or "") + ("" if on_branch else " (side)"),
                 one_line(hit.title) or where(hit.cwd),
                 hit.snippet,
             )
             for hit, on_branch in zip(hits, active, strict=True)
         ),
-        headers=("session", "entry", "when", "role", "branch", "title / cwd", "match"),
-        flexible=(5, 6),
+        headers=("session", "entry", "when", "role", "title / cwd", "match"),
+        flexible=(4, 5),
         styles=lambda row, column, text: _hit_style(settings, column, text),
     )
 
 
 def _hit_style(settings: Settings, column: int, text: str) -> str:
-    if column == 6:
+    if column == 5:
         return show_marks(text, settings.color)
     if column in (0, 1):
         return settings.style(text, fg="cyan")
