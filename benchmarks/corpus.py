@@ -15,7 +15,7 @@ Use as a module (``generate_agent_dir`` and friends, ``cached_corpus``) or as a 
 from __future__ import annotations
 
 import argparse
-import base64
+import binascii
 import bisect
 import functools
 import hashlib
@@ -187,16 +187,16 @@ class CorpusManifest:
 
 def _iso(ms: int) -> str:
     """``new Date(ms).toISOString()``."""
-    # strftime per entry is a noticeable share of the generator's time; the date part repeats.
-    seconds = ms // 1000
-    minutes, second = divmod(seconds % 86_400, 60)
-    hour, minute = divmod(minutes, 60)
-    return f"{_iso_date(seconds // 86_400)}T{hour:02d}:{minute:02d}:{second:02d}.{ms % 1000:03d}Z"
+    # Formatting a time per entry is a noticeable share of the generator's work, and consecutive
+    # entries mostly fall in the same minute.
+    minute, rest = divmod(ms, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    return f"{_iso_minute(minute)}{seconds:02d}.{millis:03d}Z"
 
 
-@functools.lru_cache(maxsize=1024)
-def _iso_date(day: int) -> str:
-    return time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
+@functools.lru_cache(maxsize=256)
+def _iso_minute(minute: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:", time.gmtime(minute * 60))
 
 
 def _entry_id(counter: int, key: int) -> str:
@@ -328,7 +328,7 @@ class _Text:
         return _pick(rng, self.paths)
 
     def _make_identifier(self, rng: random.Random) -> str:
-        parts = [self.name(rng) for _ in range(rng.randint(1, 3))]
+        parts = [self.name(rng) for _ in range(_between(rng, 1, 3))]
         style = rng.random()
         if style < 0.5:
             return parts[0] + "".join(p.capitalize() for p in parts[1:])
@@ -354,23 +354,23 @@ class _Text:
         return f"{_pick(rng, self.dirs)}/{stem}{ext}"
 
     def _sentence(self, rng: random.Random) -> str:
-        words = rng.choices(self.words, cum_weights=self.cum_weights, k=rng.randint(4, 22))
+        words = rng.choices(self.words, cum_weights=self.cum_weights, k=_between(rng, 4, 22))
         decoration = rng.random()
         if decoration < 0.12:
-            words.insert(rng.randrange(len(words)), f"`{self.identifier(rng)}`")
+            words.insert(_between(rng, 0, len(words) - 1), f"`{self.identifier(rng)}`")
         elif decoration < 0.2:
-            words.insert(rng.randrange(len(words)), f"`{self.path(rng)}`")
+            words.insert(_between(rng, 0, len(words) - 1), f"`{self.path(rng)}`")
         elif decoration < 0.25:
-            words.insert(rng.randrange(len(words)), str(rng.randint(2, 4096)))
+            words.insert(_between(rng, 0, len(words) - 1), str(_between(rng, 2, 4096)))
         elif decoration < 0.27:
-            words.insert(rng.randrange(1, len(words)), _pick(rng, ("→", "—", "✓", "≈", "…")))
+            words.insert(_between(rng, 1, len(words) - 1), _pick(rng, ("→", "—", "✓", "≈", "…")))
         text = " ".join(words)
         end = rng.choices((". ", "? ", ": ", "! ", ".\n\n", ":\n- "), (70, 6, 4, 1, 14, 5))[0]
         return text[0].upper() + text[1:] + end
 
     def _code_line(self, rng: random.Random) -> str:
         a, b = self.identifier(rng), self.identifier(rng)
-        kind = rng.randrange(24)
+        kind = _between(rng, 0, 23)
         indent = "\t" * _pick(rng, (0, 1, 1, 1, 2, 2, 3))
         pad = "    " * _pick(rng, (0, 1, 1, 2, 2, 3))
         if kind == 0:
@@ -382,11 +382,11 @@ class _Text:
         if kind == 3:
             return f"{indent}if (!{a}) return {b};\n"
         if kind == 4:
-            return f"{indent}return {a}.{b}({self.name(rng)}, {rng.randint(0, 512)});\n"
+            return f"{indent}return {a}.{b}({self.name(rng)}, {_between(rng, 0, 512)});\n"
         if kind == 5:
             return f"{indent}}}\n"
         if kind == 6:
-            return f"def {a.lower()}({b.lower()}, {self.name(rng)}={rng.randint(0, 99)}):\n"
+            return f"def {a.lower()}({b.lower()}, {self.name(rng)}={_between(rng, 0, 99)}):\n"
         if kind == 7:
             return f'{pad}"""{self._phrase(rng)}."""\n'
         if kind == 8:
@@ -408,7 +408,7 @@ class _Text:
         if kind == 16:
             return f"{indent}throw new Error(`{self._phrase(rng)}: ${{{a}}}`);\n"
         if kind == 17:
-            return f"{pad}{a.lower()}.append({b.lower()}[{rng.randint(0, 9)}])\n"
+            return f"{pad}{a.lower()}.append({b.lower()}[{_between(rng, 0, 9)}])\n"
         if kind == 18:
             return f'{indent}"{self.name(rng)}": "{self._phrase(rng)}",\n'
         if kind == 19:
@@ -423,17 +423,19 @@ class _Text:
         return "\n"
 
     def _phrase(self, rng: random.Random) -> str:
-        return " ".join(rng.choices(self.words, cum_weights=self.cum_weights, k=rng.randint(2, 9)))
+        return " ".join(
+            rng.choices(self.words, cum_weights=self.cum_weights, k=_between(rng, 2, 9))
+        )
 
     def _log_line(self, rng: random.Random) -> str:
-        kind = rng.randrange(14)
+        kind = _between(rng, 0, 13)
         if kind == 0:
             return (
-                f"{self.path(rng)}:{rng.randint(1, 900)}:{rng.randint(1, 80)} - error "
-                f"TS{rng.randint(1000, 7999)}: {self._phrase(rng).capitalize()}.\n"
+                f"{self.path(rng)}:{_between(rng, 1, 900)}:{_between(rng, 1, 80)} - error "
+                f"TS{_between(rng, 1000, 7999)}: {self._phrase(rng).capitalize()}.\n"
             )
         if kind == 1:
-            return f"  ✓ {self._phrase(rng)} ({rng.randint(0, 400)} ms)\n"
+            return f"  ✓ {self._phrase(rng)} ({_between(rng, 0, 400)} ms)\n"
         if kind == 2:
             return f"  \x1b[31m✗\x1b[39m {self._phrase(rng)}\n"
         if kind == 3:
@@ -442,8 +444,9 @@ class _Text:
             return f"npm warn {self.name(rng)} {self._phrase(rng)}\n"
         if kind == 5:
             return (
-                f"-rw-r--r--  1 dev dev {rng.randint(90, 90000):>6} Nov {rng.randint(1, 30):>2} "
-                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} {self.name(rng)}.ts\n"
+                f"-rw-r--r--  1 dev dev {_between(rng, 90, 90000):>6} "
+                f"Nov {_between(rng, 1, 30):>2} "
+                f"{_between(rng, 0, 23):02d}:{_between(rng, 0, 59):02d} {self.name(rng)}.ts\n"
             )
         if kind == 6:
             test = f"tests/test_{self.name(rng)}.py::test_{self.identifier(rng).lower()}"
@@ -451,21 +454,21 @@ class _Text:
         if kind == 7:
             return f"PASSED tests/test_{self.name(rng)}.py::test_{self.identifier(rng).lower()}\n"
         if kind == 8:
-            n = rng.randint(1, 120)
-            return f" {self.path(rng)} | {n:>3} {'+' * min(n, 30)}{'-' * rng.randint(0, 12)}\n"
+            n = _between(rng, 1, 120)
+            return f" {self.path(rng)} | {n:>3} {'+' * min(n, 30)}{'-' * _between(rng, 0, 12)}\n"
         if kind == 9:
-            where = f"line {rng.randint(1, 700)}, in {self.identifier(rng)}"
+            where = f"line {_between(rng, 1, 700)}, in {self.identifier(rng)}"
             return f'  File "/home/dev/src/{self.path(rng)}", {where}\n'
         if kind == 10:
             return (
-                f"2025-0{rng.randint(1, 9)}-{rng.randint(10, 28)} {rng.randint(10, 23)}:"
-                f"{rng.randint(10, 59)}:{rng.randint(10, 59)} {_pick(rng, ('INFO', 'WARN'))} "
+                f"2025-0{_between(rng, 1, 9)}-{_between(rng, 10, 28)} {_between(rng, 10, 23)}:"
+                f"{_between(rng, 10, 59)}:{_between(rng, 10, 59)} {_pick(rng, ('INFO', 'WARN'))} "
                 f"{self.name(rng)}: {self._phrase(rng)}\n"
             )
         if kind == 11:
             return f"    {self._code_line(rng).strip()}\n"
         if kind == 12:
-            version = f"{rng.randint(0, 3)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}"
+            version = f"{_between(rng, 0, 3)}.{_between(rng, 0, 40)}.{_between(rng, 0, 9)}"
             return f"> {self.name(rng)}@{version} {self.name(rng)}\n"
         return "\n"
 
@@ -473,10 +476,10 @@ class _Text:
         """A line of the edit tool's diff: a marker, a line number and code."""
         draw = rng.random()
         marker = " " if draw < 0.8 else "-" if draw < 0.9 else "+"
-        return f"{marker}{rng.randint(1, 999):>4} {self._code_line(rng)}"
+        return f"{marker}{_between(rng, 1, 999):>4} {self._code_line(rng)}"
 
     def _grep_line(self, rng: random.Random) -> str:
-        return f"{self.path(rng)}:{rng.randint(1, 2000)}:{self._code_line(rng).rstrip()}\n"
+        return f"{self.path(rng)}:{_between(rng, 1, 2000)}:{self._code_line(rng).rstrip()}\n"
 
     @staticmethod
     def _reservoir(
@@ -498,13 +501,11 @@ class _Text:
         # camelCase identifier (a single token of up to three name words).
         vocabulary = set(self.words)
         names = set(self.name_words)
+        syllables = [a + b + c for a in _ONSETS for b in _VOWELS for c in _CODAS]
         pool: list[str] = []
         seen: set[str] = set()
         while len(pool) < self.RARE_POOL:
-            word = "".join(
-                _pick(rng, _ONSETS) + _pick(rng, _VOWELS) + _pick(rng, _CODAS)
-                for _ in range(rng.randint(3, 4))
-            )
+            word = "".join(_pick(rng, syllables) for _ in range(_between(rng, 3, 4)))
             if word not in seen and word not in vocabulary and not _splits_into(word, names, 3):
                 seen.add(word)
                 pool.append(word)
@@ -690,8 +691,11 @@ _SMALL = _Profile(
 _DEEP = _Profile(
     text_scale=0.3, big_output_rate=0.0, image_rate=0.0, branch_rate=0.0, reset_rate=0.0
 )
+# A browser-testing run captures a few viewports per call; about three images per result keep
+# the blob-store shape's sessions small next to its blobs.
+_SCREENSHOTS_PER_RESULT = tuple(itertools.accumulate((30, 25, 15, 15, 10, 5)))
 _SCREENSHOTS = _Profile(
-    text_scale=0.3,
+    text_scale=0.2,
     big_output_rate=0.0,
     image_rate=0.0,
     branch_rate=0.0,
@@ -904,7 +908,7 @@ class _SessionWriter:
                 return
         if not self._assistant(final=True) or self._full():
             return
-        if rng.random() < 0.01:
+        if rng.random() < 0.02:
             self._label()
         if rng.random() < 0.02:
             self._custom()
@@ -1015,7 +1019,8 @@ class _SessionWriter:
         return "toolu_01" + self._random_token(22)
 
     def _random_token(self, length: int) -> str:
-        return base64.b64encode(self.rng.randbytes(length)).decode()[:length].translate(_ALNUM_ONLY)
+        raw = self.rng.getrandbits(8 * length).to_bytes(length, "little")
+        return binascii.b2a_base64(raw, newline=False)[:length].decode().translate(_ALNUM_ONLY)
 
     def _assistant(self, *, final: bool) -> bool:
         """One assistant message and, unless final, the results of its tool calls.
@@ -1031,7 +1036,9 @@ class _SessionWriter:
         thinks = rng.random() < (0.15 if self.thinking != "off" else 0.03)
         if thinks:
             thinking = self._plant(text.prose_text(rng, self._size(140, 1.5)), 0.05)
-            signature = base64.b64encode(rng.randbytes(int(_lognormal(rng, 310, 0.7)))).decode()
+            signature_bytes = int(_lognormal(rng, 310, 0.7))
+            raw = rng.getrandbits(8 * signature_bytes).to_bytes(signature_bytes, "little")
+            signature = binascii.b2a_base64(raw, newline=False).decode()
             content.append(
                 {"type": "thinking", "thinking": thinking, "thinkingSignature": signature}
             )
@@ -1250,10 +1257,11 @@ class _SessionWriter:
             ]
             content = [{"type": "text", "text": "\n".join(results)}]
         else:
-            content = [{"type": "text", "text": f"Captured screenshot of {arguments['url']}"}]
-            content += [
-                self._image_block() for _ in range(rng.choices((1, 2, 3, 4), (70, 15, 10, 5))[0])
+            shots = _weighted(rng, (1, 2, 3, 4, 6, 8), _SCREENSHOTS_PER_RESULT)
+            content = [
+                {"type": "text", "text": f"Captured {shots} screenshots of {arguments['url']}"}
             ]
+            content += [self._image_block() for _ in range(shots)]
         message: dict[str, Any] = {
             "role": "toolResult",
             "toolCallId": call_id,

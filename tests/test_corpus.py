@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -30,6 +31,7 @@ from benchmarks.corpus import (
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 11
 AGENT_BYTES = 3_000_000
+SESSION_BYTES = 6_000_000
 DEEP = 3_000
 BLOBS = 1_500
 BLOB_REFERENCED = 0.8
@@ -46,6 +48,14 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> CorpusManifest:
         projects=4,
         seed=SEED,
         images=0.05,
+    )
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> CorpusManifest:
+    # One long session: rare events (labels, compactions, branch summaries) all occur in it.
+    return generate_session_file(
+        tmp_path_factory.mktemp("session"), target_bytes=SESSION_BYTES, seed=SEED, images=0.02
     )
 
 
@@ -70,17 +80,24 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> CorpusManifest:
 
 @pytest.fixture(scope="module")
 def every_corpus(
-    agent: CorpusManifest, deep: CorpusManifest, blob_store: CorpusManifest, small: CorpusManifest
+    agent: CorpusManifest,
+    session: CorpusManifest,
+    deep: CorpusManifest,
+    blob_store: CorpusManifest,
+    small: CorpusManifest,
 ) -> list[CorpusManifest]:
-    return [agent, deep, blob_store, small]
+    return [agent, session, deep, blob_store, small]
 
 
+# Generated files are read-only for the tests, so each is read and parsed once per run.
+@functools.cache
 def lines_of(path: Path) -> list[bytes]:
     data = path.read_bytes()
     assert data.endswith(b"\n")
     return data[:-1].split(b"\n")
 
 
+@functools.cache
 def entries_of(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in lines_of(path)[1:]]
 
@@ -126,13 +143,14 @@ def tree_files(root: Path) -> dict[str, bytes]:
 def test_same_seed_writes_byte_identical_files_in_any_interpreter(tmp_path: Path) -> None:
     # A fresh interpreter with another hash seed: no set or hash order may leak into the output.
     params = "total_bytes=400_000, sessions=4, projects=2, seed=11, images=0.05"
-    here = generate_agent_dir(
-        tmp_path / "here", total_bytes=400_000, sessions=4, projects=2, seed=SEED, images=0.05
-    )
     code = f"import sys, benchmarks.corpus as c; c.generate_agent_dir(sys.argv[1], {params})"
     there = tmp_path / "there"
     environment = {**os.environ, "PYTHONHASHSEED": "12345"}
-    subprocess.run([sys.executable, "-c", code, str(there)], check=True, cwd=ROOT, env=environment)
+    child = subprocess.Popen([sys.executable, "-c", code, str(there)], cwd=ROOT, env=environment)
+    here = generate_agent_dir(
+        tmp_path / "here", total_bytes=400_000, sessions=4, projects=2, seed=SEED, images=0.05
+    )
+    assert child.wait(timeout=120) == 0
     assert tree_files(Path(here.agent_dir)) == tree_files(there)
 
 
@@ -199,9 +217,9 @@ def test_files_live_in_the_folder_of_their_cwd(agent: CorpusManifest) -> None:
         assert path.parent.name == "--" + cwd.lstrip("/").replace("/", "-") + "--"
 
 
-def test_entry_keys_follow_the_reference_order(agent: CorpusManifest) -> None:
+def test_entry_keys_follow_the_reference_order(every_corpus: list[CorpusManifest]) -> None:
     base = ["type", "id", "parentId", "timestamp"]
-    for path in agent.session_paths():
+    for path in all_files(every_corpus):
         for entry in entries_of(path):
             keys = list(entry)
             if entry["type"] == "custom":
@@ -212,10 +230,10 @@ def test_entry_keys_follow_the_reference_order(agent: CorpusManifest) -> None:
                 assert keys[:4] == base
 
 
-def test_every_entry_type_of_the_brief_occurs(agent: CorpusManifest) -> None:
-    types = Counter()
-    roles = Counter()
-    for path in agent.session_paths():
+def test_every_entry_type_of_the_brief_occurs(session: CorpusManifest) -> None:
+    types: Counter[str] = Counter()
+    roles: Counter[str] = Counter()
+    for path in session.session_paths():
         for entry in entries_of(path):
             types[entry["type"]] += 1
             if entry["type"] == "message":
@@ -271,9 +289,9 @@ def test_sessions_branch(agent: CorpusManifest) -> None:
     assert any(count > 1 for (_, parent), count in children.items() if parent is not None)
 
 
-def test_branch_summaries_hang_off_their_branch_point(agent: CorpusManifest) -> None:
+def test_branch_summaries_hang_off_their_branch_point(session: CorpusManifest) -> None:
     summaries = 0
-    for path in agent.session_paths():
+    for path in session.session_paths():
         entries = entries_of(path)
         for entry in entries:
             if entry["type"] == "branch_summary":
@@ -284,9 +302,9 @@ def test_branch_summaries_hang_off_their_branch_point(agent: CorpusManifest) -> 
     assert summaries
 
 
-def test_compactions_keep_an_entry_on_their_own_path(agent: CorpusManifest) -> None:
+def test_compactions_keep_an_entry_on_their_own_path(session: CorpusManifest) -> None:
     compactions = 0
-    for path in agent.session_paths():
+    for path in session.session_paths():
         by_id = {entry["id"]: entry for entry in entries_of(path)}
         for entry in by_id.values():
             if entry["type"] == "compaction":
@@ -295,8 +313,8 @@ def test_compactions_keep_an_entry_on_their_own_path(agent: CorpusManifest) -> N
     assert compactions
 
 
-def test_tool_results_answer_an_earlier_tool_call(agent: CorpusManifest) -> None:
-    for path in agent.session_paths():
+def test_tool_results_answer_an_earlier_tool_call(every_corpus: list[CorpusManifest]) -> None:
+    for path in all_files(every_corpus):
         calls: set[str] = set()
         for entry in entries_of(path):
             message = entry.get("message") or {}
@@ -306,9 +324,9 @@ def test_tool_results_answer_an_earlier_tool_call(agent: CorpusManifest) -> None
                 assert message["toolCallId"] in calls
 
 
-def test_labels_target_an_existing_entry(agent: CorpusManifest) -> None:
+def test_labels_target_an_existing_entry(session: CorpusManifest) -> None:
     labels = 0
-    for path in agent.session_paths():
+    for path in session.session_paths():
         ids: set[str] = set()
         for entry in entries_of(path):
             if entry["type"] == "label":
@@ -352,7 +370,7 @@ def blob_files(manifest: CorpusManifest) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in folder.iterdir()} if folder.exists() else {}
 
 
-@pytest.mark.parametrize("name", ["agent", "blob_store"])
+@pytest.mark.parametrize("name", ["agent", "session", "blob_store"])
 def test_blob_references_resolve_except_the_declared_dangling_ones(
     name: str, request: pytest.FixtureRequest
 ) -> None:
@@ -363,14 +381,14 @@ def test_blob_references_resolve_except_the_declared_dangling_ones(
     assert refs - set(files) == set(manifest.blobs_dangling)
 
 
-@pytest.mark.parametrize("name", ["agent", "blob_store"])
+@pytest.mark.parametrize("name", ["agent", "session", "blob_store"])
 def test_blob_files_are_named_by_their_sha256(name: str, request: pytest.FixtureRequest) -> None:
     files = blob_files(request.getfixturevalue(name))
     assert files
     assert all(hashlib.sha256(data).hexdigest() == digest for digest, data in files.items())
 
 
-@pytest.mark.parametrize("name", ["agent", "blob_store"])
+@pytest.mark.parametrize("name", ["agent", "session", "blob_store"])
 def test_manifest_tells_referenced_from_unreferenced_blobs(
     name: str, request: pytest.FixtureRequest
 ) -> None:
@@ -404,10 +422,9 @@ def test_agent_dir_total_is_within_ten_percent(agent: CorpusManifest) -> None:
     assert abs(actual - AGENT_BYTES) <= AGENT_BYTES / 10
 
 
-def test_single_session_file_is_within_ten_percent(tmp_path: Path) -> None:
-    manifest = generate_session_file(tmp_path, target_bytes=2_000_000, seed=SEED)
-    [path] = manifest.session_paths()
-    assert abs(path.stat().st_size - 2_000_000) <= 200_000
+def test_single_session_file_is_within_ten_percent(session: CorpusManifest) -> None:
+    [path] = session.session_paths()
+    assert abs(path.stat().st_size - SESSION_BYTES) <= SESSION_BYTES / 10
 
 
 def test_small_sessions_average_within_ten_percent(small: CorpusManifest) -> None:
@@ -416,10 +433,9 @@ def test_small_sessions_average_within_ten_percent(small: CorpusManifest) -> Non
     assert abs(mean - 3_000) <= 300
 
 
-def test_tool_results_vary_from_tiny_to_large(tmp_path: Path) -> None:
-    manifest = generate_session_file(tmp_path, target_bytes=6_000_000, seed=SEED, images=False)
+def test_tool_results_vary_from_tiny_to_large(session: CorpusManifest) -> None:
     sizes = []
-    for entry in entries_of(manifest.session_paths()[0]):
+    for entry in entries_of(session.session_paths()[0]):
         message = entry.get("message") or {}
         if message.get("role") == "toolResult":
             sizes.append(sum(len(b.get("text", "")) for b in message["content"]))
@@ -434,12 +450,11 @@ def entry_texts(entry: dict[str, Any]) -> str:
 
 
 def test_rare_words_hit_exactly_the_entries_the_manifest_says(agent: CorpusManifest) -> None:
-    patterns = {word: re.compile(rf"\b{word}\b") for word in agent.rare_words}
+    pattern = re.compile(r"\b(" + "|".join(agent.rare_words) + r")\b")
     hits: Counter[str] = Counter()
     for path in agent.session_paths():
         for entry in entries_of(path):
-            text = entry_texts(entry)
-            hits.update(word for word, pattern in patterns.items() if pattern.search(text))
+            hits.update(set(pattern.findall(entry_texts(entry))))
     assert agent.rare_words
     assert dict(hits) == agent.rare_words
 
