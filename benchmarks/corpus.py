@@ -17,10 +17,12 @@ from __future__ import annotations
 import argparse
 import binascii
 import bisect
+import contextlib
 import functools
 import hashlib
 import itertools
 import math
+import multiprocessing
 import os
 import random
 import re
@@ -30,7 +32,7 @@ import sys
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -284,12 +286,14 @@ class _Text:
     it is built once per process however many corpora are generated.
     """
 
-    PROSE_CHARS = 1_500_000
-    CODE_CHARS = 2_000_000
-    LOG_CHARS = 1_000_000
-    GREP_CHARS = 600_000
-    DIFF_CHARS = 400_000
-    RARE_POOL = 50_000
+    # Large enough that the biggest tool outputs (200 KB) are a small part of their reservoir,
+    # small enough to build in about a second.
+    PROSE_CHARS = 1_000_000
+    CODE_CHARS = 1_500_000
+    LOG_CHARS = 700_000
+    GREP_CHARS = 400_000
+    DIFF_CHARS = 300_000
+    RARE_POOL = 30_000
 
     def __init__(self) -> None:
         rng = random.Random("xcsh-corpus-text")
@@ -710,12 +714,20 @@ _WINDOW = 512  # recent path entries remembered for branching, compaction and la
 
 
 class _Shared:
-    """State shared by the sessions of one corpus: text material, blob store, rare-word hits."""
+    """What the sessions written together share: text material, blob store, rare-word hits."""
 
     def __init__(self, blobs: _Blobs) -> None:
         self.text = _text()
         self.blobs = blobs
         self.rare_hits = array("I", bytes(4 * len(self.text.rare)))
+
+    def merge(self, chunk: _ChunkResult) -> None:
+        """Add what a chunk of sessions (written elsewhere) left in the blob store and counters."""
+        self.blobs.sizes |= chunk.blob_sizes
+        self.blobs.referenced |= dict.fromkeys(chunk.referenced)
+        self.blobs.dangling |= dict.fromkeys(chunk.dangling)
+        for index, hits in chunk.rare_hits.items():
+            self.rare_hits[index] += hits
 
 
 class _SessionWriter:
@@ -727,6 +739,7 @@ class _SessionWriter:
         agent_dir: Path,
         rng: random.Random,
         *,
+        session_id: str,
         cwd: str,
         start_ms: int,
         profile: _Profile,
@@ -746,12 +759,15 @@ class _SessionWriter:
         self.budget = budget_bytes
         self.max_depth = max_depth
         self.blob_target = blob_target
+        if blob_target is not None:
+            # Images past the target reuse earlier blobs: the session creates exactly that many.
+            self.blobs.limit = len(self.blobs.sizes) + blob_target
         self.side_plan = list(side_branches)
         self.title = title
         self.parent_session = parent_session
         self.start_ms = start_ms
         self.clock = start_ms
-        self.session_id = _snowflake(start_ms, rng)
+        self.session_id = session_id
         self.relpath = _session_relpath(cwd, start_ms, self.session_id)
         self.path = agent_dir / self.relpath
         self.id_key = rng.getrandbits(32)
@@ -813,7 +829,7 @@ class _SessionWriter:
             return True
         if self.max_depth is not None and self.depth >= self.max_depth:
             return True
-        return self.blob_target is not None and len(self.blobs.sizes) >= self.blob_target
+        return self.blob_target is not None and len(self.blobs.sizes) >= (self.blobs.limit or 0)
 
     def _room(self) -> int:
         """Largest text worth generating now: what is left of the byte budget."""
@@ -1408,6 +1424,121 @@ class _SessionWriter:
 
 
 # ------------------------------------------------------------------------------------------------
+# Plans and chunks: sessions are planned in order, then written in chunks, possibly in parallel
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything one session file depends on; the writer draws the rest from ``seed``."""
+
+    seed: int
+    session_id: str
+    cwd: str
+    start_ms: int
+    budget: float | None = None  # planned bytes
+    blob_target: int | None = None  # new blobs to create (blob-store shape)
+    max_depth: int | None = None
+    side_branches: tuple[int, ...] = ()
+    title: str | None = None
+    parent_session: str | None = None
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What all the sessions of one corpus have in common."""
+
+    agent_dir: Path
+    profile: _Profile
+    reuse_rate: float = 0.1
+    dangling_rate: float = 0.0
+
+
+@dataclass
+class _ChunkResult:
+    files: list[SessionFile]
+    blob_sizes: dict[str, int]
+    referenced: list[str]
+    dangling: list[str]
+    rare_hits: dict[int, int]
+
+
+# Sessions per chunk. Fixed, so the output does not depend on the number of workers: byte
+# budgets carry over between the sessions of a chunk, and blobs are reused within a chunk.
+_CHUNK = 32
+
+
+def _write_chunk(job: _Job, plans: Sequence[_Plan]) -> _ChunkResult:
+    shared = _Shared(
+        _Blobs(job.agent_dir, reuse_rate=job.reuse_rate, dangling_rate=job.dangling_rate)
+    )
+    files: list[SessionFile] = []
+    planned, written = 0.0, 0
+    for plan in plans:
+        budget = None
+        if plan.budget is not None:
+            planned += plan.budget
+            budget = _next_budget(planned, written)
+        writer = _SessionWriter(
+            shared,
+            job.agent_dir,
+            random.Random(plan.seed),
+            session_id=plan.session_id,
+            cwd=plan.cwd,
+            start_ms=plan.start_ms,
+            profile=job.profile,
+            budget_bytes=budget,
+            max_depth=plan.max_depth,
+            blob_target=plan.blob_target,
+            side_branches=plan.side_branches,
+            title=plan.title,
+            parent_session=plan.parent_session,
+        )
+        files.append(writer.run())
+        written += files[-1].bytes
+    return _ChunkResult(
+        files=files,
+        blob_sizes=shared.blobs.sizes,
+        referenced=list(shared.blobs.referenced),
+        dangling=list(shared.blobs.dangling),
+        rare_hits={index: hits for index, hits in enumerate(shared.rare_hits) if hits},
+    )
+
+
+def _next_budget(planned: float, written: int) -> int:
+    """The byte budget of the next session: what the plan asks for so far minus what is written.
+
+    A session ends with the entry that crosses its budget, so each one overshoots a little;
+    carrying the difference into the next budget keeps the total on target.
+    """
+    return max(_MIN_SESSION_BYTES, int(planned - written))
+
+
+def default_workers() -> int:
+    """Worker processes used when a generator is not told: one per CPU, at most 8."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _write_sessions(
+    job: _Job, plans: Sequence[_Plan], workers: int | None, manifest: CorpusManifest
+) -> _Shared:
+    """Write the planned sessions (in chunks, across ``workers`` processes) into ``manifest``."""
+    shared = _Shared(_Blobs(job.agent_dir, reuse_rate=0.0, dangling_rate=0.0))
+    chunks = [plans[i : i + _CHUNK] for i in range(0, len(plans), _CHUNK)]
+    workers = min(workers or default_workers(), len(chunks))
+    write = functools.partial(_write_chunk, job)
+    with contextlib.ExitStack() as stack:
+        results: Iterable[_ChunkResult] = map(write, chunks)
+        if workers > 1:
+            # Forked workers inherit the text material that _Shared above has built.
+            pool = stack.enter_context(multiprocessing.get_context("fork").Pool(workers))
+            results = pool.imap(write, chunks)
+        for result in results:
+            manifest.files += result.files
+            shared.merge(result)
+    return shared
+
+
+# ------------------------------------------------------------------------------------------------
 # Public shapes
 
 
@@ -1445,15 +1576,6 @@ def _with_options(profile: _Profile, images: float, branches: bool) -> _Profile:
     return replace(profile, image_rate=images, branch_rate=0.0, reset_rate=0.0)
 
 
-def _next_budget(planned: float, written: int) -> int:
-    """The byte budget of the next session: what the plan asks for so far minus what is written.
-
-    A session ends with the entry that crosses its budget, so each one overshoots a little;
-    carrying the difference into the next budget keeps the corpus total on target.
-    """
-    return max(_MIN_SESSION_BYTES, int(planned - written))
-
-
 def _project_cwds(rng: random.Random, text: _Text, count: int) -> list[str]:
     cwds: dict[str, None] = {}
     while len(cwds) < count:
@@ -1466,8 +1588,18 @@ def _project_cwds(rng: random.Random, text: _Text, count: int) -> list[str]:
 def _title(rng: random.Random, text: _Text) -> str | None:
     if rng.random() >= 0.35:
         return None
-    title = text.prose_text(rng, rng.randint(20, 60)).split("\n")[0].rstrip(".:?!-")
+    title = text.prose_text(rng, _between(rng, 20, 60)).split("\n")[0].rstrip(".:?!-")
     return title or None
+
+
+def _plan(rng: random.Random, cwd: str, start_ms: int, **fields: Any) -> _Plan:
+    return _Plan(
+        seed=rng.getrandbits(64),
+        session_id=_snowflake(start_ms, rng),
+        cwd=cwd,
+        start_ms=start_ms,
+        **fields,
+    )
 
 
 def generate_agent_dir(
@@ -1479,6 +1611,7 @@ def generate_agent_dir(
     seed: int = 0,
     images: float = IMAGE_RATE,
     branches: bool = True,
+    workers: int | None = None,
 ) -> CorpusManifest:
     """A whole agent dir: ``sessions`` files over ``projects`` cwds, about ``total_bytes`` of JSONL.
 
@@ -1487,18 +1620,30 @@ def generate_agent_dir(
     ``images`` is the share of user prompts and read results that carry an image blob (0: none);
     about 10 % of the images reuse a blob, 1 % of the references deliberately dangle, and 5 %
     more blobs are written that nothing references. ``branches=False`` keeps every file linear.
+    ``workers`` processes write the sessions (default: ``default_workers()``); the output is the
+    same for any number of workers.
     """
     started = time.perf_counter()
     agent = Path(path)
     rng = random.Random(seed)
-    profile = _with_options(_STANDARD, images, branches)
-    shared = _Shared(
-        _Blobs(agent, reuse_rate=0.1, dangling_rate=0.01 if images else 0.0),
-    )
-    cwds = _project_cwds(rng, shared.text, projects)
+    text = _text()
+    cwds = _project_cwds(rng, text, projects)
     project_weights = [1 / (rank + 1) ** 0.8 for rank in range(projects)]
     weights = [rng.lognormvariate(0, 1.3) for _ in range(sessions)]
     scale = total_bytes / sum(weights)
+    plans: list[_Plan] = []
+    for weight in weights:
+        parent = plans[-1].session_id if plans and rng.random() < 0.03 else None
+        plans.append(
+            _plan(
+                rng,
+                rng.choices(cwds, project_weights)[0],
+                START_MS + rng.randrange(SPAN_MS),
+                budget=weight * scale,
+                title=_title(rng, text),
+                parent_session=parent,
+            )
+        )
     manifest = CorpusManifest(
         agent_dir=str(agent),
         shape="agent_dir",
@@ -1511,24 +1656,10 @@ def generate_agent_dir(
             "branches": branches,
         },
     )
-    planned, written = 0.0, 0
-    for weight in weights:
-        planned += weight * scale
-        session_rng = random.Random(rng.getrandbits(64))
-        parent = manifest.files[-1].session_id if manifest.files and rng.random() < 0.03 else None
-        writer = _SessionWriter(
-            shared,
-            agent,
-            session_rng,
-            cwd=rng.choices(cwds, project_weights)[0],
-            start_ms=START_MS + rng.randrange(SPAN_MS),
-            profile=profile,
-            budget_bytes=_next_budget(planned, written),
-            title=_title(rng, shared.text),
-            parent_session=parent,
-        )
-        manifest.files.append(writer.run())
-        written += manifest.files[-1].bytes
+    job = _Job(
+        agent, _with_options(_STANDARD, images, branches), dangling_rate=0.01 if images else 0
+    )
+    shared = _write_sessions(job, plans, workers, manifest)
     if images:
         shared.blobs.add_unreferenced(rng, max(1, len(shared.blobs.sizes) // 20))
     return _finish(manifest, shared, started)
@@ -1549,25 +1680,15 @@ def generate_session_file(
     """
     started = time.perf_counter()
     agent = Path(path)
-    rng = random.Random(seed)
-    profile = _with_options(_STANDARD, images, branches)
-    shared = _Shared(_Blobs(agent, reuse_rate=0.1, dangling_rate=0.0))
     manifest = CorpusManifest(
         agent_dir=str(agent),
         shape="session_file",
         seed=seed,
         params={"target_bytes": target_bytes, "cwd": cwd, "images": images, "branches": branches},
     )
-    writer = _SessionWriter(
-        shared,
-        agent,
-        random.Random(rng.getrandbits(64)),
-        cwd=cwd,
-        start_ms=START_MS,
-        profile=profile,
-        budget_bytes=target_bytes,
-    )
-    manifest.files.append(writer.run())
+    job = _Job(agent, _with_options(_STANDARD, images, branches))
+    plan = _plan(random.Random(seed), cwd, START_MS, budget=target_bytes)
+    shared = _write_sessions(job, [plan], 1, manifest)
     return _finish(manifest, shared, started)
 
 
@@ -1589,27 +1710,21 @@ def generate_deep_session(
         raise ValueError("depth must be at least 4 (a session needs a prompt and an answer)")
     started = time.perf_counter()
     agent = Path(path)
-    rng = random.Random(seed)
-    shared = _Shared(_Blobs(agent, reuse_rate=0.0, dangling_rate=0.0))
     manifest = CorpusManifest(
         agent_dir=str(agent),
         shape="deep_session",
         seed=seed,
         params={"depth": depth, "side_branches": side_branches, "cwd": cwd},
     )
-    plan = tuple(depth * (n + 1) // (side_branches + 1) for n in range(side_branches))
-    writer = _SessionWriter(
-        shared,
-        agent,
-        random.Random(rng.getrandbits(64)),
-        cwd=cwd,
-        start_ms=START_MS,
-        profile=_DEEP,
+    plan = _plan(
+        random.Random(seed),
+        cwd,
+        START_MS,
         max_depth=depth,
-        side_branches=plan,
+        side_branches=tuple(depth * (n + 1) // (side_branches + 1) for n in range(side_branches)),
     )
-    stats = writer.run()
-    manifest.files.append(stats)
+    shared = _write_sessions(_Job(agent, _DEEP, reuse_rate=0.0), [plan], 1, manifest)
+    stats = manifest.files[0]
     manifest.deep_leaves[stats.path] = stats.leaf_id
     return _finish(manifest, shared, started)
 
@@ -1621,34 +1736,30 @@ def generate_many_small_sessions(
     *,
     projects: int = 50,
     mean_bytes: int = 3_000,
+    workers: int | None = None,
 ) -> CorpusManifest:
     """``count`` short sessions (a prompt or a few, ~``mean_bytes`` each) over ``projects`` cwds."""
     started = time.perf_counter()
     agent = Path(agent_dir)
     rng = random.Random(seed)
-    shared = _Shared(_Blobs(agent, reuse_rate=0.0, dangling_rate=0.0))
-    cwds = _project_cwds(rng, shared.text, projects)
+    cwds = _project_cwds(rng, _text(), projects)
+    # exp(-sigma**2 / 2) centres the log-normal so that the mean budget is mean_bytes.
+    plans = [
+        _plan(
+            rng,
+            _pick(rng, cwds),
+            START_MS + rng.randrange(SPAN_MS),
+            budget=mean_bytes * rng.lognormvariate(-0.18, 0.6),
+        )
+        for _ in range(count)
+    ]
     manifest = CorpusManifest(
         agent_dir=str(agent),
         shape="many_small_sessions",
         seed=seed,
         params={"count": count, "projects": projects, "mean_bytes": mean_bytes},
     )
-    planned, written = 0.0, 0
-    for _ in range(count):
-        # exp(-sigma**2 / 2) centres the log-normal so the mean budget is mean_bytes.
-        planned += mean_bytes * rng.lognormvariate(-0.18, 0.6)
-        writer = _SessionWriter(
-            shared,
-            agent,
-            random.Random(rng.getrandbits(64)),
-            cwd=_pick(rng, cwds),
-            start_ms=START_MS + rng.randrange(SPAN_MS),
-            profile=_SMALL,
-            budget_bytes=_next_budget(planned, written),
-        )
-        manifest.files.append(writer.run())
-        written += manifest.files[-1].bytes
+    shared = _write_sessions(_Job(agent, _SMALL, reuse_rate=0.0), plans, workers, manifest)
     return _finish(manifest, shared, started)
 
 
@@ -1660,13 +1771,14 @@ def generate_blob_store(
     *,
     images_per_session: int = 200,
     dangling_rate: float = 0.002,
+    workers: int | None = None,
 ) -> CorpusManifest:
     """``count`` blob files, ``referenced_fraction`` of them referenced from screenshot sessions.
 
-    The referencing sessions are browser-testing runs whose tool results carry 1-4 images each
-    (~10 % of the references point at an already used blob). ``dangling_rate`` of the image
-    references name a blob that does not exist. Every blob's mtime is the time of the entry that
-    created it; unreferenced blobs get times spread over the corpus period.
+    The referencing sessions are browser-testing runs whose tool results carry a few images
+    each (~10 % of the references point at an already used blob). ``dangling_rate`` of the
+    image references name a blob that does not exist. Every blob's mtime is the time of the
+    entry that created it; unreferenced blobs get times spread over the corpus period.
     """
     if not 0 <= referenced_fraction <= 1:
         raise ValueError("referenced_fraction must be between 0 and 1")
@@ -1674,9 +1786,16 @@ def generate_blob_store(
     agent = Path(agent_dir)
     rng = random.Random(seed)
     referenced = round(count * referenced_fraction)
-    blobs = _Blobs(agent, reuse_rate=0.1, dangling_rate=dangling_rate, limit=referenced)
-    shared = _Shared(blobs)
-    cwds = _project_cwds(rng, shared.text, 5)
+    cwds = _project_cwds(rng, _text(), 5)
+    plans = [
+        _plan(
+            rng,
+            _pick(rng, cwds),
+            START_MS + rng.randrange(SPAN_MS),
+            blob_target=min(images_per_session, referenced - first),
+        )
+        for first in range(0, referenced, images_per_session)
+    ]
     manifest = CorpusManifest(
         agent_dir=str(agent),
         shape="blob_store",
@@ -1688,18 +1807,9 @@ def generate_blob_store(
             "dangling_rate": dangling_rate,
         },
     )
-    while len(blobs.sizes) < referenced:
-        writer = _SessionWriter(
-            shared,
-            agent,
-            random.Random(rng.getrandbits(64)),
-            cwd=_pick(rng, cwds),
-            start_ms=START_MS + rng.randrange(SPAN_MS),
-            profile=_SCREENSHOTS,
-            blob_target=min(referenced, len(blobs.sizes) + images_per_session),
-        )
-        manifest.files.append(writer.run())
-    blobs.add_unreferenced(rng, count - referenced)
+    job = _Job(agent, _SCREENSHOTS, dangling_rate=dangling_rate)
+    shared = _write_sessions(job, plans, workers, manifest)
+    shared.blobs.add_unreferenced(rng, count - referenced)
     return _finish(manifest, shared, started)
 
 
@@ -1760,9 +1870,9 @@ def cached_corpus(
 # Script
 
 
-def _peak_rss_bytes() -> int:
-    # ru_maxrss is in KiB on Linux.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def _peak_rss_bytes(who: int) -> int:
+    # ru_maxrss is in KiB on Linux; for RUSAGE_CHILDREN it is the largest child's.
+    return resource.getrusage(who).ru_maxrss * 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1809,6 +1919,11 @@ def main(argv: list[str] | None = None) -> int:
         "--referenced-fraction", type=float, default=0.9, help="blobs: share referenced"
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        help=f"agent/small/blobs: worker processes (default {default_workers()}; same output)",
+    )
+    parser.add_argument(
         "--manifest", type=Path, help="where to write the manifest (default OUT_DIR/manifest.json)"
     )
     args = parser.parse_args(argv)
@@ -1824,6 +1939,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             images=args.images,
             branches=not args.no_branches,
+            workers=args.workers,
         )
     elif args.shape == "session":
         manifest = generate_session_file(
@@ -1839,15 +1955,26 @@ def main(argv: list[str] | None = None) -> int:
         )
     elif args.shape == "small":
         manifest = generate_many_small_sessions(
-            args.out_dir, args.count or 10_000, args.seed, projects=args.projects
+            args.out_dir,
+            args.count or 10_000,
+            args.seed,
+            projects=args.projects,
+            workers=args.workers,
         )
     else:
         manifest = generate_blob_store(
-            args.out_dir, args.count or 100_000, args.referenced_fraction, args.seed
+            args.out_dir,
+            args.count or 100_000,
+            args.referenced_fraction,
+            args.seed,
+            workers=args.workers,
         )
     written = manifest.write(args.manifest)
     print(manifest.summary())
-    print(f"  peak RSS       {_peak_rss_bytes() / 2**20:.0f} MiB")
+    rss = _peak_rss_bytes(resource.RUSAGE_SELF) / 2**20
+    child_rss = _peak_rss_bytes(resource.RUSAGE_CHILDREN) / 2**20
+    workers = f", largest worker {child_rss:.0f} MiB" if child_rss else ""
+    print(f"  peak RSS       {rss:.0f} MiB{workers}")
     print(f"  manifest       {written}")
     return 0
 

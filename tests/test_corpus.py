@@ -33,7 +33,7 @@ SEED = 11
 AGENT_BYTES = 3_000_000
 SESSION_BYTES = 6_000_000
 DEEP = 3_000
-BLOBS = 1_500
+BLOBS = 600
 BLOB_REFERENCED = 0.8
 BLOB_REF = re.compile(r"^blob:sha256:([0-9a-f]{64})$")
 
@@ -152,6 +152,19 @@ def test_same_seed_writes_byte_identical_files_in_any_interpreter(tmp_path: Path
     )
     assert child.wait(timeout=120) == 0
     assert tree_files(Path(here.agent_dir)) == tree_files(there)
+
+
+def test_output_is_the_same_for_any_number_of_workers(tmp_path: Path) -> None:
+    # 40 sessions make two chunks, so two workers really split the work.
+    params = {"total_bytes": 300_000, "sessions": 40, "projects": 3, "seed": SEED, "images": 0.05}
+    one = generate_agent_dir(tmp_path / "one", workers=1, **params)
+    two = generate_agent_dir(tmp_path / "two", workers=2, **params)
+    assert tree_files(Path(one.agent_dir)) == tree_files(Path(two.agent_dir))
+    assert (one.files, one.rare_words, one.blobs_referenced) == (
+        two.files,
+        two.rare_words,
+        two.blobs_referenced,
+    )
 
 
 def test_same_seed_gives_the_same_file_times(tmp_path: Path) -> None:
