@@ -1516,8 +1516,12 @@ def _next_budget(planned: float, written: int) -> int:
 
 
 def default_workers() -> int:
-    """Worker processes used when a generator is not told: one per CPU, at most 8."""
-    return max(1, min(8, os.cpu_count() or 1))
+    """Worker processes used when a generator is not told: half the CPUs (1 to 8).
+
+    Half, because generating is one of several jobs on a benchmark machine: on a shared 2-CPU
+    machine, 2 workers were slower than 1 (see benchmarks/README.md).
+    """
+    return max(1, min(8, (os.cpu_count() or 1) // 2))
 
 
 def _write_sessions(
