@@ -635,7 +635,7 @@ class _Blobs:
     def add_unreferenced(self, rng: random.Random, count: int) -> None:
         """Blobs no session points at (left over from deleted sessions), for garbage collection."""
         for _ in range(count):
-            self._store(self._image_bytes(rng), START_MS + rng.randrange(SPAN_MS))
+            self._store(self._image_bytes(rng), _random_start(rng))
 
     @property
     def bytes(self) -> int:
@@ -1598,6 +1598,14 @@ def _title(rng: random.Random, text: _Text) -> str | None:
     return title or None
 
 
+def _manifest(agent: Path, shape: str, seed: int, params: dict[str, Any]) -> CorpusManifest:
+    return CorpusManifest(agent_dir=str(agent), shape=shape, seed=seed, params=params)
+
+
+def _random_start(rng: random.Random) -> int:
+    return START_MS + rng.randrange(SPAN_MS)
+
+
 def _plan(rng: random.Random, cwd: str, start_ms: int, **fields: Any) -> _Plan:
     return _Plan(
         seed=rng.getrandbits(64),
@@ -1644,17 +1652,17 @@ def generate_agent_dir(
             _plan(
                 rng,
                 rng.choices(cwds, project_weights)[0],
-                START_MS + rng.randrange(SPAN_MS),
+                _random_start(rng),
                 budget=weight * scale,
                 title=_title(rng, text),
                 parent_session=parent,
             )
         )
-    manifest = CorpusManifest(
-        agent_dir=str(agent),
-        shape="agent_dir",
-        seed=seed,
-        params={
+    manifest = _manifest(
+        agent,
+        "agent_dir",
+        seed,
+        {
             "total_bytes": total_bytes,
             "sessions": sessions,
             "projects": projects,
@@ -1686,11 +1694,11 @@ def generate_session_file(
     """
     started = time.perf_counter()
     agent = Path(path)
-    manifest = CorpusManifest(
-        agent_dir=str(agent),
-        shape="session_file",
-        seed=seed,
-        params={"target_bytes": target_bytes, "cwd": cwd, "images": images, "branches": branches},
+    manifest = _manifest(
+        agent,
+        "session_file",
+        seed,
+        {"target_bytes": target_bytes, "cwd": cwd, "images": images, "branches": branches},
     )
     job = _Job(agent, _with_options(_STANDARD, images, branches))
     plan = _plan(random.Random(seed), cwd, START_MS, budget=target_bytes)
@@ -1716,11 +1724,8 @@ def generate_deep_session(
         raise ValueError("depth must be at least 4 (a session needs a prompt and an answer)")
     started = time.perf_counter()
     agent = Path(path)
-    manifest = CorpusManifest(
-        agent_dir=str(agent),
-        shape="deep_session",
-        seed=seed,
-        params={"depth": depth, "side_branches": side_branches, "cwd": cwd},
+    manifest = _manifest(
+        agent, "deep_session", seed, {"depth": depth, "side_branches": side_branches, "cwd": cwd}
     )
     plan = _plan(
         random.Random(seed),
@@ -1754,16 +1759,16 @@ def generate_many_small_sessions(
         _plan(
             rng,
             _pick(rng, cwds),
-            START_MS + rng.randrange(SPAN_MS),
+            _random_start(rng),
             budget=mean_bytes * rng.lognormvariate(-0.18, 0.6),
         )
         for _ in range(count)
     ]
-    manifest = CorpusManifest(
-        agent_dir=str(agent),
-        shape="many_small_sessions",
-        seed=seed,
-        params={"count": count, "projects": projects, "mean_bytes": mean_bytes},
+    manifest = _manifest(
+        agent,
+        "many_small_sessions",
+        seed,
+        {"count": count, "projects": projects, "mean_bytes": mean_bytes},
     )
     shared = _write_sessions(_Job(agent, _SMALL, reuse_rate=0.0), plans, workers, manifest)
     return _finish(manifest, shared, started)
@@ -1797,16 +1802,16 @@ def generate_blob_store(
         _plan(
             rng,
             _pick(rng, cwds),
-            START_MS + rng.randrange(SPAN_MS),
+            _random_start(rng),
             blob_target=min(images_per_session, referenced - first),
         )
         for first in range(0, referenced, images_per_session)
     ]
-    manifest = CorpusManifest(
-        agent_dir=str(agent),
-        shape="blob_store",
-        seed=seed,
-        params={
+    manifest = _manifest(
+        agent,
+        "blob_store",
+        seed,
+        {
             "count": count,
             "referenced_fraction": referenced_fraction,
             "images_per_session": images_per_session,

@@ -383,29 +383,28 @@ def blob_files(manifest: CorpusManifest) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in folder.iterdir()} if folder.exists() else {}
 
 
-@pytest.mark.parametrize("name", ["agent", "session", "blob_store"])
+@pytest.fixture(params=["agent", "session", "blob_store"])
+def with_images(request: pytest.FixtureRequest) -> CorpusManifest:
+    """Each corpus that has images."""
+    return request.getfixturevalue(request.param)
+
+
 def test_blob_references_resolve_except_the_declared_dangling_ones(
-    name: str, request: pytest.FixtureRequest
+    with_images: CorpusManifest,
 ) -> None:
-    manifest = request.getfixturevalue(name)
-    refs = blob_refs(manifest)
-    files = blob_files(manifest)
+    refs = blob_refs(with_images)
     assert refs, "the corpus should reference images"
-    assert refs - set(files) == set(manifest.blobs_dangling)
+    assert refs - set(blob_files(with_images)) == set(with_images.blobs_dangling)
 
 
-@pytest.mark.parametrize("name", ["agent", "session", "blob_store"])
-def test_blob_files_are_named_by_their_sha256(name: str, request: pytest.FixtureRequest) -> None:
-    files = blob_files(request.getfixturevalue(name))
+def test_blob_files_are_named_by_their_sha256(with_images: CorpusManifest) -> None:
+    files = blob_files(with_images)
     assert files
     assert all(hashlib.sha256(data).hexdigest() == digest for digest, data in files.items())
 
 
-@pytest.mark.parametrize("name", ["agent", "session", "blob_store"])
-def test_manifest_tells_referenced_from_unreferenced_blobs(
-    name: str, request: pytest.FixtureRequest
-) -> None:
-    manifest = request.getfixturevalue(name)
+def test_manifest_tells_referenced_from_unreferenced_blobs(with_images: CorpusManifest) -> None:
+    manifest = with_images
     refs = blob_refs(manifest)
     files = set(blob_files(manifest))
     assert (set(manifest.blobs_referenced), set(manifest.blobs_unreferenced)) == (
