@@ -1831,7 +1831,8 @@ def generate_blob_store(
 def _cache_key(builder: Callable[..., CorpusManifest], params: dict[str, Any]) -> str:
     described = {
         "builder": f"{builder.__module__}.{builder.__qualname__}",
-        "params": params,
+        # The number of workers changes how fast a corpus is written, never what is written.
+        "params": {key: value for key, value in params.items() if key != "workers"},
         "generator_version": GENERATOR_VERSION,
         "vocabulary": hashlib.sha256(WORDS_FILE.read_bytes()).hexdigest(),
     }
@@ -1848,9 +1849,10 @@ def cached_corpus(
 ) -> CorpusManifest:
     """``builder(<root>/<name>, **params)``, reused while the parameters and generator are the same.
 
-    ``root`` defaults to ``$XCSH_BENCH_DATA`` or ``benchmarks/.data``. The corpus is built in a
-    hidden sibling folder and renamed into place with its manifest, so an interrupted build is
-    never mistaken for a finished one. Benchmarks must treat a cached corpus as read-only (copy it
+    ``params`` must be JSON values (they make the cache key, ``workers`` aside). ``root``
+    defaults to ``$XCSH_BENCH_DATA`` or ``benchmarks/.data``. The corpus is built in a hidden
+    sibling folder and renamed into place with its manifest, so an interrupted build is never
+    mistaken for a finished one. Benchmarks must treat a cached corpus as read-only (copy it
     first if they modify it); building the same name from two processes at once is not supported.
     """
     base = Path(root if root is not None else os.environ.get("XCSH_BENCH_DATA", DATA_DIR))
@@ -1868,7 +1870,11 @@ def cached_corpus(
     base.mkdir(parents=True, exist_ok=True)
     partial = base / f".{name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    manifest = builder(partial, **params)
+    try:
+        manifest = builder(partial, **params)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     manifest.cache_key = key
     manifest.agent_dir = str(target)
     manifest.write(partial / MANIFEST_NAME)

@@ -522,6 +522,24 @@ def test_cached_corpus_rebuilds_for_another_generator_version(
     assert second.cache_key != first.cache_key
 
 
+def test_cached_corpus_ignores_the_number_of_workers(tmp_path: Path) -> None:
+    first = cached_corpus("tiny", generate_many_small_sessions, root=tmp_path, count=2, workers=1)
+    second = cached_corpus("tiny", generate_many_small_sessions, root=tmp_path, count=2, workers=2)
+    assert second.cache_key == first.cache_key
+
+
+def failing_builder(path: Path, **params: Any) -> CorpusManifest:
+    generate_many_small_sessions(path, 2, SEED)
+    raise RuntimeError("builder failed")
+
+
+def test_cached_corpus_cleans_up_after_a_failed_build(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with pytest.raises(RuntimeError, match="builder failed"):
+        cached_corpus("tiny", failing_builder, root=root)
+    assert list(root.iterdir()) == []
+
+
 def test_cached_corpus_leaves_only_the_finished_corpus(tmp_path: Path) -> None:
     root = tmp_path / "data"
     manifest = cached_corpus("tiny", generate_many_small_sessions, root=root, count=3, seed=SEED)
