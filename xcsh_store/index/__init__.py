@@ -544,6 +544,7 @@ class SessionIndex:
                 if path in on_disk:
                     known = _known(self.connection, path)
                     indexer.index(on_disk[path], known, full=True)
+                    indexer.batch.commit()
                 else:
                     with database.transaction(self.connection):
                         drop_file_rows(self.connection, indexed[path])

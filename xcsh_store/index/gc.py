@@ -34,18 +34,16 @@ class GcReport:
     refused: str | None = None
 
 
-def scan_blob_dir(blobs_dir: str) -> dict[str, os.stat_result]:
-    """Blob files by hash; names that are not a full lowercase hash are not blobs."""
-    found: dict[str, os.stat_result] = {}
+def blob_names(blobs_dir: str) -> set[str]:
+    """Every name in the blob folder (temp and quarantine files included; see is_blob_name)."""
     try:
-        entries = list(os.scandir(blobs_dir))
+        return set(os.listdir(blobs_dir))
     except FileNotFoundError:
-        return found
-    for entry in entries:
-        if _HASH_NAME.fullmatch(entry.name):
-            with contextlib.suppress(FileNotFoundError):
-                found[entry.name] = entry.stat(follow_symlinks=False)
-    return found
+        return set()
+
+
+def is_blob_name(name: str) -> bool:
+    return _HASH_NAME.fullmatch(name) is not None
 
 
 def collect_garbage(
@@ -58,27 +56,36 @@ def collect_garbage(
 ) -> GcReport:
     """Find blob files no indexed entry references, older than ``grace``; delete them if asked.
 
-    Deleting is two-step so that an agent writing the same blob concurrently always wins: the
-    file is renamed to a quarantine name first, then its mtime is checked again (a concurrent
-    ``BlobStore.put`` refreshes it, or re-creates the file when the name is gone), and only a
-    blob that is still old is unlinked; a fresh one is renamed back.
+    Only unreferenced blobs are looked at closely (stat), so a GC costs one listing of the blob
+    folder plus one query, however many blobs are in use. Deleting is two-step so that an agent
+    writing the same blob concurrently always wins: the file is renamed to a quarantine name
+    first, then its mtime is checked again (a concurrent ``BlobStore.put`` refreshes it, or
+    re-creates the file when the name is gone), and only a blob that is still old is unlinked;
+    a fresh one is renamed back.
     """
     report = GcReport(applied=False)
-    on_disk = scan_blob_dir(blobs_dir)
-    report.blobs_on_disk = len(on_disk)
+    names = blob_names(blobs_dir)
     referenced = {row[0] for row in connection.execute("SELECT hash FROM blobs WHERE refcount > 0")}
+    # Referenced hashes are valid names already; only the rest need the name check.
+    unreferenced = {name for name in names - referenced if is_blob_name(name)}
+    on_disk = (names & referenced) | unreferenced
+    report.blobs_on_disk = len(on_disk)
     report.referenced = len(referenced)
-    report.dangling = sorted(referenced - on_disk.keys())
+    report.dangling = sorted(referenced - names)
     cutoff = time.time() - grace.total_seconds()
-    for digest, info in sorted(on_disk.items()):
-        if digest in referenced:
+    sizes: dict[str, int] = {}
+    for digest in sorted(unreferenced):
+        try:
+            info = os.stat(os.path.join(blobs_dir, digest))
+        except FileNotFoundError:
             continue
+        sizes[digest] = info.st_size
         if info.st_mtime > cutoff:
             report.kept_recent += 1
             continue
         report.candidates.append(digest)
         report.candidate_bytes += info.st_size
-    _record_sizes(connection, on_disk)
+    _record_sizes(connection, blobs_dir, sizes, on_disk)
     if not apply:
         return report
     if refuse_reason is not None:
@@ -136,13 +143,24 @@ def _delete_if_still_old(blobs_dir: str, digest: str, cutoff: float) -> int | No
     return info.st_size
 
 
-def _record_sizes(connection: apsw.Connection, on_disk: dict[str, os.stat_result]) -> None:
-    """Keep ``blobs.size`` and ``last_seen`` for the files found on disk."""
+def _record_sizes(
+    connection: apsw.Connection, blobs_dir: str, unreferenced: dict[str, int], on_disk: set[str]
+) -> None:
+    """Fill ``blobs.size`` where it is unknown, and add rows for unreferenced blob files."""
+    unknown = [
+        row[0]
+        for row in connection.execute("SELECT hash FROM blobs WHERE size IS NULL")
+        if row[0] in on_disk
+    ]
+    sizes = dict(unreferenced)
+    for digest in unknown:
+        if digest not in sizes:
+            with contextlib.suppress(FileNotFoundError):
+                sizes[digest] = os.stat(os.path.join(blobs_dir, digest)).st_size
     stamp = now_iso()
     with transaction(connection):
         connection.executemany(
             "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
-            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash)"
-            " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
-            [(digest, info.st_size, stamp, stamp) for digest, info in on_disk.items()],
+            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash) DO UPDATE SET size = excluded.size",
+            [(digest, size, stamp, stamp) for digest, size in sizes.items()],
         )

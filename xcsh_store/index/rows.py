@@ -9,7 +9,7 @@ from typing import Any
 from xcsh_store.jsonl import dumps
 
 # Tool output can be megabytes; its beginning is what people search for.
-TOOL_RESULT_TEXT_CAP = 4_096
+TOOL_RESULT_TEXT_CAP = 2_048
 # Arguments of a tool call can hold whole files.
 TOOL_ARGUMENTS_TEXT_CAP = 2_048
 ENTRY_TEXT_CAP = 65_536
@@ -35,26 +35,23 @@ def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
     return texts
 
 
-def _number(value: Any) -> int | float:
-    """Usage counters: anything that is not a number counts as 0 (D16)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    return 0
+_NUMBERS = (int, float)  # exact types: a bool is not a token count
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "premiumRequests")
 
 
 def usage_of(usage: Any) -> tuple[int | float, ...] | None:
-    """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object."""
+    """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object.
+
+    Anything that is not a number counts as 0 (D16).
+    """
     if type(usage) is not dict:
         return None
-    cost = usage.get("cost")
-    return (
-        _number(usage.get("input")),
-        _number(usage.get("output")),
-        _number(usage.get("cacheRead")),
-        _number(usage.get("cacheWrite")),
-        _number(usage.get("premiumRequests")),
-        _number(cost.get("total")) if type(cost) is dict else 0,
-    )
+    get = usage.get
+    values = [value if type(value) in _NUMBERS else 0 for value in map(get, _USAGE_KEYS)]
+    cost = get("cost")
+    total = cost.get("total") if type(cost) is dict else 0
+    values.append(total if type(total) in _NUMBERS else 0)
+    return tuple(values)
 
 
 def message_text(message: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -203,8 +203,60 @@ _ENTRY_INSERT = (
 )
 
 
+class WriteBatch:
+    """One write transaction shared by many small files, committed every few MB.
+
+    Each file is written inside a savepoint, so a failure undoes that file alone; a big file
+    commits part-way (always on a line boundary, with its offset) to keep transactions bounded.
+    """
+
+    def __init__(self, connection: apsw.Connection) -> None:
+        self.connection = connection
+        self.values = 0
+        self.bytes = 0
+
+    def begin(self) -> None:
+        if self.connection.in_transaction:
+            return
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def added(self, values: int, size: int) -> None:
+        self.values += values
+        self.bytes += size
+
+    @property
+    def full(self) -> bool:
+        return self.values >= COMMIT_EVERY_VALUES or self.bytes >= COMMIT_EVERY_BYTES
+
+    def commit(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("COMMIT")
+        self.values = self.bytes = 0
+
+    @contextlib.contextmanager
+    def file(self) -> Iterator[None]:
+        """The work on one file: all of it, or (on an error) none of it since the last commit."""
+        self.begin()
+        self.connection.execute("SAVEPOINT file")
+        try:
+            yield
+        except BaseException:
+            if self.connection.in_transaction:
+                self.connection.execute("ROLLBACK TO file")
+                self.connection.execute("RELEASE file")
+            raise
+        self.connection.execute("RELEASE file")
+
+    def commit_within_file(self) -> None:
+        """Commit now, in the middle of a file, and carry on in a new savepoint."""
+        self.connection.execute("RELEASE file")
+        self.commit()
+        self.begin()
+        self.connection.execute("SAVEPOINT file")
+
+
 class FileIndexer:
-    """Indexes one file from a byte offset, in transactions that each end on a line boundary."""
+    """Indexes one file from a byte offset; commits always end on a line boundary."""
 
     def __init__(
         self,
@@ -215,18 +267,21 @@ class FileIndexer:
         self.connection = connection
         self.next_pk = next_pk
         self.report = report
+        self.batch = WriteBatch(connection)
 
     # -- entry point ------------------------------------------------------------------------
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
-        with open(seen.path, "rb") as stream:
+        """Index one file within the current batch (the caller commits the batch)."""
+        with open(seen.path, "rb") as stream, self.batch.file():
             info = os.fstat(stream.fileno())
             seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
             self.report.read_paths.append(seen.path)
             file_id = self._file_row(seen, known)
             resume = None if full or known is None else self._resume_point(stream, known)
             if resume is None:
-                self._drop_rows(file_id)
+                if known is not None:
+                    self.report.entries_removed += drop_file_rows(self.connection, file_id)
                 self.report.files_reindexed += 1
                 self._index_from_start(stream, seen, file_id)
             else:
@@ -236,13 +291,12 @@ class FileIndexer:
     def _file_row(self, seen: SeenFile, known: KnownFile | None) -> int:
         if known is not None:
             return known.id
-        with transaction(self.connection):
-            self.connection.execute(
-                "INSERT INTO files (path, root, project_dir, size, mtime_ns, inode, status)"
-                " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
-                (seen.path, seen.root, seen.project_dir, seen.inode),
-            )
-            return self.connection.last_insert_rowid()
+        self.connection.execute(
+            "INSERT INTO files (path, root, project_dir, size, mtime_ns, inode, status)"
+            " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
+            (seen.path, seen.root, seen.project_dir, seen.inode),
+        )
+        return self.connection.last_insert_rowid()
 
     def _resume_point(self, stream: BinaryIO, known: KnownFile) -> tuple[bytes, bytes] | None:
         """The bytes around the old end when the file only grew; None when it must be re-read."""
@@ -297,10 +351,6 @@ class FileIndexer:
         writer = _RowWriter(self, file_id, seen, state)
         writer.add_records(_complete_records(stream, known.indexed_bytes, self.report))
         writer.finish()
-
-    def _drop_rows(self, file_id: int) -> None:
-        with transaction(self.connection):
-            self.report.entries_removed += drop_file_rows(self.connection, file_id)
 
 
 def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
@@ -441,8 +491,7 @@ class _RowWriter:
         self.run_ids: set[str] = set()
         self.pending_bytes = 0
         self.header_row: dict[str, Any] | None = None
-        self.recent = collections.deque([state.tail])
-        self.recent_size = len(state.tail)
+        self.recent = [state.tail]
 
     def add_records(self, records: Any) -> None:
         for record in records:
@@ -456,7 +505,9 @@ class _RowWriter:
                 len(self.entry_rows) >= COMMIT_EVERY_VALUES
                 or self.pending_bytes >= COMMIT_EVERY_BYTES
             ):
-                self._commit(final=False)
+                self._flush(final=False)
+                if self.indexer.batch.full:
+                    self.indexer.batch.commit_within_file()
 
     def _keep_edges(self, record: _Record) -> None:
         """Remember the first KiB and the records covering the last 4 KiB, for the hashes."""
@@ -465,9 +516,8 @@ class _RowWriter:
             state.head += record.data[: HEAD_BYTES - len(state.head)]
         recent = self.recent
         recent.append(record.data)
-        self.recent_size += len(record.data)
-        while self.recent_size - len(recent[0]) >= TAIL_BYTES:
-            self.recent_size -= len(recent.popleft())
+        if len(recent) > 64:
+            self.recent = [b"".join(recent)[-TAIL_BYTES:]]
 
     def _add_value(self, record: _Record, part: int, value: dict[str, Any], line: bytes) -> None:
         state = self.state
@@ -549,23 +599,24 @@ class _RowWriter:
     # -- committing -------------------------------------------------------------------------
 
     def finish(self) -> None:
-        self._commit(final=True)
+        self._flush(final=True)
 
-    def _commit(self, final: bool) -> None:
+    def _flush(self, final: bool) -> None:
+        """Write the pending rows, the session figures and the file's offset (one batch)."""
         rows = [row for row in self.entry_rows if row is not None]
-        with transaction(self.connection):
-            if rows:
-                self._replace_duplicates(rows)
-                self.connection.executemany(_ENTRY_INSERT, rows)
-                self.connection.executemany(
-                    "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
-                )
-                self.connection.executemany(
-                    "INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES (?, ?)", self.blob_rows
-                )
-                self.indexer.report.entries_added += len(rows)
-            self._write_session()
-            self._write_file_row(final)
+        if rows:
+            self._replace_duplicates(rows)
+            self.connection.executemany(_ENTRY_INSERT, rows)
+            self.connection.executemany(
+                "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
+            )
+            self.connection.executemany(
+                "INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES (?, ?)", self.blob_rows
+            )
+            self.indexer.report.entries_added += len(rows)
+        self._write_session()
+        self._write_file_row(final)
+        self.indexer.batch.added(len(rows), self.pending_bytes)
         self.entry_rows, self.text_rows, self.blob_rows = [], [], []
         self.run_ids.update(self.batch_ids)
         self.batch_ids = {}
@@ -746,9 +797,13 @@ def sync_files(
         try:
             indexer.index(item, row, full)
         except OSError as error:
+            indexer.batch.commit()
             report.unreadable[item.path] = _describe_error(error)
             _mark_unreadable(connection, item, row, report.unreadable[item.path])
+        if indexer.batch.full:
+            indexer.batch.commit()
         done += item.size
+    indexer.batch.commit()
     if progress is not None and todo:
         progress(total, total, "")
 
