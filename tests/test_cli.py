@@ -292,6 +292,11 @@ def test_show_prints_the_header_and_the_active_branch(demo):
     assert "Try mocking the clock first." not in text  # the abandoned branch
 
 
+def test_show_finds_a_session_by_file_name_prefix(demo):
+    name = os.path.basename(demo["orders"])[: -len(".jsonl")]
+    assert as_json(demo["agent"], "show", name)["session"]["path"] == demo["orders"]
+
+
 def test_show_json_is_the_branch_of_full_entries(demo):
     shown = as_json(demo["agent"], "show", demo["login"])
     assert shown["view"] == "branch"
