@@ -140,7 +140,7 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
         if not read_only:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute("PRAGMA cache_size = -65536")
+        connection.execute("PRAGMA cache_size = -32768")  # 32 MiB
         connection.execute("PRAGMA temp_store = MEMORY")
         if read_only:
             connection.execute("PRAGMA query_only = ON")

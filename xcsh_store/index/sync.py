@@ -33,7 +33,7 @@ log = logging.getLogger("xcsh_store")
 HEAD_BYTES = 1024
 TAIL_BYTES = 4096
 COMMIT_EVERY_VALUES = 20_000
-COMMIT_EVERY_BYTES = 32 << 20
+COMMIT_EVERY_BYTES = 16 << 20
 
 Progress = Callable[[int, int, str], None]
 
@@ -712,7 +712,11 @@ def _title_of(
 
 
 def max_pk(connection: apsw.Connection) -> int:
-    return connection.execute("SELECT coalesce(max(pk), 0) FROM entries").fetchall()[0][0]
+    """The highest entry key in use, counting search rows (a damaged index may have orphans)."""
+    return connection.execute(
+        "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"
+        " (SELECT coalesce(max(rowid), 0) FROM entries_fts))"
+    ).fetchall()[0][0]
 
 
 def pk_counter(connection: apsw.Connection) -> Callable[[], int]:
