@@ -9,7 +9,12 @@ from typing import Any
 import apsw
 
 from xcsh_store.blobs import BlobStore
-from xcsh_store.context import SessionContext, build_session_context, context_of_path
+from xcsh_store.context import (
+    SessionContext,
+    build_session_context,
+    compaction_keeps_history,
+    context_of_path,
+)
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.index.sync import synthetic_ids_for
 from xcsh_store.jsonl import parse_line
@@ -113,25 +118,45 @@ def build_tree(rows: list[IndexedEntry]) -> SessionTree:
     return tree
 
 
+# Lines closer together than this are fetched with one read.
+READ_GAP = 64 * 1024
+
+
+def _line_ranges(rows: list[IndexedEntry]) -> list[tuple[int, int, list[IndexedEntry]]]:
+    """Rows grouped into byte ranges to read at once: (start, end, rows in the range)."""
+    ranges: list[tuple[int, int, list[IndexedEntry]]] = []
+    for row in sorted(rows, key=lambda item: item.offset):
+        end = row.offset + row.length
+        if ranges and row.offset - ranges[-1][1] <= READ_GAP:
+            start, previous_end, members = ranges[-1]
+            members.append(row)
+            ranges[-1] = (start, max(previous_end, end), members)
+        else:
+            ranges.append((row.offset, end, [row]))
+    return ranges
+
+
 def read_entries(
     path: str, rows: list[IndexedEntry], blob_store: BlobStore | None
 ) -> list[dict[str, Any]]:
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use."""
     values: dict[int, dict[str, Any]] = {}
     with open(path, "rb") as stream:
-        for row in sorted(rows, key=lambda item: item.offset):
-            line = os.pread(stream.fileno(), row.length, row.offset)
-            parsed = parse_line(line)
-            if row.part >= len(parsed):
-                raise FileChangedError(path)
-            value = parsed[row.part]
-            if row.id is not None:
-                # D25 repairs live in the index, not in the file.
-                value.setdefault("id", row.id)
-                value.setdefault("parentId", row.parent_id)
-            if blob_store is not None and b"blob:sha256:" in line:
-                rehydrate_entry(value, blob_store)
-            values[row.pk] = value
+        for start, end, members in _line_ranges(rows):
+            chunk = os.pread(stream.fileno(), end - start, start)
+            for row in members:
+                line = chunk[row.offset - start : row.offset - start + row.length]
+                parsed = parse_line(line)
+                if row.part >= len(parsed):
+                    raise FileChangedError(path)
+                value = parsed[row.part]
+                if row.id is not None:
+                    # D25 repairs live in the index, not in the file.
+                    value.setdefault("id", row.id)
+                    value.setdefault("parentId", row.parent_id)
+                if blob_store is not None and b"blob:sha256:" in line:
+                    rehydrate_entry(value, blob_store)
+                values[row.pk] = value
     ordered = [values[row.pk] for row in rows]
     sanitize_openai_replay_metadata(ordered)
     return ordered
@@ -145,6 +170,10 @@ class FileChangedError(EntryNotFoundError):
         self.args = (f"{path} changed since it was indexed; run sync",)
 
 
+# Entry types whose content matters to the context wherever they are on the path.
+STATE_TYPES = frozenset({"thinking_level_change", "model_change", "mode_change", "ttsr_injection"})
+
+
 def context_from_index(
     connection: apsw.Connection,
     file_id: int,
@@ -153,7 +182,13 @@ def context_from_index(
     legacy: bool,
     blob_store: BlobStore | None,
 ) -> SessionContext:
-    """``build_session_context`` of one leaf, reading only the lines on its path."""
+    """``build_session_context`` of one leaf, reading only the lines that can matter.
+
+    The path comes from the index. Behind the newest compaction, only the entries it keeps and
+    the state changes (thinking level, models, mode, rules) are read; every other entry there is
+    stood in for by what the index knows of it (its type, and the model of an assistant message,
+    which is all the context takes from those).
+    """
     if legacy:
         # v1/v2 files: ids exist only after migration, which needs the whole file.
         loaded = load_session(path, blob_store=blob_store, new_id=synthetic_ids_for(path))
@@ -161,6 +196,38 @@ def context_from_index(
         return build_session_context(entries, leaf_id) if entries else SessionContext()
     if leaf_id is None:
         return SessionContext()
-    return context_of_path(
-        read_entries(path, branch_rows(connection, file_id, leaf_id), blob_store)
+    rows = branch_rows(connection, file_id, leaf_id)
+    compactions = [index for index, row in enumerate(rows) if row.type == "compaction"]
+    if not compactions:
+        return context_of_path(read_entries(path, rows, blob_store))
+    last = compactions[-1]
+    (compaction,) = read_entries(path, [rows[last]], blob_store)
+    keep_from = last + 1
+    if compaction_keeps_history(compaction):
+        first_kept = compaction.get("firstKeptEntryId")
+        for index in range(last):
+            if first_kept is not None and rows[index].id == first_kept:
+                keep_from = index
+                break
+    wanted = [
+        row for index, row in enumerate(rows)
+        if (index >= keep_from and index != last) or row.type in STATE_TYPES
+    ]  # fmt: skip
+    values = dict(
+        zip((row.pk for row in wanted), read_entries(path, wanted, blob_store), strict=True)
     )
+    values[rows[last].pk] = compaction
+    return context_of_path([values.get(row.pk) or _stand_in(row) for row in rows])
+
+
+def _stand_in(row: IndexedEntry) -> dict[str, Any]:
+    """An entry the context will not emit: its type, and the model of an assistant message."""
+    entry: dict[str, Any] = {"type": row.type, "id": row.id, "parentId": row.parent_id}
+    if row.type == "message" and row.role == "assistant":
+        message: dict[str, Any] = {"role": "assistant"}
+        if row.provider is not None:
+            message["provider"] = row.provider
+        if row.model is not None:
+            message["model"] = row.model
+        entry["message"] = message
+    return entry
