@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from xcsh_store import HistoryEntry, HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
-from xcsh_store.history_search import build_fts_query
+from xcsh_store.history_search import REFERENCE_SEARCH_SQL, build_fts_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -360,12 +360,7 @@ def reference_search(db_path: Path, query: str, limit: int) -> list[HistoryEntry
     """Reference §9's single query: sort every match by (created_at, id)."""
     connection = connect(db_path)
     try:
-        rows = connection.execute(
-            "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f"
-            " JOIN history h ON h.id = f.rowid WHERE history_fts MATCH ?"
-            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-            (build_fts_query(query), limit),
-        ).fetchall()
+        rows = connection.execute(REFERENCE_SEARCH_SQL, (build_fts_query(query), limit)).fetchall()
     finally:
         connection.close()
     return [HistoryEntry(*row) for row in rows]

@@ -31,6 +31,12 @@ Row = tuple[int, str, int, str | None]
 RECENT_SQL = (
     "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at DESC, id DESC LIMIT ?"
 )
+# Reference §9's search as xcsh runs it: newest_matches returns exactly its rows. Kept here as
+# the statement tests and benchmarks compare against.
+REFERENCE_SEARCH_SQL = (
+    "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f JOIN history h ON h.id = f.rowid"
+    " WHERE history_fts MATCH ? ORDER BY h.created_at DESC, h.id DESC LIMIT ?"
+)
 _MATCH_IDS_SQL = "SELECT rowid FROM history_fts WHERE history_fts MATCH ? ORDER BY rowid DESC"
 _ROWS_BY_ID_SQL = (
     "SELECT id, prompt, created_at, cwd FROM history WHERE id IN (SELECT value FROM json_each(?))"
