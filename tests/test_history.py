@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -16,15 +17,18 @@ import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from unittest import mock
 
 import apsw
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xcsh_store import HistoryEntry, HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
-from xcsh_store.history import build_fts_query
+from xcsh_store.history_search import REFERENCE_SEARCH_SQL, build_fts_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,12 +75,21 @@ def history(db_path: Path) -> Iterator[HistoryStorage]:
     storage.close()
 
 
-def stdlib_sqlite(db_path: Path, script: str) -> str:
-    """Run Python's own sqlite3 (SQLite 3.40 here) on the file in another process."""
-    code = "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n" + script
+def stdlib_sqlite(db_path: Path, script: str, *args: str) -> str:
+    """Run ``script`` with Python's own sqlite3 module (SQLite 3.40 here) in another process,
+    as ``connection``; ``args`` follow the path in ``sys.argv``."""
     completed = subprocess.run(
-        [sys.executable, "-c", code, str(db_path)], capture_output=True, text=True, check=True
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n" + script,
+            str(db_path),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
     )
+    assert completed.returncode == 0, completed.stderr
     return completed.stdout
 
 
@@ -93,19 +106,7 @@ def create_with_stdlib(db_path: Path, schema: str, rows: list[tuple[str, int, st
         connection.commit()
         """
     )
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n" + script,
-            str(db_path),
-            schema,
-            json.dumps(rows),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert completed.returncode == 0, completed.stderr
+    stdlib_sqlite(db_path, script, schema, json.dumps(rows))
 
 
 def run_python(code: str, *args: str) -> subprocess.Popen[str]:
@@ -359,12 +360,7 @@ def reference_search(db_path: Path, query: str, limit: int) -> list[HistoryEntry
     """Reference §9's single query: sort every match by (created_at, id)."""
     connection = connect(db_path)
     try:
-        rows = connection.execute(
-            "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f"
-            " JOIN history h ON h.id = f.rowid WHERE history_fts MATCH ?"
-            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-            (build_fts_query(query), limit),
-        ).fetchall()
+        rows = connection.execute(REFERENCE_SEARCH_SQL, (build_fts_query(query), limit)).fetchall()
     finally:
         connection.close()
     return [HistoryEntry(*row) for row in rows]
@@ -384,30 +380,85 @@ def _same_second(ids: range) -> list[int]:
     return [1_700_000_000 for _ in ids]
 
 
+# search() answers most queries on a small table from its check of the newest prompts; these
+# settings shrink its steps so that small tables take every path.
+SEARCH_STEPS = {
+    "default": {},
+    "small": {"MAX_RECENT_SCAN": 0, "SCAN_STEP": 2, "MIN_MATCH_WINDOW": 4},
+}
+
+
+def search_steps(name: str) -> contextlib.AbstractContextManager[object]:
+    if not SEARCH_STEPS[name]:
+        return contextlib.nullcontext()
+    return mock.patch.multiple("xcsh_store.history_search", **SEARCH_STEPS[name])
+
+
 @pytest.fixture(scope="module", params=[_shuffled_times, _clock_set_back, _same_second])
-def disordered_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """More matches than search() reads by id, with created_at not following the ids."""
+def disordered_history(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HistoryStorage]:
+    """Matching prompts whose created_at does not follow their ids."""
     path = tmp_path_factory.mktemp("disordered") / "history.db"
-    count = 1500
-    with HistoryStorage.open(path) as storage:
-        add_all(storage, *(f"task {n} {'alpha' if n % 3 else 'beta'}" for n in range(1, count + 1)))
-    ids = range(1, count + 1)
+    ids = range(1, 1501)
+    storage = HistoryStorage.open(path)
+    add_all(storage, *(f"task {n} {'alpha' if n % 3 else 'beta'}" for n in ids))
     connection = connect(path)
     try:
-        connection.executemany(
-            "UPDATE history SET created_at = ? WHERE id = ?",
-            zip(request.param(ids), ids, strict=True),
-        )
+        with connection:
+            connection.executemany(
+                "UPDATE history SET created_at = ? WHERE id = ?",
+                zip(request.param(ids), ids, strict=True),
+            )
     finally:
         connection.close()
-    return path
+    yield storage
+    storage.close()
 
 
 @pytest.mark.parametrize("query", ["task", "alpha", "beta", "task 14", "beta 7"])
 @pytest.mark.parametrize("limit", [1, 50, 1000])
-def test_search_order_equals_sorting_every_match(disordered_db, query, limit):
-    with HistoryStorage.open(disordered_db) as history:
-        assert history.search(query, limit) == reference_search(disordered_db, query, limit)
+@pytest.mark.parametrize("steps", SEARCH_STEPS)
+def test_search_order_equals_sorting_every_match(disordered_history, query, limit, steps):
+    db_path = Path(disordered_history.db_path)
+    with search_steps(steps):
+        found = disordered_history.search(query, limit)
+    assert found == reference_search(db_path, query, limit)
+
+
+# Words chosen to hit the tokenizer's corners: case, accents, apostrophes and hyphens (one token
+# becomes a phrase), CJK runs, emoji and punctuation (no word at all), FTS5 syntax.
+WORDS = [
+    "fix", "Fix", "fixes", "café", "CAFE", "file's", "a-b", "b", "ab", "日本語", "日本",
+    "🎉", "-", '"', "*", "(", "AND", "NOT", "near", "x", "xy", "xyz", "the", "then",
+]  # fmt: skip
+prompt_text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+
+
+@pytest.fixture(scope="module")
+def scratch_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HistoryStorage]:
+    """One database that each hypothesis example empties and refills (opening one per example
+    would spend most of the test's time on fsync)."""
+    storage = HistoryStorage.open(tmp_path_factory.mktemp("scratch") / "history.db")
+    yield storage
+    storage.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(prompt_text, min_size=1, max_size=40),
+    queries=st.lists(prompt_text, min_size=1, max_size=4),
+    limit=st.integers(min_value=1, max_value=12),
+    steps=st.sampled_from(list(SEARCH_STEPS)),
+)
+def test_search_equals_the_reference_query(scratch_history, texts, queries, limit, steps):
+    history = scratch_history
+    history.prune(keep_last=0)
+    add_all(history, *texts)
+    db_path = Path(history.db_path)
+    with search_steps(steps):
+        found = [history.search(query, limit) for query in queries]
+    assert found == [reference_search(db_path, query, limit) for query in queries]
 
 
 def test_search_matches_word_prefixes_and_requires_every_word(history):
@@ -477,6 +528,23 @@ def test_lone_surrogates_are_stored_as_replacement_characters(history):
         ("name \ufffd here", "/tmp/\ufffd"),
     ]
     assert prompts(history.search("name \udcff", 5)) == ["name \ufffd here"]
+
+
+@pytest.mark.parametrize(
+    ("older", "newest", "query"),
+    [("fix lower", "FIX UPPER", "fix"), ("cafe plain", "Café accent", "CAFE")],
+)
+def test_search_ignores_case_and_accents(history, older, newest, query):
+    add_all(history, older, newest)
+    assert prompts(history.search(query, 1)) == [newest]
+
+
+@pytest.mark.parametrize("query", ["file's", "FILE-S", "file's own"])
+def test_a_token_with_inner_punctuation_matches_as_a_phrase(history, query):
+    add_all(history, "the file's owner", "file list sorted", "s file")
+    # Limit 1: found among the newest prompts, without FTS5.
+    assert prompts(history.search(query, 1)) == ["the file's owner"]
+    assert prompts(history.search(query, 10)) == ["the file's owner"]
 
 
 def test_rank_order_puts_the_best_match_first(history):

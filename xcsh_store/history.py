@@ -8,12 +8,10 @@ every ``open()`` returns a new instance (no process-wide singleton).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import operator
 import os
-import re
 import threading
 import time
 import weakref
@@ -25,9 +23,17 @@ from datetime import datetime, timedelta
 from numbers import Real
 
 import apsw
-import orjson
 
 from xcsh_store.errors import HistoryError
+from xcsh_store.history_search import (
+    RECENT_SQL,
+    index_tokenizer,
+    newest_matches,
+    query_tokens,
+    ranked_matches,
+    storable_text,
+    trim_prompt,
+)
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, get_history_db_path
 
 log = logging.getLogger("xcsh_store")
@@ -37,15 +43,6 @@ MAX_LIMIT = 1000
 # Rows per write transaction: large enough that a burst of prompts costs few commits, small
 # enough that another process waiting for the write lock is not held up for long.
 MAX_BATCH = 1000
-
-# What String.prototype.trim() and the regex \s strip in xcsh (ECMAScript WhiteSpace and
-# LineTerminator). str.strip() differs: it also strips U+001C..U+001F and U+0085 but keeps U+FEFF,
-# so the same prompt would be stored differently by the two programs.
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_WHITESPACE_RUN = re.compile(f"[{_JS_WHITESPACE}]+")
 
 _REQUIRED_COLUMNS = ("id", "prompt", "created_at", "cwd")
 
@@ -97,29 +94,10 @@ DROP TABLE history_legacy;
 _REBUILD_FTS_SQL = "INSERT INTO history_fts(history_fts) VALUES ('rebuild')"
 
 _INSERT_SQL = "INSERT INTO history (prompt, cwd) VALUES (?, ?)"
-_RECENT_SQL = (
-    "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at DESC, id DESC LIMIT ?"
-)
-_MATCH_IDS_SQL = "SELECT rowid FROM history_fts WHERE history_fts MATCH ? ORDER BY rowid DESC"
-_ROWS_BY_ID_SQL = (
-    "SELECT id, prompt, created_at, cwd FROM history WHERE id IN (SELECT value FROM json_each(?))"
-    " ORDER BY created_at DESC, id DESC LIMIT ?"
-)
-# Rows with a lower id but a later time than a given row; "+id" keeps SQLite on the created_at
-# index, whose range is short when ids and times grow together.
-_LATER_ROWS_SQL = "SELECT id FROM history WHERE created_at > ? AND +id < ?"
-_RANKED_SEARCH_SQL = (
-    "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f JOIN history h ON h.id = f.rowid"
-    " WHERE history_fts MATCH ? ORDER BY bm25(history_fts), h.created_at DESC, h.id DESC LIMIT ?"
-)
-SEARCH_ORDERS = ("recent", "rank")
-# How many of the highest-id matches search() reads before it stops treating them as all
-# matches (at least this many, and at least four times the limit).
-MIN_MATCH_WINDOW = 1000
-
 # A busy or locked database clears up by itself; anything else (corruption, I/O, a schema that
 # changed under us) is reported instead of being shown as an empty history.
 _TRANSIENT_ERRORS = (apsw.BusyError, apsw.LockedError, apsw.InterruptError)
+SEARCH_ORDERS = ("recent", "rank")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,24 +110,6 @@ class HistoryEntry:
     cwd: str | None
 
 
-def trim_prompt(text: str) -> str:
-    """``text.trim()`` as JavaScript does it."""
-    return text.strip(_JS_WHITESPACE)
-
-
-def _storable(text: str) -> str:
-    """``text`` made encodable as UTF-8: lone surrogates become U+FFFD, split pairs are joined.
-
-    A JavaScript string or a path decoded with surrogateescape can hold lone surrogates, which
-    SQLite cannot store or search for.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
 def normalize_limit(limit: float) -> int:
     """Reference §9: non-finite → 0, then floor, then clamp to ``[0, MAX_LIMIT]``."""
     if isinstance(limit, bool) or not isinstance(limit, Real):
@@ -159,16 +119,6 @@ def normalize_limit(limit: float) -> int:
             return 0
         limit = math.floor(limit)
     return max(0, min(MAX_LIMIT, limit))
-
-
-def build_fts_query(query: str) -> str:
-    """Each whitespace-separated token as a quoted prefix phrase, all of them required.
-
-    Quoting every token (with ``"`` doubled) leaves FTS5 nothing to parse as syntax, so no user
-    text can cause a query error; ``""`` means there is nothing to search for.
-    """
-    tokens = [token for token in _WHITESPACE_RUN.split(_storable(trim_prompt(query))) if token]
-    return " ".join('"' + token.replace('"', '""') + '"*' for token in tokens)
 
 
 class HistoryStorage:
@@ -189,6 +139,7 @@ class HistoryStorage:
             _prepare_schema(writer_connection, db_path)
             self._last_prompt = _newest_prompt(writer_connection, db_path)
             self._reader = _open_database(db_path)
+            self._tokenizer = index_tokenizer(self._reader)
         except BaseException:
             writer_connection.close()
             raise
@@ -221,13 +172,13 @@ class HistoryStorage:
         Empty prompts and a prompt equal to the previous one (cwd ignored) are dropped. A write
         error surfaces from the next ``flush()`` or ``close()``.
         """
-        trimmed = _storable(trim_prompt(prompt))
+        trimmed = storable_text(trim_prompt(prompt))
         if not trimmed:
             return
         with self._add_lock:
             if trimmed == self._last_prompt:
                 return
-            self._writer.submit(_Add(trimmed, None if cwd is None else _storable(cwd)))
+            self._writer.submit(_Add(trimmed, None if cwd is None else storable_text(cwd)))
             self._last_prompt = trimmed
 
     def flush(self) -> None:
@@ -250,17 +201,18 @@ class HistoryStorage:
         """Prompts containing every word of ``query`` as a word prefix, at most ``limit``.
 
         ``order="recent"`` (xcsh's order) puts the newest first; ``order="rank"`` puts the best
-        bm25 match first, newest first among equals.
+        bm25 match first, newest first among equals (FTS5 ranks every match for that, so it is
+        the slower order on a large history).
         """
         if order not in SEARCH_ORDERS:
             raise ValueError(f"order must be one of {', '.join(SEARCH_ORDERS)}, not {order!r}")
         count = normalize_limit(limit)
-        fts_query = build_fts_query(query)
-        if count == 0 or not fts_query:
+        tokens = query_tokens(query)
+        if count == 0 or not tokens:
             return []
         if order == "rank":
-            return self._read("search prompts", _ranked_matches, fts_query, count)
-        return self._read("search prompts", _newest_matches, fts_query, count)
+            return self._read("search prompts", ranked_matches, tokens, count)
+        return self._read("search prompts", newest_matches, self._tokenizer, tokens, count)
 
     def delete(self, ids: Iterable[int]) -> int:
         """Delete the prompts with these ids; returns how many existed.
@@ -479,57 +431,7 @@ class _Writer:
 
 
 def _recent_rows(connection: apsw.Connection, count: int) -> list[tuple[object, ...]]:
-    return connection.execute(_RECENT_SQL, (count,)).fetchall()
-
-
-def _ranked_matches(
-    connection: apsw.Connection, fts_query: str, count: int
-) -> list[tuple[object, ...]]:
-    return connection.execute(_RANKED_SEARCH_SQL, (fts_query, count)).fetchall()
-
-
-def _newest_matches(
-    connection: apsw.Connection, fts_query: str, count: int
-) -> list[tuple[object, ...]]:
-    """The ``count`` newest matches (created_at DESC, id DESC) without sorting every match.
-
-    The reference's single query looks up and sorts every matching row: seconds for a common
-    word among a million prompts. Ids grow with time, so the highest-id matches, which FTS5
-    yields first and cheaply, are nearly always the answer. The only other rows that can rank
-    above the ``count`` highest-id matches are rows with a lower id but a later created_at than
-    the oldest of them (clock set back, rows imported or edited); the created_at index lists
-    those directly, and those that match are added before the final sort. The result is
-    exactly that of the reference query.
-    """
-    window = max(MIN_MATCH_WINDOW, 4 * count)
-    matches = connection.execute(_MATCH_IDS_SQL, (fts_query,))
-    try:
-        match_ids = (row[0] for row in matches)
-        newest = list(itertools.islice(match_ids, window))
-        # Fewer than the window: these are all the matches, and sorting them is cheap.
-        candidates = newest
-        if len(newest) == window:
-            candidates = newest[:count]
-            oldest_time = connection.execute(
-                "SELECT min(created_at) FROM history WHERE id IN (SELECT value FROM json_each(?))",
-                (_json_ids(candidates),),
-            ).fetchone()[0]
-            later = {
-                row[0] for row in connection.execute(_LATER_ROWS_SQL, (oldest_time, candidates[-1]))
-            }
-            if later:
-                lowest = min(later)
-                rest = itertools.chain(newest[count:], match_ids)
-                candidates += [
-                    i for i in itertools.takewhile(lambda i: i >= lowest, rest) if i in later
-                ]
-        return connection.execute(_ROWS_BY_ID_SQL, (_json_ids(candidates), count)).fetchall()
-    finally:
-        matches.close()
-
-
-def _json_ids(ids: list[int]) -> str:
-    return orjson.dumps(ids).decode()
+    return connection.execute(RECENT_SQL, (count,)).fetchall()
 
 
 def _close_resources(writer: _Writer, reader: apsw.Connection, read_lock: threading.Lock) -> None:
@@ -609,10 +511,8 @@ def _prepare_schema(connection: apsw.Connection, db_path: str) -> None:
         # A plain read first: a corrupt or foreign file fails here, before any pragma or DDL
         # has written a byte to it.
         _check_schema(_schema_objects(connection), connection, db_path)
-        connection.execute(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-            f" PRAGMA busy_timeout={BUSY_TIMEOUT_MS};"
-        )
+        # busy_timeout, the reference's third pragma, is set on every connection we open.
+        connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         with _immediate_transaction(connection):
             # Read again under the write lock: another process may have set the file up since.
             objects = _schema_objects(connection)
