@@ -27,7 +27,7 @@ from xcsh_store.index.sync import (
     Progress,
     SyncReport,
     drop_file_rows,
-    load_known_files,
+    known_file,
     now_iso,
     pk_counter,
     scan_root,
@@ -542,7 +542,7 @@ class SessionIndex:
             indexer = FileIndexer(self.connection, pk_counter(self.connection), SyncReport())
             for path in report.differences:
                 if path in on_disk:
-                    known = _known(self.connection, path)
+                    known = known_file(self.connection, path)
                     indexer.index(on_disk[path], known, full=True)
                     indexer.batch.commit()
                 else:
@@ -585,10 +585,6 @@ class SessionIndex:
             history_prompts=scalar("SELECT count(*) FROM history"),
             last_sync=scalar("SELECT max(value) FROM meta WHERE key = 'last_sync'"),
         )
-
-
-def _known(connection: apsw.Connection, path: str) -> Any:
-    return load_known_files(connection).get(path)
 
 
 def _like_prefix(text: str) -> str:

@@ -113,11 +113,14 @@ def is_session_file_name(name: str) -> bool:
 
 
 def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
-    """Every session file below ``root``; follows folder symlinks once, never in a loop."""
+    """Every session file below ``root``; follows folder symlinks once, never in a loop.
+
+    A file's project folder is the first folder below the root (empty for files in the root).
+    """
     visited: set[tuple[int, int]] = set()
-    pending = [root]
+    pending: list[tuple[str, str | None]] = [(root, None)]
     while pending:
-        folder = pending.pop()
+        folder, project_dir = pending.pop()
         try:
             info = os.stat(folder)
             key = (info.st_dev, info.st_ino)
@@ -129,25 +132,28 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             report.unreadable[folder] = _describe_error(error)
             continue
         for entry in entries:
-            if entry.name.startswith("."):
+            name = entry.name
+            if name.startswith("."):
                 continue
             try:
                 if entry.is_dir():
-                    pending.append(entry.path)
+                    pending.append((entry.path, name if project_dir is None else project_dir))
                     continue
-                if not is_session_file_name(entry.name):
+                if not is_session_file_name(name):
                     continue
                 result = entry.stat()
             except OSError as error:
                 report.unreadable[entry.path] = _describe_error(error)
                 continue
-            if not stat_module.S_ISREG(result.st_mode):
-                continue
-            relative = os.path.relpath(entry.path, root)
-            project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
-            yield SeenFile(
-                entry.path, root, project_dir, result.st_size, result.st_mtime_ns, result.st_ino
-            )
+            if stat_module.S_ISREG(result.st_mode):
+                yield SeenFile(
+                    entry.path,
+                    root,
+                    project_dir or "",
+                    result.st_size,
+                    result.st_mtime_ns,
+                    result.st_ino,
+                )
 
 
 def _describe_error(error: OSError) -> str:
@@ -730,12 +736,20 @@ def pk_counter(connection: apsw.Connection) -> Callable[[], int]:
     return next_pk
 
 
-def load_known_files(connection: apsw.Connection) -> dict[str, KnownFile]:
-    rows = connection.execute(
-        "SELECT id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status,"
-        " next_seq, last_id, legacy FROM files"
-    )
-    return {row[1]: KnownFile(*row[:11], bool(row[11])) for row in rows}
+_KNOWN_COLUMNS = (
+    "id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status, next_seq,"
+    " last_id, legacy"
+)
+
+
+def _known_file(row: tuple[Any, ...]) -> KnownFile:
+    return KnownFile(*row[:11], bool(row[11]))
+
+
+def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:
+    rows = connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files WHERE path = ?", (path,))
+    row = rows.fetchall()
+    return _known_file(row[0]) if row else None
 
 
 def elapsed_since(start: float) -> float:
@@ -755,7 +769,8 @@ def sync_files(
     """Bring the rows of every file under ``roots`` up to date; returns what was done."""
     started = time.perf_counter()
     report = SyncReport()
-    known = load_known_files(connection)
+    # Plain rows: most files are unchanged and only need their size, mtime and inode compared.
+    known_rows = {row[1]: row for row in connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files")}
     seen: dict[str, SeenFile] = {}
     scanned_roots: list[str] = []
     for root in roots:
@@ -767,27 +782,33 @@ def sync_files(
             seen[item.path] = item
     report.files_seen = len(seen)
 
+    # A file under a folder that could not be listed may still exist: keep its rows.
+    unreadable = list(report.unreadable)
     vanished = {
-        path: row
-        for path, row in known.items()
-        if path not in seen and path not in report.unreadable and _under_any(path, scanned_roots)
+        path: _known_file(row)
+        for path, row in known_rows.items()
+        if path not in seen
+        and _under_any(path, scanned_roots)
+        and not (unreadable and _under_any(path, unreadable))
     }
-    _follow_renames(connection, seen, known, vanished, report)
+    renamed = _follow_renames(connection, seen, known_rows, vanished, report)
 
     todo = []
     for path, item in seen.items():
-        row = known.get(path)
-        unchanged = (
-            row is not None
-            and row.size == item.size
-            and row.mtime_ns == item.mtime_ns
-            and row.inode == item.inode
-            and row.status != "unreadable"
-        )
-        if unchanged and not full:
+        row = known_rows.get(path)
+        if path in renamed:
+            report.files_unchanged += 1
+        elif (
+            not full
+            and row is not None
+            and row[2] == item.size
+            and row[3] == item.mtime_ns
+            and row[4] == item.inode
+            and row[8] != "unreadable"
+        ):
             report.files_unchanged += 1
         else:
-            todo.append((item, row))
+            todo.append((item, None if row is None else _known_file(row)))
 
     # Oldest first, so entry keys (and FTS rowids) grow with recency: search ranks the newest
     # matches of a very common query by walking rowids downwards.
@@ -827,14 +848,18 @@ def _under_any(path: str, roots: list[str]) -> bool:
 def _follow_renames(
     connection: apsw.Connection,
     seen: dict[str, SeenFile],
-    known: dict[str, KnownFile],
+    known_rows: dict[str, tuple[Any, ...]],
     vanished: dict[str, KnownFile],
     report: SyncReport,
-) -> None:
-    """A vanished file that reappears under a new name (same inode, size, mtime) is moved."""
+) -> set[str]:
+    """A vanished file that reappears under a new name (same inode, size, mtime) is moved;
+    returns the new paths."""
+    renamed: set[str] = set()
+    if not vanished:
+        return renamed
     by_identity = {(row.inode, row.size, row.mtime_ns): row for row in vanished.values()}
     for path, item in seen.items():
-        if path in known:
+        if path in known_rows:
             continue
         row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
         if row is None:
@@ -849,9 +874,9 @@ def _follow_renames(
                 (path, item.project_dir, row.id),
             )
         del vanished[row.path]
-        row.path = path
-        known[path] = row
+        renamed.add(path)
         report.files_renamed += 1
+    return renamed
 
 
 def _mark_unreadable(
