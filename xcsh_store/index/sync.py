@@ -133,14 +133,14 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             continue
         for entry in entries:
             name = entry.name
-            if name.startswith("."):
+            if name[0] == ".":
                 continue
             try:
                 if entry.is_dir():
                     pending.append((entry.path, name if project_dir is None else project_dir))
                     continue
-                if not is_session_file_name(name):
-                    continue
+                if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
+                    continue  # the test of is_session_file_name, inlined for the hot loop
                 result = entry.stat()
             except OSError as error:
                 report.unreadable[entry.path] = _describe_error(error)
@@ -719,18 +719,20 @@ def _title_of(
 
 def max_pk(connection: apsw.Connection) -> int:
     """The highest entry key in use, counting search rows (a damaged index may have orphans)."""
+    # ORDER BY rowid DESC LIMIT 1 is answered by FTS5 itself; max(rowid) would scan the table.
     return connection.execute(
         "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"
-        " (SELECT coalesce(max(rowid), 0) FROM entries_fts))"
+        " coalesce((SELECT rowid FROM entries_fts ORDER BY rowid DESC LIMIT 1), 0))"
     ).fetchall()[0][0]
 
 
 def pk_counter(connection: apsw.Connection) -> Callable[[], int]:
-    current = max_pk(connection)
+    """Entry keys after the highest in use, looked up on the first call."""
+    current: int | None = None
 
     def next_pk() -> int:
         nonlocal current
-        current += 1
+        current = (max_pk(connection) if current is None else current) + 1
         return current
 
     return next_pk
