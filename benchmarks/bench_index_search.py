@@ -29,7 +29,7 @@ def queries_for(rare: list[str], common: list[str], seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     mixed = [f"{rng.choice(common)} {rng.choice(common)}" for _ in range(20)]
     mixed += [f"{rng.choice(common)} {rng.choice(rare)}" for _ in range(20)]
-    prefixes = [word[: max(3, len(word) - 2)] for word in rng.sample(common, 10)]
+    prefixes = [word[: max(3, len(word) - 2)] for word in rng.sample(common, min(10, len(common)))]
     return rare[:30] + common[:20] + mixed + prefixes
 
 

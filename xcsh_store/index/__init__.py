@@ -85,12 +85,17 @@ _SESSION_COLUMNS = (
 )
 
 
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 def _parse_time(text: str | None) -> datetime:
-    if text:
-        with contextlib.suppress(ValueError):
-            moment = datetime.fromisoformat(text)
-            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return datetime.fromtimestamp(0, UTC)
+    if not text:
+        return _EPOCH
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return _EPOCH
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
