@@ -16,11 +16,11 @@ import apsw
 
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
+from xcsh_store.discovery import content_text
 from xcsh_store.errors import IndexDatabaseError, SessionNotFoundError
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
-from xcsh_store.index.rows import message_text
 from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
 from xcsh_store.index.sync import (
     FileIndexer,
@@ -393,7 +393,12 @@ class SessionIndex:
             for row in entry_rows(self.connection, session.file_id)
             if row.type == "message" and row.role in ("user", "assistant")
         ]
-        texts = [message_text(value["message"]) for value in read_entries(session.path, rows, None)]
+        values = read_entries(session.path, rows, None)
+        texts = [
+            content_text(value["message"].get("content"))
+            for value in values
+            if type(value.get("message")) is dict
+        ]
         return " ".join(text for text in texts if text)
 
     # -- trees ------------------------------------------------------------------------------

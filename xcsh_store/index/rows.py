@@ -6,6 +6,7 @@ import hashlib
 import re
 from typing import Any
 
+from xcsh_store.discovery import content_text
 from xcsh_store.jsonl import dumps
 
 # Tool output can be megabytes; its beginning is what people search for.
@@ -52,11 +53,6 @@ def usage_of(usage: Any) -> tuple[int | float, ...] | None:
     total = cost.get("total") if type(cost) is dict else 0
     values.append(total if type(total) in _NUMBERS else 0)
     return tuple(values)
-
-
-def message_text(message: dict[str, Any]) -> str:
-    """The plain text of a user or assistant message (text blocks joined by a space)."""
-    return " ".join(_text_blocks(message.get("content")))
 
 
 def prompt_hash(text: str) -> str:
@@ -135,7 +131,7 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
     role = message.get("role")
     facts.role = role if isinstance(role, str) else None
     if role == "user":
-        text = message_text(message)
+        text = content_text(message.get("content"))
         if text.strip():
             facts.prompt_hash = prompt_hash(text)
         return text

@@ -17,8 +17,9 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
+from xcsh_store.discovery import content_text
 from xcsh_store.index.db import transaction
-from xcsh_store.index.rows import EntryFacts, blob_refs_in, message_text
+from xcsh_store.index.rows import EntryFacts, blob_refs_in
 from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
 from xcsh_store.migrate import (
     HEADER_TYPE,
@@ -596,7 +597,7 @@ class _RowWriter:
             if message:
                 totals.message_count += 1
                 if totals.first_message is None and facts.role == "user":
-                    text = message_text(message) if type(message) is dict else ""
+                    text = content_text(message.get("content")) if type(message) is dict else ""
                     if text:
                         totals.first_message = text
         elif kind == "compaction" and isinstance(value.get("shortSummary"), str):
