@@ -236,6 +236,21 @@ def test_sync_reports_what_it_did(fresh):
     assert set(report) >= {"bytes_read", "seconds", "unreadable", "missing_roots"}
 
 
+def test_sync_remembers_extra_roots(fresh, tmp_path):
+    extra = tmp_path / "old-machine"
+    (extra / "--proj--").mkdir(parents=True)
+    source = next(Path(fresh["agent"], "sessions").rglob("*.jsonl"))
+    shutil.copy(source, extra / "--proj--" / "copied.jsonl")
+    report = as_json(fresh["agent"], "sync", "--add-root", str(extra))
+    assert report["files_seen"] == 14
+    assert as_json(fresh["agent"], "sync")["files_seen"] == 14
+    shutil.rmtree(extra)
+    assert as_json(fresh["agent"], "sync")["missing_roots"] == [str(extra)]
+    report = as_json(fresh["agent"], "sync", "--remove-root", str(extra))
+    assert report["missing_roots"] == []
+    assert report["files_removed"] == 1
+
+
 # --------------------------------------------------------------------------------------------
 # ls
 

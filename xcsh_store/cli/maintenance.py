@@ -110,20 +110,46 @@ def describe_sync(report: SyncReport) -> list[str]:
 
 @cli.command("sync")
 @click.option("--full", is_flag=True, help="Re-read every file instead of only what changed.")
+@click.option(
+    "--add-root",
+    "add_roots",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="Also index the session files under DIR, now and in every later sync (repeatable).",
+)
+@click.option(
+    "--remove-root",
+    "remove_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Stop indexing a root added with --add-root (repeatable).",
+)
 @json_option
 @pass_settings
-def sync_command(settings: Settings, full: bool, as_json: bool) -> None:
+def sync_command(
+    settings: Settings,
+    full: bool,
+    add_roots: tuple[str, ...],
+    remove_roots: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Bring index.db up to date with the session files and history.db.
 
     Only new bytes are read: an unchanged file costs one stat, a grown file is read from where
-    the last sync stopped.
+    the last sync stopped. Extra roots are remembered in the index; a registered root that is
+    missing later makes `gc --apply` refuse.
 
     \b
     Examples:
       xcsh-store sync
       xcsh-store sync --full --json
+      xcsh-store sync --add-root ~/old-machine/sessions
     """
     with open_index(settings, read_only=False) as index, progress_bar(settings, "Indexing") as bar:
+        for root in add_roots:
+            index.add_root(root)
+        for root in remove_roots:
+            index.remove_root(root)
         report = index.sync(full=full, progress=bar)
     if as_json:
         emit_json(sync_json(report))

@@ -835,10 +835,15 @@ def sync_files(
     if progress is not None and todo:
         progress(total, total, "")
 
-    for row in vanished.values():
+    # Files found under a root that is no longer registered go too.
+    marks = ",".join("?" * len(roots))
+    forgotten = connection.execute(
+        f"SELECT id FROM files WHERE root NOT IN ({marks})", roots
+    ).fetchall()
+    for file_id in [row.id for row in vanished.values()] + [row[0] for row in forgotten]:
         with transaction(connection):
-            report.entries_removed += drop_file_rows(connection, row.id)
-            connection.execute("DELETE FROM files WHERE id = ?", (row.id,))
+            report.entries_removed += drop_file_rows(connection, file_id)
+            connection.execute("DELETE FROM files WHERE id = ?", (file_id,))
         report.files_removed += 1
     report.seconds = elapsed_since(started)
     return report
