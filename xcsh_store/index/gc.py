@@ -46,6 +46,65 @@ def is_blob_name(name: str) -> bool:
     return _HASH_NAME.fullmatch(name) is not None
 
 
+def _folder_signature(blobs_dir: str) -> str | None:
+    """Changes whenever a file is added to, removed from or renamed in the folder."""
+    try:
+        info = os.stat(blobs_dir)
+    except FileNotFoundError:
+        return None
+    return f"{info.st_ino}:{info.st_mtime_ns}"
+
+
+def record_blob_folder(connection: apsw.Connection, blobs_dir: str) -> None:
+    """Make ``blobs.size`` say which blobs are on disk (NULL: not there), unless the folder is
+    unchanged since the last time this was done.
+
+    A folder's mtime changes with every file created, removed or renamed in it, so while it
+    stays the same the index already knows the folder's contents and the GC needs no listing.
+    """
+    signature = _folder_signature(blobs_dir)
+    if signature is not None and signature == _meta(connection, "blob_folder_signature"):
+        return
+    names = blob_names(blobs_dir)
+    recorded = {
+        digest
+        for digest in _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
+                                          " WHERE size IS NOT NULL")
+    }  # fmt: skip
+    gone = recorded - names
+    new = [name for name in names - recorded if is_blob_name(name)]
+    stamp = now_iso()
+    rows = []
+    for digest in new:
+        with contextlib.suppress(FileNotFoundError):
+            rows.append((digest, os.stat(f"{blobs_dir}/{digest}").st_size, stamp, stamp))
+    with transaction(connection):
+        connection.executemany(
+            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
+            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash)"
+            " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
+            rows,
+        )
+        connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", [(d,) for d in gone])
+        connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
+        connection.execute(
+            "INSERT INTO meta (key, value) VALUES ('blob_folder_signature', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (signature,),
+        )
+
+
+def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
+    """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
+    joined = connection.execute(sql).fetchall()[0][0]
+    return joined.split(" ") if joined else []
+
+
+def _meta(connection: apsw.Connection, key: str) -> str | None:
+    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+    return rows[0][0] if rows else None
+
+
 def collect_garbage(
     connection: apsw.Connection,
     blobs_dir: str,
@@ -56,36 +115,37 @@ def collect_garbage(
 ) -> GcReport:
     """Find blob files no indexed entry references, older than ``grace``; delete them if asked.
 
-    Only unreferenced blobs are looked at closely (stat), so a GC costs one listing of the blob
-    folder plus one query, however many blobs are in use. Deleting is two-step so that an agent
-    writing the same blob concurrently always wins: the file is renamed to a quarantine name
-    first, then its mtime is checked again (a concurrent ``BlobStore.put`` refreshes it, or
-    re-creates the file when the name is gone), and only a blob that is still old is unlinked;
-    a fresh one is renamed back.
+    The reference counts and the recorded folder contents answer the question in SQL; only the
+    unreferenced blobs are looked at on disk (their mtime, for the grace period). Deleting is
+    two-step so that an agent writing the same blob concurrently always wins: the file is
+    renamed to a quarantine name first, then its mtime is checked again (a concurrent
+    ``BlobStore.put`` refreshes it, or re-creates the file when the name is gone), and only a
+    blob that is still old is unlinked; a fresh one is renamed back.
     """
     report = GcReport(applied=False)
-    names = blob_names(blobs_dir)
-    referenced = {row[0] for row in connection.execute("SELECT hash FROM blobs WHERE refcount > 0")}
-    # Referenced hashes are valid names already; only the rest need the name check.
-    unreferenced = {name for name in names - referenced if is_blob_name(name)}
-    on_disk = (names & referenced) | unreferenced
-    report.blobs_on_disk = len(on_disk)
-    report.referenced = len(referenced)
-    report.dangling = sorted(referenced - names)
+    record_blob_folder(connection, blobs_dir)
+    report.blobs_on_disk, report.referenced = connection.execute(
+        "SELECT count(size), count(*) FILTER (WHERE refcount > 0) FROM blobs"
+    ).fetchall()[0]
+    report.dangling = sorted(
+        _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
+                            " WHERE refcount > 0 AND size IS NULL")
+    )  # fmt: skip
+    unreferenced = _hashes(
+        connection,
+        "SELECT group_concat(hash, ' ') FROM blobs WHERE refcount <= 0 AND size IS NOT NULL",
+    )
     cutoff = time.time() - grace.total_seconds()
-    sizes: dict[str, int] = {}
     for digest in sorted(unreferenced):
         try:
-            info = os.stat(os.path.join(blobs_dir, digest))
+            info = os.stat(f"{blobs_dir}/{digest}")
         except FileNotFoundError:
             continue
-        sizes[digest] = info.st_size
         if info.st_mtime > cutoff:
             report.kept_recent += 1
             continue
         report.candidates.append(digest)
         report.candidate_bytes += info.st_size
-    _record_sizes(connection, blobs_dir, sizes, on_disk)
     if not apply:
         return report
     if refuse_reason is not None:
@@ -141,26 +201,3 @@ def _delete_if_still_old(blobs_dir: str, digest: str, cutoff: float) -> int | No
         return None
     os.unlink(quarantine)
     return info.st_size
-
-
-def _record_sizes(
-    connection: apsw.Connection, blobs_dir: str, unreferenced: dict[str, int], on_disk: set[str]
-) -> None:
-    """Fill ``blobs.size`` where it is unknown, and add rows for unreferenced blob files."""
-    unknown = [
-        row[0]
-        for row in connection.execute("SELECT hash FROM blobs WHERE size IS NULL")
-        if row[0] in on_disk
-    ]
-    sizes = dict(unreferenced)
-    for digest in unknown:
-        if digest not in sizes:
-            with contextlib.suppress(FileNotFoundError):
-                sizes[digest] = os.stat(os.path.join(blobs_dir, digest)).st_size
-    stamp = now_iso()
-    with transaction(connection):
-        connection.executemany(
-            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
-            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash) DO UPDATE SET size = excluded.size",
-            [(digest, size, stamp, stamp) for digest, size in sizes.items()],
-        )
