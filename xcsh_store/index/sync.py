@@ -773,7 +773,10 @@ def sync_files(
     started = time.perf_counter()
     report = SyncReport()
     # Plain rows: most files are unchanged and only need their size, mtime and inode compared.
-    known_rows = {row[1]: row for row in connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files")}
+    known_rows = {
+        row[0]: row
+        for row in connection.execute("SELECT path, size, mtime_ns, inode, status FROM files")
+    }
     seen: dict[str, SeenFile] = {}
     scanned_roots: list[str] = []
     for root in roots:
@@ -788,7 +791,7 @@ def sync_files(
     # A file under a folder that could not be listed may still exist: keep its rows.
     unreadable = list(report.unreadable)
     vanished = {
-        path: _known_file(row)
+        path: known_file(connection, path)
         for path, row in known_rows.items()
         if path not in seen
         and _under_any(path, scanned_roots)
@@ -804,14 +807,14 @@ def sync_files(
         elif (
             not full
             and row is not None
-            and row[2] == item.size
-            and row[3] == item.mtime_ns
-            and row[4] == item.inode
-            and row[8] != "unreadable"
+            and row[1] == item.size
+            and row[2] == item.mtime_ns
+            and row[3] == item.inode
+            and row[4] != "unreadable"
         ):
             report.files_unchanged += 1
         else:
-            todo.append((item, None if row is None else _known_file(row)))
+            todo.append((item, None if row is None else known_file(connection, path)))
 
     # Oldest first, so entry keys (and FTS rowids) grow with recency: search ranks the newest
     # matches of a very common query by walking rowids downwards.
