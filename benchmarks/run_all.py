@@ -97,7 +97,9 @@ def main() -> None:
             failures += 1
             sections.append(f"failed with exit code {result.returncode}")
         else:
-            sections.append(markdown_tables(result.stdout))
+            # Scripts that print plain-text tables are kept as they printed them.
+            tables = markdown_tables(result.stdout)
+            sections.append(tables or "```text\n" + result.stdout.strip() + "\n```")
     target = HERE / ("RESULTS.quick.md" if options.quick else "RESULTS.md")
     target.write_text("\n".join(sections) + "\n")
     print(f"wrote {target}")
