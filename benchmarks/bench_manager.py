@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from xcsh_store import SessionManager  # noqa: E402
-from xcsh_store.jsonl import dumps  # noqa: E402
+from xcsh_store import SessionManager
+from xcsh_store.jsonl import dumps
 
 USER = {"role": "user", "content": "Please look at the failing test and fix it.", "timestamp": 1}
 ASSISTANT_USAGE = {

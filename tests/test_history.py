@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from xcsh_store import HistoryEntry, HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
-from xcsh_store.history_search import build_fts_query
+from xcsh_store.history_search import REFERENCE_SEARCH_SQL, build_fts_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,12 +76,21 @@ def history(db_path: Path) -> Iterator[HistoryStorage]:
     storage.close()
 
 
-def stdlib_sqlite(db_path: Path, script: str) -> str:
-    """Run Python's own sqlite3 (SQLite 3.40 here) on the file in another process."""
-    code = "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n" + script
+def stdlib_sqlite(db_path: Path, script: str, *args: str) -> str:
+    """Run ``script`` with Python's own sqlite3 module (SQLite 3.40 here) in another process,
+    as ``connection``; ``args`` follow the path in ``sys.argv``."""
     completed = subprocess.run(
-        [sys.executable, "-c", code, str(db_path)], capture_output=True, text=True, check=True
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n" + script,
+            str(db_path),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
     )
+    assert completed.returncode == 0, completed.stderr
     return completed.stdout
 
 
@@ -98,19 +107,7 @@ def create_with_stdlib(db_path: Path, schema: str, rows: list[tuple[str, int, st
         connection.commit()
         """
     )
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n" + script,
-            str(db_path),
-            schema,
-            json.dumps(rows),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert completed.returncode == 0, completed.stderr
+    stdlib_sqlite(db_path, script, schema, json.dumps(rows))
 
 
 def run_python(code: str, *args: str) -> subprocess.Popen[str]:
@@ -364,12 +361,7 @@ def reference_search(db_path: Path, query: str, limit: int) -> list[HistoryEntry
     """Reference §9's single query: sort every match by (created_at, id)."""
     connection = connect(db_path)
     try:
-        rows = connection.execute(
-            "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f"
-            " JOIN history h ON h.id = f.rowid WHERE history_fts MATCH ?"
-            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-            (build_fts_query(query), limit),
-        ).fetchall()
+        rows = connection.execute(REFERENCE_SEARCH_SQL, (build_fts_query(query), limit)).fetchall()
     finally:
         connection.close()
     return [HistoryEntry(*row) for row in rows]
@@ -537,6 +529,15 @@ def test_lone_surrogates_are_stored_as_replacement_characters(history):
         ("name \ufffd here", "/tmp/\ufffd"),
     ]
     assert prompts(history.search("name \udcff", 5)) == ["name \ufffd here"]
+
+
+@pytest.mark.parametrize(
+    ("older", "newest", "query"),
+    [("fix lower", "FIX UPPER", "fix"), ("cafe plain", "Café accent", "CAFE")],
+)
+def test_search_ignores_case_and_accents(history, older, newest, query):
+    add_all(history, older, newest)
+    assert prompts(history.search(query, 1)) == [newest]
 
 
 @pytest.mark.parametrize("query", ["file's", "FILE-S", "file's own"])

@@ -652,3 +652,15 @@ print(json.dumps({"version": sqlite3.sqlite_version, "counts": counts, "hits": h
     assert output["counts"]["sessions"] == 31
     assert output["counts"]["usage_by_day"] > 0
     assert output["hits"] > 0
+
+
+def test_gc_notices_blob_files_removed_or_added_behind_its_back(agent_dir, index):
+    store = BlobStore(str(agent_dir / "blobs"))
+    ref = store.put(b"referenced, then lost").ref
+    _image_session(sessions_dir(agent_dir) / "img.jsonl", "img", ref)
+    assert index.blob_gc().dangling == []
+    os.unlink(store.path_for(ref[12:]))
+    assert index.blob_gc().dangling == [ref[12:]]
+    orphan = store.put(b"appeared later").hash
+    os.utime(store.path_for(orphan), (0, 0))
+    assert index.blob_gc().candidates == [orphan]

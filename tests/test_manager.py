@@ -700,3 +700,16 @@ def test_context_manager_closes_the_file(tmp_path: Path) -> None:
         manager.append_message(user("more"))
         assert open_descriptors_of(manager.get_session_file()) == 1
     assert open_descriptors_of(manager.get_session_file()) == 0
+
+
+def test_blobs_and_breadcrumbs_go_to_the_agent_dir_of_the_session_folder(tmp_path, agent_dir):
+    other_agent = tmp_path / "other-agent"
+    session_dir = other_agent / "sessions" / "--work--"
+    manager = SessionManager.create("/work", str(session_dir))
+    image = {"type": "image", "data": "A" * 2048, "mimeType": "image/png"}
+    manager.append_message({"role": "user", "content": [image]})
+    manager.append_message(assistant("seen"))
+    manager.close()
+    assert len(list((other_agent / "blobs").iterdir())) == 1
+    assert (other_agent / "terminal-sessions" / "pytest-terminal").exists()
+    assert not (agent_dir / "blobs").exists()

@@ -26,8 +26,8 @@ CWD = "/work/project"
 
 
 @pytest.fixture
-def session_dir(tmp_path: Path) -> Path:
-    return tmp_path / "sessions" / encode_cwd(CWD)
+def session_dir(agent_dir: Path) -> Path:
+    return agent_dir / "sessions" / encode_cwd(CWD)
 
 
 @pytest.fixture

@@ -193,3 +193,10 @@ def test_short_breadcrumb_is_ignored(agent_dir):
 
 def test_artifacts_dir_is_the_session_file_without_extension():
     assert paths.artifacts_dir_for("/s/2026_abc.jsonl") == "/s/2026_abc"
+
+
+def test_agent_dir_of_a_session_folder(agent_dir):
+    assert paths.agent_dir_of("/x/agent/sessions/--p--") == "/x/agent"
+    assert paths.agent_dir_of("/x/agent/sessions/--p--/2026_abc/sub") == "/x/agent"
+    assert paths.agent_dir_of("/somewhere/else") == str(agent_dir)
+    assert paths.agent_dir_of(None) == str(agent_dir)

@@ -205,7 +205,7 @@ def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
             _emit(entry, messages)
         return context
 
-    payload = _replacement_history_payload(compaction)
+    payload = replacement_history_payload(compaction)
     messages.append(
         create_compaction_summary_message(
             compaction.get("summary"),
@@ -227,7 +227,13 @@ def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
     return context
 
 
-def _replacement_history_payload(compaction: dict[str, Any]) -> dict[str, Any] | None:
+def compaction_keeps_history(compaction: dict[str, Any]) -> bool:
+    """Whether entries before the compaction (from ``firstKeptEntryId``) stay in the context;
+    not when the compaction carries an OpenAI replacement history."""
+    return replacement_history_payload(compaction) is None
+
+
+def replacement_history_payload(compaction: dict[str, Any]) -> dict[str, Any] | None:
     preserved = compaction.get("preserveData")
     remote = preserved.get("openaiRemoteCompaction") if type(preserved) is dict else None
     if type(remote) is not dict:

@@ -193,7 +193,8 @@ class SessionInfo:
     all_messages_text: str
 
 
-def _message_text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of message content: a string, or its text blocks joined by a space."""
     if isinstance(content, str):
         return content
     if type(content) is not list:
@@ -236,7 +237,7 @@ def session_info_from_file(path: str, storage: SessionStorage) -> SessionInfo | 
             role = message.get("role") if type(message) is dict else None
             if role not in ("user", "assistant"):
                 continue
-            text = _message_text(message.get("content"))
+            text = content_text(message.get("content"))
             if text:
                 texts.append(text)
                 if role == "user" and not first_message:

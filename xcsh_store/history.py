@@ -511,10 +511,8 @@ def _prepare_schema(connection: apsw.Connection, db_path: str) -> None:
         # A plain read first: a corrupt or foreign file fails here, before any pragma or DDL
         # has written a byte to it.
         _check_schema(_schema_objects(connection), connection, db_path)
-        connection.execute(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-            f" PRAGMA busy_timeout={BUSY_TIMEOUT_MS};"
-        )
+        # busy_timeout, the reference's third pragma, is set on every connection we open.
+        connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         with _immediate_transaction(connection):
             # Read again under the write lock: another process may have set the file up since.
             objects = _schema_objects(connection)

@@ -32,6 +32,7 @@ from xcsh_store.errors import EntryNotFoundError, PersistenceError
 from xcsh_store.loader import LoadedSession, load_session
 from xcsh_store.migrate import CURRENT_SESSION_VERSION, HEADER_TYPE
 from xcsh_store.paths import (
+    agent_dir_of,
     artifacts_dir_for,
     encode_cwd,
     file_timestamp,
@@ -102,7 +103,8 @@ class SessionManager:
         self._storage: SessionStorage = storage or (
             FileSessionStorage() if persist else MemorySessionStorage()
         )
-        self._blob_store = BlobStore(get_blobs_dir())
+        self._agent_dir = agent_dir_of(session_dir)
+        self._blob_store = BlobStore(get_blobs_dir(self._agent_dir))
         if persist and session_dir:
             self._storage.ensure_dir(session_dir)
 
@@ -165,7 +167,9 @@ class SessionManager:
     ) -> SessionManager:
         """This terminal's last session in ``cwd``, else the newest one there, else a new one."""
         directory = _session_dir_or_default(session_dir, cwd)
-        target = read_terminal_breadcrumb(cwd) or find_most_recent_session(directory, storage)
+        target = read_terminal_breadcrumb(cwd, agent_dir_of(directory)) or find_most_recent_session(
+            directory, storage
+        )
         manager = cls(cwd, directory, True, storage)
         if target:
             manager.set_session_file(target)
@@ -748,7 +752,7 @@ class SessionManager:
             self._set_aside_invalid_file(path)
             self._start_session(None)
             self._needs_rewrite = True
-        write_terminal_breadcrumb(self._cwd, path)
+        write_terminal_breadcrumb(self._cwd, path, self._agent_dir)
         if self._needs_rewrite:
             # D2: a migration is written back at once; a replaced file gets its header now.
             self._write_whole_file()
@@ -786,7 +790,7 @@ class SessionManager:
             self._session_file = None
             return None
         self._session_file = self._new_file_path()
-        write_terminal_breadcrumb(self._cwd, self._session_file)
+        write_terminal_breadcrumb(self._cwd, self._session_file, self._agent_dir)
         return self._session_file
 
     def set_session_name(self, name: str, source: str = "auto") -> bool:
@@ -832,7 +836,7 @@ class SessionManager:
         self._artifacts = None
         self._flushed = False
         self._write_whole_file()
-        write_terminal_breadcrumb(self._cwd, self._session_file)
+        write_terminal_breadcrumb(self._cwd, self._session_file, self._agent_dir)
         copy_artifacts_dir(old_file, self._session_file)
         return old_file, self._session_file
 
@@ -862,7 +866,7 @@ class SessionManager:
             return None
         self._session_file = self._new_file_path()
         self._write_whole_file()
-        write_terminal_breadcrumb(self._cwd, self._session_file)
+        write_terminal_breadcrumb(self._cwd, self._session_file, self._agent_dir)
         return self._session_file
 
     def _recreated_labels(self, kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -908,7 +912,7 @@ class SessionManager:
         if self._session_file is not None:
             if had_file or self._has_assistant:
                 self._write_whole_file()
-            write_terminal_breadcrumb(resolved, self._session_file)
+            write_terminal_breadcrumb(resolved, self._session_file, self._agent_dir)
 
     def _session_dir_for(self, cwd: str) -> str:
         """The folder for ``cwd``: beside the current one when that is a managed folder."""

@@ -67,6 +67,20 @@ def get_index_db_path(agent_dir: str | None = None) -> str:
     return _under_agent_dir(INDEX_DB_NAME, agent_dir)
 
 
+def agent_dir_of(session_dir: str | None) -> str:
+    """The agent dir a session folder belongs to: ``X`` for ``X/sessions/<project>[/...]``.
+
+    Session folders elsewhere (custom locations) belong to the default agent dir. This keeps a
+    session's blobs and breadcrumbs with the agent dir its files live in.
+    """
+    if session_dir:
+        parts = os.path.abspath(session_dir).split(os.sep)
+        for position in range(len(parts) - 2, 0, -1):
+            if parts[position] == SESSIONS_DIRNAME:
+                return os.sep.join(parts[:position]) or os.sep
+    return get_agent_dir()
+
+
 def ensure_private_dir(path: str) -> None:
     """Create ``path`` and its parents; folders we create are readable by the owner only.
 

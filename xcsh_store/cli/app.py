@@ -1,84 +1,168 @@
-"""The click group, global options and the output helpers every verb shares."""
+"""The click group, global options, error handling and the output helpers every verb shares."""
 
 from __future__ import annotations
 
-import functools
+import base64
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import apsw
 import click
 import orjson
-from tabulate import tabulate
 
 from xcsh_store import __version__
+from xcsh_store.cli.render import fit_table
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.index import SessionIndex
 from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
 
+COMPLETION_HELP = """\b
+Shell completion:
+  bash  eval "$(_XCSH_STORE_COMPLETE=bash_source xcsh-store)"   (in ~/.bashrc)
+  zsh   eval "$(_XCSH_STORE_COMPLETE=zsh_source xcsh-store)"    (in ~/.zshrc)
+  fish  _XCSH_STORE_COMPLETE=fish_source xcsh-store | source    (in config.fish)"""
 
+
+def color_enabled(mode: str, is_terminal: bool, environ: dict[str, str] | os._Environ) -> bool:
+    """``--color``: ``always``/``never`` win; ``auto`` colours a terminal unless NO_COLOR is set.
+
+    Following no-color.org, an explicit ``--color always`` overrides NO_COLOR.
+    """
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    return is_terminal and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
+
+
+@dataclass
 class Settings:
     """What the global options decided, handed to every verb through the click context."""
 
-    def __init__(self, agent_dir: str) -> None:
-        self.agent_dir = agent_dir
+    agent_dir: str
+    color: bool = False
+    # False when neither --agent-dir nor $XCSH_AGENT_DIR was given (demo must not default to
+    # the real agent dir then).
+    agent_dir_given: bool = True
+
+    def style(self, text: str, **styles: Any) -> str:
+        return click.style(text, **styles) if self.color else text
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class StoreGroup(click.Group):
+    """A group whose verbs report library and OS errors as one line with exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # `xcsh-store ls | head`: the reader left; that is not an error worth a message.
+            _silence_stdout()
+            ctx.exit(0)
+        except (XcshStoreError, OSError, apsw.Error) as error:
+            raise click.ClickException(error_line(error)) from None
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def error_line(error: BaseException) -> str:
+    text = str(error) or error.__class__.__name__
+    if isinstance(error, apsw.Error) and not isinstance(error, XcshStoreError):
+        text = f"SQLite: {text}"
+    return " ".join(text.split())
+
+
+@click.group(
+    cls=StoreGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=COMPLETION_HELP,
+)
 @click.option(
     "--agent-dir",
     type=click.Path(file_okay=False),
     envvar=AGENT_DIR_ENV,
-    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV} or ~/.xcsh/agent).",
+    show_envvar=True,
+    help="Agent folder to work on (default: ~/.xcsh/agent).",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the output; auto colours a terminal unless NO_COLOR is set.",
 )
 @click.version_option(__version__, prog_name="xcsh-store")
 @click.pass_context
-def cli(ctx: click.Context, agent_dir: str | None) -> None:
+def cli(ctx: click.Context, agent_dir: str | None, color: str) -> None:
     """Store coding-agent sessions and search them through a SQLite index.
 
-    The JSONL session files stay the source of truth; index.db is a mirror you can delete.
+    The JSONL session files stay the source of truth; index.db is a mirror that `sync` keeps up
+    to date and you can always delete. Global options go before the verb:
 
-    Shell completion (bash): eval "$(_XCSH_STORE_COMPLETE=bash_source xcsh-store)"
+    \b
+      xcsh-store demo                      build a sample agent dir and take the tour
+      xcsh-store sync                      index ~/.xcsh/agent
+      xcsh-store --agent-dir DIR ls --json
     """
-    ctx.obj = Settings(os.path.abspath(agent_dir) if agent_dir else get_agent_dir())
+    is_terminal = sys.stdout.isatty()
+    ctx.obj = Settings(
+        agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir(),
+        color=color_enabled(color, is_terminal, os.environ),
+        agent_dir_given=bool(agent_dir),
+    )
+    ctx.color = ctx.obj.color
 
 
 pass_settings = click.make_pass_decorator(Settings)
 
-
-def user_errors(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn library errors and OS errors into one-line messages with exit code 1."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except (XcshStoreError, OSError) as error:
-            raise click.ClickException(_one_line(error)) from None
-
-    return wrapper
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (the shape is documented in the README)."
+)
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error) or error.__class__.__name__
-    return " ".join(text.split("\n"))
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        # The sqlite-utils convention for binary values.
+        return {"$base64": True, "encoded": base64.b64encode(value).decode("ascii")}
+    return str(value)
 
 
 def emit_json(data: Any) -> None:
     """Machine output: indented JSON on stdout, keys as documented per verb."""
-    sys.stdout.buffer.write(
-        orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
+    stream = sys.stdout.buffer
+    stream.write(
+        orjson.dumps(
+            data,
+            option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+            default=_json_default,
+        )
     )
-    sys.stdout.buffer.write(b"\n")
-    sys.stdout.flush()
+    stream.write(b"\n")
+    stream.flush()
 
 
-def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], max_width: int = 60) -> None:
-    """An aligned plain-text table; long cells are cut with an ellipsis."""
-    cells = [[_cell(value, max_width) for value in row] for row in rows]
-    click.echo(tabulate(cells, headers=list(headers), tablefmt="simple", disable_numparse=True))
+def print_table(
+    rows: Iterable[Sequence[Any]],
+    headers: Sequence[str],
+    *,
+    flexible: int | Sequence[int] = (),
+    right: Sequence[int] = (),
+    styles: Callable[[int, int, str], str] | None = None,
+) -> None:
+    """An aligned table cut to the terminal (the ``flexible`` columns give way, in order)."""
+    click.echo(fit_table(rows, headers, flexible=flexible, right=right, styles=styles))
 
 
-def _cell(value: Any, max_width: int) -> str:
-    text = "" if value is None else " ".join(str(value).split())
-    return text if len(text) <= max_width else text[: max_width - 1] + "…"
+def echo(text: str = "", err: bool = False) -> None:
+    click.echo(text, err=err)
+
+
+def open_index(settings: Settings, read_only: bool = True) -> SessionIndex:
+    """The agent dir's index; read-only for the verbs that only look (they never block a sync)."""
+    return SessionIndex.open(settings.agent_dir, read_only=read_only)

@@ -1,14 +1,31 @@
-"""``xcsh-store history``: add, list, search and prune the prompt history (history.db)."""
+"""``xcsh-store history``: add, list, search and prune the prompt history (history.db), and
+recall prompts typed in sessions through the index."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-from xcsh_store.cli.app import cli, emit_json, pass_settings, print_table, user_errors
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    echo,
+    emit_json,
+    json_option,
+    open_index,
+    pass_settings,
+    print_table,
+)
+from xcsh_store.cli.render import short_time
+from xcsh_store.cli.sessions import where
+from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history import HistoryEntry, HistoryStorage
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.history import PromptHit
+from xcsh_store.index.names import unique_id_prefixes
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -21,8 +38,11 @@ _limit_option = click.option(
     show_default=True,
     help="Most prompts to show (clamped to 0..1000).",
 )
-_json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON instead of a table."
+_sessions_option = click.option(
+    "--sessions",
+    is_flag=True,
+    help="Also prompts found in session files (from the index, as of the last sync), each "
+    "linked to its session and entry.",
 )
 
 
@@ -34,50 +54,68 @@ def history_group() -> None:
     """
 
 
-def _open(settings: Any) -> HistoryStorage:
+def _open(settings: Settings) -> HistoryStorage:
     return HistoryStorage.open(get_history_db_path(settings.agent_dir))
 
 
 def entry_to_json(entry: HistoryEntry) -> dict[str, Any]:
-    """The documented JSON shape of one prompt."""
-    return {
-        "id": entry.id,
-        "prompt": entry.prompt,
-        "created_at": entry.created_at,
-        "created": datetime.fromtimestamp(entry.created_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "cwd": entry.cwd,
-    }
+    """The documented JSON shape of one prompt from history.db."""
+    return prompt_json(entry.prompt, entry.created_at, entry.cwd, history_id=entry.id)
 
 
-def _show(entries: list[HistoryEntry], as_json: bool) -> None:
+def _when(created_at: float) -> str:
+    return short_time(datetime.fromtimestamp(created_at, UTC))
+
+
+def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
     if as_json:
         emit_json([entry_to_json(entry) for entry in entries])
         return
     print_table(
+        ((entry.id, _when(entry.created_at), where(entry.cwd), entry.prompt) for entry in entries),
+        headers=("id", "when", "cwd", "prompt"),
+        flexible=3,
+        right=(0,),
+    )
+
+
+def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) -> None:
+    if as_json:
+        emit_json([prompt_hit_json(hit) for hit in hits])
+        return
+    print_table(
         (
             (
-                entry.id,
-                datetime.fromtimestamp(entry.created_at).strftime("%Y-%m-%d %H:%M"),
-                entry.cwd,
-                entry.prompt,
+                hit.history_id or "",
+                _when(hit.created_at),
+                where(hit.cwd),
+                ids.get(hit.session_id or "", ""),
+                hit.prompt,
             )
-            for entry in entries
+            for hit in hits
         ),
-        headers=("id", "when", "cwd", "prompt"),
+        headers=("id", "when", "cwd", "session", "prompt"),
+        flexible=4,
+        right=(0,),
     )
+
+
+def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
+    return unique_id_prefixes(index, (hit.session_id for hit in hits if hit.session_id))
 
 
 @history_group.command("add")
 @click.argument("prompt")
 @click.option("--cwd", metavar="DIR", help="Working directory to record with the prompt.")
 @pass_settings
-@user_errors
-def add_command(settings: Any, prompt: str, cwd: str | None) -> None:
+def add_command(settings: Settings, prompt: str, cwd: str | None) -> None:
     """Save PROMPT (trimmed) unless it is empty or repeats the newest prompt.
 
     Prints nothing.
 
-    Example: xcsh-store history add "fix the failing test" --cwd ~/src/app
+    \b
+    Example:
+      xcsh-store history add "fix the failing test" --cwd ~/src/app
     """
     with _open(settings) as history:
         history.add(prompt, cwd)
@@ -85,17 +123,23 @@ def add_command(settings: Any, prompt: str, cwd: str | None) -> None:
 
 @history_group.command("recent")
 @_limit_option
-@_json_option
+@_sessions_option
+@json_option
 @pass_settings
-@user_errors
-def recent_command(settings: Any, limit: int, as_json: bool) -> None:
+def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool) -> None:
     """List the newest prompts, newest first.
 
-    JSON: a list of {"id", "prompt", "created_at" (epoch seconds), "created" (ISO 8601 UTC),
-    "cwd" (null when unknown)}.
-
-    Example: xcsh-store history recent --limit 5
+    \b
+    Examples:
+      xcsh-store history recent --limit 5
+      xcsh-store history recent --sessions --json
     """
+    if sessions:
+        with open_index(settings) as index:
+            hits = index.history_recent(limit)
+            ids = _session_prefixes(index, hits)
+        _show_recall(hits, ids, as_json)
+        return
     with _open(settings) as history:
         entries = history.get_recent(limit)
     _show(entries, as_json)
@@ -105,20 +149,34 @@ def recent_command(settings: Any, limit: int, as_json: bool) -> None:
 @click.argument("query", nargs=-1, required=True)
 @_limit_option
 @click.option("--rank", is_flag=True, help="Best match first instead of newest first.")
-@_json_option
+@_sessions_option
+@json_option
 @pass_settings
-@user_errors
 def search_command(
-    settings: Any, query: tuple[str, ...], limit: int, rank: bool, as_json: bool
+    settings: Settings,
+    query: tuple[str, ...],
+    limit: int,
+    rank: bool,
+    sessions: bool,
+    as_json: bool,
 ) -> None:
     """Find prompts that contain every word of QUERY as a word or word prefix.
 
     Any text is taken literally: quotes, *, AND/OR/NOT and brackets are just words.
 
-    JSON: the same list as `history recent`.
-
-    Example: xcsh-store history search fix migr --rank
+    \b
+    Examples:
+      xcsh-store history search fix migr --rank
+      xcsh-store history search deploy --sessions
     """
+    if sessions:
+        if rank:
+            raise click.UsageError("--rank works on history.db alone; drop it or --sessions")
+        with open_index(settings) as index:
+            hits = index.history_search(" ".join(query), limit)
+            ids = _session_prefixes(index, hits)
+        _show_recall(hits, ids, as_json)
+        return
     with _open(settings) as history:
         entries = history.search(" ".join(query), limit, order="rank" if rank else "recent")
     _show(entries, as_json)
@@ -138,17 +196,16 @@ def search_command(
     metavar="N",
     help="Delete all but the N newest prompts.",
 )
-@_json_option
+@json_option
 @pass_settings
-@user_errors
 def prune_command(
-    settings: Any, older_than_days: float | None, keep_last: int | None, as_json: bool
+    settings: Settings, older_than_days: float | None, keep_last: int | None, as_json: bool
 ) -> None:
     """Delete old prompts; with both options a prompt goes if either matches it.
 
-    JSON: {"deleted": <number of prompts deleted>}.
-
-    Example: xcsh-store history prune --older-than 90 --keep-last 10000
+    \b
+    Example:
+      xcsh-store history prune --older-than 90 --keep-last 10000
     """
     if older_than_days is None and keep_last is None:
         raise click.UsageError("give --older-than, --keep-last or both")
@@ -158,4 +215,4 @@ def prune_command(
     if as_json:
         emit_json({"deleted": deleted})
     else:
-        click.echo(f"Deleted {deleted} prompt{'' if deleted == 1 else 's'}.")
+        echo(f"Deleted {deleted} prompt{'' if deleted == 1 else 's'}.")

@@ -17,12 +17,12 @@ import apsw
 
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
+from xcsh_store.discovery import content_text
 from xcsh_store.errors import HistoryError, IndexDatabaseError, SessionNotFoundError
 from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
-from xcsh_store.index.rows import message_text
 from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
 from xcsh_store.index.sync import (
     FileIndexer,
@@ -30,7 +30,7 @@ from xcsh_store.index.sync import (
     SyncReport,
     drop_file_rows,
     is_under_any,
-    load_known_files,
+    known_file,
     now_iso,
     pk_counter,
     scan_root,
@@ -116,12 +116,17 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 def _parse_time(text: str | None) -> datetime:
-    if text:
-        with contextlib.suppress(ValueError):
-            moment = datetime.fromisoformat(text)
-            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return datetime.fromtimestamp(0, UTC)
+    if not text:
+        return _EPOCH
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return _EPOCH
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -413,7 +418,12 @@ class SessionIndex:
             for row in entry_rows(self.connection, session.file_id)
             if row.type == "message" and row.role in ("user", "assistant")
         ]
-        texts = [message_text(value["message"]) for value in read_entries(session.path, rows, None)]
+        values = read_entries(session.path, rows, None)
+        texts = [
+            content_text(value["message"].get("content"))
+            for value in values
+            if type(value.get("message")) is dict
+        ]
         return " ".join(text for text in texts if text)
 
     # -- trees ------------------------------------------------------------------------------
@@ -599,8 +609,9 @@ class SessionIndex:
             indexer = FileIndexer(self.connection, pk_counter(self.connection), SyncReport())
             for path in report.differences:
                 if path in on_disk:
-                    known = _known(self.connection, path)
+                    known = known_file(self.connection, path)
                     indexer.index(on_disk[path], known, full=True)
+                    indexer.batch.commit()
                 else:
                     with database.transaction(self.connection):
                         drop_file_rows(self.connection, indexed[path])
@@ -664,10 +675,6 @@ def _open_for_writing(db_path: str) -> apsw.Connection:
         connection.close()
         raise
     return connection
-
-
-def _known(connection: apsw.Connection, path: str) -> Any:
-    return load_known_files(connection).get(path)
 
 
 def _like_prefix(text: str) -> str:

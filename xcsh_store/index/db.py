@@ -11,7 +11,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 
 import apsw
@@ -35,11 +34,15 @@ class Migration:
 
 
 def migrations_dir() -> Path:
-    """The top-level ``migrations/`` of a checkout, or the copy shipped inside the package."""
-    checkout = Path(__file__).resolve().parents[2] / "migrations"
-    if checkout.is_dir():
-        return checkout
-    return Path(str(resources.files("xcsh_store.migrations")))
+    """The copy shipped inside the installed package, else the top-level ``migrations/`` of a
+    checkout.
+
+    The shipped folder comes first: next to an installed package, ``parents[2]`` is
+    site-packages, where another distribution may have put a ``migrations`` folder of its own.
+    """
+    here = Path(__file__).resolve()
+    shipped = here.parents[1] / "migrations"
+    return shipped if shipped.is_dir() else here.parents[2] / "migrations"
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
@@ -59,6 +62,8 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
         sql = path.read_text(encoding="utf-8")
         checksum = hashlib.sha256(sql.encode("utf-8")).hexdigest()
         migrations.append(Migration(number, path.stem, sql, checksum))
+    if not migrations:
+        raise IndexDatabaseError(f"No schema migrations in {directory}: the installation is broken")
     return migrations
 
 
@@ -212,7 +217,7 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
         if not read_only:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute("PRAGMA cache_size = -65536")
+        connection.execute("PRAGMA cache_size = -32768")  # 32 MiB
         connection.execute("PRAGMA temp_store = MEMORY")
         if read_only:
             connection.execute("PRAGMA query_only = ON")

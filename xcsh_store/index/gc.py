@@ -42,14 +42,75 @@ class GcReport:
     temp_files_removed: int = 0
 
 
-def scan_blob_dir(blobs_dir: str) -> dict[str, os.stat_result]:
-    """Blob files by hash; names that are not a full lowercase hash are not blobs."""
-    found: dict[str, os.stat_result] = {}
-    for entry in _scan(blobs_dir):
-        if _HASH_NAME.fullmatch(entry.name):
-            with contextlib.suppress(FileNotFoundError):
-                found[entry.name] = entry.stat(follow_symlinks=False)
-    return found
+def blob_names(blobs_dir: str) -> set[str]:
+    """Every name in the blob folder (temp and quarantine files included; see is_blob_name)."""
+    try:
+        return set(os.listdir(blobs_dir))
+    except FileNotFoundError:
+        return set()
+
+
+def is_blob_name(name: str) -> bool:
+    return _HASH_NAME.fullmatch(name) is not None
+
+
+def _folder_signature(blobs_dir: str) -> str | None:
+    """Changes whenever a file is added to, removed from or renamed in the folder."""
+    try:
+        info = os.stat(blobs_dir)
+    except FileNotFoundError:
+        return None
+    return f"{info.st_ino}:{info.st_mtime_ns}"
+
+
+def record_blob_folder(connection: apsw.Connection, blobs_dir: str) -> None:
+    """Make ``blobs.size`` say which blobs are on disk (NULL: not there), unless the folder is
+    unchanged since the last time this was done.
+
+    A folder's mtime changes with every file created, removed or renamed in it, so while it
+    stays the same the index already knows the folder's contents and the GC needs no listing.
+    """
+    signature = _folder_signature(blobs_dir)
+    if signature is not None and signature == _meta(connection, "blob_folder_signature"):
+        return
+    names = blob_names(blobs_dir)
+    recorded = {
+        digest
+        for digest in _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
+                                          " WHERE size IS NOT NULL")
+    }  # fmt: skip
+    gone = recorded - names
+    new = [name for name in names - recorded if is_blob_name(name)]
+    stamp = now_iso()
+    rows = []
+    for digest in new:
+        with contextlib.suppress(FileNotFoundError):
+            rows.append((digest, os.stat(f"{blobs_dir}/{digest}").st_size, stamp, stamp))
+    with transaction(connection):
+        connection.executemany(
+            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
+            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash)"
+            " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
+            rows,
+        )
+        connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", [(d,) for d in gone])
+        connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
+        connection.execute(
+            "INSERT INTO meta (key, value) VALUES ('blob_folder_signature', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (signature,),
+        )
+
+
+def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
+    """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
+    joined = connection.execute(sql).fetchall()[0][0]
+    return joined.split(" ") if joined else []
+
+
+def _meta(connection: apsw.Connection, key: str) -> str | None:
+    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+    return rows[0][0] if rows else None
 
 
 def collect_garbage(
@@ -62,28 +123,40 @@ def collect_garbage(
 ) -> GcReport:
     """Find blob files no indexed entry references, older than ``grace``; delete them if asked.
 
-    Deleting is two-step so that an agent writing the same blob concurrently always wins: the
-    file is renamed to a quarantine name first, then its mtime is checked again (a concurrent
+    The reference counts and the recorded folder contents answer the question in SQL; only the
+    unreferenced blobs are looked at on disk (their mtime, for the grace period). Deleting is
+    two-step so that an agent writing the same blob concurrently always wins: the file is
+    renamed to a quarantine name first, then its mtime is checked again (a concurrent
     ``BlobStore.put`` refreshes it, or re-creates the file when the name is gone), and only a
     blob that is still old is unlinked; a fresh one is renamed back.
     """
     report = GcReport(applied=False)
-    report.restored = _restore_quarantine(blobs_dir)
-    on_disk = scan_blob_dir(blobs_dir)
-    report.blobs_on_disk = len(on_disk)
-    referenced = {row[0] for row in connection.execute("SELECT hash FROM blobs WHERE refcount > 0")}
-    report.referenced = len(referenced)
-    report.dangling = sorted(referenced - on_disk.keys())
+    if _folder_signature(blobs_dir) != _meta(connection, "blob_folder_signature"):
+        # Only a changed folder can hold what a killed collection left (it renamed files).
+        report.restored = _restore_quarantine(blobs_dir)
+    record_blob_folder(connection, blobs_dir)
+    report.blobs_on_disk, report.referenced = connection.execute(
+        "SELECT count(size), count(*) FILTER (WHERE refcount > 0) FROM blobs"
+    ).fetchall()[0]
+    report.dangling = sorted(
+        _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
+                            " WHERE refcount > 0 AND size IS NULL")
+    )  # fmt: skip
+    unreferenced = _hashes(
+        connection,
+        "SELECT group_concat(hash, ' ') FROM blobs WHERE refcount <= 0 AND size IS NOT NULL",
+    )
     cutoff = time.time() - grace.total_seconds()
-    for digest, info in sorted(on_disk.items()):
-        if digest in referenced:
+    for digest in sorted(unreferenced):
+        try:
+            info = os.stat(f"{blobs_dir}/{digest}")
+        except FileNotFoundError:
             continue
         if info.st_mtime > cutoff:
             report.kept_recent += 1
             continue
         report.candidates.append(digest)
         report.candidate_bytes += info.st_size
-    _record_sizes(connection, on_disk)
     if not apply:
         return report
     # Never referenced by anything, so safe to remove even when deleting blobs is refused.
@@ -197,15 +270,3 @@ def _delete_if_still_old(blobs_dir: str, digest: str, cutoff: float) -> int | No
         return None
     os.unlink(quarantine)
     return info.st_size
-
-
-def _record_sizes(connection: apsw.Connection, on_disk: dict[str, os.stat_result]) -> None:
-    """Keep ``blobs.size`` and ``last_seen`` for the files found on disk."""
-    stamp = now_iso()
-    with transaction(connection):
-        connection.executemany(
-            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
-            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash)"
-            " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
-            [(digest, info.st_size, stamp, stamp) for digest, info in on_disk.items()],
-        )

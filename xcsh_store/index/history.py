@@ -21,14 +21,18 @@ MIRROR_BATCH = 5_000
 def mirror_history(connection: apsw.Connection, history_db: str) -> int:
     """Copy new prompts from ``history.db``; re-copy everything when rows were deleted there.
 
-    Returns how many prompts were copied. history.db is opened read-only and never changed.
-    When it cannot be read the mirror is left as it was and HistoryError is raised; errors of
-    the index itself propagate unchanged (a damaged index must be rebuilt, not blamed on
-    history.db).
+    Returns how many prompts were copied. history.db is opened read-only and never changed, and
+    not opened at all while it and its WAL file look exactly as at the last mirror. When it
+    cannot be read the mirror is left as it was and HistoryError is raised; errors of the index
+    itself propagate unchanged (a damaged index must be rebuilt, not blamed on history.db).
     """
-    if not os.path.exists(history_db):
+    signature = _signature(history_db)
+    if signature == _meta(connection, "history_signature"):
+        return 0
+    if signature is None:
         with transaction(connection):
             connection.execute("DELETE FROM history")
+            _set_meta(connection, "history_signature", None)
         return 0
     with _reading(history_db):
         source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
@@ -62,6 +66,7 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
                     [(*row, prompt_hash(row[1])) for row in batch],
                 )
                 copied += len(batch)
+            _set_meta(connection, "history_signature", signature)
         return copied
     finally:
         source.close()
@@ -74,6 +79,34 @@ def _reading(history_db: str) -> Iterator[None]:
         yield
     except (apsw.Error, UnicodeDecodeError) as error:
         raise HistoryError(f"history.db could not be read: {error}") from error
+
+
+def _signature(history_db: str) -> str | None:
+    """Size and mtime of history.db and its WAL; None when there is no history.db."""
+    parts = []
+    for path in (history_db, history_db + "-wal"):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            if path == history_db:
+                return None
+            parts.append("-")
+            continue
+        parts.append(f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}")
+    return " ".join(parts)
+
+
+def _meta(connection: apsw.Connection, key: str) -> str | None:
+    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _set_meta(connection: apsw.Connection, key: str, value: str | None) -> None:
+    connection.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,11 +6,12 @@ import hashlib
 import re
 from typing import Any
 
+from xcsh_store.discovery import content_text
 from xcsh_store.history_search import storable_text
 from xcsh_store.jsonl import dumps
 
 # Tool output can be megabytes; its beginning is what people search for.
-TOOL_RESULT_TEXT_CAP = 4_096
+TOOL_RESULT_TEXT_CAP = 2_048
 # Arguments of a tool call can hold whole files.
 TOOL_ARGUMENTS_TEXT_CAP = 2_048
 ENTRY_TEXT_CAP = 65_536
@@ -53,31 +54,23 @@ def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
     return texts
 
 
-def _number(value: Any) -> int | float:
-    """Usage counters: anything that is not a number counts as 0 (D16)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    return 0
+_NUMBERS = (int, float)  # exact types: a bool is not a token count
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "premiumRequests")
 
 
 def usage_of(usage: Any) -> tuple[int | float, ...] | None:
-    """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object."""
+    """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object.
+
+    Anything that is not a number counts as 0 (D16).
+    """
     if type(usage) is not dict:
         return None
-    cost = usage.get("cost")
-    return (
-        _number(usage.get("input")),
-        _number(usage.get("output")),
-        _number(usage.get("cacheRead")),
-        _number(usage.get("cacheWrite")),
-        _number(usage.get("premiumRequests")),
-        _number(cost.get("total")) if type(cost) is dict else 0,
-    )
-
-
-def message_text(message: dict[str, Any]) -> str:
-    """The plain text of a user or assistant message (text blocks joined by a space)."""
-    return " ".join(_text_blocks(message.get("content")))
+    get = usage.get
+    values = [value if type(value) in _NUMBERS else 0 for value in map(get, _USAGE_KEYS)]
+    cost = get("cost")
+    total = cost.get("total") if type(cost) is dict else 0
+    values.append(total if type(total) in _NUMBERS else 0)
+    return tuple(values)
 
 
 def prompt_hash(text: str) -> str:
@@ -156,7 +149,7 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
     role = message.get("role")
     facts.role = role if isinstance(role, str) else None
     if role == "user":
-        text = message_text(message)
+        text = content_text(message.get("content"))
         if text.strip():
             facts.prompt_hash = prompt_hash(text)
         return text

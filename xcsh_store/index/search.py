@@ -15,9 +15,9 @@ SNIPPET_TOKENS = 12
 # A trailing prefix word stands for at most this many of its completions (the most common).
 PREFIX_COMPLETIONS = 24
 SNIPPET_CONTEXT_CHARS = 120
-SNIPPET_WINDOW_CHARS = 1_500
+SNIPPET_WINDOW_CHARS = 400
 # At most this many matches (the newest) are ranked by bm25; see search_entries.
-RANKED_CANDIDATES = 5_000
+RANKED_CANDIDATES = 2_000
 
 
 _TOKEN = re.compile(r"[^\W_]+")

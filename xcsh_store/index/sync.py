@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -17,13 +17,13 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
+from xcsh_store.discovery import content_text
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.db import transaction
 from xcsh_store.index.rows import (
     SURROGATE_ESCAPE,
     EntryFacts,
     blob_refs_in,
-    message_text,
     replace_lone_surrogates,
 )
 from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
@@ -41,7 +41,7 @@ log = logging.getLogger("xcsh_store")
 HEAD_BYTES = 1024
 TAIL_BYTES = 4096
 COMMIT_EVERY_VALUES = 20_000
-COMMIT_EVERY_BYTES = 32 << 20
+COMMIT_EVERY_BYTES = 16 << 20
 
 Progress = Callable[[int, int, str], None]
 
@@ -124,12 +124,15 @@ def is_session_file_name(name: str) -> bool:
 
 
 def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
-    """Every session file below ``root``; follows folder symlinks once, never in a loop."""
+    """Every session file below ``root``; follows folder symlinks once, never in a loop.
+
+    A file's project folder is the first folder below the root (empty for files in the root).
+    """
     visited: set[tuple[int, int]] = set()
-    pending = [root]
+    pending: list[tuple[str, str | None]] = [(root, None)]
     stale = time.time() - STALE_TEMP_SECONDS
     while pending:
-        folder = pending.pop()
+        folder, project_dir = pending.pop()
         try:
             info = os.stat(folder)
             key = (info.st_dev, info.st_ino)
@@ -141,16 +144,17 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             report.unreadable[folder] = _describe_error(error)
             continue
         for entry in entries:
-            if entry.name.startswith("."):
-                if SESSION_TEMP_NAME.fullmatch(entry.name) and _modified_before(entry, stale):
+            name = entry.name
+            if name[0] == ".":
+                if SESSION_TEMP_NAME.fullmatch(name) and _modified_before(entry, stale):
                     report.stale_temp_files.append(entry.path)
                 continue
             try:
                 if entry.is_dir():
-                    pending.append(entry.path)
+                    pending.append((entry.path, name if project_dir is None else project_dir))
                     continue
-                if not is_session_file_name(entry.name):
-                    continue
+                if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
+                    continue  # the test of is_session_file_name, inlined for the hot loop
                 result = entry.stat()
             except OSError as error:
                 report.unreadable[entry.path] = _describe_error(error)
@@ -161,11 +165,10 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
                 # SQLite stores text as UTF-8; such a name would fail every statement.
                 report.unreadable[entry.path] = "file name is not valid UTF-8; rename the file"
                 continue
-            relative = os.path.relpath(entry.path, root)
-            project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
             yield SeenFile(
-                entry.path, root, project_dir, result.st_size, result.st_mtime_ns, result.st_ino
-            )
+                entry.path, root, project_dir or "", result.st_size, result.st_mtime_ns,
+                result.st_ino,
+            )  # fmt: skip
 
 
 def _modified_before(entry: os.DirEntry[str], moment: float) -> bool:
@@ -237,8 +240,60 @@ _ENTRY_INSERT = (
 )
 
 
+class WriteBatch:
+    """One write transaction shared by many small files, committed every few MB.
+
+    Each file is written inside a savepoint, so a failure undoes that file alone; a big file
+    commits part-way (always on a line boundary, with its offset) to keep transactions bounded.
+    """
+
+    def __init__(self, connection: apsw.Connection) -> None:
+        self.connection = connection
+        self.values = 0
+        self.bytes = 0
+
+    def begin(self) -> None:
+        if self.connection.in_transaction:
+            return
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def added(self, values: int, size: int) -> None:
+        self.values += values
+        self.bytes += size
+
+    @property
+    def full(self) -> bool:
+        return self.values >= COMMIT_EVERY_VALUES or self.bytes >= COMMIT_EVERY_BYTES
+
+    def commit(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("COMMIT")
+        self.values = self.bytes = 0
+
+    @contextlib.contextmanager
+    def file(self) -> Iterator[None]:
+        """The work on one file: all of it, or (on an error) none of it since the last commit."""
+        self.begin()
+        self.connection.execute("SAVEPOINT file")
+        try:
+            yield
+        except BaseException:
+            if self.connection.in_transaction:
+                self.connection.execute("ROLLBACK TO file")
+                self.connection.execute("RELEASE file")
+            raise
+        self.connection.execute("RELEASE file")
+
+    def commit_within_file(self) -> None:
+        """Commit now, in the middle of a file, and carry on in a new savepoint."""
+        self.connection.execute("RELEASE file")
+        self.commit()
+        self.begin()
+        self.connection.execute("SAVEPOINT file")
+
+
 class FileIndexer:
-    """Indexes one file from a byte offset, in transactions that each end on a line boundary."""
+    """Indexes one file from a byte offset; commits always end on a line boundary."""
 
     def __init__(
         self,
@@ -249,18 +304,21 @@ class FileIndexer:
         self.connection = connection
         self.next_pk = next_pk
         self.report = report
+        self.batch = WriteBatch(connection)
 
     # -- entry point ------------------------------------------------------------------------
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
-        with open_regular_file(seen.path) as stream:
+        """Index one file within the current batch (the caller commits the batch)."""
+        with open_regular_file(seen.path) as stream, self.batch.file():
             info = os.fstat(stream.fileno())
             seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
             self.report.read_paths.append(seen.path)
             file_id = self._file_row(seen, known)
             resume = None if full or known is None else self._resume_point(stream, known)
             if resume is None:
-                self._drop_rows(file_id)
+                if known is not None:
+                    self.report.entries_removed += drop_file_rows(self.connection, file_id)
                 self.report.files_reindexed += 1
                 self._index_from_start(stream, seen, file_id)
             else:
@@ -270,13 +328,12 @@ class FileIndexer:
     def _file_row(self, seen: SeenFile, known: KnownFile | None) -> int:
         if known is not None:
             return known.id
-        with transaction(self.connection):
-            self.connection.execute(
-                "INSERT INTO files (path, root, project_dir, size, mtime_ns, inode, status)"
-                " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
-                (seen.path, seen.root, seen.project_dir, seen.inode),
-            )
-            return self.connection.last_insert_rowid()
+        self.connection.execute(
+            "INSERT INTO files (path, root, project_dir, size, mtime_ns, inode, status)"
+            " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
+            (seen.path, seen.root, seen.project_dir, seen.inode),
+        )
+        return self.connection.last_insert_rowid()
 
     def _resume_point(self, stream: BinaryIO, known: KnownFile) -> tuple[bytes, bytes] | None:
         """The bytes around the old end when the file only grew; None when it must be re-read."""
@@ -331,10 +388,6 @@ class FileIndexer:
         writer = _RowWriter(self, file_id, seen, state)
         writer.add_records(_complete_records(stream, known.indexed_bytes, self.report))
         writer.finish()
-
-    def _drop_rows(self, file_id: int) -> None:
-        with transaction(self.connection):
-            self.report.entries_removed += drop_file_rows(self.connection, file_id)
 
 
 def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
@@ -481,8 +534,7 @@ class _RowWriter:
         self.run_ids: set[str] = set()
         self.pending_bytes = 0
         self.header_row: dict[str, Any] | None = None
-        self.recent = collections.deque([state.tail])
-        self.recent_size = len(state.tail)
+        self.recent = [state.tail]
 
     def add_records(self, records: Any) -> None:
         for record in records:
@@ -496,7 +548,9 @@ class _RowWriter:
                 len(self.entry_rows) >= COMMIT_EVERY_VALUES
                 or self.pending_bytes >= COMMIT_EVERY_BYTES
             ):
-                self._commit(final=False)
+                self._flush(final=False)
+                if self.indexer.batch.full:
+                    self.indexer.batch.commit_within_file()
 
     def _keep_edges(self, record: _Record) -> None:
         """Remember the first KiB and the records covering the last 4 KiB, for the hashes."""
@@ -505,9 +559,8 @@ class _RowWriter:
             state.head += record.data[: HEAD_BYTES - len(state.head)]
         recent = self.recent
         recent.append(record.data)
-        self.recent_size += len(record.data)
-        while self.recent_size - len(recent[0]) >= TAIL_BYTES:
-            self.recent_size -= len(recent.popleft())
+        if len(recent) > 64:
+            self.recent = [b"".join(recent)[-TAIL_BYTES:]]
 
     def _add_value(self, record: _Record, part: int, value: dict[str, Any], line: bytes) -> None:
         state = self.state
@@ -580,7 +633,7 @@ class _RowWriter:
             if message:
                 totals.message_count += 1
                 if totals.first_message is None and facts.role == "user":
-                    text = message_text(message) if type(message) is dict else ""
+                    text = content_text(message.get("content")) if type(message) is dict else ""
                     if text:
                         totals.first_message = text
         elif kind == "compaction" and isinstance(value.get("shortSummary"), str):
@@ -589,23 +642,24 @@ class _RowWriter:
     # -- committing -------------------------------------------------------------------------
 
     def finish(self) -> None:
-        self._commit(final=True)
+        self._flush(final=True)
 
-    def _commit(self, final: bool) -> None:
+    def _flush(self, final: bool) -> None:
+        """Write the pending rows, the session figures and the file's offset (one batch)."""
         rows = [row for row in self.entry_rows if row is not None]
-        with transaction(self.connection):
-            if rows:
-                self._replace_duplicates(rows)
-                self.connection.executemany(_ENTRY_INSERT, rows)
-                self.connection.executemany(
-                    "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
-                )
-                self.connection.executemany(
-                    "INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES (?, ?)", self.blob_rows
-                )
-                self.indexer.report.entries_added += len(rows)
-            self._write_session()
-            self._write_file_row(final)
+        if rows:
+            self._replace_duplicates(rows)
+            self.connection.executemany(_ENTRY_INSERT, rows)
+            self.connection.executemany(
+                "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
+            )
+            self.connection.executemany(
+                "INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES (?, ?)", self.blob_rows
+            )
+            self.indexer.report.entries_added += len(rows)
+        self._write_session()
+        self._write_file_row(final)
+        self.indexer.batch.added(len(rows), self.pending_bytes)
         self.entry_rows, self.text_rows, self.blob_rows = [], [], []
         self.run_ids.update(self.batch_ids)
         self.batch_ids = {}
@@ -701,26 +755,40 @@ def _title_of(
 
 
 def max_pk(connection: apsw.Connection) -> int:
-    return connection.execute("SELECT coalesce(max(pk), 0) FROM entries").fetchall()[0][0]
+    """The highest entry key in use, counting search rows (a damaged index may have orphans)."""
+    # ORDER BY rowid DESC LIMIT 1 is answered by FTS5 itself; max(rowid) would scan the table.
+    return connection.execute(
+        "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"
+        " coalesce((SELECT rowid FROM entries_fts ORDER BY rowid DESC LIMIT 1), 0))"
+    ).fetchall()[0][0]
 
 
 def pk_counter(connection: apsw.Connection) -> Callable[[], int]:
-    current = max_pk(connection)
+    """Entry keys after the highest in use, looked up on the first call."""
+    current: int | None = None
 
     def next_pk() -> int:
         nonlocal current
-        current += 1
+        current = (max_pk(connection) if current is None else current) + 1
         return current
 
     return next_pk
 
 
-def load_known_files(connection: apsw.Connection) -> dict[str, KnownFile]:
-    rows = connection.execute(
-        "SELECT id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status,"
-        " next_seq, last_id, legacy FROM files"
-    )
-    return {row[1]: KnownFile(*row[:11], bool(row[11])) for row in rows}
+_KNOWN_COLUMNS = (
+    "id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status, next_seq,"
+    " last_id, legacy"
+)
+
+
+def _known_file(row: tuple[Any, ...]) -> KnownFile:
+    return KnownFile(*row[:11], bool(row[11]))
+
+
+def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:
+    rows = connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files WHERE path = ?", (path,))
+    row = rows.fetchall()
+    return _known_file(row[0]) if row else None
 
 
 def elapsed_since(start: float) -> float:
@@ -740,7 +808,11 @@ def sync_files(
     """Bring the rows of every file under ``roots`` up to date; returns what was done."""
     started = time.perf_counter()
     report = SyncReport()
-    known = load_known_files(connection)
+    # Plain rows: most files are unchanged and only need their size, mtime and inode compared.
+    known_rows = {
+        row[0]: row
+        for row in connection.execute("SELECT path, size, mtime_ns, inode, status FROM files")
+    }
     seen: dict[str, SeenFile] = {}
     scanned_roots: list[str] = []
     for root in roots:
@@ -752,30 +824,33 @@ def sync_files(
             seen[item.path] = item
     report.files_seen = len(seen)
 
+    # A file under a folder that could not be listed may still exist: keep its rows.
+    unreadable = list(report.unreadable)
     vanished = {
-        path: row
-        for path, row in known.items()
+        path: known_file(connection, path)
+        for path, row in known_rows.items()
         if path not in seen
         and is_under_any(path, scanned_roots)
-        # A file in a folder that cannot be listed keeps its rows until it can be looked at.
-        and not is_under_any(path, list(report.unreadable))
+        and not (unreadable and is_under_any(path, unreadable))
     }
-    _follow_renames(connection, seen, known, vanished, report)
+    renamed = _follow_renames(connection, seen, known_rows, vanished, report)
 
     todo = []
     for path, item in seen.items():
-        row = known.get(path)
-        unchanged = (
-            row is not None
-            and row.size == item.size
-            and row.mtime_ns == item.mtime_ns
-            and row.inode == item.inode
-            and row.status != "unreadable"
-        )
-        if unchanged and not full:
+        row = known_rows.get(path)
+        if path in renamed:
+            report.files_unchanged += 1
+        elif (
+            not full
+            and row is not None
+            and row[1] == item.size
+            and row[2] == item.mtime_ns
+            and row[3] == item.inode
+            and row[4] != "unreadable"
+        ):
             report.files_unchanged += 1
         else:
-            todo.append((item, row))
+            todo.append((item, None if row is None else known_file(connection, path)))
 
     # Oldest first, so entry keys (and FTS rowids) grow with recency: search ranks the newest
     # matches of a very common query by walking rowids downwards.
@@ -789,16 +864,25 @@ def sync_files(
         try:
             indexer.index(item, row, full)
         except OSError as error:
+            indexer.batch.commit()
             report.unreadable[item.path] = _describe_error(error)
             _mark_unreadable(connection, item, row, report.unreadable[item.path])
+        if indexer.batch.full:
+            indexer.batch.commit()
         done += item.size
+    indexer.batch.commit()
     if progress is not None and todo:
         progress(total, total, "")
 
-    for row in vanished.values():
+    # Files found under a root that is no longer registered go too.
+    marks = ",".join("?" * len(roots))
+    forgotten = connection.execute(
+        f"SELECT id FROM files WHERE root NOT IN ({marks})", roots
+    ).fetchall()
+    for file_id in [row.id for row in vanished.values()] + [row[0] for row in forgotten]:
         with transaction(connection):
-            report.entries_removed += drop_file_rows(connection, row.id)
-            connection.execute("DELETE FROM files WHERE id = ?", (row.id,))
+            report.entries_removed += drop_file_rows(connection, file_id)
+            connection.execute("DELETE FROM files WHERE id = ?", (file_id,))
         report.files_removed += 1
     for path in report.stale_temp_files:
         # A rewrite killed before its rename: the session file itself was never touched.
@@ -816,14 +900,18 @@ def is_under_any(path: str, roots: list[str]) -> bool:
 def _follow_renames(
     connection: apsw.Connection,
     seen: dict[str, SeenFile],
-    known: dict[str, KnownFile],
+    known_rows: dict[str, tuple[Any, ...]],
     vanished: dict[str, KnownFile],
     report: SyncReport,
-) -> None:
-    """A vanished file that reappears under a new name (same inode, size, mtime) is moved."""
+) -> set[str]:
+    """A vanished file that reappears under a new name (same inode, size, mtime) is moved;
+    returns the new paths."""
+    renamed: set[str] = set()
+    if not vanished:
+        return renamed
     by_identity = {(row.inode, row.size, row.mtime_ns): row for row in vanished.values()}
     for path, item in seen.items():
-        if path in known:
+        if path in known_rows:
             continue
         row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
         if row is None:
@@ -838,9 +926,9 @@ def _follow_renames(
                 (path, item.project_dir, row.id),
             )
         del vanished[row.path]
-        row.path = path
-        known[path] = row
+        renamed.add(path)
         report.files_renamed += 1
+    return renamed
 
 
 def _mark_unreadable(

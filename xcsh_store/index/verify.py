@@ -74,6 +74,8 @@ class Verifier:
             self.scratch_indexer.index(seen, None, full=True)
         except OSError as error:
             return [f"file cannot be read: {error}"]
+        finally:
+            self.scratch_indexer.batch.commit()
         scratch_id = self.scratch.execute(
             "SELECT id FROM files WHERE path = ?", (seen.path,)
         ).fetchall()[0][0]

@@ -1,0 +1,5 @@
+"""``python -m xcsh_store``: the same command line as ``xcsh-store``."""
+
+from xcsh_store.cli import cli
+
+cli(prog_name="xcsh-store")

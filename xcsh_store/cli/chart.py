@@ -1,0 +1,322 @@
+"""Usage charts: stacked unicode bars for the terminal and a self-contained HTML/SVG page."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import click
+
+from xcsh_store.cli.render import human_count, money
+from xcsh_store.index import UsageRow
+
+# (name, colour on a terminal, shade without colour, colour in HTML)
+SERIES = (
+    ("input", "blue", "█", "#4e79a7"),
+    ("output", "green", "▓", "#59a14f"),
+    ("cache read", "cyan", "▒", "#9ecae9"),
+    ("cache write", "yellow", "░", "#f1ce63"),
+)
+COST_COLOUR = "#e15759"
+EIGHTHS = " ▏▎▍▌▋▊▉"
+SPARKS = "▁▂▃▄▅▆▇█"
+MIN_BAR_WIDTH = 10
+MAX_BAR_WIDTH = 72
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    label: str
+    values: tuple[float, float, float, float]  # input, output, cache read, cache write
+    cost: float
+
+    @property
+    def total(self) -> float:
+        return sum(self.values)
+
+
+def _bar(row: UsageRow) -> Bar:
+    return Bar(
+        row.key if row.key is not None else "?",
+        (
+            row.input_tokens or 0,
+            row.output_tokens or 0,
+            row.cache_read_tokens or 0,
+            row.cache_write_tokens or 0,
+        ),
+        row.cost or 0.0,
+    )
+
+
+def _next_key(key: str, by: str) -> str:
+    if by == "month":
+        year, month = (int(part) for part in key.split("-"))
+        return f"{year + month // 12:04d}-{month % 12 + 1:02d}"
+    return (date.fromisoformat(key) + timedelta(days=7 if by == "week" else 1)).isoformat()
+
+
+# Filling gaps stops here (about 13 years of days); a longer span is drawn without filling.
+MAX_FILLED_BARS = 5000
+
+
+def bars_of(rows: Sequence[UsageRow], by: str) -> list[Bar]:
+    """One bar per row; for day/week/month the quiet periods in between are filled with zeros,
+    so the time axis is honest."""
+    bars = [_bar(row) for row in rows]
+    if by not in ("day", "week", "month") or len(bars) < 2:
+        return bars
+    by_key = {bar.label: bar for bar in bars}
+    keys = sorted(by_key)
+    if not all(key[:1].isdigit() for key in keys):
+        return bars  # entries without a timestamp have no place on a time axis
+    filled: list[Bar] = []
+    key = keys[0]
+    try:
+        while key <= keys[-1] and len(filled) < MAX_FILLED_BARS:
+            filled.append(by_key.get(key, Bar(key, (0, 0, 0, 0), 0.0)))
+            key = _next_key(key, by)
+    except ValueError:
+        return bars
+    return filled if key > keys[-1] else bars
+
+
+def sparkline(values: Sequence[float]) -> str:
+    top = max(values, default=0)
+    if top <= 0:
+        return SPARKS[0] * len(values)
+    return "".join(SPARKS[min(7, int(value / top * 7.999))] for value in values)
+
+
+def _cells(values: Sequence[float], scale: float, width: int) -> list[int]:
+    """Cells per stacked segment; rounding the running sum keeps the whole bar to scale."""
+    cells, drawn, running = [], 0, 0.0
+    for value in values:
+        running += value
+        end = min(width, round(running * scale))
+        cells.append(end - drawn)
+        drawn = end
+    return cells
+
+
+def terminal_chart(
+    rows: Sequence[UsageRow], by: str, metric: str, width: int | None, color: bool
+) -> list[str]:
+    """Horizontal bars, one line per group: stacked token kinds, or cost with 1/8-cell precision."""
+    bars = bars_of(rows, by)
+    if not bars:
+        return ["No usage recorded."]
+    label_width = max(len(bar.label) for bar in bars)
+    values_width = 18
+    available = (width or 100) - label_width - values_width - 4
+    bar_width = max(MIN_BAR_WIDTH, min(MAX_BAR_WIDTH, available))
+    lines = [_legend(metric, color), ""]
+    top = max((bar.cost if metric == "cost" else bar.total) for bar in bars)
+    scale = bar_width / top if top > 0 else 0.0
+    for bar in bars:
+        drawn = (
+            _cost_bar(bar.cost, scale)
+            if metric == "cost"
+            else _token_bar(bar, scale, bar_width, color)
+        )
+        padding = bar_width - len(click.unstyle(drawn))
+        lines.append(
+            f"{bar.label:>{label_width}} ▕{drawn}{' ' * padding}▏ "
+            f"{human_count(bar.total):>6} {money(bar.cost):>9}"
+        )
+    costs = [bar.cost for bar in bars]
+    tokens = [bar.total for bar in bars]
+    lines += [
+        "",
+        f"{'tokens':>{label_width}}  {sparkline(tokens)}  {human_count(sum(tokens))} in total",
+        f"{'cost':>{label_width}}  {sparkline(costs)}  {money(sum(costs))} in total",
+    ]
+    return lines
+
+
+def _legend(metric: str, color: bool) -> str:
+    if metric == "cost":
+        return "Cost (bars), tokens and cost per group on the right"
+    keys = [
+        click.style("█", fg=colour) + f" {name}" if color else f"{shade} {name}"
+        for name, colour, shade, _html in SERIES
+    ]
+    return "Tokens: " + "  ".join(keys) + "   (total tokens and cost on the right)"
+
+
+def _token_bar(bar: Bar, scale: float, width: int, color: bool) -> str:
+    parts = []
+    for (_name, colour, shade, _html), cells in zip(
+        SERIES, _cells(bar.values, scale, width), strict=True
+    ):
+        if cells <= 0:
+            continue
+        parts.append(click.style("█" * cells, fg=colour) if color else shade * cells)
+    if not parts and bar.total > 0:
+        parts.append("▏")  # something, however small, is not nothing
+    return "".join(parts)
+
+
+def _cost_bar(cost: float, scale: float) -> str:
+    eighths = round(cost * scale * 8)
+    full, rest = divmod(eighths, 8)
+    text = "█" * full + (EIGHTHS[rest] if rest else "")
+    return text or ("▏" if cost > 0 else "")
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+
+
+def _nice_step(top: float, ticks: int = 5) -> float:
+    if top <= 0:
+        return 1.0
+    raw = top / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 2.5, 5, 10):
+        if raw <= factor * power:
+            return factor * power
+    return 10 * power
+
+
+def html_chart(rows: Sequence[UsageRow], by: str, title: str) -> str:
+    """A self-contained HTML page: stacked token columns, a cost line, a legend and a table.
+
+    No scripts and no external files: it opens from disk, in a mail, or behind a strict CSP.
+    """
+    bars = bars_of(rows, by)
+    width, height = 960, 420
+    left, right, top_margin, bottom = 70, 70, 20, 90
+    plot_w, plot_h = width - left - right, height - top_margin - bottom
+    top_tokens = max((bar.total for bar in bars), default=0)
+    top_cost = max((bar.cost for bar in bars), default=0)
+    token_step, cost_step = _nice_step(top_tokens), _nice_step(top_cost)
+    token_max = token_step * max(1, math.ceil(top_tokens / token_step))
+    cost_max = cost_step * max(1, math.ceil(top_cost / cost_step))
+    slot = plot_w / max(1, len(bars))
+    column = max(2.0, slot * 0.7)
+    parts: list[str] = []
+
+    def y_of(value: float, maximum: float) -> float:
+        return top_margin + plot_h - (value / maximum * plot_h if maximum else 0)
+
+    for index in range(round(token_max / token_step) + 1):
+        value = index * token_step
+        y = y_of(value, token_max)
+        parts.append(
+            f'<line class="grid" x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="axis" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{human_count(value)}</text>"
+        )
+    for index in range(round(cost_max / cost_step) + 1):
+        value = index * cost_step
+        parts.append(
+            f'<text class="axis cost" x="{left + plot_w + 8}" y="{y_of(value, cost_max) + 4:.1f}">'
+            f"{html.escape(money(value))}</text>"
+        )
+    label_every = max(1, math.ceil(len(bars) / 24))
+    points = []
+    for index, bar in enumerate(bars):
+        x = left + index * slot + (slot - column) / 2
+        base = 0.0
+        for (name, _colour, _shade, fill), value in zip(SERIES, bar.values, strict=True):
+            if value <= 0:
+                continue
+            y_top, y_bottom = y_of(base + value, token_max), y_of(base, token_max)
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y_top:.1f}" width="{column:.1f}" '
+                f'height="{max(0.5, y_bottom - y_top):.1f}" fill="{fill}">'
+                f"<title>{html.escape(bar.label)} · {name}: {value:,.0f} tokens</title></rect>"
+            )
+            base += value
+        centre = x + column / 2
+        points.append((centre, y_of(bar.cost, cost_max), bar))
+        if index % label_every == 0:
+            parts.append(
+                f'<text class="axis" transform="translate({centre:.1f},{top_margin + plot_h + 14})'
+                f' rotate(45)">{html.escape(bar.label)}</text>'
+            )
+    if points:
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _bar in points)
+        parts.append(f'<polyline class="cost-line" points="{path}"/>')
+        for x, y, bar in points:
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{COST_COLOUR}">'
+                f"<title>{html.escape(bar.label)} · cost {html.escape(money(bar.cost))}"
+                "</title></circle>"
+            )
+    legend = (
+        "".join(
+            f'<span><i style="background:{fill}"></i>{name}</span>'
+            for name, _colour, _shade, fill in SERIES
+        )
+        + f'<span><i style="background:{COST_COLOUR}"></i>cost (right axis)</span>'
+    )
+    table_rows = "".join(
+        f"<tr><td>{html.escape(bar.label)}</td>"
+        + "".join(f"<td>{value:,.0f}</td>" for value in bar.values)
+        + f"<td>{bar.total:,.0f}</td><td>{html.escape(money(bar.cost))}</td></tr>"
+        for bar in bars
+    )
+    total_tokens = sum(bar.total for bar in bars)
+    total_cost = sum(bar.cost for bar in bars)
+    return _PAGE.format(
+        title=html.escape(title),
+        summary=html.escape(
+            f"{human_count(total_tokens)} tokens · {money(total_cost)} · {len(bars)} × {by}"
+        ),
+        legend=legend,
+        width=width,
+        height=height,
+        svg="".join(parts),
+        by=html.escape(by),
+        rows=table_rows,
+        cost_colour=COST_COLOUR,
+    )
+
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+  :root {{ color-scheme: light dark; --fg: #222; --muted: #666; --grid: #e5e5e5; --bg: #fff; }}
+  @media (prefers-color-scheme: dark) {{
+    :root {{ --fg: #eee; --muted: #aaa; --grid: #333; --bg: #161616; }}
+  }}
+  body {{ font: 14px/1.4 system-ui, sans-serif; color: var(--fg); background: var(--bg);
+         max-width: 1000px; margin: 2rem auto; padding: 0 1rem; }}
+  h1 {{ font-size: 1.3rem; margin-bottom: .2rem; }}
+  .summary {{ color: var(--muted); margin-top: 0; }}
+  .legend span {{ margin-right: 1.2rem; white-space: nowrap; }}
+  .legend i {{ display: inline-block; width: .8rem; height: .8rem; margin-right: .35rem;
+              vertical-align: -1px; border-radius: 2px; }}
+  svg {{ width: 100%; height: auto; }}
+  .grid {{ stroke: var(--grid); }}
+  .axis {{ fill: var(--muted); font-size: 11px; }}
+  .axis.cost {{ fill: {cost_colour}; }}
+  .cost-line {{ fill: none; stroke: {cost_colour}; stroke-width: 2; }}
+  rect:hover, circle:hover {{ opacity: .75; }}
+  table {{ border-collapse: collapse; margin-top: 1.5rem; width: 100%; }}
+  th, td {{ padding: .25rem .6rem; border-bottom: 1px solid var(--grid); text-align: right; }}
+  th:first-child, td:first-child {{ text-align: left; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p class="summary">{summary}</p>
+<p class="legend">{legend}</p>
+<svg viewBox="0 0 {width} {height}" role="img" aria-label="{title}">{svg}</svg>
+<table>
+<thead><tr><th>{by}</th><th>input</th><th>output</th><th>cache read</th><th>cache write</th>
+<th>total</th><th>cost</th></tr></thead>
+<tbody>{rows}</tbody>
+</table>
+<p class="summary">Made by xcsh-store from index.db.</p>
+</body>
+</html>
+"""

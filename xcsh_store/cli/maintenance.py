@@ -1,0 +1,509 @@
+"""Verbs that keep the store in shape: ``sync``, ``gc``, ``verify``, ``migrate``, ``doctor``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    echo,
+    emit_json,
+    json_option,
+    open_index,
+    pass_settings,
+    print_table,
+)
+from xcsh_store.cli.params import Duration
+from xcsh_store.cli.render import home_relative, local_time, plural
+from xcsh_store.doctor import Diagnosis, diagnose
+from xcsh_store.index import GcReport, SyncReport, VerifyReport
+from xcsh_store.index.sync import Progress
+from xcsh_store.output import format_bytes
+from xcsh_store.paths import get_sessions_dir
+from xcsh_store.upgrade import (
+    CURRENT,
+    MIGRATED,
+    NOT_A_SESSION,
+    WOULD_MIGRATE,
+    FileMigration,
+    migrate_files,
+)
+
+# --------------------------------------------------------------------------------------------
+# sync
+
+
+@contextmanager
+def progress_bar(settings: Settings, label: str) -> Iterator[Progress | None]:
+    """A byte-based progress bar on stderr when stderr is a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    bar: Any = None
+    shown = 0
+
+    def report(done: int, total: int, path: str) -> None:
+        nonlocal bar, shown
+        if bar is None:
+            bar = click.progressbar(
+                length=max(total, 1),
+                label=label,
+                file=sys.stderr,
+                color=settings.color,
+                show_pos=False,
+                item_show_func=lambda item: item,
+            )
+            bar.__enter__()
+        bar.update(done - shown, current_item=home_relative(path)[-40:] if path else None)
+        shown = done
+
+    try:
+        yield report
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+def sync_json(report: SyncReport) -> dict[str, Any]:
+    return {
+        "files_seen": report.files_seen,
+        "files_unchanged": report.files_unchanged,
+        "files_changed": report.files_changed,
+        "files_reindexed": report.files_reindexed,
+        "files_removed": report.files_removed,
+        "files_renamed": report.files_renamed,
+        "entries_added": report.entries_added,
+        "entries_removed": report.entries_removed,
+        "bytes_read": report.bytes_read,
+        "seconds": round(report.seconds, 3),
+        "unreadable": report.unreadable,
+        "missing_roots": report.missing_roots,
+        "history_mirrored": report.history_mirrored,
+        "history_error": report.history_error,
+    }
+
+
+def describe_sync(report: SyncReport) -> list[str]:
+    lines = [
+        f"Synced {plural(report.files_seen, 'file')}: {report.files_changed:,} changed, "
+        f"{report.files_unchanged:,} unchanged, {report.files_removed:,} removed"
+        + (f", {report.files_renamed:,} renamed" if report.files_renamed else "")
+        + f" · +{report.entries_added:,}/-{report.entries_removed:,} entries · "
+        f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
+    ]
+    if report.history_mirrored:
+        lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
+    if report.history_error:
+        lines.append(f"Prompt history: {report.history_error}")
+    lines += [f"Unreadable: {path}: {error}" for path, error in report.unreadable.items()]
+    lines += [f"Missing root: {root}" for root in report.missing_roots]
+    return lines
+
+
+@cli.command("sync")
+@click.option("--full", is_flag=True, help="Re-read every file instead of only what changed.")
+@click.option(
+    "--add-root",
+    "add_roots",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="Also index the session files under DIR, now and in every later sync (repeatable).",
+)
+@click.option(
+    "--remove-root",
+    "remove_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Stop indexing a root added with --add-root (repeatable).",
+)
+@json_option
+@pass_settings
+def sync_command(
+    settings: Settings,
+    full: bool,
+    add_roots: tuple[str, ...],
+    remove_roots: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Bring index.db up to date with the session files and history.db.
+
+    Only new bytes are read: an unchanged file costs one stat, a grown file is read from where
+    the last sync stopped. Extra roots are remembered in the index; a registered root that is
+    missing later makes `gc --apply` refuse.
+
+    \b
+    Examples:
+      xcsh-store sync
+      xcsh-store sync --full --json
+      xcsh-store sync --add-root ~/old-machine/sessions
+    """
+    with open_index(settings, read_only=False) as index, progress_bar(settings, "Indexing") as bar:
+        for root in add_roots:
+            index.add_root(root)
+        for root in remove_roots:
+            index.remove_root(root)
+        report = index.sync(full=full, progress=bar)
+    if as_json:
+        emit_json(sync_json(report))
+        return
+    for line in describe_sync(report):
+        echo(line)
+
+
+# --------------------------------------------------------------------------------------------
+# gc
+
+
+def gc_json(report: GcReport, grace: timedelta) -> dict[str, Any]:
+    return {
+        "applied": report.applied,
+        "refused": report.refused,
+        "grace_seconds": grace.total_seconds(),
+        "blobs_on_disk": report.blobs_on_disk,
+        "referenced": report.referenced,
+        "kept_recent": report.kept_recent,
+        "candidates": report.candidates,
+        "candidate_bytes": report.candidate_bytes,
+        "deleted": report.deleted,
+        "bytes_freed": report.bytes_freed,
+        "dangling": report.dangling,
+    }
+
+
+@cli.command("gc")
+@click.option("--apply", is_flag=True, help="Delete the unreferenced blobs (default: dry run).")
+@click.option(
+    "--grace",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="Keep blobs younger than this (30m, 1h, 2d): an agent may be about to reference them.",
+)
+@json_option
+@pass_settings
+def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool) -> None:
+    """Find blobs (stored images) no session references any more; delete them with --apply.
+
+    Syncs first. Refuses to delete while any session file or root could not be read, since a
+    blob referenced only from there would look unused. Also lists dangling references: entries
+    pointing at blobs that are missing. Exit code 1 when deleting was refused.
+
+    \b
+    Examples:
+      xcsh-store gc
+      xcsh-store gc --apply --grace 2d
+    """
+    with open_index(settings, read_only=False) as index:
+        report = index.blob_gc(apply=apply, grace=grace)
+    if as_json:
+        emit_json(gc_json(report, grace))
+    else:
+        _print_gc(settings, report, grace)
+    if report.refused:
+        raise click.ClickException(f"blobs not deleted: {report.refused}")
+
+
+def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
+    echo(
+        f"Blob store: {plural(report.blobs_on_disk, 'blob')} on disk, "
+        f"{report.referenced:,} referenced, {report.kept_recent:,} unreferenced but newer "
+        f"than the {_duration(grace)} grace period"
+    )
+    count = len(report.deleted if report.applied else report.candidates)
+    if report.applied:
+        echo(f"Deleted {plural(count, 'unreferenced blob')} ({format_bytes(report.bytes_freed)}).")
+    elif report.candidates:
+        echo(
+            f"{plural(count, 'unreferenced blob')} ({format_bytes(report.candidate_bytes)}) "
+            + ("would be deleted; run with --apply to delete them:" if not report.refused else ":")
+        )
+        for digest in report.candidates:
+            echo(f"  {digest}")
+    else:
+        echo("Nothing to delete.")
+    if report.dangling:
+        echo(
+            settings.style(
+                f"{plural(len(report.dangling), 'dangling reference')} (entries point at blobs "
+                "that are missing):",
+                fg="yellow",
+            )
+        )
+        for digest in report.dangling:
+            echo(f"  {digest}")
+
+
+def _duration(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+# --------------------------------------------------------------------------------------------
+# verify
+
+
+def verify_json(report: VerifyReport) -> dict[str, Any]:
+    return {
+        "clean": report.clean,
+        "files_checked": report.files_checked,
+        "differences": report.differences,
+        "refcount_errors": report.refcount_errors,
+        "repaired": report.repaired,
+    }
+
+
+@cli.command("verify")
+@click.option("--repair", is_flag=True, help="Re-index exactly the files that differ.")
+@json_option
+@pass_settings
+def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
+    """Compare index.db with a fresh parse of every session file.
+
+    Exit code 1 when the index differs and was not repaired.
+
+    \b
+    Examples:
+      xcsh-store verify
+      xcsh-store verify --repair
+    """
+    with open_index(settings, read_only=not repair) as index:
+        report = index.verify(repair=repair)
+    if as_json:
+        emit_json(verify_json(report))
+    else:
+        _print_verify(settings, report)
+    unrepaired = len(set(report.differences) - set(report.repaired))
+    wrong_counts = 0 if repair else len(report.refcount_errors)
+    if unrepaired or wrong_counts:
+        what = [plural(unrepaired, "file")] if unrepaired else []
+        what += [plural(wrong_counts, "blob count")] if wrong_counts else []
+        raise click.ClickException(
+            f"the index differs in {' and '.join(what)}; run `xcsh-store verify --repair`"
+        )
+
+
+def _print_verify(settings: Settings, report: VerifyReport) -> None:
+    if report.clean:
+        echo(
+            settings.style("Index matches the files", fg="green")
+            + f" ({report.files_checked:,} checked)."
+        )
+        return
+    echo(f"Checked {plural(report.files_checked, 'file')}:")
+    for path, problems in report.differences.items():
+        state = " (repaired)" if path in report.repaired else ""
+        echo(settings.style(home_relative(path), bold=True) + state)
+        for problem in problems:
+            echo(f"  {problem}")
+    for problem in report.refcount_errors:
+        echo(problem)
+
+
+# --------------------------------------------------------------------------------------------
+# migrate
+
+
+def migration_json(item: FileMigration) -> dict[str, Any]:
+    return {
+        "path": item.path,
+        "status": item.status,
+        "from_version": item.from_version,
+        "to_version": item.to_version,
+        "error": item.error,
+    }
+
+
+_RESULT_TEXT = {
+    MIGRATED: "migrated",
+    WOULD_MIGRATE: "would migrate",
+    NOT_A_SESSION: "left alone: not a session file",
+}
+
+
+@cli.command("migrate")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--dry-run", "-n", is_flag=True, help="Only say which files would be rewritten.")
+@json_option
+@pass_settings
+def migrate_command(
+    settings: Settings, files: tuple[str, ...], dry_run: bool, as_json: bool
+) -> None:
+    """Rewrite old session files (v1, v2, missing ids) as v3, in place.
+
+    Each file is replaced atomically, keeping its modification time. Without FILES: every
+    session file under the agent dir. A file without a valid session header is never touched.
+    Lines that are not JSON are dropped, as xcsh does when it rewrites a file. Exit code 1 when
+    a file could not be migrated.
+
+    \b
+    Examples:
+      xcsh-store migrate --dry-run
+      xcsh-store migrate ~/.xcsh/agent/sessions/--home-me-app--/old-session.jsonl
+    """
+    results = migrate_files(list(files) if files else None, settings.agent_dir, dry_run)
+    if as_json:
+        emit_json({"dry_run": dry_run, "files": [migration_json(item) for item in results]})
+    else:
+        _print_migrations(results, get_sessions_dir(settings.agent_dir))
+    failed = [item for item in results if item.status not in (*_RESULT_TEXT, CURRENT)]
+    if failed:
+        raise click.ClickException(f"{plural(len(failed), 'file')} could not be migrated")
+
+
+def _print_migrations(results: list[FileMigration], sessions_dir: str) -> None:
+    shown = [item for item in results if item.status != CURRENT]
+    if shown:
+        print_table(
+            (
+                (
+                    _below(item.path, sessions_dir),
+                    f"v{item.from_version}" if item.from_version else "",
+                    _RESULT_TEXT.get(item.status, f"{item.status}: {item.error}"),
+                )
+                for item in shown
+            ),
+            headers=("file", "from", "result"),
+            flexible=0,
+        )
+    counts = {status: 0 for status in (MIGRATED, WOULD_MIGRATE, CURRENT, NOT_A_SESSION)}
+    for item in results:
+        counts[item.status] = counts.get(item.status, 0) + 1
+    counts = {status: count for status, count in counts.items() if count}
+    echo(
+        f"{plural(len(results), 'file')}: "
+        + ", ".join(f"{count:,} {_summary_word(status)}" for status, count in counts.items())
+        + (". Run `xcsh-store sync` to index the new ids." if counts.get(MIGRATED) else ".")
+        if results
+        else "No session files found."
+    )
+
+
+def _below(path: str, folder: str) -> str:
+    """Session files are shown relative to the sessions folder they are in."""
+    relative = os.path.relpath(path, folder)
+    return home_relative(path) if relative.startswith("..") else relative
+
+
+def _summary_word(status: str) -> str:
+    return {CURRENT: "already current", NOT_A_SESSION: "not sessions"}.get(
+        status, status.replace("_", " ")
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# doctor
+
+
+def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
+    stats = diagnosis.index
+    return {
+        "healthy": diagnosis.healthy,
+        "versions": diagnosis.versions,
+        "fts5": diagnosis.fts5,
+        "paths": diagnosis.paths,
+        "exists": diagnosis.exists,
+        "index": None
+        if stats is None
+        else {
+            "db_bytes": stats.db_bytes,
+            "files": stats.files,
+            "sessions": stats.sessions,
+            "entries": stats.entries,
+            "unreadable_files": stats.unreadable_files,
+            "invalid_files": stats.invalid_files,
+            "blobs_referenced": stats.blobs_referenced,
+            "history_prompts": stats.history_prompts,
+            "last_sync": stats.last_sync,
+        },
+        "index_error": diagnosis.index_error,
+        "permissions_checked": diagnosis.checked,
+        "permission_problems": [
+            {
+                "path": problem.path,
+                "kind": problem.kind,
+                "mode": f"{problem.mode:04o}",
+                "expected": f"{problem.expected:04o}",
+                "fix": problem.fix,
+            }
+            for problem in diagnosis.permission_problems
+        ],
+        "more_permission_problems": diagnosis.more_permission_problems,
+        "problems": diagnosis.problems,
+    }
+
+
+@cli.command("doctor")
+@json_option
+@pass_settings
+def doctor_command(settings: Settings, as_json: bool) -> None:
+    """Check versions, paths, the index and file permissions, and say how to fix problems.
+
+    Exit code 1 when a problem was found.
+
+    \b
+    Example:
+      xcsh-store doctor
+    """
+    diagnosis = diagnose(settings.agent_dir)
+    if as_json:
+        emit_json(doctor_json(diagnosis))
+    else:
+        _print_doctor(settings, diagnosis)
+    if not diagnosis.healthy:
+        raise click.exceptions.Exit(1)
+
+
+def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
+    style = settings.style
+    versions = diagnosis.versions
+    ok, bad = style("ok", fg="green"), style("missing", fg="yellow")
+    echo(style("Versions", bold=True))
+    echo(
+        f"  xcsh-store {versions['xcsh_store']} · Python {versions['python']} · "
+        f"SQLite {versions['sqlite']} (apsw {versions['apsw']}, FTS5 "
+        f"{'yes' if diagnosis.fts5 else 'NO'})"
+    )
+    echo(
+        f"  stdlib sqlite3 (used by sqlite-utils and Datasette on index.db): SQLite "
+        f"{versions['stdlib_sqlite3']} · sqlite-utils {versions['sqlite_utils']}"
+    )
+    echo(style("Paths", bold=True))
+    for name, path in diagnosis.paths.items():
+        echo(f"  {name:<11} {home_relative(path)}  {ok if diagnosis.exists[name] else bad}")
+    echo(style("Index", bold=True))
+    stats = diagnosis.index
+    if stats is None:
+        echo(f"  {diagnosis.index_error or 'not checked'}")
+    else:
+        echo(
+            f"  {plural(stats.sessions, 'session')} · {plural(stats.entries, 'entry', 'entries')}"
+            f" · {plural(stats.history_prompts, 'prompt')} · {format_bytes(stats.db_bytes)}"
+            f" · last sync {local_time(stats.last_sync) or 'never'}"
+        )
+    echo(style("Permissions", bold=True))
+    if not diagnosis.permission_problems:
+        echo(f"  {plural(diagnosis.checked, 'path')} checked: all private " + ok)
+    for problem in diagnosis.permission_problems:
+        echo(
+            f"  {home_relative(problem.path)}  {problem.mode:04o}, want {problem.expected:04o}"
+            f"  → {problem.fix}"
+        )
+    if diagnosis.more_permission_problems:
+        echo(f"  … and {diagnosis.more_permission_problems:,} more")
+    if diagnosis.problems:
+        echo(style("Problems", bold=True, fg="red"))
+        for problem in diagnosis.problems:
+            echo(f"  • {problem}")
+    else:
+        echo(style("No problems found.", fg="green"))

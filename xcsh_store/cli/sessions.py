@@ -1,0 +1,497 @@
+"""Verbs that read sessions: ``ls``, ``show``, ``search`` and ``cat``."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    echo,
+    emit_json,
+    json_option,
+    open_index,
+    pass_settings,
+    print_table,
+)
+from xcsh_store.cli.params import since_option, until_option
+from xcsh_store.cli.render import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    cut,
+    home_relative,
+    human_count,
+    local_time,
+    money,
+    one_line,
+    plural,
+    short_time,
+    show_marks,
+    terminal_width,
+)
+from xcsh_store.cli.shapes import context_json, hit_json, session_json
+from xcsh_store.context import SessionContext
+from xcsh_store.index import IndexedSession
+from xcsh_store.index.names import unique_id_prefixes
+from xcsh_store.index.outline import SessionOutline, entry_summary, message_summary, session_outline
+from xcsh_store.paths import artifacts_dir_for
+from xcsh_store.urls import read_internal_url, resolve_internal_url
+
+# The cwd column keeps its end (the project name) when it is cut.
+CWD_WIDTH = 24
+DEFAULT_LIST_LIMIT = 30
+
+
+def cut_left(text: str, width: int) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def where(cwd: str | None) -> str:
+    return cut_left(home_relative(cwd), CWD_WIDTH)
+
+
+# --------------------------------------------------------------------------------------------
+# ls
+
+
+@cli.command("ls")
+@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+@click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIST_LIMIT,
+    show_default=True,
+    help="Most sessions to list; 0 lists all.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["modified", "created", "title"]),
+    default="modified",
+    show_default=True,
+    help="Newest modified, newest created, or by title.",
+)
+@json_option
+@pass_settings
+def ls_command(
+    settings: Settings,
+    cwd: str | None,
+    project: str | None,
+    limit: int,
+    order: str,
+    as_json: bool,
+) -> None:
+    """List sessions, newest first.
+
+    \b
+    Example:
+      xcsh-store ls --cwd . --limit 10
+    """
+    with open_index(settings) as index:
+        sessions = index.list_sessions(
+            cwd=os.path.abspath(cwd) if cwd else None,
+            project=project,
+            limit=limit + 1 if limit else None,
+            order=order,
+        )
+        ids = unique_id_prefixes(index, (session.session_id for session in sessions))
+    more = bool(limit) and len(sessions) > limit
+    sessions = sessions[:limit] if limit else sessions
+    if as_json:
+        emit_json([session_json(session) for session in sessions])
+        return
+    if not sessions:
+        echo("No sessions. (Run `xcsh-store sync` after new sessions were written.)")
+        return
+    print_table(
+        (
+            (
+                ids[session.session_id],
+                short_time(session.modified),
+                where(session.cwd),
+                session.message_count,
+                human_count(session.input_tokens + session.output_tokens),
+                money(session.cost),
+                session.title or session.first_message,
+            )
+            for session in sessions
+        ),
+        headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
+        flexible=6,
+        right=(3, 4, 5),
+        styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
+    )
+    if more:
+        echo(f"(showing {limit}; --limit 0 lists all)")
+
+
+# --------------------------------------------------------------------------------------------
+# show
+
+
+@cli.command("show")
+@click.argument("session")
+@click.option("--tree", "view", flag_value="tree", help="Draw every branch of the session.")
+@click.option(
+    "--context", "view", flag_value="context", help="Print the model context of the leaf."
+)
+@click.option("--leaf", metavar="ID", help="Entry id to use as the leaf (default: the last).")
+@json_option
+@pass_settings
+def show_command(
+    settings: Settings, session: str, view: str | None, leaf: str | None, as_json: bool
+) -> None:
+    """Show a session: its header and the active branch, or --tree, or --context.
+
+    SESSION is an id prefix, a file-name prefix or a path.
+
+    \b
+    Examples:
+      xcsh-store show 0195f3c2
+      xcsh-store show 0195f3c2 --tree
+      xcsh-store show 0195f3c2 --context --leaf 7f3a9c21
+    """
+    with open_index(settings) as index:
+        info = index.find_session(session)
+        leaf_id = leaf or info.last_entry_id
+        if view == "tree":
+            outline = session_outline(index, info, leaf)
+            payload: dict[str, Any] = tree_json(outline)
+        elif view == "context":
+            context = index.context(info, leaf)
+            payload = {"context": context_json(context)}
+        else:
+            entries = index.branch_entries(info, leaf)
+            payload = {"entries": entries}
+    if as_json:
+        header = {"session": session_json(info), "view": view or "branch", "leaf_id": leaf_id}
+        emit_json({**header, **payload})
+        return
+    print_header(settings, info)
+    echo()
+    if view == "tree":
+        for line in draw_tree(settings, outline):
+            echo(line)
+    elif view == "context":
+        print_context(settings, context, leaf_id)
+    else:
+        print_table(
+            (
+                (entry.get("id"), short_time(entry.get("timestamp")), *entry_summary(entry))
+                for entry in entries
+            ),
+            headers=("id", "time", "kind", "text"),
+            flexible=3,
+            styles=lambda row, column, text: _kind_style(settings, column, text),
+        )
+
+
+def _kind_style(settings: Settings, column: int, text: str) -> str:
+    if column == 0:
+        return settings.style(text, fg="cyan")
+    if column == 2:
+        return settings.style(text, fg=_KIND_COLOURS.get(text.split(" ")[0]), bold=True)
+    return text
+
+
+_KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
+
+
+def print_header(settings: Settings, info: IndexedSession) -> None:
+    label = settings.style
+    title = f' · "{info.title}"' if info.title else ""
+    lines = [
+        ("Session", label(info.session_id, fg="cyan", bold=True) + title),
+        ("File", home_relative(info.path)),
+        ("Cwd", home_relative(info.cwd)),
+        ("Created", f"{local_time(info.created)}    modified {local_time(info.modified)}"),
+        (
+            "Entries",
+            f"{plural(info.entry_count, 'entry', 'entries')} · "
+            f"{plural(info.message_count, 'message')} · leaf {info.last_entry_id or '-'}"
+            + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
+        ),
+        (
+            "Usage",
+            f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
+            f"cache read {human_count(info.cache_read_tokens)} · "
+            f"cache write {human_count(info.cache_write_tokens)} · {money(info.cost)}",
+        ),
+    ]
+    if info.parent_session_path:
+        lines.append(("Parent", home_relative(info.parent_session_path)))
+    width = terminal_width()
+    for name, value in lines:
+        text = f"{label(f'{name:<8}', bold=True)} {value}"
+        echo(text if width is None or len(click.unstyle(text)) <= width else cut(text, width))
+
+
+def print_context(settings: Settings, context: SessionContext, leaf_id: str | None) -> None:
+    models = ", ".join(f"{role}: {model}" for role, model in context.models.items()) or "-"
+    echo(
+        settings.style("Context", bold=True)
+        + f" at leaf {leaf_id or '-'} · {plural(len(context.messages), 'message')}"
+        + f" · thinking {context.thinking_level} · models {models} · mode {context.mode}"
+    )
+    if context.injected_ttsr_rules:
+        echo(f"Rules   {', '.join(context.injected_ttsr_rules)}")
+    echo()
+    print_table(
+        ((number, *message_summary(message)) for number, message in enumerate(context.messages, 1)),
+        headers=("#", "role", "text"),
+        flexible=2,
+        right=(0,),
+        styles=lambda row, column, text: _kind_style(settings, column, text),
+    )
+
+
+def tree_json(outline: SessionOutline) -> dict[str, object]:
+    tree = outline.tree
+    return {
+        "active_path": outline.active_path,
+        "roots": tree.roots,
+        "leaves": tree.leaves,
+        "branch_points": tree.branch_points,
+        "labels": outline.labels,
+        "nodes": [
+            {
+                "id": entry_id,
+                "parent_id": row.parent_id,
+                "type": row.type,
+                "timestamp": row.timestamp,
+                "summary": " ".join(entry_summary(outline.entries[entry_id])),
+                "label": outline.labels.get(entry_id),
+                "children": tree.children.get(entry_id, []),
+            }
+            for entry_id, row in tree.entries.items()
+        ],
+    }
+
+
+def tree_lines(outline: SessionOutline) -> Iterator[tuple[str, str]]:
+    """``(lead, entry id)`` per entry, depth first: a single child continues under its parent,
+    siblings get ``├─``/``└─``. Iterative, so a 50,000-entry chain cannot overflow the stack."""
+    children = outline.tree.children
+    roots = outline.tree.roots
+    several_roots = len(roots) > 1
+    stack: list[tuple[str, str, str]] = []
+    for position, root in reversed(list(enumerate(roots))):
+        connector = ("└─ " if position == len(roots) - 1 else "├─ ") if several_roots else ""
+        stack.append((root, "", connector))
+    seen: set[str] = set()
+    while stack:
+        entry_id, base, connector = stack.pop()
+        if entry_id in seen:
+            continue
+        seen.add(entry_id)
+        yield base + connector, entry_id
+        continuation = {"├─ ": "│  ", "└─ ": "   "}.get(connector, "")
+        kids = [kid for kid in children.get(entry_id, []) if kid not in seen]
+        if len(kids) == 1:
+            stack.append((kids[0], base + continuation, ""))
+            continue
+        for position, kid in reversed(list(enumerate(kids))):
+            stack.append((kid, base + continuation, "└─ " if position == len(kids) - 1 else "├─ "))
+
+
+def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
+    style = settings.style
+    active = set(outline.active_path)
+    leaves = set(outline.tree.leaves)
+    width = terminal_width()
+    branch_points = set(outline.tree.branch_points)
+    yield style(
+        f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
+        f"{plural(len(leaves), 'leaf', 'leaves')} · "
+        f"{plural(len(branch_points), 'branch point')} · "
+        f"● active path to {outline.leaf_id or '-'}",
+        dim=True,
+    )
+    for lead, entry_id in tree_lines(outline):
+        kind, text = entry_summary(outline.entries[entry_id])
+        on_path = entry_id in active
+        marker = "●" if on_path else "○"
+        tags = []
+        label = outline.labels.get(entry_id)
+        if label:
+            tags.append(style(f"[{label}]", fg="yellow", bold=True))
+        if entry_id == outline.leaf_id:
+            tags.append(style("◀ leaf", fg="green", bold=True))
+        elif entry_id in leaves:
+            tags.append(style("◁ leaf", dim=True))
+        tag_text = (" " + " ".join(tags)) if tags else ""
+        start = f"{lead}{marker} {entry_id} {kind}" + (": " if text else "")
+        room = None if width is None else width - len(start) - len(click.unstyle(tag_text))
+        body = cut(text, room if room is not None else 100)
+        line = (
+            style(lead, dim=True)
+            + style(marker, fg="green" if on_path else None, dim=not on_path)
+            + " "
+            + style(entry_id, fg="cyan", dim=not on_path)
+            + " "
+            + style(kind + (":" if text else ""), bold=on_path, dim=not on_path)
+            + (" " + style(body, dim=not on_path) if text else "")
+            + tag_text
+        )
+        yield line
+
+
+# --------------------------------------------------------------------------------------------
+# search
+
+
+@cli.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+@click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
+@click.option("--role", help="Only messages of this role: user, assistant, toolResult, …")
+@click.option("--model", help="Only entries of this model id (e.g. claude-sonnet-4-5).")
+@since_option
+@until_option
+@click.option(
+    "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="Most hits."
+)
+@json_option
+@pass_settings
+def search_command(
+    settings: Settings,
+    query: tuple[str, ...],
+    cwd: str | None,
+    project: str | None,
+    role: str | None,
+    model: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Full-text search over every session: best match first, newest breaking ties.
+
+    QUERY: plain words (all must match; the last also as a prefix), "exact phrases" and
+    -excluded words. Anything else is taken literally, never as search syntax. Put -- before
+    a query that starts with a minus.
+
+    \b
+    Examples:
+      xcsh-store search flaky login test
+      xcsh-store search '"connection refused"' --role toolResult --since 7d
+      xcsh-store search -- -draft release notes
+    """
+    with open_index(settings) as index:
+        hits = index.search(
+            " ".join(query),
+            cwd=os.path.abspath(cwd) if cwd else None,
+            project=project,
+            role=role,
+            model=model,
+            since=since,
+            until=until,
+            limit=limit,
+            highlight=(MARK_OPEN, MARK_CLOSE),
+        )
+        active = [index.on_active_branch(hit) for hit in hits]
+        ids = unique_id_prefixes(index, (hit.session_id for hit in hits))
+    if as_json:
+        emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
+        return
+    if not hits:
+        echo("No matches.")
+        return
+    print_table(
+        (
+            (
+                ids[hit.session_id],
+                hit.entry_id,
+                short_time(hit.timestamp),
+                (hit.role or hit.type or "") + ("" if on_branch else " (side)"),
+                one_line(hit.title) or where(hit.cwd),
+                hit.snippet,
+            )
+            for hit, on_branch in zip(hits, active, strict=True)
+        ),
+        headers=("session", "entry", "when", "role", "title / cwd", "match"),
+        flexible=(4, 5),
+        styles=lambda row, column, text: _hit_style(settings, column, text),
+    )
+
+
+def _hit_style(settings: Settings, column: int, text: str) -> str:
+    if column == 5:
+        return show_marks(text, settings.color)
+    if column in (0, 1):
+        return settings.style(text, fg="cyan")
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# cat
+
+
+@cli.command("cat")
+@click.argument("url")
+@click.option(
+    "--session",
+    "-s",
+    required=True,
+    metavar="SESSION",
+    help="Session whose artifacts to read: id prefix, file-name prefix or path.",
+)
+@click.option("--offset", type=click.IntRange(min=1), help="First line to print (1-based).")
+@click.option("--limit", type=click.IntRange(min=1), help="Number of lines to print.")
+@click.option(
+    "--raw", is_flag=True, help="Print the whole resource, without the reader's 50 KB page."
+)
+@json_option
+@pass_settings
+def cat_command(
+    settings: Settings,
+    url: str,
+    session: str,
+    offset: int | None,
+    limit: int | None,
+    raw: bool,
+    as_json: bool,
+) -> None:
+    """Print an artifact:// (full tool output) or agent:// (subagent output) of a session.
+
+    \b
+    Examples:
+      xcsh-store cat artifact://0 --session 0195f3c2
+      xcsh-store cat agent://0-Explore --session 0195f3c2 --offset 20 --limit 40
+      xcsh-store cat 'agent://0-Review/findings/0' --session 0195f3c2
+    """
+    session_path = _session_path(settings, session)
+    artifacts = artifacts_dir_for(session_path)
+    if raw:
+        if offset is not None or limit is not None:
+            raise click.UsageError("--raw prints everything; drop --offset/--limit")
+        text = resolve_internal_url(url, artifacts).content
+    else:
+        text = read_internal_url(url, artifacts, offset, limit)
+    if as_json:
+        emit_json({"url": url, "session_path": session_path, "text": text})
+        return
+    click.echo(_cli_paging_hint(text), nl=not text.endswith("\n"))
+
+
+_PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")
+
+
+def _cli_paging_hint(text: str) -> str:
+    """The reader's notices speak to the agent's read tool (``sel=L5``); say ``--offset 5``."""
+    head, separator, last = text.rpartition("\n")
+    return head + separator + _PAGING_HINT.sub(r"Use --offset \1 to \2", last)
+
+
+def _session_path(settings: Settings, session: str) -> str:
+    """A session file given by path needs no index; anything else is looked up in it."""
+    if session.endswith(".jsonl") and os.path.isfile(session):
+        return os.path.abspath(session)
+    with open_index(settings) as index:
+        return index.find_session(session).path

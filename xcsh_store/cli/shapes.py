@@ -1,0 +1,131 @@
+"""The ``--json`` shapes: one function per kind of record, so every verb prints the same keys.
+
+These shapes are a public contract documented in the README ("JSON output"); add keys, never
+rename or remove them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, iso_utc
+from xcsh_store.context import SessionContext
+from xcsh_store.index import IndexedSession, SearchHit, UsageRow
+from xcsh_store.index.history import PromptHit
+
+
+def session_json(session: IndexedSession) -> dict[str, Any]:
+    return {
+        "id": session.session_id,
+        "path": session.path,
+        "cwd": session.cwd or None,
+        "project": session.project_dir,
+        "title": session.title,
+        "title_source": session.title_source,
+        "parent_session": session.parent_session_path,
+        "version": session.version,
+        "created": iso_utc(session.created),
+        "modified": iso_utc(session.modified),
+        "entry_count": session.entry_count,
+        "message_count": session.message_count,
+        "first_message": session.first_message,
+        "last_entry_id": session.last_entry_id,
+        "input_tokens": session.input_tokens,
+        "output_tokens": session.output_tokens,
+        "cache_read_tokens": session.cache_read_tokens,
+        "cache_write_tokens": session.cache_write_tokens,
+        "premium_requests": session.premium_requests,
+        "cost": session.cost,
+    }
+
+
+def plain_snippet(snippet: str) -> str:
+    """A search snippet with its highlight marks as ``«`` and ``»``."""
+    return snippet.replace(MARK_OPEN, PLAIN_MARKS[0]).replace(MARK_CLOSE, PLAIN_MARKS[1])
+
+
+def hit_json(hit: SearchHit, on_active_branch: bool) -> dict[str, Any]:
+    return {
+        "session_id": hit.session_id,
+        "path": hit.path,
+        "title": hit.title,
+        "cwd": hit.cwd,
+        "entry_id": hit.entry_id,
+        "type": hit.type,
+        "role": hit.role,
+        "model": hit.model,
+        "timestamp": hit.timestamp,
+        "snippet": plain_snippet(hit.snippet),
+        "score": hit.score,
+        "on_active_branch": on_active_branch,
+    }
+
+
+def prompt_json(
+    prompt: str,
+    created_at: float,
+    cwd: str | None,
+    *,
+    history_id: int | None,
+    source: str = "history",
+    session_id: str | None = None,
+    session_path: str | None = None,
+    entry_id: str | None = None,
+) -> dict[str, Any]:
+    """One remembered prompt, from history.db or (``source: "session"``) from a session."""
+    return {
+        "id": history_id,
+        "prompt": prompt,
+        "created_at": created_at,
+        # history.db keeps whole seconds, so no milliseconds here.
+        "created": datetime.fromtimestamp(created_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cwd": cwd,
+        "source": source,
+        "session_id": session_id,
+        "session_path": session_path,
+        "entry_id": entry_id,
+    }
+
+
+def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
+    return prompt_json(
+        hit.prompt,
+        hit.created_at,
+        hit.cwd,
+        history_id=hit.history_id,
+        source=hit.source,
+        session_id=hit.session_id,
+        session_path=hit.session_path,
+        entry_id=hit.entry_id,
+    )
+
+
+def usage_json(row: UsageRow) -> dict[str, Any]:
+    return {
+        "key": row.key,
+        "entries": row.entries,
+        "input_tokens": row.input_tokens or 0,
+        "output_tokens": row.output_tokens or 0,
+        "cache_read_tokens": row.cache_read_tokens or 0,
+        "cache_write_tokens": row.cache_write_tokens or 0,
+        "total_tokens": total_tokens(row),
+        "cost": row.cost or 0,
+    }
+
+
+def total_tokens(row: UsageRow) -> int:
+    return sum(
+        value or 0
+        for value in (
+            row.input_tokens,
+            row.output_tokens,
+            row.cache_read_tokens,
+            row.cache_write_tokens,
+        )
+    )
+
+
+def context_json(context: SessionContext) -> dict[str, Any]:
+    return asdict(context)

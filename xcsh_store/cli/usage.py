@@ -1,0 +1,142 @@
+"""``xcsh-store usage``: tokens and cost per day, week, month, model, provider, project or session,
+as a table, a terminal chart or an HTML page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    echo,
+    emit_json,
+    json_option,
+    open_index,
+    pass_settings,
+    print_table,
+)
+from xcsh_store.cli.chart import html_chart, terminal_chart
+from xcsh_store.cli.params import since_option, until_option
+from xcsh_store.cli.render import human_count, money, terminal_width
+from xcsh_store.cli.shapes import total_tokens, usage_json
+from xcsh_store.index import USAGE_GROUPS, UsageRow
+
+
+def _totals(rows: list[UsageRow]) -> UsageRow:
+    return UsageRow(
+        key=None,
+        entries=sum(row.entries for row in rows),
+        input_tokens=sum(row.input_tokens or 0 for row in rows),
+        output_tokens=sum(row.output_tokens or 0 for row in rows),
+        cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
+        cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
+        cost=sum(row.cost or 0 for row in rows),
+    )
+
+
+def _row_cells(label: str, row: UsageRow) -> tuple[Any, ...]:
+    return (
+        label,
+        f"{row.entries:,}",
+        human_count(row.input_tokens),
+        human_count(row.output_tokens),
+        human_count(row.cache_read_tokens),
+        human_count(row.cache_write_tokens),
+        human_count(total_tokens(row)),
+        money(row.cost),
+    )
+
+
+@cli.command("usage")
+@click.option(
+    "--by",
+    type=click.Choice(list(USAGE_GROUPS)),
+    default="day",
+    show_default=True,
+    help="How to group (days, weeks and months are UTC).",
+)
+@since_option
+@until_option
+@click.option("--chart", is_flag=True, help="Draw bars instead of a table.")
+@click.option(
+    "--metric",
+    type=click.Choice(["tokens", "cost"]),
+    default="tokens",
+    show_default=True,
+    help="What the --chart bars measure.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Also write a self-contained HTML page with the chart and the numbers.",
+)
+@json_option
+@pass_settings
+def usage_command(
+    settings: Settings,
+    by: str,
+    since: str | None,
+    until: str | None,
+    chart: bool,
+    metric: str,
+    html_file: str | None,
+    as_json: bool,
+) -> None:
+    """Tokens and cost per day, week, month, model, provider, project or session.
+
+    Each entry counts once, even when forked sessions hold copies of it.
+
+    \b
+    Examples:
+      xcsh-store usage --since 30d --chart
+      xcsh-store usage --by model
+      xcsh-store usage --by week --html usage.html
+    """
+    with open_index(settings) as index:
+        rows = index.usage(by=by, since=since, until=until)
+    if html_file:
+        with open(html_file, "w", encoding="utf-8") as handle:
+            handle.write(html_chart(rows, by, f"Token usage and cost per {by}"))
+    if as_json:
+        emit_json(
+            {
+                "by": by,
+                "since": since,
+                "until": until,
+                "rows": [usage_json(row) for row in rows],
+                "total": usage_json(_totals(rows)),
+            }
+        )
+        return
+    if chart:
+        for line in terminal_chart(rows, by, metric, terminal_width(), settings.color):
+            echo(line)
+    elif rows:
+        print_table(
+            [
+                *(_row_cells(row.key or "?", row) for row in rows),
+                _row_cells("total", _totals(rows)),
+            ],
+            headers=(
+                by,
+                "entries",
+                "input",
+                "output",
+                "cache read",
+                "cache write",
+                "total",
+                "cost",
+            ),
+            right=(1, 2, 3, 4, 5, 6, 7),
+            styles=lambda row, column, text: (
+                settings.style(text, bold=True) if row == len(rows) else text
+            ),
+        )
+    else:
+        echo("No usage recorded in that period.")
+    if html_file:
+        echo(f"Wrote {html_file}")

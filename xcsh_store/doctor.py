@@ -1,0 +1,182 @@
+"""Health check of an installation and an agent dir: versions, paths, index state, permissions."""
+
+from __future__ import annotations
+
+import os
+import platform
+import stat
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import apsw
+
+from xcsh_store import __version__
+from xcsh_store.errors import XcshStoreError
+from xcsh_store.index import IndexStats, SessionIndex
+from xcsh_store.paths import (
+    DIR_MODE,
+    FILE_MODE,
+    get_blobs_dir,
+    get_history_db_path,
+    get_index_db_path,
+    get_sessions_dir,
+)
+
+# Session files and blobs can be many; beyond this, only the count of bad ones is kept.
+MAX_LISTED_PROBLEMS = 20
+_SQLITE_SIDE_FILES = ("", "-wal", "-shm")
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionProblem:
+    """A file or folder that others than its owner may read or write."""
+
+    path: str
+    kind: str  # "folder" or "file"
+    mode: int
+    expected: int
+
+    @property
+    def fix(self) -> str:
+        return f"chmod {self.expected:o} {_quote(self.path)}"
+
+
+@dataclass
+class Diagnosis:
+    versions: dict[str, str]
+    fts5: bool
+    paths: dict[str, str]
+    exists: dict[str, bool]
+    index: IndexStats | None = None
+    index_error: str | None = None
+    checked: int = 0
+    permission_problems: list[PermissionProblem] = field(default_factory=list)
+    more_permission_problems: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def _quote(path: str) -> str:
+    return f"'{path}'" if any(char in path for char in " '\"$`\\") else path
+
+
+def _package_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _stdlib_sqlite_version() -> str:
+    # Only the version string: no database is opened with a second SQLite library (index.md §6).
+    import sqlite3
+
+    return sqlite3.sqlite_version
+
+
+def diagnose(agent_dir: str) -> Diagnosis:
+    """Everything ``xcsh-store doctor`` reports, with a fix for each problem found."""
+    paths = {
+        "agent_dir": agent_dir,
+        "sessions": get_sessions_dir(agent_dir),
+        "blobs": get_blobs_dir(agent_dir),
+        "history_db": get_history_db_path(agent_dir),
+        "index_db": get_index_db_path(agent_dir),
+    }
+    diagnosis = Diagnosis(
+        versions={
+            "xcsh_store": __version__,
+            "python": platform.python_version(),
+            "sqlite": apsw.sqlite_lib_version(),
+            "apsw": apsw.apsw_version(),
+            "stdlib_sqlite3": _stdlib_sqlite_version(),
+            "orjson": _package_version("orjson"),
+            "click": _package_version("click"),
+            "sqlite_utils": _package_version("sqlite-utils"),
+        },
+        fts5="ENABLE_FTS5" in apsw.compile_options,
+        paths=paths,
+        exists={name: os.path.exists(path) for name, path in paths.items()},
+    )
+    if not diagnosis.fts5:
+        diagnosis.problems.append("the SQLite inside apsw has no FTS5: reinstall apsw from PyPI")
+    if not diagnosis.exists["agent_dir"]:
+        diagnosis.problems.append(
+            f"{agent_dir} does not exist: no agent has written sessions here yet "
+            "(try `xcsh-store demo` for a sample)"
+        )
+        return diagnosis
+    _check_index(diagnosis)
+    _check_permissions(diagnosis)
+    return diagnosis
+
+
+def _check_index(diagnosis: Diagnosis) -> None:
+    if not diagnosis.exists["index_db"]:
+        diagnosis.index_error = "no index yet"
+        diagnosis.problems.append("no index.db yet: run `xcsh-store sync`")
+        return
+    try:
+        with SessionIndex.open(diagnosis.paths["agent_dir"], read_only=True) as index:
+            diagnosis.index = index.stats()
+    except (XcshStoreError, apsw.Error) as error:
+        diagnosis.index_error = str(error)
+        diagnosis.problems.append(
+            f"index.db cannot be read ({error}): delete it and run `xcsh-store sync`"
+        )
+        return
+    stats = diagnosis.index
+    if stats.unreadable_files:
+        diagnosis.problems.append(
+            f"{stats.unreadable_files} session file(s) could not be read: "
+            "see `xcsh-store sql \"SELECT path, error FROM files WHERE status = 'unreadable'\"`"
+        )
+    if stats.invalid_files:
+        diagnosis.problems.append(
+            f"{stats.invalid_files} file(s) have no valid session header; they are indexed "
+            "read-only and left alone"
+        )
+
+
+def _private_paths(diagnosis: Diagnosis) -> list[tuple[str, str]]:
+    """(path, kind) of everything that should be private: folders, databases, session files."""
+    found = [(diagnosis.paths["agent_dir"], "folder")]
+    for name in ("history_db", "index_db"):
+        found += [
+            (diagnosis.paths[name] + suffix, "file")
+            for suffix in _SQLITE_SIDE_FILES
+            if os.path.exists(diagnosis.paths[name] + suffix)
+        ]
+    if os.path.isdir(diagnosis.paths["blobs"]):
+        found.append((diagnosis.paths["blobs"], "folder"))
+    for folder, folders, files in os.walk(diagnosis.paths["sessions"]):
+        found.append((folder, "folder"))
+        folders.sort()
+        found += [(os.path.join(folder, name), "file") for name in sorted(files)]
+    return found
+
+
+def _check_permissions(diagnosis: Diagnosis) -> None:
+    bad = 0
+    for path, kind in _private_paths(diagnosis):
+        try:
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+        except OSError:
+            continue
+        diagnosis.checked += 1
+        if not mode & 0o077:
+            continue
+        bad += 1
+        if len(diagnosis.permission_problems) < MAX_LISTED_PROBLEMS:
+            expected = DIR_MODE if kind == "folder" else FILE_MODE
+            diagnosis.permission_problems.append(PermissionProblem(path, kind, mode, expected))
+    diagnosis.more_permission_problems = bad - len(diagnosis.permission_problems)
+    if bad:
+        agent_dir = _quote(diagnosis.paths["agent_dir"])
+        diagnosis.problems.append(
+            f"{bad} path(s) can be read by other users (sessions hold prompts, code and keys): "
+            f"run `chmod -R go-rwx {agent_dir}`"
+        )

@@ -1,0 +1,169 @@
+"""A session laid out for reading: its tree with every entry, labels, the active path, and a
+one-line summary of any entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xcsh_store.index.tree import SessionTree, read_entries
+
+if TYPE_CHECKING:
+    from xcsh_store.index import IndexedSession, SessionIndex
+
+# Long arguments (whole files) are cut; the summary is for one line.
+SUMMARY_CHARS = 400
+
+
+@dataclass
+class SessionOutline:
+    """Everything needed to draw a session: tree shape, entries by id, labels, chosen leaf."""
+
+    session: IndexedSession
+    tree: SessionTree
+    entries: dict[str, dict[str, Any]]
+    labels: dict[str, str] = field(default_factory=dict)
+    leaf_id: str | None = None
+    active_path: list[str] = field(default_factory=list)
+
+
+def session_outline(
+    index: SessionIndex, session: str | IndexedSession, leaf_id: str | None = None
+) -> SessionOutline:
+    """The whole tree of ``session`` with its entries read by byte offset (no blob loading).
+
+    ``leaf_id`` (default: the session's last entry) selects the active path.
+    """
+    info = index.find_session(session) if isinstance(session, str) else session
+    tree = index.tree(info)
+    values = read_entries(info.path, list(tree.entries.values()), None)
+    entries = {row_id: value for row_id, value in zip(tree.entries, values, strict=True)}
+    leaf = leaf_id or info.last_entry_id
+    active = [row.id for row in index.branch(info, leaf)] if leaf else []
+    return SessionOutline(
+        session=info,
+        tree=tree,
+        entries=entries,
+        labels=labels_of(entries.values()),
+        leaf_id=leaf,
+        active_path=[entry_id for entry_id in active if entry_id is not None],
+    )
+
+
+def labels_of(entries: Any) -> dict[str, str]:
+    """Target id -> label, in file order: a later label entry replaces or clears an earlier one."""
+    labels: dict[str, str] = {}
+    for entry in entries:
+        if entry.get("type") != "label" or not isinstance(entry.get("targetId"), str):
+            continue
+        label = entry.get("label")
+        if isinstance(label, str) and label.strip():
+            labels[entry["targetId"]] = label.strip()
+        else:
+            labels.pop(entry["targetId"], None)
+    return labels
+
+
+def _blocks_text(content: Any, kinds: tuple[str, ...] = ("text",)) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in kinds and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind in kinds and isinstance(block.get("thinking"), str):
+            parts.append(block["thinking"])
+        elif kind == "image":
+            parts.append("[image]")
+    return " ".join(part for part in parts if part)
+
+
+def _tool_calls(content: Any) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    calls = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "toolCall":
+            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+            arguments = block.get("arguments")
+            shown = ""
+            if isinstance(arguments, dict) and arguments:
+                key, value = next(iter(arguments.items()))
+                shown = f"{key}={value}" if not isinstance(value, (dict, list)) else key
+            calls.append(f"{name}({shown[:80]})")
+    return calls
+
+
+def message_summary(message: dict[str, Any]) -> tuple[str, str]:
+    role = message.get("role") if isinstance(message.get("role"), str) else "message"
+    content = message.get("content")
+    if role == "assistant":
+        text = _blocks_text(content)
+        calls = _tool_calls(content)
+        if not text and not calls:
+            thinking = _blocks_text(content, ("thinking",))
+            text = f"(thinking) {thinking}" if thinking else ""
+        if calls:
+            text = (text + " " if text else "") + "→ " + ", ".join(calls)
+        return "assistant", text
+    if role == "toolResult":
+        name = message.get("toolName") if isinstance(message.get("toolName"), str) else "tool"
+        failed = " (error)" if message.get("isError") is True else ""
+        return f"{name} result{failed}", _blocks_text(content)
+    if role == "bashExecution":
+        command = message.get("command") if isinstance(message.get("command"), str) else ""
+        return "bash", f"$ {command}"
+    if role == "custom":
+        custom_type = message.get("customType")
+        return (f"custom {custom_type}" if isinstance(custom_type, str) else "custom"), (
+            _blocks_text(content)
+        )
+    summary = message.get("summary")
+    if role in ("branchSummary", "compactionSummary") and isinstance(summary, str):
+        return role, summary
+    return role, _blocks_text(content)
+
+
+def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
+    """``(kind, text)``: what an entry is, and its gist on one line (a few hundred chars)."""
+    kind = entry.get("type") if isinstance(entry.get("type"), str) else "?"
+    text = ""
+    if kind == "message" and isinstance(entry.get("message"), dict):
+        kind, text = message_summary(entry["message"])
+    elif kind == "thinking_level_change":
+        kind, text = "thinking level", str(entry.get("thinkingLevel") or "off")
+    elif kind == "model_change":
+        model = entry.get("model") or "/".join(
+            str(entry[key]) for key in ("provider", "modelId") if entry.get(key)
+        )
+        role = entry.get("role")
+        kind, text = "model", f"{model}" + (f" (as {role})" if role else "")
+    elif kind == "compaction":
+        summary = entry.get("shortSummary") or entry.get("summary") or ""
+        before = entry.get("tokensBefore")
+        suffix = f" ({before:,} tokens before)" if isinstance(before, int) else ""
+        text = f"{summary}{suffix}"
+    elif kind == "branch_summary":
+        kind, text = "branch summary", str(entry.get("summary") or "")
+    elif kind in ("custom", "custom_message"):
+        custom_type = entry.get("customType")
+        kind = f"{kind} {custom_type}" if isinstance(custom_type, str) else kind
+        text = _blocks_text(entry.get("content")) if entry["type"] == "custom_message" else ""
+    elif kind == "label":
+        label = entry.get("label")
+        target = entry.get("targetId")
+        text = f"{label!r} on {target}" if label else f"cleared on {target}"
+    elif kind == "ttsr_injection":
+        rules = entry.get("injectedRules")
+        kind, text = "rules", ", ".join(map(str, rules)) if isinstance(rules, list) else ""
+    elif kind == "session_init":
+        kind, text = "session init", str(entry.get("task") or "")
+    elif kind == "mode_change":
+        kind, text = "mode", str(entry.get("mode") or "")
+    text = " ".join(text.split())
+    return kind, text[:SUMMARY_CHARS]
