@@ -679,7 +679,7 @@ def test_a_line_of_millions_of_brackets_is_skipped_quickly(agent_dir):
     """Nesting far deeper than JSON.parse allows (it stops near 10,000) is garbage: reading
     it must neither build millions of lists nor take minutes."""
     path = _raw_session(
-        agent_dir, "brackets", b"[" * 5_000_000 + b"\n", _line(U1), b'{"a":' * 1_000_000 + b"\n"
+        agent_dir, "brackets", b"[" * 2_000_000 + b"\n", _line(U1), b'{"a":' * 500_000 + b"\n"
     )
     with no_hang(20):
         assert_store_survives(agent_dir, path, ["u1"]).close()
