@@ -37,8 +37,8 @@ TESTS = REPO / "tests"
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(REPO))
 
-from crash_child import kill_and_check  # noqa: E402
-from kill_points import (  # noqa: E402
+from crash_child import kill_and_check
+from kill_points import (
     INDEX_POINTS,
     MANAGER_POINTS,
     check_continues_after_kill,
@@ -48,8 +48,8 @@ from kill_points import (  # noqa: E402
     kill_once,
     prepare_index_corpus,
 )
-from store_checks import assert_index_matches_files  # noqa: E402
-from workers import check_concurrent_run, run_concurrently  # noqa: E402
+from store_checks import assert_index_matches_files
+from workers import check_concurrent_run, run_concurrently
 
 ALL_POINTS = ("append", *MANAGER_POINTS, *INDEX_POINTS)
 # Kills between two rounds of the expensive checks (litter clean-up, index verify), after

@@ -158,8 +158,8 @@ def _pages_of(database: Path, name: str) -> list[int]:
 
 def test_a_row_changed_under_its_unique_index_rebuilds_the_index(agent_dir, synced, caplog):
     """One changed byte in the path of a files row (not in its UNIQUE index), and the file has
-    grown since: the sync takes it for a new file, and inserting it violates the index. SQLite's
-    page checks cannot see this."""
+    grown since: looked up by its path the row is not there, inserted it violates the index.
+    SQLite's page checks cannot see this; its integrity check can."""
     size = _page_size(synced)
     data = bytearray(synced.read_bytes())
     session = next((agent_dir / "sessions").rglob("*.jsonl"))
@@ -175,7 +175,7 @@ def test_a_row_changed_under_its_unique_index_rebuilds_the_index(agent_dir, sync
     synced.write_bytes(bytes(data))
     with SessionIndex.open(str(agent_dir)) as index, caplog.at_level(logging.WARNING):
         index.sync()
-    assert "UNIQUE constraint failed" in caplog.text and len(_moved_aside(agent_dir)) == 1
+    assert "missing from index" in caplog.text and len(_moved_aside(agent_dir)) == 1
     assert_index_matches_files(agent_dir).close()
 
 

@@ -308,9 +308,12 @@ def test_short_writes_of_a_full_disk_lose_no_acknowledged_entry(tmp_path):
 
 def test_full_disk_while_indexing_is_a_clear_error_and_sync_resumes(small_disk):
     agent = Path(os.environ["XCSH_AGENT_DIR"])
-    copy_fixtures(agent, max_bytes=200_000)  # 225 KB of sessions need more index than fits
-    with SessionIndex.open(str(agent)) as index, pytest.raises(IndexDatabaseError, match="space"):
-        index.sync()
+    copy_fixtures(agent, max_bytes=200_000)
+    with SessionIndex.open(str(agent)) as index:
+        filler = _fill(small_disk.path)
+        os.truncate(filler, filler.stat().st_size - 100_000)  # less than the index needs
+        with pytest.raises(IndexDatabaseError, match="No space left"):
+            index.sync()
     small_disk.grow(32768)
     assert_index_matches_files(agent).close()
 
