@@ -17,6 +17,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from click.testing import CliRunner, Result
 from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,6 +54,7 @@ from xcsh_store import (
     loader,
 )
 from xcsh_store.blobs import BlobStore
+from xcsh_store.cli import cli
 from xcsh_store.discovery import resolve_resumable_session
 from xcsh_store.errors import IndexDatabaseError, SessionNotFoundError
 from xcsh_store.index import SessionIndex
@@ -844,3 +846,51 @@ def test_arbitrary_text_in_the_search_boxes_never_raises(agent_dir, two_messages
         index.history_search(text)
         with contextlib.suppress(SessionNotFoundError):
             index.find_session(text)
+
+
+# --------------------------------------------------------------------------------------------
+# The same through the command line: one-line errors, exit code 1, no traceback, no change
+
+
+def _cli(agent_dir: Path, *arguments: str) -> Result:
+    return CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), *arguments])
+
+
+def _refused_in_one_line(result: Result, text: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("Error: ") and text in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("statement", WRITING_STATEMENTS)
+def test_the_sql_verb_refuses_every_write(agent_dir, two_messages, tmp_path, statement):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        index.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    before = (agent_dir / "index.db").read_bytes()
+    _refused_in_one_line(_cli(agent_dir, "sql", statement.format(outside=outside)), "")
+    assert (agent_dir / "index.db").read_bytes() == before
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argument", ["../../etc/passwd", "/etc/passwd", "..", "%", "_", "'; DROP TABLE files; --"]
+)
+def test_show_and_cat_only_open_indexed_sessions(agent_dir, two_messages, argument):
+    _cli(agent_dir, "sync")
+    _refused_in_one_line(_cli(agent_dir, "show", argument), "No session matches")
+    _refused_in_one_line(
+        _cli(agent_dir, "cat", "artifact://0", "--session", argument), "No session matches"
+    )
+    for url in ("artifact://../../etc/passwd", "agent://..%2F..%2Fetc%2Fpasswd"):
+        _refused_in_one_line(_cli(agent_dir, "cat", url, "--session", "valid"), "")
+
+
+@pytest.mark.parametrize("text", ['"', "NEAR(a b", "'; DROP TABLE entries; --", "\\", "*", "-"])
+def test_search_and_history_verbs_take_any_text(agent_dir, two_messages, text):
+    _cli(agent_dir, "sync")
+    for arguments in (("search", text), ("history", "search", text)):
+        result = _cli(agent_dir, *arguments)
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
