@@ -120,6 +120,16 @@ def assert_store_survives(agent_dir: Path, path: Path, valid_ids: list[str]) -> 
     return index
 
 
+def tree_ids(manager: SessionManager) -> list[str]:
+    """Every id in the manager's tree, once per appearance (walked without recursion)."""
+    pending, found = list(manager.get_tree()), []
+    while pending:
+        node = pending.pop()
+        found.append(node.entry["id"])
+        pending.extend(node.children)
+    return found
+
+
 def blob_files_are_whole(blobs_dir: Path) -> list[str]:
     """Names of the blob files (64 hex digits) whose bytes do not hash to their name."""
     if not blobs_dir.is_dir():

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_checks import no_hang, same_context
+from store_checks import no_hang, same_context, tree_ids
 
 from xcsh_store import SessionManager, build_session_context
 from xcsh_store import jsonl as jsonl_module
@@ -161,18 +161,9 @@ def test_any_tree_gives_the_same_context_from_the_index_and_never_hangs(entries,
         with mock.patch.dict("os.environ", {"XCSH_AGENT_DIR": base}):
             manager = SessionManager.open(str(path))
             known = {entry.get("id") for entry in manager.get_entries()} - {None}
-            assert sorted(_tree_ids(manager)) == sorted(known), "the tree lost or repeated one"
+            assert sorted(tree_ids(manager)) == sorted(known), "the tree lost or repeated one"
             manager.build_session_context()
             manager.close()
-
-
-def _tree_ids(manager: SessionManager) -> list[str]:
-    pending, found = list(manager.get_tree()), []
-    while pending:
-        node = pending.pop()
-        found.append(node.entry["id"])
-        pending.extend(node.children)
-    return found
 
 
 # --------------------------------------------------------------------------------------------

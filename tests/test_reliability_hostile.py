@@ -40,6 +40,7 @@ from store_checks import (
     mount_small_disk,
     no_hang,
     run_python,
+    tree_ids,
 )
 
 from xcsh_store import (
@@ -279,33 +280,35 @@ def _appends_until_the_disk_is_full(manager: SessionManager) -> list[str]:
     return acknowledged
 
 
-def test_full_disk_while_appending_loses_no_acknowledged_entry(small_disk):
-    manager = SessionManager.create("/work/full")
-    acknowledged = _appends_until_the_disk_is_full(manager)
+def _continues_once_space_is_freed(manager: SessionManager, acknowledged: list[str]) -> None:
+    """Reopened after space was freed, the session takes appends and keeps every flushed one."""
     path = manager.get_session_file()
-    assert [entry for entry in entry_ids(path) if entry in acknowledged] == acknowledged
-    small_disk.grow(8192)
+    assert path is not None
     manager.set_session_file(path)
     later = manager.append_message(user("after space was freed"))
     manager.close()
     found = entry_ids(path)
     assert [entry for entry in found if entry in acknowledged] == acknowledged
     assert found[-1] == later
+
+
+def test_full_disk_while_appending_loses_no_acknowledged_entry(small_disk):
+    manager = SessionManager.create("/work/full")
+    acknowledged = _appends_until_the_disk_is_full(manager)
+    found = entry_ids(manager.get_session_file())
+    assert [entry for entry in found if entry in acknowledged] == acknowledged
+    small_disk.grow(8192)
+    _continues_once_space_is_freed(manager, acknowledged)
 
 
 def test_short_writes_of_a_full_disk_lose_no_acknowledged_entry(tmp_path):
     storage = ShortWriteStorage(budget=300_000)
     manager = SessionManager.create("/work/full", str(tmp_path / "sessions"), storage)
     acknowledged = _appends_until_the_disk_is_full(manager)
-    path = manager.get_session_file()
-    assert path is not None and not Path(path).read_bytes().endswith(b"\n"), "no short write"
+    written = Path(manager.get_session_file()).read_bytes()
+    assert not written.endswith(b"\n"), "the last write was not cut short"
     storage.budget = 10**9
-    manager.set_session_file(path)
-    later = manager.append_message(user("after space was freed"))
-    manager.close()
-    found = entry_ids(path)
-    assert [entry for entry in found if entry in acknowledged] == acknowledged
-    assert found[-1] == later
+    _continues_once_space_is_freed(manager, acknowledged)
 
 
 def test_full_disk_while_indexing_is_a_clear_error_and_sync_resumes(small_disk):
@@ -582,20 +585,10 @@ def test_parent_cycles_never_hang_a_walk(agent_dir):
     with no_hang():
         assert_store_survives(agent_dir, path, ["a", "b", "c", "d"]).close()
         with SessionManager.open(str(path)) as manager:
-            tree_ids = _tree_ids(manager)
-            assert sorted(tree_ids) == sorted({entry["id"] for entry in manager.get_entries()})
+            ids = tree_ids(manager)
+            assert sorted(ids) == sorted({entry["id"] for entry in manager.get_entries()})
             assert [entry["id"] for entry in manager.get_branch("b")] == ["a", "b"]
             assert [entry["id"] for entry in manager.get_branch("d")] == ["c", "d"]
-
-
-def _tree_ids(manager: SessionManager) -> list[str]:
-    """Every id in the manager's tree, once per appearance."""
-    pending, found = list(manager.get_tree()), []
-    while pending:
-        node = pending.pop()
-        found.append(node.entry["id"])
-        pending.extend(node.children)
-    return found
 
 
 def test_duplicate_ids_the_later_line_wins_everywhere(agent_dir):
