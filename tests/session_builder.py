@@ -77,10 +77,15 @@ def sessions_dir(agent_dir: Path) -> Path:
     return folder
 
 
-def copy_fixtures(agent_dir: Path) -> list[Path]:
+def copy_fixtures(agent_dir: Path, max_bytes: int | None = None) -> list[Path]:
+    """Copy the real fixture sessions (those up to ``max_bytes`` long, when given)."""
     folder = agent_dir / "sessions" / "--fixtures--"
     folder.mkdir(parents=True, exist_ok=True)
-    return [Path(shutil.copy(path, folder / path.name)) for path in PI_FIXTURES]
+    return [
+        Path(shutil.copy(path, folder / path.name))
+        for path in PI_FIXTURES
+        if max_bytes is None or path.stat().st_size <= max_bytes
+    ]
 
 
 def random_tree_session(

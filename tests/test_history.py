@@ -22,6 +22,7 @@ from unittest import mock
 import apsw
 import pytest
 from click.testing import CliRunner
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -444,7 +445,7 @@ def scratch_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Histor
     storage.close()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     texts=st.lists(prompt_text, min_size=1, max_size=40),
     queries=st.lists(prompt_text, min_size=1, max_size=4),

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,7 +100,7 @@ def _depth(value):
 
 
 def test_deep_nesting_is_parsed_without_recursion():
-    depth = 100_000
+    depth = 50_000
     line = b'{"deep":' + b"[" * depth + b"1" + b"]" * depth + b',"after":true}'
     (value,) = parse_line(line)
     assert value["after"] is True
@@ -163,7 +164,7 @@ def test_read_jsonl_file(tmp_path):
     assert read_jsonl_file(str(path)) == [{"a": 1}, {"b": 2}]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=2000))
 def test_arbitrary_bytes_never_raise(data):
     values = parse_jsonl_bytes(data)
@@ -178,7 +179,7 @@ def read_jsonl_via_stream(data: bytes):
     return values
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.one_of(
@@ -250,7 +251,7 @@ def _as_javascript_sees_it(value):
     return {key: _as_javascript_sees_it(item) for key, item in value.items()}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_entries)
 def test_any_json_entry_round_trips_through_writer_and_reader(entry):
     line = dumps(entry) + b"\n"
@@ -300,7 +301,7 @@ def test_key_order_is_kept():
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(_js_entries, min_size=1, max_size=40))
 def test_writer_matches_node_json_stringify(entries):
     payload = b"\n".join(dumps(entry) for entry in entries) + b"\n"

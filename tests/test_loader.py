@@ -6,6 +6,7 @@ import base64
 
 import pytest
 from conftest import PI_FIXTURES
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -119,7 +120,7 @@ def test_hostile_bytes_never_crash_and_never_lose_a_valid_line(tmp_path, junk):
     assert ids.count("a1") == 2
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.binary(max_size=3000))
 def test_arbitrary_bytes_never_make_the_loader_raise(data):
     storage = MemorySessionStorage()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from manager_helpers import assistant, user
@@ -56,7 +57,7 @@ def tree_shape(manager: SessionManager) -> list:
     return [shape(node) for node in manager.get_tree()]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(OPERATIONS)
 def test_reopening_gives_the_same_session(operations: list[tuple[str, object]]) -> None:
     with tempfile.TemporaryDirectory() as folder:

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from conftest import PI_FIXTURES
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -243,7 +244,7 @@ def test_v1_fixture_becomes_a_chain_of_unique_hex_ids():
     assert entries[2]["parentId"] == entries[1]["id"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.fixed_dictionaries(

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -426,7 +427,7 @@ def test_mask_secrets_applies_to_chunks_and_output(tmp_path: Path) -> None:
 text_chunks = st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=12), max_size=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(chunks=text_chunks, threshold=st.integers(min_value=1, max_value=24))
 def test_sink_spill_file_and_tail_property(chunks: list[str], threshold: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -452,7 +453,7 @@ def test_sink_spill_file_and_tail_property(chunks: list[str], threshold: int) ->
             assert not artifact.exists()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.binary(max_size=40), cuts=st.lists(st.integers(0, 40), max_size=8))
 def test_push_bytes_decodes_like_one_whole_decode(data: bytes, cuts: list[int]) -> None:
     sink = OutputSink()

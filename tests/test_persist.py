@@ -7,6 +7,7 @@ import copy
 import hashlib
 
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,7 +61,7 @@ def test_signature_fields_are_emptied_instead():
         assert truncate_for_persistence("s" * 600_000, key) == ""
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     st.lists(st.sampled_from(["a", "é", "😀", "\ud800", "中"]), min_size=1, max_size=4),
     st.integers(min_value=0, max_value=4),

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fuzzing import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -75,7 +76,7 @@ def test_pathname_resolves_dot_segments() -> None:
     assert parse_internal_url("agent://x/a/../b/%2e/c").pathname == "/b/c"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text())
 def test_url_parser_raises_only_internal_url_errors(text: str) -> None:
     with contextlib.suppress(InternalUrlError):
@@ -308,7 +309,7 @@ def test_apply_query_javascript_property_semantics() -> None:
     assert apply_query(data, "") is data
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text())
 def test_query_functions_raise_only_internal_url_errors(text: str) -> None:
     with contextlib.suppress(InternalUrlError):
@@ -321,7 +322,7 @@ def test_query_functions_raise_only_internal_url_errors(text: str) -> None:
 identifiers = st.text(alphabet="abcXYZ019_-", min_size=1, max_size=6)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(segments=st.lists(identifiers, max_size=5))
 def test_path_to_query_round_trips_plain_segments(segments: list[str]) -> None:
     expected = [int(s) if s.isdigit() else s for s in segments]
@@ -510,7 +511,7 @@ def test_artifacts_folder_reached_through_a_symlink_works(folder: Path, tmp_path
 host_characters = st.text(alphabet="./\\%2eEfF05a-\x00", max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @example(host="..%2fa", path="")
 @example(host="..%2F0", path="?q=.a")
 @given(host=host_characters, path=st.sampled_from(["", "/", "/a", "?q=.a"]))

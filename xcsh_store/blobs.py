@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, new_session_id
 from xcsh_store.storage import fsync_dir, remove_quietly
 
@@ -17,6 +18,8 @@ log = logging.getLogger("xcsh_store")
 
 BLOB_REF_PREFIX = "blob:sha256:"
 _HASH = re.compile(r"[0-9a-f]{64}")
+# A blob being written: ".<sha256>.<16 hex>.tmp"; it only gets its hash name once it is whole.
+BLOB_TEMP_NAME = re.compile(r"\.[0-9a-f]{64}\.[0-9a-f]{16}\.tmp")
 _NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/]")
 _URL_SAFE = str.maketrans("-_", "+/")
 
@@ -102,7 +105,7 @@ class BlobStore:
         if not _HASH.fullmatch(digest):
             return None
         try:
-            with open(self.path_for(digest), "rb") as handle:
+            with open_regular_file(self.path_for(digest)) as handle:
                 return handle.read()
         except FileNotFoundError:
             return None

@@ -83,8 +83,13 @@ def storable_text(text: str) -> str:
 
 
 def query_tokens(query: str) -> list[str]:
-    """The query split like xcsh does: trimmed, on runs of whitespace."""
-    return [token for token in _WHITESPACE_RUN.split(storable_text(trim_prompt(query))) if token]
+    """The query split like xcsh does: trimmed, on runs of whitespace.
+
+    A NUL separates tokens too: FTS5 reads a query only up to a NUL, so a token holding one
+    would leave its quote unclosed.
+    """
+    text = storable_text(trim_prompt(query)).replace("\0", " ")
+    return [token for token in _WHITESPACE_RUN.split(text) if token]
 
 
 def fts_query(tokens: Sequence[str]) -> str:

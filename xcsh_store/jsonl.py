@@ -11,6 +11,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from xcsh_store.files import open_regular_file
+
 BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 4 * 1024 * 1024
 
@@ -18,6 +20,9 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# JSON.parse itself gives up around 10,000 levels; deeper than this a line is taken as garbage,
+# so that a line of millions of "[" cannot make the reader build millions of lists.
+MAX_NESTING = 100_000
 
 
 def _reject_constant(name: str) -> Any:
@@ -83,6 +88,8 @@ def _decode_deep(text: str, position: int) -> tuple[Any, int]:
                 key = None
                 if char == "{":
                     key, position = _decode_key(text, position)
+                if len(stack) >= MAX_NESTING:
+                    raise ValueError(f"nested deeper than {MAX_NESTING} levels")
                 stack.append((container, key))
                 continue
         elif char == '"':
@@ -157,7 +164,9 @@ def iter_lines(
     """
     stream.seek(start)
     offset = start
-    pending = b""
+    # The pieces of a line that has not ended yet, joined once when it ends: gluing each chunk
+    # onto the piece before would make reading one long line quadratic in its length.
+    pending: list[bytes] = []
     first = start == 0
     while True:
         chunk = stream.read(READ_CHUNK)
@@ -168,7 +177,10 @@ def iter_lines(
             if chunk.startswith(BOM):
                 chunk = chunk[len(BOM) :]
                 offset += len(BOM)
-        buffer = pending + chunk if pending else chunk
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        buffer = b"".join([*pending, chunk]) if pending else chunk
         line_start = 0
         while True:
             newline = buffer.find(b"\n", line_start)
@@ -177,9 +189,9 @@ def iter_lines(
             yield offset, buffer[line_start : newline + 1]
             offset += newline + 1 - line_start
             line_start = newline + 1
-        pending = buffer[line_start:]
+        pending = [buffer[line_start:]] if line_start < len(buffer) else []
     if pending and include_unterminated:
-        yield offset, pending
+        yield offset, b"".join(pending)
 
 
 def iter_records(
@@ -211,7 +223,7 @@ def parse_jsonl_bytes(data: bytes) -> list[dict[str, Any]]:
 def read_jsonl_file(path: str) -> list[dict[str, Any]]:
     """All objects in a JSONL file, read in chunks so a big file is never held twice."""
     values: list[dict[str, Any]] = []
-    with open(path, "rb") as stream:
+    with open_regular_file(path) as stream:
         for _offset, line in iter_lines(stream):
             if not line.isspace():
                 values.extend(parse_line(line))

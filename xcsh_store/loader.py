@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
+from xcsh_store.files import open_regular_file
 from xcsh_store.jsonl import BOM, READ_CHUNK, parse_jsonl_bytes, parse_line
 from xcsh_store.migrate import (
     IdFactory,
@@ -28,11 +29,14 @@ _REPLAY_MARKER = b'"openaiResponsesHistory"'
 @dataclass(slots=True)
 class SessionFileContents:
     """Every object of a session file in order, and which of them need a second look: those
-    that mention a blob ref, and those that may carry OpenAI replay metadata."""
+    that mention a blob ref, and those that may carry OpenAI replay metadata. ``unterminated``:
+    the file does not end with a newline (its last line was cut by a crash or a full disk, or
+    its writer left the final newline out)."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     with_blob_refs: list[int] = field(default_factory=list)
     with_replay_metadata: list[int] = field(default_factory=list)
+    unterminated: bool = False
 
 
 def parse_session_entries(text: str) -> list[dict[str, Any]]:
@@ -46,12 +50,14 @@ def read_session_file(path: str, storage: SessionStorage | None = None) -> Sessi
     try:
         with _collector_paused():
             if storage is None or isinstance(storage, FileSessionStorage):
-                with open(path, "rb") as stream:
+                with open_regular_file(path) as stream:
                     for lines, buffer in _line_batches(stream):
                         _add_lines(contents, lines, buffer)
+                        contents.unterminated = not buffer.endswith(b"\n")
             else:
                 data = storage.read_bytes(path).removeprefix(BOM)
                 _add_lines(contents, data.split(b"\n"), data)
+                contents.unterminated = bool(data) and not data.endswith(b"\n")
     except FileNotFoundError:
         return SessionFileContents()
     return contents
@@ -83,18 +89,26 @@ def _line_batches(stream: BinaryIO) -> Iterator[tuple[list[bytes], bytes]]:
     """The lines of a file a chunk at a time, split in C rather than line by line in Python,
     each batch with the bytes it came from. A leading BOM is skipped; the last line may lack
     its newline."""
-    pending = b""
+    # The pieces of a line that has not ended yet, joined once when it ends (see iter_lines).
+    pending: list[bytes] = []
     first = True
     while chunk := stream.read(READ_CHUNK):
         if first:
             chunk = chunk.removeprefix(BOM)
             first = False
-        buffer = pending + chunk if pending else chunk
+            if not chunk:
+                continue
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        buffer = b"".join([*pending, chunk]) if pending else chunk
         lines = buffer.split(b"\n")
-        pending = lines.pop()
+        rest = lines.pop()
+        pending = [rest] if rest else []
         yield lines, buffer
     if pending:
-        yield [pending], pending
+        rest = b"".join(pending)
+        yield [rest], rest
 
 
 def _add_lines(contents: SessionFileContents, lines: list[bytes], buffer: bytes) -> None:
@@ -148,6 +162,7 @@ def load_entries_from_file(
 class LoadedSession:
     entries: list[dict[str, Any]]
     migrated: bool
+    unterminated: bool = False
 
 
 def load_session(
@@ -168,7 +183,7 @@ def load_session(
         for index in contents.with_blob_refs:
             rehydrate_entry(contents.entries[index], blob_store)
     sanitize_openai_replay_metadata([contents.entries[i] for i in contents.with_replay_metadata])
-    return LoadedSession(contents.entries, migrated)
+    return LoadedSession(contents.entries, migrated, contents.unterminated)
 
 
 def sanitize_openai_replay_metadata(entries: list[dict[str, Any]]) -> bool:

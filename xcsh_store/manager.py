@@ -126,6 +126,8 @@ class SessionManager:
         self._flushed = False
         self._ensured_on_disk = False
         self._needs_rewrite = False
+        # The file on disk ends without a newline: the next append must end that line first.
+        self._cut_last_line = False
         self._writer: SessionStorageWriter | None = None
         self._error: PersistenceError | None = None
 
@@ -576,6 +578,7 @@ class SessionManager:
         self._flushed = False
         self._ensured_on_disk = False
         self._needs_rewrite = False
+        self._cut_last_line = False
         self._memory_artifacts = {}
 
     def _new_header(self, parent_session: str | None) -> None:
@@ -653,6 +656,7 @@ class SessionManager:
         except Exception as error:
             raise self._fail(error, "rewrite") from error
         self._needs_rewrite = False
+        self._cut_last_line = False
         self._flushed = True
 
     def _file_has_content(self) -> bool:
@@ -676,12 +680,18 @@ class SessionManager:
         if self._needs_rewrite or not self._flushed or not self._file_has_content():
             self._write_whole_file()
             return
+        line = entry_to_line(entry, self._blob_store)
+        if self._cut_last_line:
+            # A crash or a full disk cut the last line short: glued onto it, this entry would be
+            # unreadable too. Ending the cut line first leaves it a malformed line on its own.
+            line = b"\n" + line
         try:
             if self._writer is None:
                 self._writer = self._storage.open_writer(self._session_file, "a")
-            self._writer.write_line(entry_to_line(entry, self._blob_store))
+            self._writer.write_line(line)
         except Exception as error:
             raise self._fail(error, "append to") from error
+        self._cut_last_line = False
 
     def flush(self) -> None:
         """Make everything written so far durable (writer flush + fsync)."""
@@ -736,6 +746,7 @@ class SessionManager:
             self._flushed = True
             self._ensured_on_disk = True
             self._needs_rewrite = loaded.migrated
+            self._cut_last_line = loaded.unterminated
             self._memory_artifacts = {}
         else:
             self._set_aside_invalid_file(path)

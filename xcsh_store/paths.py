@@ -11,6 +11,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from xcsh_store.files import open_regular_file
+
 log = logging.getLogger("xcsh_store")
 
 AGENT_DIR_ENV = "XCSH_AGENT_DIR"
@@ -212,7 +214,9 @@ def write_terminal_breadcrumb(cwd: str, session_file: str, agent_dir: str | None
     try:
         ensure_private_dir(os.path.dirname(path))
         temp = f"{path}.{os.getpid()}.tmp"
-        with open(temp, "w", encoding="utf-8") as handle:
+        # A cwd from a session header may hold lone surrogates (a JSON \ud800 escape).
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with open(descriptor, "w", encoding="utf-8", errors="surrogatepass") as handle:
             handle.write(f"{cwd}\n{session_file}\n")
         os.replace(temp, path)
     except OSError as error:
@@ -225,8 +229,8 @@ def read_terminal_breadcrumb(cwd: str, agent_dir: str | None = None) -> str | No
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().strip().split("\n")
+        with open_regular_file(path) as handle:
+            lines = handle.read().decode("utf-8", "replace").strip().split("\n")
     except FileNotFoundError:
         return None
     except OSError as error:

@@ -6,15 +6,22 @@ import contextlib
 import errno
 import fnmatch
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.jsonl import BOM
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, new_session_id
 
 WRITE_BATCH_BYTES = 1 << 20
+# The temp file of write_atomically: ".<session file name>.<16 hex>.tmp", beside the file.
+SESSION_TEMP_NAME = re.compile(r"\..+\.jsonl\.[0-9a-f]{16}\.tmp")
+# A temp file (of a rewrite or a blob write) this old was left by a process that died: writing
+# even a huge session takes seconds.
+STALE_TEMP_SECONDS = 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +163,14 @@ class FileSessionStorage:
         return [os.path.join(directory, name) for name in sorted(names) if _matches(name, pattern)]
 
     def read_bytes(self, path: str) -> bytes:
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             return handle.read()
 
     def read_text(self, path: str) -> str:
         return _decode(self.read_bytes(path))
 
     def read_text_prefix(self, path: str, max_bytes: int) -> str:
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             return _decode(handle.read(max_bytes))
 
     def rename(self, source: str, target: str) -> None:
@@ -322,6 +329,10 @@ def fsync_dir(path: str) -> None:
         os.close(descriptor)
 
 
-def remove_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
+def remove_quietly(path: str) -> bool:
+    """Unlink ``path``; whether it was removed (a missing or stuck file is no error here)."""
+    try:
         os.unlink(path)
+    except OSError:
+        return False
+    return True

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import apsw
 
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
 from xcsh_store.discovery import content_text
-from xcsh_store.errors import IndexDatabaseError, SessionNotFoundError
+from xcsh_store.errors import HistoryError, IndexDatabaseError, SessionNotFoundError
+from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
@@ -27,6 +29,7 @@ from xcsh_store.index.sync import (
     Progress,
     SyncReport,
     drop_file_rows,
+    is_under_any,
     known_file,
     now_iso,
     pk_counter,
@@ -44,6 +47,7 @@ from xcsh_store.index.tree import (
 )
 from xcsh_store.index.verify import Verifier, VerifyReport, refcount_errors
 from xcsh_store.paths import (
+    FILE_MODE,
     get_agent_dir,
     get_blobs_dir,
     get_history_db_path,
@@ -83,6 +87,33 @@ _SESSION_COLUMNS = (
     " s.first_message, s.last_entry_id, s.input_tokens, s.output_tokens, s.cache_read_tokens,"
     " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy"
 )
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A public method of SessionIndex: text arguments are made storable as the index stores
+    text (a lone surrogate, from a JSON escape or an undecodable path, becomes U+FFFD), and
+    SQLite failures (damage, a full disk) reach the caller as one-line IndexDatabaseErrors that
+    say what to do, never as raw apsw errors."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        index = args[0]
+        assert isinstance(index, SessionIndex)
+        args = tuple(storable_text(item) if isinstance(item, str) else item for item in args)
+        for name, value in kwargs.items():
+            if isinstance(value, str):
+                kwargs[name] = storable_text(value)
+        with (
+            database.errors_explained(index.db_path),
+            database.type_confusion_as_damage(index.connection),
+        ):
+            return method(*args, **kwargs)  # type: ignore[arg-type]
+
+    return wrapper
 
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
@@ -192,28 +223,12 @@ class SessionIndex:
         """Open (creating or migrating) the index; a damaged file is moved aside and rebuilt."""
         agent_dir = os.path.abspath(agent_dir) if agent_dir else get_agent_dir()
         db_path = db_path or get_index_db_path(agent_dir)
-        if read_only:
-            if not os.path.exists(db_path):
-                raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
-            return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
-        try:
-            connection = database.connect(db_path)
-        except database.DamagedIndexError as error:
-            moved = database.move_aside(db_path)
-            log.warning("%s; moved it to %s and rebuilding from the session files", error, moved)
-            connection = database.connect(db_path)
-        try:
-            database.apply_migrations(connection, database.load_migrations())
-        except database.DAMAGE_ERRORS as error:
-            connection.close()
-            moved = database.move_aside(db_path)
-            log.warning("%s is damaged (%s); moved it to %s and rebuilding", db_path, error, moved)
-            connection = database.connect(db_path)
-            database.apply_migrations(connection, database.load_migrations())
-        except BaseException:
-            connection.close()
-            raise
-        return cls(connection, agent_dir, db_path, False)
+        with database.errors_explained(db_path):
+            if read_only:
+                if not os.path.exists(db_path):
+                    raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
+                return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
+            return cls(_open_for_writing(db_path), agent_dir, db_path, False)
 
     def close(self) -> None:
         self.connection.close()
@@ -230,11 +245,13 @@ class SessionIndex:
     def sessions_root(self) -> str:
         return get_sessions_dir(self.agent_dir)
 
+    @_entry_point
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
         extra = [row[0] for row in self.connection.execute("SELECT path FROM roots ORDER BY path")]
         return [self.sessions_root, *extra]
 
+    @_entry_point
     def add_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute(
@@ -242,6 +259,7 @@ class SessionIndex:
                 (os.path.abspath(path), now_iso()),
             )
 
+    @_entry_point
     def remove_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
@@ -251,19 +269,23 @@ class SessionIndex:
     @contextlib.contextmanager
     def _sync_lock(self) -> Iterator[None]:
         """One sync at a time per index; a second one waits, then finds little left to do."""
-        with open(self.db_path + ".sync-lock", "a") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        lock = os.open(
+            self.db_path + ".sync-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+        )
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # releases the lock
 
+    @_entry_point
     def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date with every session file and history.db."""
         self._require_writable()
         with self._sync_lock():
             try:
-                report = self._sync_once(full, progress)
+                with database.type_confusion_as_damage(self.connection):
+                    report = self._sync_once(full, progress)
             except database.DAMAGE_ERRORS as error:
                 report = self._rebuild_after_damage(error, progress)
         return report
@@ -275,8 +297,8 @@ class SessionIndex:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)
             )
-        except apsw.Error as error:
-            report.history_error = f"history.db could not be read: {error}"
+        except HistoryError as error:
+            report.history_error = str(error)
             log.warning("%s", report.history_error)
         with database.transaction(self.connection):
             self.connection.execute(
@@ -296,7 +318,7 @@ class SessionIndex:
             self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
         return True
 
-    def _rebuild_after_damage(self, error: BaseException, progress: Progress | None) -> SyncReport:
+    def _rebuild_after_damage(self, error: object, progress: Progress | None) -> SyncReport:
         self.connection.close()
         moved = database.move_aside(self.db_path)
         log.warning("%s is damaged (%s); moved it to %s and rebuilding", self.db_path, error, moved)
@@ -310,6 +332,7 @@ class SessionIndex:
 
     # -- sessions ---------------------------------------------------------------------------
 
+    @_entry_point
     def list_sessions(
         self,
         cwd: str | None = None,
@@ -344,6 +367,7 @@ class SessionIndex:
             IndexedSession.from_row(row, self) for row in self.connection.execute(sql, arguments)
         ]
 
+    @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
         """A session by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
 
@@ -387,6 +411,7 @@ class SessionIndex:
             return IndexedSession.from_row(rows[0], self)
         return self.find_session(session)
 
+    @_entry_point
     def all_messages_text(self, session: IndexedSession) -> str:
         rows = [
             row
@@ -403,6 +428,7 @@ class SessionIndex:
 
     # -- trees ------------------------------------------------------------------------------
 
+    @_entry_point
     def branch(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
@@ -413,6 +439,7 @@ class SessionIndex:
             return []
         return branch_rows(self.connection, info.file_id, leaf)
 
+    @_entry_point
     def branch_entries(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
@@ -420,10 +447,12 @@ class SessionIndex:
         info = self._session(session)
         return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
 
+    @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))
 
+    @_entry_point
     def context(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> SessionContext:
@@ -436,6 +465,7 @@ class SessionIndex:
 
     # -- search -----------------------------------------------------------------------------
 
+    @_entry_point
     def search(
         self,
         query: str,
@@ -454,6 +484,7 @@ class SessionIndex:
             until=until, model=model, limit=limit, highlight=highlight,
         )  # fmt: skip
 
+    @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:
         """Whether a hit lies on the path of its session's last entry."""
         info = self._session(hit.file_id)
@@ -461,14 +492,17 @@ class SessionIndex:
             return False
         return any(row.id == hit.entry_id for row in self.branch(info))
 
+    @_entry_point
     def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
         return recall_prompts(self.connection, query, limit)
 
+    @_entry_point
     def history_recent(self, limit: int = 20) -> list[PromptHit]:
         return recall_prompts(self.connection, None, limit)
 
     # -- usage ------------------------------------------------------------------------------
 
+    @_entry_point
     def usage(
         self,
         by: str = "day",
@@ -494,6 +528,7 @@ class SessionIndex:
 
     # -- blobs ------------------------------------------------------------------------------
 
+    @_entry_point
     def blob_gc(self, apply: bool = False, grace: timedelta = timedelta(hours=1)) -> GcReport:
         """Unreferenced blob files older than ``grace``; deleted only with ``apply``.
 
@@ -517,9 +552,29 @@ class SessionIndex:
 
     # -- verify -----------------------------------------------------------------------------
 
+    @_entry_point
     def verify(self, repair: bool = False) -> VerifyReport:
-        """Compare the index with a fresh parse of every file; ``repair`` re-indexes those."""
+        """Compare the index with a fresh parse of every file; ``repair`` re-indexes those.
+
+        The file itself is checked first (:func:`database.check_integrity`), since damage a sync
+        never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
+        ``repair``.
+        """
         report = VerifyReport()
+        try:
+            report.damaged = database.check_integrity(self.connection)
+            if report.damaged is None:
+                self._compare_with_files(report, repair)
+        except database.DAMAGE_ERRORS as error:
+            report.damaged = str(error)
+        if report.damaged is not None and repair:
+            self._require_writable()
+            with self._sync_lock():
+                self._rebuild_after_damage(report.damaged, None)
+            report.rebuilt = True
+        return report
+
+    def _compare_with_files(self, report: VerifyReport, repair: bool) -> None:
         scan = SyncReport()
         on_disk = {
             item.path: item
@@ -537,12 +592,14 @@ class SessionIndex:
                     report.differences[path] = problems
         finally:
             verifier.close()
-        for path in sorted(set(indexed) - set(on_disk) - set(scan.unreadable)):
+        unreadable = list(scan.unreadable)
+        for path in sorted(set(indexed) - set(on_disk)):
+            if is_under_any(path, unreadable):
+                continue
             report.differences[path] = ["file is indexed but no longer exists"]
         report.refcount_errors = refcount_errors(self.connection)
         if repair and not report.clean:
             self._repair(report, on_disk, indexed)
-        return report
 
     def _repair(
         self, report: VerifyReport, on_disk: dict[str, Any], indexed: dict[str, int]
@@ -574,6 +631,7 @@ class SessionIndex:
 
     # -- stats ------------------------------------------------------------------------------
 
+    @_entry_point
     def stats(self) -> IndexStats:
         def scalar(sql: str) -> Any:
             return self.connection.execute(sql).fetchall()[0][0]
@@ -595,6 +653,28 @@ class SessionIndex:
             history_prompts=scalar("SELECT count(*) FROM history"),
             last_sync=scalar("SELECT max(value) FROM meta WHERE key = 'last_sync'"),
         )
+
+
+def _open_for_writing(db_path: str) -> apsw.Connection:
+    """Connect and migrate; a damaged file is moved aside (with a warning) and started afresh."""
+    try:
+        connection = database.connect(db_path)
+    except database.DamagedIndexError as error:
+        moved = database.move_aside(db_path)
+        log.warning("%s; moved it to %s and rebuilding from the session files", error, moved)
+        connection = database.connect(db_path)
+    try:
+        database.apply_migrations(connection, database.load_migrations())
+    except database.DAMAGE_ERRORS as error:
+        connection.close()
+        moved = database.move_aside(db_path)
+        log.warning("%s is damaged (%s); moved it to %s and rebuilding", db_path, error, moved)
+        connection = database.connect(db_path)
+        database.apply_migrations(connection, database.load_migrations())
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 def _like_prefix(text: str) -> str:

@@ -22,6 +22,7 @@ log = logging.getLogger("xcsh_store")
 
 BUSY_TIMEOUT_MS = 30_000
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+_FTS5_TABLE = re.compile(r"USING\s+fts5\s*\(", re.IGNORECASE)  # not fts5vocab
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,11 @@ def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -
         if migration.name in applied:
             continue
         with transaction(connection):
+            # Another process may have applied it while this one waited for the write lock.
+            if connection.execute(
+                "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
+            ).fetchall():
+                continue
             connection.execute(migration.sql)
             connection.execute(
                 "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
@@ -120,7 +126,78 @@ class DamagedIndexError(IndexDatabaseError):
     """The index file is not a usable SQLite database (garbage, truncated, malformed)."""
 
 
-DAMAGE_ERRORS = (apsw.NotADBError, apsw.CorruptError)
+# Garbage inside a row that SQLite's page checks let through shows up as text that is not UTF-8
+# (every text the store writes is), as a value too big to read, or as a constraint the store's
+# own writes never violate (a row changed under its UNIQUE index). DamagedIndexError: damage a
+# nested call has already explained, which the sync or verify that called it must rebuild from.
+DAMAGE_ERRORS = (
+    apsw.NotADBError,
+    apsw.CorruptError,
+    apsw.TooBigError,
+    apsw.ConstraintError,
+    apsw.MismatchError,
+    UnicodeDecodeError,
+    DamagedIndexError,
+)
+
+
+@contextlib.contextmanager
+def errors_explained(path: str) -> Iterator[None]:
+    """Turn the SQLite failures a user can act on into one-line :class:`IndexDatabaseError`."""
+    try:
+        yield
+    except IndexDatabaseError:
+        raise  # explained already (by a nested call, or as what it is)
+    except DAMAGE_ERRORS as error:
+        raise DamagedIndexError(
+            f"{path} is damaged ({error}); `xcsh-store verify --repair` rebuilds it from the"
+            " session files"
+        ) from error
+    except apsw.FullError as error:
+        raise IndexDatabaseError(
+            f"No space left to write {path} ({error}); free some space and sync again"
+            " (the session files are not affected)"
+        ) from error
+
+
+@contextlib.contextmanager
+def type_confusion_as_damage(connection: apsw.Connection) -> Iterator[None]:
+    """A TypeError or AttributeError becomes damage (CorruptError) when the file is damaged.
+
+    Garbage SQLite's checks let through changes the type of a value (NULL, a blob or a number
+    where the store wrote text) as easily as its bytes, and code reading it then fails like
+    this. Whether that is what happened is for :func:`check_integrity` to say; when the file is
+    sound, the error stands (it is a bug).
+    """
+    try:
+        yield
+    except (TypeError, AttributeError) as error:
+        damage = check_integrity(connection)
+        if damage is None:
+            raise
+        raise apsw.CorruptError(f"{damage} ({type(error).__name__}: {error})") from error
+
+
+def check_integrity(connection: apsw.Connection) -> str | None:
+    """What SQLite finds wrong with the file, or None: every b-tree, and every index against
+    its table (``integrity_check``; ``quick_check`` skips that, and a changed byte in an index
+    misleads every lookup through it), then each FTS5 index against its text (unless the
+    connection is read-only)."""
+    try:
+        problems = [
+            row[0] for row in connection.execute("PRAGMA integrity_check") if row[0] != "ok"
+        ]
+        if problems:
+            return "; ".join(problems[:3])
+        tables = connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+        for table in [name for name, sql in tables.fetchall() if _FTS5_TABLE.search(sql or "")]:
+            with contextlib.suppress(apsw.ReadOnlyError):
+                connection.execute(
+                    f'INSERT INTO "{table}" ("{table}", rank) VALUES (\'integrity-check\', 1)'
+                )
+    except DAMAGE_ERRORS as error:
+        return str(error)
+    return None
 
 
 def connect(path: str, read_only: bool = False) -> apsw.Connection:
@@ -144,6 +221,9 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
         connection.execute("PRAGMA temp_store = MEMORY")
         if read_only:
             connection.execute("PRAGMA query_only = ON")
+            # VACUUM INTO and ATTACH create the file they name before query_only refuses the
+            # write; with no attached databases allowed, neither can touch the file system.
+            connection.limit(apsw.SQLITE_LIMIT_ATTACHED, 0)
     except DAMAGE_ERRORS as error:
         connection.close()
         raise DamagedIndexError(f"{path} is damaged: {error}") from error
@@ -151,7 +231,12 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
 
 
 def _check_readable(connection: apsw.Connection, path: str) -> None:
-    connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except apsw.SQLError as error:
+        # Only the file can make this statement fail: "unsupported file format" is a header
+        # whose schema format number is garbage.
+        raise apsw.CorruptError(f"{error} (the file header is damaged)") from error
     wal = path + "-wal"
     if os.path.exists(wal) and os.path.getsize(wal) > 0:
         return  # pages may legitimately live in the WAL only

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import apsw
 
 from xcsh_store.context import timestamp_to_millis
+from xcsh_store.errors import HistoryError
 from xcsh_store.index.db import transaction
 from xcsh_store.index.rows import prompt_hash
 
@@ -19,7 +22,9 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
     """Copy new prompts from ``history.db``; re-copy everything when rows were deleted there.
 
     Returns how many prompts were copied. history.db is opened read-only and never changed, and
-    not opened at all while it and its WAL file look exactly as at the last mirror.
+    not opened at all while it and its WAL file look exactly as at the last mirror. When it
+    cannot be read the mirror is left as it was and HistoryError is raised; errors of the index
+    itself propagate unchanged (a damaged index must be rebuilt, not blamed on history.db).
     """
     signature = _signature(history_db)
     if signature == _meta(connection, "history_signature"):
@@ -29,25 +34,32 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
             connection.execute("DELETE FROM history")
             _set_meta(connection, "history_signature", None)
         return 0
-    source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
+    with _reading(history_db):
+        source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         source.set_busy_timeout(5_000)
         mirrored_count, mirrored_max = connection.execute(
             "SELECT count(*), coalesce(max(id), 0) FROM history"
         ).fetchall()[0]
-        (still_there,) = source.execute(
-            "SELECT count(*) FROM history WHERE id <= ?", (mirrored_max,)
-        ).fetchall()[0]
+        with _reading(history_db):
+            (still_there,) = source.execute(
+                "SELECT count(*) FROM history WHERE id <= ?", (mirrored_max,)
+            ).fetchall()[0]
         copied = 0
         with transaction(connection):
             if still_there != mirrored_count:
                 connection.execute("DELETE FROM history")
                 mirrored_max = 0
-            cursor = source.execute(
-                "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
-                (mirrored_max,),
-            )
-            while batch := list(itertools.islice(cursor, MIRROR_BATCH)):
+            with _reading(history_db):
+                cursor = source.execute(
+                    "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
+                    (mirrored_max,),
+                )
+            while True:
+                with _reading(history_db):
+                    batch = list(itertools.islice(cursor, MIRROR_BATCH))
+                if not batch:
+                    break
                 connection.executemany(
                     "INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)"
                     " VALUES (?, ?, ?, ?, ?)",
@@ -86,6 +98,15 @@ def _set_meta(connection: apsw.Connection, key: str, value: str | None) -> None:
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+@contextlib.contextmanager
+def _reading(history_db: str) -> Iterator[None]:
+    """Errors of the read-only history.db connection become HistoryError."""
+    try:
+        yield
+    except (apsw.Error, UnicodeDecodeError) as error:
+        raise HistoryError(f"history.db could not be read: {error}") from error
 
 
 @dataclass(frozen=True, slots=True)

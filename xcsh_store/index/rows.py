@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from xcsh_store.discovery import content_text
+from xcsh_store.history_search import storable_text
 from xcsh_store.jsonl import dumps
 
 # Tool output can be megabytes; its beginning is what people search for.
@@ -18,6 +19,23 @@ ENTRY_TEXT_CAP = 65_536
 BLOB_REF_IN_JSON = re.compile(rb'blob:sha256:([0-9a-f]{64})"')
 
 NOT_AN_ENTRY = frozenset({"session", "title"})
+
+# A JSON escape of a UTF-16 surrogate; alone (not half of a pair) it decodes to a lone surrogate.
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with :func:`storable_text` applied to every string in it, at any depth."""
+    pending: list[Any] = [value]
+    while pending:
+        container = pending.pop()
+        members = container.items() if type(container) is dict else enumerate(container)
+        for key, item in list(members):
+            if type(item) is str:
+                container[key] = storable_text(item)
+            elif type(item) is dict or type(item) is list:
+                pending.append(item)
+    return value
 
 
 def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:

@@ -18,8 +18,14 @@ import apsw
 import orjson
 
 from xcsh_store.discovery import content_text
+from xcsh_store.files import open_regular_file
 from xcsh_store.index.db import transaction
-from xcsh_store.index.rows import EntryFacts, blob_refs_in
+from xcsh_store.index.rows import (
+    SURROGATE_ESCAPE,
+    EntryFacts,
+    blob_refs_in,
+    replace_lone_surrogates,
+)
 from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
 from xcsh_store.migrate import (
     HEADER_TYPE,
@@ -28,6 +34,7 @@ from xcsh_store.migrate import (
     migrate_session_entries,
     session_version,
 )
+from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS, remove_quietly
 
 log = logging.getLogger("xcsh_store")
 
@@ -58,6 +65,9 @@ class SyncReport:
     missing_roots: list[str] = field(default_factory=list)
     history_mirrored: int = 0
     history_error: str | None = None
+    # Temp files of whole-file rewrites that died long ago (found by the scan, then removed).
+    stale_temp_files: list[str] = field(default_factory=list)
+    temp_files_removed: int = 0
 
     @property
     def complete(self) -> bool:
@@ -120,6 +130,7 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
     """
     visited: set[tuple[int, int]] = set()
     pending: list[tuple[str, str | None]] = [(root, None)]
+    stale = time.time() - STALE_TEMP_SECONDS
     while pending:
         folder, project_dir = pending.pop()
         try:
@@ -135,6 +146,8 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
         for entry in entries:
             name = entry.name
             if name[0] == ".":
+                if SESSION_TEMP_NAME.fullmatch(name) and _modified_before(entry, stale):
+                    report.stale_temp_files.append(entry.path)
                 continue
             try:
                 if entry.is_dir():
@@ -146,15 +159,36 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             except OSError as error:
                 report.unreadable[entry.path] = _describe_error(error)
                 continue
-            if stat_module.S_ISREG(result.st_mode):
-                yield SeenFile(
-                    entry.path,
-                    root,
-                    project_dir or "",
-                    result.st_size,
-                    result.st_mtime_ns,
-                    result.st_ino,
-                )
+            if not stat_module.S_ISREG(result.st_mode):
+                continue
+            if not entry.path.isascii() and not _is_utf8(entry.path):
+                # SQLite stores text as UTF-8; such a name would fail every statement.
+                report.unreadable[entry.path] = "file name is not valid UTF-8; rename the file"
+                continue
+            yield SeenFile(
+                entry.path,
+                root,
+                project_dir or "",
+                result.st_size,
+                result.st_mtime_ns,
+                result.st_ino,
+            )
+
+
+def _modified_before(entry: os.DirEntry[str], moment: float) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime < moment
+    except OSError:
+        return False
+
+
+def _is_utf8(path: str) -> bool:
+    """False for a path holding bytes that are not UTF-8 (decoded by Python as surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _describe_error(error: OSError) -> str:
@@ -280,7 +314,7 @@ class FileIndexer:
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Index one file within the current batch (the caller commits the batch)."""
-        with open(seen.path, "rb") as stream, self.batch.file():
+        with open_regular_file(seen.path) as stream, self.batch.file():
             info = os.fstat(stream.fileno())
             seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
             self.report.read_paths.append(seen.path)
@@ -374,9 +408,11 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     )
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
+    # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
+    # right after this transaction would otherwise leave the file without rows for good).
     connection.execute(
         "UPDATE files SET indexed_bytes = 0, next_seq = 0, last_id = NULL, legacy = 0,"
-        " head_hash = NULL, tail_hash = NULL WHERE id = ?",
+        " head_hash = NULL, tail_hash = NULL, size = -1 WHERE id = ?",
         (file_id,),
     )
     return removed
@@ -405,7 +441,11 @@ def _complete_records(stream: BinaryIO, start: int, report: SyncReport) -> Itera
                 orjson.loads(line)
             except orjson.JSONDecodeError:
                 return
-        yield _Record(offset, line, [] if line.isspace() else parse_line(line))
+        values = [] if line.isspace() else parse_line(line)
+        if b"\\u" in line and SURROGATE_ESCAPE.search(line):
+            # \ud800-style escapes decode to lone surrogates, which SQLite cannot store.
+            values = [replace_lone_surrogates(value) for value in values]
+        yield _Record(offset, line, values)
 
 
 def _read_until_header(
@@ -788,14 +828,16 @@ def sync_files(
             seen[item.path] = item
     report.files_seen = len(seen)
 
-    # A file under a folder that could not be listed may still exist: keep its rows.
     unreadable = list(report.unreadable)
     vanished = {
-        path: known_file(connection, path)
-        for path, row in known_rows.items()
+        path: known
+        for path in known_rows
         if path not in seen
-        and _under_any(path, scanned_roots)
-        and not (unreadable and _under_any(path, unreadable))
+        and is_under_any(path, scanned_roots)
+        # A file in a folder that cannot be listed keeps its rows until it can be looked at.
+        and not (unreadable and is_under_any(path, unreadable))
+        # (None only in a damaged index, whose path index no longer finds the row.)
+        and (known := known_file(connection, path)) is not None
     }
     renamed = _follow_renames(connection, seen, known_rows, vanished, report)
 
@@ -848,11 +890,16 @@ def sync_files(
             report.entries_removed += drop_file_rows(connection, file_id)
             connection.execute("DELETE FROM files WHERE id = ?", (file_id,))
         report.files_removed += 1
+    for path in report.stale_temp_files:
+        # A rewrite killed before its rename: the session file itself was never touched.
+        if remove_quietly(path):
+            report.temp_files_removed += 1
     report.seconds = elapsed_since(started)
     return report
 
 
-def _under_any(path: str, roots: list[str]) -> bool:
+def is_under_any(path: str, roots: list[str]) -> bool:
+    """Whether ``path`` is one of ``roots`` or inside one of them."""
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 

@@ -16,6 +16,7 @@ from xcsh_store.context import (
     context_of_path,
 )
 from xcsh_store.errors import EntryNotFoundError
+from xcsh_store.files import open_regular_file
 from xcsh_store.index.sync import synthetic_ids_for
 from xcsh_store.jsonl import parse_line
 from xcsh_store.loader import load_session, sanitize_openai_replay_metadata
@@ -167,7 +168,7 @@ def read_entries(
 ) -> list[dict[str, Any]]:
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use."""
     values: dict[int, dict[str, Any]] = {}
-    with open(path, "rb") as stream:
+    with open_regular_file(path) as stream:
         for start, end, members in _line_ranges(rows):
             chunk = os.pread(stream.fileno(), end - start, start)
             for row in members:

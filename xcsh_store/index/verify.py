@@ -37,10 +37,14 @@ class VerifyReport:
     differences: dict[str, list[str]] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)
     refcount_errors: list[str] = field(default_factory=list)
+    # What SQLite found wrong with index.db's own pages; the files were then not compared.
+    damaged: str | None = None
+    # The damaged index was moved aside and rebuilt from the files (repair=True).
+    rebuilt: bool = False
 
     @property
     def clean(self) -> bool:
-        return not self.differences and not self.refcount_errors
+        return not self.differences and not self.refcount_errors and self.damaged is None
 
 
 class Verifier:

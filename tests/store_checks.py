@@ -1,0 +1,218 @@
+"""Checks shared by the reliability tests: a whole-store survival check, hang guards, litter."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from xcsh_store import (
+    SessionContext,
+    SessionManager,
+    build_session_context,
+    load_entries_from_file,
+)
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.sync import synthetic_ids_for
+from xcsh_store.jsonl import dumps
+from xcsh_store.loader import load_session
+from xcsh_store.migrate import find_header_index
+
+BLOB_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+class Hang(BaseException):
+    """An operation took longer than its guard allows: it would have hung.
+
+    A BaseException, so that code which skips files on ``Exception`` cannot swallow it.
+    """
+
+
+@contextlib.contextmanager
+def no_hang(seconds: float = 20.0) -> Iterator[None]:
+    """Fail (instead of waiting forever) when the block runs longer than ``seconds``.
+
+    SIGALRM interrupts even a blocking system call such as opening a FIFO.
+    """
+
+    def alarm(signum: int, frame: FrameType | None) -> None:
+        raise Hang(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    # Repeats, in case the first alarm lands where something catches BaseException.
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def entry_ids(path: str | Path) -> list[str]:
+    """Ids of the entries (not the header) the loader finds in a session file."""
+    return [
+        record["id"]
+        for record in load_entries_from_file(str(path))
+        if record.get("type") not in ("session", "title") and isinstance(record.get("id"), str)
+    ]
+
+
+def loaded_entries(path: str, index: SessionIndex) -> list[dict[str, Any]]:
+    """The entries of a file as the loader sees them, with the index's deterministic ids."""
+    loaded = load_session(path, blob_store=index.blob_store, new_id=synthetic_ids_for(path))
+    return loaded.entries[find_header_index(loaded.entries) + 1 :]
+
+
+def same_context(one: SessionContext, other: SessionContext) -> bool:
+    """Equality that also holds for messages nested too deep for ``==`` (it recurses)."""
+    names = [field.name for field in dataclasses.fields(SessionContext)]
+    return dumps([getattr(one, name) for name in names]) == dumps(
+        [getattr(other, name) for name in names]
+    )
+
+
+def assert_index_matches_files(agent_dir: Path) -> SessionIndex:
+    """Sync, then the index verifies clean and every leaf's context equals a fresh parse."""
+    index = SessionIndex.open(str(agent_dir))
+    try:
+        report = index.sync()
+        assert not report.unreadable, report.unreadable
+        verification = index.verify()
+        assert verification.clean, verification.differences or verification.refcount_errors
+        for session in index.list_sessions():
+            entries = loaded_entries(session.path, index)
+            for leaf in [*index.tree(session).leaves, None]:
+                expected = build_session_context(entries, leaf or session.last_entry_id)
+                assert same_context(index.context(session, leaf), expected), (session.path, leaf)
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def assert_store_survives(agent_dir: Path, path: Path, valid_ids: list[str]) -> SessionIndex:
+    """The loader, the index and the manager keep every valid entry of ``path``, in order, and
+    the manager can append to it afterwards without losing anything. Returns the open index."""
+    found = entry_ids(path)
+    assert [entry_id for entry_id in found if entry_id in valid_ids] == valid_ids, found
+    index = assert_index_matches_files(agent_dir)
+    session = index.find_session(str(path))
+    indexed = [row.id for row in index.tree(session).entries.values()]
+    assert set(valid_ids) <= set(indexed)
+    with SessionManager.open(str(path)) as manager:
+        assert set(valid_ids) <= {entry["id"] for entry in manager.get_entries()}
+        added = manager.append_message({"role": "user", "content": "appended afterwards"})
+    assert [entry_id for entry_id in entry_ids(path) if entry_id in valid_ids] == valid_ids
+    assert added in entry_ids(path)
+    index.sync()
+    assert index.verify().clean
+    return index
+
+
+def blob_files_are_whole(blobs_dir: Path) -> list[str]:
+    """Names of the blob files (64 hex digits) whose bytes do not hash to their name."""
+    if not blobs_dir.is_dir():
+        return []
+    return [
+        entry.name
+        for entry in os.scandir(blobs_dir)
+        if BLOB_NAME.fullmatch(entry.name)
+        and hashlib.sha256(Path(entry.path).read_bytes()).hexdigest() != entry.name
+    ]
+
+
+def age(path: Path, seconds: float) -> None:
+    """Date a file's access and modification times ``seconds`` back from now."""
+    moment = time.time() - seconds
+    os.utime(path, (moment, moment))
+
+
+class SmallDisk:
+    """A tmpfs of a few hundred KiB mounted for one test; ``grow`` frees space by remounting."""
+
+    def __init__(self, mount_point: Path, size_kib: int) -> None:
+        self.path = mount_point
+        mount_point.mkdir(parents=True, exist_ok=True)
+        self._mount("-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs")
+
+    def _mount(self, *arguments: str) -> None:
+        subprocess.run(
+            ["mount", *arguments, str(self.path)], check=True, capture_output=True, timeout=30
+        )
+
+    def grow(self, size_kib: int) -> None:
+        self._mount("-o", f"remount,size={size_kib}k")
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], check=False, timeout=30)
+
+
+def mount_small_disk(mount_point: Path, size_kib: int) -> SmallDisk | None:
+    """A mounted :class:`SmallDisk`, or None where this process may not mount one."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return None
+    try:
+        return SmallDisk(mount_point, size_kib)
+    except (subprocess.CalledProcessError, OSError):
+        return None
+
+
+NOBODY = 65534
+REPO = Path(__file__).resolve().parents[1]
+
+
+def can_drop_to_nobody() -> bool:
+    """Root can run a child as ``nobody``, for whom permissions are really enforced."""
+    return os.geteuid() == 0
+
+
+# Everything the child needs is imported before it gives up root: the interpreter and its
+# libraries may live where ``nobody`` cannot read (here: under /root).
+_DROP_TO_NOBODY = """
+import json, os, sys
+import xcsh_store, xcsh_store.index
+if os.geteuid() == 0:
+    os.setgroups([])
+    os.setgid({nobody})
+    os.setuid({nobody})
+"""
+
+
+def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
+    """Run ``code`` in a fresh interpreter on ``agent_dir``, as ``nobody`` when we are root
+    (root reads any file whatever its mode); returns stdout, fails with stderr."""
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(agent_dir.parent),
+        "XCSH_AGENT_DIR": str(agent_dir),
+        "XCSH_TERMINAL_ID": "unreadable-test",
+        "PYTHONPATH": str(REPO),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _DROP_TO_NOBODY.format(nobody=NOBODY) + code, *arguments],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def hand_over(folder: Path) -> None:
+    """Give ``folder`` and everything below it to the user :func:`run_python` runs as."""
+    if not can_drop_to_nobody():
+        return
+    for path in [folder, *folder.rglob("*")]:
+        os.lchown(path, NOBODY, NOBODY)
