@@ -23,19 +23,17 @@ from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
-from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
-from xcsh_store.index.sync import (
-    FileIndexer,
+from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.scan import (
     Progress,
     SyncReport,
-    drop_file_rows,
     is_under_any,
     known_file,
     now_iso,
-    pk_counter,
     scan_root,
-    sync_files,
 )
+from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
+from xcsh_store.index.sync import sync_files
 from xcsh_store.index.tree import (
     IndexedEntry,
     SessionTree,

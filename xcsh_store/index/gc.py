@@ -13,7 +13,7 @@ import apsw
 
 from xcsh_store.blobs import BLOB_TEMP_NAME
 from xcsh_store.index.db import transaction
-from xcsh_store.index.sync import now_iso
+from xcsh_store.index.scan import now_iso
 from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
 _HASH_NAME = re.compile(r"[0-9a-f]{64}")
