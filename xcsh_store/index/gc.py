@@ -12,7 +12,7 @@ from datetime import timedelta
 import apsw
 
 from xcsh_store.blobs import BLOB_TEMP_NAME
-from xcsh_store.index.db import transaction
+from xcsh_store.index.db import get_meta, set_meta, transaction
 from xcsh_store.index.scan import now_iso
 from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
@@ -76,7 +76,7 @@ def record_blob_folder(
     if (
         not force
         and signature is not None
-        and signature == _meta(connection, "blob_folder_signature")
+        and signature == get_meta(connection, "blob_folder_signature")
     ):
         return None
     names = blob_names(blobs_dir)
@@ -101,11 +101,7 @@ def record_blob_folder(
         )
         connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", [(d,) for d in gone])
         connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
-        connection.execute(
-            "INSERT INTO meta (key, value) VALUES ('blob_folder_signature', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (signature,),
-        )
+        set_meta(connection, "blob_folder_signature", signature)
     return names
 
 
@@ -113,11 +109,6 @@ def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
     """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
     joined = connection.execute(sql).fetchall()[0][0]
     return joined.split(" ") if joined else []
-
-
-def _meta(connection: apsw.Connection, key: str) -> str | None:
-    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
-    return rows[0][0] if rows else None
 
 
 def collect_garbage(
