@@ -32,7 +32,7 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
     if signature is None:
         with transaction(connection):
             connection.execute("DELETE FROM history")
-            setget_meta(connection, "history_signature", None)
+            set_meta(connection, "history_signature", None)
         return 0
     with _reading(history_db):
         source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
@@ -66,7 +66,7 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
                     [(*row, prompt_hash(row[1])) for row in batch],
                 )
                 copied += len(batch)
-            setget_meta(connection, "history_signature", signature)
+            set_meta(connection, "history_signature", signature)
         return copied
     finally:
         source.close()
