@@ -12,7 +12,7 @@ import apsw
 
 from xcsh_store.context import timestamp_to_millis
 from xcsh_store.errors import HistoryError
-from xcsh_store.index.db import get_meta, transaction
+from xcsh_store.index.db import get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
 
 MIRROR_BATCH = 5_000
