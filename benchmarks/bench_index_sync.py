@@ -27,7 +27,7 @@ from benchmarks.corpus import cached_corpus, generate_session_file, parse_size
 from benchmarks.harness import compare, measure_in_child, print_table
 from benchmarks.index_common import WORK_DIR, agent_corpus, fresh_db_path, full_sync
 from xcsh_store.index.db import apply_migrations, connect, load_migrations
-from xcsh_store.index.sync import COMMIT_EVERY_VALUES
+from xcsh_store.index.indexer import COMMIT_EVERY_VALUES
 
 TABLES = {
     "files": "SELECT * FROM files",

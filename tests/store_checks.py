@@ -24,7 +24,7 @@ from xcsh_store import (
     load_entries_from_file,
 )
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.sync import synthetic_ids_for
+from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.jsonl import dumps
 from xcsh_store.loader import load_session
 from xcsh_store.migrate import find_header_index

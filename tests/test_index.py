@@ -25,8 +25,8 @@ from xcsh_store.blobs import BlobStore
 from xcsh_store.context import build_session_context
 from xcsh_store.errors import EntryNotFoundError, IndexDatabaseError, SessionNotFoundError
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.index.search import parse_search_query
-from xcsh_store.index.sync import synthetic_ids_for
 from xcsh_store.loader import load_session
 from xcsh_store.migrate import find_header_index
 

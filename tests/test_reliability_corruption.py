@@ -175,7 +175,7 @@ def test_a_row_changed_under_its_unique_index_rebuilds_the_index(agent_dir, sync
     synced.write_bytes(bytes(data))
     with SessionIndex.open(str(agent_dir)) as index, caplog.at_level(logging.WARNING):
         index.sync()
-    assert "missing from index" in caplog.text and len(_moved_aside(agent_dir)) == 1
+    assert "is damaged" in caplog.text and len(_moved_aside(agent_dir)) == 1
     assert_index_matches_files(agent_dir).close()
 
 

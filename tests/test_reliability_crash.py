@@ -26,7 +26,7 @@ from xcsh_store import SessionManager
 from xcsh_store.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.gc import QUARANTINE_PREFIX
-from xcsh_store.index.sync import FileIndexer
+from xcsh_store.index.indexer import FileIndexer
 from xcsh_store.paths import new_session_id
 
 HOUR = 3600

@@ -25,7 +25,7 @@ from xcsh_store import jsonl as jsonl_module
 from xcsh_store import loader as loader_module
 from xcsh_store.blobs import BlobStore, decode_base64_leniently
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.sync import synthetic_ids_for
+from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.jsonl import dumps, iter_records, parse_jsonl_bytes
 from xcsh_store.loader import load_session, read_session_file
 from xcsh_store.migrate import find_header_index

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xcsh_store.blobs import BlobStore
-from xcsh_store.index.sync import SyncReport, scan_root, synthetic_ids_for
+from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.index.scan import SyncReport, scan_root
 from xcsh_store.loader import read_session_file
 from xcsh_store.migrate import (
     CURRENT_SESSION_VERSION,

@@ -25,7 +25,7 @@ from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
-from xcsh_store.index.sync import Progress
+from xcsh_store.index.scan import Progress
 from xcsh_store.output import format_bytes
 from xcsh_store.paths import get_sessions_dir
 from xcsh_store.upgrade import (

@@ -23,19 +23,17 @@ from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
-from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
-from xcsh_store.index.sync import (
-    FileIndexer,
+from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.scan import (
     Progress,
     SyncReport,
-    drop_file_rows,
     is_under_any,
     known_file,
     now_iso,
-    pk_counter,
     scan_root,
-    sync_files,
 )
+from xcsh_store.index.search import SearchHit, parse_search_query, search_entries
+from xcsh_store.index.sync import sync_files
 from xcsh_store.index.tree import (
     IndexedEntry,
     SessionTree,
@@ -301,18 +299,12 @@ class SessionIndex:
             report.history_error = str(error)
             log.warning("%s", report.history_error)
         with database.transaction(self.connection):
-            self.connection.execute(
-                "INSERT INTO meta (key, value) VALUES ('last_sync', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (now_iso(),),
-            )
+            database.set_meta(self.connection, "last_sync", now_iso())
         return report
 
     def _take_resync_request(self) -> bool:
-        row = self.connection.execute(
-            "SELECT value FROM meta WHERE key = 'resync_required'"
-        ).fetchall()
-        if not row:
+        """Whether a migration asked for every row to be derived again (asked once)."""
+        if database.get_meta(self.connection, "resync_required") is None:
             return False
         with database.transaction(self.connection):
             self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
@@ -651,7 +643,7 @@ class SessionIndex:
             invalid_files=scalar("SELECT count(*) FROM files WHERE status = 'invalid_header'"),
             blobs_referenced=scalar("SELECT count(*) FROM blobs WHERE refcount > 0"),
             history_prompts=scalar("SELECT count(*) FROM history"),
-            last_sync=scalar("SELECT max(value) FROM meta WHERE key = 'last_sync'"),
+            last_sync=database.get_meta(self.connection, "last_sync"),
         )
 
 

@@ -122,6 +122,20 @@ def transaction(connection: apsw.Connection, mode: str = "IMMEDIATE") -> Iterato
     connection.execute("COMMIT")
 
 
+def get_meta(connection: apsw.Connection, key: str) -> str | None:
+    """A value of the ``meta`` table (None when the key is absent)."""
+    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def set_meta(connection: apsw.Connection, key: str, value: str | None) -> None:
+    connection.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
 class DamagedIndexError(IndexDatabaseError):
     """The index file is not a usable SQLite database (garbage, truncated, malformed)."""
 

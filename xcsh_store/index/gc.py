@@ -12,8 +12,8 @@ from datetime import timedelta
 import apsw
 
 from xcsh_store.blobs import BLOB_TEMP_NAME
-from xcsh_store.index.db import transaction
-from xcsh_store.index.sync import now_iso
+from xcsh_store.index.db import get_meta, set_meta, transaction
+from xcsh_store.index.scan import now_iso
 from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
 _HASH_NAME = re.compile(r"[0-9a-f]{64}")
@@ -63,16 +63,22 @@ def _folder_signature(blobs_dir: str) -> str | None:
     return f"{info.st_ino}:{info.st_mtime_ns}"
 
 
-def record_blob_folder(connection: apsw.Connection, blobs_dir: str) -> None:
-    """Make ``blobs.size`` say which blobs are on disk (NULL: not there), unless the folder is
-    unchanged since the last time this was done.
+def record_blob_folder(
+    connection: apsw.Connection, blobs_dir: str, *, force: bool = False
+) -> set[str] | None:
+    """Make ``blobs.size`` say which blobs are on disk (NULL: not there); returns the names
+    listed, or None when the folder is unchanged since the last time (and not ``force``).
 
     A folder's mtime changes with every file created, removed or renamed in it, so while it
     stays the same the index already knows the folder's contents and the GC needs no listing.
     """
     signature = _folder_signature(blobs_dir)
-    if signature is not None and signature == _meta(connection, "blob_folder_signature"):
-        return
+    if (
+        not force
+        and signature is not None
+        and signature == get_meta(connection, "blob_folder_signature")
+    ):
+        return None
     names = blob_names(blobs_dir)
     recorded = {
         digest
@@ -95,22 +101,14 @@ def record_blob_folder(connection: apsw.Connection, blobs_dir: str) -> None:
         )
         connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", [(d,) for d in gone])
         connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
-        connection.execute(
-            "INSERT INTO meta (key, value) VALUES ('blob_folder_signature', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (signature,),
-        )
+        set_meta(connection, "blob_folder_signature", signature)
+    return names
 
 
 def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
     """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
     joined = connection.execute(sql).fetchall()[0][0]
     return joined.split(" ") if joined else []
-
-
-def _meta(connection: apsw.Connection, key: str) -> str | None:
-    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
-    return rows[0][0] if rows else None
 
 
 def collect_garbage(
@@ -124,17 +122,21 @@ def collect_garbage(
     """Find blob files no indexed entry references, older than ``grace``; delete them if asked.
 
     The reference counts and the recorded folder contents answer the question in SQL; only the
-    unreferenced blobs are looked at on disk (their mtime, for the grace period). Deleting is
-    two-step so that an agent writing the same blob concurrently always wins: the file is
-    renamed to a quarantine name first, then its mtime is checked again (a concurrent
+    unreferenced blobs are looked at on disk (their mtime, for the grace period). A collection
+    that deletes always lists the folder first, to finish what a killed collection left in
+    quarantine and to remove temp files of blob writes killed long ago.
+
+    Deleting is two-step so that an agent writing the same blob concurrently always wins: the
+    file is renamed to a quarantine name first, then its mtime is checked again (a concurrent
     ``BlobStore.put`` refreshes it, or re-creates the file when the name is gone), and only a
     blob that is still old is unlinked; a fresh one is renamed back.
     """
     report = GcReport(applied=False)
-    if _folder_signature(blobs_dir) != _meta(connection, "blob_folder_signature"):
-        # Only a changed folder can hold what a killed collection left (it renamed files).
-        report.restored = _restore_quarantine(blobs_dir)
-    record_blob_folder(connection, blobs_dir)
+    names = record_blob_folder(connection, blobs_dir, force=apply)
+    if names is not None:
+        report.restored = _restore_quarantine(blobs_dir, names)
+        if report.restored:
+            names = record_blob_folder(connection, blobs_dir, force=True)
     report.blobs_on_disk, report.referenced = connection.execute(
         "SELECT count(size), count(*) FILTER (WHERE refcount > 0) FROM blobs"
     ).fetchall()[0]
@@ -160,7 +162,7 @@ def collect_garbage(
     if not apply:
         return report
     # Never referenced by anything, so safe to remove even when deleting blobs is refused.
-    report.temp_files_removed = _remove_stale_temp_files(blobs_dir)
+    report.temp_files_removed = _remove_stale_temp_files(blobs_dir, names or set())
     if refuse_reason is not None:
         report.refused = refuse_reason
         return report
@@ -182,7 +184,7 @@ def collect_garbage(
     return report
 
 
-def _restore_quarantine(blobs_dir: str) -> list[str]:
+def _restore_quarantine(blobs_dir: str, names: set[str]) -> list[str]:
     """Undo the first step of deletions a killed collection never finished.
 
     A blob sits in quarantine only for the moment between its rename and its unlink; one whose
@@ -190,17 +192,17 @@ def _restore_quarantine(blobs_dir: str) -> list[str]:
     back under its name, and this collection decides about it afresh.
     """
     restored = []
-    for entry in _scan(blobs_dir):
-        match = _QUARANTINE_NAME.fullmatch(entry.name)
+    for name in names:
+        match = _QUARANTINE_NAME.fullmatch(name) if name.startswith(QUARANTINE_PREFIX) else None
         if match is None or _is_running(int(match.group(2))):
             continue
         digest = match.group(1)
-        target = os.path.join(blobs_dir, digest)
+        source, target = os.path.join(blobs_dir, name), os.path.join(blobs_dir, digest)
         with contextlib.suppress(FileNotFoundError):
             if os.path.exists(target):
-                os.unlink(entry.path)  # stored again meanwhile: same bytes, same name
+                os.unlink(source)  # stored again meanwhile: same bytes, same name
             else:
-                os.replace(entry.path, target)
+                os.replace(source, target)
             restored.append(digest)
     return restored
 
@@ -217,25 +219,17 @@ def _is_running(pid: int) -> bool:
     return True
 
 
-def _remove_stale_temp_files(blobs_dir: str) -> int:
+def _remove_stale_temp_files(blobs_dir: str, names: set[str]) -> int:
     """Temp files of blob writes killed long ago; a blob is whole before it gets its name."""
     stale = time.time() - STALE_TEMP_SECONDS
     removed = 0
-    for entry in _scan(blobs_dir):
-        if BLOB_TEMP_NAME.fullmatch(entry.name):
+    for name in names:
+        if name.startswith(".") and BLOB_TEMP_NAME.fullmatch(name):
+            path = os.path.join(blobs_dir, name)
             with contextlib.suppress(FileNotFoundError):
-                if entry.stat(follow_symlinks=False).st_mtime < stale and remove_quietly(
-                    entry.path
-                ):
+                if os.stat(path, follow_symlinks=False).st_mtime < stale and remove_quietly(path):
                     removed += 1
     return removed
-
-
-def _scan(blobs_dir: str) -> list[os.DirEntry[str]]:
-    try:
-        return list(os.scandir(blobs_dir))
-    except FileNotFoundError:
-        return []
 
 
 def _referenced_now(connection: apsw.Connection, digests: list[str]) -> set[str]:

@@ -12,7 +12,7 @@ import apsw
 
 from xcsh_store.context import timestamp_to_millis
 from xcsh_store.errors import HistoryError
-from xcsh_store.index.db import transaction
+from xcsh_store.index.db import get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
 
 MIRROR_BATCH = 5_000
@@ -27,12 +27,12 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
     itself propagate unchanged (a damaged index must be rebuilt, not blamed on history.db).
     """
     signature = _signature(history_db)
-    if signature == _meta(connection, "history_signature"):
+    if signature == get_meta(connection, "history_signature"):
         return 0
     if signature is None:
         with transaction(connection):
             connection.execute("DELETE FROM history")
-            _set_meta(connection, "history_signature", None)
+            set_meta(connection, "history_signature", None)
         return 0
     with _reading(history_db):
         source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
@@ -66,19 +66,10 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
                     [(*row, prompt_hash(row[1])) for row in batch],
                 )
                 copied += len(batch)
-            _set_meta(connection, "history_signature", signature)
+            set_meta(connection, "history_signature", signature)
         return copied
     finally:
         source.close()
-
-
-@contextlib.contextmanager
-def _reading(history_db: str) -> Iterator[None]:
-    """Errors of the read-only history.db connection become HistoryError."""
-    try:
-        yield
-    except (apsw.Error, UnicodeDecodeError) as error:
-        raise HistoryError(f"history.db could not be read: {error}") from error
 
 
 def _signature(history_db: str) -> str | None:
@@ -96,17 +87,13 @@ def _signature(history_db: str) -> str | None:
     return " ".join(parts)
 
 
-def _meta(connection: apsw.Connection, key: str) -> str | None:
-    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
-    return rows[0][0] if rows else None
-
-
-def _set_meta(connection: apsw.Connection, key: str, value: str | None) -> None:
-    connection.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?)"
-        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
+@contextlib.contextmanager
+def _reading(history_db: str) -> Iterator[None]:
+    """Errors of the read-only history.db connection become HistoryError."""
+    try:
+        yield
+    except (apsw.Error, UnicodeDecodeError) as error:
+        raise HistoryError(f"history.db could not be read: {error}") from error
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from xcsh_store.context import (
 )
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
-from xcsh_store.index.sync import synthetic_ids_for
+from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.jsonl import parse_line
 from xcsh_store.loader import load_session, sanitize_openai_replay_metadata
 from xcsh_store.migrate import find_header_index

@@ -9,13 +9,8 @@ from typing import Any
 import apsw
 
 from xcsh_store.index.db import apply_migrations, load_migrations
-from xcsh_store.index.sync import (
-    FileIndexer,
-    SeenFile,
-    SyncReport,
-    drop_file_rows,
-    pk_counter,
-)
+from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.scan import SeenFile, SyncReport
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"

@@ -1,0 +1,614 @@
+"""Reading one session file into index rows, from a byte offset, in bounded transactions."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import apsw
+import orjson
+
+from xcsh_store.discovery import content_text
+from xcsh_store.files import open_regular_file
+from xcsh_store.index.rows import (
+    SURROGATE_ESCAPE,
+    EntryFacts,
+    blob_refs_in,
+    replace_lone_surrogates,
+)
+from xcsh_store.index.scan import KnownFile, SeenFile, SyncReport, iso_from_ns, now_iso, sha1_hex
+from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
+from xcsh_store.migrate import (
+    HEADER_TYPE,
+    KNOWN_ENTRY_TYPES,
+    TITLE_TYPE,
+    migrate_session_entries,
+    session_version,
+)
+
+HEAD_BYTES = 1024
+TAIL_BYTES = 4096
+COMMIT_EVERY_VALUES = 20_000
+COMMIT_EVERY_BYTES = 16 << 20
+
+
+class _SyntheticIds:
+    """Deterministic entry ids for files that need them (v1, D25), so any re-parse agrees.
+
+    The id of the object at position ``seq`` of a file depends only on the file name and that
+    position (an ``IdFactory`` for :func:`migrate_session_entries`).
+    """
+
+    def __init__(self, seed: str) -> None:
+        self.seed = seed
+
+    def __call__(self, existing: Any, position: int) -> str:
+        attempt = 0
+        while True:
+            candidate = sha1_hex(f"{self.seed}:{position}:{attempt}".encode())[:8]
+            if candidate not in existing:
+                return candidate
+            attempt += 1
+
+
+def synthetic_ids_for(path: str) -> _SyntheticIds:
+    return _SyntheticIds(os.path.basename(path))
+
+
+@dataclass
+class _Totals:
+    """Per-session figures kept up to date as lines are added."""
+
+    entry_count: int = 0
+    message_count: int = 0
+    first_message: str | None = None
+    last_entry_id: str | None = None
+    usage: list[int | float] = field(default_factory=lambda: [0, 0, 0, 0, 0, 0])
+    compaction_title: str | None = None
+
+
+_ENTRY_INSERT = (
+    "INSERT INTO entries (pk, session, seq, id, parent_id, type, timestamp, role, provider,"
+    " model, tool_name, custom_type, offset, length, part, input_tokens, output_tokens,"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost, prompt_hash)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+class WriteBatch:
+    """One write transaction shared by many small files, committed every few MB.
+
+    Each file is written inside a savepoint, so a failure undoes that file alone; a big file
+    commits part-way (always on a line boundary, with its offset) to keep transactions bounded.
+    """
+
+    def __init__(self, connection: apsw.Connection) -> None:
+        self.connection = connection
+        self.values = 0
+        self.bytes = 0
+
+    def begin(self) -> None:
+        if self.connection.in_transaction:
+            return
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def added(self, values: int, size: int) -> None:
+        self.values += values
+        self.bytes += size
+
+    @property
+    def full(self) -> bool:
+        return self.values >= COMMIT_EVERY_VALUES or self.bytes >= COMMIT_EVERY_BYTES
+
+    def commit(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("COMMIT")
+        self.values = self.bytes = 0
+
+    @contextlib.contextmanager
+    def file(self) -> Iterator[None]:
+        """The work on one file: all of it, or (on an error) none of it since the last commit."""
+        self.begin()
+        self.connection.execute("SAVEPOINT file")
+        try:
+            yield
+        except BaseException:
+            if self.connection.in_transaction:
+                self.connection.execute("ROLLBACK TO file")
+                self.connection.execute("RELEASE file")
+            raise
+        self.connection.execute("RELEASE file")
+
+    def commit_within_file(self) -> None:
+        """Commit now, in the middle of a file, and carry on in a new savepoint."""
+        self.connection.execute("RELEASE file")
+        self.commit()
+        self.begin()
+        self.connection.execute("SAVEPOINT file")
+
+
+class FileIndexer:
+    """Indexes one file from a byte offset; commits always end on a line boundary."""
+
+    def __init__(
+        self,
+        connection: apsw.Connection,
+        next_pk: Callable[[], int],
+        report: SyncReport,
+    ) -> None:
+        self.connection = connection
+        self.next_pk = next_pk
+        self.report = report
+        self.batch = WriteBatch(connection)
+
+    # -- entry point ------------------------------------------------------------------------
+
+    def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
+        """Index one file within the current batch (the caller commits the batch)."""
+        with open_regular_file(seen.path) as stream, self.batch.file():
+            info = os.fstat(stream.fileno())
+            seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
+            self.report.read_paths.append(seen.path)
+            file_id = self._file_row(seen, known)
+            resume = None if full or known is None else self._resume_point(stream, known)
+            if resume is None:
+                if known is not None:
+                    self.report.entries_removed += drop_file_rows(self.connection, file_id)
+                self.report.files_reindexed += 1
+                self._index_from_start(stream, seen, file_id)
+            else:
+                self._index_from(stream, seen, file_id, known, resume)
+        self.report.files_changed += 1
+
+    def _file_row(self, seen: SeenFile, known: KnownFile | None) -> int:
+        if known is not None:
+            return known.id
+        self.connection.execute(
+            "INSERT INTO files (path, root, project_dir, size, mtime_ns, inode, status)"
+            " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
+            (seen.path, seen.root, seen.project_dir, seen.inode),
+        )
+        return self.connection.last_insert_rowid()
+
+    def _resume_point(self, stream: BinaryIO, known: KnownFile) -> tuple[bytes, bytes] | None:
+        """The bytes around the old end when the file only grew; None when it must be re-read."""
+        if known.legacy or known.status != "ok" or known.indexed_bytes == 0:
+            return None
+        size = os.fstat(stream.fileno()).st_size
+        if size < known.indexed_bytes:
+            return None
+        head = _read_at(stream, 0, min(HEAD_BYTES, known.indexed_bytes))
+        tail_start = max(0, known.indexed_bytes - TAIL_BYTES)
+        tail = _read_at(stream, tail_start, known.indexed_bytes - tail_start)
+        self.report.bytes_read += len(head) + len(tail)
+        if sha1_hex(head) != known.head_hash or sha1_hex(tail) != known.tail_hash:
+            return None
+        if not tail.endswith(b"\n"):
+            # The last indexed line had no newline: what follows now continues that very line
+            # (old appends glued objects that way), so the line must be parsed again whole.
+            return None
+        return head, tail
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _index_from_start(self, stream: BinaryIO, seen: SeenFile, file_id: int) -> None:
+        records = _complete_records(stream, 0, self.report)
+        leading, header = _read_until_header(records)
+        state = _SessionState.new(seen.path)
+        if _read_at(stream, 0, len(BOM)) == BOM:
+            state.head = state.tail = BOM  # the hashes cover the raw bytes, BOM included
+        state.version = session_version(header) if header is not None else None
+        if state.version is not None and state.version < 3:
+            # v1/v2: migrate the whole file in memory (deterministic ids), then index it.
+            everything = leading + list(records)
+            values = [value for record in everything for value in record.values]
+            migrate_session_entries(values, synthetic_ids_for(seen.path))
+            state.legacy = True
+            records = iter(everything)
+        else:
+            records = itertools.chain(leading, records)
+        writer = _RowWriter(self, file_id, seen, state)
+        writer.add_records(records)
+        writer.finish()
+
+    def _index_from(
+        self,
+        stream: BinaryIO,
+        seen: SeenFile,
+        file_id: int,
+        known: KnownFile,
+        resume: tuple[bytes, bytes],
+    ) -> None:
+        state = _SessionState.resume(self.connection, file_id, known, seen.path, *resume)
+        writer = _RowWriter(self, file_id, seen, state)
+        writer.add_records(_complete_records(stream, known.indexed_bytes, self.report))
+        writer.finish()
+
+
+def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
+    """Delete every row derived from a file's content; returns how many entries went."""
+    count = connection.execute("SELECT count(*) FROM entries WHERE session = ?", (file_id,))
+    removed = count.fetchall()[0][0]
+    connection.execute(
+        "DELETE FROM blob_refs WHERE entry IN (SELECT pk FROM entries WHERE session = ?)",
+        (file_id,),
+    )
+    connection.execute(
+        "DELETE FROM entries_fts WHERE rowid IN (SELECT pk FROM entries WHERE session = ?)",
+        (file_id,),
+    )
+    connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
+    connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
+    # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
+    # right after this transaction would otherwise leave the file without rows for good).
+    connection.execute(
+        "UPDATE files SET indexed_bytes = 0, next_seq = 0, last_id = NULL, legacy = 0,"
+        " head_hash = NULL, tail_hash = NULL, size = -1 WHERE id = ?",
+        (file_id,),
+    )
+    return removed
+
+
+def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:
+    return os.pread(stream.fileno(), size, offset) if size > 0 else b""
+
+
+@dataclass(slots=True)
+class _Record:
+    offset: int
+    data: bytes
+    values: list[dict[str, Any]]
+
+
+def _complete_records(stream: BinaryIO, start: int, report: SyncReport) -> Iterator[_Record]:
+    """Lines from ``start`` that are complete: newline-terminated, or a last line that parses.
+
+    A line still being written (cut JSON without its newline) is left for a later sync.
+    """
+    for offset, line in iter_lines(stream, start):
+        report.bytes_read += len(line)
+        if not line.endswith(b"\n"):
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return
+        values = [] if line.isspace() else parse_line(line)
+        if b"\\u" in line and SURROGATE_ESCAPE.search(line):
+            # \ud800-style escapes decode to lone surrogates, which SQLite cannot store.
+            values = [replace_lone_surrogates(value) for value in values]
+        yield _Record(offset, line, values)
+
+
+def _read_until_header(
+    records: Iterator[_Record],
+) -> tuple[list[_Record], dict[str, Any] | None]:
+    """The records up to the one that decides validity, and the header if it is one."""
+    leading: list[_Record] = []
+    for record in records:
+        leading.append(record)
+        for value in record.values:
+            if value.get("type") == TITLE_TYPE:
+                continue
+            return leading, value if value.get("type") == HEADER_TYPE else None
+    return leading, None
+
+
+@dataclass
+class _SessionState:
+    """Where the parse of a file stands: header status, seq, last id, totals, edge bytes."""
+
+    path: str
+    indexed_bytes: int = 0
+    next_seq: int = 0
+    version: int | None = None
+    status: str | None = None
+    leading_title: dict[str, Any] | None = None
+    last_id: str | None = None
+    legacy: bool = False
+    totals: _Totals = field(default_factory=_Totals)
+    head: bytes = b""
+    tail: bytes = b""
+    ids: _SyntheticIds | None = None
+    fresh: bool = True
+
+    @classmethod
+    def new(cls, path: str) -> _SessionState:
+        return cls(path, ids=synthetic_ids_for(path))
+
+    @classmethod
+    def resume(
+        cls,
+        connection: apsw.Connection,
+        file_id: int,
+        known: KnownFile,
+        path: str,
+        head: bytes,
+        tail: bytes,
+    ) -> _SessionState:
+        state = cls(
+            path,
+            indexed_bytes=known.indexed_bytes,
+            next_seq=known.next_seq,
+            status=known.status,
+            last_id=known.last_id,
+            head=head,
+            tail=tail,
+            ids=synthetic_ids_for(path),
+            fresh=False,
+        )
+        row = connection.execute(
+            "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
+            " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
+            " compaction_title FROM sessions WHERE file_id = ?",
+            (file_id,),
+        ).fetchall()
+        if row:
+            values = row[0]
+            state.totals = _Totals(
+                values[0], values[1], values[2], values[3], list(values[4:10]), values[10]
+            )
+        return state
+
+
+class _RowWriter:
+    """Turns records into rows and commits them in bounded transactions."""
+
+    def __init__(
+        self, indexer: FileIndexer, file_id: int, seen: SeenFile, state: _SessionState
+    ) -> None:
+        self.indexer = indexer
+        self.connection = indexer.connection
+        self.file_id = file_id
+        self.seen = seen
+        self.state = state
+        self.indexed_bytes = state.indexed_bytes
+        self.entry_rows: list[tuple[Any, ...]] = []
+        self.text_rows: list[tuple[int, str]] = []
+        self.blob_rows: list[tuple[int, str]] = []
+        self.batch_ids: dict[str, int] = {}
+        self.run_ids: set[str] = set()
+        self.pending_bytes = 0
+        self.header_row: dict[str, Any] | None = None
+        self.recent = [state.tail]
+
+    def add_records(self, records: Any) -> None:
+        for record in records:
+            for part, value in enumerate(record.values):
+                line = record.data if len(record.values) == 1 else dumps(value)
+                self._add_value(record, part, value, line)
+            self.indexed_bytes = record.offset + len(record.data)
+            self._keep_edges(record)
+            self.pending_bytes += len(record.data)
+            if (
+                len(self.entry_rows) >= COMMIT_EVERY_VALUES
+                or self.pending_bytes >= COMMIT_EVERY_BYTES
+            ):
+                self._flush(final=False)
+                if self.indexer.batch.full:
+                    self.indexer.batch.commit_within_file()
+
+    def _keep_edges(self, record: _Record) -> None:
+        """Remember the first KiB and the records covering the last 4 KiB, for the hashes."""
+        state = self.state
+        if len(state.head) < HEAD_BYTES:
+            state.head += record.data[: HEAD_BYTES - len(state.head)]
+        recent = self.recent
+        recent.append(record.data)
+        if len(recent) > 64:
+            self.recent = [b"".join(recent)[-TAIL_BYTES:]]
+
+    def _add_value(self, record: _Record, part: int, value: dict[str, Any], line: bytes) -> None:
+        state = self.state
+        seq = state.next_seq
+        state.next_seq += 1
+        is_header_record = False
+        kind = value.get("type")
+        if state.status is None:
+            if kind == TITLE_TYPE:
+                is_header_record = True
+                state.leading_title = value
+            else:
+                valid = kind == HEADER_TYPE and isinstance(value.get("id"), str)
+                state.status = "ok" if valid else "invalid_header"
+                if valid:
+                    is_header_record = True
+                    self.header_row = value
+        elif kind == HEADER_TYPE:
+            is_header_record = True  # a second session line is an opaque record (D22)
+        elif not state.legacy:
+            self._repair_links(value, seq)
+        facts = EntryFacts(value, is_header_record)
+        if not is_header_record:
+            self._count(value, facts)
+        pk = self.indexer.next_pk()
+        usage = facts.usage or (None, None, None, None, None, None)
+        self.entry_rows.append(
+            (pk, self.file_id, seq, facts.id, facts.parent_id, facts.type, facts.timestamp,
+             facts.role, facts.provider, facts.model, facts.tool_name, facts.custom_type,
+             record.offset, len(record.data), part, *usage, facts.prompt_hash)
+        )  # fmt: skip
+        if facts.id is not None:
+            previous = self.batch_ids.get(facts.id)
+            if previous is not None:
+                self._forget(previous)
+            self.batch_ids[facts.id] = len(self.entry_rows) - 1
+        if facts.text:
+            self.text_rows.append((pk, facts.text))
+        for digest in blob_refs_in(line):
+            self.blob_rows.append((pk, digest))
+
+    def _forget(self, row_index: int) -> None:
+        """A later entry with the same id replaces an earlier one in the same batch."""
+        pk = self.entry_rows[row_index][0]
+        self.entry_rows[row_index] = None  # type: ignore[call-overload]
+        self.text_rows = [row for row in self.text_rows if row[0] != pk]
+        self.blob_rows = [row for row in self.blob_rows if row[0] != pk]
+
+    def _repair_links(self, value: dict[str, Any], seq: int) -> None:
+        """D25 for v3 files: entries without ``id`` get one, without ``parentId`` a parent."""
+        state = self.state
+        if "id" not in value and value.get("type") in KNOWN_ENTRY_TYPES:
+            value["id"] = state.ids((), seq)  # type: ignore[misc]
+        if "id" not in value:
+            return
+        if "parentId" not in value:
+            value["parentId"] = state.last_id
+        state.last_id = value["id"] if isinstance(value["id"], str) else state.last_id
+
+    def _count(self, value: dict[str, Any], facts: EntryFacts) -> None:
+        totals = self.state.totals
+        totals.entry_count += 1
+        if facts.id is not None:
+            totals.last_entry_id = facts.id
+        if facts.usage is not None:
+            totals.usage = [a + b for a, b in zip(totals.usage, facts.usage, strict=True)]
+        kind = facts.type
+        if kind == "message":
+            message = value.get("message")
+            if message:
+                totals.message_count += 1
+                if totals.first_message is None and facts.role == "user":
+                    text = content_text(message.get("content")) if type(message) is dict else ""
+                    if text:
+                        totals.first_message = text
+        elif kind == "compaction" and isinstance(value.get("shortSummary"), str):
+            totals.compaction_title = value["shortSummary"]
+
+    # -- committing -------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        self._flush(final=True)
+
+    def _flush(self, final: bool) -> None:
+        """Write the pending rows, the session figures and the file's offset (one batch)."""
+        rows = [row for row in self.entry_rows if row is not None]
+        if rows:
+            self._replace_duplicates(rows)
+            self.connection.executemany(_ENTRY_INSERT, rows)
+            self.connection.executemany(
+                "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
+            )
+            self.connection.executemany(
+                "INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES (?, ?)", self.blob_rows
+            )
+            self.indexer.report.entries_added += len(rows)
+        self._write_session()
+        self._write_file_row(final)
+        self.indexer.batch.added(len(rows), self.pending_bytes)
+        self.entry_rows, self.text_rows, self.blob_rows = [], [], []
+        self.run_ids.update(self.batch_ids)
+        self.batch_ids = {}
+        self.pending_bytes = 0
+
+    def _replace_duplicates(self, rows: list[tuple[Any, ...]]) -> None:
+        """An id already in the index for this file: the later line wins, like the reference."""
+        ids = [row[3] for row in rows if row[3] is not None]
+        if self.state.fresh:
+            ids = [entry_id for entry_id in ids if entry_id in self.run_ids]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            stale = self.connection.execute(
+                f"SELECT pk FROM entries WHERE session = ? AND id IN ({marks})",
+                (self.file_id, *chunk),
+            ).fetchall()
+            for (pk,) in stale:
+                self.connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
+                self.connection.execute("DELETE FROM entries_fts WHERE rowid = ?", (pk,))
+                self.connection.execute("DELETE FROM entries WHERE pk = ?", (pk,))
+                self.indexer.report.entries_removed += 1
+
+    def _write_session(self) -> None:
+        state = self.state
+        if state.status != "ok":
+            return
+        totals = state.totals
+        figures = (
+            totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
+            *totals.usage, totals.compaction_title, iso_from_ns(self.seen.mtime_ns),
+        )  # fmt: skip
+        header = self.header_row
+        if header is None:
+            self.connection.execute(
+                "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
+                " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
+                " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
+                " modified_at = ? WHERE file_id = ?",
+                (*figures, self.file_id),
+            )
+            return
+        title, title_source = _title_of(header, state.leading_title)
+        self.connection.execute(
+            "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
+            " title_source, parent_session, version, created_at, entry_count, message_count,"
+            " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
+            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.file_id, header["id"], self.seen.path, _text(header.get("cwd")),
+                self.seen.project_dir, title, title_source, _text(header.get("parentSession")),
+                state.version, _text(header.get("timestamp")), *figures,
+            ),
+        )  # fmt: skip
+        self.header_row = None
+
+    def _write_file_row(self, final: bool) -> None:
+        state = self.state
+        state.tail = b"".join(self.recent)[-TAIL_BYTES:]
+        # Until the last commit of this read, size -1 makes the next sync carry on from here.
+        size = self.seen.size if final else -1
+        self.connection.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, indexed_bytes = ?, head_hash = ?,"
+            " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
+            " legacy = ?, root = ?, project_dir = ? WHERE id = ?",
+            (
+                size, self.seen.mtime_ns, self.seen.inode, self.indexed_bytes,
+                sha1_hex(state.head[: min(HEAD_BYTES, self.indexed_bytes)]),
+                sha1_hex(state.tail[-min(TAIL_BYTES, self.indexed_bytes) :]),
+                state.status or "invalid_header", now_iso(), state.next_seq, state.last_id,
+                int(state.legacy), self.seen.root, self.seen.project_dir, self.file_id,
+            ),
+        )  # fmt: skip
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _title_of(
+    header: dict[str, Any], leading_title: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
+    """The header's title, else the title record's (D21); with who set it."""
+    title = header.get("title")
+    if isinstance(title, str) and title:
+        return title, _text(header.get("titleSource"))
+    if leading_title is not None:
+        record_title = leading_title.get("title")
+        if isinstance(record_title, str) and record_title:
+            return record_title, _text(leading_title.get("source"))
+    return None, None
+
+
+def max_pk(connection: apsw.Connection) -> int:
+    """The highest entry key in use, counting search rows (a damaged index may have orphans)."""
+    # ORDER BY rowid DESC LIMIT 1 is answered by FTS5 itself; max(rowid) would scan the table.
+    return connection.execute(
+        "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"
+        " coalesce((SELECT rowid FROM entries_fts ORDER BY rowid DESC LIMIT 1), 0))"
+    ).fetchall()[0][0]
+
+
+def pk_counter(connection: apsw.Connection) -> Callable[[], int]:
+    """Entry keys after the highest in use, looked up on the first call."""
+    current: int | None = None
+
+    def next_pk() -> int:
+        nonlocal current
+        current = (max_pk(connection) if current is None else current) + 1
+        return current
+
+    return next_pk

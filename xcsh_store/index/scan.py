@@ -1,0 +1,191 @@
+"""Finding session files, and what the index remembers of each: the first step of a sync."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_module
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+
+from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
+
+# progress(bytes done, bytes in all, path being read)
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class SyncReport:
+    """What a sync did. ``read_paths`` lists every file whose content was read."""
+
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_changed: int = 0
+    files_reindexed: int = 0
+    files_removed: int = 0
+    files_renamed: int = 0
+    entries_added: int = 0
+    entries_removed: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    read_paths: list[str] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    missing_roots: list[str] = field(default_factory=list)
+    history_mirrored: int = 0
+    history_error: str | None = None
+    # Temp files of whole-file rewrites that died long ago (found by the scan, then removed).
+    stale_temp_files: list[str] = field(default_factory=list)
+    temp_files_removed: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """True when every known file and root could be read: nothing is unaccounted for."""
+        return not self.unreadable and not self.missing_roots
+
+
+@dataclass(slots=True)
+class SeenFile:
+    path: str
+    root: str
+    project_dir: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+@dataclass(slots=True)
+class KnownFile:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    indexed_bytes: int
+    head_hash: str | None
+    tail_hash: str | None
+    status: str
+    next_seq: int
+    last_id: str | None
+    legacy: bool
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_from_ns(mtime_ns: int) -> str:
+    moment = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sha1_hex(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def is_session_file_name(name: str) -> bool:
+    """``*.jsonl`` and files moved aside as invalid (D20); never dotfiles (temp files)."""
+    return not name.startswith(".") and (name.endswith(".jsonl") or ".jsonl.invalid-" in name)
+
+
+# --------------------------------------------------------------------------------------------
+# Scanning
+
+
+def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
+    """Every session file below ``root``; follows folder symlinks once, never in a loop.
+
+    A file's project folder is the first folder below the root (empty for files in the root).
+    """
+    visited: set[tuple[int, int]] = set()
+    pending: list[tuple[str, str | None]] = [(root, None)]
+    stale = time.time() - STALE_TEMP_SECONDS
+    while pending:
+        folder, project_dir = pending.pop()
+        try:
+            info = os.stat(folder)
+            key = (info.st_dev, info.st_ino)
+            if key in visited:
+                continue
+            visited.add(key)
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            report.unreadable[folder] = describe_error(error)
+            continue
+        for entry in entries:
+            name = entry.name
+            if name[0] == ".":
+                if SESSION_TEMP_NAME.fullmatch(name) and _modified_before(entry, stale):
+                    report.stale_temp_files.append(entry.path)
+                continue
+            try:
+                if entry.is_dir():
+                    pending.append((entry.path, name if project_dir is None else project_dir))
+                    continue
+                if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
+                    continue  # the test of is_session_file_name, inlined for the hot loop
+                result = entry.stat()
+            except OSError as error:
+                report.unreadable[entry.path] = describe_error(error)
+                continue
+            if not stat_module.S_ISREG(result.st_mode):
+                continue
+            if not entry.path.isascii() and not _is_utf8(entry.path):
+                # SQLite stores text as UTF-8; such a name would fail every statement.
+                report.unreadable[entry.path] = "file name is not valid UTF-8; rename the file"
+                continue
+            yield SeenFile(
+                entry.path,
+                root,
+                project_dir or "",
+                result.st_size,
+                result.st_mtime_ns,
+                result.st_ino,
+            )
+
+
+def _modified_before(entry: os.DirEntry[str], moment: float) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime < moment
+    except OSError:
+        return False
+
+
+def _is_utf8(path: str) -> bool:
+    """False for a path holding bytes that are not UTF-8 (decoded by Python as surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def describe_error(error: OSError) -> str:
+    return f"{error.strerror or error.__class__.__name__}" + (
+        f" (errno {error.errno})" if error.errno else ""
+    )
+
+
+def is_under_any(path: str, roots: list[str]) -> bool:
+    """Whether ``path`` is one of ``roots`` or inside one of them."""
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+_KNOWN_COLUMNS = (
+    "id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status, next_seq,"
+    " last_id, legacy"
+)
+
+
+def _known_file(row: tuple[Any, ...]) -> KnownFile:
+    return KnownFile(*row[:11], bool(row[11]))
+
+
+def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:
+    rows = connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files WHERE path = ?", (path,))
+    row = rows.fetchall()
+    return _known_file(row[0]) if row else None
