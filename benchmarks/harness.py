@@ -474,5 +474,8 @@ def print_table(
         print(title, file=out)
     print(_aligned(headers, cells), file=out)
     print(file=out)
+    if title:
+        print(f"**{title}**", file=out)
+        print(file=out)
     print(markdown, file=out)
     return markdown

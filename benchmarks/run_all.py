@@ -58,15 +58,14 @@ QUICK = {
 
 
 def markdown_tables(output: str) -> str:
-    """The title lines and Markdown tables a script printed."""
-    lines = output.splitlines()
+    """The Markdown tables a script printed, each with its bold title line."""
     kept: list[str] = []
-    for number, line in enumerate(lines):
-        if line.startswith("|"):
+    for line in output.splitlines():
+        if line.startswith("**"):
+            kept += ["", line, ""]
+        elif line.startswith("|"):
             kept.append(line)
-        elif line.strip() and number + 2 < len(lines) and lines[number + 2].startswith("|"):
-            kept.extend(["", f"**{line.strip()}**", ""])
-    return "\n".join(kept)
+    return "\n".join(kept).strip()
 
 
 def main() -> None:
