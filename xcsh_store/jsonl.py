@@ -14,7 +14,7 @@ import orjson
 from xcsh_store.files import open_regular_file
 
 BOM = b"\xef\xbb\xbf"
-READ_CHUNK = 4 * 1024 * 1024
+READ_CHUNK = 256 * 1024
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
