@@ -66,6 +66,7 @@ def main() -> None:
     full_sync(str(agent), db_path)
     everything = timedelta(0)  # no grace period, so both answer the same question
     store = BlobStore(str(agent / "blobs"))
+    added: list[str] = []  # removed at the end: the blobs folder is the cached corpus's
     with SessionIndex.open(str(agent), db_path=db_path) as index:
         ours = time_call(index.blob_gc, grace=everything, repeat=5, label="blob_gc (dry run)")
         # A new blob changes the folder: the GC lists it again instead of trusting the index.
@@ -73,11 +74,13 @@ def main() -> None:
             index.blob_gc,
             grace=everything,
             repeat=3,
-            setup=lambda: store.put(os.urandom(900)),
+            setup=lambda: added.append(store.put(os.urandom(900)).path),
             label="blob_gc after a new blob",
         )
     baseline = time_call(mark_and_sweep, str(agent), repeat=3)
     assert set(changed.result.candidates) == baseline.result
+    for path in added:
+        os.remove(path)
     megabytes = (sessions.total_bytes + blobs.total_bytes) / 1e6
     label = f"{ours.result.blobs_on_disk:,} blobs, {megabytes:,.0f} MB of sessions"
     rows = [
