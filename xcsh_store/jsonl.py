@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -348,8 +348,3 @@ def _dumps_exact(value: Any) -> bytes:
         else:
             raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
     return "".join(parts).encode("utf-8")
-
-
-def serialize_lines(values: Iterable[Any]) -> Iterator[bytes]:
-    for value in values:
-        yield dumps_line(value)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,8 +139,3 @@ def refcount_errors(connection: apsw.Connection) -> list[str]:
     ]
     errors += [f"blob {digest}: referenced but has no blobs row" for (digest,) in missing]
     return errors
-
-
-def seen_file_for(path: str, root: str, project_dir: str) -> SeenFile:
-    info = os.stat(path)
-    return SeenFile(path, root, project_dir, info.st_size, info.st_mtime_ns, info.st_ino)
