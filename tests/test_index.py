@@ -538,6 +538,34 @@ def test_gc_dry_run_apply_and_grace(agent_dir, index):
     assert store.has(kept[12:])
 
 
+def test_gc_grace_counts_from_its_sync_not_from_the_collection(agent_dir, index, monkeypatch):
+    """A line written after the GC's sync read its file is missing from the counts; its blob,
+    stored just before, must survive however long the GC then takes (a slow sync, a wait for
+    the lock) to get to the deleting."""
+    store = BlobStore(str(agent_dir / "blobs"))
+    path = sessions_dir(agent_dir) / "late.jsonl"
+    write_session(path, [header("late"), message("u1", None, "user", "look")])
+    late = store.put(b"stored just before the line that references it")
+    sync = index.sync
+
+    def sync_then_a_late_line(*args, **kwargs):
+        report = sync(*args, **kwargs)
+        record = message("u2", "u1", "user", "and this")
+        record["message"]["content"].append({"type": "image", "data": late.ref})
+        with open(path, "ab") as handle:
+            handle.write(json.dumps(record).encode() + b"\n")
+        time.sleep(0.4)
+        return report
+
+    monkeypatch.setattr(index, "sync", sync_then_a_late_line)
+    report = index.blob_gc(apply=True, grace=timedelta(seconds=0.2))
+    assert report.applied and report.kept_recent == 1 and report.deleted == []
+    assert store.has(late.hash)
+    monkeypatch.undo()
+    assert index.blob_gc(apply=True, grace=timedelta(0)).deleted == []
+    assert index.connection.execute("SELECT refcount FROM blobs").fetchall() == [(1,)]
+
+
 def test_gc_refuses_while_a_session_file_is_unreadable(agent_dir, index):
     store = BlobStore(str(agent_dir / "blobs"))
     orphan = store.put(b"maybe referenced").hash

@@ -7,6 +7,7 @@ import fcntl
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -527,6 +528,7 @@ class SessionIndex:
         Syncs first. Refuses to delete while any session file or root could not be read, since
         a blob referenced only from such a file would look unreferenced.
         """
+        synced_from = time.time()
         report = self.sync()
         refuse = None
         if report.unreadable:
@@ -538,7 +540,7 @@ class SessionIndex:
                 self.connection,
                 self.blob_store.dir,
                 apply=apply,
-                grace=grace,
+                cutoff=synced_from - grace.total_seconds(),
                 refuse_reason=refuse,
             )
 

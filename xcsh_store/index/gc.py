@@ -7,7 +7,6 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import apsw
 
@@ -116,10 +115,17 @@ def collect_garbage(
     blobs_dir: str,
     *,
     apply: bool,
-    grace: timedelta,
+    cutoff: float,
     refuse_reason: str | None,
 ) -> GcReport:
-    """Find blob files no indexed entry references, older than ``grace``; delete them if asked.
+    """Find blob files no indexed entry references, last written before ``cutoff`` (a Unix
+    time); delete them if asked.
+
+    The cutoff is the grace period counted back from when the sync behind the counts began,
+    not from now: a line written after that sync read its file is missing from the counts,
+    and the sync plus the wait for the lock can take longer than the grace period. An agent
+    writes a blob just before the line that references it, so a blob last written before the
+    cutoff is referenced by no line the counts miss.
 
     The reference counts and the recorded folder contents answer the question in SQL; only the
     unreferenced blobs are looked at on disk (their mtime, for the grace period). A collection
@@ -148,7 +154,6 @@ def collect_garbage(
         connection,
         "SELECT group_concat(hash, ' ') FROM blobs WHERE refcount <= 0 AND size IS NOT NULL",
     )
-    cutoff = time.time() - grace.total_seconds()
     for digest in sorted(unreferenced):
         try:
             info = os.stat(f"{blobs_dir}/{digest}")
