@@ -40,6 +40,7 @@ from xcsh_store.errors import (
     XcshStoreError,
 )
 from xcsh_store.history import HistoryEntry, HistoryStorage
+from xcsh_store.index import SessionIndex
 from xcsh_store.loader import load_entries_from_file, parse_session_entries
 from xcsh_store.manager import SessionManager, SessionTreeNode
 from xcsh_store.migrate import CURRENT_SESSION_VERSION, migrate_session_entries
