@@ -192,16 +192,22 @@ WRITING_STATEMENTS = [
 ]
 
 
-@pytest.mark.parametrize("statement", WRITING_STATEMENTS)
-def test_a_read_only_connection_refuses_every_write(agent_dir, two_messages, tmp_path, statement):
-    """What the ``sql`` verb opens: nothing a query says may change index.db or create a file."""
+def _index_at_rest(agent_dir: Path, tmp_path: Path) -> tuple[Path, bytes]:
+    """Sync and checkpoint index.db; returns an empty folder a query may try to write into
+    and the index's bytes, which nothing read-only may change."""
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
         index.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     outside = tmp_path / "outside"
     outside.mkdir()
+    return outside, (agent_dir / "index.db").read_bytes()
+
+
+@pytest.mark.parametrize("statement", WRITING_STATEMENTS)
+def test_a_read_only_connection_refuses_every_write(agent_dir, two_messages, tmp_path, statement):
+    """What the ``sql`` verb opens: nothing a query says may change index.db or create a file."""
+    outside, before = _index_at_rest(agent_dir, tmp_path)
     database = agent_dir / "index.db"
-    before = database.read_bytes()
     connection = connect(str(database), read_only=True)
     try:
         with pytest.raises(apsw.Error):
@@ -857,12 +863,7 @@ def _refused_in_one_line(result: Result, text: str) -> None:
 
 @pytest.mark.parametrize("statement", WRITING_STATEMENTS)
 def test_the_sql_verb_refuses_every_write(agent_dir, two_messages, tmp_path, statement):
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.sync()
-        index.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    before = (agent_dir / "index.db").read_bytes()
+    outside, before = _index_at_rest(agent_dir, tmp_path)
     _refused_in_one_line(_cli(agent_dir, "sql", statement.format(outside=outside)), "")
     assert (agent_dir / "index.db").read_bytes() == before
     assert list(outside.iterdir()) == []

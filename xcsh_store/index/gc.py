@@ -79,11 +79,9 @@ def record_blob_folder(
     ):
         return None
     names = blob_names(blobs_dir)
-    recorded = {
-        digest
-        for digest in _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
-                                          " WHERE size IS NOT NULL")
-    }  # fmt: skip
+    recorded = set(
+        _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs WHERE size IS NOT NULL")
+    )
     gone = recorded - names
     new = [name for name in names - recorded if is_blob_name(name)]
     stamp = now_iso()
@@ -220,7 +218,7 @@ def _is_running(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # alive, owned by another user
     return True
 
 
