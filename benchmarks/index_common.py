@@ -22,6 +22,7 @@ from benchmarks.corpus import (
     parse_size,
 )
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.db import load_migrations
 
 WORK_DIR = Path(os.environ.get("XCSH_BENCH_WORK", tempfile.gettempdir())) / "xcsh-bench"
 
@@ -59,11 +60,13 @@ def full_sync(agent_dir: str, db_path: str) -> int:
 
 
 def built_index(manifest: CorpusManifest, name: str) -> str:
-    """An index of ``manifest`` kept between runs in the work folder (built when missing)."""
+    """An index of ``manifest`` kept between runs in the work folder (built when missing, or
+    when the corpus or the schema changed)."""
     db_path = WORK_DIR / name / "index.db"
     stamp = db_path.with_suffix(".corpus")
-    if not (db_path.exists() and stamp.exists() and stamp.read_text() == manifest.cache_key):
+    key = " ".join([manifest.cache_key, *(migration.name for migration in load_migrations())])
+    if not (db_path.exists() and stamp.exists() and stamp.read_text() == key):
         db = fresh_db_path(name)
         full_sync(manifest.agent_dir, db)
-        stamp.write_text(manifest.cache_key)
+        stamp.write_text(key)
     return str(db_path)

@@ -27,6 +27,7 @@ from xcsh_store.errors import EntryNotFoundError, IndexDatabaseError, SessionNot
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.index.search import parse_search_query
+from xcsh_store.index.tree import ChainPath, ListPath, entry_path
 from xcsh_store.loader import load_session
 from xcsh_store.migrate import find_header_index
 
@@ -330,6 +331,44 @@ def test_parent_cycles_do_not_hang(agent_dir, index):
     assert [row.id for row in index.branch("cycle", "c")] == ["c"]
     assert sorted(index.tree("cycle").roots) == ["c"]
     _assert_every_leaf_context_matches(index)
+
+
+def test_well_formed_sessions_are_followed_by_chains_and_odd_ones_by_parent_links(agent_dir, index):
+    copy_fixtures(agent_dir)
+    write_session(
+        sessions_dir(agent_dir) / "late.jsonl",
+        [header("late"), message("b", "a", "user", "child first"), message("a", None, "user", "x")],
+    )
+    index.sync()
+    kinds = {}
+    for session in index.list_sessions():
+        if session.last_entry_id is not None and not session.legacy:
+            path = entry_path(index.connection, session.file_id, session.last_entry_id)
+            kinds[session.session_id] = type(path)
+    # One fixture has a parent that never appears: a root, still followed by chains.
+    assert kinds.pop("late") is ListPath
+    assert len(kinds) == 20
+    assert all(kind is ChainPath for kind in kinds.values())
+    assert [row.id for row in index.branch("late", "b")] == ["a", "b"]
+    _assert_every_leaf_context_matches(index)
+
+
+def test_an_index_from_before_chains_derives_them_on_its_next_sync(agent_dir):
+    copy_fixtures(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        # Take the index back to its state under 0001 alone, rows included.
+        index.connection.execute(
+            "DROP INDEX entries_chain; ALTER TABLE entries DROP COLUMN chain;"
+            " ALTER TABLE files DROP COLUMN chained; DELETE FROM meta;"
+            " DELETE FROM schema_migrations WHERE name = '0002_entry_chains'"
+        )
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync().files_reindexed == 31
+        assert index.connection.execute("SELECT sum(chained) FROM files").fetchall() == [(31,)]
+        assert index.sync().files_changed == 0
+        assert index.verify().clean
+        _assert_every_leaf_context_matches(index)
 
 
 # --------------------------------------------------------------------------------------------

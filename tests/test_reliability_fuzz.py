@@ -24,6 +24,7 @@ from xcsh_store import SessionManager, build_session_context
 from xcsh_store import jsonl as jsonl_module
 from xcsh_store import loader as loader_module
 from xcsh_store.blobs import BlobStore, decode_base64_leniently
+from xcsh_store.context import index_by_id, path_to_root
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.jsonl import dumps, iter_records, parse_jsonl_bytes
@@ -164,6 +165,87 @@ def test_any_tree_gives_the_same_context_from_the_index_and_never_hangs(entries,
             assert sorted(tree_ids(manager)) == sorted(known), "the tree lost or repeated one"
             manager.build_session_context()
             manager.close()
+
+
+# Trees grown over several syncs. Mostly parents come before children and ids are unique, so
+# the index follows them by chains (migration 0002); now and then one line breaks that and the
+# index must fall back to walking parent links.
+_ANOMALIES = ["forward", "repeat", "orphan", "self"]
+_grown = st.lists(
+    st.tuples(
+        st.sampled_from(_KINDS),
+        st.one_of(st.just(-1), st.integers(min_value=0, max_value=40), st.none()),  # parent
+        st.integers(min_value=0, max_value=40),  # what a compaction keeps, a label targets
+        st.booleans(),  # sync after this entry
+        st.one_of(st.just(None), st.just(None), st.just(None), st.sampled_from(_ANOMALIES)),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def _chainable(lines: list[tuple[str, str | None]]) -> bool:
+    """The rule of migration 0002: no id twice, none named as a parent before it appears."""
+    seen: set[str] = set()
+    named: set[str] = set()
+    for entry_id, parent_id in lines:
+        if entry_id in seen or entry_id in named or entry_id == parent_id:
+            return False
+        seen.add(entry_id)
+        if parent_id is not None and parent_id not in seen:
+            named.add(parent_id)
+    return True
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(plan=_grown)
+def test_trees_grown_over_many_syncs_give_the_loaders_context_for_every_leaf(plan):
+    """Parent -1 is the entry just before, n the n-th entry so far, None a new root."""
+    lines: list[tuple[str, str | None]] = []
+    with tempfile.TemporaryDirectory() as base, no_hang(30):
+        agent = Path(base)
+        path = agent / "sessions" / "--fuzz--" / "grown.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(
+            dumps({"type": "session", "version": 3, "id": "grown", "cwd": "/"}) + b"\n"
+        )
+        with SessionIndex.open(str(agent)) as index:
+            for number, (kind, parent, target, sync_now, anomaly) in enumerate(plan):
+                ids = [entry_id for entry_id, _ in lines]
+                entry_id = f"e{number}"
+                parent_id = None if parent is None or not ids else ids[parent % len(ids)]
+                if anomaly == "forward":
+                    parent_id = f"e{number + 1}"
+                elif anomaly == "orphan":
+                    parent_id = "ghost"
+                elif anomaly == "self":
+                    parent_id = entry_id
+                elif anomaly == "repeat" and ids:
+                    entry_id = ids[target % len(ids)]
+                kept = ids[target % len(ids)] if ids else entry_id
+                lines.append((entry_id, parent_id))
+                with path.open("ab") as stream:
+                    stream.write(dumps(_entry(kind, entry_id, parent_id, kept, number)) + b"\n")
+                if not (sync_now or number == len(plan) - 1):
+                    continue
+                index.sync()
+                verification = index.verify()
+                assert verification.clean, verification.differences
+                chained = index.connection.execute("SELECT chained FROM files").fetchall()
+                assert chained == [(int(_chainable(lines)),)]
+                loaded = load_session(str(path)).entries[1:]
+                session = index.find_session("grown")
+                for leaf in {*ids, entry_id, None}:
+                    expected = build_session_context(loaded, leaf or session.last_entry_id)
+                    assert same_context(index.context(session, leaf), expected), leaf
+                    if leaf is not None:
+                        branch = [row.id for row in index.branch(session, leaf)]
+                        assert branch == [entry["id"] for entry in manager_path(loaded, leaf)]
+
+
+def manager_path(entries: list[dict[str, Any]], leaf: str) -> list[dict[str, Any]]:
+    by_id = index_by_id(entries)
+    return path_to_root(by_id[leaf], by_id)
 
 
 # --------------------------------------------------------------------------------------------

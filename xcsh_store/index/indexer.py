@@ -74,8 +74,8 @@ class _Totals:
 _ENTRY_INSERT = (
     "INSERT INTO entries (pk, session, seq, id, parent_id, type, timestamp, role, provider,"
     " model, tool_name, custom_type, offset, length, part, input_tokens, output_tokens,"
-    " cache_read_tokens, cache_write_tokens, premium_requests, cost, prompt_hash)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost, prompt_hash, chain)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -246,7 +246,7 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).
     connection.execute(
-        "UPDATE files SET indexed_bytes = 0, next_seq = 0, last_id = NULL, legacy = 0,"
+        "UPDATE files SET indexed_bytes = 0, next_seq = 0, last_id = NULL, legacy = 0, chained = 0,"
         " head_hash = NULL, tail_hash = NULL, size = -1 WHERE id = ?",
         (file_id,),
     )
@@ -314,6 +314,8 @@ class _SessionState:
     tail: bytes = b""
     ids: _SyntheticIds | None = None
     fresh: bool = True
+    # Whether every entry so far has a trustworthy chain (migration 0002).
+    chained: bool = True
 
     @classmethod
     def new(cls, path: str) -> _SessionState:
@@ -339,6 +341,7 @@ class _SessionState:
             tail=tail,
             ids=synthetic_ids_for(path),
             fresh=False,
+            chained=known.chained,
         )
         row = connection.execute(
             "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
@@ -374,6 +377,13 @@ class _RowWriter:
         self.pending_bytes = 0
         self.header_row: dict[str, Any] | None = None
         self.recent = [state.tail]
+        # Chains (migration 0002): entries of this read that have no child yet, with their
+        # chain; entries from earlier reads that got their first child in this one; parents
+        # named but not seen so far.
+        self.chain_tails: dict[str, int] = {}
+        self.adopted: set[str] = set()
+        self.missing_parents: set[str] = set()
+        self.chains_written = state.chained
 
     def add_records(self, records: Any) -> None:
         for record in records:
@@ -426,20 +436,77 @@ class _RowWriter:
             self._count(value, facts)
         pk = self.indexer.next_pk()
         usage = facts.usage or (None, None, None, None, None, None)
+        chain = self._chain(facts.id, facts.parent_id, pk)
         self.entry_rows.append(
             (pk, self.file_id, seq, facts.id, facts.parent_id, facts.type, facts.timestamp,
              facts.role, facts.provider, facts.model, facts.tool_name, facts.custom_type,
-             record.offset, len(record.data), part, *usage, facts.prompt_hash)
+             record.offset, len(record.data), part, *usage, facts.prompt_hash, chain)
         )  # fmt: skip
         if facts.id is not None:
             previous = self.batch_ids.get(facts.id)
             if previous is not None:
+                self.state.chained = False
                 self._forget(previous)
             self.batch_ids[facts.id] = len(self.entry_rows) - 1
         if facts.text:
             self.text_rows.append((pk, facts.text))
         for digest in blob_refs_in(line):
             self.blob_rows.append((pk, digest))
+
+    def _chain(self, entry_id: str | None, parent_id: str | None, pk: int) -> int | None:
+        """The chain of a new entry: its parent's when it is the parent's first child, else a
+        new one (its own pk); a parent missing from the file makes the entry a root.
+
+        An entry that some earlier line named as its parent, or that is its own parent, ends
+        the file's chains: only a walk over the parent links follows such a file (D5).
+        """
+        if entry_id is None or not self.state.chained:
+            return None
+        if entry_id == parent_id or self._awaited(entry_id):
+            self.state.chained = False
+            return None
+        if parent_id is None:
+            chain = pk
+        elif parent_id in self.chain_tails:
+            chain = self.chain_tails.pop(parent_id)
+        else:
+            chain = self._chain_below(parent_id, pk)
+        self.chain_tails[entry_id] = chain
+        return chain
+
+    def _awaited(self, entry_id: str) -> bool:
+        """Whether an entry read before names ``entry_id`` as its parent."""
+        if entry_id in self.missing_parents:
+            return True
+        if self.state.fresh:
+            return False
+        found = self.connection.execute(
+            "SELECT 1 FROM entries WHERE session = ? AND parent_id = ? LIMIT 1",
+            (self.file_id, entry_id),
+        )
+        return bool(found.fetchall())
+
+    def _chain_below(self, parent_id: str, pk: int) -> int:
+        """The chain of a child of ``parent_id``, a parent that is not a chain tail of this read."""
+        if parent_id in self.batch_ids or parent_id in self.run_ids or parent_id in self.adopted:
+            return pk  # the parent already has a child
+        found = (
+            []
+            if self.state.fresh
+            else self.connection.execute(
+                "SELECT chain, EXISTS (SELECT 1 FROM entries WHERE session = ?1 AND parent_id = ?2)"
+                " FROM entries WHERE session = ?1 AND id = ?2",
+                (self.file_id, parent_id),
+            ).fetchall()
+        )
+        if not found:
+            self.missing_parents.add(parent_id)
+            return pk
+        parent_chain, has_child = found[0]
+        if has_child:
+            return pk
+        self.adopted.add(parent_id)
+        return parent_chain
 
     def _forget(self, row_index: int) -> None:
         """A later entry with the same id replaces an earlier one in the same batch."""
@@ -488,6 +555,8 @@ class _RowWriter:
         rows = [row for row in self.entry_rows if row is not None]
         if rows:
             self._replace_duplicates(rows)
+            if not self.state.chained:
+                rows = self._unchained(rows)
             self.connection.executemany(_ENTRY_INSERT, rows)
             self.connection.executemany(
                 "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)", self.text_rows
@@ -504,6 +573,17 @@ class _RowWriter:
         self.batch_ids = {}
         self.pending_bytes = 0
 
+    def _unchained(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows without chains, and the file's rows already written cleared of theirs: an
+        unchained file has none, whenever it lost them."""
+        if self.chains_written:
+            self.connection.execute(
+                "UPDATE entries SET chain = NULL WHERE session = ? AND chain IS NOT NULL",
+                (self.file_id,),
+            )
+            self.chains_written = False
+        return [row if row[-1] is None else (*row[:-1], None) for row in rows]
+
     def _replace_duplicates(self, rows: list[tuple[Any, ...]]) -> None:
         """An id already in the index for this file: the later line wins, like the reference."""
         ids = [row[3] for row in rows if row[3] is not None]
@@ -517,6 +597,7 @@ class _RowWriter:
                 (self.file_id, *chunk),
             ).fetchall()
             for (pk,) in stale:
+                self.state.chained = False
                 self.connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
                 self.connection.execute("DELETE FROM entries_fts WHERE rowid = ?", (pk,))
                 self.connection.execute("DELETE FROM entries WHERE pk = ?", (pk,))
@@ -564,13 +645,14 @@ class _RowWriter:
         self.connection.execute(
             "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, indexed_bytes = ?, head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
-            " legacy = ?, root = ?, project_dir = ? WHERE id = ?",
+            " legacy = ?, chained = ?, root = ?, project_dir = ? WHERE id = ?",
             (
                 size, self.seen.mtime_ns, self.seen.inode, self.indexed_bytes,
                 sha1_hex(state.head[: min(HEAD_BYTES, self.indexed_bytes)]),
                 sha1_hex(state.tail[-min(TAIL_BYTES, self.indexed_bytes) :]),
                 state.status or "invalid_header", now_iso(), state.next_seq, state.last_id,
-                int(state.legacy), self.seen.root, self.seen.project_dir, self.file_id,
+                int(state.legacy), int(state.chained), self.seen.root, self.seen.project_dir,
+                self.file_id,
             ),
         )  # fmt: skip
 

@@ -72,6 +72,7 @@ class KnownFile:
     next_seq: int
     last_id: str | None
     legacy: bool
+    chained: bool
 
 
 def now_iso() -> str:
@@ -177,12 +178,12 @@ def is_under_any(path: str, roots: list[str]) -> bool:
 
 _KNOWN_COLUMNS = (
     "id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status, next_seq,"
-    " last_id, legacy"
+    " last_id, legacy, chained"
 )
 
 
 def _known_file(row: tuple[Any, ...]) -> KnownFile:
-    return KnownFile(*row[:11], bool(row[11]))
+    return KnownFile(*row[:11], bool(row[11]), bool(row[12]))
 
 
 def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:

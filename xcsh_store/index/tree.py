@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,9 +124,124 @@ def rows_by_pk(connection: apsw.Connection, pks: list[int]) -> dict[int, Indexed
 
 def branch_rows(connection: apsw.Connection, file_id: int, leaf_id: str) -> list[IndexedEntry]:
     """Root -> leaf entries of one branch."""
-    path = walk_to_root(connection, file_id, leaf_id)
-    rows = rows_by_pk(connection, [row[0] for row in path])
-    return [rows[row[0]] for row in path]
+    return [row for _, row in entry_path(connection, file_id, leaf_id).rows()]
+
+
+# Where an entry is on a path: (run, seq) for a ChainPath, (0, index) for a ListPath.
+Position = tuple[int, int]
+
+_RUNS_SQL = (
+    "WITH RECURSIVE runs(chain, last, hops) AS ("
+    "  SELECT chain, seq, 0 FROM entries WHERE session = ?1 AND id = ?2"
+    "  UNION ALL"
+    "  SELECT parent.chain, parent.seq, runs.hops + 1"
+    "  FROM runs JOIN entries AS head ON head.pk = runs.chain"
+    "  JOIN entries AS parent ON parent.session = ?1 AND parent.id = head.parent_id"
+    "  WHERE runs.hops < (SELECT count(*) FROM entries WHERE session = ?1)"
+    ") SELECT chain, last FROM runs"
+)
+
+
+class ChainPath:
+    """A root -> leaf path as runs of chains (migration 0002), read in SQL a range at a time.
+
+    ``runs`` is (chain, last seq on the path) from the root down: the path holds each chain's
+    entries up to that seq, so a deep linear session is one index range, never a walk.
+    """
+
+    def __init__(self, connection: apsw.Connection, file_id: int, runs: list[tuple[int, int]]):
+        self.connection = connection
+        self.file_id = file_id
+        self.runs = runs
+        self.run_of = {chain: index for index, (chain, _) in enumerate(runs)}
+
+    def position_of(self, entry_id: str) -> Position | None:
+        found = self.connection.execute(
+            "SELECT chain, seq FROM entries WHERE session = ? AND id = ?", (self.file_id, entry_id)
+        ).fetchall()
+        if not found or found[0][0] not in self.run_of:
+            return None
+        chain, seq = found[0]
+        run = self.run_of[chain]
+        return (run, seq) if seq <= self.runs[run][1] else None
+
+    def rows(
+        self,
+        *,
+        since: Position | None = None,
+        before: Position | None = None,
+        types: Collection[str] = (),
+        newest_first: bool = False,
+    ) -> Iterator[tuple[Position, IndexedEntry]]:
+        """Entries of the path from ``since`` up to (not including) ``before``, optionally of
+        some types only, in path order or newest first; lazily, so a caller can stop early."""
+        kinds = f" AND type IN ({','.join('?' * len(types))})" if types else ""
+        sql = (
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE chain = ? AND seq BETWEEN ? AND ?{kinds}"
+            f" ORDER BY seq{' DESC' if newest_first else ''}"
+        )
+        order = range(len(self.runs))
+        for run in reversed(order) if newest_first else order:
+            chain, last = self.runs[run]
+            low, high = 0, last
+            if since is not None:
+                if run < since[0]:
+                    continue
+                low = since[1] if run == since[0] else 0
+            if before is not None:
+                if run > before[0]:
+                    continue
+                high = before[1] - 1 if run == before[0] else last
+            for row in self.connection.execute(sql, (chain, low, high, *types)):
+                yield (run, row[1]), IndexedEntry(*row)
+
+
+class ListPath:
+    """A root -> leaf path held in memory: for files whose chains cannot be trusted."""
+
+    def __init__(self, entries: list[IndexedEntry]) -> None:
+        self.entries = entries
+
+    def position_of(self, entry_id: str) -> Position | None:
+        return next(
+            ((0, index) for index, row in enumerate(self.entries) if row.id == entry_id), None
+        )
+
+    def rows(
+        self,
+        *,
+        since: Position | None = None,
+        before: Position | None = None,
+        types: Collection[str] = (),
+        newest_first: bool = False,
+    ) -> Iterator[tuple[Position, IndexedEntry]]:
+        low = since[1] if since is not None else 0
+        high = before[1] if before is not None else len(self.entries)
+        chosen = [
+            ((0, index), self.entries[index])
+            for index in range(low, high)
+            if not types or self.entries[index].type in types
+        ]
+        return reversed(chosen) if newest_first else iter(chosen)
+
+
+def entry_path(connection: apsw.Connection, file_id: int, leaf_id: str) -> ChainPath | ListPath:
+    """The path from the root to ``leaf_id``: by chains when the file has trustworthy ones,
+    else by one recursive walk over the parent links."""
+    found = connection.execute(
+        "SELECT e.chain, f.chained FROM entries AS e JOIN files AS f ON f.id = e.session"
+        " WHERE e.session = ? AND e.id = ?",
+        (file_id, leaf_id),
+    ).fetchall()
+    if not found:
+        raise EntryNotFoundError(leaf_id)
+    chain, chained = found[0]
+    if chained and chain is not None:
+        runs = connection.execute(_RUNS_SQL, (file_id, leaf_id)).fetchall()
+        return ChainPath(connection, file_id, runs[::-1])
+    walk = walk_to_root(connection, file_id, leaf_id)
+    rows = rows_by_pk(connection, [row[0] for row in walk])
+    return ListPath([rows[row[0]] for row in walk])
 
 
 def build_tree(rows: list[IndexedEntry]) -> SessionTree:
@@ -198,9 +314,7 @@ class FileChangedError(EntryNotFoundError):
 
 
 # Entry types whose content matters to the context wherever they are on the path.
-STATE_TYPES = frozenset({"thinking_level_change", "model_change", "mode_change", "ttsr_injection"})
-# How many messages before the kept part are fetched at once to find the newest assistant one.
-MODEL_LOOKBACK = 64
+STATE_TYPES = ("thinking_level_change", "model_change", "mode_change", "ttsr_injection")
 
 
 def context_from_index(
@@ -224,46 +338,34 @@ def context_from_index(
         return build_session_context(entries, leaf_id) if entries else SessionContext()
     if leaf_id is None:
         return SessionContext()
-    path = walk_to_root(connection, file_id, leaf_id)
-    compactions = [index for index, row in enumerate(path) if row[3] == "compaction"]
-    if not compactions:
-        return context_of_path(read_entries(file, branch_rows(connection, file_id, leaf_id), blobs))
-    last = compactions[-1]
-    (compaction,) = read_entries(
-        file, list(rows_by_pk(connection, [path[last][0]]).values()), blobs
-    )
-    keep_from = last + 1
-    if compaction_keeps_history(compaction):
-        first_kept = compaction.get("firstKeptEntryId")
-        for index in range(last):
-            if first_kept is not None and path[index][1] == first_kept:
-                keep_from = index
-                break
-    # Before keep_from nothing is emitted: only state changes and the newest assistant model
+    path = entry_path(connection, file_id, leaf_id)
+    newest = next(path.rows(types=("compaction",), newest_first=True), None)
+    if newest is None:
+        return context_of_path(read_entries(file, [row for _, row in path.rows()], blobs))
+    start, compaction_row = newest
+    (compaction,) = read_entries(file, [compaction_row], blobs)
+    first_kept = compaction.get("firstKeptEntryId")
+    if compaction_keeps_history(compaction) and isinstance(first_kept, str):
+        kept = path.position_of(first_kept)
+        if kept is not None and kept < start:
+            start = kept
+    # Before start nothing is emitted: only state changes and the newest assistant model
     # count there (a later assistant message overrides that model anyway).
-    earlier = [row[0] for row in path[:keep_from] if row[3] in STATE_TYPES]
-    messages = [row[0] for row in path[:keep_from] if row[3] == "message"]
-    kept = [row[0] for index, row in enumerate(path) if index >= keep_from and index != last]
-    rows = rows_by_pk(connection, earlier + kept + messages[-MODEL_LOOKBACK:])
-    wanted = [rows[pk] for pk in earlier + kept]
-    values = dict(zip(earlier + kept, read_entries(file, wanted, blobs), strict=True))
-    values[path[last][0]] = compaction
-    reduced = [values[pk] for pk in earlier]
+    earlier = [row for _, row in path.rows(before=start, types=STATE_TYPES)]
     assistant = next(
-        (rows[pk] for pk in reversed(messages[-MODEL_LOOKBACK:]) if rows[pk].role == "assistant"),
+        (
+            row
+            for _, row in path.rows(before=start, types=("message",), newest_first=True)
+            if row.role == "assistant"
+        ),
         None,
     )
-    if assistant is None and messages[:-MODEL_LOOKBACK]:
-        assistant = _newest_assistant(connection, messages[:-MODEL_LOOKBACK])
+    tail = [row for _, row in path.rows(since=start)]
+    values = read_entries(file, earlier + tail, blobs)
+    reduced = values[: len(earlier)]
     if assistant is not None:
         reduced.append(_stand_in(assistant))
-    reduced += [values[row[0]] for row in path[min(keep_from, last) :]]
-    return context_of_path(reduced)
-
-
-def _newest_assistant(connection: apsw.Connection, pks: list[int]) -> IndexedEntry | None:
-    rows = rows_by_pk(connection, pks)
-    return next((rows[pk] for pk in reversed(pks) if rows[pk].role == "assistant"), None)
+    return context_of_path(reduced + values[len(earlier) :])
 
 
 def _stand_in(row: IndexedEntry) -> dict[str, Any]:

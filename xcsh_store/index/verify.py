@@ -14,7 +14,9 @@ from xcsh_store.index.scan import SeenFile, SyncReport
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
     " length, part, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-    " premium_requests, cost, prompt_hash"
+    " premium_requests, cost, prompt_hash,"
+    # A chain is the pk of its first entry, and pks differ between indexes: compare that seq.
+    " (SELECT head.seq FROM entries AS head WHERE head.pk = entries.chain)"
 )
 _COMPARED_SESSION_COLUMNS = (
     "session_id, path, cwd, project_dir, title, title_source, parent_session, version, created_at,"
@@ -59,11 +61,11 @@ class Verifier:
     def compare_file(self, seen: SeenFile) -> list[str]:
         """Differences between the index and a fresh parse of ``seen`` (empty when equal)."""
         row = self.connection.execute(
-            "SELECT id, indexed_bytes, status FROM files WHERE path = ?", (seen.path,)
+            "SELECT id, indexed_bytes, status, chained FROM files WHERE path = ?", (seen.path,)
         ).fetchall()
         if not row:
             return ["file is not in the index"]
-        file_id, indexed_bytes, status = row[0]
+        file_id, *state = row[0]
         try:
             self.scratch_indexer.index(seen, None, full=True)
         except OSError as error:
@@ -74,22 +76,20 @@ class Verifier:
             "SELECT id FROM files WHERE path = ?", (seen.path,)
         ).fetchall()[0][0]
         try:
-            return self._differences(file_id, indexed_bytes, status, scratch_id)
+            return self._differences(file_id, tuple(state), scratch_id)
         finally:
             drop_file_rows(self.scratch, scratch_id)
             self.scratch.execute("DELETE FROM files WHERE id = ?", (scratch_id,))
 
-    def _differences(
-        self, file_id: int, indexed_bytes: int, status: str, scratch_id: int
-    ) -> list[str]:
+    def _differences(self, file_id: int, state: tuple[int, str, int], scratch_id: int) -> list[str]:
         found: list[str] = []
-        fresh_bytes, fresh_status = self.scratch.execute(
-            "SELECT indexed_bytes, status FROM files WHERE id = ?", (scratch_id,)
+        fresh = self.scratch.execute(
+            "SELECT indexed_bytes, status, chained FROM files WHERE id = ?", (scratch_id,)
         ).fetchall()[0]
-        if (indexed_bytes, status) != (fresh_bytes, fresh_status):
+        if state != fresh:
             found.append(
-                f"indexed {indexed_bytes} bytes ({status}),"
-                f" the file has {fresh_bytes} ({fresh_status})"
+                f"indexed {state[0]} bytes ({state[1]}, chained {state[2]}),"
+                f" the file has {fresh[0]} ({fresh[1]}, chained {fresh[2]})"
             )
         for label, query in (
             (
