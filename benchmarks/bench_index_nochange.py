@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import compare, print_table, time_call
+from benchmarks.harness import compare, print_table, time_interleaved
 from benchmarks.index_common import built_index, small_sessions_corpus
 from xcsh_store.index import SessionIndex
 
@@ -39,12 +39,12 @@ def main() -> None:
     options = parser.parse_args()
     corpus = small_sessions_corpus(options.count)
     db_path = built_index(corpus, f"nochange-{options.count}")
+    sessions = os.path.join(corpus.agent_dir, "sessions")
     with SessionIndex.open(corpus.agent_dir, db_path=db_path) as index:
         index.sync()
-        ours = time_call(index.sync, repeat=7, label="sync, nothing changed")
+        ours, baseline = time_interleaved(index.sync, lambda: scandir_stat(sessions), repeat=15)
         report = ours.result
     assert report.files_unchanged == report.files_seen == options.count, report
-    baseline = time_call(scandir_stat, os.path.join(corpus.agent_dir, "sessions"), repeat=7)
     rows = [
         compare(f"no-change sync of {options.count:,} files", ours, baseline),
         compare("time / bare scandir + stat", ours.median / baseline.median, 1.0, unit="x",

@@ -191,6 +191,23 @@ def time_call(
     return measurement
 
 
+def time_interleaved(
+    ours: Callable[[], Any], baseline: Callable[[], Any], repeat: int = 7
+) -> tuple[Measurement, Measurement]:
+    """Time two calls in alternation (after one warm-up each), so that a machine that slows
+    down for a while slows both sides alike and their ratio stays fair."""
+    runs = [Measurement(_name(ours)), Measurement(_name(baseline))]
+    calls = (ours, baseline)
+    for run in range(1 + repeat):
+        for measurement, call in zip(runs, calls, strict=True):
+            started = time.perf_counter()
+            result = call()
+            if run:
+                measurement.seconds.append(time.perf_counter() - started)
+                measurement.result = result
+    return runs[0], runs[1]
+
+
 def _child_main(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
     # Resetting the high-water mark after start-up and imports leaves only the step's own peak
     # (plus what was already resident, reported as base_rss).

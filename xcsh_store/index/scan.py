@@ -97,14 +97,28 @@ def is_session_file_name(name: str) -> bool:
 # Scanning
 
 
-def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
-    """Every session file below ``root``; follows folder symlinks once, never in a loop.
+@dataclass
+class KnownStats:
+    """(size, mtime_ns, inode) of each file as indexed; a scan given this puts the paths whose
+    stat still matches in ``unchanged`` instead of yielding them (the no-change sync's loop)."""
+
+    stats: dict[str, tuple[int, int, int]]
+    unchanged: set[str] = field(default_factory=set)
+
+
+def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) -> Iterator[SeenFile]:
+    """Every session file below ``root`` (but the unchanged ones of ``known``); follows
+    folder symlinks once, never in a loop.
 
     A file's project folder is the first folder below the root (empty for files in the root).
     """
     visited: set[tuple[int, int]] = set()
     pending: list[tuple[str, str | None]] = [(root, None)]
     stale = time.time() - STALE_TEMP_SECONDS
+    # Looked up once: the loop below runs for every file of every sync.
+    indexed_stat = known.stats.get if known is not None else {}.get
+    unchanged = known.unchanged.add if known is not None else None
+    is_regular = stat_module.S_ISREG
     while pending:
         folder, project_dir = pending.pop()
         try:
@@ -133,14 +147,22 @@ def scan_root(root: str, report: SyncReport) -> Iterator[SeenFile]:
             except OSError as error:
                 report.unreadable[entry.path] = describe_error(error)
                 continue
-            if not stat_module.S_ISREG(result.st_mode):
+            if not is_regular(result.st_mode):
                 continue
-            if not entry.path.isascii() and not _is_utf8(entry.path):
+            path = entry.path
+            if unchanged and indexed_stat(path) == (
+                result.st_size,
+                result.st_mtime_ns,
+                result.st_ino,
+            ):
+                unchanged(path)
+                continue
+            if not path.isascii() and not _is_utf8(path):
                 # SQLite stores text as UTF-8; such a name would fail every statement.
-                report.unreadable[entry.path] = "file name is not valid UTF-8; rename the file"
+                report.unreadable[path] = "file name is not valid UTF-8; rename the file"
                 continue
             yield SeenFile(
-                entry.path,
+                path,
                 root,
                 project_dir or "",
                 result.st_size,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from collections.abc import Set
 
 import apsw
 
@@ -12,6 +12,7 @@ from xcsh_store.index.db import transaction
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import (
     KnownFile,
+    KnownStats,
     Progress,
     SeenFile,
     SyncReport,
@@ -33,11 +34,9 @@ def sync_files(
     """Bring the rows of every file under ``roots`` up to date; returns what was done."""
     started = time.perf_counter()
     report = SyncReport()
-    # Plain rows: most files are unchanged and only need their size, mtime and inode compared.
-    known_rows = {
-        row[0]: row
-        for row in connection.execute("SELECT path, size, mtime_ns, inode, status FROM files")
-    }
+    # Most files are unchanged: the scan compares their stat with these and yields the rest.
+    rows = connection.execute("SELECT path, size, mtime_ns, inode, status FROM files").fetchall()
+    known = KnownStats({row[0]: row[1:4] for row in rows if row[4] != "unreadable"})
     seen: dict[str, SeenFile] = {}
     scanned_roots: list[str] = []
     for root in roots:
@@ -45,39 +44,29 @@ def sync_files(
             report.missing_roots.append(root)
             continue
         scanned_roots.append(root)
-        for item in scan_root(root, report):
+        for item in scan_root(root, report, None if full else known):
             seen[item.path] = item
-    report.files_seen = len(seen)
+    report.files_unchanged = len(known.unchanged)
+    report.files_seen = len(seen) + report.files_unchanged
 
+    known_paths = {row[0] for row in rows}
     unreadable = list(report.unreadable)
     vanished = {
-        path: known
-        for path in known_rows
-        if path not in seen
-        and is_under_any(path, scanned_roots)
+        path: row
+        for path in known_paths - known.unchanged - seen.keys()
+        if is_under_any(path, scanned_roots)
         # A file in a folder that cannot be listed keeps its rows until it can be looked at.
         and not (unreadable and is_under_any(path, unreadable))
         # (None only in a damaged index, whose path index no longer finds the row.)
-        and (known := known_file(connection, path)) is not None
+        and (row := known_file(connection, path)) is not None
     }
-    renamed = _follow_renames(connection, seen, known_rows, vanished, report)
-
-    todo = []
-    for path, item in seen.items():
-        row = known_rows.get(path)
-        if path in renamed:
-            report.files_unchanged += 1
-        elif (
-            not full
-            and row is not None
-            and row[1] == item.size
-            and row[2] == item.mtime_ns
-            and row[3] == item.inode
-            and row[4] != "unreadable"
-        ):
-            report.files_unchanged += 1
-        else:
-            todo.append((item, None if row is None else known_file(connection, path)))
+    renamed = _follow_renames(connection, seen, known_paths, vanished, report)
+    report.files_unchanged += len(renamed)
+    todo = [
+        (item, known_file(connection, path) if path in known_paths else None)
+        for path, item in seen.items()
+        if path not in renamed
+    ]
 
     # Oldest first, so entry keys (and FTS rowids) grow with recency: search ranks the newest
     # matches of a very common query by walking rowids downwards.
@@ -122,7 +111,7 @@ def sync_files(
 def _follow_renames(
     connection: apsw.Connection,
     seen: dict[str, SeenFile],
-    known_rows: dict[str, tuple[Any, ...]],
+    known_paths: Set[str],
     vanished: dict[str, KnownFile],
     report: SyncReport,
 ) -> set[str]:
@@ -133,7 +122,7 @@ def _follow_renames(
         return renamed
     by_identity = {(row.inode, row.size, row.mtime_ns): row for row in vanished.values()}
     for path, item in seen.items():
-        if path in known_rows:
+        if path in known_paths:
             continue
         row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
         if row is None:
