@@ -191,13 +191,10 @@ def time_call(
     return measurement
 
 
-def time_interleaved(
-    ours: Callable[[], Any], baseline: Callable[[], Any], repeat: int = 7
-) -> tuple[Measurement, Measurement]:
-    """Time two calls in alternation (after one warm-up each), so that a machine that slows
-    down for a while slows both sides alike and their ratio stays fair."""
-    runs = [Measurement(_name(ours)), Measurement(_name(baseline))]
-    calls = (ours, baseline)
+def time_interleaved(*calls: Callable[[], Any], repeat: int = 7) -> list[Measurement]:
+    """Time calls in alternation (after one warm-up round), so that a machine that slows
+    down for a while slows every side alike and their ratios stay fair."""
+    runs = [Measurement(_name(call)) for call in calls]
     for run in range(1 + repeat):
         for measurement, call in zip(runs, calls, strict=True):
             started = time.perf_counter()
@@ -205,7 +202,7 @@ def time_interleaved(
             if run:
                 measurement.seconds.append(time.perf_counter() - started)
                 measurement.result = result
-    return runs[0], runs[1]
+    return runs
 
 
 def _child_main(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:

@@ -25,7 +25,8 @@ from xcsh_store.blobs import BlobStore
 from xcsh_store.context import build_session_context
 from xcsh_store.errors import EntryNotFoundError, IndexDatabaseError, SessionNotFoundError
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.index.db import transaction
+from xcsh_store.index.indexer import drop_file_rows, synthetic_ids_for
 from xcsh_store.index.search import parse_search_query
 from xcsh_store.index.tree import ChainPath, ListPath, entry_path
 from xcsh_store.loader import load_session
@@ -173,6 +174,24 @@ def test_unchanged_files_cost_one_stat(index, two_sessions):
     assert report.files_unchanged == 2
     assert report.read_paths == []
     assert report.bytes_read == 0
+
+
+@pytest.mark.parametrize("writer", ["this connection", "another connection"])
+def test_a_sync_sees_what_was_written_to_the_files_table_since_the_last(
+    agent_dir, index, two_sessions, writer
+):
+    """A sync reuses the files table it read last time only while nothing wrote index.db."""
+    one, _two = two_sessions
+    assert index.sync().files_unchanged == 2
+    with SessionIndex.open(str(agent_dir)) as other:
+        connection = index.connection if writer == "this connection" else other.connection
+        file_id = index.find_session("one").file_id
+        with transaction(connection):
+            drop_file_rows(connection, file_id)
+    report = index.sync()
+    assert report.read_paths == [str(one)]
+    assert index.find_session("one").last_entry_id == "u1"
+    assert index.sync().read_paths == []
 
 
 def test_appended_line_reads_only_the_new_bytes(index, two_sessions):

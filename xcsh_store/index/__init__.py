@@ -26,6 +26,7 @@ from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import (
+    IndexedFiles,
     Progress,
     SyncReport,
     is_under_any,
@@ -214,6 +215,9 @@ class SessionIndex:
         self.db_path = db_path
         self.read_only = read_only
         self.blob_store = BlobStore(get_blobs_dir(agent_dir))
+        # The files table as the last sync left it, with the write stamp it was valid for: a
+        # process that syncs again and again need not read 10,000 rows each time.
+        self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
 
     @classmethod
     def open(
@@ -291,7 +295,10 @@ class SessionIndex:
 
     def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
         resync = self._take_resync_request()
-        report = sync_files(self.connection, self.roots(), full or resync, progress)
+        indexed = self._indexed_files()
+        changes = self.connection.total_changes()
+        report = sync_files(self.connection, self.roots(), full or resync, progress, indexed)
+        untouched = self.connection.total_changes() == changes
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)
@@ -301,7 +308,20 @@ class SessionIndex:
             log.warning("%s", report.history_error)
         with database.transaction(self.connection):
             database.set_meta(self.connection, "last_sync", now_iso())
+        self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    def _indexed_files(self) -> IndexedFiles:
+        """The files table: the last sync's copy while nothing has written to index.db since."""
+        if self._files_snapshot is not None and self._files_snapshot[0] == self._write_stamp():
+            return self._files_snapshot[1]
+        return IndexedFiles.read(self.connection)
+
+    def _write_stamp(self) -> tuple[int, int]:
+        """Changes when anything writes index.db: another connection (PRAGMA data_version)
+        or this one (its count of changed rows)."""
+        ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
+        return version, self.connection.total_changes()
 
     def _take_resync_request(self) -> bool:
         """Whether a migration asked for every row to be derived again (asked once)."""
@@ -312,6 +332,7 @@ class SessionIndex:
         return True
 
     def _rebuild_after_damage(self, error: object, progress: Progress | None) -> SyncReport:
+        self._files_snapshot = None
         self.connection.close()
         moved = database.move_aside(self.db_path)
         log.warning("%s is damaged (%s); moved it to %s and rebuilding", self.db_path, error, moved)

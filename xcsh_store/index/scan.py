@@ -97,6 +97,24 @@ def is_session_file_name(name: str) -> bool:
 # Scanning
 
 
+@dataclass(frozen=True)
+class IndexedFiles:
+    """What the files table says: (size, mtime_ns, inode) of each readable file, every path."""
+
+    stats: dict[str, tuple[int, int, int]]
+    paths: set[str]
+
+    @classmethod
+    def read(cls, connection: apsw.Connection) -> IndexedFiles:
+        rows = connection.execute("SELECT path, size, mtime_ns, inode, status FROM files")
+        stats, paths = {}, set()
+        for path, size, mtime_ns, inode, status in rows:
+            paths.add(path)
+            if status != "unreadable":
+                stats[path] = (size, mtime_ns, inode)
+        return cls(stats, paths)
+
+
 @dataclass
 class KnownStats:
     """(size, mtime_ns, inode) of each file as indexed; a scan given this puts the paths whose

@@ -11,6 +11,7 @@ import apsw
 from xcsh_store.index.db import transaction
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import (
+    IndexedFiles,
     KnownFile,
     KnownStats,
     Progress,
@@ -30,13 +31,17 @@ def sync_files(
     roots: list[str],
     full: bool = False,
     progress: Progress | None = None,
+    indexed: IndexedFiles | None = None,
 ) -> SyncReport:
-    """Bring the rows of every file under ``roots`` up to date; returns what was done."""
+    """Bring the rows of every file under ``roots`` up to date; returns what was done.
+
+    ``indexed`` is the files table as read before (it is read here when not given).
+    """
     started = time.perf_counter()
     report = SyncReport()
+    indexed = indexed or IndexedFiles.read(connection)
     # Most files are unchanged: the scan compares their stat with these and yields the rest.
-    rows = connection.execute("SELECT path, size, mtime_ns, inode, status FROM files").fetchall()
-    known = KnownStats({row[0]: row[1:4] for row in rows if row[4] != "unreadable"})
+    known = KnownStats(indexed.stats)
     seen: dict[str, SeenFile] = {}
     scanned_roots: list[str] = []
     for root in roots:
@@ -49,7 +54,7 @@ def sync_files(
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
 
-    known_paths = {row[0] for row in rows}
+    known_paths = indexed.paths
     unreadable = list(report.unreadable)
     vanished = {
         path: row
