@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,28 +143,24 @@ _RUNS_SQL = (
 )
 
 
-class ChainPath:
-    """A root -> leaf path as runs of chains (migration 0002), read in SQL a range at a time.
+class EntryPath(ABC):
+    """A root -> leaf path as runs, each a range of positions; subclasses read the runs.
 
-    ``runs`` is (chain, last seq on the path) from the root down: the path holds each chain's
-    entries up to that seq, so a deep linear session is one index range, never a walk.
+    A position is (run, place in the run): comparable along the path, root first.
     """
 
-    def __init__(self, connection: apsw.Connection, file_id: int, runs: list[tuple[int, int]]):
-        self.connection = connection
-        self.file_id = file_id
-        self.runs = runs
-        self.run_of = {chain: index for index, (chain, _) in enumerate(runs)}
+    def __init__(self, lasts: list[int]) -> None:
+        self.lasts = lasts  # the last place on the path of each run
 
+    @abstractmethod
     def position_of(self, entry_id: str) -> Position | None:
-        found = self.connection.execute(
-            "SELECT chain, seq FROM entries WHERE session = ? AND id = ?", (self.file_id, entry_id)
-        ).fetchall()
-        if not found or found[0][0] not in self.run_of:
-            return None
-        chain, seq = found[0]
-        run = self.run_of[chain]
-        return (run, seq) if seq <= self.runs[run][1] else None
+        """Where ``entry_id`` is on the path; None when it is not on it."""
+
+    @abstractmethod
+    def run_rows(
+        self, run: int, low: int, high: int, types: Collection[str], newest_first: bool
+    ) -> Iterable[tuple[int, IndexedEntry]]:
+        """(place, entry) of one run from ``low`` to ``high`` (inclusive)."""
 
     def rows(
         self,
@@ -175,15 +172,9 @@ class ChainPath:
     ) -> Iterator[tuple[Position, IndexedEntry]]:
         """Entries of the path from ``since`` up to (not including) ``before``, optionally of
         some types only, in path order or newest first; lazily, so a caller can stop early."""
-        kinds = f" AND type IN ({','.join('?' * len(types))})" if types else ""
-        sql = (
-            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE chain = ? AND seq BETWEEN ? AND ?{kinds}"
-            f" ORDER BY seq{' DESC' if newest_first else ''}"
-        )
-        order = range(len(self.runs))
+        order = range(len(self.lasts))
         for run in reversed(order) if newest_first else order:
-            chain, last = self.runs[run]
-            low, high = 0, last
+            low, high = 0, self.lasts[run]
             if since is not None:
                 if run < since[0]:
                     continue
@@ -191,15 +182,53 @@ class ChainPath:
             if before is not None:
                 if run > before[0]:
                     continue
-                high = before[1] - 1 if run == before[0] else last
-            for row in self.connection.execute(sql, (chain, low, high, *types)):
-                yield (run, row[1]), IndexedEntry(*row)
+                high = before[1] - 1 if run == before[0] else high
+            for place, row in self.run_rows(run, low, high, types, newest_first):
+                yield (run, place), row
 
 
-class ListPath:
-    """A root -> leaf path held in memory: for files whose chains cannot be trusted."""
+class ChainPath(EntryPath):
+    """A path as runs of chains (migration 0002), read in SQL a seq range at a time.
+
+    ``runs`` is (chain, last seq on the path) from the root down: the path holds each chain's
+    entries up to that seq, so a deep linear session is one index range, never a walk.
+    """
+
+    def __init__(self, connection: apsw.Connection, file_id: int, runs: list[tuple[int, int]]):
+        super().__init__([last for _, last in runs])
+        self.connection = connection
+        self.file_id = file_id
+        self.chains = [chain for chain, _ in runs]
+        self.run_of = {chain: run for run, chain in enumerate(self.chains)}
+
+    def position_of(self, entry_id: str) -> Position | None:
+        found = self.connection.execute(
+            "SELECT chain, seq FROM entries WHERE session = ? AND id = ?", (self.file_id, entry_id)
+        ).fetchall()
+        run = self.run_of.get(found[0][0]) if found else None
+        if run is None or found[0][1] > self.lasts[run]:
+            return None
+        return run, found[0][1]
+
+    def run_rows(
+        self, run: int, low: int, high: int, types: Collection[str], newest_first: bool
+    ) -> Iterator[tuple[int, IndexedEntry]]:
+        kinds = f" AND type IN ({','.join('?' * len(types))})" if types else ""
+        cursor = self.connection.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE chain = ? AND seq BETWEEN ? AND ?{kinds}"
+            f" ORDER BY seq{' DESC' if newest_first else ''}",
+            (self.chains[run], low, high, *types),
+        )
+        for row in cursor:
+            yield row[1], IndexedEntry(*row)
+
+
+class ListPath(EntryPath):
+    """A path held in memory, one run placed by list index: for files whose chains cannot be
+    trusted."""
 
     def __init__(self, entries: list[IndexedEntry]) -> None:
+        super().__init__([len(entries) - 1])
         self.entries = entries
 
     def position_of(self, entry_id: str) -> Position | None:
@@ -207,25 +236,18 @@ class ListPath:
             ((0, index) for index, row in enumerate(self.entries) if row.id == entry_id), None
         )
 
-    def rows(
-        self,
-        *,
-        since: Position | None = None,
-        before: Position | None = None,
-        types: Collection[str] = (),
-        newest_first: bool = False,
-    ) -> Iterator[tuple[Position, IndexedEntry]]:
-        low = since[1] if since is not None else 0
-        high = before[1] if before is not None else len(self.entries)
+    def run_rows(
+        self, run: int, low: int, high: int, types: Collection[str], newest_first: bool
+    ) -> list[tuple[int, IndexedEntry]]:
         chosen = [
-            ((0, index), self.entries[index])
-            for index in range(low, high)
+            (index, self.entries[index])
+            for index in range(low, high + 1)
             if not types or self.entries[index].type in types
         ]
-        return reversed(chosen) if newest_first else iter(chosen)
+        return chosen[::-1] if newest_first else chosen
 
 
-def entry_path(connection: apsw.Connection, file_id: int, leaf_id: str) -> ChainPath | ListPath:
+def entry_path(connection: apsw.Connection, file_id: int, leaf_id: str) -> EntryPath:
     """The path from the root to ``leaf_id``: by chains when the file has trustworthy ones,
     else by one recursive walk over the parent links."""
     found = connection.execute(
