@@ -490,15 +490,7 @@ class _RowWriter:
         """The chain of a child of ``parent_id``, a parent that is not a chain tail of this read."""
         if parent_id in self.batch_ids or parent_id in self.run_ids or parent_id in self.adopted:
             return pk  # the parent already has a child
-        found = (
-            []
-            if self.state.fresh
-            else self.connection.execute(
-                "SELECT chain, EXISTS (SELECT 1 FROM entries WHERE session = ?1 AND parent_id = ?2)"
-                " FROM entries WHERE session = ?1 AND id = ?2",
-                (self.file_id, parent_id),
-            ).fetchall()
-        )
+        found = [] if self.state.fresh else self._indexed_parent(parent_id)
         if not found:
             self.missing_parents.add(parent_id)
             return pk
@@ -507,6 +499,14 @@ class _RowWriter:
             return pk
         self.adopted.add(parent_id)
         return parent_chain
+
+    def _indexed_parent(self, parent_id: str) -> list[tuple[int, int]]:
+        """[(its chain, whether it has a child)] of a parent indexed by an earlier read."""
+        return self.connection.execute(
+            "SELECT chain, EXISTS (SELECT 1 FROM entries WHERE session = ?1 AND parent_id = ?2)"
+            " FROM entries WHERE session = ?1 AND id = ?2",
+            (self.file_id, parent_id),
+        ).fetchall()
 
     def _forget(self, row_index: int) -> None:
         """A later entry with the same id replaces an earlier one in the same batch."""

@@ -134,8 +134,8 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
     pending: list[tuple[str, str | None]] = [(root, None)]
     stale = time.time() - STALE_TEMP_SECONDS
     # Looked up once: the loop below runs for every file of every sync.
-    indexed_stat = known.stats.get if known is not None else {}.get
-    unchanged = known.unchanged.add if known is not None else None
+    indexed_stat = (known.stats if known is not None else {}).get
+    unchanged = known.unchanged if known is not None else set()
     is_regular = stat_module.S_ISREG
     while pending:
         folder, project_dir = pending.pop()
@@ -168,12 +168,8 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
             if not is_regular(result.st_mode):
                 continue
             path = entry.path
-            if unchanged and indexed_stat(path) == (
-                result.st_size,
-                result.st_mtime_ns,
-                result.st_ino,
-            ):
-                unchanged(path)
+            if indexed_stat(path) == (result.st_size, result.st_mtime_ns, result.st_ino):
+                unchanged.add(path)
                 continue
             if not path.isascii() and not _is_utf8(path):
                 # SQLite stores text as UTF-8; such a name would fail every statement.
