@@ -364,7 +364,8 @@ def test_well_formed_sessions_are_followed_by_chains_and_odd_ones_by_parent_link
         if session.last_entry_id is not None and not session.legacy:
             path = entry_path(index.connection, session.file_id, session.last_entry_id)
             kinds[session.session_id] = type(path)
-    # One fixture has a parent that never appears: a root, still followed by chains.
+    # A child written before its parent is walked by parent links; every fixture by chains
+    # (kuato's pi-session names a parent that never appears: a root, still chained).
     assert kinds.pop("late") is ListPath
     assert len(kinds) == 20
     assert all(kind is ChainPath for kind in kinds.values())

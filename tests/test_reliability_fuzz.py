@@ -185,7 +185,8 @@ _grown = st.lists(
 
 
 def _chainable(lines: list[tuple[str, str | None]]) -> bool:
-    """The rule of migration 0002: no id twice, none named as a parent before it appears."""
+    """The rule of migration 0002: no id twice, none its own parent, none named as a parent
+    before it appears."""
     seen: set[str] = set()
     named: set[str] = set()
     for entry_id, parent_id in lines:
