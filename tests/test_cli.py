@@ -720,7 +720,7 @@ def test_demo_defaults_to_a_folder_here_never_the_real_agent_dir(tmp_path, monke
     assert (tmp_path / "xcsh-store-demo" / "index.db").exists()
     assert (tmp_path / "xcsh-store-demo" / DEMO_MARKER).exists()
     assert not (tmp_path / "home" / ".xcsh").exists()
-    for command in ("ls", "search 'session cookie'", "show ", "usage --since 14d --chart"):
+    for command in ("ls", "search 'session cookie'", "show ", "usage --since 2026-11-16 --chart"):
         assert f"$ xcsh-store --agent-dir xcsh-store-demo {command}" in text
     assert "Fix the flaky login test" in text and "◀ leaf" in text and "▕" in text
     assert stat.S_IMODE((tmp_path / "xcsh-store-demo").stat().st_mode) == 0o700

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
+import hashlib
+import json
 import os
 import random
-import shutil
+import stat
 import struct
 import uuid
 import zlib
@@ -23,17 +26,27 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import apsw
+
 from xcsh_store.artifacts import AgentOutputManager
+from xcsh_store.blobs import BlobStore, parse_blob_ref
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.history import HistoryStorage
-from xcsh_store.jsonl import dumps_line
+from xcsh_store.index import SessionIndex, SyncReport
+from xcsh_store.jsonl import dumps_line, read_jsonl_file
 from xcsh_store.manager import SessionManager
 from xcsh_store.paths import (
+    _SNOWFLAKE_EPOCH_MS,
     AGENT_DIR_ENV,
     FILE_MODE,
+    INDEX_DB_NAME,
+    artifacts_dir_for,
     ensure_private_dir,
+    get_blobs_dir,
     get_default_session_dir,
     get_history_db_path,
+    get_terminal_id,
+    get_terminal_sessions_dir,
     iso_timestamp,
     session_file_name,
 )
@@ -41,6 +54,21 @@ from xcsh_store.storage import FileSessionStorage, write_atomically
 
 DEMO_MARKER = ".xcsh-store-demo"
 DEFAULT_SEED = 2411
+# "Now" for the story: the last session ends a few minutes before it. Fixed, so the ids, dates
+# and numbers in the README are the ones every run writes.
+DEMO_NOW = datetime(2026, 11, 29, 22, 5, tzinfo=UTC)
+# The days the sessions fall on (the v1 file aside): DEMO_NOW's and the 13 before it.
+DEMO_DAYS = 14
+# The index is a mirror of the demo's files that every sync rewrites; a later run may replace it
+# whatever it holds (the files it mirrors are checked).
+INDEX_FILES = tuple(
+    INDEX_DB_NAME + suffix for suffix in ("", "-wal", "-shm", "-journal", ".sync-lock")
+)
+# SQLite's companions of history.db that a reader leaves behind: the shared-memory index never
+# holds data, and an empty write-ahead log holds none either.
+HISTORY_COMPANIONS = ("history.db-shm", "history.db-wal")
+# Refusals name this many of the files that are in the way.
+SHOWN_FOREIGN_FILES = 3
 
 HOME = "/home/alex/src"
 WEBAPP, API, INFRA, SCRIPTS = (f"{HOME}/{name}" for name in ("webapp", "api", "infra", "scripts"))
@@ -55,7 +83,7 @@ APIS = {"anthropic": "anthropic-messages", "openai": "openai-responses", "google
 
 
 class DemoDirError(XcshStoreError):
-    """The demo would overwrite a folder that is not an earlier demo."""
+    """The demo would overwrite a folder, or files, that it did not write."""
 
 
 @dataclass
@@ -67,21 +95,174 @@ class DemoReport:
     legacy_file: str = ""
     history_prompts: int = 0
     orphan_blob: str = ""
+    sync: SyncReport | None = None
+
+
+def write_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NOW) -> DemoReport:
+    """The whole demo: check the folder, remove an earlier demo's files, write the sample,
+    index it and record what was written in the marker. Raises :class:`DemoDirError` (having
+    deleted nothing) when the folder holds anything the demo did not write."""
+    agent_dir = os.path.abspath(agent_dir)
+    prepare_demo_dir(agent_dir)
+    report = build_demo(agent_dir, seed, now)
+    with SessionIndex.open(agent_dir) as index:
+        report.sync = index.sync()
+    # The sync read history.db, which leaves its write-ahead log behind; the last connection to
+    # close removes it (and history.db stays as the demo wrote it).
+    history = apsw.Connection(get_history_db_path(agent_dir))
+    history.execute("PRAGMA user_version").fetchall()
+    history.close()
+    write_marker(agent_dir, now)
+    return report
 
 
 def prepare_demo_dir(agent_dir: str) -> None:
-    """Make ``agent_dir`` an empty folder; an earlier demo there is replaced, anything else is
-    refused (the demo must never touch a real agent dir)."""
-    if os.path.isdir(agent_dir) and os.listdir(agent_dir):
-        if not os.path.exists(os.path.join(agent_dir, DEMO_MARKER)):
-            raise DemoDirError(
-                f"{agent_dir} is not empty and was not made by `xcsh-store demo`; "
-                "give the demo another folder with --agent-dir"
-            )
-        shutil.rmtree(agent_dir)
-    ensure_private_dir(agent_dir)
-    with open(os.path.join(agent_dir, DEMO_MARKER), "w", encoding="utf-8") as marker:
-        marker.write("Made by `xcsh-store demo`; running the demo again replaces this folder.\n")
+    """Make ``agent_dir`` ready for :func:`build_demo`: a new or empty folder is used as it is;
+    one holding an earlier demo loses that demo's files (each checked against the sha256 the
+    marker recorded) and its index. Anything else, a file the demo did not write or one that
+    changed since, makes it refuse before deleting anything: the demo never touches a file
+    that is not its own."""
+    if not os.path.isdir(agent_dir) or not os.listdir(agent_dir):
+        ensure_private_dir(agent_dir)
+        return
+    marker = _read_marker(agent_dir)
+    recorded: dict[str, Any] = marker["files"]
+    found = list(_folder_contents(agent_dir))
+    foreign = [
+        path
+        for path in found
+        if not _replaceable(agent_dir, path) and recorded.get(path) != _sha256(agent_dir, path)
+    ]
+    if foreign:
+        shown = ", ".join(
+            f"{path} (changed)" if path in recorded else path
+            for path in foreign[:SHOWN_FOREIGN_FILES]
+        )
+        more = len(foreign) - SHOWN_FOREIGN_FILES
+        raise DemoDirError(
+            f"{agent_dir} holds {len(foreign)} file{'s' if len(foreign) != 1 else ''} "
+            f"`xcsh-store demo` did not write: {shown}{f' and {more} more' if more > 0 else ''}; "
+            "nothing was deleted (move them away or give the demo another folder with "
+            "--agent-dir)"
+        )
+    # Only what was found inside the folder is deleted, never a path the marker names: a
+    # marker is a file anyone could have edited.
+    for path in found:
+        full = os.path.join(agent_dir, path)
+        if not _replaceable(agent_dir, path) and _sha256(agent_dir, path) != recorded.get(path):
+            raise DemoDirError(f"{full} changed while the demo was replacing its files")
+        os.unlink(full)
+    listed = set(marker["dirs"])
+    for path in sorted(_folders(agent_dir), key=lambda name: name.count("/"), reverse=True):
+        if path in listed:
+            try:
+                os.rmdir(os.path.join(agent_dir, path))
+            except OSError as error:
+                # A folder something was put in since stays as it is, with its content.
+                if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+    os.unlink(os.path.join(agent_dir, DEMO_MARKER))
+
+
+def _replaceable(agent_dir: str, path: str) -> bool:
+    """The index (a mirror of the demo's files) and history.db's companions while they hold no
+    data: a later run replaces these whatever they hold, as a sync rewrites them."""
+    if path in INDEX_FILES:
+        return True
+    if path not in HISTORY_COMPANIONS:
+        return False
+    try:
+        info = os.lstat(os.path.join(agent_dir, path))
+    except FileNotFoundError:
+        return True
+    return stat.S_ISREG(info.st_mode) and (path.endswith("-shm") or info.st_size == 0)
+
+
+def _read_marker(agent_dir: str) -> dict[str, Any]:
+    """The marker's record of the demo's files; a folder without one is not a demo."""
+    path = os.path.join(agent_dir, DEMO_MARKER)
+    if not os.path.lexists(path):
+        raise DemoDirError(
+            f"{agent_dir} is not empty and was not made by `xcsh-store demo`; "
+            "give the demo another folder with --agent-dir"
+        )
+    try:
+        with open(path, "rb") as handle:
+            marker = json.loads(handle.read())
+    except (OSError, ValueError):
+        marker = None
+    if (
+        not isinstance(marker, dict)
+        or not isinstance(marker.get("files"), dict)
+        or not isinstance(marker.get("dirs"), list)
+    ):
+        raise DemoDirError(
+            f"{agent_dir} has a demo marker that does not list the demo's files (an older "
+            "xcsh-store wrote it, or it was edited); nothing was deleted: delete the folder "
+            "yourself or give the demo another folder with --agent-dir"
+        )
+    return marker
+
+
+def _folder_contents(agent_dir: str) -> Iterator[str]:
+    """The relative path of everything in the folder that is not a folder (symlinks to folders
+    included), the marker aside, in a stable order."""
+    for folder, dirs, names in os.walk(agent_dir):
+        dirs.sort()
+        relative = os.path.relpath(folder, agent_dir)
+        linked = [name for name in dirs if os.path.islink(os.path.join(folder, name))]
+        for name in sorted(names + linked):
+            path = name if relative == "." else f"{relative}/{name}"
+            if path != DEMO_MARKER:
+                yield path
+
+
+def _folders(agent_dir: str) -> Iterator[str]:
+    """The relative path of every real folder below ``agent_dir``."""
+    for folder, dirs, _ in os.walk(agent_dir):
+        dirs.sort()
+        for name in dirs:
+            if not os.path.islink(os.path.join(folder, name)):
+                yield os.path.relpath(os.path.join(folder, name), agent_dir)
+
+
+def _sha256(agent_dir: str, path: str) -> str:
+    """The file's sha256, or "" for anything but a regular file (a symlink is never followed)."""
+    try:
+        descriptor = os.open(
+            os.path.join(agent_dir, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        )
+    except OSError:
+        return ""
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def write_marker(agent_dir: str, now: datetime = DEMO_NOW) -> None:
+    """Record every file and folder in the demo's folder (index files aside), files with their
+    sha256, readable by the owner only; then give the folders the story's time."""
+    files = {
+        path: _sha256(agent_dir, path)
+        for path in _folder_contents(agent_dir)
+        if not _replaceable(agent_dir, path)
+    }
+    dirs = list(_folders(agent_dir))
+    marker = {
+        "note": "Made by `xcsh-store demo`. Running it again replaces these files (and the "
+        "index) and nothing else; it refuses while the folder holds any other file.",
+        "files": files,
+        "dirs": dirs,
+    }
+    path = os.path.join(agent_dir, DEMO_MARKER)
+    text = json.dumps(marker, indent=1, sort_keys=True).encode() + b"\n"
+    write_atomically(FileSessionStorage(), path, [text])
+    os.chmod(path, FILE_MODE)
+    moment = now.timestamp()
+    os.utime(path, (moment, moment))
+    for folder in [*(os.path.join(agent_dir, name) for name in reversed(dirs)), agent_dir]:
+        os.utime(folder, (moment, moment))
 
 
 @contextlib.contextmanager
@@ -135,18 +316,27 @@ def _millis(moment: datetime) -> int:
 class _Script:
     """Writes one session through SessionManager on a virtual clock.
 
-    The manager stamps entries with the real time; ``finish`` restamps the live entries with
-    the story's time and has the manager rewrite the file (``get_entries`` returns the live
-    dicts and ``rewrite_entries`` exists for exactly this).
+    The manager takes the session id, the entry ids and the timestamps from the real clock and
+    a random generator, as it does for an agent; ``finish`` gives the written file the story's
+    times and ids drawn from ``ids`` (the same on every run) and moves it to the file name
+    those make.
     """
 
     def __init__(
-        self, agent_dir: str, cwd: str, start: datetime, model: str, rng: random.Random
+        self,
+        agent_dir: str,
+        cwd: str,
+        start: datetime,
+        model: str,
+        rng: random.Random,
+        ids: random.Random,
     ) -> None:
+        self.agent_dir = agent_dir
         self.manager = SessionManager.create(cwd, get_default_session_dir(cwd, agent_dir))
         self.start = self.clock = start
         self.model = model
         self.rng = rng
+        self.ids = ids
         self.times: dict[str, datetime] = {}
         self.calls = 0
         self.context_tokens = rng.randrange(6000, 9000)
@@ -267,17 +457,76 @@ class _Script:
         manager = self.manager
         if title:
             manager.set_session_name(title, source="auto")
-        manager.get_header()["timestamp"] = iso_timestamp(self.start)
-        for entry in manager.get_entries():
-            moment = self.times.get(entry.get("id", ""))
-            if moment is not None:
-                entry["timestamp"] = iso_timestamp(moment)
-        manager.rewrite_entries()
         manager.close()
-        path = manager.get_session_file()
-        assert path is not None
-        os.utime(path, (self.clock.timestamp(), self.clock.timestamp()))
+        written = manager.get_session_file()
+        assert written is not None
+        records = read_jsonl_file(written)
+        renamed = self._fixed_ids(records)
+        header = records[0]
+        header["id"] = snowflake_id(self.start, self.ids)
+        header["timestamp"] = iso_timestamp(self.start)
+        blobs = BlobStore(get_blobs_dir(self.agent_dir))
+        for entry in records[1:]:
+            moment = self.times.get(entry["id"], self.clock)
+            entry["timestamp"] = iso_timestamp(moment)
+            for key in ID_FIELDS:
+                if entry.get(key) in renamed:
+                    entry[key] = renamed[entry[key]]
+            for digest in _blob_refs(entry):
+                _set_mtime(blobs.path_for(digest), moment)
+        path = os.path.join(
+            os.path.dirname(written), session_file_name(header["timestamp"], header["id"])
+        )
+        write_atomically(FileSessionStorage(), path, (dumps_line(record) for record in records))
+        os.unlink(written)
+        if os.path.isdir(artifacts_dir_for(written)):
+            os.rename(artifacts_dir_for(written), artifacts_dir_for(path))
+            for name in os.listdir(artifacts_dir_for(path)):
+                _set_mtime(os.path.join(artifacts_dir_for(path), name), self.clock)
+        _set_mtime(path, self.clock)
         return path
+
+    def _fixed_ids(self, records: list[dict[str, Any]]) -> dict[str, str]:
+        """Old entry id -> a new one from ``ids``, unique in the session; the story's times move
+        to the new ids."""
+        renamed: dict[str, str] = {}
+        for entry in records[1:]:
+            new = f"{self.ids.getrandbits(32):08x}"
+            while new in renamed.values():
+                new = f"{self.ids.getrandbits(32):08x}"
+            renamed[entry["id"]] = new
+        self.times = {renamed[old]: moment for old, moment in self.times.items()}
+        for entry in records[1:]:
+            entry["id"] = renamed[entry["id"]]
+        return renamed
+
+
+# The fields of an entry that hold the id of another entry (reference §2).
+ID_FIELDS = ("parentId", "targetId", "firstKeptEntryId", "fromId")
+
+
+def snowflake_id(moment: datetime, ids: random.Random) -> str:
+    """A session id as the agent makes it at ``moment`` (a Snowflake), the sequence from ``ids``."""
+    millis = _millis(moment) - _SNOWFLAKE_EPOCH_MS
+    return f"{(millis << 22) | ids.getrandbits(22):016x}"
+
+
+def _blob_refs(value: Any) -> Iterator[str]:
+    """The hash of every blob reference anywhere in ``value``."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _blob_refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _blob_refs(item)
+    elif isinstance(value, str):
+        digest = parse_blob_ref(value)
+        if digest is not None:
+            yield digest
+
+
+def _set_mtime(path: str, moment: datetime) -> None:
+    os.utime(path, (moment.timestamp(), moment.timestamp()))
 
 
 def _image_block(data: bytes) -> dict[str, Any]:
@@ -292,38 +541,56 @@ def _day(today: datetime, days_ago: int, hour: int, minute: int) -> datetime:
     return today - timedelta(days=days_ago) + timedelta(hours=hour, minutes=minute)
 
 
-def build_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime | None = None) -> DemoReport:
+def build_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NOW) -> DemoReport:
     """Write the sample agent dir into ``agent_dir`` (which should be empty; see
-    :func:`prepare_demo_dir`). The story happens over the two weeks before ``now``."""
+    :func:`prepare_demo_dir`). The story happens over the two weeks before ``now``; the same
+    ``seed`` and ``now`` write the same files, byte for byte, with the same times."""
     agent_dir = os.path.abspath(agent_dir)
-    now = (now or datetime.now(UTC)).astimezone(UTC)
+    now = now.astimezone(UTC)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     rng = random.Random(seed)
+    # Ids have their own generator so the story (and its token counts) does not depend on how
+    # many ids were drawn.
+    ids = random.Random(f"xcsh-store-demo-ids-{seed}")
     report = DemoReport(agent_dir)
     with _agent_dir_setting(agent_dir):
-        report.sessions["login"] = _flaky_login(agent_dir, _day(today, 12, 9, 14), rng)
-        report.sessions["darkmode"] = _dark_mode(agent_dir, _day(today, 9, 14, 2), rng)
-        report.sessions["orders"] = _slow_orders(agent_dir, _day(today, 6, 10, 31), rng)
-        report.sessions["bucket"] = _staging_bucket(agent_dir, _day(today, 4, 16, 20), rng)
+        report.sessions["login"] = _flaky_login(agent_dir, _day(today, 12, 9, 14), rng, ids)
+        report.sessions["darkmode"] = _dark_mode(agent_dir, _day(today, 9, 14, 2), rng, ids)
+        report.sessions["orders"] = _slow_orders(agent_dir, _day(today, 6, 10, 31), rng, ids)
+        report.sessions["bucket"] = _staging_bucket(agent_dir, _day(today, 4, 16, 20), rng, ids)
         for index, (cwd, days_ago, hour, question, answer, model) in enumerate(QUICK_QUESTIONS):
-            script = _Script(agent_dir, cwd, _day(today, days_ago, hour, 5), model, rng)
+            script = _Script(agent_dir, cwd, _day(today, days_ago, hour, 5), model, rng, ids)
             script.user(question)
             script.assistant(answer)
             report.sessions[f"quick-{index}"] = script.finish()
         start = min(now - timedelta(minutes=14), today + timedelta(hours=23))
-        report.sessions["ratelimit"], prompts = _rate_limit(agent_dir, start, rng)
+        report.sessions["ratelimit"], prompts = _rate_limit(agent_dir, start, rng, ids)
         report.history_prompts = _remember_prompts(agent_dir, prompts)
         report.legacy_file = _legacy_session(agent_dir, _day(today, 30, 11, 0), rng)
         report.orphan_blob = _orphan_blob(agent_dir, now, rng)
+    _forget_terminal(agent_dir)
     return report
+
+
+def _forget_terminal(agent_dir: str) -> None:
+    """The manager remembered this terminal's last session (D18) in the demo's folder; a sample
+    has no terminal, and the file would differ from one terminal to the next."""
+    terminal_id = get_terminal_id()
+    if terminal_id is None:
+        return
+    folder = get_terminal_sessions_dir(agent_dir)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(folder, terminal_id))
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
 
 
 # --------------------------------------------------------------------------------------------
 # The stories
 
 
-def _flaky_login(agent_dir: str, start: datetime, rng: random.Random) -> str:
-    s = _Script(agent_dir, WEBAPP, start, "anthropic/claude-sonnet-4-5", rng)
+def _flaky_login(agent_dir: str, start: datetime, rng: random.Random, ids: random.Random) -> str:
+    s = _Script(agent_dir, WEBAPP, start, "anthropic/claude-sonnet-4-5", rng, ids)
     s.thinking_level("medium")
     s.user(
         "The login test in tests/e2e/test_login.py fails about one run in five on CI. "
@@ -407,8 +674,8 @@ def _flaky_login(agent_dir: str, start: datetime, rng: random.Random) -> str:
     return s.finish("Fix the flaky login test")
 
 
-def _dark_mode(agent_dir: str, start: datetime, rng: random.Random) -> str:
-    s = _Script(agent_dir, WEBAPP, start, "anthropic/claude-sonnet-4-5", rng)
+def _dark_mode(agent_dir: str, start: datetime, rng: random.Random, ids: random.Random) -> str:
+    s = _Script(agent_dir, WEBAPP, start, "anthropic/claude-sonnet-4-5", rng, ids)
     s.user(
         "Here's a screenshot of the settings page. Add a dark mode toggle next to 'Language' "
         "and remember the choice.",
@@ -486,8 +753,8 @@ _REVIEW = """{
 """
 
 
-def _slow_orders(agent_dir: str, start: datetime, rng: random.Random) -> str:
-    s = _Script(agent_dir, API, start, "openai/gpt-5", rng)
+def _slow_orders(agent_dir: str, start: datetime, rng: random.Random, ids: random.Random) -> str:
+    s = _Script(agent_dir, API, start, "openai/gpt-5", rng, ids)
     s.thinking_level("high")
     s.user("GET /orders takes 2-3 seconds in production. Find out why.")
     outputs = AgentOutputManager(s.manager.get_artifacts_dir)
@@ -545,8 +812,8 @@ def _write_output(artifacts_dir: str | None, output_id: str, text: str) -> None:
         handle.write(text)
 
 
-def _staging_bucket(agent_dir: str, start: datetime, rng: random.Random) -> str:
-    s = _Script(agent_dir, INFRA, start, "google/gemini-2.5-pro", rng)
+def _staging_bucket(agent_dir: str, start: datetime, rng: random.Random, ids: random.Random) -> str:
+    s = _Script(agent_dir, INFRA, start, "google/gemini-2.5-pro", rng, ids)
     s.user(
         "Plan a new staging bucket for uploads with versioning and a 30-day lifecycle rule for "
         "old versions."
@@ -645,15 +912,15 @@ QUICK_QUESTIONS = (
 
 
 def _rate_limit(
-    agent_dir: str, start: datetime, rng: random.Random
-) -> tuple[str, list[tuple[str, str]]]:
+    agent_dir: str, start: datetime, rng: random.Random, ids: random.Random
+) -> tuple[str, list[tuple[str, str, datetime]]]:
     """Today's session; its prompts are also what history.db remembers."""
-    s = _Script(agent_dir, API, start, "anthropic/claude-sonnet-4-5", rng)
+    s = _Script(agent_dir, API, start, "anthropic/claude-sonnet-4-5", rng, ids)
     prompts = [
         "Add rate limiting to POST /orders: 10 requests per minute per API key.",
         "Return a Retry-After header with the 429 too.",
     ]
-    s.user(prompts[0])
+    typed = [s.user(prompts[0])]
     s.act(
         "read",
         {"path": "api/middleware.py"},
@@ -667,7 +934,7 @@ def _rate_limit(
         "Created api/ratelimit.py (42 lines)",
         text="A sliding-window limiter in Redis keyed by API key, applied to POST /orders.",
     )
-    s.user(prompts[1])
+    typed.append(s.user(prompts[1]))
     s.act(
         "bash",
         {"command": "pytest tests/test_ratelimit.py -q"},
@@ -678,14 +945,32 @@ def _rate_limit(
         "POST /orders now allows 10 requests per minute per API key; the 11th gets a 429 with "
         "Retry-After. Tests cover the limit, the header and separate keys."
     )
-    return s.finish("Rate limit POST /orders"), [(prompt, API) for prompt in prompts]
+    times = [s.times[entry_id] for entry_id in typed]
+    return s.finish("Rate limit POST /orders"), [
+        (prompt, API, moment) for prompt, moment in zip(prompts, times, strict=True)
+    ]
 
 
-def _remember_prompts(agent_dir: str, prompts: list[tuple[str, str]]) -> int:
-    with HistoryStorage.open(get_history_db_path(agent_dir)) as history:
-        for prompt, cwd in prompts:
+def _remember_prompts(agent_dir: str, prompts: list[tuple[str, str, datetime]]) -> int:
+    """The prompts as xcsh saves them, then dated when they were typed: history.db takes the
+    time of the insert, and correcting ``created_at`` is a plain update (the FTS index follows
+    the text only)."""
+    path = get_history_db_path(agent_dir)
+    with HistoryStorage.open(path) as history:
+        for prompt, cwd, _ in prompts:
             history.add(prompt, cwd)
         history.flush()
+    connection = apsw.Connection(path)
+    try:
+        with connection:
+            for row_id, (_, _, moment) in enumerate(prompts, start=1):
+                connection.execute(
+                    "UPDATE history SET created_at = ? WHERE id = ?",
+                    (int(moment.timestamp()), row_id),
+                )
+    finally:
+        connection.close()
+    _set_mtime(path, prompts[-1][2])
     return len(prompts)
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from datetime import timedelta
 
 import click
+from click.core import ParameterSource
 
 from xcsh_store.cli.app import Settings, cli, echo, pass_settings
 from xcsh_store.cli.render import plural
-from xcsh_store.demo import build_demo, prepare_demo_dir
+from xcsh_store.demo import DEMO_DAYS, DEMO_NOW, write_demo
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.names import unique_id_prefixes
 
@@ -27,48 +29,54 @@ def _session_id(path: str) -> str:
     "--agent-dir",
     "demo_dir",
     type=click.Path(file_okay=False),
-    help=f"Where to write the sample (default: ./{DEFAULT_DEMO_DIR}, never ~/.xcsh/agent).",
+    help=f"Where to write the sample (default: ./{DEFAULT_DEMO_DIR}; never $XCSH_AGENT_DIR).",
 )
 @pass_settings
-def demo_command(settings: Settings, demo_dir: str | None) -> None:
+@click.pass_context
+def demo_command(ctx: click.Context, settings: Settings, demo_dir: str | None) -> None:
     """Write a realistic sample agent dir, index it, and show what the tool does with it.
 
     Four projects over two weeks: branched sessions with summaries and labels, a compaction,
     screenshots stored as blobs, tool output artifacts, subagent outputs, prompt history and
-    an old v1 file. Running it again replaces an earlier demo; any other folder is refused.
+    an old v1 file. The sample is the same on every run (fixed dates and ids).
+
+    It goes to ./xcsh-store-demo or the folder given with --agent-dir (before or after the
+    verb), never to $XCSH_AGENT_DIR, which may be a real agent dir. Running it again replaces
+    the files an earlier demo wrote there (recorded with their hashes in the folder's
+    .xcsh-store-demo); it refuses, deleting nothing, while the folder holds any other file.
 
     \b
     Examples:
       xcsh-store demo
       xcsh-store demo --agent-dir /tmp/xcsh-demo
     """
-    target = demo_dir or (settings.agent_dir if settings.agent_dir_given else DEFAULT_DEMO_DIR)
+    target = demo_dir or _agent_dir_typed(ctx, settings) or DEFAULT_DEMO_DIR
     shown_dir = target if not os.path.isabs(target) else _short(target)
     target = os.path.abspath(os.path.expanduser(target))
     started = time.perf_counter()
-    prepare_demo_dir(target)
-    report = build_demo(target)
-    with SessionIndex.open(target) as index:
-        sync = index.sync()
+    report = write_demo(target)
+    assert report.sync is not None
+    with SessionIndex.open(target, read_only=True) as index:
         ids = unique_id_prefixes(index, (_session_id(path) for path in report.sessions.values()))
     seconds = time.perf_counter() - started
     files = [*report.sessions.values(), report.legacy_file]
     projects = {os.path.basename(os.path.dirname(path)) for path in files}
+    echo(f"Wrote a sample agent dir to {shown_dir} ({seconds:.1f}s in all):")
     echo(
-        f"Wrote a sample agent dir to {shown_dir}: {plural(sync.files_seen, 'session')} in "
-        f"{plural(len(projects), 'project')} (one an old v1 file), "
-        f"{plural(report.history_prompts, 'prompt')} in history.db; "
-        f"{plural(sync.entries_added, 'entry', 'entries')} indexed; {seconds:.1f}s in all."
+        f"  {plural(report.sync.files_seen, 'session')} in {plural(len(projects), 'project')} "
+        f"(one an old v1 file), {plural(report.history_prompts, 'prompt')} in history.db, "
+        f"{plural(report.sync.entries_added, 'entry', 'entries')} indexed."
     )
     login = ids[_session_id(report.sessions["login"])]
     orders = ids[_session_id(report.sessions["orders"])]
     base = ["xcsh-store", "--agent-dir", shown_dir]
     color = ["--color", "always" if settings.color else "never"]
+    first_day = (DEMO_NOW - timedelta(days=DEMO_DAYS - 1)).date().isoformat()
     for arguments in (
         ["ls"],
         ["search", "session cookie"],
         ["show", login, "--tree"],
-        ["usage", "--since", "14d", "--chart"],
+        ["usage", "--since", first_day, "--chart"],
     ):
         echo()
         echo(settings.style("$ " + shlex.join(base + arguments), bold=True))
@@ -82,12 +90,21 @@ def demo_command(settings: Settings, demo_dir: str | None) -> None:
         ["cat", "agent://1-Review/findings/0", "--session", orders],
         ["history", "search", "--sessions", "orders"],
         ["usage", "--by", "model", "--html", "usage.html"],
-        ["sql", "SELECT model, count(*), round(sum(cost), 2) FROM messages GROUP BY model"],
+        ["sql", "SELECT model, count(*) FROM messages GROUP BY model"],
         ["migrate", "--dry-run"],
         ["gc"],
         ["doctor"],
     ):
         echo("  " + shlex.join(base + arguments))
+
+
+def _agent_dir_typed(ctx: click.Context, settings: Settings) -> str | None:
+    """The global --agent-dir when it was typed on the command line; $XCSH_AGENT_DIR is ignored
+    (it may name the user's real agent dir)."""
+    root = ctx.find_root()
+    if root.get_parameter_source("agent_dir") is ParameterSource.COMMANDLINE:
+        return settings.agent_dir
+    return None
 
 
 def _short(path: str) -> str:

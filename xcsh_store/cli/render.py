@@ -181,13 +181,22 @@ def local_time(value: str | datetime | None, seconds: bool = False) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
+def current_time() -> datetime:
+    """Now, or the time ``$SOURCE_DATE_EPOCH`` gives (the reproducible-builds convention), so
+    output that depends on the current year can be reproduced (the README's tour is)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit() and len(epoch) <= 11:
+        return datetime.fromtimestamp(int(epoch), UTC)
+    return datetime.now(UTC)
+
+
 def short_time(value: str | datetime | None, now: datetime | None = None) -> str:
     """A table cell, as ``ls -l`` does it: ``Nov 17 09:21`` this year, ``2025-11-17`` before."""
     moment = parse_time(value)
     if moment is None or moment.timestamp() <= 0:
         return ""
     local = moment.astimezone()
-    if local.year == (now or datetime.now(UTC)).astimezone().year:
+    if local.year == (now or current_time()).astimezone().year:
         return local.strftime("%b %d %H:%M")
     return local.strftime("%Y-%m-%d")
 

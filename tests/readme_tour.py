@@ -1,0 +1,260 @@
+"""The README's tour, run for real, so the README can never drift from the program.
+
+Every ``$ xcsh-store …`` line in the text blocks of "A tour of the command line" and the script
+of "The Python API in brief" run, in the README's order, on a fresh demo in a temporary folder,
+each in a real terminal (a pty) of :data:`COLUMNS` columns. ``tests/test_readme_tour.py``
+compares what they print with the README; ``python tests/readme_tour.py --write`` writes it into
+README.md instead (after a change of output, then review the diff).
+
+In a text block a ``$ xcsh-store`` line starts a command and its output runs to the blank line
+before the next one, except for ``xcsh-store demo``, whose output (it runs and prints commands
+itself) is the rest of its block. The only differences allowed are in :func:`normalise`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import errno
+import fcntl
+import itertools
+import os
+import re
+import shlex
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+from dataclasses import dataclass
+from pathlib import Path
+
+from xcsh_store.demo import DEMO_NOW
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+TOUR_HEADING = "## A tour of the command line"
+API_HEADING = "## The Python API in brief"
+DEMO_FOLDER = "xcsh-store-demo"
+COLUMNS = 100
+ROWS = 50
+COMMAND_TIMEOUT = 120
+
+_BLOCK = re.compile(r"^```(text|python)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+@dataclass
+class Step:
+    """One command (or the API script) and the README text of its output.
+
+    ``start``/``end`` are the output's offsets in the README text.
+    """
+
+    command: str
+    expected: str
+    start: int
+    end: int
+    script: str | None = None
+
+
+def section(text: str, heading: str) -> tuple[int, int]:
+    """Offsets of a ``## `` section's body in the README."""
+    start = text.index("\n" + heading + "\n") + len(heading) + 2
+    following = text.find("\n## ", start)
+    return start, len(text) if following < 0 else following
+
+
+def tour_steps(text: str) -> list[Step]:
+    """The tour's commands and the API script, in the README's order."""
+    steps: list[Step] = []
+    start, end = section(text, TOUR_HEADING)
+    for block in _BLOCK.finditer(text, start, end):
+        if block.group(1) == "text":
+            steps.extend(_block_steps(block.group(2), block.start(2)))
+    start, end = section(text, API_HEADING)
+    blocks = list(_BLOCK.finditer(text, start, end))
+    for script, output in itertools.pairwise(blocks):
+        if script.group(1) == "python" and output.group(1) == "text":
+            steps.append(
+                Step("python", output.group(2), output.start(2), output.end(2), script.group(2))
+            )
+    return steps
+
+
+def _block_steps(body: str, offset: int) -> list[Step]:
+    lines = body.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.startswith("$ xcsh-store")]
+    if not starts or starts[0] != 0:
+        return []
+    steps = []
+    for number, first in enumerate(starts):
+        command = lines[first][2:].rstrip("\n")
+        last = len(lines) if number + 1 == len(starts) else starts[number + 1]
+        if shlex.split(command)[1:2] == ["demo"]:
+            last = len(lines)
+        output_lines = lines[first + 1 : last]
+        if last < len(lines) and output_lines and output_lines[-1] == "\n":
+            output_lines = output_lines[:-1]  # the blank line between two commands
+        begin = offset + sum(len(line) for line in lines[: first + 1])
+        expected = "".join(output_lines)
+        steps.append(Step(command, expected, begin, begin + len(expected)))
+        if last == len(lines):
+            break
+    return steps
+
+
+def environment(root: Path) -> dict[str, str]:
+    """The terminal the README's outputs come from: its width, UTC, no colour, the demo's
+    "now" as the current year (``SOURCE_DATE_EPOCH``), ``$HOME`` above the demo folder (so
+    paths read ``~/xcsh-store-demo``) and the agent dir the tour exports."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "COLUMNS": str(COLUMNS),
+        "LINES": str(ROWS),
+        "TERM": "xterm-256color",
+        "NO_COLOR": "1",
+        "SOURCE_DATE_EPOCH": str(int(DEMO_NOW.timestamp())),
+        "XCSH_AGENT_DIR": str(root / DEMO_FOLDER),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+
+
+def run_in_terminal(argv: list[str], root: Path) -> str:
+    """What ``argv`` shows in a terminal of :data:`COLUMNS` columns (stdout and stderr)."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    attributes = termios.tcgetattr(slave)
+    attributes[1] &= ~termios.OPOST  # keep "\n" as it was written (no "\r\n")
+    termios.tcsetattr(slave, termios.TCSANOW, attributes)
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
+            cwd=root,
+            env=environment(root),
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError as error:
+                if error.errno == errno.EIO:  # every writer closed the terminal
+                    break
+                raise
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+        process.wait(timeout=COMMAND_TIMEOUT)
+    return b"".join(chunks).decode("utf-8")
+
+
+def run_step(step: Step, root: Path) -> str:
+    if step.script is not None:
+        script = root / "api_example.py"
+        script.write_text(step.script, encoding="utf-8")
+        return run_in_terminal([sys.executable, str(script)], root)
+    argv = shlex.split(step.command)
+    assert argv[0] == "xcsh-store", step.command
+    return run_in_terminal([sys.executable, "-m", "xcsh_store", *argv[1:]], root)
+
+
+# What may differ between a run and the README, and why; each is taken over from the README.
+_SAME_AS_README = (
+    # The demo's own timing.
+    re.compile(r"\(\d+(?:\.\d+)?s in all\)"),
+    # doctor: the versions of Python, SQLite and the libraries installed.
+    re.compile(r"^Versions\n(?:  .*\n)+", re.MULTILINE),
+    # doctor: when the index was last synced (the clock).
+    re.compile(r"last sync \d{4}-\d\d-\d\d \d\d:\d\d"),
+)
+# The session the API script writes gets its file name and id from the clock and its entry ids
+# from a random generator, as any new session does.
+_NEW_SESSION_FILE = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_([0-9a-f]{16})\.jsonl")
+
+
+def normalise(actual: str, expected: str) -> str:
+    """``actual`` with the parts that must differ from run to run taken from ``expected``."""
+    for pattern in _SAME_AS_README:
+        actual = _take_over(pattern, actual, expected)
+    new, shown = _NEW_SESSION_FILE.search(actual), _NEW_SESSION_FILE.search(expected)
+    if new and shown:
+        actual = actual.replace(new.group(0), shown.group(0)).replace(new.group(1), shown.group(1))
+        entry = re.compile(rf"^{shown.group(1)} ([0-9a-f]{{8}}) ", re.MULTILINE)
+        actual = _take_over(entry, actual, expected)
+    return actual
+
+
+def _take_over(pattern: re.Pattern[str], actual: str, expected: str) -> str:
+    """Replace the n-th match of ``pattern`` in ``actual`` by the n-th in ``expected`` (when
+    both have as many)."""
+    shown = [match.group(0) for match in pattern.finditer(expected)]
+    if len(shown) != len(pattern.findall(actual)):
+        return actual
+    replacements = iter(shown)
+    return pattern.sub(lambda _: next(replacements), actual)
+
+
+def run_tour(text: str, root: Path) -> list[tuple[Step, str]]:
+    """Every step of the README's tour run in ``root`` (which should be empty), in order, with
+    what it printed."""
+    return [(step, run_step(step, root)) for step in tour_steps(text)]
+
+
+def differences(text: str, root: Path) -> list[str]:
+    """A unified diff per step whose output is not the README's (after :func:`normalise`)."""
+    problems = []
+    for step, actual in run_tour(text, root):
+        actual = normalise(actual, step.expected)
+        if actual != step.expected:
+            diff = difflib.unified_diff(
+                step.expected.splitlines(keepends=True),
+                actual.splitlines(keepends=True),
+                "README.md",
+                "the program",
+            )
+            problems.append(f"$ {step.command}\n{''.join(diff)}")
+    return problems
+
+
+def rewrite(text: str, root: Path) -> str:
+    """The README with every output of the tour replaced by what the program prints now."""
+    pieces = []
+    position = 0
+    for step, actual in run_tour(text, root):
+        pieces += [text[position : step.start], actual]
+        position = step.end
+    return "".join(pieces) + text[position:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--write", action="store_true", help="write the outputs into README.md (else compare)"
+    )
+    arguments = parser.parse_args()
+    text = README.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="readme-tour-") as folder:
+        if arguments.write:
+            README.write_text(rewrite(text, Path(folder)), encoding="utf-8")
+            print(f"rewrote the tour's outputs in {README}")
+            return 0
+        problems = differences(text, Path(folder))
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} of {len(tour_steps(text))} outputs differ from {README}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

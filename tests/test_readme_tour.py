@@ -1,0 +1,61 @@
+"""The README's tour works as written: each command it shows prints what the README says.
+
+The commands run on a fresh demo, each in a real terminal of 100 columns (see
+``tests/readme_tour.py``); after a change of output, ``python tests/readme_tour.py --write``
+brings the README up to date.
+"""
+
+from __future__ import annotations
+
+import re
+
+from readme_tour import (
+    API_HEADING,
+    README,
+    TOUR_HEADING,
+    differences,
+    normalise,
+    section,
+    tour_steps,
+)
+
+
+def test_the_readme_tour_is_what_the_program_prints(tmp_path):
+    root = tmp_path / "tour"
+    root.mkdir()
+    problems = differences(README.read_text(encoding="utf-8"), root)
+    assert not problems, (
+        "The README's tour differs from what the program prints; if the change is intended, "
+        "run `python tests/readme_tour.py --write` and review the diff.\n\n" + "\n".join(problems)
+    )
+
+
+def test_every_command_of_the_tour_and_the_api_script_is_run():
+    text = README.read_text(encoding="utf-8")
+    steps = tour_steps(text)
+    start, end = section(text, TOUR_HEADING)
+    shown = re.findall(r"^\$ xcsh-store .*$", text[start:end], re.MULTILINE)
+    # The demo prints the commands it runs itself; they are part of its output.
+    printed_by_demo = re.findall(r"^\$ xcsh-store .*$", steps[0].expected, re.MULTILINE)
+    assert steps[0].command == "xcsh-store demo"
+    assert [f"$ {step.command}" for step in steps if step.script is None] == [
+        line for line in shown if line not in printed_by_demo
+    ]
+    assert len(steps) >= 14
+    api = [step for step in steps if step.script is not None]
+    start, end = section(text, API_HEADING)
+    assert len(api) == 1 and api[0].script in text[start:end]
+    assert "SessionIndex.open(agent_dir)" in api[0].script
+
+
+def test_normalising_takes_over_only_what_must_differ():
+    expected = "Wrote it (0.5s in all):\n  13 sessions\nIndex\n  last sync 2026-11-29 22:01\n"
+    actual = "Wrote it (1.2s in all):\n  13 sessions\nIndex\n  last sync 2027-01-05 08:00\n"
+    assert normalise(actual, expected) == expected
+    # Anything else that differs still differs.
+    changed = actual.replace("13 sessions", "14 sessions")
+    assert normalise(changed, expected) != expected
+    new = "2027-01-05T08-00-00-001Z_15e3875e60eb19fa.jsonl 2\n15e3875e60eb19fa 3c8365b0 user x\n"
+    shown = "2026-12-01T09-20-51-075Z_15e1a23206bbde56.jsonl 2\n15e1a23206bbde56 f6b4b876 user x\n"
+    assert normalise(new, shown) == shown
+    assert normalise(new.replace("user x", "user y"), shown) != shown
