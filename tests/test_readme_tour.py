@@ -8,6 +8,7 @@ brings the README up to date.
 from __future__ import annotations
 
 import re
+import time
 
 from readme_tour import (
     API_HEADING,
@@ -18,6 +19,9 @@ from readme_tour import (
     section,
     tour_steps,
 )
+
+from xcsh_store.cli.render import short_time
+from xcsh_store.demo import DEMO_NOW
 
 
 def test_the_readme_tour_is_what_the_program_prints(tmp_path):
@@ -59,3 +63,18 @@ def test_normalising_takes_over_only_what_must_differ():
     shown = "2026-12-01T09-20-51-075Z_15e1a23206bbde56.jsonl 2\n15e1a23206bbde56 f6b4b876 user x\n"
     assert normalise(new, shown) == shown
     assert normalise(new.replace("user x", "user y"), shown) != shown
+
+
+def test_source_date_epoch_stands_for_now_in_table_times(monkeypatch):
+    """The tour shows the demo's dates as in its year, whatever year the test runs in."""
+    moment = "2026-11-17T09:21:00.000Z"
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(DEMO_NOW.timestamp())))
+        assert short_time(moment) == "Nov 17 09:21"
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(DEMO_NOW.timestamp()) + 366 * 86400))
+        assert short_time(moment) == "2026-11-17"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
