@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 from conftest import PI_FIXTURES
 
 from xcsh_store.cli import cli
-from xcsh_store.demo import DEMO_MARKER, DEMO_NOW, write_demo
+from xcsh_store.demo import DEMO_MARKER, DEMO_NOW, build_demo, prepare_demo_dir, write_demo
 from xcsh_store.index import SessionIndex
 from xcsh_store.manager import SessionManager
 from xcsh_store.paths import get_default_session_dir
@@ -214,3 +214,13 @@ def test_demo_into_a_file_is_a_usage_error_that_changes_nothing(tmp_path, monkey
     assert "Traceback" not in result.output
     assert target.read_text() == "x"
     assert sorted(os.listdir(tmp_path)) == ["file", "home"]
+
+
+def test_a_demo_interrupted_before_its_new_marker_can_run_again(tmp_path):
+    demo = tmp_path / "d"
+    write_demo(str(demo))
+    first = snapshot(demo, with_index=False)
+    prepare_demo_dir(str(demo))
+    build_demo(str(demo))  # interrupted here: the earlier marker is still in place
+    write_demo(str(demo))
+    assert snapshot(demo, with_index=False) == first

@@ -112,7 +112,7 @@ def write_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NO
     history = apsw.Connection(get_history_db_path(agent_dir))
     history.execute("PRAGMA user_version").fetchall()
     history.close()
-    write_marker(agent_dir, now)
+    write_marker(agent_dir, files_written(report), now)
     return report
 
 
@@ -161,7 +161,8 @@ def prepare_demo_dir(agent_dir: str) -> None:
                 # A folder something was put in since stays as it is, with its content.
                 if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                     raise
-    os.unlink(os.path.join(agent_dir, DEMO_MARKER))
+    # The marker stays until the new one replaces it: a run that is interrupted leaves files
+    # the next run recognises (the demo writes the same bytes every time).
 
 
 def _replaceable(agent_dir: str, path: str) -> bool:
@@ -240,15 +241,34 @@ def _sha256(agent_dir: str, path: str) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def write_marker(agent_dir: str, now: datetime = DEMO_NOW) -> None:
-    """Record every file and folder in the demo's folder (index files aside), files with their
-    sha256, readable by the owner only; then give the folders the story's time."""
-    files = {
-        path: _sha256(agent_dir, path)
-        for path in _folder_contents(agent_dir)
-        if not _replaceable(agent_dir, path)
-    }
-    dirs = list(_folders(agent_dir))
+def files_written(report: DemoReport) -> list[str]:
+    """Every file :func:`build_demo` wrote, relative to the agent dir: the session files, their
+    artifacts, the blobs they reference, the unreferenced blob and history.db. Only these go
+    into the marker, so a file that appeared in the folder while the demo ran is never taken
+    for one of the demo's."""
+    blobs = BlobStore(get_blobs_dir(report.agent_dir))
+    paths = [get_history_db_path(report.agent_dir), blobs.path_for(report.orphan_blob)]
+    for session in [*report.sessions.values(), report.legacy_file]:
+        paths.append(session)
+        artifacts = artifacts_dir_for(session)
+        if os.path.isdir(artifacts):
+            paths += [os.path.join(artifacts, name) for name in os.listdir(artifacts)]
+        for record in read_jsonl_file(session):
+            paths += [blobs.path_for(digest) for digest in _blob_refs(record)]
+    return sorted({os.path.relpath(path, report.agent_dir) for path in paths})
+
+
+def write_marker(agent_dir: str, written: list[str], now: datetime = DEMO_NOW) -> None:
+    """Record the files the demo wrote (relative paths) with their sha256 and the folders they
+    are in, readable by the owner only; then give those folders the story's time."""
+    files = {path: _sha256(agent_dir, path) for path in written}
+    dirs = sorted(
+        {
+            os.path.join(*parts[:depth])
+            for parts in (path.split("/") for path in written)
+            for depth in range(1, len(parts))
+        }
+    )
     marker = {
         "note": "Made by `xcsh-store demo`. Running it again replaces these files (and the "
         "index) and nothing else; it refuses while the folder holds any other file.",
@@ -261,7 +281,8 @@ def write_marker(agent_dir: str, now: datetime = DEMO_NOW) -> None:
     os.chmod(path, FILE_MODE)
     moment = now.timestamp()
     os.utime(path, (moment, moment))
-    for folder in [*(os.path.join(agent_dir, name) for name in reversed(dirs)), agent_dir]:
+    deepest_first = sorted(dirs, key=lambda name: name.count("/"), reverse=True)
+    for folder in [*(os.path.join(agent_dir, name) for name in deepest_first), agent_dir]:
         os.utime(folder, (moment, moment))
 
 
