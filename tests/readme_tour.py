@@ -237,13 +237,30 @@ def rewrite(text: str, root: Path) -> str:
     return "".join(pieces) + text[position:]
 
 
+def wide_lines(text: str) -> list[str]:
+    """Output lines of the tour wider than the terminal the tour is run in (a table or a line
+    that does not fit it yet)."""
+    return [
+        f"{len(line)} columns, after `$ {step.command}`: {line[:60]}…"
+        for step in tour_steps(text)
+        for line in step.expected.splitlines()
+        if len(line) > COLUMNS
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--write", action="store_true", help="write the outputs into README.md (else compare)"
     )
+    parser.add_argument(
+        "--wide", action="store_true", help=f"list output lines wider than {COLUMNS} columns"
+    )
     arguments = parser.parse_args()
     text = README.read_text(encoding="utf-8")
+    if arguments.wide:
+        print("\n".join(wide_lines(text)) or f"every line fits {COLUMNS} columns")
+        return 0
     with tempfile.TemporaryDirectory(prefix="readme-tour-") as folder:
         if arguments.write:
             README.write_text(rewrite(text, Path(folder)), encoding="utf-8")
