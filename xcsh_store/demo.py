@@ -4,8 +4,14 @@ Four projects, two weeks of sessions: a branched debugging session with a branch
 labels, a session with a screenshot (stored as a blob) and a compaction, one with long tool
 output in artifacts and two subagent outputs, a few short questions, a session from "today" whose
 prompts are in history.db, a v1 file from an old agent version for ``migrate``, and one blob no
-session references any more for ``gc``. Content and token counts are fixed by a seed; entry ids
-and session ids are new on every run, as they are for a real agent.
+session references any more for ``gc``.
+
+Everything is fixed: the story happens in the two weeks before :data:`DEMO_NOW`, content and
+token counts come from a seed, and session ids (Snowflakes of the story's times), entry ids and
+file times come from the same seed, so two runs write identical files and the README's tour can
+be followed as written. The folder's marker lists every file the demo wrote with its sha256; a
+later run replaces only those files and refuses, deleting nothing, a folder holding anything
+else (:func:`prepare_demo_dir`).
 """
 
 from __future__ import annotations
