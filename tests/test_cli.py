@@ -714,9 +714,7 @@ def test_doctor_without_an_index(tmp_path):
 def test_demo_defaults_to_a_folder_here_never_the_real_agent_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("XCSH_AGENT_DIR")
     monkeypatch.chdir(tmp_path)
-    started = time.perf_counter()
     text = invoke(None, "demo").output
-    assert time.perf_counter() - started < 5
     assert (tmp_path / "xcsh-store-demo" / "index.db").exists()
     assert (tmp_path / "xcsh-store-demo" / DEMO_MARKER).exists()
     assert not (tmp_path / "home" / ".xcsh").exists()

@@ -145,7 +145,7 @@ def test_any_tree_gives_the_same_context_from_the_index_and_never_hangs(entries,
         _entry(kind, entry_id, parent, target, number)
         for number, (kind, entry_id, parent, target) in enumerate(entries)
     ]
-    with tempfile.TemporaryDirectory() as base, no_hang(30):
+    with tempfile.TemporaryDirectory() as base, no_hang():
         agent = Path(base)
         path = agent / "sessions" / "--fuzz--" / "tree.jsonl"
         path.parent.mkdir(parents=True)
@@ -203,7 +203,7 @@ def _chainable(lines: list[tuple[str, str | None]]) -> bool:
 def test_trees_grown_over_many_syncs_give_the_loaders_context_for_every_leaf(plan):
     """Parent -1 is the entry just before, n the n-th entry so far, None a new root."""
     lines: list[tuple[str, str | None]] = []
-    with tempfile.TemporaryDirectory() as base, no_hang(30):
+    with tempfile.TemporaryDirectory() as base, no_hang():
         agent = Path(base)
         path = agent / "sessions" / "--fuzz--" / "grown.jsonl"
         path.parent.mkdir(parents=True)

@@ -544,7 +544,7 @@ def test_a_long_line_is_read_in_time_linear_in_its_length(agent_dir, monkeypatch
     path = _raw_session(
         agent_dir, "long", _line(U1), _line(A1), _line(long_entry).replace(b"PLACEHOLDER", text)
     )
-    with no_hang(10):
+    with no_hang():
         assert entry_ids(path) == ["u1", "a1", "l1"]
         with SessionIndex.open(str(agent_dir)) as index:
             index.sync()
@@ -679,13 +679,13 @@ def test_symlink_loops_under_sessions_end_every_walk(agent_dir, two_messages):
             SessionManager.open(str(two_messages.parent / "self.jsonl"))
 
 
-def test_a_line_of_millions_of_brackets_is_skipped_quickly(agent_dir):
+def test_a_line_of_millions_of_brackets_is_skipped_without_hanging(agent_dir):
     """Nesting far deeper than JSON.parse allows (it stops near 10,000) is garbage: reading
     it must neither build millions of lists nor take minutes."""
     path = _raw_session(
         agent_dir, "brackets", b"[" * 2_000_000 + b"\n", _line(U1), b'{"a":' * 500_000 + b"\n"
     )
-    with no_hang(20):
+    with no_hang():
         assert_store_survives(agent_dir, path, ["u1"]).close()
 
 
