@@ -13,6 +13,7 @@ from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
+    echo_text,
     emit_json,
     json_option,
     open_index,
@@ -477,7 +478,7 @@ def cat_command(
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
-    click.echo(_cli_paging_hint(text), nl=not text.endswith("\n"))
+    echo_text(_cli_paging_hint(text), newline=not text.endswith("\n"))
 
 
 _PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")
