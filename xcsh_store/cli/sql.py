@@ -23,6 +23,7 @@ from xcsh_store.cli.app import (
     print_table,
 )
 from xcsh_store.cli.app import _json_default as json_default
+from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
 from xcsh_store.index.query import (
     QueryInterruptedError,
     QueryStream,
@@ -50,7 +51,7 @@ INTERRUPTED_EXIT = 130
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, max=1e9),
+    type=FiniteRange(min=0, max=MAX_DAYS * 86400),
     default=DEFAULT_TIMEOUT,
     show_default=True,
     metavar="SECONDS",
@@ -59,7 +60,7 @@ INTERRUPTED_EXIT = 130
 @click.option(
     "--limit",
     "-n",
-    type=click.IntRange(min=1),
+    type=count_type(1),
     default=DEFAULT_TABLE_ROWS,
     show_default=True,
     help="Most rows the table shows (the rest are counted); --json streams every row.",
