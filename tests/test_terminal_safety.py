@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from session_builder import header, message, write_session
+from session_builder import append, header, message, write_session
 
 from xcsh_store.cli import cli
 from xcsh_store.cli.safe import OWN_STYLE, visible, visible_line, visible_text
@@ -29,7 +29,9 @@ RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2
 
 
 @pytest.fixture
-def hostile(agent_dir: Path, tmp_path: Path) -> dict[str, str]:
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    agent_dir = tmp_path / f"agent{NAME_PAYLOAD}"
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent_dir))
     folder = agent_dir / "sessions" / f"--work-{NAME_PAYLOAD}--"
     path = folder / f"2026-01-01T00-00-00-000Z_s1{NAME_PAYLOAD}.jsonl"
     label = {"type": "label", "id": "e5", "parentId": "e2", "targetId": "e2", "label": PAYLOAD,
@@ -52,6 +54,8 @@ def hostile(agent_dir: Path, tmp_path: Path) -> dict[str, str]:
     run("history", "add", PAYLOAD, "--cwd", CWD)
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
+    # Not synced: `verify` names the file.
+    append(path, message("e6", "e4", "user", "later " + PAYLOAD))
     return {"path": str(path)}
 
 
@@ -61,7 +65,6 @@ def run(*args: str) -> Result:
 
 def verb_lines(path: str) -> list[list[str]]:
     return [
-        ["sync"],
         ["ls"],
         ["search", "needle"],
         ["show", path],
@@ -80,6 +83,7 @@ def verb_lines(path: str) -> list[list[str]]:
         ["migrate", "--dry-run"],
         ["doctor"],
         ["sql", "SELECT title, cwd, path, model FROM sessions JOIN messages USING (file_id)"],
+        ["sync"],
     ]
 
 
