@@ -126,7 +126,13 @@ def _cpu_seconds(pid: int) -> float:
 
 def _has_open(pid: int, name: str) -> bool:
     folder = f"/proc/{pid}/fd"
-    return any(os.readlink(f"{folder}/{fd}").endswith(name) for fd in os.listdir(folder))
+    for fd in os.listdir(folder):
+        try:
+            if os.readlink(f"{folder}/{fd}").endswith(name):
+                return True
+        except FileNotFoundError:
+            continue  # closed since the listing
+    return False
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
