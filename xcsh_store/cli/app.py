@@ -14,7 +14,8 @@ import click
 import orjson
 
 from xcsh_store import __version__
-from xcsh_store.cli.render import fit_table
+from xcsh_store.cli.render import fit_table, one_line
+from xcsh_store.cli.safe import visible, visible_line, visible_text
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
@@ -62,6 +63,10 @@ class StoreGroup(click.Group):
             # `xcsh-store ls | head`: the reader left; that is not an error worth a message.
             _silence_stdout()
             ctx.exit(0)
+        except click.ClickException as error:
+            # Verbs put paths and ids from the user's files into their messages.
+            error.message = visible(error.message)
+            raise
         except (XcshStoreError, OSError, apsw.Error) as error:
             raise click.ClickException(error_line(error)) from None
 
@@ -75,7 +80,7 @@ def error_line(error: BaseException) -> str:
     text = str(error) or error.__class__.__name__
     if isinstance(error, apsw.Error) and not isinstance(error, XcshStoreError):
         text = f"SQLite: {text}"
-    return " ".join(text.split())
+    return visible(" ".join(text.split()))
 
 
 @click.group(
@@ -155,12 +160,23 @@ def print_table(
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
 ) -> None:
-    """An aligned table cut to the terminal (the ``flexible`` columns give way, in order)."""
-    click.echo(fit_table(rows, headers, flexible=flexible, right=right, styles=styles))
+    """An aligned table cut to the terminal (the ``flexible`` columns give way, in order).
+
+    Every cell passes through the sanitiser before it is cut and styled.
+    """
+    cells = ([visible(one_line(value)) for value in row] for row in rows)
+    click.echo(fit_table(cells, headers, flexible=flexible, right=right, styles=styles))
 
 
 def echo(text: str = "", err: bool = False) -> None:
-    click.echo(text, err=err)
+    """One line for people, through the sanitiser: the verb's own colours are all that stays."""
+    context = click.get_current_context(silent=True)
+    click.echo(visible_line(text, bool(context and context.color)), err=err)
+
+
+def echo_text(text: str, newline: bool = True) -> None:
+    """Multi-line content (an artifact) through the sanitiser, keeping its lines and tabs."""
+    click.echo(visible_text(text), nl=newline)
 
 
 def open_index(settings: Settings, read_only: bool = True) -> SessionIndex:

@@ -19,6 +19,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.params import count_type, days_type
 from xcsh_store.cli.render import short_time
 from xcsh_store.cli.sessions import where
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
@@ -186,13 +187,13 @@ def search_command(
 @click.option(
     "--older-than",
     "older_than_days",
-    type=click.FloatRange(min=0),
+    type=days_type(),
     metavar="DAYS",
     help="Delete prompts older than this many days.",
 )
 @click.option(
     "--keep-last",
-    type=click.IntRange(min=0),
+    type=count_type(0),
     metavar="N",
     help="Delete all but the N newest prompts.",
 )

@@ -23,6 +23,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import home_relative, local_time, plural
+from xcsh_store.cli.safe import visible
 from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
 from xcsh_store.index.scan import Progress
@@ -62,7 +63,7 @@ def progress_bar(settings: Settings, label: str) -> Iterator[Progress | None]:
                 item_show_func=lambda item: item,
             )
             bar.__enter__()
-        bar.update(done - shown, current_item=home_relative(path)[-40:] if path else None)
+        bar.update(done - shown, current_item=visible(home_relative(path)[-40:]) if path else None)
         shown = done
 
     try:

@@ -1,7 +1,9 @@
-"""Argument types shared by verbs: points in time (``--since``) and durations (``--grace``)."""
+"""Argument types shared by verbs: points in time (``--since``), durations (``--grace``), counts
+(``--limit``) and days, each bounded so that no value a person can type ends in a traceback."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,6 +12,35 @@ import click
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# The most a count option takes: far more rows than any store holds, and well inside SQLite's
+# 64-bit integers (a limit is passed on to a query, sometimes plus one).
+MAX_COUNT = 1_000_000_000
+# The longest duration or age: 10,000 years (datetime and timedelta end before 10,000 more).
+MAX_DAYS = 3_652_425
+
+
+def count_type(minimum: int = 0) -> click.IntRange:
+    """A count such as ``--limit``: a whole number from ``minimum`` to :data:`MAX_COUNT`."""
+    return click.IntRange(min=minimum, max=MAX_COUNT)
+
+
+class FiniteRange(click.FloatRange):
+    """A ``FloatRange`` that also refuses ``nan``, which passes every range check."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
+def days_type() -> FiniteRange:
+    """A number of days such as ``--older-than``: 0 to :data:`MAX_DAYS`."""
+    return FiniteRange(min=0, max=MAX_DAYS)
+
+
+class DurationTooLongError(ValueError):
+    """A duration past :data:`MAX_DAYS` (timedelta and datetime arithmetic would overflow)."""
 
 
 def parse_duration(text: str) -> timedelta:
@@ -26,6 +57,8 @@ def parse_duration(text: str) -> timedelta:
         position = match.end()
     if position != len(compact):
         raise ValueError(f"{text!r} is not a duration like 30m, 1h, 2d or 1h30m")
+    if seconds > MAX_DAYS * 86400:
+        raise DurationTooLongError(f"{text!r} is longer than {MAX_DAYS:,} days (10,000 years)")
     return timedelta(seconds=seconds)
 
 
@@ -52,19 +85,28 @@ def parse_time_bound(text: str, now: datetime | None = None) -> str:
     stripped = text.strip()
     now = now or datetime.now(UTC)
     try:
-        moment = now - parse_duration(stripped)
+        age: timedelta | None = parse_duration(stripped)
+    except DurationTooLongError:
+        raise
     except ValueError:
-        try:
-            moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(
-                f"{text!r} is not a date (2026-11-01), a time (2026-11-01T09:30) "
-                "or an age (7d, 12h)"
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.astimezone()  # the local zone, as people type dates
-    text_utc = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+        age = None  # not an age: a date or a time
+    try:
+        moment = now - age if age is not None else _parse_moment(text, stripped)
+        text_utc = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    except OverflowError:
+        raise ValueError(f"{text!r} is outside the years 1 to 9999") from None
     return text_utc.replace("+00:00", "Z")
+
+
+def _parse_moment(text: str, stripped: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a date (2026-11-01), a time (2026-11-01T09:30) or an age (7d, 12h)"
+        ) from None
+    # A time without an offset is in the local zone, as people type dates.
+    return moment if moment.tzinfo else moment.astimezone()
 
 
 class TimeBound(click.ParamType):
@@ -79,9 +121,28 @@ class TimeBound(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
+def _in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--since`` after ``--until`` can match nothing: a usage error, whichever comes first."""
+    bounds = {"since": ctx.params.get("since"), "until": ctx.params.get("until")}
+    bounds[param.name or ""] = value
+    since, until = bounds["since"], bounds["until"]
+    # Both are ISO 8601 UTC with milliseconds, so text order is time order.
+    if since and until and since > until:
+        raise click.BadParameter(
+            f"--since {since} is after --until {until}; nothing could match", ctx, param
+        )
+    return value
+
+
 since_option = click.option(
-    "--since", type=TimeBound(), help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d."
+    "--since",
+    type=TimeBound(),
+    callback=_in_order,
+    help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.",
 )
 until_option = click.option(
-    "--until", type=TimeBound(), help="Only before this time (same forms as --since)."
+    "--until",
+    type=TimeBound(),
+    callback=_in_order,
+    help="Only before this time (same forms as --since).",
 )

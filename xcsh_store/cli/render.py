@@ -21,9 +21,10 @@ COLUMN_GAP = 2
 HEADER_PADDING = 2
 ELLIPSIS = "…"
 
-# The search library highlights matches with these; they never occur in session text.
-MARK_OPEN = "\x02"
-MARK_CLOSE = "\x03"
+# The search library highlights matches with these Unicode noncharacters (for internal use by
+# definition); not control characters, so the sanitiser leaves them for show_marks.
+MARK_OPEN = "\ufdd0"
+MARK_CLOSE = "\ufdd1"
 PLAIN_MARKS = ("«", "»")
 
 

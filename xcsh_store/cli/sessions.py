@@ -13,13 +13,14 @@ from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
+    echo_text,
     emit_json,
     json_option,
     open_index,
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.params import since_option, until_option
+from xcsh_store.cli.params import count_type, since_option, until_option
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
@@ -65,7 +66,7 @@ def where(cwd: str | None) -> str:
 @click.option(
     "--limit",
     "-n",
-    type=click.IntRange(min=0),
+    type=count_type(0),
     default=DEFAULT_LIST_LIMIT,
     show_default=True,
     help="Most sessions to list; 0 lists all.",
@@ -354,9 +355,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
 @click.option("--model", help="Only entries of this model id (e.g. claude-sonnet-4-5).")
 @since_option
 @until_option
-@click.option(
-    "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="Most hits."
-)
+@click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
 @json_option
 @pass_settings
 def search_command(
@@ -442,8 +441,8 @@ def _hit_style(settings: Settings, column: int, text: str) -> str:
     metavar="SESSION",
     help="Session whose artifacts to read: id prefix, file-name prefix or path.",
 )
-@click.option("--offset", type=click.IntRange(min=1), help="First line to print (1-based).")
-@click.option("--limit", type=click.IntRange(min=1), help="Number of lines to print.")
+@click.option("--offset", type=count_type(1), help="First line to print (1-based).")
+@click.option("--limit", type=count_type(1), help="Number of lines to print.")
 @click.option(
     "--raw", is_flag=True, help="Print the whole resource, without the reader's 50 KB page."
 )
@@ -477,7 +476,7 @@ def cat_command(
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
-    click.echo(_cli_paging_hint(text), nl=not text.endswith("\n"))
+    echo_text(_cli_paging_hint(text), newline=not text.endswith("\n"))
 
 
 _PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")

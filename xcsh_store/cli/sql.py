@@ -1,20 +1,41 @@
-"""``xcsh-store sql``: a read-only SQL query on index.db, printed as a table or JSON rows."""
+"""``xcsh-store sql``: a read-only SQL query on index.db, printed as a table or streamed JSON rows,
+with a time limit and Ctrl-C that stops the statement at once."""
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import islice
+from typing import Any
+
 import click
+import orjson
 
 from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
-    emit_json,
     json_option,
     pass_settings,
     print_table,
 )
-from xcsh_store.index.query import QueryResult, run_read_only_query
+from xcsh_store.cli.app import _json_default as json_default
+from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
+from xcsh_store.index.query import (
+    QueryInterruptedError,
+    QueryStream,
+    QueryTimeoutError,
+    open_query,
+)
 from xcsh_store.paths import get_index_db_path
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_TABLE_ROWS = 1000
+# Shell convention for a program stopped by SIGINT.
+INTERRUPTED_EXIT = 130
 
 
 @cli.command("sql")
@@ -28,15 +49,37 @@ from xcsh_store.paths import get_index_db_path
     metavar="NAME VALUE",
     help="Bind :NAME in the query to VALUE (repeatable).",
 )
+@click.option(
+    "--timeout",
+    type=FiniteRange(min=0, max=MAX_DAYS * 86400),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop a statement that runs longer than this; 0 for no limit.",
+)
+@click.option(
+    "--limit",
+    "-n",
+    type=count_type(1),
+    default=DEFAULT_TABLE_ROWS,
+    show_default=True,
+    help="Most rows the table shows (the rest are counted); --json streams every row.",
+)
 @json_option
 @pass_settings
 def sql_command(
-    settings: Settings, query: str, parameters: tuple[tuple[str, str], ...], as_json: bool
+    settings: Settings,
+    query: str,
+    parameters: tuple[tuple[str, str], ...],
+    timeout: float,
+    limit: int,
+    as_json: bool,
 ) -> None:
-    """Run a read-only SQL QUERY on index.db (opened with SQLite's read-only flag).
+    """Run one read-only SQL statement QUERY on index.db (opened with SQLite's read-only flag).
 
-    The tables and views are documented in the README ("Index schema"). Writing is refused.
-    JSON: a list of objects, one per row, keyed by column name.
+    The tables and views are documented in the README ("Index schema"). Writing is refused,
+    and so are several statements at once. Rows are streamed; Ctrl-C stops the statement.
+    JSON: a list of objects, one per row, keyed by column name, written as rows arrive.
 
     \b
     Examples:
@@ -44,21 +87,67 @@ def sql_command(
       xcsh-store sql "SELECT * FROM usage_by_day ORDER BY day DESC LIMIT 7" --json
       xcsh-store sql "SELECT path FROM sessions WHERE cwd = :cwd" -p cwd ~/src/app
     """
-    result = run_read_only_query(get_index_db_path(settings.agent_dir), query, dict(parameters))
-    if as_json:
-        emit_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
+    path = get_index_db_path(settings.agent_dir)
+    try:
+        with (
+            open_query(path, query, dict(parameters), timeout=timeout or None) as stream,
+            _interrupt_on_sigint(stream),
+        ):
+            if as_json:
+                _stream_json(stream)
+            else:
+                _print_rows(stream, limit)
+    except QueryTimeoutError as error:
+        raise click.ClickException(f"{error} (raise --timeout, or 0 for no limit)") from None
+    except QueryInterruptedError as error:
+        echo(f"Error: {error}", err=True)
+        raise click.exceptions.Exit(INTERRUPTED_EXIT) from None
+
+
+@contextmanager
+def _interrupt_on_sigint(stream: QueryStream) -> Iterator[None]:
+    """Ctrl-C stops the running statement instead of waiting for it to end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
         return
-    if not result.columns:
+    previous = signal.signal(signal.SIGINT, lambda _signal, _frame: stream.interrupt())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stream_json(stream: QueryStream) -> None:
+    """The documented shape (an indented list of objects), written row by row."""
+    out = sys.stdout.buffer
+    out.write(b"[")
+    separator = b"\n"
+    for row in stream:
+        item = orjson.dumps(
+            dict(zip(stream.columns, row, strict=True)),
+            option=orjson.OPT_INDENT_2,
+            default=json_default,
+        )
+        # JSON strings hold no raw newline, so every line of the item can be indented.
+        out.write(separator + b"\n".join(b"  " + line for line in item.split(b"\n")))
+        separator = b",\n"
+    out.write(b"]\n" if separator == b"\n" else b"\n]\n")
+    out.flush()
+
+
+def _print_rows(stream: QueryStream, limit: int) -> None:
+    iterator = iter(stream)
+    rows = list(islice(iterator, limit))
+    more = sum(1 for _row in iterator)
+    if not stream.columns:
         echo("(no result)")
         return
-    print_table(result.rows, headers=result.columns, flexible=_widest(result))
-    echo(f"({len(result.rows):,} row{'' if len(result.rows) == 1 else 's'})")
+    print_table(rows, headers=stream.columns, flexible=_widest(rows, stream.columns))
+    shown = f"({len(rows):,} row{'' if len(rows) == 1 else 's'}"
+    echo(shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")"))
 
 
-def _widest(result: QueryResult) -> int:
+def _widest(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:
     """The column with the longest values gives way when the table is too wide."""
-    lengths = [
-        max((len(str(row[i])) for row in result.rows), default=0)
-        for i in range(len(result.columns))
-    ]
-    return max(range(len(result.columns)), key=lengths.__getitem__)
+    lengths = [max((len(str(row[i])) for row in rows), default=0) for i in range(len(columns))]
+    return max(range(len(columns)), key=lengths.__getitem__)

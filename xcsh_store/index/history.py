@@ -12,6 +12,7 @@ import apsw
 
 from xcsh_store.context import timestamp_to_millis
 from xcsh_store.errors import HistoryError
+from xcsh_store.history import normalize_limit
 from xcsh_store.index.db import get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
 
@@ -125,7 +126,11 @@ _SESSION_OF_HASH = (
 
 
 def recall_prompts(connection: apsw.Connection, query: str | None, limit: int) -> list[PromptHit]:
-    """Newest first: history prompts (linked to their session) and session-only user prompts."""
+    """Newest first: history prompts (linked to their session) and session-only user prompts.
+
+    ``limit`` is clamped to 0..1000 as history.db's own lists are.
+    """
+    limit = normalize_limit(limit)
     if limit <= 0:
         return []
     match = _prompt_query(query)

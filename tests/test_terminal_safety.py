@@ -1,0 +1,129 @@
+"""Hostile session text never reaches the terminal raw: every verb, with colour on and off.
+
+The fixture's text, cwd, title, model, label, project folder, file names, artifact and prompt
+history hold terminal escapes (OSC title, OSC-8 link, CSI clear screen), BEL, backspace, CR, a
+newline that would forge a line, a C1 CSI and bidi overrides. ``--json`` keeps them exact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from session_builder import append, header, message, write_session
+
+from xcsh_store.cli import cli
+from xcsh_store.cli.safe import OWN_STYLE, visible, visible_line, visible_text
+from xcsh_store.index import SessionIndex
+
+# No slash: this one is also a file and folder name.
+NAME_PAYLOAD = "\x1b]0;owned\x07\x1b[2J\x08\x08\rX\u202eexe.txt\u2066\x9b1m"
+PAYLOAD = NAME_PAYLOAD + "\x1b]8;;https://evil.example/\x1b\\link\x1b]8;;\x1b\\\x1b[8mhidden"
+FORGED = "Session forged-line"
+CWD = "/work/app\x1b]0;cwd\x07\n" + FORGED + "\u202e"
+# What must never be written raw (after the verb's own colours are taken out).
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    agent_dir = tmp_path / f"agent{NAME_PAYLOAD}"
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent_dir))
+    folder = agent_dir / "sessions" / f"--work-{NAME_PAYLOAD}--"
+    path = folder / f"2026-01-01T00-00-00-000Z_s1{NAME_PAYLOAD}.jsonl"
+    label = {"type": "label", "id": "e5", "parentId": "e2", "targetId": "e2", "label": PAYLOAD,
+             "timestamp": "2026-01-01T00:05:00.000Z"}  # fmt: skip
+    write_session(
+        path,
+        [
+            header("s1" + NAME_PAYLOAD, cwd=CWD, title=PAYLOAD),
+            message("e1", None, "user", "needle " + PAYLOAD),
+            message("e2", "e1", "assistant", "needle " + PAYLOAD, model=PAYLOAD),
+            label,
+            message("e4", "e1", "user", "other branch " + PAYLOAD),
+        ],
+    )
+    artifacts = Path(str(path)[: -len(".jsonl")])
+    artifacts.mkdir()
+    (artifacts / "0.log").write_text("line one " + PAYLOAD + "\nline two\n")
+    write_session(folder / f"old{NAME_PAYLOAD}.jsonl", [{"type": "session", "id": "v1",
+                  "timestamp": "2026-01-01T00:00:00.000Z", "cwd": CWD}])  # fmt: skip
+    run("history", "add", PAYLOAD, "--cwd", CWD)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    # Not synced: `verify` names the file.
+    append(path, message("e6", "e4", "user", "later " + PAYLOAD))
+    return {"path": str(path)}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def verb_lines(path: str) -> list[list[str]]:
+    return [
+        ["ls"],
+        ["search", "needle"],
+        ["show", path],
+        ["show", path, "--tree"],
+        ["show", path, "--context"],
+        ["show", "nothing" + PAYLOAD],
+        ["cat", "artifact://0", "--session", path],
+        ["cat", "artifact://0", "--session", path, "--raw"],
+        ["history", "recent"],
+        ["history", "search", "owned"],
+        ["history", "recent", "--sessions"],
+        ["usage", "--by", "model"],
+        ["usage", "--by", "project", "--chart"],
+        ["gc"],
+        ["verify"],
+        ["migrate", "--dry-run"],
+        ["doctor"],
+        ["sql", "SELECT title, cwd, path, model FROM sessions JOIN messages USING (file_id)"],
+        ["sync"],
+    ]
+
+
+@pytest.mark.parametrize("colour", ["never", "always"])
+def test_no_verb_writes_a_control_character_from_a_session(hostile, colour):
+    for args in verb_lines(hostile["path"]):
+        result = run("--color", colour, *args)
+        assert result.exit_code in (0, 1), (args, result.output)
+        for stream in (result.stdout, result.stderr):
+            shown = OWN_STYLE.sub("", stream) if colour == "always" else stream
+            assert not RAW.search(shown), (args, RAW.search(shown), stream)
+            assert not re.search(f"^{FORGED}", shown, re.MULTILINE), (args, stream)
+
+
+def test_the_hostile_text_is_shown_escaped(hostile):
+    text = run("--color", "never", "show", hostile["path"]).stdout
+    assert "\\x1b]0;owned\\x07" in text and "\\u202e" in text and "\\n" + FORGED in text
+
+
+def test_search_keeps_its_highlight_marks(hostile):
+    assert "«needle»" in run("search", "needle").stdout
+
+
+def test_json_output_stays_exact(hostile):
+    sessions = json.loads(run("ls", "--json").stdout)
+    (session,) = [session for session in sessions if session["id"] == "s1" + NAME_PAYLOAD]
+    assert (session["title"], session["cwd"]) == (PAYLOAD, CWD)
+    assert json.loads(run("cat", "artifact://0", "-s", hostile["path"], "--json").stdout)[
+        "text"
+    ].startswith("line one " + PAYLOAD)
+
+
+def test_the_sanitiser_escapes_controls_and_bidi_and_keeps_the_rest():
+    assert visible("a\x1b[2Jb\x07\x08\r\n\t\u202ec\x9b é") == (
+        "a\\x1b[2Jb\\x07\\x08\\r\\n\\t\\u202ec\\x9b é"
+    )
+    assert visible_text("one\ttwo\nthree\r") == "one\ttwo\nthree\\r"
+
+
+def test_with_colour_only_the_verbs_own_styles_survive():
+    line = "\x1b[36mid\x1b[0m \x1b[8mhidden\x1b[0m \x1b]0;t\x07"
+    assert visible_line(line, True) == "\x1b[36mid\x1b[0m \\x1b[8mhidden\x1b[0m \\x1b]0;t\\x07"
+    assert visible_line(line, False) == visible(line)
