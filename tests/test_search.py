@@ -5,6 +5,7 @@ tool-call snippets, and the migration that re-tokenizes an existing index."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import apsw
@@ -277,3 +278,16 @@ def test_an_index_from_before_0006_is_tokenized_again_on_its_next_sync(corpus):
         assert [hit.entry_id for hit in index.search("✅")] == ["u1"]
         assert index.search("old text") == []
         assert index.verify().clean
+
+
+def test_stock_sqlite3_searches_symbols_with_the_same_tokenizer(corpus):
+    """The tokenizer options exist in the SQLite that Python's sqlite3 links (3.40 on Debian 12)."""
+    connection = sqlite3.connect(corpus / "index.db")
+    try:
+        rows = connection.execute(
+            "SELECT e.id, highlight(entries_fts, 0, '[', ']') FROM entries_fts"
+            " JOIN entries AS e ON e.pk = entries_fts.rowid WHERE entries_fts MATCH '\"✅\"'"
+        ).fetchall()
+    finally:
+        connection.close()
+    assert rows == [("u1", "Tests pass [✅] now")]

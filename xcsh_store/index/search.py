@@ -316,25 +316,31 @@ class Highlighter:
     def __init__(self, parsed: ParsedQuery, markers: tuple[str, str], tokens: FtsTokens) -> None:
         self.markers = markers
         self.tokens = tokens
-        self.phrases = parsed.terms
-        self.prefix_last = parsed.prefix is not None
+        last = len(parsed.terms) - 1
+        # Each query phrase as a list of folded tokens, and whether its last token is a prefix.
+        self.checks = [
+            (list(terms), parsed.prefix is not None and number == last)
+            for number, terms in enumerate(parsed.terms)
+        ]
+        self.firsts = tuple({terms[0] for terms in parsed.terms})
 
     def instances(self, folded: list[str]) -> list[tuple[int, int]]:
         """(first, last) token index of each query phrase instance, overlapping ones merged."""
         found: list[tuple[int, int]] = []
-        last_number = len(self.phrases) - 1
-        for index, token in enumerate(folded):
+        # One startswith() over all first terms finds the few places worth a closer look.
+        candidates = [index for index, token in enumerate(folded) if token.startswith(self.firsts)]
+        for index in candidates:
             end = -1
-            for number, phrase in enumerate(self.phrases):
+            for phrase, is_prefix in self.checks:
                 stop = index + len(phrase)
-                if stop <= end + 1 or stop > len(folded) or not token.startswith(phrase[0]):
+                if stop <= end + 1 or stop > len(folded):
                     continue
-                if self.prefix_last and number == last_number:
-                    matched = folded[index : stop - 1] == list(phrase[:-1]) and folded[
-                        stop - 1
-                    ].startswith(phrase[-1])
+                if is_prefix:
+                    matched = folded[stop - 1].startswith(phrase[-1]) and (
+                        folded[index : stop - 1] == phrase[:-1]
+                    )
                 else:
-                    matched = folded[index:stop] == list(phrase)
+                    matched = folded[index:stop] == phrase
                 if matched:
                     end = stop - 1
             if end < 0:
