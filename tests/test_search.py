@@ -5,6 +5,7 @@ tool-call snippets, and the migration that re-tokenizes an existing index."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from xcsh_store.errors import SearchQueryError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index import db as database
 from xcsh_store.index.search import (
+    FTS_TOKENIZER,
     SEARCH_ROLES,
     FtsTokens,
     Highlighter,
@@ -291,3 +293,10 @@ def test_stock_sqlite3_searches_symbols_with_the_same_tokenizer(corpus):
     finally:
         connection.close()
     assert rows == [("u1", "Tests pass [✅] now")]
+
+
+def test_the_highlighter_runs_the_tokenizer_entries_fts_declares(oracle):
+    ((sql,),) = oracle.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'")
+    declared = sql.split('tokenize = "')[1].split('"')[0]
+    quoted = [arg if re.fullmatch(r"\w+", arg) else f"'{arg}'" for arg in FTS_TOKENIZER]
+    assert declared == " ".join(quoted)
