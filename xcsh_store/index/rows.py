@@ -201,37 +201,29 @@ def _assistant_text(content: Any) -> str:
 
 def arguments_text(arguments: Any, cap: int = TOOL_ARGUMENTS_TEXT_CAP) -> str:
     """Tool-call arguments as a person reads them, at most ``cap`` characters: one line per
-    member, ``key: value``, strings as they are (JSON would show ``\\n`` and ``\\"``, and glue
+    value, ``key: value``, strings as they are (JSON would show ``\\n`` and ``\\"``, and glue
     the letter after an escape to the next word)."""
     lines: list[str] = []
-    line = ""
     size = 0
-    # An explicit stack (members pushed in reverse): arguments may nest deeper than Python's
-    # recursion limit, and only their first ``cap`` characters are read.
-    pending: list[Any] = [] if arguments is None else [arguments]
+    # (label, value) pairs on an explicit stack, members pushed in reverse: arguments may nest
+    # deeper than Python's recursion limit, and only their first ``cap`` characters are read.
+    # A container hands its label (its keys so far) to its first member.
+    pending: list[tuple[str, Any]] = [] if arguments is None else [("", arguments)]
     while pending and size < cap:
-        item = pending.pop()
-        if type(item) is _Label:
-            line += item
-            continue
+        label, item = pending.pop()
         if type(item) is dict:
-            for key, value in reversed(item.items()):
-                pending += [value, _Label(f"{key}: ")]
+            members = [(f"{key}: ", value) for key, value in item.items()]
+        elif type(item) is list:
+            members = [("", value) for value in item]
+        else:
+            line = label + (item if isinstance(item, str) else _scalar_text(item))
+            lines.append(line)
+            size += len(line) + 1
             continue
-        if type(item) is list:
-            pending += reversed(item)
-            continue
-        line += item if isinstance(item, str) else _scalar_text(item)
-        lines.append(line)
-        size += len(line) + 1
-        line = ""
+        if members:
+            members[0] = (label + members[0][0], members[0][1])
+        pending += reversed(members)
     return "\n".join(lines)[:cap]
-
-
-class _Label(str):
-    """A key of an arguments object, written in front of its value."""
-
-    __slots__ = ()
 
 
 def _scalar_text(value: Any) -> str:
