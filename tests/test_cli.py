@@ -400,9 +400,15 @@ def test_search_filters(demo):
     assert len(as_json(demo["agent"], "search", "the", "--limit", "3")) == 3
 
 
-@pytest.mark.parametrize("query", ['"unbalanced', "NEAR(", "a AND", "col:x", "*", "-"])
+@pytest.mark.parametrize("query", ['"unbalanced', "NEAR(", "a AND", "col:x", "#123", "x*"])
 def test_search_never_fails_on_query_syntax(demo, query):
     invoke(demo["agent"], "search", "--", query)
+
+
+@pytest.mark.parametrize("query", ["*", "-", "", '""', "..."])
+def test_search_without_any_word_is_a_usage_error(demo, query):
+    result = invoke(demo["agent"], "search", "--", query, code=2)
+    assert "Nothing to search for" in result.stderr
 
 
 def test_search_without_hits(demo):

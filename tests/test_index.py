@@ -23,7 +23,12 @@ from session_builder import (
 
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import build_session_context
-from xcsh_store.errors import EntryNotFoundError, IndexDatabaseError, SessionNotFoundError
+from xcsh_store.errors import (
+    EntryNotFoundError,
+    IndexDatabaseError,
+    SearchQueryError,
+    SessionNotFoundError,
+)
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import transaction
 from xcsh_store.index.indexer import drop_file_rows, synthetic_ids_for
@@ -471,7 +476,11 @@ def test_search_filters_and_ranking(agent_dir, index):
 def test_no_query_text_breaks_search(agent_dir, index, query):
     copy_fixtures(agent_dir)
     index.sync()
-    index.search(query)
+    if parse_search_query(query).terms:
+        index.search(query)
+    else:
+        with pytest.raises(SearchQueryError):
+            index.search(query)
     index.history_search(query)
     assert index.connection.execute("SELECT count(*) FROM entries").fetchall()[0][0] > 0
 

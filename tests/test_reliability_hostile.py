@@ -57,9 +57,10 @@ from xcsh_store import (
 from xcsh_store.blobs import BlobStore
 from xcsh_store.cli import cli
 from xcsh_store.discovery import resolve_resumable_session
-from xcsh_store.errors import IndexDatabaseError, SessionNotFoundError
+from xcsh_store.errors import IndexDatabaseError, SearchQueryError, SessionNotFoundError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import connect
+from xcsh_store.index.search import SEARCH_ROLES, parse_search_query
 from xcsh_store.jsonl import dumps
 from xcsh_store.storage import FileSessionStorage, FileSessionStorageWriter
 
@@ -809,7 +810,8 @@ SEARCH_TEXT = [
 @pytest.mark.parametrize("text", SEARCH_TEXT)
 def test_no_text_in_any_search_box_is_syntax_or_sql(agent_dir, two_messages, text):
     """Index search (and each of its filters), find_session, prompt recall in the index, and
-    HistoryStorage search and its filters: a result or nothing, never an error."""
+    HistoryStorage search and its filters: a result or nothing, never an SQL or FTS5 error (a
+    search without any word, or of an unknown role, is refused as such)."""
     with HistoryStorage.open() as history:
         history.add("hello from the history")
         history.flush()
@@ -818,9 +820,10 @@ def test_no_text_in_any_search_box_is_syntax_or_sql(agent_dir, two_messages, tex
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
         rows = index.connection.execute("SELECT count(*) FROM entries").fetchall()
-        index.search(text)
-        for name in ("cwd", "project", "role", "model", "since", "until"):
+        _search_or_refused(index, text)
+        for name in ("cwd", "project", "model", "since", "until"):
             assert index.search("hello", **{name: text}) == [] or name in ("since", "until")
+        _search_or_refused(index, "hello", role=text)
         index.history_search(text)
         index.list_sessions(cwd=text, project=text)
         index.usage(since=text, until=text)
@@ -828,6 +831,16 @@ def test_no_text_in_any_search_box_is_syntax_or_sql(agent_dir, two_messages, tex
             index.find_session(text + "\x01no-such-session")
         assert [hit.entry_id for hit in index.search("hello")] == ["u1"]
         assert index.connection.execute("SELECT count(*) FROM entries").fetchall() == rows
+
+
+def _search_or_refused(index: SessionIndex, query: str, role: str | None = None) -> None:
+    """Search; SearchQueryError exactly when the query has no word or the role is unknown."""
+    roles = {known.casefold() for known in SEARCH_ROLES}
+    if parse_search_query(query).terms and (role is None or role.casefold() in roles):
+        index.search(query, role=role)
+    else:
+        with pytest.raises(SearchQueryError):
+            index.search(query, role=role)
 
 
 @settings(
@@ -840,8 +853,9 @@ def test_no_text_in_any_search_box_is_syntax_or_sql(agent_dir, two_messages, tex
 def test_arbitrary_text_in_the_search_boxes_never_raises(agent_dir, two_messages, text):
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
-        index.search(text)
-        index.search("hello", role=text, cwd=text)
+        _search_or_refused(index, text)
+        _search_or_refused(index, "hello", role=text)
+        index.search("hello", cwd=text)
         index.history_search(text)
         with contextlib.suppress(SessionNotFoundError):
             index.find_session(text)
@@ -885,6 +899,9 @@ def test_show_and_cat_only_open_indexed_sessions(agent_dir, two_messages, argume
 @pytest.mark.parametrize("text", ['"', "NEAR(a b", "'; DROP TABLE entries; --", "\\", "*", "-"])
 def test_search_and_history_verbs_take_any_text(agent_dir, two_messages, text):
     _cli(agent_dir, "sync")
-    for arguments in (("search", text), ("history", "search", text)):
+    for arguments in (("search", "--", text), ("history", "search", text)):
         result = _cli(agent_dir, *arguments)
-        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        # Without any word (`"`, `*`, `-`) a session search is a usage error, said as such.
+        refused = arguments[0] == "search" and not parse_search_query(text).terms
+        assert result.exit_code == (2 if refused else 0), result.output
+        assert "Traceback" not in result.output and ("Error: " in result.stderr) == refused

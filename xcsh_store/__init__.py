@@ -36,6 +36,7 @@ from xcsh_store.errors import (
     IndexDatabaseError,
     InternalUrlError,
     PersistenceError,
+    SearchQueryError,
     SessionNotFoundError,
     XcshStoreError,
 )

@@ -37,3 +37,7 @@ class HistoryError(XcshStoreError):
 
 class IndexDatabaseError(XcshStoreError):
     """The SQLite index cannot be opened, migrated or queried."""
+
+
+class SearchQueryError(XcshStoreError, ValueError):
+    """A search that cannot be run as asked: no word to search for, or an unknown role."""

@@ -37,9 +37,11 @@ from xcsh_store.cli.render import (
 )
 from xcsh_store.cli.shapes import context_json, hit_json, session_json
 from xcsh_store.context import SessionContext
+from xcsh_store.errors import SearchQueryError
 from xcsh_store.index import IndexedSession
 from xcsh_store.index.names import unique_id_prefixes
 from xcsh_store.index.outline import SessionOutline, entry_summary, message_summary, session_outline
+from xcsh_store.index.search import SEARCH_ROLES, search_role
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.urls import read_internal_url, resolve_internal_url
 
@@ -347,12 +349,29 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
 # search
 
 
+def _search_role(value: str | None) -> str | None:
+    try:
+        return None if value is None else search_role(value)
+    except SearchQueryError as error:
+        raise click.BadParameter(str(error)) from None
+
+
 @cli.command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
 @click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
-@click.option("--role", help="Only messages of this role: user, assistant, toolResult, …")
-@click.option("--model", help="Only entries of this model id (e.g. claude-sonnet-4-5).")
+@click.option(
+    "--role",
+    callback=lambda _context, _parameter, value: _search_role(value),
+    shell_complete=lambda _context, _parameter, typed: [
+        role for role in SEARCH_ROLES if role.casefold().startswith(typed.casefold())
+    ],
+    help="Only messages of this role, in any letter case: user, assistant, toolResult, …",
+)
+@click.option(
+    "--model",
+    help="Only entries of this model: an id (claude-sonnet-4-5) or provider/id, as usage shows.",
+)
 @since_option
 @until_option
 @click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
@@ -383,17 +402,20 @@ def search_command(
       xcsh-store search -- -draft release notes
     """
     with open_index(settings) as index:
-        hits = index.search(
-            " ".join(query),
-            cwd=os.path.abspath(cwd) if cwd else None,
-            project=project,
-            role=role,
-            model=model,
-            since=since,
-            until=until,
-            limit=limit,
-            highlight=(MARK_OPEN, MARK_CLOSE),
-        )
+        try:
+            hits = index.search(
+                " ".join(query),
+                cwd=os.path.abspath(cwd) if cwd else None,
+                project=project,
+                role=role,
+                model=model,
+                since=since,
+                until=until,
+                limit=limit,
+                highlight=(MARK_OPEN, MARK_CLOSE),
+            )
+        except SearchQueryError as error:
+            raise click.UsageError(str(error)) from None
         active = [index.on_active_branch(hit) for hit in hits]
         ids = unique_id_prefixes(index, (hit.session_id for hit in hits))
     if as_json:

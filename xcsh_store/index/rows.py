@@ -8,7 +8,6 @@ from typing import Any
 
 from xcsh_store.discovery import content_text
 from xcsh_store.history_search import storable_text
-from xcsh_store.jsonl import dumps
 
 # Tool output can be megabytes; its beginning is what people search for.
 TOOL_RESULT_TEXT_CAP = 2_048
@@ -195,10 +194,42 @@ def _assistant_text(content: Any) -> str:
                 parts.append(text)
         elif kind == "toolCall":
             name = block.get("name")
-            arguments = dumps(block.get("arguments")).decode("utf-8", "replace")
-            text = arguments[:TOOL_ARGUMENTS_TEXT_CAP]
+            text = arguments_text(block.get("arguments"))
             parts.append(f"{name if isinstance(name, str) else ''} {text}")
     return "\n".join(parts)
+
+
+def arguments_text(arguments: Any, cap: int = TOOL_ARGUMENTS_TEXT_CAP) -> str:
+    """Tool-call arguments as a person reads them, at most ``cap`` characters: one line per
+    value, ``key: value``, strings as they are (JSON would show ``\\n`` and ``\\"``, and glue
+    the letter after an escape to the next word)."""
+    lines: list[str] = []
+    size = 0
+    # (label, value) pairs on an explicit stack, members pushed in reverse: arguments may nest
+    # deeper than Python's recursion limit, and only their first ``cap`` characters are read.
+    # A container hands its label (its keys so far) to its first member.
+    pending: list[tuple[str, Any]] = [] if arguments is None else [("", arguments)]
+    while pending and size < cap:
+        label, item = pending.pop()
+        if type(item) is dict:
+            members = [(f"{key}: ", value) for key, value in item.items()]
+        elif type(item) is list:
+            members = [("", value) for value in item]
+        else:
+            line = label + (item if isinstance(item, str) else _scalar_text(item))
+            lines.append(line)
+            size += len(line) + 1
+            continue
+        if members:
+            members[0] = (label + members[0][0], members[0][1])
+        pending += reversed(members)
+    return "\n".join(lines)[:cap]
+
+
+def _scalar_text(value: Any) -> str:
+    if value is None or type(value) is bool:
+        return "null" if value is None else "true" if value else "false"
+    return str(value)
 
 
 def blob_refs_in(line: bytes) -> set[str]:

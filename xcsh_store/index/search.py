@@ -3,42 +3,77 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import apsw
 
+from xcsh_store.errors import SearchQueryError
+
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 SNIPPET_TOKENS = 12
 # A trailing prefix word stands for at most this many of its completions (the most common).
 PREFIX_COMPLETIONS = 24
-SNIPPET_CONTEXT_CHARS = 120
-SNIPPET_WINDOW_CHARS = 400
+# A snippet tokenizes this much of a text first, and more (8 times as much each time) only when
+# the first hit is not in it: most hits are near the start of a text of up to 64 KiB.
+SNIPPET_SCAN_BYTES = 4_096
 # At most this many matches (the newest) are ranked by bm25; see search_entries.
 RANKED_CANDIDATES = 2_000
 
+# The tokenizer of entries_fts, as migrations/0006_fts_symbols.sql declares it (the reasons are
+# there). The query parser and the highlighter run it too, so they split and fold text exactly
+# as the index does.
+FTS_TOKENIZER = ("unicode61", "remove_diacritics", "2", "categories", "L* N* Co Sm So",
+                 "separators", "+<=>|~")  # fmt: skip
 
-_TOKEN = re.compile(r"[^\W_]+")
+# The message roles of session entries (reference.md §4.4); --role accepts these in any case.
+SEARCH_ROLES = ("user", "assistant", "toolResult", "bashExecution", "pythonExecution", "custom",
+                "hookMessage", "branchSummary", "compactionSummary", "fileMention")  # fmt: skip
+_ROLES_BY_FOLDED_NAME = {role.casefold(): role for role in SEARCH_ROLES}
 
 
-def fold(text: str) -> str:
-    """Case- and diacritic-insensitive form of a token, like unicode61 remove_diacritics 2."""
-    if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
+class FtsTokens:
+    """The tokens of a text under entries_fts's tokenizer, run by SQLite itself."""
+
+    def __init__(self, connection: apsw.Connection | None = None) -> None:
+        # Any connection has unicode61; a private in-memory one serves callers without an index.
+        connection = connection if connection is not None else apsw.Connection(":memory:")
+        self._tokenize = connection.fts5_tokenizer(FTS_TOKENIZER[0], list(FTS_TOKENIZER[1:]))
+
+    def spans(self, data: bytes) -> list[tuple[int, int, str]]:
+        """(start, end, folded token) of each token of UTF-8 ``data``; offsets in bytes."""
+        return self._tokenize(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
+
+    def terms(self, text: str) -> list[str]:
+        """The folded tokens of ``text``, as FTS5 reads them from a query."""
+        return self._tokenize(
+            _utf8(text),
+            apsw.FTS5_TOKENIZE_QUERY,
+            None,
+            include_offsets=False,
+            include_colocated=False,
+        )
+
+
+def _utf8(text: str) -> bytes:
+    # A lone surrogate (from a JavaScript caller) is a separator to the tokenizer, not an error.
+    return text.encode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedQuery:
-    """A user query taken apart: quoted FTS5 phrases, the prefix word, excluded terms."""
+    """A user query taken apart: quoted FTS5 phrases, the prefix word, excluded terms.
+
+    ``terms`` holds the folded tokens of each positive word (of ``words``), the prefix word's
+    last; words and excluded words without any token (punctuation) are left out.
+    """
 
     phrases: tuple[str, ...]
     prefix: str | None
     excluded: tuple[str, ...]
     words: tuple[str, ...]
+    terms: tuple[tuple[str, ...], ...] = ()
 
     @property
     def match(self) -> str | None:
@@ -71,16 +106,19 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def parse_search_query(query: str) -> ParsedQuery:
+def parse_search_query(query: str, tokens: FtsTokens | None = None) -> ParsedQuery:
     """Plain words, ``"phrases"`` and ``-excluded`` words, as FTS5 terms that cannot fail.
 
     Every term is quoted, so no user text (operators, parentheses, ``*``, ``:``, ``NEAR``,
     unbalanced quotes) can produce an FTS5 syntax error. All positive terms must match; the last
-    plain word also matches as a prefix.
+    plain word also matches as a prefix. A word the tokenizer finds no token in (``#``, ``...``)
+    is dropped: as an FTS5 phrase it would match nothing, and so hide every hit.
     """
+    tokens = tokens if tokens is not None else FtsTokens()
     phrases: list[str] = []
     excluded: list[str] = []
     words: list[str] = []
+    terms: list[tuple[str, ...]] = []
     prefix: str | None = None
     # FTS5 reads a query string only up to a NUL.
     for match in _QUERY_TOKEN.finditer(query.replace("\0", " ")):
@@ -90,12 +128,14 @@ def parse_search_query(query: str) -> ParsedQuery:
             text = word[1:] if negated else word
         else:
             text = phrase
-        if not text.strip():
+        folded = tuple(tokens.terms(text))
+        if not folded:
             continue
         if negated:
             excluded.append(_quote(text))
             continue
         words.append(text)
+        terms.append(folded)
         if prefix is not None:
             phrases.append(_quote(prefix))
         prefix = None
@@ -103,23 +143,31 @@ def parse_search_query(query: str) -> ParsedQuery:
             prefix = text
         else:
             phrases.append(_quote(text))
-    return ParsedQuery(tuple(phrases), prefix, tuple(excluded), tuple(words))
+    return ParsedQuery(tuple(phrases), prefix, tuple(excluded), tuple(words), tuple(terms))
 
 
-def prefix_completions(connection: apsw.Connection, prefix: str) -> list[str] | None:
-    """The most common indexed terms starting with ``prefix``, or None to let FTS5 expand it.
+def prefix_completions(connection: apsw.Connection, terms: tuple[str, ...]) -> list[str] | None:
+    """The most common indexed terms starting with the prefix word's ``terms``, or None to let
+    FTS5 expand it.
 
     Only a prefix that is a single token can be expanded term by term.
     """
-    tokens = _TOKEN.findall(prefix)
-    if len(tokens) != 1:
+    if len(terms) != 1:
         return None
-    start = fold(tokens[0])
+    (start,) = terms
     rows = connection.execute(
         "SELECT term FROM entries_vocab WHERE term >= ? AND term < ? ORDER BY doc DESC LIMIT ?",
         (start, start + "\U0010ffff", PREFIX_COMPLETIONS),
     )
     return [row[0] for row in rows]
+
+
+def search_role(role: str) -> str:
+    """The role named ``role`` in any letter case; SearchQueryError names the valid ones."""
+    found = _ROLES_BY_FOLDED_NAME.get(role.casefold())
+    if found is None:
+        raise SearchQueryError(f"Unknown role {role!r}; roles are: {', '.join(SEARCH_ROLES)}")
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +213,23 @@ def search_entries(
 
     bm25 has to look at every match, so a query matching more than ``RANKED_CANDIDATES``
     entries ranks only the newest that many (entry keys grow as files are indexed, oldest
-    first); this keeps every search fast on any corpus size.
+    first); this keeps every search fast on any corpus size. ``role`` is matched in any letter
+    case; ``model`` is a model id or the ``provider/model`` form of usage. SearchQueryError:
+    the query has no word to search for, or ``role`` is not one of SEARCH_ROLES.
     """
-    parsed = parse_search_query(query)
+    tokens = FtsTokens(connection)
+    parsed = parse_search_query(query, tokens)
+    if not parsed.terms:
+        raise SearchQueryError(
+            "Nothing to search for: give at least one word"
+            " (punctuation is not searchable, and -excluded words only narrow a search)"
+        )
+    role = search_role(role) if role is not None else None
     if limit <= 0:
         return []
-    completions = prefix_completions(connection, parsed.prefix) if parsed.prefix else None
+    completions = (
+        prefix_completions(connection, parsed.terms[-1]) if parsed.prefix is not None else None
+    )
     expression = parsed.expression(completions)
     if expression is None:
         return []
@@ -180,11 +239,15 @@ def search_entries(
         ("s.cwd", cwd),
         ("s.project_dir", project),
         ("e.role", role),
-        ("e.model", model),
     ):
         if value is not None:
             conditions.append(f"{column} = ?")
             arguments.append(value)
+    if model is not None:
+        # usage prints provider/model; a model id may itself hold a slash (openrouter's do).
+        provider, _, name = model.partition("/")
+        conditions.append("(e.model = ? OR (e.provider = ? AND e.model = ?))")
+        arguments += [model, provider, name]
     if since is not None:
         conditions.append("e.timestamp >= ?")
         arguments.append(_time_bound(since))
@@ -216,7 +279,7 @@ def search_entries(
             [row[0] for row in rows],
         )
     )
-    highlighter = Highlighter(parsed, highlight)
+    highlighter = Highlighter(parsed, highlight, tokens)
     return [
         SearchHit(
             session_id=row[2],
@@ -242,83 +305,90 @@ def search_entries(
 #
 # FTS5's snippet() re-evaluates the query for every row, which for a prefix term means merging
 # the postings of every matching word again: tens of milliseconds per hit on a large index.
-# The text is stored anyway, so the few hits shown are highlighted here instead, with the same
-# token rules as the unicode61 tokenizer (letters and digits; case and diacritics ignored).
+# The text is stored anyway, so the few hits shown are highlighted here instead, tokenized by
+# entries_fts's own tokenizer and marked as FTS5's highlight() marks them: every instance of a
+# query phrase (all its tokens, the prefix word as a prefix), overlapping instances as one.
 
 
 class Highlighter:
     """Finds the first place a parsed query matches in a text and marks its words."""
 
-    def __init__(self, parsed: ParsedQuery, markers: tuple[str, str]) -> None:
+    def __init__(self, parsed: ParsedQuery, markers: tuple[str, str], tokens: FtsTokens) -> None:
         self.markers = markers
-        self.phrases: list[list[str]] = []
-        for word in parsed.words:
-            tokens = [fold(token) for token in _TOKEN.findall(word)]
-            if tokens:
-                self.phrases.append(tokens)
-        self.prefix_last = parsed.prefix is not None
-        firsts = sorted({phrase[0] for phrase in self.phrases}, key=len, reverse=True)
-        # Finds the neighbourhood of a hit fast; exact matching then happens token by token.
-        self.locator = (
-            re.compile("|".join(map(re.escape, firsts)), re.IGNORECASE) if firsts else None
-        )
+        self.tokens = tokens
+        last = len(parsed.terms) - 1
+        # Each query phrase as a list of folded tokens, and whether its last token is a prefix.
+        self.checks = [
+            (list(terms), parsed.prefix is not None and number == last)
+            for number, terms in enumerate(parsed.terms)
+        ]
+        self.firsts = tuple({terms[0] for terms in parsed.terms})
 
-    def _matches_at(self, folded: list[str], index: int) -> int:
-        """Length in tokens of a query phrase starting at ``index`` (0 when none)."""
-        for number, phrase in enumerate(self.phrases):
-            end = index + len(phrase)
-            if end > len(folded):
+    def instances(self, folded: list[str]) -> list[tuple[int, int]]:
+        """(first, last) token index of each query phrase instance, overlapping ones merged."""
+        found: list[tuple[int, int]] = []
+        # One startswith() over all first terms finds the few places worth a closer look.
+        candidates = [index for index, token in enumerate(folded) if token.startswith(self.firsts)]
+        for index in candidates:
+            end = -1
+            for phrase, is_prefix in self.checks:
+                stop = index + len(phrase)
+                if stop <= end + 1 or stop > len(folded):
+                    continue
+                if is_prefix:
+                    matched = folded[stop - 1].startswith(phrase[-1]) and (
+                        folded[index : stop - 1] == phrase[:-1]
+                    )
+                else:
+                    matched = folded[index:stop] == phrase
+                if matched:
+                    end = stop - 1
+            if end < 0:
                 continue
-            is_prefix_phrase = self.prefix_last and number == len(self.phrases) - 1
-            head_ok = folded[index : end - 1] == phrase[:-1]
-            last = folded[end - 1]
-            last_ok = last.startswith(phrase[-1]) if is_prefix_phrase else last == phrase[-1]
-            if head_ok and last_ok:
-                return len(phrase)
-        return 0
+            if found and index <= found[-1][1]:
+                found[-1] = (found[-1][0], max(end, found[-1][1]))
+            else:
+                found.append((index, end))
+        return found
 
     def snippet(self, text: str, width: int = SNIPPET_TOKENS) -> str:
-        offset = 0
-        found = self.locator.search(text) if self.locator else None
-        if found is not None and found.start() > SNIPPET_CONTEXT_CHARS:
-            offset = found.start() - SNIPPET_CONTEXT_CHARS
-            boundary = text.rfind(" ", 0, offset)
-            offset = boundary + 1 if boundary >= 0 else offset
-        window = text[offset : offset + SNIPPET_WINDOW_CHARS]
-        snippet = self._snippet_of(window, width)
-        if offset > 0 and snippet and not snippet.startswith("…"):
-            snippet = "…" + snippet
-        if offset + SNIPPET_WINDOW_CHARS < len(text) and snippet and not snippet.endswith("…"):
-            snippet += "…"
-        return snippet
-
-    def _snippet_of(self, text: str, width: int) -> str:
-        spans = [match.span() for match in _TOKEN.finditer(text)]
+        """About ``width`` tokens around the first hit, hits marked, whitespace collapsed."""
+        data = _utf8(text)
+        scanned = SNIPPET_SCAN_BYTES
+        while True:
+            whole = scanned >= len(data)
+            spans = self.tokens.spans(data if whole else data[:scanned])
+            instances = self.instances([token for _, _, token in spans])
+            # A cut text is enough when its first hit has room for a snippet before the cut
+            # (the token at the cut may be a part of a token).
+            if whole or (instances and instances[0][1] + width < len(spans)):
+                break
+            scanned *= 8
         if not spans:
             return ""
-        folded = [fold(text[start:end]) for start, end in spans]
-        marked: set[int] = set()
-        first = None
-        for index in range(len(spans)):
-            length = self._matches_at(folded, index)
-            if length:
-                first = index if first is None else first
-                marked.update(range(index, index + length))
-        start = max(0, (first or 0) - width // 4)
+        first = instances[0][0] if instances else 0
+        start = max(0, first - width // 4)
         end = min(len(spans), start + width)
         start = max(0, end - width)
         opening, closing = self.markers
         pieces = []
         cursor = spans[start][0]
-        for index in range(start, end):
-            token_start, token_end = spans[index]
-            pieces.append(text[cursor:token_start])
-            token = text[token_start:token_end]
-            pieces.append(f"{opening}{token}{closing}" if index in marked else token)
-            cursor = token_end
+        for first_token, last_token in instances:
+            if last_token < start or first_token >= end:
+                continue
+            span_start = spans[max(first_token, start)][0]
+            span_end = spans[min(last_token, end - 1)][1]
+            pieces += [_text(data[cursor:span_start]), opening, _text(data[span_start:span_end])]
+            pieces.append(closing)
+            cursor = span_end
+        pieces.append(_text(data[cursor : spans[end - 1][1]]))
         body = "".join(pieces)
-        if end < len(spans):
+        if end < len(spans) or not whole:
             body += "…"
         if start > 0:
             body = "…" + body
         return " ".join(body.split())
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
