@@ -154,9 +154,12 @@ def print_table(
     flexible: int | Sequence[int] = (),
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
+    keep_end: Sequence[int] = (),
 ) -> None:
-    """An aligned table cut to the terminal (the ``flexible`` columns give way, in order)."""
-    click.echo(fit_table(rows, headers, flexible=flexible, right=right, styles=styles))
+    """An aligned table cut to the terminal (the ``flexible`` columns give way, widest first)."""
+    click.echo(
+        fit_table(rows, headers, flexible=flexible, right=right, styles=styles, keep_end=keep_end)
+    )
 
 
 def echo(text: str = "", err: bool = False) -> None:

@@ -24,6 +24,9 @@ from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
+    cut_left,
+    display_width,
+    fit_line,
     home_relative,
     human_count,
     local_time,
@@ -45,10 +48,6 @@ from xcsh_store.urls import read_internal_url, resolve_internal_url
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
 DEFAULT_LIST_LIMIT = 30
-
-
-def cut_left(text: str, width: int) -> str:
-    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def where(cwd: str | None) -> str:
@@ -123,7 +122,8 @@ def ls_command(
             for session in sessions
         ),
         headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
-        flexible=6,
+        flexible=(6, 2),
+        keep_end=(2,),
         right=(3, 4, 5),
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
     )
@@ -228,19 +228,22 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
         lines.append(("Parent", home_relative(info.parent_session_path)))
     width = terminal_width()
     for name, value in lines:
-        text = f"{label(f'{name:<8}', bold=True)} {value}"
-        echo(text if width is None or len(click.unstyle(text)) <= width else cut(text, width))
+        echo(fit_line(f"{label(f'{name:<8}', bold=True)} {value}", width))
 
 
 def print_context(settings: Settings, context: SessionContext, leaf_id: str | None) -> None:
     models = ", ".join(f"{role}: {model}" for role, model in context.models.items()) or "-"
+    width = terminal_width()
     echo(
-        settings.style("Context", bold=True)
-        + f" at leaf {leaf_id or '-'} · {plural(len(context.messages), 'message')}"
-        + f" · thinking {context.thinking_level} · models {models} · mode {context.mode}"
+        fit_line(
+            settings.style("Context", bold=True)
+            + f" at leaf {leaf_id or '-'} · {plural(len(context.messages), 'message')}"
+            + f" · thinking {context.thinking_level} · models {models} · mode {context.mode}",
+            width,
+        )
     )
     if context.injected_ttsr_rules:
-        echo(f"Rules   {', '.join(context.injected_ttsr_rules)}")
+        echo(fit_line(f"Rules   {', '.join(context.injected_ttsr_rules)}", width))
     echo()
     print_table(
         ((number, *message_summary(message)) for number, message in enumerate(context.messages, 1)),
@@ -306,12 +309,15 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
     leaves = set(outline.tree.leaves)
     width = terminal_width()
     branch_points = set(outline.tree.branch_points)
-    yield style(
-        f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
-        f"{plural(len(leaves), 'leaf', 'leaves')} · "
-        f"{plural(len(branch_points), 'branch point')} · "
-        f"● active path to {outline.leaf_id or '-'}",
-        dim=True,
+    yield fit_line(
+        style(
+            f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
+            f"{plural(len(leaves), 'leaf', 'leaves')} · "
+            f"{plural(len(branch_points), 'branch point')} · "
+            f"● active path to {outline.leaf_id or '-'}",
+            dim=True,
+        ),
+        width,
     )
     for lead, entry_id in tree_lines(outline):
         kind, text = entry_summary(outline.entries[entry_id])
@@ -327,7 +333,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             tags.append(style("◁ leaf", dim=True))
         tag_text = (" " + " ".join(tags)) if tags else ""
         start = f"{lead}{marker} {entry_id} {kind}" + (": " if text else "")
-        room = None if width is None else width - len(start) - len(click.unstyle(tag_text))
+        room = None if width is None else width - display_width(start + tag_text)
         body = cut(text, room if room is not None else 100)
         line = (
             style(lead, dim=True)
@@ -339,7 +345,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             + (" " + style(body, dim=not on_path) if text else "")
             + tag_text
         )
-        yield line
+        yield fit_line(line, width)
 
 
 # --------------------------------------------------------------------------------------------

@@ -89,6 +89,8 @@ _SESSION_COLUMNS = (
 )
 
 
+_SHOWN_TITLE = "nullif(trim(coalesce(s.title, s.compaction_title), ' ' || char(9, 10, 13)), '')"
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -358,7 +360,8 @@ class SessionIndex:
         orders = {
             "modified": "s.modified_at DESC",
             "created": "s.created_at DESC",
-            "title": "coalesce(s.title, s.compaction_title) COLLATE NOCASE",
+            # As the title is shown (whitespace trimmed), untitled sessions last, newest first.
+            "title": f"{_SHOWN_TITLE} IS NULL, {_SHOWN_TITLE} COLLATE NOCASE, s.modified_at DESC",
         }
         if order not in orders:
             raise ValueError(f"order must be one of {', '.join(orders)}")
