@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from session_builder import copy_fixtures, header, message, write_session
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.render import display_width
+from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width
 from xcsh_store.index import SessionIndex
 
 WIDTHS = (80, 120)
@@ -146,6 +146,7 @@ def test_display_width_counts_wide_characters_twice_and_marks_not_at_all():
     assert display_width("✅ ok") == 5
     assert display_width("e\u0301") == 1  # e and a combining acute accent
     assert display_width("\x1b[36mid\x1b[0m") == 2
+    assert display_width(f"a {MARK_OPEN}hit{MARK_CLOSE}") == 5
 
 
 def test_ls_order_title_sorts_by_the_shown_title_untitled_last(wide_agent: Path):

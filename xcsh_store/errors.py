@@ -37,3 +37,12 @@ class HistoryError(XcshStoreError):
 
 class IndexDatabaseError(XcshStoreError):
     """The SQLite index cannot be opened, migrated or queried."""
+
+
+class AmbiguousEntryError(XcshStoreError, LookupError):
+    """An entry id prefix that several entries of the session start with; ``candidates`` are
+    their ids."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates

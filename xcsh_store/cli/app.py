@@ -65,6 +65,55 @@ class StoreGroup(click.Group):
         except (XcshStoreError, OSError, apsw.Error) as error:
             raise click.ClickException(error_line(error)) from None
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """With ``--json`` on the command line, errors (usage errors too) are JSON on stderr:
+        ``{"error": {"type", "message"}}``, with the usual exit codes (1, usage errors 2)."""
+        arguments = list(sys.argv[1:] if args is None else args)
+        if not (standalone_mode and wants_json(arguments)):
+            return super().main(arguments, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(arguments, prog_name, complete_var, False, **extra)
+        except click.ClickException as error:
+            emit_error_json(error_type(error), error.format_message())
+            sys.exit(error.exit_code)
+        except click.Abort:
+            emit_error_json("Aborted", "interrupted")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def wants_json(arguments: Sequence[str]) -> bool:
+    """Whether ``--json`` is among the options (before a ``--`` that ends them)."""
+    options = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    return "--json" in options
+
+
+def error_type(error: click.ClickException) -> str:
+    """The ``type`` of a JSON error: ``UsageError`` (exit 2), the class name of the library or
+    OS error that stopped the verb (``SessionNotFoundError``, ``FileNotFoundError``;
+    ``SQLiteError`` for SQLite itself), or ``Error`` for a failure the verb reports itself."""
+    if isinstance(error, click.UsageError):
+        return "UsageError"
+    cause = error.__context__ if error.__suppress_context__ else None
+    if isinstance(cause, apsw.Error) and not isinstance(cause, XcshStoreError):
+        return "SQLiteError"
+    if isinstance(cause, (XcshStoreError, OSError, apsw.Error)):
+        return type(cause).__name__
+    return "Error"
+
+
+def emit_error_json(kind: str, message: str) -> None:
+    """One line of JSON on stderr; stdout keeps only the data a verb printed before."""
+    sys.stderr.buffer.write(orjson.dumps({"error": {"type": kind, "message": message}}) + b"\n")
+    sys.stderr.flush()
+
 
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)

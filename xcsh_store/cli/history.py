@@ -33,10 +33,10 @@ DEFAULT_LIMIT = 20
 _limit_option = click.option(
     "--limit",
     "-n",
-    type=int,
+    type=click.IntRange(min=0),
     default=DEFAULT_LIMIT,
     show_default=True,
-    help="Most prompts to show (clamped to 0..1000).",
+    help="Most prompts to show (at most 1000 are).",
 )
 _sessions_option = click.option(
     "--sessions",
@@ -67,9 +67,15 @@ def _when(created_at: float) -> str:
     return short_time(datetime.fromtimestamp(created_at, UTC))
 
 
+NO_PROMPTS = "No prompts."
+
+
 def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
     if as_json:
         emit_json([entry_to_json(entry) for entry in entries])
+        return
+    if not entries:
+        echo(NO_PROMPTS)
         return
     print_table(
         ((entry.id, _when(entry.created_at), where(entry.cwd), entry.prompt) for entry in entries),
@@ -82,6 +88,9 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
 def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) -> None:
     if as_json:
         emit_json([prompt_hit_json(hit) for hit in hits])
+        return
+    if not hits:
+        echo(NO_PROMPTS)
         return
     print_table(
         (

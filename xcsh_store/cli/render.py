@@ -51,6 +51,8 @@ def char_width(char: str) -> int:
     most emoji) take 2, combining marks and other zero-width characters 0, the rest 1."""
     if char < "\u0300":  # fast path: ASCII and Latin-1 (controls count 0)
         return 0 if char < " " or "\x7f" <= char < "\xa0" else 1
+    if char in (MARK_OPEN, MARK_CLOSE):
+        return 0
     if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf", "Cc"):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -58,7 +60,7 @@ def char_width(char: str) -> int:
 
 def display_width(text: str) -> int:
     """Cells ``text`` takes on a terminal: colour codes and highlight marks take none."""
-    plain = click.unstyle(text)
+    plain = click.unstyle(text).replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
     if plain.isascii():
         return sum(1 for char in plain if " " <= char < "\x7f")
     return sum(char_width(char) for char in plain)

@@ -137,15 +137,24 @@ def ls_command(
 
 @cli.command("show")
 @click.argument("session")
-@click.option("--tree", "view", flag_value="tree", help="Draw every branch of the session.")
+@click.option("--tree", is_flag=True, help="Draw every branch of the session.")
 @click.option(
-    "--context", "view", flag_value="context", help="Print the model context of the leaf."
+    "--context", "context_view", is_flag=True, help="Print the model context of the leaf."
 )
-@click.option("--leaf", metavar="ID", help="Entry id to use as the leaf (default: the last).")
+@click.option(
+    "--leaf",
+    metavar="ID",
+    help="Entry id (or a unique prefix of one) to use as the leaf (default: the last).",
+)
 @json_option
 @pass_settings
 def show_command(
-    settings: Settings, session: str, view: str | None, leaf: str | None, as_json: bool
+    settings: Settings,
+    session: str,
+    tree: bool,
+    context_view: bool,
+    leaf: str | None,
+    as_json: bool,
 ) -> None:
     """Show a session: its header and the active branch, or --tree, or --context.
 
@@ -157,8 +166,12 @@ def show_command(
       xcsh-store show 0195f3c2 --tree
       xcsh-store show 0195f3c2 --context --leaf 7f3a9c21
     """
+    if tree and context_view:
+        raise click.UsageError("--tree and --context are two views: give one of them")
+    view = "tree" if tree else "context" if context_view else None
     with open_index(settings) as index:
         info = index.find_session(session)
+        leaf = index.find_entry_id(info, leaf) if leaf is not None else None
         leaf_id = leaf or info.last_entry_id
         if view == "tree":
             outline = session_outline(index, info, leaf)

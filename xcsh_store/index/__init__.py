@@ -19,7 +19,13 @@ import apsw
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
 from xcsh_store.discovery import content_text
-from xcsh_store.errors import HistoryError, IndexDatabaseError, SessionNotFoundError
+from xcsh_store.errors import (
+    AmbiguousEntryError,
+    EntryNotFoundError,
+    HistoryError,
+    IndexDatabaseError,
+    SessionNotFoundError,
+)
 from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
@@ -88,6 +94,9 @@ _SESSION_COLUMNS = (
     " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy"
 )
 
+
+# An ambiguous entry id prefix names at most this many of the entries it matches.
+MAX_CANDIDATES = 10
 
 _SHOWN_TITLE = "nullif(trim(coalesce(s.title, s.compaction_title), ' ' || char(9, 10, 13)), '')"
 
@@ -455,6 +464,30 @@ class SessionIndex:
         if leaf is None:
             return []
         return branch_rows(self.connection, info.file_id, leaf)
+
+    @_entry_point
+    def find_entry_id(self, session: str | int | IndexedSession, text: str) -> str:
+        """The id of the session's entry that is ``text`` or, like session ids, the only one
+        that starts with it; :class:`AmbiguousEntryError` lists the candidates."""
+        info = self._session(session)
+        # The (session, id) unique index answers both: the exact id, then an id range.
+        rows = self.connection.execute(
+            "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
+            " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
+            " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
+            (info.file_id, text, MAX_CANDIDATES + 1),
+        ).fetchall()
+        ids = [entry_id for (entry_id,) in rows]
+        if not text or not ids:
+            raise EntryNotFoundError(text)
+        if ids[0] == text or len(ids) == 1:
+            return ids[0]
+        shown = ", ".join(ids[:MAX_CANDIDATES]) + (", …" if len(ids) > MAX_CANDIDATES else "")
+        raise AmbiguousEntryError(
+            f"Entry id {text!r} is ambiguous: {'more than ' if len(ids) > MAX_CANDIDATES else ''}"
+            f"{min(len(ids), MAX_CANDIDATES)} entries start with it ({shown}); give more of it",
+            ids[:MAX_CANDIDATES],
+        )
 
     @_entry_point
     def branch_entries(
