@@ -19,6 +19,8 @@ PIPE_CELL_WIDTH = 100
 MIN_FLEXIBLE_WIDTH = 16
 # On a very narrow terminal every column gives way, down to this.
 MIN_COLUMN_WIDTH = 3
+# A header cut to its column's cells keeps at least this much of itself.
+MIN_HEADER_WIDTH = 5
 COLUMN_GAP = 2
 # tabulate makes every column at least its header plus this wide.
 HEADER_PADDING = 2
@@ -191,13 +193,13 @@ def _give_way(
 def _column_limits(
     cells: list[list[str]], headers: Sequence[str], flexible: Sequence[int], available: int
 ) -> list[int]:
-    """Column widths that fit ``available`` cells: first the padding tabulate gives headers
-    goes, then the flexible columns give way (widest first) down to
-    :data:`MIN_FLEXIBLE_WIDTH`, then every column (widest first) down to
-    :data:`MIN_COLUMN_WIDTH`."""
+    """Column widths that fit ``available`` cells, giving way in this order, widest first:
+    the padding tabulate gives headers; the flexible columns, down to
+    :data:`MIN_FLEXIBLE_WIDTH`; headers wider than their column's cells (``cache write``
+    over ``2.1k``), down to the cells; then every column, down to :data:`MIN_COLUMN_WIDTH`."""
+    values = [max((display_width(row[i]) for row in cells), default=0) for i in range(len(headers))]
     content = [
-        max([display_width(header), *(display_width(row[i]) for row in cells)])
-        for i, header in enumerate(headers)
+        max(width, display_width(header)) for width, header in zip(values, headers, strict=True)
     ]
     limits = [
         max(width, display_width(header) + HEADER_PADDING)
@@ -205,10 +207,13 @@ def _column_limits(
     ]
     overflow = sum(limits) + COLUMN_GAP * (len(headers) - 1) - available
     everything = range(len(headers))
-    overflow = _give_way(limits, everything, content, overflow)
-    floors = [min(width, MIN_FLEXIBLE_WIDTH) for width in content]
-    overflow = _give_way(limits, flexible, floors, overflow)
-    _give_way(limits, everything, [min(width, MIN_COLUMN_WIDTH) for width in content], overflow)
+    for columns, floors in (
+        (everything, content),
+        (flexible, [min(width, MIN_FLEXIBLE_WIDTH) for width in content]),
+        (everything, [max(width, MIN_HEADER_WIDTH) for width in values]),
+        (everything, [min(width, MIN_COLUMN_WIDTH) for width in content]),
+    ):
+        overflow = _give_way(limits, columns, floors, overflow)
     return limits
 
 

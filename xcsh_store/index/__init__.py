@@ -8,7 +8,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -99,6 +99,13 @@ _SESSION_COLUMNS = (
 MAX_CANDIDATES = 10
 
 _SHOWN_TITLE = "nullif(trim(coalesce(s.title, s.compaction_title), ' ' || char(9, 10, 13)), '')"
+
+
+def _joined_key(keys: Sequence[str | None]) -> str | None:
+    if len(keys) == 1:
+        return keys[0]
+    return " · ".join("?" if key is None else key for key in keys)
+
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -201,6 +208,8 @@ class UsageRow:
     cache_read_tokens: int
     cache_write_tokens: int
     cost: float
+    # One key per grouping when usage was grouped by several (``key`` then joins them).
+    keys: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,26 +564,40 @@ class SessionIndex:
     @_entry_point
     def usage(
         self,
-        by: str = "day",
+        by: str | Sequence[str] = "day",
         since: datetime | str | None = None,
         until: datetime | str | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once."""
-        if by not in USAGE_GROUPS:
-            raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}")
+        """Token and cost sums per group; an entry copied into a fork counts once.
+
+        ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
+        ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
+        ``key`` is them joined with ``" · "``.
+        """
+        groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
+        if not groups or any(group not in USAGE_GROUPS for group in groups):
+            raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
         conditions, arguments = [], []
         for operator, bound in ((">=", since), ("<", until)):
             if bound is not None:
                 conditions.append(f"timestamp {operator} ?")
                 arguments.append(bound if isinstance(bound, str) else _iso(bound))
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        keys = ", ".join(
+            f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups)
+        )
+        names = ", ".join(f"key{number}" for number in range(len(groups)))
         rows = self.connection.execute(
-            f"SELECT {USAGE_GROUPS[by]} AS key, count(*), sum(input_tokens), sum(output_tokens),"
+            f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
             " sum(cache_read_tokens), sum(cache_write_tokens), sum(cost)"
-            f" FROM usage_entries{where} GROUP BY key ORDER BY key",
+            f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
             arguments,
         )
-        return [UsageRow(*row) for row in rows]
+        width = len(groups)
+        return [
+            UsageRow(_joined_key(row[:width]), *row[width:], keys=tuple(row[:width]))
+            for row in rows
+        ]
 
     # -- blobs ------------------------------------------------------------------------------
 
