@@ -19,6 +19,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.complete import complete_model, complete_project, complete_session
 from xcsh_store.cli.params import since_option, until_option
 from xcsh_store.cli.render import (
     MARK_CLOSE,
@@ -60,7 +61,12 @@ def where(cwd: str | None) -> str:
 
 @cli.command("ls")
 @click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
+@click.option(
+    "--project",
+    metavar="NAME",
+    help="Only this folder under sessions/.",
+    shell_complete=complete_project,
+)
 @click.option(
     "--limit",
     "-n",
@@ -136,7 +142,7 @@ def ls_command(
 
 
 @cli.command("show")
-@click.argument("session")
+@click.argument("session", shell_complete=complete_session)
 @click.option("--tree", is_flag=True, help="Draw every branch of the session.")
 @click.option(
     "--context", "context_view", is_flag=True, help="Print the model context of the leaf."
@@ -368,9 +374,18 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
 @cli.command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
+@click.option(
+    "--project",
+    metavar="NAME",
+    help="Only this folder under sessions/.",
+    shell_complete=complete_project,
+)
 @click.option("--role", help="Only messages of this role: user, assistant, toolResult, …")
-@click.option("--model", help="Only entries of this model id (e.g. claude-sonnet-4-5).")
+@click.option(
+    "--model",
+    help="Only entries of this model id (e.g. claude-sonnet-4-5).",
+    shell_complete=complete_model,
+)
 @since_option
 @until_option
 @click.option(
@@ -460,6 +475,7 @@ def _hit_style(settings: Settings, column: int, text: str) -> str:
     required=True,
     metavar="SESSION",
     help="Session whose artifacts to read: id prefix, file-name prefix or path.",
+    shell_complete=complete_session,
 )
 @click.option("--offset", type=click.IntRange(min=1), help="First line to print (1-based).")
 @click.option("--limit", type=click.IntRange(min=1), help="Number of lines to print.")
