@@ -22,7 +22,9 @@ from session_builder import copy_fixtures, header, message, write_session
 
 from xcsh_store.cli import cli
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width
+from xcsh_store.history import HistoryStorage
 from xcsh_store.index import SessionIndex
+from xcsh_store.paths import get_history_db_path
 
 WIDTHS = (80, 120)
 DAYS = 1100  # more days of usage than any terminal has columns
@@ -57,10 +59,13 @@ def _days_session(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wide_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Real pi sessions plus one with a CJK/emoji title, a deep cwd and 1,100 days of usage."""
+    """Real pi sessions plus one with a CJK/emoji title, a deep cwd and 1,100 days of usage,
+    and a prompt like its title in history.db."""
     agent = tmp_path_factory.mktemp("wide") / "agent"
     copy_fixtures(agent, max_bytes=400_000)
     _days_session(agent / "sessions" / "--work-wide--" / "2023-01-01T09-00-00-000Z_wide.jsonl")
+    with HistoryStorage.open(get_history_db_path(str(agent))) as history:
+        history.add(WIDE_TITLE, DEEP_CWD)
     with SessionIndex.open(str(agent)) as index:
         index.sync()
     return agent
@@ -79,6 +84,7 @@ VIEWS = (
     ("usage", "--by", "session"),
     ("usage", "--by", "session", "--chart"),
     ("usage", "--by", "project", "--chart"),
+    ("history", "recent"),
     ("history", "recent", "--sessions"),
 )
 

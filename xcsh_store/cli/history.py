@@ -80,7 +80,8 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
     print_table(
         ((entry.id, _when(entry.created_at), where(entry.cwd), entry.prompt) for entry in entries),
         headers=("id", "when", "cwd", "prompt"),
-        flexible=3,
+        flexible=(3, 2),
+        keep_end=(2,),
         right=(0,),
     )
 
@@ -104,7 +105,8 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
             for hit in hits
         ),
         headers=("id", "when", "cwd", "session", "prompt"),
-        flexible=4,
+        flexible=(4, 2),
+        keep_end=(2,),
         right=(0,),
     )
 
