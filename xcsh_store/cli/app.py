@@ -171,7 +171,10 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str) -> None:
 pass_settings = click.make_pass_decorator(Settings)
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON (the shape is documented in the README)."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON (the shape is documented in the README); errors too, on stderr.",
 )
 
 

@@ -101,6 +101,7 @@ def usage_command(
     Examples:
       xcsh-store usage --since 30d --chart
       xcsh-store usage --by model
+      xcsh-store usage --by day --by model --since 7d
       xcsh-store usage --by week --html usage.html
     """
     groups = list(dict.fromkeys(by))
