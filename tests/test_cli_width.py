@@ -18,10 +18,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fuzzing import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from session_builder import copy_fixtures, header, message, write_session
+from tabulate import tabulate
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width
+from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width, fit_table
 from xcsh_store.history import HistoryStorage
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_history_db_path
@@ -163,3 +167,41 @@ def test_ls_order_title_sorts_by_the_shown_title_untitled_last(wide_agent: Path)
     named = [title for title in titles if title]
     assert titles == named + [None] * (len(titles) - len(named))
     assert named == sorted(named, key=lambda title: " ".join(title.split()).casefold())
+
+
+_CELL_TEXT = st.text(alphabet="ab Z-9漢字✅é\u0301", max_size=30)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    rows=st.lists(st.lists(_CELL_TEXT, min_size=4, max_size=4), max_size=5),
+    width=st.integers(min_value=1, max_value=140),
+    flexible=st.sets(st.integers(min_value=0, max_value=3)),
+)
+def test_any_table_fits_any_width(rows, width, flexible):
+    table = fit_table(rows, ("id", "title", "n", "text"), flexible=sorted(flexible), width=width)
+    assert [line for line in table.splitlines() if cells(line) > width] == []
+
+
+_ASCII_CELL = st.text(alphabet="abc XYZ-19", max_size=12).map(lambda text: " ".join(text.split()))
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    table=st.integers(min_value=1, max_value=5).flatmap(
+        lambda n: st.tuples(
+            st.lists(_ASCII_CELL, min_size=n, max_size=n),
+            st.lists(st.lists(_ASCII_CELL, min_size=n, max_size=n), max_size=4),
+            st.sets(st.integers(min_value=0, max_value=n - 1)),
+        )
+    )
+)
+def test_a_table_that_fits_is_laid_out_as_tabulate_does(table):
+    """The layout the README's outputs show: tabulate's "simple" format, to the byte."""
+    headers, rows, right = table
+    align = [("right" if i in right else "left") for i in range(len(headers))] if rows else None
+    expected = tabulate(
+        rows, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align
+    )
+    assert fit_table(rows, headers, right=right, width=None) == expected
+    assert fit_table(rows, headers, right=right, width=1000) == expected
