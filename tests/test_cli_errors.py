@@ -114,6 +114,12 @@ def test_an_ambiguous_leaf_prefix_is_an_error_listing_the_candidates(indexed):
     assert ENTRY_IDS[3] not in result.stderr and result.stderr.count("\n") == 1
 
 
+def test_an_ambiguous_leaf_under_json_lists_the_candidates(indexed):
+    error = json_error(run("show", "0199aaaa", "--leaf", "abc", "--json", code=1))
+    assert error["type"] == "AmbiguousEntryError"
+    assert error["candidates"] == list(ENTRY_IDS[:2])
+
+
 def test_an_unknown_leaf_is_an_error(indexed):
     result = run("show", "0199aaaa", "--leaf", "zz", code=1)
     assert result.stderr == "Error: Entry zz not found\n"

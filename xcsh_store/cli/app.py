@@ -81,10 +81,10 @@ class StoreGroup(click.Group):
         try:
             code = super().main(arguments, prog_name, complete_var, False, **extra)
         except click.ClickException as error:
-            emit_error_json(error_type(error), error.format_message())
+            emit_error_json(error_json(error))
             sys.exit(error.exit_code)
         except click.Abort:
-            emit_error_json("Aborted", "interrupted")
+            emit_error_json({"error": {"type": "Aborted", "message": "interrupted"}})
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
@@ -95,23 +95,30 @@ def wants_json(arguments: Sequence[str]) -> bool:
     return "--json" in options
 
 
-def error_type(error: click.ClickException) -> str:
-    """The ``type`` of a JSON error: ``UsageError`` (exit 2), the class name of the library or
-    OS error that stopped the verb (``SessionNotFoundError``, ``FileNotFoundError``;
-    ``SQLiteError`` for SQLite itself), or ``Error`` for a failure the verb reports itself."""
-    if isinstance(error, click.UsageError):
-        return "UsageError"
+def error_json(error: click.ClickException) -> dict[str, Any]:
+    """``{"error": {"type", "message"}}``. The type is ``UsageError`` (exit 2), the class name
+    of the library or OS error that stopped the verb (``SessionNotFoundError``,
+    ``FileNotFoundError``; ``SQLiteError`` for SQLite itself), or ``Error`` for a failure the
+    verb reports itself. An ambiguous id adds its ``candidates``."""
     cause = error.__context__ if error.__suppress_context__ else None
-    if isinstance(cause, apsw.Error) and not isinstance(cause, XcshStoreError):
-        return "SQLiteError"
-    if isinstance(cause, (XcshStoreError, OSError, apsw.Error)):
-        return type(cause).__name__
-    return "Error"
+    if isinstance(error, click.UsageError):
+        kind = "UsageError"
+    elif isinstance(cause, apsw.Error) and not isinstance(cause, XcshStoreError):
+        kind = "SQLiteError"
+    elif isinstance(cause, (XcshStoreError, OSError, apsw.Error)):
+        kind = type(cause).__name__
+    else:
+        kind = "Error"
+    body: dict[str, Any] = {"type": kind, "message": error.format_message()}
+    candidates = getattr(cause, "candidates", None)
+    if isinstance(candidates, list):
+        body["candidates"] = candidates
+    return {"error": body}
 
 
-def emit_error_json(kind: str, message: str) -> None:
+def emit_error_json(error: dict[str, Any]) -> None:
     """One line of JSON on stderr; stdout keeps only the data a verb printed before."""
-    sys.stderr.buffer.write(orjson.dumps({"error": {"type": kind, "message": message}}) + b"\n")
+    sys.stderr.buffer.write(orjson.dumps(error) + b"\n")
     sys.stderr.flush()
 
 
