@@ -90,6 +90,8 @@ VIEWS = (
     ("usage", "--by", "project", "--chart"),
     ("history", "recent"),
     ("history", "recent", "--sessions"),
+    ("sql", "SELECT * FROM sessions"),
+    ("migrate", "--dry-run"),
 )
 
 
