@@ -177,17 +177,20 @@ def test_durations_and_time_bounds():
         parse_time_bound("yesterday-ish", now)
 
 
-def test_tables_fit_the_terminal_by_narrowing_the_flexible_columns_in_order():
+def test_tables_fit_the_terminal_by_narrowing_the_widest_flexible_column_first():
     rows = [("a1", "a title that is rather long", "the text people came for, long as well")]
     table = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=60)
     lines = table.splitlines()
     assert max(len(line) for line in lines) <= 60
-    # The title gives way first, down to 16 characters; then the text.
+    # The text, the widest, gives way; the title still fits whole.
     assert re.split(r"\s{2,}", lines[2]) == [
         "a1",
-        "a title that is…",
-        "the text people came for, long as w…",
+        "a title that is rather long",
+        "the text people came for, …",
     ]
+    narrower = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=50)
+    # Once as narrow as the title, both give way together.
+    assert [len(cell) for cell in re.split(r"\s{2,}", narrower.splitlines()[2])] == [2, 22, 22]
     wide = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=200)
     assert "a title that is rather long" in wide and "long as well" in wide
     piped = fit_table([("x" * 300,)], ("text",), width=None)

@@ -41,3 +41,12 @@ class IndexDatabaseError(XcshStoreError):
 
 class SearchQueryError(XcshStoreError, ValueError):
     """A search that cannot be run as asked: no word to search for, or an unknown role."""
+
+
+class AmbiguousEntryError(XcshStoreError, LookupError):
+    """An entry id prefix that several entries of the session start with; ``candidates`` are
+    their ids."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates

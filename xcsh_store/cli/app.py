@@ -70,6 +70,62 @@ class StoreGroup(click.Group):
         except (XcshStoreError, OSError, apsw.Error) as error:
             raise click.ClickException(error_line(error)) from None
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """With ``--json`` on the command line, errors (usage errors too) are JSON on stderr:
+        ``{"error": {"type", "message"}}``, with the usual exit codes (1, usage errors 2)."""
+        arguments = list(sys.argv[1:] if args is None else args)
+        if not (standalone_mode and wants_json(arguments)):
+            return super().main(arguments, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(arguments, prog_name, complete_var, False, **extra)
+        except click.ClickException as error:
+            emit_error_json(error_json(error))
+            sys.exit(error.exit_code)
+        except click.Abort:
+            emit_error_json({"error": {"type": "Aborted", "message": "interrupted"}})
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def wants_json(arguments: Sequence[str]) -> bool:
+    """Whether ``--json`` is among the options (before a ``--`` that ends them)."""
+    options = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    return "--json" in options
+
+
+def error_json(error: click.ClickException) -> dict[str, Any]:
+    """``{"error": {"type", "message"}}``. The type is ``UsageError`` (exit 2), the class name
+    of the library or OS error that stopped the verb (``SessionNotFoundError``,
+    ``FileNotFoundError``; ``SQLiteError`` for SQLite itself), or ``Error`` for a failure the
+    verb reports itself. An ambiguous id adds its ``candidates``."""
+    cause = error.__context__ if error.__suppress_context__ else None
+    if isinstance(error, click.UsageError):
+        kind = "UsageError"
+    elif isinstance(cause, apsw.Error) and not isinstance(cause, XcshStoreError):
+        kind = "SQLiteError"
+    elif isinstance(cause, (XcshStoreError, OSError, apsw.Error)):
+        kind = type(cause).__name__
+    else:
+        kind = "Error"
+    body: dict[str, Any] = {"type": kind, "message": error.format_message()}
+    candidates = getattr(cause, "candidates", None)
+    if isinstance(candidates, list):
+        body["candidates"] = candidates
+    return {"error": body}
+
+
+def emit_error_json(error: dict[str, Any]) -> None:
+    """One line of JSON on stderr; stdout keeps only the data a verb printed before."""
+    sys.stderr.buffer.write(orjson.dumps(error) + b"\n")
+    sys.stderr.flush()
+
 
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -127,7 +183,10 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str) -> None:
 pass_settings = click.make_pass_decorator(Settings)
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON (the shape is documented in the README)."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON (the shape is documented in the README); errors too, on stderr.",
 )
 
 
@@ -159,13 +218,16 @@ def print_table(
     flexible: int | Sequence[int] = (),
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
+    keep_end: Sequence[int] = (),
 ) -> None:
-    """An aligned table cut to the terminal (the ``flexible`` columns give way, in order).
+    """An aligned table cut to the terminal (the ``flexible`` columns give way, widest first).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
     cells = ([visible(one_line(value)) for value in row] for row in rows)
-    click.echo(fit_table(cells, headers, flexible=flexible, right=right, styles=styles))
+    click.echo(
+        fit_table(cells, headers, flexible=flexible, right=right, styles=styles, keep_end=keep_end)
+    )
 
 
 def echo(text: str = "", err: bool = False) -> None:

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 import click
 
-from xcsh_store.cli.render import human_count, money
+from xcsh_store.cli.render import cut, cut_styled, display_width, human_count, money, pad
 from xcsh_store.index import UsageRow
 
 # (name, colour on a terminal, shade without colour, colour in HTML)
@@ -24,7 +24,11 @@ COST_COLOUR = "#e15759"
 EIGHTHS = " ▏▎▍▌▋▊▉"
 SPARKS = "▁▂▃▄▅▆▇█"
 MIN_BAR_WIDTH = 10
+# Labels (session ids, project folders) are cut to leave the bar room, never below this.
+MIN_LABEL_WIDTH = 8
 MAX_BAR_WIDTH = 72
+# Room for the totals right of the bars.
+VALUES_WIDTH = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,13 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(SPARKS[min(7, int(value / top * 7.999))] for value in values)
 
 
+def squeezed(values: Sequence[float], width: int) -> tuple[list[float], int]:
+    """``values`` summed in runs of equal length so that at most ``width`` are left, and the
+    run length (1 when they already fit)."""
+    run = max(1, -(-len(values) // max(1, width)))
+    return [sum(values[start : start + run]) for start in range(0, len(values), run)], run
+
+
 def _cells(values: Sequence[float], scale: float, width: int) -> list[int]:
     """Cells per stacked segment; rounding the running sum keeps the whole bar to scale."""
     cells, drawn, running = [], 0, 0.0
@@ -104,46 +115,64 @@ def _cells(values: Sequence[float], scale: float, width: int) -> list[int]:
 def terminal_chart(
     rows: Sequence[UsageRow], by: str, metric: str, width: int | None, color: bool
 ) -> list[str]:
-    """Horizontal bars, one line per group: stacked token kinds, or cost with 1/8-cell precision."""
+    """Horizontal bars, one line per group: stacked token kinds, or cost with 1/8-cell precision.
+
+    Every line fits ``width`` (100 in a pipe): long labels are cut, and the sparklines sum
+    neighbouring groups when there are more groups than columns.
+    """
     bars = bars_of(rows, by)
     if not bars:
         return ["No usage recorded."]
-    label_width = max(len(bar.label) for bar in bars)
-    values_width = 18
-    available = (width or 100) - label_width - values_width - 4
+    width = width or 100
+    totals = [f"{human_count(bar.total):>6} {money(bar.cost):>9}" for bar in bars]
+    totals_width = max(len(text) for text in totals)
+    # A label, " ▕", the bar, "▏ " and the totals, two columns to spare.
+    values_width = max(VALUES_WIDTH, totals_width + 2)
+    label_width = min(
+        max(display_width(bar.label) for bar in bars),
+        max(MIN_LABEL_WIDTH, width - values_width - 4 - MIN_BAR_WIDTH),
+    )
+    available = width - label_width - values_width - 4
     bar_width = max(MIN_BAR_WIDTH, min(MAX_BAR_WIDTH, available))
-    lines = [_legend(metric, color), ""]
+    lines = [_legend(metric, color, width), ""]
     top = max((bar.cost if metric == "cost" else bar.total) for bar in bars)
     scale = bar_width / top if top > 0 else 0.0
-    for bar in bars:
+    for bar, total in zip(bars, totals, strict=True):
         drawn = (
             _cost_bar(bar.cost, scale)
             if metric == "cost"
             else _token_bar(bar, scale, bar_width, color)
         )
         padding = bar_width - len(click.unstyle(drawn))
-        lines.append(
-            f"{bar.label:>{label_width}} ▕{drawn}{' ' * padding}▏ "
-            f"{human_count(bar.total):>6} {money(bar.cost):>9}"
-        )
-    costs = [bar.cost for bar in bars]
-    tokens = [bar.total for bar in bars]
-    lines += [
-        "",
-        f"{'tokens':>{label_width}}  {sparkline(tokens)}  {human_count(sum(tokens))} in total",
-        f"{'cost':>{label_width}}  {sparkline(costs)}  {money(sum(costs))} in total",
-    ]
-    return lines
+        label = pad(cut(bar.label, label_width), label_width, right=True)
+        lines.append(f"{label} ▕{drawn}{' ' * padding}▏ {total:>{totals_width}}")
+    lines.append("")
+    for name, values, total in (
+        ("tokens", [bar.total for bar in bars], human_count(sum(bar.total for bar in bars))),
+        ("cost", [bar.cost for bar in bars], money(sum(bar.cost for bar in bars))),
+    ):
+        suffix = f"  {total} in total"
+        room = width - label_width - 2 - len(suffix)
+        marks, run = list(values), 1
+        if len(values) > room:
+            unit = f"{by}s" if by in ("day", "week", "month") else "groups"
+            marks, run = squeezed(values, room - len(f" (each mark {len(values)} {unit})"))
+            suffix += f" (each mark {run} {unit})"
+        lines.append(f"{pad(name, label_width, right=True)}  {sparkline(marks)}{suffix}")
+    return [cut_styled(line, width) for line in lines]
 
 
-def _legend(metric: str, color: bool) -> str:
+def _legend(metric: str, color: bool, width: int) -> str:
     if metric == "cost":
         return "Cost (bars), tokens and cost per group on the right"
     keys = [
         click.style("█", fg=colour) + f" {name}" if color else f"{shade} {name}"
         for name, colour, shade, _html in SERIES
     ]
-    return "Tokens: " + "  ".join(keys) + "   (total tokens and cost on the right)"
+    legend = "Tokens: " + "  ".join(keys)
+    note = "   (total tokens and cost on the right)"
+    # The note goes first on a narrow terminal; the keys say what the shades mean.
+    return legend + note if display_width(legend + note) <= width else legend
 
 
 def _token_bar(bar: Bar, scale: float, width: int, color: bool) -> str:

@@ -34,10 +34,10 @@ DEFAULT_LIMIT = 20
 _limit_option = click.option(
     "--limit",
     "-n",
-    type=int,
+    type=click.IntRange(min=0),
     default=DEFAULT_LIMIT,
     show_default=True,
-    help="Most prompts to show (clamped to 0..1000).",
+    help="Most prompts to show (at most 1000 are).",
 )
 _sessions_option = click.option(
     "--sessions",
@@ -68,14 +68,21 @@ def _when(created_at: float) -> str:
     return short_time(datetime.fromtimestamp(created_at, UTC))
 
 
+NO_PROMPTS = "No prompts."
+
+
 def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
     if as_json:
         emit_json([entry_to_json(entry) for entry in entries])
         return
+    if not entries:
+        echo(NO_PROMPTS)
+        return
     print_table(
         ((entry.id, _when(entry.created_at), where(entry.cwd), entry.prompt) for entry in entries),
         headers=("id", "when", "cwd", "prompt"),
-        flexible=3,
+        flexible=(3, 2),
+        keep_end=(2,),
         right=(0,),
     )
 
@@ -83,6 +90,9 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
 def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) -> None:
     if as_json:
         emit_json([prompt_hit_json(hit) for hit in hits])
+        return
+    if not hits:
+        echo(NO_PROMPTS)
         return
     print_table(
         (
@@ -96,7 +106,8 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
             for hit in hits
         ),
         headers=("id", "when", "cwd", "session", "prompt"),
-        flexible=4,
+        flexible=(4, 2),
+        keep_end=(2,),
         right=(0,),
     )
 

@@ -340,12 +340,14 @@ _RESULT_TEXT = {
 def migrate_command(
     settings: Settings, files: tuple[str, ...], dry_run: bool, as_json: bool
 ) -> None:
-    """Rewrite old session files (v1, v2, missing ids) as v3, in place.
+    """Rewrite old session files as v3, in place, keeping entry ids.
 
-    Each file is replaced atomically, keeping its modification time. Without FILES: every
-    session file under the agent dir. A file without a valid session header is never touched.
-    Lines that are not JSON are dropped, as xcsh does when it rewrites a file. Exit code 1 when
-    a file could not be migrated.
+    v1 and v2 files and files with entries lacking ids are rewritten. Entries keep the ids
+    ls, show and search already showed: entries that had none get the ones the index gave
+    them, so nothing you noted down goes stale. Each file is replaced atomically, keeping its
+    modification time. Without FILES: every session file under the agent dir. A file without a
+    valid session header is never touched. Lines that are not JSON are dropped, as xcsh does
+    when it rewrites a file. Exit code 1 when a file could not be migrated.
 
     \b
     Examples:
@@ -384,7 +386,11 @@ def _print_migrations(results: list[FileMigration], sessions_dir: str) -> None:
     echo(
         f"{plural(len(results), 'file')}: "
         + ", ".join(f"{count:,} {_summary_word(status)}" for status, count in counts.items())
-        + (". Run `xcsh-store sync` to index the new ids." if counts.get(MIGRATED) else ".")
+        + (
+            "; entry ids are unchanged. Run `xcsh-store sync` to index the rewritten files."
+            if counts.get(MIGRATED)
+            else "."
+        )
         if results
         else "No session files found."
     )

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import click
-from tabulate import tabulate
 
 # Cells are cut to this when the output is not a terminal (a pipe, a file).
 PIPE_CELL_WIDTH = 100
 # The flexible column never shrinks below this on a narrow terminal.
 MIN_FLEXIBLE_WIDTH = 16
+# On a very narrow terminal every column gives way, down to this.
+MIN_COLUMN_WIDTH = 3
+# A header cut to its column's cells keeps at least this much of itself.
+MIN_HEADER_WIDTH = 5
 COLUMN_GAP = 2
 # tabulate makes every column at least its header plus this wide.
 HEADER_PADDING = 2
@@ -29,7 +34,11 @@ PLAIN_MARKS = ("«", "»")
 
 
 def terminal_width() -> int | None:
-    """Columns of the terminal stdout is, or None when stdout is not one."""
+    """Columns to fit: ``$COLUMNS`` when set (even in a pipe), else the terminal stdout is;
+    None when stdout is not a terminal and ``$COLUMNS`` is unset."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
     if not sys.stdout.isatty():
         return None
     return shutil.get_terminal_size((100, 24)).columns
@@ -40,11 +49,82 @@ def one_line(value: Any) -> str:
     return "" if value is None else " ".join(str(value).split())
 
 
+def char_width(char: str) -> int:
+    """Terminal cells one character takes: East Asian wide and full-width characters (CJK,
+    most emoji) take 2, combining marks and other zero-width characters 0, the rest 1."""
+    if char < "\u0300":  # fast path: ASCII and Latin-1 (controls count 0)
+        return 0 if char < " " or "\x7f" <= char < "\xa0" else 1
+    if char in (MARK_OPEN, MARK_CLOSE):
+        return 0
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf", "Cc"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Cells ``text`` takes on a terminal: colour codes and highlight marks take none."""
+    plain = click.unstyle(text).replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
+    if plain.isascii():
+        return sum(1 for char in plain if " " <= char < "\x7f")
+    return sum(char_width(char) for char in plain)
+
+
+def _fill(chars: Iterable[str], room: int) -> list[str]:
+    """The first of ``chars`` that fit in ``room`` cells."""
+    taken: list[str] = []
+    used = 0
+    for char in chars:
+        used += char_width(char)
+        if used > room:
+            break
+        taken.append(char)
+    return taken
+
+
 def cut(text: str, width: int) -> str:
-    """``text`` at most ``width`` characters, ending in an ellipsis when it was longer."""
+    """``text`` at most ``width`` terminal cells, ending in an ellipsis when it was longer."""
     if width <= 0:
         return ""
-    return text if len(text) <= width else text[: width - 1] + ELLIPSIS
+    if display_width(text) <= width:
+        return text
+    return "".join(_fill(text, width - 1)) + ELLIPSIS
+
+
+def cut_left(text: str, width: int) -> str:
+    """Like :func:`cut`, keeping the end (a folder's name) and cutting the start."""
+    if width <= 0:
+        return ""
+    if display_width(text) <= width:
+        return text
+    return ELLIPSIS + "".join(reversed(_fill(reversed(text), width - 1)))
+
+
+_STYLE_CODE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def cut_styled(text: str, width: int) -> str:
+    """Like :func:`cut`, for text holding colour codes: they are kept, take no room, and a
+    colour left open by the cut is reset."""
+    if display_width(text) <= width:
+        return text
+    out: list[str] = []
+    used = 0
+    position = 0
+    styled = False
+    while position < len(text):
+        code = _STYLE_CODE.match(text, position)
+        if code:
+            out.append(code.group())
+            styled = True
+            position = code.end()
+            continue
+        cells = char_width(text[position])
+        if used + cells > width - 1:
+            break
+        out.append(text[position])
+        used += cells
+        position += 1
+    return "".join(out) + (ELLIPSIS if width > 0 else "") + ("\x1b[0m" if styled else "")
 
 
 def cut_marked(text: str, width: int) -> str:
@@ -52,20 +132,20 @@ def cut_marked(text: str, width: int) -> str:
 
     A mark left open by the cut is closed, so highlighting never leaks past the cell.
     """
-    visible = 0
+    used = 0
     out: list[str] = []
     inside = False
-    total = sum(1 for char in text if char not in (MARK_OPEN, MARK_CLOSE))
+    total = display_width(text)
     limit = width if total <= width else width - 1
     for char in text:
         if char == MARK_OPEN:
             inside = True
         elif char == MARK_CLOSE:
             inside = False
-        elif visible == limit:
+        elif used + char_width(char) > limit:
             break
         else:
-            visible += 1
+            used += char_width(char)
         out.append(char)
     if total > width:
         if out and out[-1] == MARK_OPEN:
@@ -84,8 +164,64 @@ def show_marks(text: str, color: bool) -> str:
     return text.replace(MARK_OPEN, PLAIN_MARKS[0]).replace(MARK_CLOSE, PLAIN_MARKS[1])
 
 
-def visible_length(text: str) -> int:
-    return len(click.unstyle(text).replace(MARK_OPEN, "").replace(MARK_CLOSE, ""))
+def fit_line(text: str, width: int | None) -> str:
+    """One line of output cut to the terminal (unchanged in a pipe)."""
+    return text if width is None else cut_styled(text, width)
+
+
+def _give_way(
+    limits: list[int], columns: Sequence[int], floors: Sequence[int], overflow: int
+) -> int:
+    """Narrow ``columns`` until ``overflow`` cells are gone, always the widest first, none
+    below its floor; returns the overflow left."""
+    while overflow > 0:
+        shrinkable = [column for column in columns if limits[column] > floors[column]]
+        if not shrinkable:
+            break
+        widest = max(limits[column] for column in shrinkable)
+        tied = [column for column in shrinkable if limits[column] == widest]
+        narrower = [limits[column] for column in shrinkable if limits[column] < widest]
+        # Down to the next width at once (or by a fair share when that is too far), so ties
+        # narrow together and a 10,000-character cell costs a few steps, not 10,000.
+        target = max(max(narrower, default=0), widest - -(-overflow // len(tied)))
+        for column in tied:
+            new = max(floors[column], target, limits[column] - overflow)
+            overflow -= limits[column] - new
+            limits[column] = new
+    return overflow
+
+
+def _column_limits(
+    cells: list[list[str]], headers: Sequence[str], flexible: Sequence[int], available: int
+) -> list[int]:
+    """Column widths that fit ``available`` cells, giving way in this order, widest first:
+    the padding tabulate gives headers; the flexible columns, down to
+    :data:`MIN_FLEXIBLE_WIDTH`; headers wider than their column's cells (``cache write``
+    over ``2.1k``), down to the cells; then every column, down to :data:`MIN_COLUMN_WIDTH`."""
+    values = [max((display_width(row[i]) for row in cells), default=0) for i in range(len(headers))]
+    content = [
+        max(width, display_width(header)) for width, header in zip(values, headers, strict=True)
+    ]
+    limits = [
+        max(width, display_width(header) + HEADER_PADDING)
+        for width, header in zip(content, headers, strict=True)
+    ]
+    overflow = sum(limits) + COLUMN_GAP * (len(headers) - 1) - available
+    everything = range(len(headers))
+    for columns, floors in (
+        (everything, content),
+        (flexible, [min(width, MIN_FLEXIBLE_WIDTH) for width in content]),
+        (everything, [max(width, MIN_HEADER_WIDTH) for width in values]),
+        (everything, [min(width, MIN_COLUMN_WIDTH) for width in content]),
+    ):
+        overflow = _give_way(limits, columns, floors, overflow)
+    return limits
+
+
+def pad(text: str, width: int, right: bool = False) -> str:
+    """``text`` filled with spaces to ``width`` terminal cells (on the left when ``right``)."""
+    room = " " * max(0, width - display_width(text))
+    return room + text if right else text + room
 
 
 def fit_table(
@@ -96,50 +232,50 @@ def fit_table(
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
     width: int | None = -1,
+    keep_end: Sequence[int] = (),
 ) -> str:
-    """An aligned plain table that fits the terminal.
+    """An aligned plain table (tabulate's "simple" layout) that fits the terminal.
 
-    On a terminal, when the table is too wide, the ``flexible`` columns (free text) give way in
-    the order given, each down to :data:`MIN_FLEXIBLE_WIDTH`; in a pipe every cell is cut at
-    :data:`PIPE_CELL_WIDTH`. ``styles(row, column, text)`` colours a cell after it was cut.
+    On a terminal, when the table is too wide, cells are cut with an ellipsis: the
+    ``flexible`` columns (free text) give way first, the widest first, and every line fits
+    however narrow the terminal. In a pipe every cell is cut at :data:`PIPE_CELL_WIDTH`.
+    ``styles(row, column, text)`` colours a cell after it was cut; the ``keep_end`` columns
+    (folders) are cut at their start. Widths are terminal cells (:func:`display_width`).
     ``width=-1`` means "ask the terminal".
     """
     available = terminal_width() if width == -1 else width
     cells = [[one_line(value) for value in row] for row in rows]
-    limits = [PIPE_CELL_WIDTH] * len(headers)
-    if available is not None and cells:
-        limits = [
-            max(
-                [
-                    visible_length(header) + HEADER_PADDING,
-                    *(visible_length(row[i]) for row in cells),
-                ]
-            )
-            for i, header in enumerate(headers)
-        ]
-        overflow = sum(limits) + COLUMN_GAP * (len(headers) - 1) - available
-        for column in [flexible] if isinstance(flexible, int) else flexible:
-            if overflow <= 0:
-                break
-            narrower = max(MIN_FLEXIBLE_WIDTH, limits[column] - overflow)
-            overflow -= limits[column] - narrower
-            limits[column] = narrower
+    flexible = [flexible] if isinstance(flexible, int) else list(flexible)
+    if available is None:
+        limits = [PIPE_CELL_WIDTH] * len(headers)
+    else:
+        limits = _column_limits(cells, headers, flexible, available)
+    heads = [cut(header, limit) for header, limit in zip(headers, limits, strict=True)]
     for row_index, row in enumerate(cells):
         for column, text in enumerate(row):
-            text = (
-                cut_marked(text, limits[column]) if MARK_OPEN in text else cut(text, limits[column])
-            )
+            if MARK_OPEN in text:
+                text = cut_marked(text, limits[column])
+            else:
+                text = (cut_left if column in keep_end else cut)(text, limits[column])
             row[column] = styles(row_index, column, text) if styles else text
-    align = ["right" if index in right else "left" for index in range(len(headers))]
+    widths = [
+        max([display_width(head) + HEADER_PADDING, *(display_width(row[i]) for row in cells)])
+        for i, head in enumerate(heads)
+    ]
+    if available is not None:
+        widths = [min(size, limit) for size, limit in zip(widths, limits, strict=True)]
     if not cells:
-        align = None  # tabulate refuses colalign for an empty table
-    return tabulate(
-        cells,
-        headers=list(headers),
-        tablefmt="simple",
-        disable_numparse=True,
-        colalign=align,
-    )
+        right = ()  # as tabulate, which aligns an empty table's headers left
+    gap = " " * COLUMN_GAP
+    lines = [
+        gap.join(
+            pad(text, widths[column], column in right) for column, text in enumerate(line)
+        ).rstrip()
+        for line in (heads, ["-" * size for size in widths], *cells)
+    ]
+    if available is not None:
+        lines = [cut_styled(line, available) for line in lines]
+    return "\n".join(lines)
 
 
 def human_count(value: float | int | None) -> str:

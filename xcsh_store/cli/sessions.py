@@ -20,11 +20,15 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.complete import complete_model, complete_project, complete_session
 from xcsh_store.cli.params import count_type, since_option, until_option
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
+    cut_left,
+    display_width,
+    fit_line,
     home_relative,
     human_count,
     local_time,
@@ -50,10 +54,6 @@ CWD_WIDTH = 24
 DEFAULT_LIST_LIMIT = 30
 
 
-def cut_left(text: str, width: int) -> str:
-    return text if len(text) <= width else "…" + text[-(width - 1) :]
-
-
 def where(cwd: str | None) -> str:
     return cut_left(home_relative(cwd), CWD_WIDTH)
 
@@ -64,7 +64,12 @@ def where(cwd: str | None) -> str:
 
 @cli.command("ls")
 @click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
+@click.option(
+    "--project",
+    metavar="NAME",
+    help="Only this folder under sessions/.",
+    shell_complete=complete_project,
+)
 @click.option(
     "--limit",
     "-n",
@@ -126,7 +131,8 @@ def ls_command(
             for session in sessions
         ),
         headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
-        flexible=6,
+        flexible=(6, 2),
+        keep_end=(2,),
         right=(3, 4, 5),
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
     )
@@ -139,16 +145,25 @@ def ls_command(
 
 
 @cli.command("show")
-@click.argument("session")
-@click.option("--tree", "view", flag_value="tree", help="Draw every branch of the session.")
+@click.argument("session", shell_complete=complete_session)
+@click.option("--tree", is_flag=True, help="Draw every branch of the session.")
 @click.option(
-    "--context", "view", flag_value="context", help="Print the model context of the leaf."
+    "--context", "context_view", is_flag=True, help="Print the model context of the leaf."
 )
-@click.option("--leaf", metavar="ID", help="Entry id to use as the leaf (default: the last).")
+@click.option(
+    "--leaf",
+    metavar="ID",
+    help="Entry id (or a unique prefix of one) to use as the leaf (default: the last).",
+)
 @json_option
 @pass_settings
 def show_command(
-    settings: Settings, session: str, view: str | None, leaf: str | None, as_json: bool
+    settings: Settings,
+    session: str,
+    tree: bool,
+    context_view: bool,
+    leaf: str | None,
+    as_json: bool,
 ) -> None:
     """Show a session: its header and the active branch, or --tree, or --context.
 
@@ -160,8 +175,12 @@ def show_command(
       xcsh-store show 0195f3c2 --tree
       xcsh-store show 0195f3c2 --context --leaf 7f3a9c21
     """
+    if tree and context_view:
+        raise click.UsageError("--tree and --context are two views: give one of them")
+    view = "tree" if tree else "context" if context_view else None
     with open_index(settings) as index:
         info = index.find_session(session)
+        leaf = index.find_entry_id(info, leaf) if leaf is not None else None
         leaf_id = leaf or info.last_entry_id
         if view == "tree":
             outline = session_outline(index, info, leaf)
@@ -231,19 +250,22 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
         lines.append(("Parent", home_relative(info.parent_session_path)))
     width = terminal_width()
     for name, value in lines:
-        text = f"{label(f'{name:<8}', bold=True)} {value}"
-        echo(text if width is None or len(click.unstyle(text)) <= width else cut(text, width))
+        echo(fit_line(f"{label(f'{name:<8}', bold=True)} {value}", width))
 
 
 def print_context(settings: Settings, context: SessionContext, leaf_id: str | None) -> None:
     models = ", ".join(f"{role}: {model}" for role, model in context.models.items()) or "-"
+    width = terminal_width()
     echo(
-        settings.style("Context", bold=True)
-        + f" at leaf {leaf_id or '-'} · {plural(len(context.messages), 'message')}"
-        + f" · thinking {context.thinking_level} · models {models} · mode {context.mode}"
+        fit_line(
+            settings.style("Context", bold=True)
+            + f" at leaf {leaf_id or '-'} · {plural(len(context.messages), 'message')}"
+            + f" · thinking {context.thinking_level} · models {models} · mode {context.mode}",
+            width,
+        )
     )
     if context.injected_ttsr_rules:
-        echo(f"Rules   {', '.join(context.injected_ttsr_rules)}")
+        echo(fit_line(f"Rules   {', '.join(context.injected_ttsr_rules)}", width))
     echo()
     print_table(
         ((number, *message_summary(message)) for number, message in enumerate(context.messages, 1)),
@@ -309,12 +331,15 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
     leaves = set(outline.tree.leaves)
     width = terminal_width()
     branch_points = set(outline.tree.branch_points)
-    yield style(
-        f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
-        f"{plural(len(leaves), 'leaf', 'leaves')} · "
-        f"{plural(len(branch_points), 'branch point')} · "
-        f"● active path to {outline.leaf_id or '-'}",
-        dim=True,
+    yield fit_line(
+        style(
+            f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
+            f"{plural(len(leaves), 'leaf', 'leaves')} · "
+            f"{plural(len(branch_points), 'branch point')} · "
+            f"● active path to {outline.leaf_id or '-'}",
+            dim=True,
+        ),
+        width,
     )
     for lead, entry_id in tree_lines(outline):
         kind, text = entry_summary(outline.entries[entry_id])
@@ -330,7 +355,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             tags.append(style("◁ leaf", dim=True))
         tag_text = (" " + " ".join(tags)) if tags else ""
         start = f"{lead}{marker} {entry_id} {kind}" + (": " if text else "")
-        room = None if width is None else width - len(start) - len(click.unstyle(tag_text))
+        room = None if width is None else width - display_width(start + tag_text)
         body = cut(text, room if room is not None else 100)
         line = (
             style(lead, dim=True)
@@ -342,7 +367,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             + (" " + style(body, dim=not on_path) if text else "")
             + tag_text
         )
-        yield line
+        yield fit_line(line, width)
 
 
 # --------------------------------------------------------------------------------------------
@@ -359,7 +384,12 @@ def _search_role(value: str | None) -> str | None:
 @cli.command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option("--project", metavar="NAME", help="Only this folder under sessions/.")
+@click.option(
+    "--project",
+    metavar="NAME",
+    help="Only this folder under sessions/.",
+    shell_complete=complete_project,
+)
 @click.option(
     "--role",
     callback=lambda _context, _parameter, value: _search_role(value),
@@ -371,6 +401,7 @@ def _search_role(value: str | None) -> str | None:
 @click.option(
     "--model",
     help="Only entries of this model: an id (claude-sonnet-4-5) or provider/id, as usage shows.",
+    shell_complete=complete_model,
 )
 @since_option
 @until_option
@@ -462,6 +493,7 @@ def _hit_style(settings: Settings, column: int, text: str) -> str:
     required=True,
     metavar="SESSION",
     help="Session whose artifacts to read: id prefix, file-name prefix or path.",
+    shell_complete=complete_session,
 )
 @click.option("--offset", type=count_type(1), help="First line to print (1-based).")
 @click.option("--limit", type=count_type(1), help="Number of lines to print.")

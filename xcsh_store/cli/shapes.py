@@ -105,6 +105,7 @@ def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
 def usage_json(row: UsageRow) -> dict[str, Any]:
     return {
         "key": row.key,
+        "keys": list(row.keys) if row.keys else [row.key],
         "entries": row.entries,
         "input_tokens": row.input_tokens or 0,
         "output_tokens": row.output_tokens or 0,

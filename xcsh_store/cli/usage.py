@@ -3,6 +3,7 @@ as a table, a terminal chart or an HTML page."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -36,9 +37,9 @@ def _totals(rows: list[UsageRow]) -> UsageRow:
     )
 
 
-def _row_cells(label: str, row: UsageRow) -> tuple[Any, ...]:
+def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
     return (
-        label,
+        *labels,
         f"{row.entries:,}",
         human_count(row.input_tokens),
         human_count(row.output_tokens),
@@ -49,13 +50,19 @@ def _row_cells(label: str, row: UsageRow) -> tuple[Any, ...]:
     )
 
 
+def _labels(row: UsageRow) -> list[str]:
+    return ["?" if key is None else key for key in (row.keys or (row.key,))]
+
+
 @cli.command("usage")
 @click.option(
     "--by",
     type=click.Choice(list(USAGE_GROUPS)),
-    default="day",
+    multiple=True,
+    default=("day",),
     show_default=True,
-    help="How to group (days, weeks and months are UTC).",
+    help="How to group (days, weeks and months are UTC); repeat it to group by several: "
+    "--by day --by model.",
 )
 @since_option
 @until_option
@@ -78,7 +85,7 @@ def _row_cells(label: str, row: UsageRow) -> tuple[Any, ...]:
 @pass_settings
 def usage_command(
     settings: Settings,
-    by: str,
+    by: tuple[str, ...],
     since: str | None,
     until: str | None,
     chart: bool,
@@ -94,17 +101,21 @@ def usage_command(
     Examples:
       xcsh-store usage --since 30d --chart
       xcsh-store usage --by model
+      xcsh-store usage --by day --by model --since 7d
       xcsh-store usage --by week --html usage.html
     """
+    groups = list(dict.fromkeys(by))
+    name = ",".join(groups)
     with open_index(settings) as index:
-        rows = index.usage(by=by, since=since, until=until)
+        rows = index.usage(by=groups, since=since, until=until)
     if html_file:
         with open(html_file, "w", encoding="utf-8") as handle:
-            handle.write(html_chart(rows, by, f"Token usage and cost per {by}"))
+            handle.write(html_chart(rows, name, f"Token usage and cost per {' and '.join(groups)}"))
     if as_json:
         emit_json(
             {
-                "by": by,
+                "by": name,
+                "group_by": groups,
                 "since": since,
                 "until": until,
                 "rows": [usage_json(row) for row in rows],
@@ -113,16 +124,17 @@ def usage_command(
         )
         return
     if chart:
-        for line in terminal_chart(rows, by, metric, terminal_width(), settings.color):
+        for line in terminal_chart(rows, name, metric, terminal_width(), settings.color):
             echo(line)
     elif rows:
+        blanks = [""] * (len(groups) - 1)
         print_table(
             [
-                *(_row_cells(row.key or "?", row) for row in rows),
-                _row_cells("total", _totals(rows)),
+                *(_row_cells(_labels(row), row) for row in rows),
+                _row_cells(["total", *blanks], _totals(rows)),
             ],
             headers=(
-                by,
+                *groups,
                 "entries",
                 "input",
                 "output",
@@ -131,7 +143,8 @@ def usage_command(
                 "total",
                 "cost",
             ),
-            right=(1, 2, 3, 4, 5, 6, 7),
+            right=range(len(groups), len(groups) + 7),
+            flexible=range(len(groups)),
             styles=lambda row, column, text: (
                 settings.style(text, bold=True) if row == len(rows) else text
             ),

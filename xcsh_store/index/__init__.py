@@ -8,7 +8,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -19,7 +19,13 @@ import apsw
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
 from xcsh_store.discovery import content_text
-from xcsh_store.errors import HistoryError, IndexDatabaseError, SessionNotFoundError
+from xcsh_store.errors import (
+    AmbiguousEntryError,
+    EntryNotFoundError,
+    HistoryError,
+    IndexDatabaseError,
+    SessionNotFoundError,
+)
 from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
@@ -87,6 +93,18 @@ _SESSION_COLUMNS = (
     " s.first_message, s.last_entry_id, s.input_tokens, s.output_tokens, s.cache_read_tokens,"
     " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy"
 )
+
+
+# An ambiguous entry id prefix names at most this many of the entries it matches.
+MAX_CANDIDATES = 10
+
+_SHOWN_TITLE = "nullif(trim(coalesce(s.title, s.compaction_title), ' ' || char(9, 10, 13)), '')"
+
+
+def _joined_key(keys: Sequence[str | None]) -> str | None:
+    if len(keys) == 1:
+        return keys[0]
+    return " · ".join("?" if key is None else key for key in keys)
 
 
 _P = ParamSpec("_P")
@@ -190,6 +208,8 @@ class UsageRow:
     cache_read_tokens: int
     cache_write_tokens: int
     cost: float
+    # One key per grouping when usage was grouped by several (``key`` then joins them).
+    keys: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +378,8 @@ class SessionIndex:
         orders = {
             "modified": "s.modified_at DESC",
             "created": "s.created_at DESC",
-            "title": "coalesce(s.title, s.compaction_title) COLLATE NOCASE",
+            # As the title is shown (whitespace trimmed), untitled sessions last, newest first.
+            "title": f"{_SHOWN_TITLE} IS NULL, {_SHOWN_TITLE} COLLATE NOCASE, s.modified_at DESC",
         }
         if order not in orders:
             raise ValueError(f"order must be one of {', '.join(orders)}")
@@ -454,6 +475,30 @@ class SessionIndex:
         return branch_rows(self.connection, info.file_id, leaf)
 
     @_entry_point
+    def find_entry_id(self, session: str | int | IndexedSession, text: str) -> str:
+        """The id of the session's entry that is ``text`` or, like session ids, the only one
+        that starts with it; :class:`AmbiguousEntryError` lists the candidates."""
+        info = self._session(session)
+        # The (session, id) unique index answers both: the exact id, then an id range.
+        rows = self.connection.execute(
+            "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
+            " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
+            " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
+            (info.file_id, text, MAX_CANDIDATES + 1),
+        ).fetchall()
+        ids = [entry_id for (entry_id,) in rows]
+        if not text or not ids:
+            raise EntryNotFoundError(text)
+        if ids[0] == text or len(ids) == 1:
+            return ids[0]
+        shown = ", ".join(ids[:MAX_CANDIDATES]) + (", …" if len(ids) > MAX_CANDIDATES else "")
+        raise AmbiguousEntryError(
+            f"Entry id {text!r} is ambiguous: {'more than ' if len(ids) > MAX_CANDIDATES else ''}"
+            f"{min(len(ids), MAX_CANDIDATES)} entries start with it ({shown}); give more of it",
+            ids[:MAX_CANDIDATES],
+        )
+
+    @_entry_point
     def branch_entries(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
@@ -519,26 +564,40 @@ class SessionIndex:
     @_entry_point
     def usage(
         self,
-        by: str = "day",
+        by: str | Sequence[str] = "day",
         since: datetime | str | None = None,
         until: datetime | str | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once."""
-        if by not in USAGE_GROUPS:
-            raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}")
+        """Token and cost sums per group; an entry copied into a fork counts once.
+
+        ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
+        ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
+        ``key`` is them joined with ``" · "``.
+        """
+        groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
+        if not groups or any(group not in USAGE_GROUPS for group in groups):
+            raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
         conditions, arguments = [], []
         for operator, bound in ((">=", since), ("<", until)):
             if bound is not None:
                 conditions.append(f"timestamp {operator} ?")
                 arguments.append(bound if isinstance(bound, str) else _iso(bound))
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        keys = ", ".join(
+            f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups)
+        )
+        names = ", ".join(f"key{number}" for number in range(len(groups)))
         rows = self.connection.execute(
-            f"SELECT {USAGE_GROUPS[by]} AS key, count(*), sum(input_tokens), sum(output_tokens),"
+            f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
             " sum(cache_read_tokens), sum(cache_write_tokens), sum(cost)"
-            f" FROM usage_entries{where} GROUP BY key ORDER BY key",
+            f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
             arguments,
         )
-        return [UsageRow(*row) for row in rows]
+        width = len(groups)
+        return [
+            UsageRow(_joined_key(row[:width]), *row[width:], keys=tuple(row[:width]))
+            for row in rows
+        ]
 
     # -- blobs ------------------------------------------------------------------------------
 

@@ -1,0 +1,161 @@
+"""Errors and small edges of the command line: JSON errors a script can read, conflicting or
+out-of-range options, entry id prefixes, empty results, what migrate says it does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from session_builder import header, message, sessions_dir, write_session
+
+from xcsh_store.cli import cli
+from xcsh_store.history import HistoryStorage
+from xcsh_store.index import SessionIndex
+from xcsh_store.paths import get_history_db_path
+
+# Entry ids that share prefixes: "ab" matches three, "abd" one.
+ENTRY_IDS = ("abc10000", "abc20000", "abd30000", "f0000004")
+
+
+def run(*args: str, code: int = 0) -> Result:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result
+
+
+@pytest.fixture
+def indexed(agent_dir: Path) -> Path:
+    records: list[dict] = [header("0199aaaa-prefix-session")]
+    parent = None
+    for number, entry_id in enumerate(ENTRY_IDS):
+        role = "user" if number % 2 == 0 else "assistant"
+        records.append(message(entry_id, parent, role, f"message {number}"))
+        parent = entry_id
+    write_session(sessions_dir(agent_dir) / "2026-01-01T00-00-00-000Z_prefix.jsonl", records)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    return agent_dir
+
+
+def json_error(result: Result) -> dict[str, str]:
+    """The one JSON line on stderr; stdout holds nothing."""
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return json.loads(lines[0])["error"]
+
+
+# --------------------------------------------------------------------------------------------
+# --json errors
+
+
+def test_a_user_error_under_json_is_a_json_object_on_stderr_with_exit_1(indexed):
+    error = json_error(run("show", "no-such-session", "--json", code=1))
+    assert error == {
+        "type": "SessionNotFoundError",
+        "message": "No session matches 'no-such-session'",
+    }
+
+
+def test_a_missing_index_under_json_names_the_library_error(tmp_path):
+    error = json_error(run("--agent-dir", str(tmp_path / "none"), "ls", "--json", code=1))
+    assert error["type"] == "IndexDatabaseError" and "run `xcsh-store sync`" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ls", "--json", "--no-such-option"),
+        ("usage", "--by", "nonsense", "--json"),
+        ("search", "--json"),
+        ("history", "recent", "-n", "-5", "--json"),
+    ],
+    ids=" ".join,
+)
+def test_usage_errors_under_json_are_json_with_exit_2(indexed, args):
+    error = json_error(run(*args, code=2))
+    assert error["type"] == "UsageError" and error["message"]
+    assert "Usage:" not in error["message"]
+
+
+def test_without_json_errors_stay_one_line_of_text(indexed):
+    result = run("show", "no-such-session", code=1)
+    assert result.stderr == "Error: No session matches 'no-such-session'\n"
+
+
+def test_json_after_a_double_dash_is_a_query_word_not_the_option(indexed):
+    # After `--`, "--json" is the query (an excluded word alone: a usage error), so the error
+    # is the plain one.
+    result = run("search", "--", "--json", code=2)
+    assert result.stderr.startswith("Usage:")
+
+
+# --------------------------------------------------------------------------------------------
+# show
+
+
+def test_show_tree_and_context_together_is_a_usage_error(indexed):
+    result = run("show", "0199aaaa", "--tree", "--context", code=2)
+    assert "--tree and --context" in result.stderr
+
+
+def test_leaf_accepts_a_unique_prefix_of_an_entry_id(indexed):
+    shown = json.loads(run("show", "0199aaaa", "--leaf", "abd", "--json").stdout)
+    assert shown["leaf_id"] == "abd30000"
+    assert [entry["id"] for entry in shown["entries"]] == list(ENTRY_IDS[:3])
+    context = json.loads(run("show", "0199aaaa", "--context", "--leaf", "abc2", "--json").stdout)
+    assert context["leaf_id"] == "abc20000" and len(context["context"]["messages"]) == 2
+
+
+def test_an_ambiguous_leaf_prefix_is_an_error_listing_the_candidates(indexed):
+    result = run("show", "0199aaaa", "--tree", "--leaf", "ab", code=1)
+    assert "ambiguous" in result.stderr
+    assert all(entry_id in result.stderr for entry_id in ENTRY_IDS[:3])
+    assert ENTRY_IDS[3] not in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_an_ambiguous_leaf_under_json_lists_the_candidates(indexed):
+    error = json_error(run("show", "0199aaaa", "--leaf", "abc", "--json", code=1))
+    assert error["type"] == "AmbiguousEntryError"
+    assert error["candidates"] == list(ENTRY_IDS[:2])
+
+
+def test_an_unknown_leaf_is_an_error(indexed):
+    result = run("show", "0199aaaa", "--leaf", "zz", code=1)
+    assert result.stderr == "Error: Entry zz not found\n"
+
+
+# --------------------------------------------------------------------------------------------
+# history
+
+
+def test_a_negative_history_limit_is_a_usage_error(agent_dir):
+    result = run("history", "recent", "-n", "-5", code=2)
+    assert "-5" in result.stderr
+
+
+def test_empty_history_results_say_no_prompts(agent_dir):
+    with HistoryStorage.open(get_history_db_path(str(agent_dir))) as history:
+        history.add("deploy the api", "/work/demo")
+    assert run("history", "search", "nothing-like-this").stdout == "No prompts.\n"
+    assert run("history", "recent", "-n", "0").stdout == "No prompts.\n"
+    assert "deploy the api" in run("history", "recent").stdout
+
+
+# --------------------------------------------------------------------------------------------
+# migrate
+
+
+def test_migrate_says_it_keeps_entry_ids(agent_dir):
+    legacy = [
+        {"type": "session", "id": "0199bbbb-legacy", "timestamp": "2026-01-01T00:00:00.000Z",
+         "cwd": "/work/demo"},
+        {"type": "message", "timestamp": "2026-01-01T00:00:01.000Z",
+         "message": {"role": "user", "content": "hi"}},
+    ]  # fmt: skip
+    write_session(sessions_dir(agent_dir) / "2026-01-01T00-00-00-000Z_legacy.jsonl", legacy)
+    assert "keeping entry ids" in " ".join(run("migrate", "--help").stdout.split())
+    text = run("migrate").stdout
+    assert "entry ids are unchanged" in text and "new ids" not in text

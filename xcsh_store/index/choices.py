@@ -1,0 +1,74 @@
+"""What shell completion offers, read from the index: session ids with their titles, project
+folders and model names, each a few indexed lookups whatever the size of the index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xcsh_store.index.names import unique_id_prefixes
+
+if TYPE_CHECKING:
+    from xcsh_store.index import SessionIndex
+
+# Shells show a screenful at most; more would only slow the answer down.
+MAX_CHOICES = 50
+# Past every character SQLite stores: ``text < prefix || LAST`` bounds a prefix range.
+_LAST = "\U0010ffff"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    value: str
+    help: str | None = None
+
+
+def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> list[Choice]:
+    """Sessions whose id starts with ``typed`` (case-insensitive), newest first: each as the
+    shortest prefix that names it alone (never shorter than ``typed``), its title as help."""
+    typed = typed.lower()
+    rows = index.connection.execute(
+        "SELECT session_id, coalesce(title, compaction_title, first_message) FROM sessions"
+        " WHERE lower(session_id) >= ?1 AND lower(session_id) < ?1 || ?2"
+        " ORDER BY modified_at DESC LIMIT ?3",
+        (typed, _LAST, limit),
+    ).fetchall()
+    prefixes = unique_id_prefixes(index, (session_id for session_id, _title in rows))
+    choices: dict[str, Choice] = {}
+    for session_id, title in rows:
+        value = session_id[: max(len(prefixes[session_id]), len(typed))]
+        help_text = " ".join(title.split()) if title else None
+        choices.setdefault(value, Choice(value, help_text))
+    return list(choices.values())
+
+
+def project_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> list[Choice]:
+    """Folders under ``sessions/`` that start with ``typed``, with their session counts."""
+    rows = index.connection.execute(
+        "SELECT project_dir, count(*) FROM sessions"
+        " WHERE project_dir >= ?1 AND project_dir < ?1 || ?2"
+        " GROUP BY project_dir ORDER BY max(modified_at) DESC LIMIT ?3",
+        (typed, _LAST, limit),
+    ).fetchall()
+    return [
+        Choice(project, f"{count} session{'' if count == 1 else 's'}") for project, count in rows
+    ]
+
+
+def model_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> list[Choice]:
+    """Model ids that start with ``typed`` (through the index on ``entries.model``); once
+    ``typed`` has a ``/``, the ``provider/model`` names that ``usage`` prints."""
+    if "/" in typed:
+        rows = index.connection.execute(
+            "SELECT DISTINCT provider || '/' || model AS name FROM entries"
+            " WHERE model IS NOT NULL AND provider IS NOT NULL AND name >= ?1 AND name < ?1 || ?2"
+            " ORDER BY name LIMIT ?3",
+            (typed, _LAST, limit),
+        )
+    else:
+        rows = index.connection.execute(
+            "SELECT DISTINCT model FROM entries WHERE model >= ?1 AND model < ?1 || ?2"
+            " ORDER BY model LIMIT ?3",
+            (typed, _LAST, limit),
+        )
+    return [Choice(name) for (name,) in rows]
