@@ -261,6 +261,26 @@ def test_same_size_rewrite_in_place_is_detected(index, two_sessions):
     assert index.verify().clean
 
 
+@pytest.mark.parametrize("word", ["first", "middle"])
+def test_same_size_edit_with_its_mtime_put_back_is_detected(agent_dir, index, word):
+    # "first" lies in the head the append check hashes; "middle" in neither hashed part.
+    filler = [message(f"f{n}", f"f{n - 1}", "user", "filler " * 20) for n in range(1, 80)]
+    path = write_session(
+        sessions_dir(agent_dir) / "edited.jsonl",
+        [header("edited"), message("f0", None, "user", "first"), *filler[:40],
+         message("m", "f40", "user", "middle"), *filler[40:]],
+    )  # fmt: skip
+    index.sync()
+    before = os.stat(path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(f'"{word}"'.encode(), f'"{word[::-1]}"'.encode()))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+    index.sync()
+    assert [hit.session_id for hit in index.search(word[::-1])] == ["edited"]
+    assert index.search(word) == []
+
+
 def test_atomic_replace_is_reindexed(index, two_sessions):
     one, _two = two_sessions
     temp = one.with_name(".one.jsonl.tmp")
