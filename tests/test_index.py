@@ -411,6 +411,30 @@ def test_an_index_from_before_chains_derives_them_on_its_next_sync(agent_dir):
         _assert_every_leaf_context_matches(index)
 
 
+def test_an_index_from_before_file_identity_learns_its_agent_dir_and_ctimes(agent_dir, tmp_path):
+    copy_fixtures(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        # Take the index back to its state under 0001 and 0002, rows included.
+        index.connection.execute(
+            "ALTER TABLE files DROP COLUMN ctime_ns; DELETE FROM meta;"
+            " DELETE FROM schema_migrations WHERE name = '0003_file_identity'"
+        )
+    moved = tmp_path / "moved-agent"
+    os.rename(agent_dir, moved)
+    with SessionIndex.open(str(moved)) as index:
+        # Before any sync, the index already reads the files where they are now.
+        assert index.relocation is not None and index.relocation.stored == str(agent_dir)
+        assert all(s.path.startswith(f"{moved}{os.sep}") for s in index.list_sessions())
+        assert index.sync().files_reindexed == 31
+        assert index.connection.execute(
+            "SELECT count(*) FROM files WHERE ctime_ns = 0"
+        ).fetchall() == [(0,)]
+        assert index.sync().files_changed == 0
+        assert index.verify().clean
+        _assert_every_leaf_context_matches(index)
+
+
 # --------------------------------------------------------------------------------------------
 # Queries
 
