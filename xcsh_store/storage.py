@@ -121,23 +121,22 @@ class FileSessionStorageWriter:
 
         ``migrate`` holds this lock from its read to its rename, so a line is written either
         before it reads (and is migrated) or after the rename, into the new file; never into
-        the replaced one, where it would be lost. A file moved or deleted is written as before.
+        the replaced one, where it would be lost. A replaced file has no links left, which
+        fstat tells without a look-up of the path (this runs for every append). A file moved
+        elsewhere, or deleted with nothing in its place, is written as before.
         """
-        while True:
-            descriptor = self._check()
-            lock_file(descriptor)
-            try:
-                current = os.stat(self.path)
-            except OSError:
-                return descriptor
-            if os.path.samestat(current, os.fstat(descriptor)):
-                return descriptor
-            _unlock(descriptor)
-            try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue  # gone again: the next look writes to the file still open
-            os.close(descriptor)
+        descriptor = self._check()
+        lock_file(descriptor)
+        if os.fstat(descriptor).st_nlink > 0:
+            return descriptor
+        try:
+            reopened = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError:
+            return descriptor
+        _unlock(descriptor)
+        os.close(descriptor)
+        self._fd = reopened
+        return self._lock_current_file()
 
     def flush(self) -> None:
         # Every write goes straight to the kernel; there is no user-space buffer to flush.
