@@ -400,8 +400,9 @@ def test_an_index_from_before_chains_derives_them_on_its_next_sync(agent_dir):
         # Take the index back to its state under 0001 alone, rows included.
         index.connection.execute(
             "DROP INDEX entries_chain; ALTER TABLE entries DROP COLUMN chain;"
-            " ALTER TABLE files DROP COLUMN chained; DELETE FROM meta;"
-            " DELETE FROM schema_migrations WHERE name = '0002_entry_chains'"
+            " ALTER TABLE files DROP COLUMN chained; ALTER TABLE files DROP COLUMN ctime_ns;"
+            " DELETE FROM meta; DELETE FROM schema_migrations"
+            " WHERE name IN ('0002_entry_chains', '0003_file_identity')"
         )
     with SessionIndex.open(str(agent_dir)) as index:
         assert index.sync().files_reindexed == 31
