@@ -61,9 +61,12 @@ def migrate_files(
     """Bring each file (default: every session file of ``agent_dir``) to the current version.
 
     A file is rewritten atomically (temp file, fsync, rename) only when a migration changed
-    something; its modification time is kept so session lists keep their order. New entry ids
-    are the ones the index already shows for the old file, so ids seen before stay valid. A
-    file without a valid session header is never touched (D20).
+    something; its modification time is kept so session lists keep their order. No line
+    appended meanwhile is lost: the file is locked as the store's writers lock it from the
+    read to the rename, checked again before the rename (read again if it changed), and what
+    a writer that ignores the lock appended after that check is copied onto the new file.
+    New entry ids are the ones the index already shows for the old file, so ids seen before
+    stay valid. A file without a valid session header is never touched (D20).
     """
     blob_store = BlobStore(get_blobs_dir(agent_dir))
     targets = session_files(agent_dir) if paths is None else [os.path.abspath(p) for p in paths]
