@@ -52,6 +52,8 @@ def find_relocation(connection: apsw.Connection, agent_dir: str) -> Relocation |
 def settle_location(connection: apsw.Connection, agent_dir: str) -> None:
     """Rewrite the paths stored below another agent dir as paths below ``agent_dir``, and
     record it: one transaction, so a concurrent reader sees the old paths or the new."""
+    if get_meta(connection, AGENT_DIR_KEY) == agent_dir:
+        return  # the usual case, and no write lock taken for it
     with transaction(connection):
         relocation = find_relocation(connection, agent_dir)
         if relocation is not None:
