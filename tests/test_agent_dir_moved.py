@@ -11,8 +11,10 @@ import pytest
 from click.testing import CliRunner
 from session_builder import PROJECT, header, message, write_session
 
+from xcsh_store import HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
+from xcsh_store.paths import get_history_db_path
 
 SESSION = "moved-one"
 
@@ -31,6 +33,9 @@ def original(tmp_path: Path) -> Path:
         [header(SESSION), message("u1", None, "user", "kept words alpha"),
          message("a1", "u1", "assistant", "the reply omega")],
     )  # fmt: skip
+    history = HistoryStorage.open(get_history_db_path(str(agent)))
+    history.add("kept words alpha", "/work/demo")
+    history.close()
     with SessionIndex.open(str(agent)) as index:
         index.sync()
     return agent
@@ -77,6 +82,8 @@ def test_show_search_and_context_read_the_copy_before_any_sync(original, tmp_pat
     assert [hit["path"] for hit in hits] == [own_file]
     assert run(moved, "show", own_file)["session"]["path"] == own_file
     assert run(moved, "search", "DECOY") == []
+    with SessionIndex.open(str(moved), read_only=True) as index:
+        assert [hit.session_path for hit in index.history_search("alpha")] == [own_file]
 
 
 @pytest.mark.parametrize("how", HOW)
