@@ -266,6 +266,26 @@ def test_same_size_rewrite_in_place_is_detected(index, two_sessions):
     assert index.verify().clean
 
 
+@pytest.mark.parametrize("word", ["first", "middle"])
+def test_same_size_edit_with_its_mtime_put_back_is_detected(agent_dir, index, word):
+    # "first" lies in the head the append check hashes; "middle" in neither hashed part.
+    filler = [message(f"f{n}", f"f{n - 1}", "user", "filler " * 20) for n in range(1, 80)]
+    path = write_session(
+        sessions_dir(agent_dir) / "edited.jsonl",
+        [header("edited"), message("f0", None, "user", "first"), *filler[:40],
+         message("m", "f40", "user", "middle"), *filler[40:]],
+    )  # fmt: skip
+    index.sync()
+    before = os.stat(path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(f'"{word}"'.encode(), f'"{word[::-1]}"'.encode()))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+    index.sync()
+    assert [hit.session_id for hit in index.search(word[::-1])] == ["edited"]
+    assert index.search(word) == []
+
+
 def test_atomic_replace_is_reindexed(index, two_sessions):
     one, _two = two_sessions
     temp = one.with_name(".one.jsonl.tmp")
@@ -385,12 +405,37 @@ def test_an_index_from_before_chains_derives_them_on_its_next_sync(agent_dir):
         # Take the index back to its state under 0001 alone, rows included.
         index.connection.execute(
             "DROP INDEX entries_chain; ALTER TABLE entries DROP COLUMN chain;"
-            " ALTER TABLE files DROP COLUMN chained; DELETE FROM meta;"
-            " DELETE FROM schema_migrations WHERE name = '0002_entry_chains'"
+            " ALTER TABLE files DROP COLUMN chained; ALTER TABLE files DROP COLUMN ctime_ns;"
+            " DELETE FROM meta; DELETE FROM schema_migrations"
+            " WHERE name IN ('0002_entry_chains', '0003_file_identity')"
         )
     with SessionIndex.open(str(agent_dir)) as index:
         assert index.sync().files_reindexed == 31
         assert index.connection.execute("SELECT sum(chained) FROM files").fetchall() == [(31,)]
+        assert index.sync().files_changed == 0
+        assert index.verify().clean
+        _assert_every_leaf_context_matches(index)
+
+
+def test_an_index_from_before_file_identity_learns_its_agent_dir_and_ctimes(agent_dir, tmp_path):
+    copy_fixtures(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        # Take the index back to its state under 0001 and 0002, rows included.
+        index.connection.execute(
+            "ALTER TABLE files DROP COLUMN ctime_ns; DELETE FROM meta;"
+            " DELETE FROM schema_migrations WHERE name = '0003_file_identity'"
+        )
+    moved = tmp_path / "moved-agent"
+    os.rename(agent_dir, moved)
+    with SessionIndex.open(str(moved)) as index:
+        # Before any sync, the index already reads the files where they are now.
+        assert index.relocation is not None and index.relocation.stored == str(agent_dir)
+        assert all(s.path.startswith(f"{moved}{os.sep}") for s in index.list_sessions())
+        assert index.sync().files_reindexed == 31
+        assert index.connection.execute(
+            "SELECT count(*) FROM files WHERE ctime_ns = 0"
+        ).fetchall() == [(0,)]
         assert index.sync().files_changed == 0
         assert index.verify().clean
         _assert_every_leaf_context_matches(index)

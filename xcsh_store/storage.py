@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import fnmatch
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -99,17 +100,43 @@ class FileSessionStorageWriter:
 
     def write_line(self, line: str | bytes) -> None:
         """Write ``line`` as given (it carries its own newline; several lines at once are fine)."""
-        descriptor = self._check()
+        self._check()
         view = memoryview(_as_bytes(line))
         try:
-            while view:
-                written = os.write(descriptor, view)
-                if written == 0:
-                    raise OSError(errno.EIO, "Short write")
-                view = view[written:]
+            descriptor = self._lock_current_file()
+            try:
+                while view:
+                    written = os.write(descriptor, view)
+                    if written == 0:
+                        raise OSError(errno.EIO, "Short write")
+                    view = view[written:]
+            finally:
+                _unlock(descriptor)
         except OSError as error:
             self._error = error
             raise
+
+    def _lock_current_file(self) -> int:
+        """Lock the file for one write, first reopening ``path`` if a rewrite replaced it.
+
+        ``migrate`` holds this lock from its read to its rename, so a line is written either
+        before it reads (and is migrated) or after the rename, into the new file; never into
+        the replaced one, where it would be lost. A replaced file has no links left, which
+        fstat tells without a look-up of the path (this runs for every append). A file moved
+        elsewhere, or deleted with nothing in its place, is written as before.
+        """
+        descriptor = self._check()
+        lock_file(descriptor)
+        if os.fstat(descriptor).st_nlink > 0:
+            return descriptor
+        try:
+            reopened = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError:
+            return descriptor
+        _unlock(descriptor)
+        os.close(descriptor)
+        self._fd = reopened
+        return self._lock_current_file()
 
     def flush(self) -> None:
         # Every write goes straight to the kernel; there is no user-space buffer to flush.
@@ -134,6 +161,23 @@ class FileSessionStorageWriter:
 
     def __del__(self) -> None:
         self.close()
+
+
+def lock_file(descriptor: int) -> None:
+    """An exclusive flock; a file system without locks (some network mounts) writes unlocked."""
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except OSError as error:
+        if error.errno not in _NO_LOCKS:
+            raise
+
+
+def _unlock(descriptor: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+
+
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
 
 
 class FileSessionStorage:
@@ -283,11 +327,17 @@ class MemorySessionStorage:
 # Helpers shared by every writer of whole files
 
 
-def write_atomically(storage: SessionStorage, path: str, lines: Iterable[bytes]) -> None:
+def write_atomically(
+    storage: SessionStorage,
+    path: str,
+    lines: Iterable[bytes],
+    before_rename: Callable[[], None] | None = None,
+) -> None:
     """Replace ``path`` with ``lines`` so that readers see the old or the new file, never a mix.
 
     Temp file ``.<name>.<id>.tmp`` in the same folder, write, flush, fsync, close, rename (which
-    syncs the folder) (D14). On any error the temp file is removed and the error re-raised.
+    syncs the folder) (D14). ``before_rename`` may raise to call the rename off. On any error
+    the temp file is removed and the error re-raised.
     """
     directory, name = os.path.split(path)
     temp = os.path.join(directory, f".{name}.{new_session_id()}.tmp")
@@ -306,6 +356,8 @@ def write_atomically(storage: SessionStorage, path: str, lines: Iterable[bytes])
         writer.flush()
         writer.fsync()
         writer.close()
+        if before_rename is not None:
+            before_rename()
         storage.rename(temp, path)
     except BaseException:
         writer.close()

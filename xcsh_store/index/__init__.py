@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any, ParamSpec, TypeVar
@@ -31,6 +31,7 @@ from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.scan import (
     IndexedFiles,
     Progress,
@@ -190,6 +191,8 @@ class IndexedSession:
          created_at, modified_at, entry_count, message_count, first_message, last_entry_id,
          input_tokens, output_tokens, cache_read, cache_write, premium, cost, compaction_title,
          legacy) = row  # fmt: skip
+        if index is not None:
+            path = index.local_path(path)
         return cls(
             file_id, session_id, path, cwd or "", project_dir, title or compaction_title,
             title_source, parent, version, _parse_time(created_at), _parse_time(modified_at),
@@ -264,6 +267,25 @@ class SessionIndex:
 
     # -- roots ------------------------------------------------------------------------------
 
+    # -- location ---------------------------------------------------------------------------
+
+    @functools.cached_property
+    def relocation(self) -> Relocation | None:
+        """Set when the stored paths name another agent dir (this one was copied or moved
+        there) and no sync has rewritten them yet."""
+        return find_relocation(self.connection, self.agent_dir)
+
+    def local_path(self, path: str) -> str:
+        """A stored path as a path below this agent dir, where the file is now."""
+        return path if self.relocation is None else self.relocation.to_local(path)
+
+    def _stored_path(self, path: str) -> str:
+        return path if self.relocation is None else self.relocation.to_stored(path)
+
+    def _settle_location(self) -> None:
+        settle_location(self.connection, self.agent_dir)
+        self.__dict__.pop("relocation", None)
+
     @property
     def sessions_root(self) -> str:
         return get_sessions_dir(self.agent_dir)
@@ -271,8 +293,8 @@ class SessionIndex:
     @_entry_point
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
-        extra = [row[0] for row in self.connection.execute("SELECT path FROM roots ORDER BY path")]
-        return [self.sessions_root, *extra]
+        rows = self.connection.execute("SELECT path FROM roots ORDER BY path")
+        return [self.sessions_root, *(self.local_path(row[0]) for row in rows)]
 
     @_entry_point
     def add_root(self, path: str) -> None:
@@ -314,6 +336,7 @@ class SessionIndex:
         return report
 
     def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
+        self._settle_location()
         resync = self._take_resync_request()
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
@@ -415,7 +438,7 @@ class SessionIndex:
             rows = self.connection.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
                 " WHERE s.path = ?",
-                (os.path.abspath(text),),
+                (self._stored_path(os.path.abspath(text)),),
             ).fetchall()
             if rows:
                 return IndexedSession.from_row(rows[0], self)
@@ -538,10 +561,13 @@ class SessionIndex:
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
     ) -> list[SearchHit]:
-        return search_entries(
+        hits = search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
             until=until, model=model, limit=limit, highlight=highlight,
         )  # fmt: skip
+        if self.relocation is None:
+            return hits
+        return [replace(hit, path=self.local_path(hit.path)) for hit in hits]
 
     @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:
@@ -553,11 +579,21 @@ class SessionIndex:
 
     @_entry_point
     def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
-        return recall_prompts(self.connection, query, limit)
+        return self._local_prompts(recall_prompts(self.connection, query, limit))
 
     @_entry_point
     def history_recent(self, limit: int = 20) -> list[PromptHit]:
-        return recall_prompts(self.connection, None, limit)
+        return self._local_prompts(recall_prompts(self.connection, None, limit))
+
+    def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
+        if self.relocation is None:
+            return hits
+        return [
+            replace(hit, session_path=self.local_path(hit.session_path))
+            if hit.session_path is not None
+            else hit
+            for hit in hits
+        ]
 
     # -- usage ------------------------------------------------------------------------------
 
@@ -637,7 +673,16 @@ class SessionIndex:
         report = VerifyReport()
         try:
             report.damaged = database.check_integrity(self.connection)
-            if report.damaged is None:
+            if report.damaged is None and self.relocation is not None and not repair:
+                # Every path would differ; the sync that rewrites them is the repair.
+                report.differences[self.agent_dir] = [
+                    f"the index names the files of {self.relocation.stored}, where this agent"
+                    " dir was copied or moved from; run sync"
+                ]
+            elif report.damaged is None:
+                if self.relocation is not None:
+                    with self._sync_lock():
+                        self._settle_location()
                 self._compare_with_files(report, repair)
         except database.DAMAGE_ERRORS as error:
             report.damaged = str(error)

@@ -152,6 +152,7 @@ class FileIndexer:
         with open_regular_file(seen.path) as stream, self.batch.file():
             info = os.fstat(stream.fileno())
             seen.size, seen.mtime_ns, seen.inode = info.st_size, info.st_mtime_ns, info.st_ino
+            seen.ctime_ns = info.st_ctime_ns
             self.report.read_paths.append(seen.path)
             file_id = self._file_row(seen, known)
             resume = None if full or known is None else self._resume_point(stream, known)
@@ -179,7 +180,9 @@ class FileIndexer:
         if known.legacy or known.status != "ok" or known.indexed_bytes == 0:
             return None
         size = os.fstat(stream.fileno()).st_size
-        if size < known.indexed_bytes:
+        if size < known.indexed_bytes or size == known.size:
+            # Shorter, or changed without growing: an edit in place, perhaps in the middle,
+            # where neither hash looks.
             return None
         head = _read_at(stream, 0, min(HEAD_BYTES, known.indexed_bytes))
         tail_start = max(0, known.indexed_bytes - TAIL_BYTES)
@@ -643,11 +646,12 @@ class _RowWriter:
         # Until the last commit of this read, size -1 makes the next sync carry on from here.
         size = self.seen.size if final else -1
         self.connection.execute(
-            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, indexed_bytes = ?, head_hash = ?,"
+            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, ctime_ns = ?, indexed_bytes = ?,"
+            " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
             " legacy = ?, chained = ?, root = ?, project_dir = ? WHERE id = ?",
             (
-                size, self.seen.mtime_ns, self.seen.inode, self.indexed_bytes,
+                size, self.seen.mtime_ns, self.seen.inode, self.seen.ctime_ns, self.indexed_bytes,
                 sha1_hex(state.head[: min(HEAD_BYTES, self.indexed_bytes)]),
                 sha1_hex(state.tail[-min(TAIL_BYTES, self.indexed_bytes) :]),
                 state.status or "invalid_header", now_iso(), state.next_seq, state.last_id,

@@ -56,6 +56,9 @@ class SeenFile:
     size: int
     mtime_ns: int
     inode: int
+    # Set by every change to the inode (write, chmod, rename) and never by the user, unlike
+    # mtime: a same-size edit with its mtime put back still changes it.
+    ctime_ns: int
 
 
 @dataclass(slots=True)
@@ -99,28 +102,29 @@ def is_session_file_name(name: str) -> bool:
 
 @dataclass(frozen=True)
 class IndexedFiles:
-    """What the files table says: (size, mtime_ns, inode) of each readable file, every path."""
+    """What the files table says: the identity (size, mtime_ns, inode, ctime_ns) of each
+    readable file, every path."""
 
-    stats: dict[str, tuple[int, int, int]]
+    stats: dict[str, tuple[int, int, int, int]]
     paths: set[str]
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
-        rows = connection.execute("SELECT path, size, mtime_ns, inode, status FROM files")
+        rows = connection.execute("SELECT path, size, mtime_ns, inode, ctime_ns, status FROM files")
         stats, paths = {}, set()
-        for path, size, mtime_ns, inode, status in rows:
+        for path, size, mtime_ns, inode, ctime_ns, status in rows:
             paths.add(path)
             if status != "unreadable":
-                stats[path] = (size, mtime_ns, inode)
+                stats[path] = (size, mtime_ns, inode, ctime_ns)
         return cls(stats, paths)
 
 
 @dataclass
 class KnownStats:
-    """(size, mtime_ns, inode) of each file as indexed; a scan given this puts the paths whose
-    stat still matches in ``unchanged`` instead of yielding them (the no-change sync's loop)."""
+    """The identity of each file as indexed; a scan given this puts the paths whose stat
+    still matches in ``unchanged`` instead of yielding them (the no-change sync's loop)."""
 
-    stats: dict[str, tuple[int, int, int]]
+    stats: dict[str, tuple[int, int, int, int]]
     unchanged: set[str] = field(default_factory=set)
 
 
@@ -168,7 +172,8 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
             if not is_regular(result.st_mode):
                 continue
             path = entry.path
-            if indexed_stat(path) == (result.st_size, result.st_mtime_ns, result.st_ino):
+            identity = (result.st_size, result.st_mtime_ns, result.st_ino, result.st_ctime_ns)
+            if indexed_stat(path) == identity:
                 unchanged.add(path)
                 continue
             if not path.isascii() and not _is_utf8(path):
@@ -182,6 +187,7 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
                 result.st_size,
                 result.st_mtime_ns,
                 result.st_ino,
+                result.st_ctime_ns,
             )
 
 

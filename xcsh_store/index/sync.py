@@ -134,8 +134,9 @@ def _follow_renames(
             continue
         with transaction(connection):
             connection.execute(
-                "UPDATE files SET path = ?, root = ?, project_dir = ? WHERE id = ?",
-                (path, item.root, item.project_dir, row.id),
+                # A rename sets the ctime: keep the new one, or the next sync re-reads the file.
+                "UPDATE files SET path = ?, root = ?, project_dir = ?, ctime_ns = ? WHERE id = ?",
+                (path, item.root, item.project_dir, item.ctime_ns, row.id),
             )
             connection.execute(
                 "UPDATE sessions SET path = ?, project_dir = ? WHERE file_id = ?",
@@ -155,9 +156,10 @@ def _mark_unreadable(
         if row is None:
             connection.execute(
                 "INSERT OR IGNORE INTO files (path, root, project_dir, size, mtime_ns, inode,"
-                " status, error, indexed_at) VALUES (?, ?, ?, ?, ?, ?, 'unreadable', ?, ?)",
+                " ctime_ns, status, error, indexed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'unreadable', ?, ?)",
                 (item.path, item.root, item.project_dir, item.size, item.mtime_ns, item.inode,
-                 error, now_iso()),
+                 item.ctime_ns, error, now_iso()),
             )  # fmt: skip
         else:
             connection.execute(
