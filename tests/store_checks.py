@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import atexit
+import contextlib
 import dataclasses
 import functools
 import hashlib
