@@ -231,8 +231,10 @@ def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
         "PYTHONPATH": str(readable_package()),
     }
     result = subprocess.run(
+        # From the copy's folder: `python -c` puts the working directory first on sys.path.
         [sys.executable, "-c", _DROP_TO_NOBODY.format(nobody=NOBODY) + code, *arguments],
         env=environment,
+        cwd=readable_package(),
         capture_output=True,
         text=True,
         timeout=120,
