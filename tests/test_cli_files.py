@@ -15,6 +15,7 @@ from manager_helpers import assistant
 
 from xcsh_store import HistoryStorage, SessionManager
 from xcsh_store.cli import cli
+from xcsh_store.index import SessionIndex
 
 
 def invoke(agent: Path, *args: str, code: int = 0) -> Result:
@@ -91,8 +92,6 @@ def test_read_verbs_create_no_file(agent_dir, used_agent_dir, verb):
 
 
 def test_a_reader_leaves_the_side_files_of_a_writer_that_is_still_open(used_agent_dir, agent_dir):
-    from xcsh_store.index import SessionIndex
-
     with SessionIndex.open(str(agent_dir)) as writer:
         writer.add_root(str(agent_dir / "elsewhere"))  # a write: the log now holds it
         with SessionIndex.open(str(agent_dir), read_only=True) as reader:
