@@ -5,6 +5,7 @@ silently."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import stat
 from pathlib import Path
@@ -101,3 +102,62 @@ def test_a_reader_leaves_the_side_files_of_a_writer_that_is_still_open(used_agen
     assert not (agent_dir / "index.db-wal").exists()
     with SessionIndex.open(str(agent_dir), read_only=True) as reader:
         assert reader.roots()[1:] == []
+
+
+# --------------------------------------------------------------------------------------------
+# A mistyped agent dir
+
+
+ANY_VERB = (
+    ("sync",), ("sync", "--full", "--json"), ("gc",), ("gc", "--apply"), ("verify",),
+    ("verify", "--repair"), ("doctor",), ("ls",), ("show", "abc"), ("search", "hello"),
+    ("usage",), ("sql", "SELECT 1"), ("history", "recent"), ("history", "search", "x"),
+    ("history", "prune", "--keep-last", "1"), ("history", "recent", "--sessions"),
+    ("cat", "artifact://0", "--session", "abc"), ("migrate",),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("verb", ANY_VERB, ids=" ".join)
+def test_no_verb_creates_a_mistyped_agent_dir(tmp_path, verb):
+    mistyped = tmp_path / "nonexistent" / "dir"
+    result = CliRunner().invoke(cli, ["--agent-dir", str(mistyped), *verb])
+    assert result.exit_code in (0, 1), result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "nonexistent").exists()
+
+
+@pytest.mark.parametrize("verb", [("sync",), ("gc",), ("verify", "--repair")], ids=" ".join)
+def test_writing_verbs_refuse_a_folder_that_is_not_an_agent_dir(tmp_path, verb):
+    folder = tmp_path / "some-folder"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    result = invoke(folder, *verb, code=1)
+    assert "is not an agent dir (no sessions/ folder, no history.db)" in result.output
+    assert "sync --init" in result.output
+    assert sorted(path.name for path in folder.iterdir()) == ["notes.txt"]
+
+
+def test_sync_init_makes_a_private_agent_dir_that_doctor_accepts(tmp_path):
+    agent = tmp_path / "new-agent"
+    report = json.loads(invoke(agent, "sync", "--init", "--json").output)
+    assert report["files_seen"] == 0
+    assert stat.S_IMODE((agent / "sessions").stat().st_mode) == 0o700
+    assert stat.S_IMODE(agent.stat().st_mode) == 0o700
+    invoke(agent, "sync")  # an agent dir now: no --init needed
+    assert json.loads(invoke(agent, "doctor", "--json").output)["problems"] == []
+
+
+def test_sync_accepts_a_folder_with_only_a_history_db(tmp_path):
+    agent = tmp_path / "agent-with-history"
+    with HistoryStorage.open(str(agent / "history.db")) as history:
+        history.add("a prompt")
+    report = json.loads(invoke(agent, "sync", "--json").output)
+    assert report["history_mirrored"] == 1
+
+
+def test_doctor_reports_a_missing_sessions_folder(tmp_path):
+    folder = tmp_path / "not-an-agent"
+    folder.mkdir()
+    result = invoke(folder, "doctor", code=1)
+    assert f"{folder / 'sessions'} is missing: this is not an agent dir" in result.output
+    assert list(folder.iterdir()) == []

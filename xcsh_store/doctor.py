@@ -109,6 +109,11 @@ def diagnose(agent_dir: str) -> Diagnosis:
             "(try `xcsh-store demo` for a sample)"
         )
         return diagnosis
+    if not diagnosis.exists["sessions"]:
+        diagnosis.problems.append(
+            f"{paths['sessions']} is missing: this is not an agent dir (check --agent-dir or"
+            " $XCSH_AGENT_DIR); `xcsh-store sync --init` makes it one"
+        )
     _check_index(diagnosis)
     _check_permissions(diagnosis)
     return diagnosis

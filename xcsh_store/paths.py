@@ -81,6 +81,16 @@ def agent_dir_of(session_dir: str | None) -> str:
     return get_agent_dir()
 
 
+def is_agent_dir(agent_dir: str) -> bool:
+    """Whether an agent has been at work here: a ``sessions/`` folder or a ``history.db``.
+
+    A mistyped ``--agent-dir`` is neither, and nothing should be created there by accident.
+    """
+    return os.path.isdir(get_sessions_dir(agent_dir)) or os.path.isfile(
+        get_history_db_path(agent_dir)
+    )
+
+
 def ensure_private_dir(path: str) -> None:
     """Create ``path`` and its parents; folders we create are readable by the owner only.
 

@@ -27,7 +27,7 @@ from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
 from xcsh_store.index.scan import Progress
 from xcsh_store.output import format_bytes
-from xcsh_store.paths import get_sessions_dir
+from xcsh_store.paths import ensure_private_dir, get_sessions_dir, is_agent_dir
 from xcsh_store.upgrade import (
     CURRENT,
     MIGRATED,
@@ -108,8 +108,25 @@ def describe_sync(report: SyncReport) -> list[str]:
     return lines
 
 
+def require_agent_dir(settings: Settings, init: bool = False) -> None:
+    """Refuse to write an index into a folder no agent uses (a mistyped --agent-dir), unless
+    ``init`` asks to make it an agent dir (with an empty ``sessions/``)."""
+    if init:
+        ensure_private_dir(get_sessions_dir(settings.agent_dir))
+    elif not is_agent_dir(settings.agent_dir):
+        raise click.ClickException(
+            f"{settings.agent_dir} is not an agent dir (no sessions/ folder, no history.db):"
+            " check --agent-dir or $XCSH_AGENT_DIR, or run `xcsh-store sync --init` to make it one"
+        )
+
+
 @cli.command("sync")
 @click.option("--full", is_flag=True, help="Re-read every file instead of only what changed.")
+@click.option(
+    "--init",
+    is_flag=True,
+    help="Make the agent dir (and its sessions/ folder) if it is not one yet.",
+)
 @click.option(
     "--add-root",
     "add_roots",
@@ -129,6 +146,7 @@ def describe_sync(report: SyncReport) -> list[str]:
 def sync_command(
     settings: Settings,
     full: bool,
+    init: bool,
     add_roots: tuple[str, ...],
     remove_roots: tuple[str, ...],
     as_json: bool,
@@ -137,7 +155,8 @@ def sync_command(
 
     Only new bytes are read: an unchanged file costs one stat, a grown file is read from where
     the last sync stopped. Extra roots are remembered in the index; a registered root that is
-    missing later makes `gc --apply` refuse.
+    missing later makes `gc --apply` refuse. A folder with neither sessions/ nor history.db
+    is refused (a mistyped --agent-dir) unless --init makes it an agent dir.
 
     \b
     Examples:
@@ -145,6 +164,7 @@ def sync_command(
       xcsh-store sync --full --json
       xcsh-store sync --add-root ~/old-machine/sessions
     """
+    require_agent_dir(settings, init)
     with open_index(settings, read_only=False) as index, progress_bar(settings, "Indexing") as bar:
         for root in add_roots:
             index.add_root(root)
@@ -201,6 +221,7 @@ def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool)
       xcsh-store gc
       xcsh-store gc --apply --grace 2d
     """
+    require_agent_dir(settings)
     with open_index(settings, read_only=False) as index:
         report = index.blob_gc(apply=apply, grace=grace)
     if as_json:
@@ -277,6 +298,8 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
       xcsh-store verify
       xcsh-store verify --repair
     """
+    if repair:
+        require_agent_dir(settings)
     with open_index(settings, read_only=not repair) as index:
         report = index.verify(repair=repair)
     if as_json:
