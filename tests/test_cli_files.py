@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,14 @@ from manager_helpers import assistant
 from xcsh_store import HistoryStorage, SessionManager
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
+
+
+@pytest.fixture(autouse=True)
+def usual_umask() -> Iterator[None]:
+    """The common umask 022, under which Python's and SQLite's defaults are world-readable."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
 
 
 def invoke(agent: Path, *args: str, code: int = 0) -> Result:
@@ -44,7 +53,7 @@ def files_below(folder: Path) -> dict[str, tuple[int, int] | None]:
 def used_agent_dir(agent_dir: Path) -> dict[str, str]:
     """An agent dir with a session (image blob, artifact), prompt history and an index, as
     the store leaves them: no -wal/-shm files once every writer has closed."""
-    image = base64.b64encode(os.urandom(512)).decode()
+    image = base64.b64encode(os.urandom(2048)).decode()
     with SessionManager.create("/work/app") as manager:
         manager.append_message(
             {"role": "user", "content": [{"type": "text", "text": "hello world"},
@@ -161,3 +170,57 @@ def test_doctor_reports_a_missing_sessions_folder(tmp_path):
     result = invoke(folder, "doctor", code=1)
     assert f"{folder / 'sessions'} is missing: this is not an agent dir" in result.output
     assert list(folder.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Permissions
+
+
+def not_private(folder: Path) -> dict[str, str]:
+    return {
+        str(path): oct(stat.S_IMODE(path.lstat().st_mode))
+        for path in [folder, *folder.rglob("*")]
+        if stat.S_IMODE(path.lstat().st_mode) != (0o700 if path.is_dir() else 0o600)
+    }
+
+
+def test_every_file_the_command_line_writes_is_private(agent_dir, used_agent_dir, tmp_path):
+    legacy = agent_dir / "sessions" / "--work-old--" / "old.jsonl"
+    legacy.parent.mkdir(mode=0o700)
+    legacy.write_bytes(
+        b'{"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'
+        b'{"type":"message","timestamp":"2025-01-01T00:00:01.000Z",'
+        b'"message":{"role":"user","content":"hi"}}\n'
+    )
+    legacy.chmod(0o600)
+    invoke(agent_dir, "migrate")
+    invoke(agent_dir, "history", "add", "another prompt")
+    invoke(agent_dir, "history", "prune", "--keep-last", "5")
+    invoke(agent_dir, "sync", "--full")
+    invoke(agent_dir, "gc", "--apply", "--grace", "0s")
+    (agent_dir / "index.db").write_bytes(b"garbage")  # verify --repair rebuilds it
+    (agent_dir / "index.db").chmod(0o600)
+    invoke(agent_dir, "verify", "--repair")
+    html = tmp_path / "reports" / "usage.html"
+    html.parent.mkdir()
+    invoke(agent_dir, "usage", "--html", str(html))
+    existing = tmp_path / "reports" / "old-usage.html"
+    existing.write_text("an older chart")
+    existing.chmod(0o644)
+    invoke(agent_dir, "usage", "--html", str(existing))
+    assert not_private(agent_dir) == {}
+    assert not_private(html.parent) == {str(html.parent): "0o755"}
+    assert "<html" in existing.read_text().lower()
+
+
+def test_doctor_checks_blobs_markers_locks_and_breadcrumbs(agent_dir, used_agent_dir):
+    (blob,) = (agent_dir / "blobs").iterdir()
+    marker = agent_dir / ".xcsh-store-demo"
+    marker.write_text("made by the demo")
+    lock = agent_dir / "index.db.sync-lock"
+    breadcrumb = agent_dir / "terminal-sessions" / "pytest-terminal"
+    for path in (blob, marker, lock, breadcrumb):
+        path.chmod(0o644)
+    diagnosis = json.loads(invoke(agent_dir, "doctor", "--json", code=1).output)
+    flagged = {problem["path"] for problem in diagnosis["permission_problems"]}
+    assert flagged == {str(blob), str(marker), str(lock), str(breadcrumb)}

@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import secrets
+import stat
 import threading
 import time
 from datetime import UTC, datetime
@@ -111,6 +112,17 @@ def ensure_private_dir(path: str) -> None:
         except FileExistsError:
             if not os.path.isdir(folder):
                 raise
+
+
+def write_private_file(path: str, data: bytes) -> None:
+    """Write ``path`` (a file the user named) readable by its owner only, as everything the
+    store writes: a new file is made 0600, an existing regular file is made so too."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    with open(descriptor, "wb") as handle:
+        # Never a terminal or a pipe (`--html /dev/stdout`): their modes are not ours to change.
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.fchmod(descriptor, FILE_MODE)
+        handle.write(data)
 
 
 def encode_cwd(cwd: str) -> str:
