@@ -224,3 +224,109 @@ def test_doctor_checks_blobs_markers_locks_and_breadcrumbs(agent_dir, used_agent
     diagnosis = json.loads(invoke(agent_dir, "doctor", "--json", code=1).output)
     flagged = {problem["path"] for problem in diagnosis["permission_problems"]}
     assert flagged == {str(blob), str(marker), str(lock), str(breadcrumb)}
+
+
+# --------------------------------------------------------------------------------------------
+# Skipped lines, and verify after an append that was not synced
+
+
+HEADER = (
+    b'{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}'
+)
+
+
+def entry(entry_id: str, parent: str | None) -> bytes:
+    return json.dumps(
+        {"type": "message", "id": entry_id, "parentId": parent,
+         "timestamp": "2025-01-01T00:00:01.000Z", "message": {"role": "user", "content": "hi"}}
+    ).encode()  # fmt: skip
+
+
+@pytest.fixture
+def session_with_bad_lines(agent_dir: Path) -> Path:
+    """Lines 3 (not JSON) and 5 (an array) hold no object; line 4 is blank, which is fine."""
+    path = agent_dir / "sessions" / "--w--" / "s1.jsonl"
+    for folder in (agent_dir, path.parent.parent, path.parent):
+        folder.mkdir(mode=0o700)
+    path.write_bytes(b"\n".join([HEADER, entry("a", None), b"not json", b"", b"[1, 2]",
+                                 entry("b", "a")]) + b"\n")  # fmt: skip
+    path.chmod(0o600)
+    return path
+
+
+def test_sync_json_reports_the_lines_it_skipped(agent_dir, session_with_bad_lines):
+    report = json.loads(invoke(agent_dir, "sync", "--json").output)
+    assert report["skipped_lines"] == {str(session_with_bad_lines): {"count": 2, "lines": [3, 5]}}
+    with session_with_bad_lines.open("ab") as handle:
+        handle.write(b"{cut\n" + entry("c", "b") + b"\n")
+    report = json.loads(invoke(agent_dir, "sync", "--json").output)
+    assert report["skipped_lines"] == {str(session_with_bad_lines): {"count": 1, "lines": [7]}}
+    full = invoke(agent_dir, "sync", "--full").output
+    assert f"{session_with_bad_lines}: 3 malformed lines skipped (lines 3, 5, 7)" in full
+
+
+def test_show_notes_the_skipped_lines_of_its_session(agent_dir, session_with_bad_lines):
+    invoke(agent_dir, "sync")
+    assert "2 malformed lines skipped (lines 3, 5)" in invoke(agent_dir, "show", "s1").output
+    shown = json.loads(invoke(agent_dir, "show", "s1", "--json").output)
+    assert shown["skipped_lines"] == {"count": 2, "lines": [3, 5]}
+
+
+def test_doctor_and_verify_list_files_and_line_numbers(agent_dir, session_with_bad_lines):
+    with session_with_bad_lines.open("ab") as handle:
+        handle.write(b"{cut\n" + entry("c", "b") + b"\n")  # appended before the first sync
+    invoke(agent_dir, "sync")
+    expected = {str(session_with_bad_lines): {"count": 3, "lines": [3, 5, 7]}}
+    assert json.loads(invoke(agent_dir, "doctor", "--json").output)["skipped_lines"] == expected
+    verified = json.loads(invoke(agent_dir, "verify", "--json").output)
+    assert verified["clean"] and verified["skipped_lines"] == expected
+    line = f"{session_with_bad_lines}: 3 malformed lines skipped (lines 3, 5, 7)"
+    assert line in invoke(agent_dir, "doctor").output
+    assert line in invoke(agent_dir, "verify").output
+
+
+def test_an_index_from_before_0004_counts_skipped_lines_on_its_next_sync(
+    agent_dir, session_with_bad_lines
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        index.connection.execute(
+            "ALTER TABLE files DROP COLUMN lines; ALTER TABLE files DROP COLUMN skipped_count;"
+            " ALTER TABLE files DROP COLUMN skipped_lines;"
+            " DELETE FROM schema_migrations WHERE name = '0004_skipped_lines'"
+        )
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync().files_reindexed == 1
+        assert index.skipped_lines()[str(session_with_bad_lines)].lines == [3, 5]
+        assert index.verify().clean
+
+
+def test_verify_after_an_unsynced_append_asks_for_a_sync(agent_dir, session_with_bad_lines):
+    invoke(agent_dir, "sync")
+    with session_with_bad_lines.open("ab") as handle:
+        handle.write(entry("c", "b") + b"\n")
+    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "verify"])
+    assert result.exit_code == 1
+    assert "1 file changed since the last sync: run `xcsh-store sync`" in result.output
+    assert "--repair" not in result.output and "indexed" not in result.output
+    verified = json.loads(invoke(agent_dir, "verify", "--json", code=1).stdout)
+    assert verified["changed_since_sync"] == {str(session_with_bad_lines): "changed"}
+    assert verified["differences"] == {}
+    invoke(agent_dir, "sync")
+    assert json.loads(invoke(agent_dir, "verify", "--json").output)["clean"]
+
+
+def test_verify_counts_new_and_deleted_files_as_changed_since_the_sync(
+    agent_dir, session_with_bad_lines
+):
+    invoke(agent_dir, "sync")
+    moved = session_with_bad_lines.with_name("moved.jsonl")
+    session_with_bad_lines.rename(moved)
+    verified = json.loads(invoke(agent_dir, "verify", "--json", code=1).stdout)
+    assert verified["changed_since_sync"] == {
+        str(moved): "new",
+        str(session_with_bad_lines): "deleted",
+    }
+    repaired = json.loads(invoke(agent_dir, "verify", "--repair", "--json").output)
+    assert sorted(repaired["repaired"]) == sorted([str(moved), str(session_with_bad_lines)])
+    assert json.loads(invoke(agent_dir, "verify", "--json").output)["clean"]

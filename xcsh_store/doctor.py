@@ -13,7 +13,7 @@ import apsw
 from xcsh_store import __version__
 from xcsh_store.demo import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
-from xcsh_store.index import IndexStats, SessionIndex
+from xcsh_store.index import IndexStats, SessionIndex, SkippedLines
 from xcsh_store.paths import (
     BLOBS_DIRNAME,
     DIR_MODE,
@@ -58,6 +58,9 @@ class Diagnosis:
     permission_problems: list[PermissionProblem] = field(default_factory=list)
     more_permission_problems: int = 0
     problems: list[str] = field(default_factory=list)
+    # Lines of indexed files that hold no JSON object: listed, not a problem (readers skip them
+    # and the file is left as it is).
+    skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:
@@ -132,6 +135,7 @@ def _check_index(diagnosis: Diagnosis) -> None:
     try:
         with SessionIndex.open(diagnosis.paths["agent_dir"], read_only=True) as index:
             diagnosis.index = index.stats()
+            diagnosis.skipped_lines = index.skipped_lines()
     except (XcshStoreError, apsw.Error) as error:
         diagnosis.index_error = str(error)
         diagnosis.problems.append(

@@ -23,6 +23,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import home_relative, local_time, plural
+from xcsh_store.cli.shapes import describe_skipped, skipped_json
 from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
 from xcsh_store.index.scan import Progress
@@ -88,6 +89,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "missing_roots": report.missing_roots,
         "history_mirrored": report.history_mirrored,
         "history_error": report.history_error,
+        "skipped_lines": skipped_json(report.skipped_lines),
     }
 
 
@@ -103,6 +105,7 @@ def describe_sync(report: SyncReport) -> list[str]:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:
         lines.append(f"Prompt history: {report.history_error}")
+    lines += describe_skipped(report.skipped_lines)
     lines += [f"Unreadable: {path}: {error}" for path, error in report.unreadable.items()]
     lines += [f"Missing root: {root}" for root in report.missing_roots]
     return lines
@@ -279,8 +282,10 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "clean": report.clean,
         "files_checked": report.files_checked,
         "differences": report.differences,
+        "changed_since_sync": report.changed_since_sync,
         "refcount_errors": report.refcount_errors,
         "repaired": report.repaired,
+        "skipped_lines": skipped_json(report.skipped_lines),
     }
 
 
@@ -307,13 +312,21 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
     else:
         _print_verify(settings, report)
     unrepaired = len(set(report.differences) - set(report.repaired))
+    unsynced = len(set(report.changed_since_sync) - set(report.repaired))
     wrong_counts = 0 if repair else len(report.refcount_errors)
+    failures = []
+    if unsynced:
+        failures.append(
+            f"{plural(unsynced, 'file')} changed since the last sync: run `xcsh-store sync`"
+        )
     if unrepaired or wrong_counts:
         what = [plural(unrepaired, "file")] if unrepaired else []
         what += [plural(wrong_counts, "blob count")] if wrong_counts else []
-        raise click.ClickException(
+        failures.append(
             f"the index differs in {' and '.join(what)}; run `xcsh-store verify --repair`"
         )
+    if failures:
+        raise click.ClickException("; ".join(failures))
 
 
 def _print_verify(settings: Settings, report: VerifyReport) -> None:
@@ -322,15 +335,24 @@ def _print_verify(settings: Settings, report: VerifyReport) -> None:
             settings.style("Index matches the files", fg="green")
             + f" ({report.files_checked:,} checked)."
         )
-        return
-    echo(f"Checked {plural(report.files_checked, 'file')}:")
+    else:
+        echo(f"Checked {plural(report.files_checked, 'file')}:")
     for path, problems in report.differences.items():
         state = " (repaired)" if path in report.repaired else ""
         echo(settings.style(home_relative(path), bold=True) + state)
         for problem in problems:
             echo(f"  {problem}")
+    if report.changed_since_sync:
+        echo("Changed since the last sync (not compared):")
+        for path, change in report.changed_since_sync.items():
+            state = ", indexed now" if path in report.repaired else ""
+            echo(f"  {home_relative(path)} ({change}{state})")
     for problem in report.refcount_errors:
         echo(problem)
+    if report.skipped_lines:
+        echo("Skipped lines (no JSON object; every reader skips them):")
+        for line in describe_skipped(report.skipped_lines):
+            echo(f"  {line}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,6 +484,7 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             for problem in diagnosis.permission_problems
         ],
         "more_permission_problems": diagnosis.more_permission_problems,
+        "skipped_lines": skipped_json(diagnosis.skipped_lines),
         "problems": diagnosis.problems,
     }
 
@@ -524,6 +547,10 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
         )
     if diagnosis.more_permission_problems:
         echo(f"  … and {diagnosis.more_permission_problems:,} more")
+    if diagnosis.skipped_lines:
+        echo(style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)")
+        for line in describe_skipped(diagnosis.skipped_lines):
+            echo(f"  {line}")
     if diagnosis.problems:
         echo(style("Problems", bold=True, fg="red"))
         for problem in diagnosis.problems:

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+import orjson
 
 from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.scan import SeenFile, SyncReport
+from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -31,6 +32,11 @@ class VerifyReport:
 
     files_checked: int = 0
     differences: dict[str, list[str]] = field(default_factory=dict)
+    # Files that are new, changed or gone since the last sync (a sync, not a repair, is due):
+    # path -> "new", "changed" or "deleted". They are not compared.
+    changed_since_sync: dict[str, str] = field(default_factory=dict)
+    # Lines of the files that hold no JSON object (every reader skips them), from the fresh parse.
+    skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)
     refcount_errors: list[str] = field(default_factory=list)
     # What SQLite found wrong with index.db's own pages; the files were then not compared.
@@ -40,7 +46,12 @@ class VerifyReport:
 
     @property
     def clean(self) -> bool:
-        return not self.differences and not self.refcount_errors and self.damaged is None
+        return (
+            not self.differences
+            and not self.changed_since_sync
+            and not self.refcount_errors
+            and self.damaged is None
+        )
 
 
 class Verifier:
@@ -54,6 +65,8 @@ class Verifier:
         self.scratch_indexer = FileIndexer(
             self.scratch, pk_counter(self.scratch), self.scratch_report
         )
+
+        self.skipped_lines: dict[str, SkippedLines] = {}
 
     def close(self) -> None:
         self.scratch.close()
@@ -90,6 +103,19 @@ class Verifier:
             found.append(
                 f"indexed {state[0]} bytes ({state[1]}, chained {state[2]}),"
                 f" the file has {fresh[0]} ({fresh[1]}, chained {fresh[2]})"
+            )
+        skipped_query = "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?"
+        ours = self.connection.execute(skipped_query, (file_id,)).fetchall()[0]
+        fresh = self.scratch.execute(skipped_query, (scratch_id,)).fetchall()[0]
+        if fresh[1]:
+            path = self.scratch.execute(
+                "SELECT path FROM files WHERE id = ?", (scratch_id,)
+            ).fetchall()[0][0]
+            self.skipped_lines[path] = SkippedLines(fresh[1], orjson.loads(fresh[2]))
+        if ours != fresh:
+            found.append(
+                f"lines: {ours[0]} indexed with {ours[1]} skipped, the file has {fresh[0]}"
+                f" with {fresh[1]} skipped"
             )
         for label, query in (
             (
