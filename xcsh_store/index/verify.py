@@ -65,7 +65,7 @@ class Verifier:
         self.scratch_indexer = FileIndexer(
             self.scratch, pk_counter(self.scratch), self.scratch_report
         )
-
+        # Skipped lines of each file compared, as the fresh parse found them.
         self.skipped_lines: dict[str, SkippedLines] = {}
 
     def close(self) -> None:
@@ -94,6 +94,23 @@ class Verifier:
             drop_file_rows(self.scratch, scratch_id)
             self.scratch.execute("DELETE FROM files WHERE id = ?", (scratch_id,))
 
+    def _line_differences(self, file_id: int, scratch_id: int) -> list[str]:
+        """Whether the index counted the lines and the skipped lines as the fresh parse did;
+        the fresh parse's skipped lines are kept for the report."""
+        query = "SELECT lines, skipped_count, skipped_lines, path FROM files WHERE id = ?"
+        indexed = self.connection.execute(query, (file_id,)).fetchall()[0]
+        lines, skipped_count, skipped_lines, path = self.scratch.execute(
+            query, (scratch_id,)
+        ).fetchall()[0]
+        if skipped_count:
+            self.skipped_lines[path] = SkippedLines(skipped_count, orjson.loads(skipped_lines))
+        if indexed[:3] == (lines, skipped_count, skipped_lines):
+            return []
+        return [
+            f"lines: {indexed[0]} indexed with {indexed[1]} skipped, the file has {lines}"
+            f" with {skipped_count} skipped"
+        ]
+
     def _differences(self, file_id: int, state: tuple[int, str, int], scratch_id: int) -> list[str]:
         found: list[str] = []
         fresh = self.scratch.execute(
@@ -104,19 +121,7 @@ class Verifier:
                 f"indexed {state[0]} bytes ({state[1]}, chained {state[2]}),"
                 f" the file has {fresh[0]} ({fresh[1]}, chained {fresh[2]})"
             )
-        skipped_query = "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?"
-        ours = self.connection.execute(skipped_query, (file_id,)).fetchall()[0]
-        fresh = self.scratch.execute(skipped_query, (scratch_id,)).fetchall()[0]
-        if fresh[1]:
-            path = self.scratch.execute(
-                "SELECT path FROM files WHERE id = ?", (scratch_id,)
-            ).fetchall()[0][0]
-            self.skipped_lines[path] = SkippedLines(fresh[1], orjson.loads(fresh[2]))
-        if ours != fresh:
-            found.append(
-                f"lines: {ours[0]} indexed with {ours[1]} skipped, the file has {fresh[0]}"
-                f" with {fresh[1]} skipped"
-            )
+        found += self._line_differences(file_id, scratch_id)
         for label, query in (
             (
                 "entries",
