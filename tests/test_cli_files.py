@@ -330,3 +330,15 @@ def test_verify_counts_new_and_deleted_files_as_changed_since_the_sync(
     repaired = json.loads(invoke(agent_dir, "verify", "--repair", "--json").output)
     assert sorted(repaired["repaired"]) == sorted([str(moved), str(session_with_bad_lines)])
     assert json.loads(invoke(agent_dir, "verify", "--json").output)["clean"]
+
+
+def test_many_skipped_lines_are_all_counted_and_the_first_1000_listed(agent_dir):
+    path = agent_dir / "sessions" / "--w--" / "many.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(HEADER + b"\n" + b"garbage\n" * 1005 + entry("a", None) + b"\n")
+    report = json.loads(invoke(agent_dir, "sync", "--json").output)
+    assert report["skipped_lines"][str(path)]["count"] == 1005
+    assert report["skipped_lines"][str(path)]["lines"] == list(range(2, 1002))
+    assert "1,005 malformed lines skipped (lines 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, …)" in (
+        invoke(agent_dir, "show", "many").output
+    )
