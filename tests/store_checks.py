@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -11,12 +13,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import xcsh_store
 from xcsh_store import (
     SessionContext,
     SessionManager,
@@ -24,6 +28,7 @@ from xcsh_store import (
     load_entries_from_file,
 )
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.db import migrations_dir
 from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.jsonl import dumps
 from xcsh_store.loader import load_session
@@ -182,7 +187,6 @@ def mount_small_disk(mount_point: Path, size_kib: int) -> SmallDisk | None:
 
 
 NOBODY = 65534
-REPO = Path(__file__).resolve().parents[1]
 
 
 def can_drop_to_nobody() -> bool:
@@ -202,6 +206,23 @@ if os.geteuid() == 0:
 """
 
 
+@functools.cache
+def readable_package() -> Path:
+    """A copy of the package (with its migrations) that every user can read, for the child of
+    :func:`run_python`: the checkout may sit in a private folder (a 0700 home or ``mktemp -d``),
+    where ``nobody`` cannot read the migrations the store loads after the child gives up root."""
+    base = Path(tempfile.mkdtemp(prefix="xcsh-package-"))
+    atexit.register(shutil.rmtree, base, True)
+    package = base / "xcsh_store"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(Path(xcsh_store.__file__).parent, package, ignore=ignore)
+    if not (package / "migrations").is_dir():
+        shutil.copytree(migrations_dir(), package / "migrations", ignore=ignore)
+    for path in [base, *base.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return base
+
+
 def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
     """Run ``code`` in a fresh interpreter on ``agent_dir``, as ``nobody`` when we are root
     (root reads any file whatever its mode); returns stdout, fails with stderr."""
@@ -210,11 +231,13 @@ def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
         "HOME": str(agent_dir.parent),
         "XCSH_AGENT_DIR": str(agent_dir),
         "XCSH_TERMINAL_ID": "unreadable-test",
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(readable_package()),
     }
     result = subprocess.run(
+        # From the copy's folder: `python -c` puts the working directory first on sys.path.
         [sys.executable, "-c", _DROP_TO_NOBODY.format(nobody=NOBODY) + code, *arguments],
         env=environment,
+        cwd=readable_package(),
         capture_output=True,
         text=True,
         timeout=120,

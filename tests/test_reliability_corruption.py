@@ -121,13 +121,17 @@ def test_damage_met_by_a_nested_call_of_a_sync_still_rebuilds_the_index(agent_di
 
 def test_damage_in_the_index_history_mirror_is_not_blamed_on_history_db(agent_dir, synced, caplog):
     history_db = agent_dir / "history.db"
-    before = history_db.read_bytes()
     damage_objects(synced, "history", "idx_history_created_at", "history_prompt_hash")
+    # A new prompt: the sync must mirror it, and so meets the damaged mirror (an unchanged
+    # history.db is not read at all).
+    with HistoryStorage.open() as history:
+        history.add("xyzzy prompt 300")
+    before = history_db.read_bytes()
     with SessionIndex.open(str(agent_dir)) as index, caplog.at_level(logging.WARNING):
         report = index.sync()
         assert report.history_error is None, report.history_error
         assert "index.db is damaged" in caplog.text
-        assert len(index.history_search("xyzzy", limit=1000)) == 300
+        assert len(index.history_search("xyzzy", limit=1000)) == 301
     assert history_db.read_bytes() == before
 
 

@@ -11,11 +11,17 @@ from importlib import metadata
 import apsw
 
 from xcsh_store import __version__
+from xcsh_store.demo import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
-from xcsh_store.index import IndexStats, SessionIndex
+from xcsh_store.index import IndexStats, SessionIndex, SkippedLines
 from xcsh_store.paths import (
+    BLOBS_DIRNAME,
     DIR_MODE,
     FILE_MODE,
+    HISTORY_DB_NAME,
+    INDEX_DB_NAME,
+    SESSIONS_DIRNAME,
+    TERMINAL_SESSIONS_DIRNAME,
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
@@ -24,7 +30,6 @@ from xcsh_store.paths import (
 
 # Session files and blobs can be many; beyond this, only the count of bad ones is kept.
 MAX_LISTED_PROBLEMS = 20
-_SQLITE_SIDE_FILES = ("", "-wal", "-shm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,9 @@ class Diagnosis:
     permission_problems: list[PermissionProblem] = field(default_factory=list)
     more_permission_problems: int = 0
     problems: list[str] = field(default_factory=list)
+    # Lines of indexed files that hold no JSON object: listed, not a problem (readers skip them
+    # and the file is left as it is).
+    skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:
@@ -109,6 +117,11 @@ def diagnose(agent_dir: str) -> Diagnosis:
             "(try `xcsh-store demo` for a sample)"
         )
         return diagnosis
+    if not diagnosis.exists["sessions"]:
+        diagnosis.problems.append(
+            f"{paths['sessions']} is missing: this is not an agent dir (check --agent-dir or"
+            " $XCSH_AGENT_DIR); `xcsh-store sync --init` makes it one"
+        )
     _check_index(diagnosis)
     _check_permissions(diagnosis)
     return diagnosis
@@ -122,6 +135,7 @@ def _check_index(diagnosis: Diagnosis) -> None:
     try:
         with SessionIndex.open(diagnosis.paths["agent_dir"], read_only=True) as index:
             diagnosis.index = index.stats()
+            diagnosis.skipped_lines = index.skipped_lines()
     except (XcshStoreError, apsw.Error) as error:
         diagnosis.index_error = str(error)
         diagnosis.problems.append(
@@ -142,20 +156,26 @@ def _check_index(diagnosis: Diagnosis) -> None:
 
 
 def _private_paths(diagnosis: Diagnosis) -> list[tuple[str, str]]:
-    """(path, kind) of everything that should be private: folders, databases, session files."""
-    found = [(diagnosis.paths["agent_dir"], "folder")]
-    for name in ("history_db", "index_db"):
-        found += [
-            (diagnosis.paths[name] + suffix, "file")
-            for suffix in _SQLITE_SIDE_FILES
-            if os.path.exists(diagnosis.paths[name] + suffix)
-        ]
-    if os.path.isdir(diagnosis.paths["blobs"]):
-        found.append((diagnosis.paths["blobs"], "folder"))
-    for folder, folders, files in os.walk(diagnosis.paths["sessions"]):
-        found.append((folder, "folder"))
-        folders.sort()
-        found += [(os.path.join(folder, name), "file") for name in sorted(files)]
+    """(path, kind) of everything the store keeps that should be private: the agent dir, the
+    databases with their side, lock and moved-aside files, the demo marker, and every folder
+    and file of sessions/, blobs/ and terminal-sessions/."""
+    agent_dir = diagnosis.paths["agent_dir"]
+    found = [(agent_dir, "folder")]
+    try:
+        names = sorted(os.listdir(agent_dir))
+    except OSError:
+        names = []
+    databases = (HISTORY_DB_NAME, INDEX_DB_NAME)
+    found += [
+        (os.path.join(agent_dir, name), "file")
+        for name in names
+        if name.startswith(databases) or name == DEMO_MARKER
+    ]
+    for top in (SESSIONS_DIRNAME, BLOBS_DIRNAME, TERMINAL_SESSIONS_DIRNAME):
+        for folder, folders, files in os.walk(os.path.join(agent_dir, top)):
+            found.append((folder, "folder"))
+            folders.sort()
+            found += [(os.path.join(folder, name), "file") for name in sorted(files)]
     return found
 
 

@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import secrets
+import stat
 import threading
 import time
 from datetime import UTC, datetime
@@ -81,6 +82,16 @@ def agent_dir_of(session_dir: str | None) -> str:
     return get_agent_dir()
 
 
+def is_agent_dir(agent_dir: str) -> bool:
+    """Whether an agent has been at work here: a ``sessions/`` folder or a ``history.db``.
+
+    A mistyped ``--agent-dir`` is neither, and nothing should be created there by accident.
+    """
+    return os.path.isdir(get_sessions_dir(agent_dir)) or os.path.isfile(
+        get_history_db_path(agent_dir)
+    )
+
+
 def ensure_private_dir(path: str) -> None:
     """Create ``path`` and its parents; folders we create are readable by the owner only.
 
@@ -101,6 +112,17 @@ def ensure_private_dir(path: str) -> None:
         except FileExistsError:
             if not os.path.isdir(folder):
                 raise
+
+
+def write_private_file(path: str, data: bytes) -> None:
+    """Write ``path`` (a file the user named) readable by its owner only, as everything the
+    store writes: a new file is made 0600, an existing regular file is made so too."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    with open(descriptor, "wb") as handle:
+        # Never a terminal or a pipe (`--html /dev/stdout`): their modes are not ours to change.
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.fchmod(descriptor, FILE_MODE)
+        handle.write(data)
 
 
 def encode_cwd(cwd: str) -> str:

@@ -3,6 +3,7 @@ recall prompts typed in sessions through the index."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -57,6 +58,12 @@ def history_group() -> None:
 
 def _open(settings: Settings) -> HistoryStorage:
     return HistoryStorage.open(get_history_db_path(settings.agent_dir))
+
+
+def _has_history(settings: Settings) -> bool:
+    """Whether there is a history.db to read: verbs that only read or delete never create one
+    (a mistyped --agent-dir would otherwise gain a folder and a database)."""
+    return os.path.isfile(get_history_db_path(settings.agent_dir))
 
 
 def entry_to_json(entry: HistoryEntry) -> dict[str, Any]:
@@ -152,8 +159,10 @@ def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return
-    with _open(settings) as history:
-        entries = history.get_recent(limit)
+    entries: list[HistoryEntry] = []
+    if _has_history(settings):
+        with _open(settings) as history:
+            entries = history.get_recent(limit)
     _show(entries, as_json)
 
 
@@ -189,8 +198,10 @@ def search_command(
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return
-    with _open(settings) as history:
-        entries = history.search(" ".join(query), limit, order="rank" if rank else "recent")
+    entries: list[HistoryEntry] = []
+    if _has_history(settings):
+        with _open(settings) as history:
+            entries = history.search(" ".join(query), limit, order="rank" if rank else "recent")
     _show(entries, as_json)
 
 
@@ -222,8 +233,10 @@ def prune_command(
     if older_than_days is None and keep_last is None:
         raise click.UsageError("give --older-than, --keep-last or both")
     older_than = None if older_than_days is None else timedelta(days=older_than_days)
-    with _open(settings) as history:
-        deleted = history.prune(older_than=older_than, keep_last=keep_last)
+    deleted = 0
+    if _has_history(settings):
+        with _open(settings) as history:
+            deleted = history.prune(older_than=older_than, keep_last=keep_last)
     if as_json:
         emit_json({"deleted": deleted})
     else:

@@ -24,11 +24,12 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
+from xcsh_store.cli.shapes import describe_skipped, skipped_json
 from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
 from xcsh_store.index.scan import Progress
 from xcsh_store.output import format_bytes
-from xcsh_store.paths import get_sessions_dir
+from xcsh_store.paths import ensure_private_dir, get_sessions_dir, is_agent_dir
 from xcsh_store.upgrade import (
     CURRENT,
     MIGRATED,
@@ -89,6 +90,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "missing_roots": report.missing_roots,
         "history_mirrored": report.history_mirrored,
         "history_error": report.history_error,
+        "skipped_lines": skipped_json(report.skipped_lines),
     }
 
 
@@ -104,13 +106,31 @@ def describe_sync(report: SyncReport) -> list[str]:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:
         lines.append(f"Prompt history: {report.history_error}")
+    lines += describe_skipped(report.skipped_lines)
     lines += [f"Unreadable: {path}: {error}" for path, error in report.unreadable.items()]
     lines += [f"Missing root: {root}" for root in report.missing_roots]
     return lines
 
 
+def require_agent_dir(settings: Settings, init: bool = False) -> None:
+    """Refuse to write an index into a folder no agent uses (a mistyped --agent-dir), unless
+    ``init`` asks to make it an agent dir (with an empty ``sessions/``)."""
+    if init:
+        ensure_private_dir(get_sessions_dir(settings.agent_dir))
+    elif not is_agent_dir(settings.agent_dir):
+        raise click.ClickException(
+            f"{settings.agent_dir} is not an agent dir (no sessions/ folder, no history.db):"
+            " check --agent-dir or $XCSH_AGENT_DIR, or run `xcsh-store sync --init` to make it one"
+        )
+
+
 @cli.command("sync")
 @click.option("--full", is_flag=True, help="Re-read every file instead of only what changed.")
+@click.option(
+    "--init",
+    is_flag=True,
+    help="Make the agent dir (and its sessions/ folder) if it is not one yet.",
+)
 @click.option(
     "--add-root",
     "add_roots",
@@ -130,6 +150,7 @@ def describe_sync(report: SyncReport) -> list[str]:
 def sync_command(
     settings: Settings,
     full: bool,
+    init: bool,
     add_roots: tuple[str, ...],
     remove_roots: tuple[str, ...],
     as_json: bool,
@@ -138,7 +159,8 @@ def sync_command(
 
     Only new bytes are read: an unchanged file costs one stat, a grown file is read from where
     the last sync stopped. Extra roots are remembered in the index; a registered root that is
-    missing later makes `gc --apply` refuse.
+    missing later makes `gc --apply` refuse. A folder with neither sessions/ nor history.db
+    is refused (a mistyped --agent-dir) unless --init makes it an agent dir.
 
     \b
     Examples:
@@ -146,6 +168,7 @@ def sync_command(
       xcsh-store sync --full --json
       xcsh-store sync --add-root ~/old-machine/sessions
     """
+    require_agent_dir(settings, init)
     with open_index(settings, read_only=False) as index, progress_bar(settings, "Indexing") as bar:
         for root in add_roots:
             index.add_root(root)
@@ -202,6 +225,7 @@ def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool)
       xcsh-store gc
       xcsh-store gc --apply --grace 2d
     """
+    require_agent_dir(settings)
     with open_index(settings, read_only=False) as index:
         report = index.blob_gc(apply=apply, grace=grace)
     if as_json:
@@ -259,8 +283,10 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "clean": report.clean,
         "files_checked": report.files_checked,
         "differences": report.differences,
+        "changed_since_sync": report.changed_since_sync,
         "refcount_errors": report.refcount_errors,
         "repaired": report.repaired,
+        "skipped_lines": skipped_json(report.skipped_lines),
     }
 
 
@@ -278,6 +304,8 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
       xcsh-store verify
       xcsh-store verify --repair
     """
+    if repair:
+        require_agent_dir(settings)
     with open_index(settings, read_only=not repair) as index:
         report = index.verify(repair=repair)
     if as_json:
@@ -285,13 +313,21 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
     else:
         _print_verify(settings, report)
     unrepaired = len(set(report.differences) - set(report.repaired))
+    unsynced = len(set(report.changed_since_sync) - set(report.repaired))
     wrong_counts = 0 if repair else len(report.refcount_errors)
+    failures = []
+    if unsynced:
+        failures.append(
+            f"{plural(unsynced, 'file')} changed since the last sync: run `xcsh-store sync`"
+        )
     if unrepaired or wrong_counts:
         what = [plural(unrepaired, "file")] if unrepaired else []
         what += [plural(wrong_counts, "blob count")] if wrong_counts else []
-        raise click.ClickException(
+        failures.append(
             f"the index differs in {' and '.join(what)}; run `xcsh-store verify --repair`"
         )
+    if failures:
+        raise click.ClickException("; ".join(failures))
 
 
 def _print_verify(settings: Settings, report: VerifyReport) -> None:
@@ -300,15 +336,24 @@ def _print_verify(settings: Settings, report: VerifyReport) -> None:
             settings.style("Index matches the files", fg="green")
             + f" ({report.files_checked:,} checked)."
         )
-        return
-    echo(f"Checked {plural(report.files_checked, 'file')}:")
+    else:
+        echo(f"Checked {plural(report.files_checked, 'file')}:")
     for path, problems in report.differences.items():
         state = " (repaired)" if path in report.repaired else ""
         echo(settings.style(home_relative(path), bold=True) + state)
         for problem in problems:
             echo(f"  {problem}")
+    if report.changed_since_sync:
+        echo("Changed since the last sync (not compared):")
+        for path, change in report.changed_since_sync.items():
+            state = ", indexed now" if path in report.repaired else ""
+            echo(f"  {home_relative(path)} ({change}{state})")
     for problem in report.refcount_errors:
         echo(problem)
+    if report.skipped_lines:
+        echo("Skipped lines (no JSON object; every reader skips them):")
+        for line in describe_skipped(report.skipped_lines):
+            echo(f"  {line}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -446,6 +491,7 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             for problem in diagnosis.permission_problems
         ],
         "more_permission_problems": diagnosis.more_permission_problems,
+        "skipped_lines": skipped_json(diagnosis.skipped_lines),
         "problems": diagnosis.problems,
     }
 
@@ -508,6 +554,10 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
         )
     if diagnosis.more_permission_problems:
         echo(f"  … and {diagnosis.more_permission_problems:,} more")
+    if diagnosis.skipped_lines:
+        echo(style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)")
+        for line in describe_skipped(diagnosis.skipped_lines):
+            echo(f"  {line}")
     if diagnosis.problems:
         echo(style("Problems", bold=True, fg="red"))
         for problem in diagnosis.problems:

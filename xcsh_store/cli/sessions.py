@@ -39,10 +39,10 @@ from xcsh_store.cli.render import (
     show_marks,
     terminal_width,
 )
-from xcsh_store.cli.shapes import context_json, hit_json, session_json
+from xcsh_store.cli.shapes import context_json, hit_json, session_json, skipped_json, skipped_note
 from xcsh_store.context import SessionContext
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index import IndexedSession
+from xcsh_store.index import IndexedSession, SkippedLines
 from xcsh_store.index.names import unique_id_prefixes
 from xcsh_store.index.outline import SessionOutline, entry_summary, message_summary, session_outline
 from xcsh_store.index.search import SEARCH_ROLES, search_role
@@ -181,6 +181,7 @@ def show_command(
     with open_index(settings) as index:
         info = index.find_session(session)
         leaf = index.find_entry_id(info, leaf) if leaf is not None else None
+        skipped = index.skipped_lines(info).get(info.path)
         leaf_id = leaf or info.last_entry_id
         if view == "tree":
             outline = session_outline(index, info, leaf)
@@ -193,9 +194,12 @@ def show_command(
             payload = {"entries": entries}
     if as_json:
         header = {"session": session_json(info), "view": view or "branch", "leaf_id": leaf_id}
+        header["skipped_lines"] = skipped_json({info.path: skipped or SkippedLines()})[info.path]
         emit_json({**header, **payload})
         return
     print_header(settings, info)
+    if skipped is not None:
+        echo(f"{settings.style('Skipped ', bold=True)} {skipped_note(skipped)}")
     echo()
     if view == "tree":
         for line in draw_tree(settings, outline):

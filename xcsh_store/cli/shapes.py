@@ -10,9 +10,9 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, iso_utc
+from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, iso_utc, plural
 from xcsh_store.context import SessionContext
-from xcsh_store.index import IndexedSession, SearchHit, UsageRow
+from xcsh_store.index import IndexedSession, SearchHit, SkippedLines, UsageRow
 from xcsh_store.index.history import PromptHit
 
 
@@ -130,3 +130,22 @@ def total_tokens(row: UsageRow) -> int:
 
 def context_json(context: SessionContext) -> dict[str, Any]:
     return asdict(context)
+
+
+def skipped_json(skipped: dict[str, SkippedLines]) -> dict[str, dict[str, Any]]:
+    """{path: {"count", "lines"}}: lines that hold no JSON object, the first 1,000 listed."""
+    return {path: {"count": item.count, "lines": item.lines} for path, item in skipped.items()}
+
+
+def describe_skipped(skipped: dict[str, SkippedLines]) -> list[str]:
+    """One line per file: "<path>: 2 malformed lines skipped (lines 4, 9)"."""
+    return [f"{home_relative(path)}: {skipped_note(item)}" for path, item in skipped.items()]
+
+
+def skipped_note(item: SkippedLines) -> str:
+    shown = ", ".join(f"{number:,}" for number in item.lines[:10])
+    more = ", …" if item.count > 10 else ""
+    return (
+        f"{plural(item.count, 'malformed line')} skipped "
+        f"({'line' if item.count == 1 else 'lines'} {shown}{more})"
+    )

@@ -23,6 +23,7 @@ from xcsh_store.cli.params import since_option, until_option
 from xcsh_store.cli.render import human_count, money, terminal_width
 from xcsh_store.cli.shapes import total_tokens, usage_json
 from xcsh_store.index import USAGE_GROUPS, UsageRow
+from xcsh_store.paths import write_private_file
 
 
 def _totals(rows: list[UsageRow]) -> UsageRow:
@@ -109,8 +110,10 @@ def usage_command(
     with open_index(settings) as index:
         rows = index.usage(by=groups, since=since, until=until)
     if html_file:
-        with open(html_file, "w", encoding="utf-8") as handle:
-            handle.write(html_chart(rows, name, f"Token usage and cost per {' and '.join(groups)}"))
+        write_private_file(
+            html_file,
+            html_chart(rows, name, f"Token usage and cost per {' and '.join(groups)}").encode("utf-8"),
+        )
     if as_json:
         emit_json(
             {

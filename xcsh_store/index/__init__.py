@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, ParamSpec, TypeVar
 
 import apsw
+import orjson
 
 from xcsh_store.blobs import BlobStore
 from xcsh_store.context import SessionContext
@@ -35,6 +36,7 @@ from xcsh_store.index.location import Relocation, find_relocation, settle_locati
 from xcsh_store.index.scan import (
     IndexedFiles,
     Progress,
+    SkippedLines,
     SyncReport,
     is_under_any,
     known_file,
@@ -72,6 +74,7 @@ __all__ = [
     "SearchHit",
     "SessionIndex",
     "SessionTree",
+    "SkippedLines",
     "SyncReport",
     "UsageRow",
     "VerifyReport",
@@ -484,6 +487,23 @@ class SessionIndex:
         ]
         return " ".join(text for text in texts if text)
 
+    @_entry_point
+    def skipped_lines(
+        self, session: str | int | IndexedSession | None = None
+    ) -> dict[str, SkippedLines]:
+        """Lines that hold no JSON object (every reader skips them), by file: of every indexed
+        file, or of one session's file."""
+        sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
+        arguments: tuple[Any, ...] = ()
+        if session is not None:
+            sql += " AND id = ?"
+            arguments = (self._session(session).file_id,)
+        rows = self.connection.execute(sql + " ORDER BY path", arguments)
+        return {
+            path: SkippedLines(count, orjson.loads(numbers or "[]"))
+            for path, count, numbers in rows
+        }
+
     # -- trees ------------------------------------------------------------------------------
 
     @_entry_point
@@ -701,21 +721,34 @@ class SessionIndex:
             if os.path.isdir(root)
             for item in scan_root(root, scan)
         }
-        indexed = {row[0]: row[1] for row in self.connection.execute("SELECT path, id FROM files")}
+        rows = self.connection.execute(
+            "SELECT path, id, size, mtime_ns, inode FROM files"
+        ).fetchall()
+        indexed = {path: file_id for path, file_id, *_ in rows}
+        synced = {path: tuple(seen) for path, _, *seen in rows}
         verifier = Verifier(self.connection)
         try:
             for path, item in sorted(on_disk.items()):
                 report.files_checked += 1
+                if path not in synced:
+                    report.changed_since_sync[path] = "new"
+                    continue
+                if synced[path] != (item.size, item.mtime_ns, item.inode):
+                    # An append (or any change) the last sync has not seen is no fault of the
+                    # index: a sync is what it takes, not a repair.
+                    report.changed_since_sync[path] = "changed"
+                    continue
                 problems = verifier.compare_file(item)
                 if problems:
                     report.differences[path] = problems
+            report.skipped_lines = verifier.skipped_lines
         finally:
             verifier.close()
         unreadable = list(scan.unreadable)
         for path in sorted(set(indexed) - set(on_disk)):
             if is_under_any(path, unreadable):
                 continue
-            report.differences[path] = ["file is indexed but no longer exists"]
+            report.changed_since_sync[path] = "deleted"
         report.refcount_errors = refcount_errors(self.connection)
         if repair and not report.clean:
             self._repair(report, on_disk, indexed)
@@ -726,7 +759,7 @@ class SessionIndex:
         self._require_writable()
         with self._sync_lock():
             indexer = FileIndexer(self.connection, pk_counter(self.connection), SyncReport())
-            for path in report.differences:
+            for path in [*report.differences, *report.changed_since_sync]:
                 if path in on_disk:
                     known = known_file(self.connection, path)
                     indexer.index(on_disk[path], known, full=True)

@@ -214,11 +214,55 @@ def check_integrity(connection: apsw.Connection) -> str | None:
     return None
 
 
+class ReaderConnection(apsw.Connection):
+    """A connection opened with SQLite's read-only flag that leaves no ``-wal``/``-shm`` behind.
+
+    SQLite needs both side files to read a WAL database, and a read-only connection creates
+    them when they are missing but can never delete them (that takes a write lock on the file).
+    So when neither existed before, :meth:`close` lets a connection that may write, and runs no
+    statement of its own, remove them the way SQLite does: the last connection to close a WAL
+    database checkpoints an empty log and deletes both files. While another process has the
+    database open, that process removes them instead when it closes.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.side_files_absent = not any(os.path.exists(path + suffix) for suffix in _SIDE_FILES)
+        self.database_path = path
+        super().__init__(path, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
+    def close(self, force: bool = False) -> None:
+        super().close(force)
+        if self.side_files_absent:
+            self.side_files_absent = False
+            remove_side_files(self.database_path)
+
+
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def remove_side_files(path: str) -> None:
+    """Let SQLite delete the ``-wal``/``-shm`` of ``path`` if no connection is using them."""
+    if not any(os.path.exists(path + suffix) for suffix in _SIDE_FILES):
+        return
+    with contextlib.suppress(apsw.Error, OSError):
+        # READWRITE without CREATE: a database that went away is not made again; on a file
+        # this user may not write, SQLite opens read-only and the files stay (nothing lost).
+        tidy = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            tidy.set_busy_timeout(0)
+            tidy.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        finally:
+            tidy.close()
+
+
 def connect(path: str, read_only: bool = False) -> apsw.Connection:
-    """An apsw connection with the store's settings (WAL, NORMAL sync, long busy timeout)."""
+    """An apsw connection with the store's settings (WAL, NORMAL sync, long busy timeout).
+
+    ``read_only``: SQLite's read-only flag and ``query_only``, and no file left behind
+    (:class:`ReaderConnection`).
+    """
     if read_only:
-        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-        connection = apsw.Connection(path, flags=flags)
+        connection: apsw.Connection = ReaderConnection(path)
     else:
         ensure_private_dir(os.path.dirname(path) or ".")
         if not os.path.exists(path):
@@ -268,7 +312,7 @@ def move_aside(path: str) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target = f"{path}.damaged-{stamp}"
     os.replace(path, target)
-    for suffix in ("-wal", "-shm"):
+    for suffix in _SIDE_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.replace(path + suffix, target + suffix)
     return target

@@ -13,7 +13,7 @@ import apsw
 from xcsh_store.context import timestamp_to_millis
 from xcsh_store.errors import HistoryError
 from xcsh_store.history import normalize_limit
-from xcsh_store.index.db import get_meta, set_meta, transaction
+from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
 
 MIRROR_BATCH = 5_000
@@ -36,7 +36,7 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
             set_meta(connection, "history_signature", None)
         return 0
     with _reading(history_db):
-        source = apsw.Connection(history_db, flags=apsw.SQLITE_OPEN_READONLY)
+        source = ReaderConnection(history_db)
     try:
         source.set_busy_timeout(5_000)
         mirrored_count, mirrored_max = connection.execute(

@@ -20,7 +20,15 @@ from xcsh_store.index.rows import (
     blob_refs_in,
     replace_lone_surrogates,
 )
-from xcsh_store.index.scan import KnownFile, SeenFile, SyncReport, iso_from_ns, now_iso, sha1_hex
+from xcsh_store.index.scan import (
+    KnownFile,
+    SeenFile,
+    SkippedLines,
+    SyncReport,
+    iso_from_ns,
+    now_iso,
+    sha1_hex,
+)
 from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
 from xcsh_store.migrate import (
     HEADER_TYPE,
@@ -319,6 +327,9 @@ class _SessionState:
     fresh: bool = True
     # Whether every entry so far has a trustworthy chain (migration 0002).
     chained: bool = True
+    # Lines read so far, and those of them that held no object (migration 0004).
+    lines: int = 0
+    skipped: SkippedLines = field(default_factory=SkippedLines)
 
     @classmethod
     def new(cls, path: str) -> _SessionState:
@@ -357,6 +368,11 @@ class _SessionState:
             state.totals = _Totals(
                 values[0], values[1], values[2], values[3], list(values[4:10]), values[10]
             )
+        ((lines, skipped_count, skipped_lines),) = connection.execute(
+            "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (file_id,)
+        ).fetchall()
+        state.lines = lines
+        state.skipped = SkippedLines(skipped_count, orjson.loads(skipped_lines or "[]"))
         return state
 
 
@@ -389,7 +405,11 @@ class _RowWriter:
         self.chains_written = state.chained
 
     def add_records(self, records: Any) -> None:
+        state = self.state
         for record in records:
+            state.lines += 1
+            if not record.values and not record.data.isspace():
+                self._skip(state.lines)
             for part, value in enumerate(record.values):
                 line = record.data if len(record.values) == 1 else dumps(value)
                 self._add_value(record, part, value, line)
@@ -403,6 +423,12 @@ class _RowWriter:
                 self._flush(final=False)
                 if self.indexer.batch.full:
                     self.indexer.batch.commit_within_file()
+
+    def _skip(self, number: int) -> None:
+        """A line that holds no object: every reader skips it; the index says where it is."""
+        self.state.skipped.add(number)
+        found = self.indexer.report.skipped_lines
+        found.setdefault(self.seen.path, SkippedLines()).add(number)
 
     def _keep_edges(self, record: _Record) -> None:
         """Remember the first KiB and the records covering the last 4 KiB, for the hashes."""
@@ -649,13 +675,16 @@ class _RowWriter:
             "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, ctime_ns = ?, indexed_bytes = ?,"
             " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
-            " legacy = ?, chained = ?, root = ?, project_dir = ? WHERE id = ?",
+            " legacy = ?, chained = ?, root = ?, project_dir = ?, lines = ?, skipped_count = ?,"
+            " skipped_lines = ? WHERE id = ?",
             (
                 size, self.seen.mtime_ns, self.seen.inode, self.seen.ctime_ns, self.indexed_bytes,
                 sha1_hex(state.head[: min(HEAD_BYTES, self.indexed_bytes)]),
                 sha1_hex(state.tail[-min(TAIL_BYTES, self.indexed_bytes) :]),
                 state.status or "invalid_header", now_iso(), state.next_seq, state.last_id,
                 int(state.legacy), int(state.chained), self.seen.root, self.seen.project_dir,
+                state.lines, state.skipped.count,
+                orjson.dumps(state.skipped.lines).decode() if state.skipped.count else None,
                 self.file_id,
             ),
         )  # fmt: skip

@@ -19,6 +19,23 @@ from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 Progress = Callable[[int, int, str], None]
 
 
+# A file's skipped lines: how many, and the 1-based numbers of the first MAX_SKIPPED_LISTED.
+MAX_SKIPPED_LISTED = 1000
+
+
+@dataclass
+class SkippedLines:
+    """Lines of a file that hold no JSON object, which every reader skips."""
+
+    count: int = 0
+    lines: list[int] = field(default_factory=list)
+
+    def add(self, number: int) -> None:
+        self.count += 1
+        if len(self.lines) < MAX_SKIPPED_LISTED:
+            self.lines.append(number)
+
+
 @dataclass
 class SyncReport:
     """What a sync did. ``read_paths`` lists every file whose content was read."""
@@ -41,6 +58,8 @@ class SyncReport:
     # Temp files of whole-file rewrites that died long ago (found by the scan, then removed).
     stale_temp_files: list[str] = field(default_factory=list)
     temp_files_removed: int = 0
+    # Lines skipped in what this sync read (malformed: no JSON object), per file.
+    skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+import orjson
 
 from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.scan import SeenFile, SyncReport
+from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -31,6 +32,11 @@ class VerifyReport:
 
     files_checked: int = 0
     differences: dict[str, list[str]] = field(default_factory=dict)
+    # Files that are new, changed or gone since the last sync (a sync, not a repair, is due):
+    # path -> "new", "changed" or "deleted". They are not compared.
+    changed_since_sync: dict[str, str] = field(default_factory=dict)
+    # Lines of the files that hold no JSON object (every reader skips them), from the fresh parse.
+    skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)
     refcount_errors: list[str] = field(default_factory=list)
     # What SQLite found wrong with index.db's own pages; the files were then not compared.
@@ -40,7 +46,12 @@ class VerifyReport:
 
     @property
     def clean(self) -> bool:
-        return not self.differences and not self.refcount_errors and self.damaged is None
+        return (
+            not self.differences
+            and not self.changed_since_sync
+            and not self.refcount_errors
+            and self.damaged is None
+        )
 
 
 class Verifier:
@@ -54,6 +65,8 @@ class Verifier:
         self.scratch_indexer = FileIndexer(
             self.scratch, pk_counter(self.scratch), self.scratch_report
         )
+        # Skipped lines of each file compared, as the fresh parse found them.
+        self.skipped_lines: dict[str, SkippedLines] = {}
 
     def close(self) -> None:
         self.scratch.close()
@@ -81,6 +94,23 @@ class Verifier:
             drop_file_rows(self.scratch, scratch_id)
             self.scratch.execute("DELETE FROM files WHERE id = ?", (scratch_id,))
 
+    def _line_differences(self, file_id: int, scratch_id: int) -> list[str]:
+        """Whether the index counted the lines and the skipped lines as the fresh parse did;
+        the fresh parse's skipped lines are kept for the report."""
+        query = "SELECT lines, skipped_count, skipped_lines, path FROM files WHERE id = ?"
+        indexed = self.connection.execute(query, (file_id,)).fetchall()[0]
+        lines, skipped_count, skipped_lines, path = self.scratch.execute(
+            query, (scratch_id,)
+        ).fetchall()[0]
+        if skipped_count:
+            self.skipped_lines[path] = SkippedLines(skipped_count, orjson.loads(skipped_lines))
+        if indexed[:3] == (lines, skipped_count, skipped_lines):
+            return []
+        return [
+            f"lines: {indexed[0]} indexed with {indexed[1]} skipped, the file has {lines}"
+            f" with {skipped_count} skipped"
+        ]
+
     def _differences(self, file_id: int, state: tuple[int, str, int], scratch_id: int) -> list[str]:
         found: list[str] = []
         fresh = self.scratch.execute(
@@ -91,6 +121,7 @@ class Verifier:
                 f"indexed {state[0]} bytes ({state[1]}, chained {state[2]}),"
                 f" the file has {fresh[0]} ({fresh[1]}, chained {fresh[2]})"
             )
+        found += self._line_differences(file_id, scratch_id)
         for label, query in (
             (
                 "entries",
