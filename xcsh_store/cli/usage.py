@@ -110,10 +110,8 @@ def usage_command(
     with open_index(settings) as index:
         rows = index.usage(by=groups, since=since, until=until)
     if html_file:
-        write_private_file(
-            html_file,
-            html_chart(rows, name, f"Token usage and cost per {' and '.join(groups)}").encode("utf-8"),
-        )
+        title = f"Token usage and cost per {' and '.join(groups)}"
+        write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
     if as_json:
         emit_json(
             {
