@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xcsh_store.context import model_change_model
 from xcsh_store.index.tree import SessionTree, read_entries
 
 if TYPE_CHECKING:
@@ -138,9 +139,7 @@ def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
     elif kind == "thinking_level_change":
         kind, text = "thinking level", str(entry.get("thinkingLevel") or "off")
     elif kind == "model_change":
-        model = entry.get("model") or "/".join(
-            str(entry[key]) for key in ("provider", "modelId") if entry.get(key)
-        )
+        model = model_change_model(entry) or ""
         role = entry.get("role")
         kind, text = "model", f"{model}" + (f" (as {role})" if role else "")
     elif kind == "compaction":

@@ -6,6 +6,7 @@ import hashlib
 import re
 from typing import Any
 
+from xcsh_store.context import model_change_model
 from xcsh_store.discovery import content_text
 from xcsh_store.history_search import storable_text
 from xcsh_store.jsonl import dumps
@@ -127,10 +128,8 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
         if isinstance(model, str) and model:
             provider, _, name = model.partition("/")
             facts.provider, facts.model = (provider, name) if name else (None, model)
-        else:
-            provider, name = value.get("provider"), value.get("modelId")
-            facts.provider = provider if isinstance(provider, str) else None
-            facts.model = name if isinstance(name, str) else None
+        elif model_change_model(value) is not None:  # pi's {provider, modelId} (D27)
+            facts.provider, facts.model = value["provider"], value["modelId"]
         return ""
     if kind == "compaction":
         return "\n".join(
