@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from xcsh_store.context import model_change_model
-from xcsh_store.discovery import content_text
+from xcsh_store.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 from xcsh_store.history_search import storable_text
 from xcsh_store.jsonl import dumps
 
@@ -137,6 +137,8 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
             for text in (value.get("shortSummary"), value.get("summary"))
             if isinstance(text, str)
         )
+    if kind == SESSION_INFO_TYPE:  # pi's session name (D27): searchable like a title
+        return session_info_name(value) or ""
     if kind in ("branch_summary", "label", "session", "title"):
         key = {"branch_summary": "summary", "label": "label"}.get(kind, "title")
         text = value.get(key)
