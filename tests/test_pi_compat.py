@@ -536,3 +536,12 @@ def test_ls_marks_ids_shared_by_several_files(agent_dir):
     _sessions(agent_dir, ("one.jsonl", "unique-id-01"))
     run_json("sync")
     assert "*" not in run("ls").output
+
+
+def test_an_ambiguous_prefix_lists_at_most_twenty_candidates(agent_dir):
+    _sessions(agent_dir, *((f"s{number:02d}.jsonl", f"0196{number:04d}") for number in range(22)))
+    run_json("sync")
+    result = run("show", "0196")
+    assert result.exit_code == 1
+    assert "matches more than 20 session files" in result.output
+    assert result.output.count("0196") == 21  # the argument and twenty candidates

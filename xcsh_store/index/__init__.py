@@ -718,11 +718,12 @@ def _open_for_writing(db_path: str) -> apsw.Connection:
 
 def _ambiguous(prefix: str, sessions: list[IndexedSession]) -> AmbiguousSessionError:
     listed = sessions[:AMBIGUOUS_LISTED]
-    more = " and more" if len(sessions) > AMBIGUOUS_LISTED else ""
+    more = len(sessions) > AMBIGUOUS_LISTED
+    count = f"more than {AMBIGUOUS_LISTED}" if more else str(len(listed))
     names = "; ".join(f"{session.session_id} ({session.path})" for session in listed)
     return AmbiguousSessionError(
-        f"{prefix!r} matches {len(listed)}{more} session files, give more of the id or the"
-        f" file's path: {names}{more}",
+        f"{prefix!r} matches {count} session files; give more of the id, the file name or the"
+        f" path: {names}{'; …' if more else ''}",
         [session.path for session in listed],
     )
 
