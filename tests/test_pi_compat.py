@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner, Result
 from conftest import PI_FIXTURES
@@ -460,7 +461,21 @@ def test_an_index_from_before_0005_derives_names_and_models_again(agent_dir):
         assert [row.key for row in index.usage(by="model")] == ["kimchi/k2"]
 
 
-def test_pi_forms_are_kept_unchanged_when_a_file_is_rewritten(agent_dir):
+def test_pi_forms_are_kept_unchanged_when_a_file_is_migrated(agent_dir):
+    path = sessions_dir(agent_dir) / "v2.jsonl"
+    lines = [
+        header("v2") | {"version": 2},
+        _pi_change("m", None, "openai", "gpt-5"),
+        _name("n", "m", "Kept"),
+    ]
+    write_session(path, lines)
+    assert run_json("migrate", str(path))["files"][0]["status"] == "migrated"
+    written = path.read_bytes().splitlines()
+    assert orjson.loads(written[0])["version"] == 3
+    assert written[1:] == [dumps(line) for line in lines[1:]]
+
+
+def test_pi_forms_are_kept_unchanged_when_a_file_is_appended_to(agent_dir):
     path = sessions_dir(agent_dir) / "keep.jsonl"
     lines = [
         header("keep"),
@@ -545,3 +560,14 @@ def test_an_ambiguous_prefix_lists_at_most_twenty_candidates(agent_dir):
     assert result.exit_code == 1
     assert "matches more than 20 session files" in result.output
     assert result.output.count("0196") == 21  # the argument and twenty candidates
+
+
+def test_recent_sessions_are_named_by_a_session_info_entry_in_their_first_bytes(agent_dir):
+    folder = sessions_dir(agent_dir)
+    write_session(
+        folder / "recent.jsonl",
+        [header("recent", title="Header title"), message("u", None, "user", "hi"),
+         _name("n", "u", "Named by pi")],
+    )  # fmt: skip
+    (recent,) = xcsh_store.get_recent_sessions(str(folder))
+    assert recent.full_name == "Named by pi"
