@@ -424,15 +424,17 @@ def test_unnamed_assistant_messages_count_under_the_model_in_effect_across_syncs
         assert index.verify().clean
 
 
-def test_tree_and_outline_show_a_pi_model_change(agent_dir):
+def test_tree_and_outline_show_a_pi_model_change_and_session_name(agent_dir):
     path = sessions_dir(agent_dir) / "tree.jsonl"
     write_session(
         path,
-        [header("tree"), _pi_change("m", None, "openai", "gpt-5"), message("u", "m", "user", "x")],
+        [header("tree"), _pi_change("m", None, "openai", "gpt-5"), _name("n", "m", "Tree name")],
     )
     run_json("sync")
     result = run("show", "tree", "--tree")
-    assert result.exit_code == 0 and "openai/gpt-5" in result.output
+    assert result.exit_code == 0
+    assert "model: openai/gpt-5" in result.output
+    assert "session name: Tree name" in result.output
 
 
 def test_an_index_from_before_0005_derives_names_and_models_again(agent_dir):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xcsh_store.context import model_change_model
+from xcsh_store.discovery import SESSION_INFO_TYPE, session_info_name
 from xcsh_store.index.tree import SessionTree, read_entries
 
 if TYPE_CHECKING:
@@ -162,6 +163,8 @@ def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
         kind, text = "rules", ", ".join(map(str, rules)) if isinstance(rules, list) else ""
     elif kind == "session_init":
         kind, text = "session init", str(entry.get("task") or "")
+    elif kind == SESSION_INFO_TYPE:
+        kind, text = "session name", session_info_name(entry) or ""
     elif kind == "mode_change":
         kind, text = "mode", str(entry.get("mode") or "")
     text = " ".join(text.split())
