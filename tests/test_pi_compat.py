@@ -573,3 +573,56 @@ def test_recent_sessions_are_named_by_a_session_info_entry_in_their_first_bytes(
     )  # fmt: skip
     (recent,) = xcsh_store.get_recent_sessions(str(folder))
     assert recent.full_name == "Named by pi"
+
+
+def _usage_by_entry(agent_dir: Path) -> dict[str, str]:
+    with SessionIndex.open(str(agent_dir)) as index:
+        rows = index.connection.execute(
+            "SELECT id, coalesce(provider || '/', '') || coalesce(model, '?') FROM entries"
+            " WHERE role = 'assistant'"
+        ).fetchall()
+        assert index.verify().clean
+    return dict(rows)
+
+
+def test_a_parent_written_after_its_child_gives_the_same_models_synced_at_once_or_in_steps(
+    agent_dir,
+):
+    """Only what a file holds before an entry decides what it inherits, however it is synced."""
+    lines = [
+        header("late"),
+        _unnamed_assistant("a", "m", "before its parent"),
+        _pi_change("m", None, "kimchi", "k2"),
+        _unnamed_assistant("b", "a", "child of the early one"),
+        _unnamed_assistant("c", "m", "child of the change"),
+    ]
+    path = sessions_dir(agent_dir) / "late.jsonl"
+    write_session(path, lines)
+    run_json("sync")
+    at_once = _usage_by_entry(agent_dir)
+    assert at_once == {"a": "?", "b": "?", "c": "kimchi/k2"}
+    (agent_dir / "index.db").unlink()
+    write_session(path, lines[:3])
+    run_json("sync")
+    for line in lines[3:]:
+        append(path, line)
+        assert run_json("sync")["files_reindexed"] == 0
+    assert _usage_by_entry(agent_dir) == at_once
+
+
+def test_each_branch_inherits_the_model_of_its_own_path(agent_dir):
+    path = sessions_dir(agent_dir) / "branches.jsonl"
+    write_session(
+        path,
+        [
+            header("branches"),
+            message("u", None, "user", "start"),
+            _pi_change("x", "u", "one", "first"),
+            _unnamed_assistant("a", "x", "on the first branch"),
+            _pi_change("y", "u", "two", "second"),
+            _unnamed_assistant("b", "y", "on the second branch"),
+            _unnamed_assistant("c", "u", "before any change"),
+        ],
+    )
+    run_json("sync")
+    assert _usage_by_entry(agent_dir) == {"a": "one/first", "b": "two/second", "c": "?"}

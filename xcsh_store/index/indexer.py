@@ -586,22 +586,35 @@ class _RowWriter:
 
     def _indexed_default(self, entry_id: str) -> _Default:
         """The default model after an entry of an earlier read, from its path in the index:
-        the newest model_change with role default, else the newest assistant's model."""
-        from xcsh_store.index.tree import entry_path, read_entries  # tree imports this module
+        the newest model_change with role default, else the newest assistant's model.
+
+        Only the part of the path read before the entry counts (each parent earlier in the
+        file than its child), as when the whole file is read in one go.
+        """
+        from xcsh_store.index.tree import ChainPath, entry_path, read_entries  # tree imports us
 
         try:
             path = entry_path(self.connection, self.file_id, entry_id)
         except EntryNotFoundError:
             return _NO_DEFAULT
-        for _, row in path.rows(types=("model_change",), newest_first=True):
-            (change,) = read_entries(self.seen.path, [row], None)
-            role = change.get("role") or DEFAULT_MODEL_ROLE
-            if role == DEFAULT_MODEL_ROLE and model_change_model(change) is not None:
-                return (row.provider, row.model), True
-        for _, row in path.rows(types=("message",), newest_first=True):
-            if row.role == "assistant" and row.provider and row.model:
-                return (row.provider, row.model), False
-        return _NO_DEFAULT
+        # Chains exist only where every parent comes before its children.
+        kinds = ("model_change", "message") if isinstance(path, ChainPath) else ()
+        below = None
+        assistant: _Default = _NO_DEFAULT
+        for _, row in path.rows(types=kinds, newest_first=True):
+            if below is not None and row.seq > below:
+                break
+            below = row.seq
+            if row.type == "model_change":
+                (change,) = read_entries(self.seen.path, [row], None)
+                role = change.get("role") or DEFAULT_MODEL_ROLE
+                if role == DEFAULT_MODEL_ROLE and model_change_model(change) is not None:
+                    return (row.provider, row.model), True
+            elif (
+                assistant is _NO_DEFAULT and row.role == "assistant" and row.provider and row.model
+            ):
+                assistant = (row.provider, row.model), False
+        return assistant
 
     def _forget(self, row_index: int) -> None:
         """A later entry with the same id replaces an earlier one in the same batch."""
