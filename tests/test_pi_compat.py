@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,9 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 from conftest import PI_FIXTURES
+from fuzzing import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from session_builder import append, header, message, sessions_dir, write_session
 
 import xcsh_store
@@ -626,3 +630,58 @@ def test_each_branch_inherits_the_model_of_its_own_path(agent_dir):
     )
     run_json("sync")
     assert _usage_by_entry(agent_dir) == {"a": "one/first", "b": "two/second", "c": "?"}
+
+
+_MODEL_KINDS = ["user", "named", "unnamed", "pi_change", "smol_change", "bad_change"]
+
+
+def _model_entry(kind: str, entry_id: str, parent: str | None, number: int) -> dict[str, Any]:
+    if kind == "user":
+        return message(entry_id, parent, "user", f"u{number}")
+    if kind == "named":
+        return message(entry_id, parent, "assistant", f"a{number}") | {"timestamp": f"t{number}"}
+    if kind == "unnamed":
+        return _unnamed_assistant(entry_id, parent, f"a{number}") | {"timestamp": f"t{number}"}
+    provider = "" if kind == "bad_change" else f"p{number % 2}"
+    change = _pi_change(entry_id, parent, provider, f"m{number}")
+    return change | {"role": "smol"} if kind == "smol_change" else change
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    plan=st.lists(
+        st.tuples(
+            st.sampled_from(_MODEL_KINDS),
+            # The parent: None a root, -1 the next entry (written later), k the entry k back.
+            st.one_of(st.none(), st.just(-1), st.integers(min_value=0, max_value=3)),
+            st.booleans(),  # sync after this entry
+        ),
+        min_size=1,
+        max_size=14,
+    )
+)
+def test_inherited_models_are_the_same_however_a_file_is_synced(plan):
+    """An unnamed assistant message's model columns do not depend on how often the file was
+    synced while it grew (forward parents included), and verify stays clean."""
+    lines = [header("grown")]
+    for number, (kind, parent, _) in enumerate(plan):
+        if parent == -1:
+            parent_id = f"e{number + 1}"
+        else:
+            parent_id = None if parent is None else f"e{max(number - 1 - parent, 0)}"
+        lines.append(_model_entry(kind, f"e{number}", parent_id, number))
+    with tempfile.TemporaryDirectory() as base:
+        agent = Path(base)
+        path = sessions_dir(agent) / "grown.jsonl"
+        write_session(path, lines[:1])
+        with SessionIndex.open(str(agent)) as index:
+            for number, (_, _, sync_now) in enumerate(plan):
+                append(path, lines[number + 1])
+                if sync_now:
+                    index.sync()
+            index.sync()
+            in_steps = _usage_by_entry(agent)
+        (agent / "index.db").unlink()
+        with SessionIndex.open(str(agent)) as index:
+            index.sync()
+        assert _usage_by_entry(agent) == in_steps
