@@ -107,6 +107,33 @@ def create_compaction_summary_message(
 
 
 # --------------------------------------------------------------------------------------------
+# Models (D3, D26, D27)
+
+
+def model_change_model(entry: dict[str, Any]) -> Any:
+    """The model a ``model_change`` entry sets, or None: its truthy ``model`` (reference), else
+    pi's ``provider`` + ``modelId`` form (both non-empty strings, no ``model``) as
+    ``provider/modelId`` (D27)."""
+    model = entry.get("model")
+    if model:
+        return model
+    provider, model_id = entry.get("provider"), entry.get("modelId")
+    if model is None and _named(provider) and _named(model_id):
+        return f"{provider}/{model_id}"
+    return None
+
+
+def assistant_model(message: dict[str, Any]) -> str | None:
+    """``provider/model`` of an assistant message naming both, else None (D26)."""
+    provider, model = message.get("provider"), message.get("model")
+    return f"{provider}/{model}" if _named(provider) and _named(model) else None
+
+
+def _named(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+# --------------------------------------------------------------------------------------------
 # Paths
 
 
@@ -163,8 +190,9 @@ def build_session_context(
 def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
     """The context of a root -> leaf path (shared by the manager and the index)."""
     context = SessionContext()
+    models = context.models
     explicit_default_model = False
-    assistant_model: str | None = None
+    fallback_model: str | None = None
     rules: dict[str, None] = {}
     compaction: dict[str, Any] | None = None
     compaction_index = -1
@@ -173,17 +201,19 @@ def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
         if kind == "message":
             message = entry.get("message")
             if type(message) is dict and message.get("role") == "assistant":
-                provider, model = message.get("provider"), message.get("model")
-                if isinstance(provider, str) and provider and isinstance(model, str) and model:
-                    assistant_model = f"{provider}/{model}"
+                named = assistant_model(message)
+                if named is not None:
+                    fallback_model = named
+                    # The key takes its place where the reference first inserts it (D26).
+                    models.setdefault(DEFAULT_MODEL_ROLE, named)
         elif kind == "thinking_level_change":
             level = entry.get("thinkingLevel")
             context.thinking_level = DEFAULT_THINKING_LEVEL if level is None else level
         elif kind == "model_change":
-            model = entry.get("model")
-            if model:
+            model = model_change_model(entry)
+            if model is not None:
                 role = entry.get("role") or DEFAULT_MODEL_ROLE
-                context.models[role] = model
+                models[role] = model
                 explicit_default_model = explicit_default_model or role == DEFAULT_MODEL_ROLE
         elif kind == "compaction":
             compaction, compaction_index = entry, index
@@ -195,8 +225,8 @@ def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
             mode = entry.get("mode")
             context.mode = mode if isinstance(mode, str) else DEFAULT_MODE
             context.mode_data = entry.get("data")
-    if assistant_model is not None and not explicit_default_model:
-        context.models[DEFAULT_MODEL_ROLE] = assistant_model
+    if fallback_model is not None and not explicit_default_model:
+        models[DEFAULT_MODEL_ROLE] = fallback_model
     context.injected_ttsr_rules = list(rules)
 
     messages = context.messages

@@ -21,6 +21,8 @@ PREFIX_BYTES = 4096
 SESSION_PATTERN = "*.jsonl"
 NAME_MAX_CHARS = 40
 NO_MESSAGES = "(no messages)"
+# pi names a session with an entry of this type (D27).
+SESSION_INFO_TYPE = "session_info"
 
 # The characters JavaScript's String.prototype.trim() removes.
 JS_WHITESPACE = (
@@ -66,6 +68,23 @@ def effective_title(
             source = record.get("source")
             return title, source if isinstance(source, str) else None
     return None, None
+
+
+def session_info_name(entry: dict[str, Any]) -> str | None:
+    """The name a pi ``session_info`` entry gives its session (D27), or None."""
+    name = entry.get("name")
+    if entry.get("type") == SESSION_INFO_TYPE and isinstance(name, str) and name:
+        return name
+    return None
+
+
+def named_title(entries: list[dict[str, Any]]) -> str | None:
+    """The name of the last naming ``session_info`` entry: it wins over the header (D27)."""
+    for entry in reversed(entries):
+        name = session_info_name(entry)
+        if name is not None:
+            return name
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,7 +134,8 @@ def _recent_session_info(path: str, storage: SessionStorage) -> RecentSessionInf
     if header is None or not isinstance(header.get("id"), str):
         return None
     mtime = storage.stat(path).mtime
-    title, _source = effective_title(header, leading)
+    # Only the prefix is read: a session_info entry beyond it is not seen here.
+    title = named_title(rest) or effective_title(header, leading)[0]
     first_prompt = None if title else _first_user_text(rest)
     full_name = (
         _sanitize_name(title)
@@ -243,7 +263,7 @@ def session_info_from_file(path: str, storage: SessionStorage) -> SessionInfo | 
                 if role == "user" and not first_message:
                     first_message = text
     modified = datetime.fromtimestamp(storage.stat(path).mtime, UTC)
-    title = header.get("title")
+    title = named_title(rest) or header.get("title")
     if title is None:
         title = effective_title(header, leading)[0] or short_summary
     cwd = header.get("cwd")

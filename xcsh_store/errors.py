@@ -23,8 +23,16 @@ class PersistenceError(XcshStoreError):
     """Writing a session file failed; the manager latches it (D7)."""
 
 
-class SessionNotFoundError(XcshStoreError):
+class SessionNotFoundError(XcshStoreError, LookupError):
     """No session matches an id, file-name prefix or path."""
+
+
+class AmbiguousSessionError(XcshStoreError, LookupError):
+    """Several session files match an id or file-name prefix; ``candidates`` are their paths."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
 
 
 class InternalUrlError(XcshStoreError):

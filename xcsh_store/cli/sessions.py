@@ -62,6 +62,10 @@ def where(cwd: str | None) -> str:
 # ls
 
 
+# Marks an id that several files share: the id alone cannot select one of them.
+SHARED_ID_MARK = "*"
+
+
 @cli.command("ls")
 @click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
 @click.option(
@@ -120,7 +124,7 @@ def ls_command(
     print_table(
         (
             (
-                ids[session.session_id],
+                ids[session.session_id] + (SHARED_ID_MARK if session.id_shared else ""),
                 short_time(session.modified),
                 where(session.cwd),
                 session.message_count,
@@ -136,6 +140,8 @@ def ls_command(
         right=(3, 4, 5),
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
     )
+    if any(session.id_shared for session in sessions):
+        echo(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
     if more:
         echo(f"(showing {limit}; --limit 0 lists all)")
 

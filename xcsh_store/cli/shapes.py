@@ -38,6 +38,7 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "cache_write_tokens": session.cache_write_tokens,
         "premium_requests": session.premium_requests,
         "cost": session.cost,
+        "id_shared": session.id_shared,
     }
 
 

@@ -22,6 +22,7 @@ from xcsh_store.context import SessionContext
 from xcsh_store.discovery import content_text
 from xcsh_store.errors import (
     AmbiguousEntryError,
+    AmbiguousSessionError,
     EntryNotFoundError,
     HistoryError,
     IndexDatabaseError,
@@ -91,11 +92,16 @@ USAGE_GROUPS = {
     "session": "session_id",
 }
 
+# How many candidates an ambiguous session argument lists.
+AMBIGUOUS_LISTED = 20
+
 _SESSION_COLUMNS = (
     "s.file_id, s.session_id, s.path, s.cwd, s.project_dir, s.title, s.title_source,"
     " s.parent_session, s.version, s.created_at, s.modified_at, s.entry_count, s.message_count,"
     " s.first_message, s.last_entry_id, s.input_tokens, s.output_tokens, s.cache_read_tokens,"
-    " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy"
+    " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy,"
+    " EXISTS (SELECT 1 FROM sessions AS twin"
+    "  WHERE twin.session_id = s.session_id AND twin.file_id != s.file_id)"
 )
 
 
@@ -177,6 +183,8 @@ class IndexedSession:
     premium_requests: float
     cost: float
     legacy: bool = False
+    # Whether another indexed file has the same session id (a copy, or a clash).
+    id_shared: bool = False
     _index: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -193,7 +201,7 @@ class IndexedSession:
         (file_id, session_id, path, cwd, project_dir, title, title_source, parent, version,
          created_at, modified_at, entry_count, message_count, first_message, last_entry_id,
          input_tokens, output_tokens, cache_read, cache_write, premium, cost, compaction_title,
-         legacy) = row  # fmt: skip
+         legacy, id_shared) = row  # fmt: skip
         if index is not None:
             path = index.local_path(path)
         return cls(
@@ -201,7 +209,7 @@ class IndexedSession:
             title_source, parent, version, _parse_time(created_at), _parse_time(modified_at),
             entry_count, message_count, first_message or "(no messages)", last_entry_id,
             input_tokens, output_tokens, cache_read, cache_write, premium, cost, bool(legacy),
-            index,
+            bool(id_shared), index,
         )  # fmt: skip
 
 
@@ -430,33 +438,45 @@ class SessionIndex:
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
-        """A session by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
+        """A session file by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
 
-        Case-insensitive; when several match, the most recently modified wins.
+        Case-insensitive. A path selects its file; otherwise exactly one file must match, or
+        one whose id or file name is the whole of ``prefix``: several raise
+        :class:`AmbiguousSessionError` listing them (two files may share one session id).
         """
         text = prefix.strip()
         if not text:
             raise SessionNotFoundError("No session matches an empty id")
+        select = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
         if os.sep in text or text.endswith(".jsonl"):
             rows = self.connection.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
-                " WHERE s.path = ?",
-                (self._stored_path(os.path.abspath(text)),),
+                f"{select} WHERE s.path = ?", (self._stored_path(os.path.abspath(text)),)
             ).fetchall()
             if rows:
                 return IndexedSession.from_row(rows[0], self)
         # The file name is what follows the last "/", its suffix what follows the last "_".
         after_last = "replace(s.path, rtrim(s.path, replace(s.path, '{0}', '')), '')"
-        candidates = ("s.session_id", after_last.format("/"), after_last.format("_"))
-        matches = " OR ".join(f"lower({column}) LIKE ?1 ESCAPE '\\'" for column in candidates)
+        name, suffix = after_last.format("/"), after_last.format("_")
+        matches = " OR ".join(
+            f"lower({column}) LIKE ?1 ESCAPE '\\'" for column in ("s.session_id", name, suffix)
+        )
+        whole = (
+            f"(lower(s.session_id) = ?2 OR lower({name}) IN (?2, ?2 || '.jsonl')"
+            f" OR lower({suffix}) IN (?2, ?2 || '.jsonl'))"
+        )
         rows = self.connection.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
-            f" WHERE {matches} ORDER BY s.modified_at DESC LIMIT 1",
-            (_like_prefix(text.lower()),),
+            f"SELECT {_SESSION_COLUMNS}, {whole} AS whole FROM sessions AS s"
+            f" JOIN files AS f ON f.id = s.file_id WHERE {matches}"
+            " ORDER BY whole DESC, s.modified_at DESC LIMIT ?3",
+            (_like_prefix(text.lower()), text.lower(), AMBIGUOUS_LISTED + 1),
         ).fetchall()
-        if not rows:
+        exact = [row for row in rows if row[-1]]
+        found = exact or rows
+        if not found:
             raise SessionNotFoundError(f"No session matches {prefix!r}")
-        return IndexedSession.from_row(rows[0], self)
+        if len(found) > 1:
+            raise _ambiguous(prefix, [IndexedSession.from_row(row[:-1], self) for row in found])
+        return IndexedSession.from_row(found[0][:-1], self)
 
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
         if isinstance(session, IndexedSession):
@@ -827,6 +847,18 @@ def _open_for_writing(db_path: str) -> apsw.Connection:
         connection.close()
         raise
     return connection
+
+
+def _ambiguous(prefix: str, sessions: list[IndexedSession]) -> AmbiguousSessionError:
+    listed = sessions[:AMBIGUOUS_LISTED]
+    more = len(sessions) > AMBIGUOUS_LISTED
+    count = f"more than {AMBIGUOUS_LISTED}" if more else str(len(listed))
+    names = "; ".join(f"{session.session_id} ({session.path})" for session in listed)
+    return AmbiguousSessionError(
+        f"{prefix!r} matches {count} session files; give more of the id, the file name or the"
+        f" path: {names}{'; …' if more else ''}",
+        [session.path for session in listed],
+    )
 
 
 def _like_prefix(text: str) -> str:

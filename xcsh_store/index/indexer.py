@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -12,7 +13,9 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.discovery import content_text
+from xcsh_store.context import DEFAULT_MODEL_ROLE, model_change_model
+from xcsh_store.discovery import SESSION_INFO_TYPE, content_text, session_info_name
+from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.rows import (
     SURROGATE_ESCAPE,
@@ -39,6 +42,8 @@ from xcsh_store.migrate import (
 )
 
 HEAD_BYTES = 1024
+# Who named a session that a session_info entry names (D27).
+NAMED_TITLE_SOURCE = "user"
 TAIL_BYTES = 4096
 COMMIT_EVERY_VALUES = 20_000
 COMMIT_EVERY_BYTES = 16 << 20
@@ -77,6 +82,73 @@ class _Totals:
     last_entry_id: str | None = None
     usage: list[int | float] = field(default_factory=lambda: [0, 0, 0, 0, 0, 0])
     compaction_title: str | None = None
+    # The name of the newest session_info entry read this time (D27); not kept on resume, as
+    # the sessions row already holds the names read before.
+    session_name: str | None = None
+
+
+# (provider, model) as the index columns hold them.
+_Model = tuple[str | None, str | None]
+# The default model after an entry: (the model, whether a model_change set it); a callable
+# when it must be looked up in the index and no one has needed it yet.
+_Default = tuple[_Model | None, bool]
+_NO_DEFAULT: _Default = (None, False)
+
+
+class _DefaultModels:
+    """The default model in effect after each entry of one read (D3, D26, D27), so that an
+    assistant message naming no model is counted under the model its session was using.
+
+    Parents from an earlier read are looked up in the index, and only when an assistant
+    message needs them: appending to a session costs nothing while its messages name models.
+    """
+
+    def __init__(self, lookup: Callable[[str], _Default] | None) -> None:
+        self.after: dict[str, _Default | Callable[[], _Default]] = {}
+        self.lookup = lookup
+
+    def add(self, facts: EntryFacts, value: dict[str, Any]) -> _Model | None:
+        """Record the entry; returns the model an unnamed assistant message inherits."""
+        parent = self._at(facts.parent_id)
+        inherited = None
+        if facts.type == "model_change":
+            role = value.get("role") or DEFAULT_MODEL_ROLE
+            if role == DEFAULT_MODEL_ROLE and model_change_model(value) is not None:
+                parent = ((facts.provider, facts.model), True)
+        elif facts.role == "assistant":
+            if facts.provider and facts.model:
+                parent = _named_after(parent, (facts.provider, facts.model))
+            else:
+                parent = _resolved(parent)
+                inherited = parent[0]
+        if facts.id is not None:
+            self.after[facts.id] = parent
+        return inherited
+
+    def _at(self, parent_id: str | None) -> _Default | Callable[[], _Default]:
+        if parent_id is None:
+            return _NO_DEFAULT
+        found = self.after.get(parent_id)
+        if found is not None:
+            return found
+        lookup = self.lookup
+        if lookup is None:
+            return _NO_DEFAULT
+        return functools.cache(lambda: lookup(parent_id))
+
+
+def _resolved(default: _Default | Callable[[], _Default]) -> _Default:
+    return default() if callable(default) else default
+
+
+def _named_after(
+    parent: _Default | Callable[[], _Default], model: _Model
+) -> _Default | Callable[[], _Default]:
+    """After a named assistant message: its model, unless a model_change set one (D3)."""
+    if callable(parent):
+        pending = parent
+        return functools.cache(lambda: _resolved(_named_after(pending(), model)))
+    return parent if parent[1] else (model, False)
 
 
 _ENTRY_INSERT = (
@@ -403,6 +475,7 @@ class _RowWriter:
         self.adopted: set[str] = set()
         self.missing_parents: set[str] = set()
         self.chains_written = state.chained
+        self.defaults = _DefaultModels(None if state.fresh else self._indexed_default)
 
     def add_records(self, records: Any) -> None:
         state = self.state
@@ -462,6 +535,9 @@ class _RowWriter:
             self._repair_links(value, seq)
         facts = EntryFacts(value, is_header_record)
         if not is_header_record:
+            inherited = self.defaults.add(facts, value)
+            if inherited is not None:
+                facts.provider, facts.model = inherited
             self._count(value, facts)
         pk = self.indexer.next_pk()
         usage = facts.usage or (None, None, None, None, None, None)
@@ -537,6 +613,38 @@ class _RowWriter:
             (self.file_id, parent_id),
         ).fetchall()
 
+    def _indexed_default(self, entry_id: str) -> _Default:
+        """The default model after an entry of an earlier read, from its path in the index:
+        the newest model_change with role default, else the newest assistant's model.
+
+        Only the part of the path read before the entry counts (each parent earlier in the
+        file than its child), as when the whole file is read in one go.
+        """
+        from xcsh_store.index.tree import ChainPath, entry_path, read_entries  # tree imports us
+
+        try:
+            path = entry_path(self.connection, self.file_id, entry_id)
+        except EntryNotFoundError:
+            return _NO_DEFAULT
+        # Chains exist only where every parent comes before its children.
+        kinds = ("model_change", "message") if isinstance(path, ChainPath) else ()
+        below = None
+        assistant: _Default = _NO_DEFAULT
+        for _, row in path.rows(types=kinds, newest_first=True):
+            if below is not None and row.seq > below:
+                break
+            below = row.seq
+            if row.type == "model_change":
+                (change,) = read_entries(self.seen.path, [row], None)
+                role = change.get("role") or DEFAULT_MODEL_ROLE
+                if role == DEFAULT_MODEL_ROLE and model_change_model(change) is not None:
+                    return (row.provider, row.model), True
+            elif (
+                assistant is _NO_DEFAULT and row.role == "assistant" and row.provider and row.model
+            ):
+                assistant = (row.provider, row.model), False
+        return assistant
+
     def _forget(self, row_index: int) -> None:
         """A later entry with the same id replaces an earlier one in the same batch."""
         pk = self.entry_rows[row_index][0]
@@ -573,6 +681,8 @@ class _RowWriter:
                         totals.first_message = text
         elif kind == "compaction" and isinstance(value.get("shortSummary"), str):
             totals.compaction_title = value["shortSummary"]
+        elif kind == SESSION_INFO_TYPE:
+            totals.session_name = session_info_name(value) or totals.session_name
 
     # -- committing -------------------------------------------------------------------------
 
@@ -642,16 +752,20 @@ class _RowWriter:
             *totals.usage, totals.compaction_title, iso_from_ns(self.seen.mtime_ns),
         )  # fmt: skip
         header = self.header_row
+        name = totals.session_name
         if header is None:
             self.connection.execute(
                 "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
                 " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
                 " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
-                " modified_at = ? WHERE file_id = ?",
-                (*figures, self.file_id),
+                " modified_at = ?, title = coalesce(?, title),"
+                " title_source = coalesce(?, title_source) WHERE file_id = ?",
+                (*figures, name, NAMED_TITLE_SOURCE if name else None, self.file_id),
             )
             return
-        title, title_source = _title_of(header, state.leading_title)
+        title, title_source = (
+            (name, NAMED_TITLE_SOURCE) if name else _title_of(header, state.leading_title)
+        )
         self.connection.execute(
             "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
             " title_source, parent_session, version, created_at, entry_count, message_count,"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xcsh_store.context import model_change_model
+from xcsh_store.discovery import SESSION_INFO_TYPE, session_info_name
 from xcsh_store.index.tree import SessionTree, read_entries
 
 if TYPE_CHECKING:
@@ -138,9 +140,7 @@ def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
     elif kind == "thinking_level_change":
         kind, text = "thinking level", str(entry.get("thinkingLevel") or "off")
     elif kind == "model_change":
-        model = entry.get("model") or "/".join(
-            str(entry[key]) for key in ("provider", "modelId") if entry.get(key)
-        )
+        model = model_change_model(entry) or ""
         role = entry.get("role")
         kind, text = "model", f"{model}" + (f" (as {role})" if role else "")
     elif kind == "compaction":
@@ -163,6 +163,8 @@ def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
         kind, text = "rules", ", ".join(map(str, rules)) if isinstance(rules, list) else ""
     elif kind == "session_init":
         kind, text = "session init", str(entry.get("task") or "")
+    elif kind == SESSION_INFO_TYPE:
+        kind, text = "session name", session_info_name(entry) or ""
     elif kind == "mode_change":
         kind, text = "mode", str(entry.get("mode") or "")
     text = " ".join(text.split())

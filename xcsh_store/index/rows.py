@@ -6,7 +6,8 @@ import hashlib
 import re
 from typing import Any
 
-from xcsh_store.discovery import content_text
+from xcsh_store.context import model_change_model
+from xcsh_store.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 from xcsh_store.history_search import storable_text
 
 # Tool output can be megabytes; its beginning is what people search for.
@@ -126,10 +127,8 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
         if isinstance(model, str) and model:
             provider, _, name = model.partition("/")
             facts.provider, facts.model = (provider, name) if name else (None, model)
-        else:
-            provider, name = value.get("provider"), value.get("modelId")
-            facts.provider = provider if isinstance(provider, str) else None
-            facts.model = name if isinstance(name, str) else None
+        elif model_change_model(value) is not None:  # pi's {provider, modelId} (D27)
+            facts.provider, facts.model = value["provider"], value["modelId"]
         return ""
     if kind == "compaction":
         return "\n".join(
@@ -137,6 +136,8 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
             for text in (value.get("shortSummary"), value.get("summary"))
             if isinstance(text, str)
         )
+    if kind == SESSION_INFO_TYPE:  # pi's session name (D27): searchable like a title
+        return session_info_name(value) or ""
     if kind in ("branch_summary", "label", "session", "title"):
         key = {"branch_summary": "summary", "label": "label"}.get(kind, "title")
         text = value.get(key)

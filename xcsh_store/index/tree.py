@@ -371,23 +371,29 @@ def context_from_index(
         kept = path.position_of(first_kept)
         if kept is not None and kept < start:
             start = kept
-    # Before start nothing is emitted: only state changes and the newest assistant model
-    # count there (a later assistant message overrides that model anyway).
-    earlier = [row for _, row in path.rows(before=start, types=STATE_TYPES)]
-    assistant = next(
-        (
-            row
-            for _, row in path.rows(before=start, types=("message",), newest_first=True)
-            if row.role == "assistant"
-        ),
-        None,
-    )
+    # Before start nothing is emitted: only state changes and the default model of assistant
+    # messages count there, and the index knows those models.
+    state = list(path.rows(before=start, types=STATE_TYPES))
     tail = [row for _, row in path.rows(since=start)]
-    values = read_entries(file, earlier + tail, blobs)
-    reduced = values[: len(earlier)]
-    if assistant is not None:
-        reduced.append(_stand_in(assistant))
-    return context_of_path(reduced + values[len(earlier) :])
+    values = read_entries(file, [row for _, row in state] + tail, blobs)
+    earlier = [(position, value) for (position, _), value in zip(state, values, strict=False)]
+    earlier += [(position, _stand_in(row)) for position, row in _named_assistants(path, start)]
+    earlier.sort(key=lambda item: item[0])
+    return context_of_path([value for _, value in earlier] + values[len(state) :])
+
+
+def _named_assistants(path: EntryPath, before: Position) -> list[tuple[Position, IndexedEntry]]:
+    """The first and the last assistant message before ``before`` naming a provider and a
+    model: the first places the ``default`` key (D26), the last gives its fallback value (D3)."""
+    found: dict[Position, IndexedEntry] = {}
+    for newest_first in (False, True):
+        for position, row in path.rows(
+            before=before, types=("message",), newest_first=newest_first
+        ):
+            if row.role == "assistant" and row.provider and row.model:
+                found[position] = row
+                break
+    return list(found.items())
 
 
 def _stand_in(row: IndexedEntry) -> dict[str, Any]:
