@@ -97,13 +97,8 @@ def test_search_model_completes_model_names(indexed, typed, expected):
 
 
 def _tree(folder: Path) -> list[tuple[str, int]]:
-    """Every path below ``folder`` with its mtime, but SQLite's -wal/-shm: whether a read-only
-    connection leaves those is the business of index.db's connect, shared by every reader."""
-    return sorted(
-        (str(path), path.stat().st_mtime_ns)
-        for path in folder.rglob("*")
-        if not path.name.endswith(("-wal", "-shm"))
-    )
+    """Every path below ``folder`` with its mtime."""
+    return sorted((str(path), path.stat().st_mtime_ns) for path in folder.rglob("*"))
 
 
 def test_completion_creates_and_changes_nothing(indexed):

@@ -31,6 +31,7 @@ from xcsh_store.discovery import (
     resolve_resumable_session,
 )
 from xcsh_store.errors import (
+    AmbiguousEntryError,
     AmbiguousSessionError,
     EntryNotFoundError,
     HistoryError,

@@ -45,9 +45,6 @@ class Settings:
 
     agent_dir: str
     color: bool = False
-    # False when neither --agent-dir nor $XCSH_AGENT_DIR was given (demo must not default to
-    # the real agent dir then).
-    agent_dir_given: bool = True
 
     def style(self, text: str, **styles: Any) -> str:
         return click.style(text, **styles) if self.color else text
@@ -175,7 +172,6 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str) -> None:
     ctx.obj = Settings(
         agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir(),
         color=color_enabled(color, is_terminal, os.environ),
-        agent_dir_given=bool(agent_dir),
     )
     ctx.color = ctx.obj.color
 
@@ -190,7 +186,8 @@ json_option = click.option(
 )
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """What orjson cannot encode by itself: bytes as sqlite-utils writes them, else ``str``."""
     if isinstance(value, bytes):
         # The sqlite-utils convention for binary values.
         return {"$base64": True, "encoded": base64.b64encode(value).decode("ascii")}
@@ -204,7 +201,7 @@ def emit_json(data: Any) -> None:
         orjson.dumps(
             data,
             option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-            default=_json_default,
+            default=json_default,
         )
     )
     stream.write(b"\n")

@@ -18,11 +18,11 @@ from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
+    json_default,
     json_option,
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.app import _json_default as json_default
 from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
 from xcsh_store.index.query import (
     QueryInterruptedError,
