@@ -127,3 +127,16 @@ def test_with_colour_only_the_verbs_own_styles_survive():
     line = "\x1b[36mid\x1b[0m \x1b[8mhidden\x1b[0m \x1b]0;t\x07"
     assert visible_line(line, True) == "\x1b[36mid\x1b[0m \\x1b[8mhidden\x1b[0m \\x1b]0;t\\x07"
     assert visible_line(line, False) == visible(line)
+
+
+@pytest.mark.parametrize("colour", ["never", "always"])
+def test_escaped_hostile_text_still_fits_the_terminal(hostile, colour, monkeypatch):
+    """Escapes are longer than what they stand for: tables, charts and `show` are cut after the
+    sanitiser. (Messages such as gc's summary are prose that the terminal wraps.)"""
+    monkeypatch.setenv("COLUMNS", "80")
+    for args in verb_lines(hostile["path"]):
+        if args[0] not in ("ls", "search", "show", "history", "usage", "sql"):
+            continue
+        for line in run("--color", colour, *args).stdout.splitlines():
+            shown = OWN_STYLE.sub("", line).replace("«", "").replace("»", "")
+            assert len(shown) <= 80, (args, shown)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 import click
 
 from xcsh_store.cli.render import cut, cut_styled, display_width, human_count, money, pad
+from xcsh_store.cli.safe import visible
 from xcsh_store.index import UsageRow
 
 # (name, colour on a terminal, shade without colour, colour in HTML)
@@ -120,7 +121,8 @@ def terminal_chart(
     Every line fits ``width`` (100 in a pipe): long labels are cut, and the sparklines sum
     neighbouring groups when there are more groups than columns.
     """
-    bars = bars_of(rows, by)
+    # Labels come from session data: escaped before they are measured and cut.
+    bars = [replace(bar, label=visible(bar.label)) for bar in bars_of(rows, by)]
     if not bars:
         return ["No usage recorded."]
     width = width or 100

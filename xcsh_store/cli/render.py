@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from xcsh_store.cli.safe import visible_line
+
 # Cells are cut to this when the output is not a terminal (a pipe, a file).
 PIPE_CELL_WIDTH = 100
 # The flexible column never shrinks below this on a narrow terminal.
@@ -165,7 +167,12 @@ def show_marks(text: str, color: bool) -> str:
 
 
 def fit_line(text: str, width: int | None) -> str:
-    """One line of output cut to the terminal (unchanged in a pipe)."""
+    """One line of output through the sanitiser, then cut to the terminal (uncut in a pipe).
+
+    Sanitising first makes the escapes that stand for control characters count in the width.
+    """
+    context = click.get_current_context(silent=True)
+    text = visible_line(text, bool(context and context.color))
     return text if width is None else cut_styled(text, width)
 
 
