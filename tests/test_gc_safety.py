@@ -1,0 +1,115 @@
+"""Blob GC never deletes a blob some session file still references (issue 13: 1, 2, 3, 4, 7)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from fuzzing import examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from session_builder import header, message, sessions_dir, write_session
+
+from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
+from xcsh_store.index import SessionIndex
+from xcsh_store.loader import load_session
+
+# -- 3. refs spelled with JSON escapes ---------------------------------------------------------
+
+
+def _spell(text: str, escaped: list[bool]) -> str:
+    """``text`` as the inside of a JSON string, the characters marked ``escaped`` as \\uXXXX."""
+    return "".join(
+        f"\\u{ord(char):04{'x' if index % 2 else 'X'}}" if escaped[index % len(escaped)] else char
+        for index, char in enumerate(text)
+    )
+
+
+_POSITIONS = ("image", "image_url", "text")  # the loader resolves the first two only
+_DECOYS = (
+    lambda digest: BLOB_REF_PREFIX + digest[:-1],
+    lambda digest: BLOB_REF_PREFIX + digest.upper(),
+    lambda digest: "blob:sha1:" + digest,
+    lambda digest: BLOB_REF_PREFIX + digest + "0",
+)
+
+
+def _blob_line(refs: list[tuple[str, str, list[bool]]], decoys: list[tuple[int, str]]) -> str:
+    """One message line holding each ref (hash, position, escape pattern) and the decoys."""
+    content = ['{"type":"text","text":"look"}']
+    nested = []
+    texts = []
+    for digest, position, escaped in refs:
+        spelled = '"' + _spell(BLOB_REF_PREFIX + digest, escaped) + '"'
+        if position == "image":
+            content.append('{"type":"image","data":' + spelled + ',"mimeType":"image/png"}')
+        elif position == "image_url":
+            nested.append('{"deep":{"image_url":' + spelled + "}}")
+        else:
+            texts.append(spelled)
+    for which, digest in decoys:
+        content.append('{"type":"image","data":' + json.dumps(_DECOYS[which](digest)) + "}")
+    return (
+        '{"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":[' + ",".join(content) + "],"
+        '"details":{"nested":[' + ",".join(nested) + "]},"
+        '"notes":[' + ",".join(texts) + "]}}"
+    )
+
+
+_digest = st.binary(min_size=1, max_size=8).map(lambda data: hashlib.sha256(data).hexdigest())
+_ref = st.tuples(_digest, st.sampled_from(_POSITIONS), st.lists(st.booleans(), min_size=1))
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    refs=st.lists(_ref, max_size=4),
+    decoys=st.lists(st.tuples(st.integers(0, len(_DECOYS) - 1), _digest), max_size=2),
+)
+def test_index_counts_the_refs_the_loader_resolves_however_spelled(agent_dir, refs, decoys):
+    """Every ref the loader resolves is counted; the index also counts a well-formed ref the
+    loader leaves alone (a ref in text), never a malformed one."""
+    store = BlobStore(str(agent_dir / "blobs"))
+    blob_of = {digest: f"bytes of {digest}".encode() for digest, _, _ in refs}
+    for digest, data in blob_of.items():
+        os.makedirs(store.dir, exist_ok=True)
+        Path(store.path_for(digest)).write_bytes(data)
+    path = sessions_dir(agent_dir) / "escaped.jsonl"
+    write_session(path, [header("esc"), message("u1", None, "user", "hi")])
+    with open(path, "a") as handle:
+        handle.write(_blob_line(refs, decoys) + "\n")
+
+    loaded = load_session(str(path), blob_store=store).entries
+    text = json.dumps(loaded)
+    # An image's data comes back as base64, an image_url as the stored text.
+    resolved = {
+        digest
+        for digest, data in blob_of.items()
+        if base64.b64encode(data).decode() in text or data.decode() in text
+    }
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        counted = {row[0] for row in index.connection.execute("SELECT hash FROM blob_refs")}
+    assert resolved == {digest for digest, position, _ in refs if position != "text"}
+    assert counted == {digest for digest, _, _ in refs}
+
+
+def test_gc_keeps_a_blob_whose_ref_is_spelled_with_an_escape(agent_dir):
+    store = BlobStore(str(agent_dir / "blobs"))
+    put = store.put(b"an image")
+    os.utime(put.path, (0, 0))
+    path = sessions_dir(agent_dir) / "escaped.jsonl"
+    write_session(path, [header("esc"), message("u1", None, "user", "hi")])
+    with open(path, "a") as handle:
+        handle.write(_blob_line([(put.hash, "image", [False] * 75 + [True])], []) + "\n")
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.blob_gc(apply=True, grace=timedelta(0))
+    assert report.deleted == [] and store.has(put.hash)
