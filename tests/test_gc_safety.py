@@ -6,6 +6,9 @@ import base64
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -113,3 +116,56 @@ def test_gc_keeps_a_blob_whose_ref_is_spelled_with_an_escape(agent_dir):
     with SessionIndex.open(str(agent_dir)) as index:
         report = index.blob_gc(apply=True, grace=timedelta(0))
     assert report.deleted == [] and store.has(put.hash)
+
+
+# -- 1. sessions moved while gc syncs ------------------------------------------------------------
+
+_MOVER = """
+import os, sys
+first, last = sys.argv[1:3]
+print("moving", flush=True)
+while True:
+    os.rename(first, last)
+    os.rename(last, first)
+"""
+
+
+def _image_session(path: Path, session_id: str, ref: str) -> None:
+    record = message("u1", None, "user", "look")
+    record["message"]["content"].append({"type": "image", "data": ref})
+    write_session(path, [header(session_id), record])
+
+
+def _old_blob(agent_dir: Path, data: bytes) -> str:
+    put = BlobStore(str(agent_dir / "blobs")).put(data)
+    three_days_ago = time.time() - 3 * 86400
+    os.utime(put.path, (three_days_ago, three_days_ago))
+    return put.ref
+
+
+def test_gc_keeps_the_blob_of_a_session_moving_between_project_folders(agent_dir):
+    """A second process moves the session between the first and the last of 300 project
+    folders as fast as it can (what `mv` or move_to does) while gc loops: a scan that lists
+    the target before a move and the source after it misses the file, which must never cost
+    its blob."""
+    sessions = agent_dir / "sessions"
+    for number in range(300):
+        (sessions / f"--p{number:03d}--").mkdir(parents=True)
+    ref = _old_blob(agent_dir, b"an image of a moving session")
+    first = sessions / "--p000--" / "moving.jsonl"
+    _image_session(first, "moving", ref)
+    store = BlobStore(str(agent_dir / "blobs"))
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        mover = subprocess.Popen(
+            [sys.executable, "-c", _MOVER, str(first), str(sessions / "--p299--" / first.name)],
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert mover.stdout is not None and mover.stdout.readline() == b"moving\n"
+            for _ in range(40):
+                index.blob_gc(apply=True, grace=timedelta(0))
+                assert store.has(ref[len(BLOB_REF_PREFIX) :])
+        finally:
+            mover.kill()
+            mover.wait()

@@ -175,6 +175,7 @@ def gc_json(report: GcReport, grace: timedelta) -> dict[str, Any]:
         "deleted": report.deleted,
         "bytes_freed": report.bytes_freed,
         "dangling": report.dangling,
+        "skipped": report.skipped,
     }
 
 
@@ -208,7 +209,8 @@ def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool)
     else:
         _print_gc(settings, report, grace)
     if report.refused:
-        raise click.ClickException(f"blobs not deleted: {report.refused}")
+        done = "not deleted" if apply else "would not be deleted by --apply"
+        raise click.ClickException(f"blobs {done}: {report.refused}")
 
 
 def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
@@ -239,6 +241,8 @@ def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
         )
         for digest in report.dangling:
             echo(f"  {digest}")
+    for name in report.skipped:
+        echo(f"Warning: skipped blobs/{name}: not a regular file", err=True)
 
 
 def _duration(value: timedelta) -> str:

@@ -22,7 +22,7 @@ from xcsh_store.discovery import content_text
 from xcsh_store.errors import HistoryError, IndexDatabaseError, SessionNotFoundError
 from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
-from xcsh_store.index.gc import GcReport, collect_garbage
+from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import (
@@ -546,23 +546,20 @@ class SessionIndex:
     def blob_gc(self, apply: bool = False, grace: timedelta = timedelta(hours=1)) -> GcReport:
         """Unreferenced blob files older than ``grace``; deleted only with ``apply``.
 
-        Syncs first. Refuses to delete while any session file or root could not be read, since
-        a blob referenced only from such a file would look unreferenced.
+        Syncs first, until a sync saw a consistent view of the session files. Refuses to
+        delete (and a dry run says it would refuse) while any session file, folder or root the
+        index knew could not be reached, or files kept moving, since a blob referenced only
+        from such a file would look unreferenced.
         """
         synced_from = time.time()
-        report = self.sync()
-        refuse = None
-        if report.unreadable:
-            refuse = f"{len(report.unreadable)} session file(s) or folder(s) could not be read"
-        elif report.missing_roots:
-            refuse = f"session root(s) missing: {', '.join(report.missing_roots)}"
+        report, moving = sync_consistently(self.sync, self.roots, self.connection)
         with self._sync_lock():
             return collect_garbage(
                 self.connection,
                 self.blob_store.dir,
                 apply=apply,
                 cutoff=synced_from - grace.total_seconds(),
-                refuse_reason=refuse,
+                refuse_reason=refusal(report, moving),
             )
 
     # -- verify -----------------------------------------------------------------------------

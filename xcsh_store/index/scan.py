@@ -207,6 +207,26 @@ def describe_error(error: OSError) -> str:
     )
 
 
+def hiding_folder(path: str, root: str) -> tuple[str, str] | None:
+    """For a file the index knew and the scan did not find: the folder that may hide it, and
+    why, when the file may still exist out of reach (a symlinked folder whose target is gone,
+    an unmounted disk, a folder that cannot be looked at: EACCES, EIO); None when the file's
+    folder is there, or gone from a parent that is (then the file is really gone)."""
+    folder = os.path.dirname(path)
+    while is_under_any(folder, [root]):
+        try:
+            os.stat(folder)
+        except FileNotFoundError:
+            if os.path.islink(folder):
+                return folder, "symbolic link to a folder that is missing (unmounted?)"
+            folder = os.path.dirname(folder)
+            continue
+        except OSError as error:
+            return folder, describe_error(error)
+        return None
+    return None
+
+
 def is_under_any(path: str, roots: list[str]) -> bool:
     """Whether ``path`` is one of ``roots`` or inside one of them."""
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)

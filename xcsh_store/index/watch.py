@@ -1,0 +1,126 @@
+"""Noticing names that arrive in session folders while a scan runs (Linux inotify), so that the
+blob GC knows whether its sync saw every session file or missed one that was moving."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import os
+import struct
+from collections.abc import Iterator
+
+# From <sys/inotify.h>.
+_IN_MOVED_TO = 0x00000080
+_IN_CREATE = 0x00000100
+_IN_DELETE_SELF = 0x00000400
+_IN_MOVE_SELF = 0x00000800
+_IN_UNMOUNT = 0x00002000
+_IN_Q_OVERFLOW = 0x00004000
+_IN_ONLYDIR = 0x01000000
+_IN_ISDIR = 0x40000000
+_ARRIVED = _IN_MOVED_TO | _IN_CREATE
+# A watched folder itself went away, or events were lost: what arrived is unknown.
+_LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW
+_MASK = _ARRIVED | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
+
+
+class FolderWatch:
+    """An inotify instance watching every folder below some roots for names that arrive.
+
+    A scan that lists a folder after its watch was added sees everything that was there before;
+    anything arriving later is an event. So when no session file, folder or link arrived
+    anywhere that the scan did not see, every file present at the end was seen: the view is
+    consistent, however the files moved meanwhile.
+    """
+
+    def __init__(self, descriptor: int, add_watch: ctypes._CFuncPtr) -> None:
+        self.descriptor = descriptor
+        self._add_watch = add_watch
+        self.folders: dict[int, str] = {}
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls) -> Iterator[FolderWatch | None]:
+        """A watch, or None where inotify is not available (not Linux, no instances left)."""
+        name = ctypes.util.find_library("c")
+        try:
+            libc = ctypes.CDLL(name, use_errno=True)
+            init, add_watch = libc.inotify_init1, libc.inotify_add_watch
+        except (OSError, AttributeError):
+            yield None
+            return
+        add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        descriptor = init(os.O_NONBLOCK | os.O_CLOEXEC)
+        if descriptor < 0:
+            yield None
+            return
+        try:
+            yield cls(descriptor, add_watch)
+        finally:
+            os.close(descriptor)
+
+    def watch_tree(self, roots: list[str]) -> bool:
+        """Watch every folder below ``roots`` (following folder links once, as the scan does),
+        after dropping the events so far; False when the system's watch limit was reached."""
+        self._drain()
+        self.folders = {}
+        visited: set[tuple[int, int]] = set()
+        pending = list(roots)
+        while pending:
+            folder = pending.pop()
+            # Watched before it is listed: what arrives after the listing is an event.
+            number = self._add_watch(self.descriptor, os.fsencode(folder), _MASK)
+            if number < 0:
+                if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
+                    return False
+                continue  # gone or unreadable: the scan reports it
+            # One number per folder: the first path to it is the one the scan takes too.
+            self.folders.setdefault(number, folder)
+            try:
+                info = os.stat(folder)
+                if (info.st_dev, info.st_ino) in visited:
+                    continue
+                visited.add((info.st_dev, info.st_ino))
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if not entry.name.startswith(".") and entry.is_dir():
+                        pending.append(entry.path)
+        return True
+
+    def arrivals(self) -> list[tuple[str, bool]] | None:
+        """(path, is a folder) of every name that arrived since :meth:`watch_tree`; None when
+        that cannot be known (events lost, a watched folder moved or removed)."""
+        arrived: list[tuple[str, bool]] = []
+        for number, mask, name in self._events():
+            if mask & _LOST:
+                return None
+            if mask & _ARRIVED and not name.startswith("."):
+                folder = self.folders.get(number)
+                if folder is None:
+                    return None
+                arrived.append((os.path.join(folder, name), bool(mask & _IN_ISDIR)))
+        return arrived
+
+    def _drain(self) -> None:
+        for _ in self._events():
+            pass
+
+    def _events(self) -> Iterator[tuple[int, int, str]]:
+        while True:
+            try:
+                data = os.read(self.descriptor, 1 << 16)
+            except BlockingIOError:
+                return
+            offset = 0
+            while offset < len(data):
+                number, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size
+                raw = data[offset : offset + length].rstrip(b"\0")
+                offset += length
+                yield number, mask, os.fsdecode(raw)
