@@ -12,12 +12,14 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from click.testing import CliRunner, Result
 from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from session_builder import header, message, sessions_dir, write_session
 
 from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
+from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.loader import load_session
 
@@ -169,3 +171,57 @@ def test_gc_keeps_the_blob_of_a_session_moving_between_project_folders(agent_dir
         finally:
             mover.kill()
             mover.wait()
+
+
+# -- 2 and 7. out of reach means refuse, and the dry run predicts --apply ----------------------
+
+
+def _gc(agent_dir: Path, *options: str) -> Result:
+    return CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "gc", "--grace", "0s", *options])
+
+
+def _assert_both_refuse(agent_dir: Path, reason: str) -> None:
+    dry, applied = _gc(agent_dir), _gc(agent_dir, "--apply")
+    assert (dry.exit_code, applied.exit_code) == (1, 1), (dry.output, applied.output)
+    assert reason in dry.output and reason in applied.output
+    assert "would be deleted; run with --apply" not in dry.output
+
+
+def test_gc_refuses_while_a_symlinked_project_folder_points_nowhere(agent_dir, tmp_path):
+    """An unmounted disk: the project folder is a link whose target is gone."""
+    disk = tmp_path / "disk" / "project"
+    ref = _old_blob(agent_dir, b"an image on a disk that is not mounted")
+    _image_session(disk / "on-disk.jsonl", "on-disk", ref)
+    (agent_dir / "sessions").mkdir(parents=True)
+    (agent_dir / "sessions" / "--project--").symlink_to(disk)
+    assert _gc(agent_dir, "--apply").exit_code == 0
+    (tmp_path / "disk").rename(tmp_path / "unmounted")
+    _assert_both_refuse(agent_dir, "symbolic link to a folder that is missing")
+    assert BlobStore(str(agent_dir / "blobs")).has(ref[len(BLOB_REF_PREFIX) :])
+    (tmp_path / "unmounted").rename(tmp_path / "disk")
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.blob_gc(apply=True, grace=timedelta(0)).refused is None
+        counted = index.connection.execute("SELECT hash FROM blob_refs").fetchall()
+    assert counted == [(ref[len(BLOB_REF_PREFIX) :],)]
+
+
+def test_gc_dry_run_refuses_like_apply_on_a_file_name_that_is_not_utf8(agent_dir):
+    _old_blob(agent_dir, b"an orphan")
+    sessions = sessions_dir(agent_dir)
+    write_session(sessions / "fine.jsonl", [header("fine")])
+    os.rename(sessions / "fine.jsonl", os.fsencode(sessions) + b"/bad-\xff.jsonl")
+    _assert_both_refuse(agent_dir, "not valid UTF-8")
+
+
+def test_gc_skips_a_folder_in_blobs_named_like_a_hash(agent_dir):
+    orphan = _old_blob(agent_dir, b"an orphan")[len(BLOB_REF_PREFIX) :]
+    sessions_dir(agent_dir)
+    folder = agent_dir / "blobs" / ("f" * 64)
+    folder.mkdir()
+    os.utime(folder, (0, 0))
+    dry, applied = _gc(agent_dir), _gc(agent_dir, "--apply")
+    assert (dry.exit_code, applied.exit_code) == (0, 0), applied.output
+    for result in (dry, applied):
+        assert f"skipped blobs/{'f' * 64}: not a regular file" in result.output
+    assert folder.is_dir() and not (agent_dir / "blobs" / orphan).exists()
+    assert _gc(agent_dir, "--apply").exit_code == 0
