@@ -16,12 +16,15 @@ from click.testing import CliRunner, Result
 from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from manager_helpers import assistant, user
 from session_builder import header, message, sessions_dir, write_session
 
 from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.loader import load_session
+from xcsh_store.manager import SessionManager
+from xcsh_store.paths import get_sessions_dir
 
 # -- 3. refs spelled with JSON escapes ---------------------------------------------------------
 
@@ -225,3 +228,55 @@ def test_gc_skips_a_folder_in_blobs_named_like_a_hash(agent_dir):
         assert f"skipped blobs/{'f' * 64}: not a regular file" in result.output
     assert folder.is_dir() and not (agent_dir / "blobs" / orphan).exists()
     assert _gc(agent_dir, "--apply").exit_code == 0
+
+
+# -- 4. sessions in a custom session dir -----------------------------------------------------
+
+
+def _session_with_an_image(cwd: str, session_dir: str) -> tuple[SessionManager, str]:
+    os.makedirs(get_sessions_dir(), exist_ok=True)  # the agent has sessions of its own too
+    manager = SessionManager.create(cwd, session_dir)
+    raw = b"an image of a session kept elsewhere" * 64  # big enough to go to blobs/
+    message = user("see")
+    message["content"] = [
+        {"type": "image", "data": base64.b64encode(raw).decode(), "mimeType": "image/png"}
+    ]
+    manager.append_message(message)
+    manager.append_message(assistant())
+    return manager, hashlib.sha256(raw).hexdigest()
+
+
+def test_gc_keeps_the_blobs_of_a_session_in_a_custom_session_dir(agent_dir, tmp_path):
+    custom = tmp_path / "elsewhere" / "sessions-of-mine"
+    manager, digest = _session_with_an_image(str(tmp_path), str(custom))
+    blob = agent_dir / "blobs" / digest
+    os.utime(blob, (0, 0))
+    recorded = agent_dir / "session-roots.json"
+    assert json.loads(recorded.read_text()) == [str(custom)]
+    assert recorded.stat().st_mode & 0o777 == 0o600
+    synced = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "sync"])
+    assert f"Also indexed: {custom}" in synced.output
+    assert _gc(agent_dir, "--apply").exit_code == 0
+    assert blob.exists()
+    with SessionIndex.open(str(agent_dir)) as index:
+        paths = [row[0] for row in index.connection.execute("SELECT path FROM files")]
+    assert paths == [manager.get_session_file()]
+
+
+def test_a_missing_custom_session_dir_makes_gc_refuse_and_doctor_say_so(agent_dir, tmp_path):
+    custom = tmp_path / "usb-stick"
+    _, digest = _session_with_an_image(str(tmp_path), str(custom))
+    os.utime(agent_dir / "blobs" / digest, (0, 0))
+    custom.rename(tmp_path / "unplugged")
+    _assert_both_refuse(agent_dir, f"session root(s) missing: {custom}")
+    doctor = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "doctor"])
+    assert f"sync --remove-root {custom}" in doctor.output
+    assert (agent_dir / "blobs" / digest).exists()
+    dropped = CliRunner().invoke(
+        cli, ["--agent-dir", str(agent_dir), "sync", "--remove-root", str(custom)]
+    )
+    assert (
+        dropped.exit_code == 0 and json.loads((agent_dir / "session-roots.json").read_text()) == []
+    )
+    assert _gc(agent_dir, "--apply").exit_code == 0
+    assert not (agent_dir / "blobs" / digest).exists()

@@ -86,6 +86,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 3),
         "unreadable": report.unreadable,
         "missing_roots": report.missing_roots,
+        "recorded_roots": report.recorded_roots,
         "history_mirrored": report.history_mirrored,
         "history_error": report.history_error,
     }
@@ -105,6 +106,11 @@ def describe_sync(report: SyncReport) -> list[str]:
         lines.append(f"Prompt history: {report.history_error}")
     lines += [f"Unreadable: {path}: {error}" for path, error in report.unreadable.items()]
     lines += [f"Missing root: {root}" for root in report.missing_roots]
+    lines += [
+        f"Also indexed: {root} (sessions made there keep their blobs here)"
+        for root in report.recorded_roots
+        if root not in report.missing_roots
+    ]
     return lines
 
 
@@ -417,6 +423,7 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "fts5": diagnosis.fts5,
         "paths": diagnosis.paths,
         "exists": diagnosis.exists,
+        "session_roots": diagnosis.session_roots,
         "index": None
         if stats is None
         else {
@@ -485,6 +492,9 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     echo(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
         echo(f"  {name:<11} {home_relative(path)}  {ok if diagnosis.exists[name] else bad}")
+    for root in diagnosis.session_roots:
+        found = ok if os.path.isdir(root) else bad
+        echo(f"  {'root':<11} {home_relative(root)}  {found} (recorded by the session manager)")
     echo(style("Index", bold=True))
     stats = diagnosis.index
     if stats is None:

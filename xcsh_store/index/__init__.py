@@ -54,6 +54,7 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
+from xcsh_store.session_roots import forget_session_root, read_session_roots
 
 log = logging.getLogger("xcsh_store")
 
@@ -252,7 +253,12 @@ class SessionIndex:
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
         extra = [row[0] for row in self.connection.execute("SELECT path FROM roots ORDER BY path")]
-        return [self.sessions_root, *extra]
+        roots = [self.sessions_root, *extra]
+        # Folders of sessions made elsewhere by the manager, unless a root covers them already.
+        for folder in read_session_roots(self.agent_dir):
+            if not is_under_any(folder, roots):
+                roots.append(folder)
+        return roots
 
     @_entry_point
     def add_root(self, path: str) -> None:
@@ -266,6 +272,7 @@ class SessionIndex:
     def remove_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
+        forget_session_root(self.agent_dir, path)
 
     # -- sync -------------------------------------------------------------------------------
 
@@ -298,6 +305,7 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(self.connection, self.roots(), full or resync, progress, indexed)
+        report.recorded_roots = read_session_roots(self.agent_dir)
         untouched = self.connection.total_changes() == changes
         try:
             report.history_mirrored = mirror_history(

@@ -189,7 +189,10 @@ def refusal(report: SyncReport, moving: str | None) -> str | None:
             f" (first: {path}: {why})"
         )
     if report.missing_roots:
-        return f"session root(s) missing: {', '.join(report.missing_roots)}"
+        return (
+            f"session root(s) missing: {', '.join(report.missing_roots)} (bring them back,"
+            " or drop one for good with `xcsh-store sync --remove-root PATH`)"
+        )
     return moving
 
 

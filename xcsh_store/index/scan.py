@@ -36,6 +36,8 @@ class SyncReport:
     read_paths: list[str] = field(default_factory=list)
     unreadable: dict[str, str] = field(default_factory=dict)
     missing_roots: list[str] = field(default_factory=list)
+    # Folders outside sessions/ the manager recorded as roots (session_roots.py).
+    recorded_roots: list[str] = field(default_factory=list)
     history_mirrored: int = 0
     history_error: str | None = None
     # Temp files of whole-file rewrites that died long ago (found by the scan, then removed).
