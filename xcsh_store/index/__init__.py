@@ -293,12 +293,14 @@ class SessionIndex:
         """Bring the index up to date with every session file and history.db."""
         self._require_writable()
         with self._sync_lock():
-            try:
-                with database.type_confusion_as_damage(self.connection):
-                    report = self._sync_once(full, progress)
-            except database.DAMAGE_ERRORS as error:
-                report = self._rebuild_after_damage(error, progress)
-        return report
+            return self._sync_locked(full, progress)
+
+    def _sync_locked(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        try:
+            with database.type_confusion_as_damage(self.connection):
+                return self._sync_once(full, progress)
+        except database.DAMAGE_ERRORS as error:
+            return self._rebuild_after_damage(error, progress)
 
     def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
         resync = self._take_resync_request()
@@ -559,9 +561,12 @@ class SessionIndex:
         index knew could not be reached, or files kept moving, since a blob referenced only
         from such a file would look unreferenced.
         """
+        self._require_writable()
         synced_from = time.time()
-        report, moving = sync_consistently(self.sync, self.roots, self.connection)
+        # One lock for the syncs and the collection: a sync by another process in between
+        # could miss a moving file, and the collection would go by its counts.
         with self._sync_lock():
+            report, moving = sync_consistently(self._sync_locked, self.roots, self.connection)
             return collect_garbage(
                 self.connection,
                 self.blob_store.dir,

@@ -137,10 +137,16 @@ def sync_consistently(
     report: SyncReport | None = None
     with FolderWatch.open() as watch:
         for _ in range(SYNC_ATTEMPTS):
-            watching = watch is not None and watch.watch_tree(roots())
+            watched = None
+            if watch is not None:
+                watch.forget_events()
+                watched = watch.watch_tree(roots())
             previous, report = report, sync()
-            if watch is not None and watching:
-                if _saw_all(connection, watch.arrivals()):
+            if watch is not None and watched is not None:
+                # A folder first watched now (a symlink's target back while the scan ran)
+                # was listed unwatched: what moved into it is unknown.
+                now = watch.watch_tree(roots())
+                if now is not None and now <= watched and _saw_all(connection, watch.arrivals()):
                     return report, None
             elif previous is not None and not _changed_anything(report):
                 return report, None

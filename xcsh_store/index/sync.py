@@ -120,15 +120,17 @@ def _keep_out_of_reach(
 ) -> None:
     """A known file that is out of reach is not gone: it keeps its rows (and its blob refs
     stay counted), and its folder is reported unreadable until it can be looked at again."""
-    hidden = {}
-    for path in vanished:
+    for path in list(vanished):
+        if os.path.lexists(path):
+            # Out of the scan's reach while it ran (a folder link's target was back only
+            # after it), there now: the next sync reads it.
+            del vanished[path]
+            continue
         root = next(root for root in roots if is_under_any(path, [root]))
         found = hiding_folder(path, root)
         if found is not None:
-            hidden[path] = found
-    for path, (folder, why) in hidden.items():
-        del vanished[path]
-        report.unreadable[folder] = why
+            del vanished[path]
+            report.unreadable[found[0]] = found[1]
 
 
 def _follow_renames(

@@ -62,11 +62,11 @@ class FolderWatch:
         finally:
             os.close(descriptor)
 
-    def watch_tree(self, roots: list[str]) -> bool:
-        """Watch every folder below ``roots`` (following folder links once, as the scan does),
-        after dropping the events so far; False when the system's watch limit was reached."""
-        self._drain()
-        self.folders = {}
+    def watch_tree(self, roots: list[str]) -> set[int] | None:
+        """Watch every folder below ``roots`` (following folder links once, as the scan does);
+        the watch numbers of the folders found, or None when the system's watch limit was
+        reached. A folder reached for the first time is known by this path from now on."""
+        found: set[int] = set()
         visited: set[tuple[int, int]] = set()
         pending = list(roots)
         while pending:
@@ -75,8 +75,9 @@ class FolderWatch:
             number = self._add_watch(self.descriptor, os.fsencode(folder), _MASK)
             if number < 0:
                 if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
-                    return False
-                continue  # gone or unreadable: the scan reports it
+                    return None
+                continue  # gone or unreadable: the scan reports what the index knew there
+            found.add(number)
             # One number per folder: the first path to it is the one the scan takes too.
             self.folders.setdefault(number, folder)
             try:
@@ -91,11 +92,17 @@ class FolderWatch:
                 with contextlib.suppress(OSError):
                     if not entry.name.startswith(".") and entry.is_dir():
                         pending.append(entry.path)
-        return True
+        return found
+
+    def forget_events(self) -> None:
+        """Drop the events so far and the paths of the folders: a new round begins."""
+        for _ in self._events():
+            pass
+        self.folders = {}
 
     def arrivals(self) -> list[tuple[str, bool]] | None:
-        """(path, is a folder) of every name that arrived since :meth:`watch_tree`; None when
-        that cannot be known (events lost, a watched folder moved or removed)."""
+        """(path, is a folder) of every name that arrived since :meth:`forget_events`; None
+        when that cannot be known (events lost, a watched folder moved or removed)."""
         arrived: list[tuple[str, bool]] = []
         for number, mask, name in self._events():
             if mask & _LOST:
@@ -106,10 +113,6 @@ class FolderWatch:
                     return None
                 arrived.append((os.path.join(folder, name), bool(mask & _IN_ISDIR)))
         return arrived
-
-    def _drain(self) -> None:
-        for _ in self._events():
-            pass
 
     def _events(self) -> Iterator[tuple[int, int, str]]:
         while True:
