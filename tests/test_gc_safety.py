@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
@@ -125,6 +126,7 @@ def test_gc_keeps_a_blob_whose_ref_is_spelled_with_an_escape(agent_dir):
 
 # -- 1. sessions moved while gc syncs ------------------------------------------------------------
 
+# Each loops one user action as fast as it can: argv[1] and argv[2] are what it renames.
 _MOVER = """
 import os, sys
 first, last = sys.argv[1:3]
@@ -133,6 +135,13 @@ while True:
     os.rename(first, last)
     os.rename(last, first)
 """
+# (what is renamed, to what, gc runs): the runs today's code needed to lose the blob, and more.
+_ACTIONS = {
+    # mv of a session file (or SessionManager.move_to) between two project folders
+    "file moved between folders": ("--p000--/moving.jsonl", "--p299--/moving.jsonl", 40),
+    # the disk behind a symlinked project folder unmounted and mounted again
+    "symlinked folder broken": ("../../disk", "../../disk-unmounted", 10),
+}
 
 
 def _image_session(path: Path, session_id: str, ref: str) -> None:
@@ -148,27 +157,30 @@ def _old_blob(agent_dir: Path, data: bytes) -> str:
     return put.ref
 
 
-def test_gc_keeps_the_blob_of_a_session_moving_between_project_folders(agent_dir):
-    """A second process moves the session between the first and the last of 300 project
-    folders as fast as it can (what `mv` or move_to does) while gc loops: a scan that lists
-    the target before a move and the source after it misses the file, which must never cost
-    its blob."""
+@pytest.mark.parametrize("action", sorted(_ACTIONS))
+def test_gc_keeps_the_blob_of_a_session_moved_while_it_syncs(agent_dir, action):
+    """A second process does ``action`` as fast as it can while gc loops over 300 project
+    folders: a scan that lists the target before a move and the source after it misses the
+    file (or finds its folder gone, or its link dangling), which must never cost its blob."""
     sessions = agent_dir / "sessions"
-    for number in range(300):
+    for number in range(1, 300):
         (sessions / f"--p{number:03d}--").mkdir(parents=True)
-    ref = _old_blob(agent_dir, b"an image of a moving session")
-    first = sessions / "--p000--" / "moving.jsonl"
-    _image_session(first, "moving", ref)
+    disk = agent_dir.parent / "disk"
+    _image_session(disk / "moving.jsonl", "moving", ref := _old_blob(agent_dir, b"an image"))
+    if action == "symlinked folder broken":
+        (sessions / "--p000--").symlink_to(disk)
+    else:
+        disk.rename(sessions / "--p000--")
+    first, last, runs = _ACTIONS[action]
     store = BlobStore(str(agent_dir / "blobs"))
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
         mover = subprocess.Popen(
-            [sys.executable, "-c", _MOVER, str(first), str(sessions / "--p299--" / first.name)],
-            stdout=subprocess.PIPE,
+            [sys.executable, "-c", _MOVER, first, last], stdout=subprocess.PIPE
         )
         try:
             assert mover.stdout is not None and mover.stdout.readline() == b"moving\n"
-            for _ in range(40):
+            for _ in range(runs):
                 index.blob_gc(apply=True, grace=timedelta(0))
                 assert store.has(ref[len(BLOB_REF_PREFIX) :])
         finally:
@@ -199,7 +211,7 @@ def test_gc_refuses_while_a_symlinked_project_folder_points_nowhere(agent_dir, t
     (agent_dir / "sessions" / "--project--").symlink_to(disk)
     assert _gc(agent_dir, "--apply").exit_code == 0
     (tmp_path / "disk").rename(tmp_path / "unmounted")
-    _assert_both_refuse(agent_dir, "symbolic link to a folder that is missing")
+    _assert_both_refuse(agent_dir, "symbolic link to something missing")
     assert BlobStore(str(agent_dir / "blobs")).has(ref[len(BLOB_REF_PREFIX) :])
     (tmp_path / "unmounted").rename(tmp_path / "disk")
     with SessionIndex.open(str(agent_dir)) as index:
@@ -280,3 +292,20 @@ def test_a_missing_custom_session_dir_makes_gc_refuse_and_doctor_say_so(agent_di
     )
     assert _gc(agent_dir, "--apply").exit_code == 0
     assert not (agent_dir / "blobs" / digest).exists()
+
+
+def test_gc_refuses_behind_any_dangling_folder_link_even_one_it_knew_nothing_under(
+    agent_dir, tmp_path
+):
+    """The session moved onto the disk, and the disk went before any sync saw it there."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    sessions = sessions_dir(agent_dir)
+    (sessions.parent / "--on-disk--").symlink_to(disk)
+    ref = _old_blob(agent_dir, b"an image of a session that moved to the disk")
+    _image_session(sessions / "moved.jsonl", "moved", ref)
+    assert _gc(agent_dir, "--apply").exit_code == 0
+    (sessions / "moved.jsonl").rename(disk / "moved.jsonl")
+    disk.rename(tmp_path / "unmounted")
+    _assert_both_refuse(agent_dir, "symbolic link to something missing")
+    assert BlobStore(str(agent_dir / "blobs")).has(ref[len(BLOB_REF_PREFIX) :])

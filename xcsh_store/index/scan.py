@@ -15,6 +15,7 @@ import apsw
 
 from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
+DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)
 Progress = Callable[[int, int, str], None]
 
@@ -162,6 +163,10 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
                     pending.append((entry.path, name if project_dir is None else project_dir))
                     continue
                 if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
+                    if entry.is_symlink() and not os.path.exists(entry.path):
+                        # A project folder on a disk that is not mounted: what is behind it
+                        # is unknown, and its blob refs with it.
+                        report.unreadable[entry.path] = DANGLING_LINK
                     continue  # the test of is_session_file_name, inlined for the hot loop
                 result = entry.stat()
             except OSError as error:
@@ -220,7 +225,7 @@ def hiding_folder(path: str, root: str) -> tuple[str, str] | None:
             os.stat(folder)
         except FileNotFoundError:
             if os.path.islink(folder):
-                return folder, "symbolic link to a folder that is missing (unmounted?)"
+                return folder, DANGLING_LINK
             folder = os.path.dirname(folder)
             continue
         except OSError as error:
