@@ -128,7 +128,8 @@ def describe_sync(report: SyncReport) -> list[str]:
     "remove_roots",
     multiple=True,
     type=click.Path(file_okay=False),
-    help="Stop indexing a root added with --add-root (repeatable).",
+    help="Stop indexing a root added with --add-root or recorded by the session manager "
+    "(repeatable).",
 )
 @json_option
 @pass_settings
@@ -199,9 +200,11 @@ def gc_json(report: GcReport, grace: timedelta) -> dict[str, Any]:
 def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool) -> None:
     """Find blobs (stored images) no session references any more; delete them with --apply.
 
-    Syncs first. Refuses to delete while any session file or root could not be read, since a
-    blob referenced only from there would look unused. Also lists dangling references: entries
-    pointing at blobs that are missing. Exit code 1 when deleting was refused.
+    Syncs first, again while session files move. Refuses to delete while any session file,
+    folder or root could not be read (a dangling folder link too), or files kept moving, since
+    a blob referenced only from there would look unused. Also lists dangling references:
+    entries pointing at blobs that are missing. Exit code 1 when deleting was refused, or (dry
+    run) when --apply would refuse.
 
     \b
     Examples:
