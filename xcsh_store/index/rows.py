@@ -20,6 +20,11 @@ TOOL_ARGUMENTS_TEXT_CAP = 2_048
 ENTRY_TEXT_CAP = 65_536
 
 BLOB_REF_IN_JSON = re.compile(rb'blob:sha256:([0-9a-f]{64})"')
+# The ref prefix as JSON may spell it: each character itself or a \u escape of it.
+_PREFIX_IN_JSON = re.compile(
+    b"".join(b"(?:%s|\\\\u00%02x)" % (re.escape(bytes([char])), char) for char in b"blob:sha256:"),
+    re.IGNORECASE,
+)
 
 NOT_AN_ENTRY = frozenset({"session", "title"})
 
@@ -213,6 +218,8 @@ def blob_refs_in(line: bytes, value: Any = None) -> set[str]:
     which the loader resolves like any other), so such a line is searched as decoded strings.
     """
     if b"\\u" in line:
+        if not _PREFIX_IN_JSON.search(line):
+            return set()
         return _refs_in_value(orjson.loads(line) if value is None else value)
     if b"blob:sha256:" not in line:
         return set()
