@@ -112,7 +112,11 @@ def _move(agent: Path, chance: random.Random) -> bool:
     if not files or not folders:
         return False
     source = chance.choice(files)
-    os.rename(source, chance.choice(folders) / source.name)
+    # mv without overwriting (a link, then the old name goes): a move onto a copy of the
+    # same session would destroy that copy, and a rewrite that had read it before would then
+    # bring back refs to blobs that were garbage meanwhile (no store can guard that).
+    os.link(source, chance.choice(folders) / source.name)
+    os.unlink(source)
     return True
 
 

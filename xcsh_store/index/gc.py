@@ -14,7 +14,7 @@ import apsw
 
 from xcsh_store.blobs import BLOB_TEMP_NAME
 from xcsh_store.index.db import get_meta, set_meta, transaction
-from xcsh_store.index.scan import SyncReport, is_session_file_name, now_iso
+from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name, now_iso
 from xcsh_store.index.watch import FolderWatch
 from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
@@ -131,25 +131,45 @@ def sync_consistently(
     A file moved between two project folders while the scan runs can be missed by it (the
     scan lists the target before the move and the source after), and a missed file would lose
     its blob refs. The folders are watched before the scan lists them (inotify), so such a
-    move is an event; where nothing can be watched, two syncs in a row that change nothing
-    stand in for it.
+    move is an event. Where the system has no inotify (not Linux), two syncs in a row that
+    change nothing stand in for it; on Linux, a watch that cannot be made means refusing.
     """
+    try:
+        watch = FolderWatch.create()
+    except OSError as error:
+        # Linux, but no watch can be made now: without one, no sync can be trusted to see all.
+        reason = f"cannot watch the session folders ({describe_error(error)}); nothing deleted"
+        return sync(), reason
+    try:
+        return _sync_until_still(sync, roots, connection, watch)
+    finally:
+        if watch is not None:
+            watch.close()
+
+
+def _sync_until_still(
+    sync: Callable[[], SyncReport],
+    roots: Callable[[], list[str]],
+    connection: apsw.Connection,
+    watch: FolderWatch | None,
+) -> tuple[SyncReport, str | None]:
     report: SyncReport | None = None
-    with FolderWatch.open() as watch:
-        for _ in range(SYNC_ATTEMPTS):
-            watched = None
-            if watch is not None:
-                watch.forget_events()
-                watched = watch.watch_tree(roots())
+    for _ in range(SYNC_ATTEMPTS):
+        if watch is None:
             previous, report = report, sync()
-            if watch is not None and watched is not None:
-                # A folder first watched now (a symlink's target back while the scan ran)
-                # was listed unwatched: what moved into it is unknown.
-                now = watch.watch_tree(roots())
-                if now is not None and now <= watched and _saw_all(connection, watch.arrivals()):
-                    return report, None
-            elif previous is not None and not _changed_anything(report):
+            if previous is not None and not _changed_anything(report):
                 return report, None
+            continue
+        watch.forget_events()
+        watched = watch.watch_tree(roots())
+        report = sync()
+        # A folder first watched now (a symlink's target back while the scan ran) was listed
+        # unwatched: what moved into it is unknown.
+        now = watch.watch_tree(roots())
+        if watched is None or now is None:
+            return report, "cannot watch the session folders (inotify watch limit); nothing deleted"
+        if now <= watched and _saw_all(connection, watch.arrivals()):
+            return report, None
     assert report is not None
     return report, (
         f"session files kept moving while gc synced ({SYNC_ATTEMPTS} syncs);"
@@ -162,8 +182,9 @@ def _changed_anything(report: SyncReport) -> bool:
 
 
 def _saw_all(connection: apsw.Connection, arrivals: list[tuple[str, bool]] | None) -> bool:
-    """Whether the index has every session file that arrived, as the file now there (the same
-    inode); a folder or link that arrived may hold files the scan never listed."""
+    """Whether the index has every session file that arrived, as the file now there (same
+    inode, size and mtime); a folder or link that arrived may hold files the scan never
+    listed."""
     if arrivals is None:
         return False
     for path, is_folder in arrivals:
@@ -180,8 +201,9 @@ def _saw_all(connection: apsw.Connection, arrivals: list[tuple[str, bool]] | Non
             return False
         if not session_name:
             continue
-        rows = connection.execute("SELECT inode FROM files WHERE path = ?", (path,))
-        if rows.fetchall() != [(info.st_ino,)]:
+        # Inode numbers are reused at once: the size and mtime make it this very file.
+        rows = connection.execute("SELECT inode, size, mtime_ns FROM files WHERE path = ?", (path,))
+        if rows.fetchall() != [(info.st_ino, info.st_size, info.st_mtime_ns)]:
             return False
     return True
 

@@ -42,25 +42,24 @@ class FolderWatch:
         self.folders: dict[int, str] = {}
 
     @classmethod
-    @contextlib.contextmanager
-    def open(cls) -> Iterator[FolderWatch | None]:
-        """A watch, or None where inotify is not available (not Linux, no instances left)."""
+    def create(cls) -> FolderWatch | None:
+        """A watch (to be closed), or None where the system has no inotify (not Linux); an
+        OSError where it has, but none can be made now (no instances left)."""
         name = ctypes.util.find_library("c")
         try:
             libc = ctypes.CDLL(name, use_errno=True)
             init, add_watch = libc.inotify_init1, libc.inotify_add_watch
         except (OSError, AttributeError):
-            yield None
-            return
+            return None
         add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         descriptor = init(os.O_NONBLOCK | os.O_CLOEXEC)
         if descriptor < 0:
-            yield None
-            return
-        try:
-            yield cls(descriptor, add_watch)
-        finally:
-            os.close(descriptor)
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+        return cls(descriptor, add_watch)
+
+    def close(self) -> None:
+        os.close(self.descriptor)
 
     def watch_tree(self, roots: list[str]) -> set[int] | None:
         """Watch every folder below ``roots`` (following folder links once, as the scan does);
