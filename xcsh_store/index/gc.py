@@ -163,17 +163,16 @@ def _sync_until_still(
         watch.forget_events()
         watched = watch.watch_tree(roots())
         report = sync()
-        # A folder first watched now (a symlink's target back while the scan ran) was listed
-        # unwatched: what moved into it is unknown.
+        # A folder first watched now, or not watched before (a symlink's target back while the
+        # scan ran), was listed unwatched: what moved into it is unknown.
         now = watch.watch_tree(roots())
-        if watched is None or now is None:
-            return report, "cannot watch the session folders (inotify watch limit); nothing deleted"
-        if now <= watched and _saw_all(connection, watch.arrivals()):
+        complete = watched is not None and now is not None and now <= watched
+        if complete and _saw_all(connection, watch.arrivals()):
             return report, None
     assert report is not None
     return report, (
-        f"session files kept moving while gc synced ({SYNC_ATTEMPTS} syncs);"
-        " nothing deleted, try again when they stay put"
+        f"session files kept moving while gc synced ({SYNC_ATTEMPTS} syncs), or a folder"
+        " could not be watched; nothing deleted, try again when they stay put"
     )
 
 

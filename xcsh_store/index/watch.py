@@ -3,10 +3,8 @@ blob GC knows whether its sync saw every session file or missed one that was mov
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
-import errno
 import os
 import struct
 from collections.abc import Iterator
@@ -63,9 +61,11 @@ class FolderWatch:
 
     def watch_tree(self, roots: list[str]) -> set[int] | None:
         """Watch every folder below ``roots`` (following folder links once, as the scan does);
-        the watch numbers of the folders found, or None when the system's watch limit was
-        reached. A folder reached for the first time is known by this path from now on."""
+        the watch numbers of the folders found, or None when some folder could not be watched
+        (a dangling link, whose target may be back while the scan runs; an unreadable folder;
+        the system's watch limit). A folder first reached is known by this path from now on."""
         found: set[int] = set()
+        complete = True
         visited: set[tuple[int, int]] = set()
         pending = list(roots)
         while pending:
@@ -73,9 +73,8 @@ class FolderWatch:
             # Watched before it is listed: what arrives after the listing is an event.
             number = self._add_watch(self.descriptor, os.fsencode(folder), _MASK)
             if number < 0:
-                if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
-                    return None
-                continue  # gone or unreadable: the scan reports what the index knew there
+                complete = False
+                continue
             found.add(number)
             # One number per folder: the first path to it is the one the scan takes too.
             self.folders.setdefault(number, folder)
@@ -86,12 +85,19 @@ class FolderWatch:
                 visited.add((info.st_dev, info.st_ino))
                 entries = list(os.scandir(folder))
             except OSError:
+                complete = False
                 continue
             for entry in entries:
-                with contextlib.suppress(OSError):
-                    if not entry.name.startswith(".") and entry.is_dir():
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir():
                         pending.append(entry.path)
-        return found
+                    elif entry.is_symlink() and not os.path.exists(entry.path):
+                        complete = False
+                except OSError:
+                    complete = False
+        return found if complete else None
 
     def forget_events(self) -> None:
         """Drop the events so far and the paths of the folders: a new round begins."""
