@@ -10,7 +10,11 @@
 * concurrency (tests/workers.py): SessionManager writers, a history writer, a sync loop and a
   GC loop at once, then every acknowledged entry, prompt and blob checked;
 * fuzzing: every property test of the suite with its example count multiplied;
-* hostile input: tests/test_reliability_hostile.py and the URL traversal tests.
+* hostile input: tests/test_reliability_hostile.py and the URL traversal tests;
+* user chaos (benchmarks/user_chaos.py, alone with ``--only chaos``): while a sync loop and a
+  ``gc --apply --grace 0`` loop run, processes move sessions between project folders, rename
+  project folders, break and restore symlinked ones, append in split writes and rewrite files;
+  then every blob referenced by any session file must still exist.
 
 Any loss fails the run with the check that caught it; the summary table is printed at the end.
 """
@@ -36,6 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from crash_child import kill_and_check
 from kill_points import (
@@ -49,6 +54,7 @@ from kill_points import (
     prepare_index_corpus,
 )
 from store_checks import assert_index_matches_files
+from user_chaos import run_chaos
 from workers import check_concurrent_run, run_concurrently
 
 ALL_POINTS = ("append", *MANAGER_POINTS, *INDEX_POINTS)
@@ -77,6 +83,7 @@ class Summary:
     fuzz_tests: int = 0
     fuzz_examples: int = 0
     hostile: int = 0
+    chaos: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -208,11 +215,27 @@ def table(summary: Summary, arguments: argparse.Namespace) -> str:
          f"(x{arguments.fuzz_scale:g} their CI counts)", "0 failures"),
         ("hostile inputs", f"{summary.hostile} tests", "0 failures"),
     ]  # fmt: skip
+    if summary.chaos:
+        rows.append(chaos_row(summary.chaos, arguments.chaos_seconds))
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     lines = ["| " + " | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
              + " |" for row in rows]  # fmt: skip
     lines.insert(1, "|" + "|".join("-" * (width + 2) for width in widths) + "|")
     return "\n".join(lines)
+
+
+def chaos_row(chaos: dict[str, int], seconds: float) -> tuple[str, str, str]:
+    return (
+        "user chaos",
+        f"{chaos['operations']:,} operations in {seconds:g} s: {chaos['moves']:,} moves, "
+        f"{chaos['renames']:,} folder renames, {chaos['symlink_flips']:,} symlink breaks, "
+        f"{chaos['appends']:,} split appends, {chaos['rewrites']:,} rewrites, "
+        f"{chaos['syncs']:,} syncs, {chaos['gc_runs']:,} `gc --apply --grace 0` "
+        f"({chaos['gc_applied']:,} deleted, {chaos['gc_refused_moving']:,} refused: files "
+        f"moving, {chaos['gc_refused_unreachable']:,} refused: a folder out of reach), "
+        f"{chaos['blobs_deleted']:,} blobs deleted, {chaos['refs_checked']:,} refs checked",
+        f"{chaos['referenced_lost']} referenced blobs",
+    )
 
 
 def main() -> None:
@@ -221,13 +244,16 @@ def main() -> None:
     parser.add_argument("--concurrency-seconds", type=float, default=120.0)
     parser.add_argument("--fuzz-scale", type=float, default=40.0, help="times the CI examples")
     parser.add_argument("--work-dir", type=Path, help="where agent dirs go (default: a temp dir)")
-    parser.add_argument("--only", choices=["kills", "concurrency", "fuzz", "hostile"], nargs="*")
+    parser.add_argument("--chaos-seconds", type=float, default=600.0)
+    parser.add_argument(
+        "--only", choices=["kills", "concurrency", "fuzz", "hostile", "chaos"], nargs="*"
+    )
     parser.add_argument(
         "--deselect", action="append", default=[], metavar="NODE_ID",
         help="leave out a property test that fails for a known reason (say why in the README)",
     )  # fmt: skip
     arguments = parser.parse_args()
-    only = set(arguments.only or ["kills", "concurrency", "fuzz", "hostile"])
+    only = set(arguments.only or ["kills", "concurrency", "fuzz", "hostile", "chaos"])
     work = arguments.work_dir or Path(tempfile.mkdtemp(prefix="xcsh-stress-"))
     os.environ.setdefault("XCSH_TERMINAL_ID", "stress")
     summary = Summary()
@@ -258,6 +284,11 @@ def main() -> None:
     if "hostile" in only:
         _say("hostile input")
         summary.hostile = run_hostile()
+    if "chaos" in only:
+        _say(f"user chaos: {arguments.chaos_seconds:g} s")
+        agent = _fresh(work, "chaos")
+        summary.chaos = run_chaos(agent, work / "chaos-disks", arguments.chaos_seconds)
+        _say(f"  {summary.chaos}")
     summary.seconds = time.perf_counter() - started
     if arguments.work_dir is None:
         shutil.rmtree(work, ignore_errors=True)
@@ -267,7 +298,8 @@ def main() -> None:
     deselected = "".join(f" --deselect {node}" for node in arguments.deselect)
     _say(
         f"python benchmarks/stress.py --kills {arguments.kills} --concurrency-seconds "
-        f"{arguments.concurrency_seconds:g} --fuzz-scale {arguments.fuzz_scale:g}{deselected}"
+        f"{arguments.concurrency_seconds:g} --fuzz-scale {arguments.fuzz_scale:g}"
+        f" --chaos-seconds {arguments.chaos_seconds:g}{deselected}"
     )
 
 

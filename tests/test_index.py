@@ -659,7 +659,7 @@ def test_gc_grace_counts_from_its_sync_not_from_the_collection(agent_dir, index,
     path = sessions_dir(agent_dir) / "late.jsonl"
     write_session(path, [header("late"), message("u1", None, "user", "look")])
     late = store.put(b"stored just before the line that references it")
-    sync = index.sync
+    sync = index._sync_locked  # what blob_gc syncs with, under the lock it holds
 
     def sync_then_a_late_line(*args, **kwargs):
         report = sync(*args, **kwargs)
@@ -670,7 +670,7 @@ def test_gc_grace_counts_from_its_sync_not_from_the_collection(agent_dir, index,
         time.sleep(0.4)
         return report
 
-    monkeypatch.setattr(index, "sync", sync_then_a_late_line)
+    monkeypatch.setattr(index, "_sync_locked", sync_then_a_late_line)
     report = index.blob_gc(apply=True, grace=timedelta(seconds=0.2))
     assert report.applied and report.kept_recent == 1 and report.deleted == []
     assert store.has(late.hash)

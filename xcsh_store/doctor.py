@@ -27,6 +27,7 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
+from xcsh_store.session_roots import read_session_roots
 
 # Session files and blobs can be many; beyond this, only the count of bad ones is kept.
 MAX_LISTED_PROBLEMS = 20
@@ -54,6 +55,8 @@ class Diagnosis:
     exists: dict[str, bool]
     index: IndexStats | None = None
     index_error: str | None = None
+    # Session folders outside sessions/ that the manager recorded (session_roots.py).
+    session_roots: list[str] = field(default_factory=list)
     checked: int = 0
     permission_problems: list[PermissionProblem] = field(default_factory=list)
     more_permission_problems: int = 0
@@ -122,9 +125,25 @@ def diagnose(agent_dir: str) -> Diagnosis:
             f"{paths['sessions']} is missing: this is not an agent dir (check --agent-dir or"
             " $XCSH_AGENT_DIR); `xcsh-store sync --init` makes it one"
         )
+    _check_session_roots(diagnosis)
     _check_index(diagnosis)
     _check_permissions(diagnosis)
     return diagnosis
+
+
+def _check_session_roots(diagnosis: Diagnosis) -> None:
+    """A recorded folder that is gone makes `gc --apply` refuse until it is back or dropped."""
+    try:
+        diagnosis.session_roots = read_session_roots(diagnosis.paths["agent_dir"])
+    except XcshStoreError as error:
+        diagnosis.problems.append(str(error))
+        return
+    for root in diagnosis.session_roots:
+        if not os.path.isdir(root):
+            diagnosis.problems.append(
+                f"session folder {root} (recorded by the session manager) is missing, so"
+                f" `gc --apply` refuses: bring it back, or `xcsh-store sync --remove-root {root}`"
+            )
 
 
 def _check_index(diagnosis: Diagnosis) -> None:

@@ -24,6 +24,7 @@ from xcsh_store.storage import FileSessionStorage, SessionStorage
 
 _BLOB_MARKER = BLOB_REF_PREFIX.encode()
 _REPLAY_MARKER = b'"openaiResponsesHistory"'
+_ESCAPE_MARKER = b"\\u"
 
 
 @dataclass(slots=True)
@@ -120,6 +121,8 @@ def _add_lines(contents: SessionFileContents, lines: list[bytes], buffer: bytes)
         (marker, found)
         for marker, found in (
             (_BLOB_MARKER, contents.with_blob_refs),
+            # A \u escape can spell any character of a ref: such lines get the second look too.
+            (_ESCAPE_MARKER, contents.with_blob_refs),
             (_REPLAY_MARKER, contents.with_replay_metadata),
         )
         if marker in buffer
@@ -141,7 +144,7 @@ def _add_lines(contents: SessionFileContents, lines: list[bytes], buffer: bytes)
                 continue
             values = [value]
         for marker, found in marked:
-            if marker in line:
+            if marker in line and not (found and found[-1] >= len(entries)):
                 found.extend(range(len(entries), len(entries) + len(values)))
         entries.extend(values)
 

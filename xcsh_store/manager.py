@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -38,6 +38,7 @@ from xcsh_store.paths import (
     file_timestamp,
     get_blobs_dir,
     get_default_session_dir,
+    get_sessions_dir,
     iso_timestamp,
     new_entry_id,
     new_session_id,
@@ -46,6 +47,7 @@ from xcsh_store.paths import (
     write_terminal_breadcrumb,
 )
 from xcsh_store.persist import entry_to_line
+from xcsh_store.session_roots import record_session_root
 from xcsh_store.storage import (
     FileSessionStorage,
     MemorySessionStorage,
@@ -104,7 +106,11 @@ class SessionManager:
             FileSessionStorage() if persist else MemorySessionStorage()
         )
         self._agent_dir = agent_dir_of(session_dir)
-        self._blob_store = BlobStore(get_blobs_dir(self._agent_dir))
+        self._blob_store = _RootRecordingBlobStore(
+            get_blobs_dir(self._agent_dir), lambda: self._record_session_root(self._session_dir)
+        )
+        # Folders outside <agent>/sessions known to be recorded (see session_roots).
+        self._recorded_roots: set[str] = set()
         if persist and session_dir:
             self._storage.ensure_dir(session_dir)
 
@@ -903,6 +909,8 @@ class SessionManager:
             self._clear_error()
             new_file = os.path.join(new_dir, os.path.basename(self._session_file))
             had_file = self._storage.exists(self._session_file)
+            if had_file:
+                self._record_session_root(new_dir)  # its lines may reference blobs already
             self._move_files(self._session_file, new_file, had_file)
             self._session_file = new_file
             self._artifacts = None
@@ -958,6 +966,15 @@ class SessionManager:
     def put_blob(self, data: bytes) -> BlobPutResult:
         return self._blob_store.put(data)
 
+    def _record_session_root(self, folder: str) -> None:
+        """Make a session folder the index would not scan a recorded root, before a blob of
+        its sessions is written: otherwise the GC would take their blobs for unreferenced."""
+        if not self._persist or not folder or folder in self._recorded_roots:
+            return
+        if not _is_inside(folder, get_sessions_dir(self._agent_dir)):
+            record_session_root(self._agent_dir, folder)
+        self._recorded_roots.add(folder)
+
     def _artifact_manager(self) -> ArtifactManager | None:
         if self._session_file is None:
             return None
@@ -981,6 +998,24 @@ class SessionManager:
     def get_artifact_path(self, artifact_id: str) -> str | None:
         artifacts = self._artifact_manager()
         return None if artifacts is None else artifacts.get_path(artifact_id)
+
+
+class _RootRecordingBlobStore(BlobStore):
+    """The agent dir's blobs; each write first records the session's folder (see above)."""
+
+    def __init__(self, directory: str, record_root: Callable[[], None]) -> None:
+        super().__init__(directory)
+        self._record_root = record_root
+
+    def put(self, data: bytes) -> BlobPutResult:
+        self._record_root()
+        return super().put(data)
+
+
+def _is_inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or below it (both made absolute)."""
+    path, folder = os.path.abspath(path), os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _set_optional(target: dict[str, Any], key: str, value: Any) -> None:

@@ -88,6 +88,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 3),
         "unreadable": report.unreadable,
         "missing_roots": report.missing_roots,
+        "recorded_roots": report.recorded_roots,
         "history_mirrored": report.history_mirrored,
         "history_error": report.history_error,
         "skipped_lines": skipped_json(report.skipped_lines),
@@ -109,6 +110,11 @@ def describe_sync(report: SyncReport) -> list[str]:
     lines += describe_skipped(report.skipped_lines)
     lines += [f"Unreadable: {path}: {error}" for path, error in report.unreadable.items()]
     lines += [f"Missing root: {root}" for root in report.missing_roots]
+    lines += [
+        f"Also indexed: {root} (sessions made there keep their blobs here)"
+        for root in report.recorded_roots
+        if root not in report.missing_roots
+    ]
     return lines
 
 
@@ -143,7 +149,8 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     "remove_roots",
     multiple=True,
     type=click.Path(file_okay=False),
-    help="Stop indexing a root added with --add-root (repeatable).",
+    help="Stop indexing a root added with --add-root or recorded by the session manager "
+    "(repeatable).",
 )
 @json_option
 @pass_settings
@@ -199,6 +206,7 @@ def gc_json(report: GcReport, grace: timedelta) -> dict[str, Any]:
         "deleted": report.deleted,
         "bytes_freed": report.bytes_freed,
         "dangling": report.dangling,
+        "skipped": report.skipped,
     }
 
 
@@ -216,9 +224,11 @@ def gc_json(report: GcReport, grace: timedelta) -> dict[str, Any]:
 def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool) -> None:
     """Find blobs (stored images) no session references any more; delete them with --apply.
 
-    Syncs first. Refuses to delete while any session file or root could not be read, since a
-    blob referenced only from there would look unused. Also lists dangling references: entries
-    pointing at blobs that are missing. Exit code 1 when deleting was refused.
+    Syncs first, again while session files move. Refuses to delete while any session file,
+    folder or root could not be read (a dangling folder link too), or files kept moving, since
+    a blob referenced only from there would look unused. Also lists dangling references:
+    entries pointing at blobs that are missing. Exit code 1 when deleting was refused, or (dry
+    run) when --apply would refuse.
 
     \b
     Examples:
@@ -233,7 +243,8 @@ def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool)
     else:
         _print_gc(settings, report, grace)
     if report.refused:
-        raise click.ClickException(f"blobs not deleted: {report.refused}")
+        done = "not deleted" if apply else "would not be deleted by --apply"
+        raise click.ClickException(f"blobs {done}: {report.refused}")
 
 
 def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
@@ -264,6 +275,8 @@ def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
         )
         for digest in report.dangling:
             echo(f"  {digest}")
+    for name in report.skipped:
+        echo(f"Warning: skipped blobs/{name}: not a regular file", err=True)
 
 
 def _duration(value: timedelta) -> str:
@@ -465,6 +478,7 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "fts5": diagnosis.fts5,
         "paths": diagnosis.paths,
         "exists": diagnosis.exists,
+        "session_roots": diagnosis.session_roots,
         "index": None
         if stats is None
         else {
@@ -534,6 +548,9 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     echo(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
         echo(f"  {name:<11} {home_relative(path)}  {ok if diagnosis.exists[name] else bad}")
+    for root in diagnosis.session_roots:
+        found = ok if os.path.isdir(root) else bad
+        echo(f"  {'root':<11} {home_relative(root)}  {found} (recorded by the session manager)")
     echo(style("Index", bold=True))
     stats = diagnosis.index
     if stats is None:

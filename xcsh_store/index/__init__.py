@@ -30,7 +30,7 @@ from xcsh_store.errors import (
 )
 from xcsh_store.history_search import storable_text
 from xcsh_store.index import db as database
-from xcsh_store.index.gc import GcReport, collect_garbage
+from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
 from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
@@ -64,6 +64,7 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
+from xcsh_store.session_roots import forget_session_root, read_session_roots
 
 log = logging.getLogger("xcsh_store")
 
@@ -304,8 +305,16 @@ class SessionIndex:
     @_entry_point
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
-        rows = self.connection.execute("SELECT path FROM roots ORDER BY path")
-        return [self.sessions_root, *(self.local_path(row[0]) for row in rows)]
+        extra = [
+            self.local_path(row[0])
+            for row in self.connection.execute("SELECT path FROM roots ORDER BY path")
+        ]
+        roots = [self.sessions_root, *extra]
+        # Folders of sessions made elsewhere by the manager, unless a root covers them already.
+        for folder in read_session_roots(self.agent_dir):
+            if not is_under_any(folder, roots):
+                roots.append(folder)
+        return roots
 
     @_entry_point
     def add_root(self, path: str) -> None:
@@ -319,6 +328,7 @@ class SessionIndex:
     def remove_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
+        forget_session_root(self.agent_dir, path)
 
     # -- sync -------------------------------------------------------------------------------
 
@@ -339,12 +349,14 @@ class SessionIndex:
         """Bring the index up to date with every session file and history.db."""
         self._require_writable()
         with self._sync_lock():
-            try:
-                with database.type_confusion_as_damage(self.connection):
-                    report = self._sync_once(full, progress)
-            except database.DAMAGE_ERRORS as error:
-                report = self._rebuild_after_damage(error, progress)
-        return report
+            return self._sync_locked(full, progress)
+
+    def _sync_locked(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        try:
+            with database.type_confusion_as_damage(self.connection):
+                return self._sync_once(full, progress)
+        except database.DAMAGE_ERRORS as error:
+            return self._rebuild_after_damage(error, progress)
 
     def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
         self._settle_location()
@@ -352,6 +364,7 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(self.connection, self.roots(), full or resync, progress, indexed)
+        report.recorded_roots = read_session_roots(self.agent_dir)
         untouched = self.connection.total_changes() == changes
         try:
             report.history_mirrored = mirror_history(
@@ -681,23 +694,23 @@ class SessionIndex:
     def blob_gc(self, apply: bool = False, grace: timedelta = timedelta(hours=1)) -> GcReport:
         """Unreferenced blob files older than ``grace``; deleted only with ``apply``.
 
-        Syncs first. Refuses to delete while any session file or root could not be read, since
-        a blob referenced only from such a file would look unreferenced.
+        Syncs first, until a sync saw a consistent view of the session files. Refuses to
+        delete (and a dry run says it would refuse) while any session file, folder or root the
+        index knew could not be reached, or files kept moving, since a blob referenced only
+        from such a file would look unreferenced.
         """
+        self._require_writable()
         synced_from = time.time()
-        report = self.sync()
-        refuse = None
-        if report.unreadable:
-            refuse = f"{len(report.unreadable)} session file(s) or folder(s) could not be read"
-        elif report.missing_roots:
-            refuse = f"session root(s) missing: {', '.join(report.missing_roots)}"
+        # One lock for the syncs and the collection: a sync by another process in between
+        # could miss a moving file, and the collection would go by its counts.
         with self._sync_lock():
+            report, moving = sync_consistently(self._sync_locked, self.roots, self.connection)
             return collect_garbage(
                 self.connection,
                 self.blob_store.dir,
                 apply=apply,
                 cutoff=synced_from - grace.total_seconds(),
-                refuse_reason=refuse,
+                refuse_reason=refusal(report, moving),
             )
 
     # -- verify -----------------------------------------------------------------------------

@@ -5,16 +5,21 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat as stat_module
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import apsw
 
 from xcsh_store.blobs import BLOB_TEMP_NAME
 from xcsh_store.index.db import get_meta, set_meta, transaction
-from xcsh_store.index.scan import now_iso
+from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name, now_iso
+from xcsh_store.index.watch import FolderWatch
 from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
+# Syncs a collection tries before it gives up on files that keep moving.
+SYNC_ATTEMPTS = 4
 _HASH_NAME = re.compile(r"[0-9a-f]{64}")
 QUARANTINE_PREFIX = ".gc-"
 # ".gc-<sha256>.<pid of the collecting process>"
@@ -39,6 +44,8 @@ class GcReport:
     restored: list[str] = field(default_factory=list)
     # Temp files of blob writes that died long ago (removed with ``apply``).
     temp_files_removed: int = 0
+    # Names in the blob folder that look like blobs but are not regular files (left alone).
+    skipped: list[str] = field(default_factory=list)
 
 
 def blob_names(blobs_dir: str) -> set[str]:
@@ -86,9 +93,14 @@ def record_blob_folder(
     new = [name for name in names - recorded if is_blob_name(name)]
     stamp = now_iso()
     rows = []
+    skipped = []
     for digest in new:
         with contextlib.suppress(FileNotFoundError):
-            rows.append((digest, os.stat(f"{blobs_dir}/{digest}").st_size, stamp, stamp))
+            info = os.lstat(f"{blobs_dir}/{digest}")
+            if stat_module.S_ISREG(info.st_mode):
+                rows.append((digest, info.st_size, stamp, stamp))
+            else:
+                skipped.append(digest)
     with transaction(connection):
         connection.executemany(
             "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
@@ -99,6 +111,8 @@ def record_blob_folder(
         connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", [(d,) for d in gone])
         connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
         set_meta(connection, "blob_folder_signature", signature)
+        # Kept with the signature: a later collection that needs no listing reports them too.
+        set_meta(connection, "blob_folder_skipped", " ".join(sorted(skipped)))
     return names
 
 
@@ -106,6 +120,107 @@ def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
     """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
     joined = connection.execute(sql).fetchall()[0][0]
     return joined.split(" ") if joined else []
+
+
+def sync_consistently(
+    sync: Callable[[], SyncReport], roots: Callable[[], list[str]], connection: apsw.Connection
+) -> tuple[SyncReport, str | None]:
+    """Sync until one sync ran while no session file, folder or link arrived anywhere in the
+    roots that it did not see; the report, and why not when that never happened.
+
+    A file moved between two project folders while the scan runs can be missed by it (the
+    scan lists the target before the move and the source after), and a missed file would lose
+    its blob refs. The folders are watched before the scan lists them (inotify), so such a
+    move is an event. Where the system has no inotify (not Linux), two syncs in a row that
+    change nothing stand in for it; on Linux, a watch that cannot be made means refusing.
+    """
+    try:
+        watch = FolderWatch.create()
+    except OSError as error:
+        # Linux, but no watch can be made now: without one, no sync can be trusted to see all.
+        reason = f"cannot watch the session folders ({describe_error(error)}); nothing deleted"
+        return sync(), reason
+    try:
+        return _sync_until_still(sync, roots, connection, watch)
+    finally:
+        if watch is not None:
+            watch.close()
+
+
+def _sync_until_still(
+    sync: Callable[[], SyncReport],
+    roots: Callable[[], list[str]],
+    connection: apsw.Connection,
+    watch: FolderWatch | None,
+) -> tuple[SyncReport, str | None]:
+    report: SyncReport | None = None
+    for _ in range(SYNC_ATTEMPTS):
+        if watch is None:
+            previous, report = report, sync()
+            if previous is not None and not _changed_anything(report):
+                return report, None
+            continue
+        watch.forget_events()
+        watched = watch.watch_tree(roots())
+        report = sync()
+        # A folder first watched now, or not watched before (a symlink's target back while the
+        # scan ran), was listed unwatched: what moved into it is unknown.
+        now = watch.watch_tree(roots())
+        complete = watched is not None and now is not None and now <= watched
+        if complete and _saw_all(connection, watch.arrivals()):
+            return report, None
+    assert report is not None
+    return report, (
+        f"session files kept moving while gc synced ({SYNC_ATTEMPTS} syncs), or a folder"
+        " could not be watched; nothing deleted, try again when they stay put"
+    )
+
+
+def _changed_anything(report: SyncReport) -> bool:
+    return bool(report.files_changed or report.files_removed or report.files_renamed)
+
+
+def _saw_all(connection: apsw.Connection, arrivals: list[tuple[str, bool]] | None) -> bool:
+    """Whether the index has every session file that arrived, as the file now there (same
+    inode, size and mtime); a folder or link that arrived may hold files the scan never
+    listed."""
+    if arrivals is None:
+        return False
+    for path, is_folder in arrivals:
+        if is_folder:
+            return False
+        session_name = is_session_file_name(os.path.basename(path))
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if session_name:
+                return False  # it moved on, perhaps into a folder the scan had listed
+            continue
+        if stat_module.S_ISLNK(info.st_mode) or stat_module.S_ISDIR(info.st_mode):
+            return False
+        if not session_name:
+            continue
+        # Inode numbers are reused at once: the size and mtime make it this very file.
+        rows = connection.execute("SELECT inode, size, mtime_ns FROM files WHERE path = ?", (path,))
+        if rows.fetchall() != [(info.st_ino, info.st_size, info.st_mtime_ns)]:
+            return False
+    return True
+
+
+def refusal(report: SyncReport, moving: str | None) -> str | None:
+    """Why deleting must not happen after this sync: anything the index knew out of reach."""
+    if report.unreadable:
+        path, why = next(iter(report.unreadable.items()))
+        return (
+            f"{len(report.unreadable)} session file(s) or folder(s) could not be read"
+            f" (first: {path}: {why})"
+        )
+    if report.missing_roots:
+        return (
+            f"session root(s) missing: {', '.join(report.missing_roots)} (bring them back,"
+            " or drop one for good with `xcsh-store sync --remove-root PATH`)"
+        )
+    return moving
 
 
 def collect_garbage(
@@ -144,6 +259,7 @@ def collect_garbage(
     report.blobs_on_disk, report.referenced = connection.execute(
         "SELECT count(size), count(*) FILTER (WHERE refcount > 0) FROM blobs"
     ).fetchall()[0]
+    report.skipped = (get_meta(connection, "blob_folder_skipped") or "").split()
     report.dangling = sorted(
         _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
                             " WHERE refcount > 0 AND size IS NULL")
@@ -154,20 +270,24 @@ def collect_garbage(
     )
     for digest in sorted(unreferenced):
         try:
-            info = os.stat(f"{blobs_dir}/{digest}")
+            info = os.lstat(f"{blobs_dir}/{digest}")
         except FileNotFoundError:
+            continue
+        if not stat_module.S_ISREG(info.st_mode):
+            report.skipped.append(digest)  # recorded as a file, since replaced by a folder
             continue
         if info.st_mtime > cutoff:
             report.kept_recent += 1
             continue
         report.candidates.append(digest)
         report.candidate_bytes += info.st_size
+    # A dry run says whether --apply would refuse, so that it predicts --apply exactly.
+    report.refused = refuse_reason
     if not apply:
         return report
     # Never referenced by anything, so safe to remove even when deleting blobs is refused.
     report.temp_files_removed = _remove_stale_temp_files(blobs_dir, names or set())
     if refuse_reason is not None:
-        report.refused = refuse_reason
         return report
     report.applied = True
     still_referenced = _referenced_now(connection, report.candidates)
@@ -198,6 +318,11 @@ def _restore_quarantine(blobs_dir: str, names: set[str]) -> list[str]:
     for name in names:
         match = _QUARANTINE_NAME.fullmatch(name) if name.startswith(QUARANTINE_PREFIX) else None
         if match is None or _is_running(int(match.group(2))):
+            continue
+        try:
+            if not stat_module.S_ISREG(os.lstat(os.path.join(blobs_dir, name)).st_mode):
+                continue  # a folder under a quarantine name was never a blob
+        except FileNotFoundError:
             continue
         digest = match.group(1)
         source, target = os.path.join(blobs_dir, name), os.path.join(blobs_dir, digest)
@@ -257,7 +382,12 @@ def _delete_if_still_old(blobs_dir: str, digest: str, cutoff: float) -> int | No
         os.rename(path, quarantine)
     except FileNotFoundError:
         return None
-    info = os.stat(quarantine)
+    info = os.lstat(quarantine)
+    if not stat_module.S_ISREG(info.st_mode):
+        # Replaced by a folder since it was looked at: not a blob, not ours to delete.
+        with contextlib.suppress(OSError):
+            os.rename(quarantine, path)
+        return None
     if info.st_mtime > cutoff:
         # Someone stored this blob again just now: put it back (same content, same name).
         if os.path.exists(path):

@@ -555,7 +555,7 @@ class _RowWriter:
             self.batch_ids[facts.id] = len(self.entry_rows) - 1
         if facts.text:
             self.text_rows.append((pk, facts.text))
-        for digest in blob_refs_in(line):
+        for digest in blob_refs_in(line, value):
             self.blob_rows.append((pk, digest))
 
     def _chain(self, entry_id: str | None, parent_id: str | None, pk: int) -> int | None:

@@ -6,6 +6,9 @@ import hashlib
 import re
 from typing import Any
 
+import orjson
+
+from xcsh_store.blobs import BLOB_REF_PREFIX, parse_blob_ref
 from xcsh_store.context import model_change_model
 from xcsh_store.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 from xcsh_store.history_search import storable_text
@@ -17,6 +20,11 @@ TOOL_ARGUMENTS_TEXT_CAP = 2_048
 ENTRY_TEXT_CAP = 65_536
 
 BLOB_REF_IN_JSON = re.compile(rb'blob:sha256:([0-9a-f]{64})"')
+# The ref prefix as JSON may spell it: each character itself or a \u escape of it.
+_PREFIX_IN_JSON = re.compile(
+    b"".join(b"(?:%s|\\\\u00%02x)" % (re.escape(bytes([char])), char) for char in b"blob:sha256:"),
+    re.IGNORECASE,
+)
 
 NOT_AN_ENTRY = frozenset({"session", "title"})
 
@@ -233,8 +241,36 @@ def _scalar_text(value: Any) -> str:
     return str(value)
 
 
-def blob_refs_in(line: bytes) -> set[str]:
-    """Every well-formed ``blob:sha256:`` reference in a raw JSON line, at any depth."""
+def blob_refs_in(line: bytes, value: Any = None) -> set[str]:
+    """Every well-formed ``blob:sha256:`` reference in a JSON line, at any depth, however it
+    is spelled; ``value`` is the line parsed (it is parsed here when not given).
+
+    Without a ``\\u`` escape the raw bytes spell every string as it decodes, so a byte pattern
+    finds all refs; an escape can spell any character of a ref (``blob:sha256:…\\u0035``,
+    which the loader resolves like any other), so such a line is searched as decoded strings.
+    """
+    if b"\\u" in line:
+        if not _PREFIX_IN_JSON.search(line):
+            return set()
+        return _refs_in_value(orjson.loads(line) if value is None else value)
     if b"blob:sha256:" not in line:
         return set()
     return {match.decode("ascii") for match in BLOB_REF_IN_JSON.findall(line)}
+
+
+def _refs_in_value(value: Any) -> set[str]:
+    """The hashes of well-formed refs among the strings (keys too) of a decoded value."""
+    found = set()
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if type(current) is dict:
+            pending.extend(current.keys())
+            pending.extend(current.values())
+        elif type(current) is list:
+            pending.extend(current)
+        elif type(current) is str and current.startswith(BLOB_REF_PREFIX):
+            digest = parse_blob_ref(current)
+            if digest is not None:
+                found.add(digest)
+    return found

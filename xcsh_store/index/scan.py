@@ -15,6 +15,7 @@ import apsw
 
 from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
+DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)
 Progress = Callable[[int, int, str], None]
 
@@ -53,6 +54,8 @@ class SyncReport:
     read_paths: list[str] = field(default_factory=list)
     unreadable: dict[str, str] = field(default_factory=dict)
     missing_roots: list[str] = field(default_factory=list)
+    # Folders outside sessions/ the manager recorded as roots (session_roots.py).
+    recorded_roots: list[str] = field(default_factory=list)
     history_mirrored: int = 0
     history_error: str | None = None
     # Temp files of whole-file rewrites that died long ago (found by the scan, then removed).
@@ -183,6 +186,10 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
                     pending.append((entry.path, name if project_dir is None else project_dir))
                     continue
                 if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
+                    if entry.is_symlink() and not os.path.exists(entry.path):
+                        # A project folder on a disk that is not mounted: what is behind it
+                        # is unknown, and its blob refs with it.
+                        report.unreadable[entry.path] = DANGLING_LINK
                     continue  # the test of is_session_file_name, inlined for the hot loop
                 result = entry.stat()
             except OSError as error:
@@ -230,6 +237,26 @@ def describe_error(error: OSError) -> str:
     return f"{error.strerror or error.__class__.__name__}" + (
         f" (errno {error.errno})" if error.errno else ""
     )
+
+
+def hiding_folder(path: str, root: str) -> tuple[str, str] | None:
+    """For a file the index knew and the scan did not find: the folder that may hide it, and
+    why, when the file may still exist out of reach (a symlinked folder whose target is gone,
+    an unmounted disk, a folder that cannot be looked at: EACCES, EIO); None when the file's
+    folder is there, or gone from a parent that is (then the file is really gone)."""
+    folder = os.path.dirname(path)
+    while is_under_any(folder, [root]):
+        try:
+            os.stat(folder)
+        except FileNotFoundError:
+            if os.path.islink(folder):
+                return folder, DANGLING_LINK
+            folder = os.path.dirname(folder)
+            continue
+        except OSError as error:
+            return folder, describe_error(error)
+        return None
+    return None
 
 
 def is_under_any(path: str, roots: list[str]) -> bool:

@@ -18,6 +18,7 @@ from xcsh_store.index.scan import (
     SeenFile,
     SyncReport,
     describe_error,
+    hiding_folder,
     is_under_any,
     known_file,
     now_iso,
@@ -65,6 +66,7 @@ def sync_files(
         # (None only in a damaged index, whose path index no longer finds the row.)
         and (row := known_file(connection, path)) is not None
     }
+    _keep_out_of_reach(vanished, scanned_roots, report)
     renamed = _follow_renames(connection, seen, known_paths, vanished, report)
     report.files_unchanged += len(renamed)
     todo = [
@@ -111,6 +113,24 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _keep_out_of_reach(
+    vanished: dict[str, KnownFile], roots: list[str], report: SyncReport
+) -> None:
+    """A known file that is out of reach is not gone: it keeps its rows (and its blob refs
+    stay counted), and its folder is reported unreadable until it can be looked at again."""
+    for path in list(vanished):
+        if os.path.lexists(path):
+            # Out of the scan's reach while it ran (a folder link's target was back only
+            # after it), there now: the next sync reads it.
+            del vanished[path]
+            continue
+        root = next(root for root in roots if is_under_any(path, [root]))
+        found = hiding_folder(path, root)
+        if found is not None:
+            del vanished[path]
+            report.unreadable[found[0]] = found[1]
 
 
 def _follow_renames(

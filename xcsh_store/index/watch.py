@@ -1,0 +1,134 @@
+"""Noticing names that arrive in session folders while a scan runs (Linux inotify), so that the
+blob GC knows whether its sync saw every session file or missed one that was moving."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import struct
+from collections.abc import Iterator
+
+# From <sys/inotify.h>.
+_IN_MOVED_TO = 0x00000080
+_IN_CREATE = 0x00000100
+_IN_DELETE_SELF = 0x00000400
+_IN_MOVE_SELF = 0x00000800
+_IN_UNMOUNT = 0x00002000
+_IN_Q_OVERFLOW = 0x00004000
+_IN_ONLYDIR = 0x01000000
+_IN_ISDIR = 0x40000000
+_ARRIVED = _IN_MOVED_TO | _IN_CREATE
+# A watched folder itself went away, or events were lost: what arrived is unknown.
+_LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW
+_MASK = _ARRIVED | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
+
+
+class FolderWatch:
+    """An inotify instance watching every folder below some roots for names that arrive.
+
+    A scan that lists a folder after its watch was added sees everything that was there before;
+    anything arriving later is an event. So when no session file, folder or link arrived
+    anywhere that the scan did not see, every file present at the end was seen: the view is
+    consistent, however the files moved meanwhile.
+    """
+
+    def __init__(self, descriptor: int, add_watch: ctypes._CFuncPtr) -> None:
+        self.descriptor = descriptor
+        self._add_watch = add_watch
+        self.folders: dict[int, str] = {}
+
+    @classmethod
+    def create(cls) -> FolderWatch | None:
+        """A watch (to be closed), or None where the system has no inotify (not Linux); an
+        OSError where it has, but none can be made now (no instances left)."""
+        name = ctypes.util.find_library("c")
+        try:
+            libc = ctypes.CDLL(name, use_errno=True)
+            init, add_watch = libc.inotify_init1, libc.inotify_add_watch
+        except (OSError, AttributeError):
+            return None
+        add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        descriptor = init(os.O_NONBLOCK | os.O_CLOEXEC)
+        if descriptor < 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+        return cls(descriptor, add_watch)
+
+    def close(self) -> None:
+        os.close(self.descriptor)
+
+    def watch_tree(self, roots: list[str]) -> set[int] | None:
+        """Watch every folder below ``roots`` (following folder links once, as the scan does);
+        the watch numbers of the folders found, or None when some folder could not be watched
+        (a dangling link, whose target may be back while the scan runs; an unreadable folder;
+        the system's watch limit). A folder first reached is known by this path from now on."""
+        found: set[int] = set()
+        complete = True
+        visited: set[tuple[int, int]] = set()
+        pending = list(roots)
+        while pending:
+            folder = pending.pop()
+            # Watched before it is listed: what arrives after the listing is an event.
+            number = self._add_watch(self.descriptor, os.fsencode(folder), _MASK)
+            if number < 0:
+                complete = False
+                continue
+            found.add(number)
+            # One number per folder: the first path to it is the one the scan takes too.
+            self.folders.setdefault(number, folder)
+            try:
+                info = os.stat(folder)
+                if (info.st_dev, info.st_ino) in visited:
+                    continue
+                visited.add((info.st_dev, info.st_ino))
+                entries = list(os.scandir(folder))
+            except OSError:
+                complete = False
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir():
+                        pending.append(entry.path)
+                    elif entry.is_symlink() and not os.path.exists(entry.path):
+                        complete = False
+                except OSError:
+                    complete = False
+        return found if complete else None
+
+    def forget_events(self) -> None:
+        """Drop the events so far and the paths of the folders: a new round begins."""
+        for _ in self._events():
+            pass
+        self.folders = {}
+
+    def arrivals(self) -> list[tuple[str, bool]] | None:
+        """(path, is a folder) of every name that arrived since :meth:`forget_events`; None
+        when that cannot be known (events lost, a watched folder moved or removed)."""
+        arrived: list[tuple[str, bool]] = []
+        for number, mask, name in self._events():
+            if mask & _LOST:
+                return None
+            if mask & _ARRIVED and not name.startswith("."):
+                folder = self.folders.get(number)
+                if folder is None:
+                    return None
+                arrived.append((os.path.join(folder, name), bool(mask & _IN_ISDIR)))
+        return arrived
+
+    def _events(self) -> Iterator[tuple[int, int, str]]:
+        while True:
+            try:
+                data = os.read(self.descriptor, 1 << 16)
+            except BlockingIOError:
+                return
+            offset = 0
+            while offset < len(data):
+                number, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size
+                raw = data[offset : offset + length].rstrip(b"\0")
+                offset += length
+                yield number, mask, os.fsdecode(raw)
