@@ -173,8 +173,11 @@ def lock_file(descriptor: int) -> None:
 
 
 def _unlock(descriptor: int) -> None:
-    with contextlib.suppress(OSError):
+    # try/except rather than contextlib.suppress, which costs a few µs: this runs per append.
+    try:  # noqa: SIM105
         fcntl.flock(descriptor, fcntl.LOCK_UN)
+    except OSError:
+        pass
 
 
 _NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
