@@ -32,6 +32,7 @@ from xcsh_store.discovery import (
 )
 from xcsh_store.errors import (
     AmbiguousEntryError,
+    AmbiguousLookupError,
     AmbiguousSessionError,
     EntryNotFoundError,
     HistoryError,

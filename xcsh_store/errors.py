@@ -27,12 +27,16 @@ class SessionNotFoundError(XcshStoreError, LookupError):
     """No session matches an id, file-name prefix or path."""
 
 
-class AmbiguousSessionError(XcshStoreError, LookupError):
-    """Several session files match an id or file-name prefix; ``candidates`` are their paths."""
+class AmbiguousLookupError(XcshStoreError, LookupError):
+    """A prefix that several things start with; ``candidates`` names them (the first few)."""
 
     def __init__(self, message: str, candidates: list[str]) -> None:
         super().__init__(message)
         self.candidates = candidates
+
+
+class AmbiguousSessionError(AmbiguousLookupError):
+    """Several session files match an id or file-name prefix; ``candidates`` are their paths."""
 
 
 class InternalUrlError(XcshStoreError):
@@ -51,10 +55,6 @@ class SearchQueryError(XcshStoreError, ValueError):
     """A search that cannot be run as asked: no word to search for, or an unknown role."""
 
 
-class AmbiguousEntryError(XcshStoreError, LookupError):
+class AmbiguousEntryError(AmbiguousLookupError):
     """An entry id prefix that several entries of the session start with; ``candidates`` are
     their ids."""
-
-    def __init__(self, message: str, candidates: list[str]) -> None:
-        super().__init__(message)
-        self.candidates = candidates

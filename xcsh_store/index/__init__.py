@@ -93,7 +93,7 @@ USAGE_GROUPS = {
     "session": "session_id",
 }
 
-# How many candidates an ambiguous session argument lists.
+# How many candidates an ambiguous session argument or entry id prefix lists.
 AMBIGUOUS_LISTED = 20
 
 _SESSION_COLUMNS = (
@@ -104,10 +104,6 @@ _SESSION_COLUMNS = (
     " EXISTS (SELECT 1 FROM sessions AS twin"
     "  WHERE twin.session_id = s.session_id AND twin.file_id != s.file_id)"
 )
-
-
-# An ambiguous entry id prefix names at most this many of the entries it matches.
-MAX_CANDIDATES = 10
 
 _SHOWN_TITLE = "nullif(trim(coalesce(s.title, s.compaction_title), ' ' || char(9, 10, 13)), '')"
 
@@ -560,18 +556,18 @@ class SessionIndex:
             "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
             " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
             " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
-            (info.file_id, text, MAX_CANDIDATES + 1),
+            (info.file_id, text, AMBIGUOUS_LISTED + 1),
         ).fetchall()
         ids = [entry_id for (entry_id,) in rows]
         if not text or not ids:
             raise EntryNotFoundError(text)
         if ids[0] == text or len(ids) == 1:
             return ids[0]
-        shown = ", ".join(ids[:MAX_CANDIDATES]) + (", …" if len(ids) > MAX_CANDIDATES else "")
+        count, shown = _listed(ids)
         raise AmbiguousEntryError(
-            f"Entry id {text!r} is ambiguous: {'more than ' if len(ids) > MAX_CANDIDATES else ''}"
-            f"{min(len(ids), MAX_CANDIDATES)} entries start with it ({shown}); give more of it",
-            ids[:MAX_CANDIDATES],
+            f"Entry id {text!r} is ambiguous: {count} entries start with it ({', '.join(shown)}"
+            f"{', …' if len(ids) > len(shown) else ''}); give more of it",
+            shown,
         )
 
     @_entry_point
@@ -862,14 +858,19 @@ def _open_for_writing(db_path: str) -> apsw.Connection:
     return connection
 
 
+def _listed(found: list[_R]) -> tuple[str, list[_R]]:
+    """How many matched ("more than 20" when the query stopped there) and the ones listed."""
+    listed = found[:AMBIGUOUS_LISTED]
+    count = f"more than {AMBIGUOUS_LISTED}" if len(found) > len(listed) else str(len(listed))
+    return count, listed
+
+
 def _ambiguous(prefix: str, sessions: list[IndexedSession]) -> AmbiguousSessionError:
-    listed = sessions[:AMBIGUOUS_LISTED]
-    more = len(sessions) > AMBIGUOUS_LISTED
-    count = f"more than {AMBIGUOUS_LISTED}" if more else str(len(listed))
+    count, listed = _listed(sessions)
     names = "; ".join(f"{session.session_id} ({session.path})" for session in listed)
     return AmbiguousSessionError(
         f"{prefix!r} matches {count} session files; give more of the id, the file name or the"
-        f" path: {names}{'; …' if more else ''}",
+        f" path: {names}{'; …' if len(sessions) > len(listed) else ''}",
         [session.path for session in listed],
     )
 
