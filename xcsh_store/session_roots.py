@@ -19,7 +19,7 @@ import orjson
 
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
-from xcsh_store.storage import fsync_dir
+from xcsh_store.storage import FileSessionStorage, write_atomically
 
 SESSION_ROOTS_NAME = "session-roots.json"
 
@@ -84,18 +84,6 @@ def _locked(agent_dir: str) -> Iterator[None]:
 
 
 def _write(agent_dir: str, roots: list[str]) -> None:
-    """Replace the file whole (a temp file renamed over it): readers see old or new, never half."""
-    path = session_roots_path(agent_dir)
-    temp = f"{path}.{os.getpid()}.tmp"
-    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(orjson.dumps(roots, option=orjson.OPT_INDENT_2) + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    fsync_dir(agent_dir)
+    """Replace the file whole: readers see old or new, never half."""
+    lines = [orjson.dumps(roots, option=orjson.OPT_INDENT_2) + b"\n"]
+    write_atomically(FileSessionStorage(), session_roots_path(agent_dir), lines)
