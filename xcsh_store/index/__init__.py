@@ -751,7 +751,7 @@ class SessionIndex:
             for item in scan_root(root, scan)
         }
         rows = self.connection.execute(
-            "SELECT path, id, size, mtime_ns, inode FROM files"
+            "SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files"
         ).fetchall()
         indexed = {path: file_id for path, file_id, *_ in rows}
         synced = {path: tuple(seen) for path, _, *seen in rows}
@@ -762,9 +762,10 @@ class SessionIndex:
                 if path not in synced:
                     report.changed_since_sync[path] = "new"
                     continue
-                if synced[path] != (item.size, item.mtime_ns, item.inode):
+                if synced[path] != (item.size, item.mtime_ns, item.inode, item.ctime_ns):
                     # An append (or any change) the last sync has not seen is no fault of the
-                    # index: a sync is what it takes, not a repair.
+                    # index: a sync is what it takes, not a repair. The identity is the one
+                    # the sync's scan compares.
                     report.changed_since_sync[path] = "changed"
                     continue
                 problems = verifier.compare_file(item)
