@@ -32,8 +32,8 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from xcsh_store.history import HistoryEntry, HistoryStorage
-from xcsh_store.history_search import REFERENCE_SEARCH_SQL, build_fts_query
+from xcsh_store.history.search import REFERENCE_SEARCH_SQL, build_fts_query
+from xcsh_store.history.store import HistoryEntry, HistoryStorage
 
 # Words people type to coding agents, most frequent first: function words, then content words.
 # The long tail (identifiers, names, domain words) is made up from syllables so the vocabulary

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.corpus import cached_corpus, generate_blob_store
 from benchmarks.harness import compare, print_table, time_call
 from benchmarks.index_common import WORK_DIR, agent_corpus, fresh_db_path, full_sync
-from xcsh_store.blobs import BlobStore
+from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 
 REF = re.compile(rb"blob:sha256:([0-9a-f]{64})")

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.harness import compare, print_table, time_call
 from benchmarks.index_common import agent_corpus, built_index
 from xcsh_store.index import SessionIndex
-from xcsh_store.manager import SessionManager
+from xcsh_store.session.manager import SessionManager
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpus import cached_corpus, generate_session_file, parse_size
 from benchmarks.harness import compare, measure_in_child, print_table
-from xcsh_store.loader import load_entries_from_file
-from xcsh_store.migrate import migrate_session_entries
+from xcsh_store.format.loader import load_entries_from_file
+from xcsh_store.format.versions import migrate_session_entries
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pi"
 

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from xcsh_store.blobs import BlobStore
+from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.rows import blob_refs_in
 

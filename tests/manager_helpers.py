@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from xcsh_store.storage import FileSessionStorage
+from xcsh_store.format.storage import FileSessionStorage
 
 
 def user(text: str, timestamp: int = 1_767_323_046_000) -> dict[str, Any]:

@@ -29,7 +29,7 @@ import termios
 from dataclasses import dataclass
 from pathlib import Path
 
-from xcsh_store.demo import DEMO_NOW
+from xcsh_store.cli.demo_dir import DEMO_NOW
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 TOUR_HEADING = "## A tour of the command line"

@@ -11,8 +11,8 @@ from typing import Any
 
 from conftest import PI_FIXTURES
 
-from xcsh_store.blobs import BlobStore
-from xcsh_store.jsonl import dumps
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.jsonl import dumps
 
 PROJECT = "--work-demo--"
 

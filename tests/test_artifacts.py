@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from xcsh_store import AgentOutputManager, ArtifactManager
-from xcsh_store.artifacts import copy_artifacts_dir, create_temp_artifacts_dir, node_tmpdir
+from xcsh_store.artifacts.store import copy_artifacts_dir, create_temp_artifacts_dir, node_tmpdir
 
 
 @pytest.fixture

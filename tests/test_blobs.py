@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from xcsh_store.blobs import (
+from xcsh_store.format.blobs import (
     BlobStore,
     decode_base64_leniently,
     externalize_image_data,

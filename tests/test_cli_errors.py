@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from session_builder import header, message, sessions_dir, write_session
 
 from xcsh_store.cli import cli
-from xcsh_store.history import HistoryStorage
+from xcsh_store.history.store import HistoryStorage
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_history_db_path
 

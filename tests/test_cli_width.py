@@ -26,7 +26,7 @@ from tabulate import tabulate
 
 from xcsh_store.cli import cli
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width, fit_table
-from xcsh_store.history import HistoryStorage
+from xcsh_store.history.store import HistoryStorage
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_history_db_path
 

@@ -20,10 +20,10 @@ from click.testing import CliRunner, Result
 from conftest import PI_FIXTURES
 
 from xcsh_store.cli import cli
-from xcsh_store.demo import DEMO_MARKER, DEMO_NOW, build_demo, prepare_demo_dir, write_demo
+from xcsh_store.cli.demo_dir import DEMO_MARKER, DEMO_NOW, build_demo, prepare_demo_dir, write_demo
 from xcsh_store.index import SessionIndex
-from xcsh_store.manager import SessionManager
 from xcsh_store.paths import get_default_session_dir
+from xcsh_store.session.manager import SessionManager
 
 # Snowflake ids count milliseconds from 2015-01-01 (reference §1.3).
 SNOWFLAKE_EPOCH_MS = 1_420_070_400_000

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from manager_helpers import assistant, user
 from session_builder import header, message, sessions_dir, write_session
 
-from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
 from xcsh_store.cli import cli
+from xcsh_store.format.blobs import BLOB_REF_PREFIX, BlobStore
+from xcsh_store.format.loader import load_session
 from xcsh_store.index import SessionIndex
-from xcsh_store.loader import load_session
-from xcsh_store.manager import SessionManager
 from xcsh_store.paths import get_sessions_dir
+from xcsh_store.session.manager import SessionManager
 
 # -- 3. refs spelled with JSON escapes ---------------------------------------------------------
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from xcsh_store import HistoryEntry, HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
-from xcsh_store.history_search import REFERENCE_SEARCH_SQL, build_fts_query
+from xcsh_store.history.search import REFERENCE_SEARCH_SQL, build_fts_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -393,7 +393,7 @@ SEARCH_STEPS = {
 def search_steps(name: str) -> contextlib.AbstractContextManager[object]:
     if not SEARCH_STEPS[name]:
         return contextlib.nullcontext()
-    return mock.patch.multiple("xcsh_store.history_search", **SEARCH_STEPS[name])
+    return mock.patch.multiple("xcsh_store.history.search", **SEARCH_STEPS[name])
 
 
 @pytest.fixture(scope="module", params=[_shuffled_times, _clock_set_back, _same_second])

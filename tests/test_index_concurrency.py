@@ -10,7 +10,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from xcsh_store.blobs import BlobStore
+from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 
 WORKERS = Path(__file__).with_name("workers.py")

@@ -12,7 +12,7 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcsh_store.jsonl import (
+from xcsh_store.format.jsonl import (
     dumps,
     iter_lines,
     iter_records,
@@ -142,7 +142,7 @@ def test_iter_lines_reports_offsets_and_skips_the_bom():
 
 
 def test_iter_lines_across_chunk_boundaries(monkeypatch):
-    monkeypatch.setattr("xcsh_store.jsonl.READ_CHUNK", 7)
+    monkeypatch.setattr("xcsh_store.format.jsonl.READ_CHUNK", 7)
     lines = [b'{"n":%d,"pad":"%s"}\n' % (n, b"p" * n) for n in range(40)]
     stream = io.BytesIO(b"".join(lines))
     assert [line for _offset, line in iter_lines(stream)] == lines

@@ -10,18 +10,18 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcsh_store.blobs import BlobStore
-from xcsh_store.jsonl import dumps
-from xcsh_store.loader import (
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.jsonl import dumps
+from xcsh_store.format.loader import (
     load_entries_from_file,
     load_session,
     parse_session_entries,
     read_session_file,
     sanitize_openai_replay_metadata,
 )
-from xcsh_store.migrate import find_header_index
-from xcsh_store.persist import entry_to_line
-from xcsh_store.storage import MemorySessionStorage
+from xcsh_store.format.persist import entry_to_line
+from xcsh_store.format.storage import MemorySessionStorage
+from xcsh_store.format.versions import find_header_index
 
 HEADER = (
     b'{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'

@@ -12,7 +12,7 @@ import pytest
 from manager_helpers import assistant, user
 
 from xcsh_store import EntryNotFoundError, SessionManager, SessionTreeNode
-from xcsh_store.manager import sanitize_session_name
+from xcsh_store.session.manager import sanitize_session_name
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 

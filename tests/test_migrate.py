@@ -10,9 +10,9 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcsh_store.jsonl import dumps
-from xcsh_store.loader import load_entries_from_file
-from xcsh_store.migrate import (
+from xcsh_store.format.jsonl import dumps
+from xcsh_store.format.loader import load_entries_from_file
+from xcsh_store.format.versions import (
     CURRENT_SESSION_VERSION,
     find_header_index,
     is_valid_session,

@@ -17,7 +17,7 @@ from xcsh_store.cli import cli
 # Each line leaves the file in need of migration (D25), so a migrate run then rewrites it.
 APPENDER = """
 import json, os, sys, time
-from xcsh_store.storage import FileSessionStorage
+from xcsh_store.format.storage import FileSessionStorage
 path, stop = sys.argv[1:]
 out = FileSessionStorage().open_writer(path, "a")
 count = 0

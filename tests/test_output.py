@@ -27,7 +27,7 @@ from xcsh_store import (
     truncate_tail,
     truncate_tail_bytes,
 )
-from xcsh_store.output import sanitize_with_image_passthrough
+from xcsh_store.artifacts.output import sanitize_with_image_passthrough
 
 
 def test_constants() -> None:

@@ -11,9 +11,9 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcsh_store.blobs import BlobStore
-from xcsh_store.jsonl import parse_line
-from xcsh_store.persist import (
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.jsonl import parse_line
+from xcsh_store.format.persist import (
     MAX_PERSIST_CHARS,
     TRUNCATION_NOTICE,
     entry_to_line,

@@ -22,19 +22,19 @@ from session_builder import append, header, message, sessions_dir, write_session
 
 import xcsh_store
 from xcsh_store.cli import cli
-from xcsh_store.context import build_session_context
-from xcsh_store.discovery import list_all_sessions
 from xcsh_store.errors import (
     AmbiguousSessionError,
     EntryNotFoundError,
     SessionNotFoundError,
     XcshStoreError,
 )
+from xcsh_store.format.jsonl import dumps
+from xcsh_store.format.loader import load_session
+from xcsh_store.format.versions import find_header_index
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.indexer import synthetic_ids_for
-from xcsh_store.jsonl import dumps
-from xcsh_store.loader import load_session
-from xcsh_store.migrate import find_header_index
+from xcsh_store.session.context import build_session_context
+from xcsh_store.session.discovery import list_all_sessions
 
 
 def run(*args: str) -> Result:

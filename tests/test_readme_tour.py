@@ -20,8 +20,8 @@ from readme_tour import (
     tour_steps,
 )
 
+from xcsh_store.cli.demo_dir import DEMO_NOW
 from xcsh_store.cli.render import short_time
-from xcsh_store.demo import DEMO_NOW
 
 
 def test_the_readme_tour_is_what_the_program_prints(tmp_path):

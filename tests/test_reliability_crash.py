@@ -23,7 +23,7 @@ from session_builder import header, message, sessions_dir, write_session
 from store_checks import age, assert_index_matches_files, blob_files_are_whole
 
 from xcsh_store import SessionManager
-from xcsh_store.blobs import BlobStore
+from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.gc import QUARANTINE_PREFIX
 from xcsh_store.index.indexer import FileIndexer

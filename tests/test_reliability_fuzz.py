@@ -21,16 +21,13 @@ from hypothesis import strategies as st
 from store_checks import no_hang, same_context, tree_ids
 
 from xcsh_store import SessionManager, build_session_context
-from xcsh_store import jsonl as jsonl_module
-from xcsh_store import loader as loader_module
-from xcsh_store.blobs import BlobStore, decode_base64_leniently
-from xcsh_store.context import index_by_id, path_to_root
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.indexer import synthetic_ids_for
-from xcsh_store.jsonl import dumps, iter_records, parse_jsonl_bytes
-from xcsh_store.loader import load_session, read_session_file
-from xcsh_store.migrate import find_header_index
-from xcsh_store.persist import (
+from xcsh_store.artifacts.urls import apply_query, path_to_query
+from xcsh_store.format import jsonl as jsonl_module
+from xcsh_store.format import loader as loader_module
+from xcsh_store.format.blobs import BlobStore, decode_base64_leniently
+from xcsh_store.format.jsonl import dumps, iter_records, parse_jsonl_bytes
+from xcsh_store.format.loader import load_session, read_session_file
+from xcsh_store.format.persist import (
     MAX_PERSIST_CHARS,
     TRANSIENT_KEYS,
     entry_to_line,
@@ -38,7 +35,10 @@ from xcsh_store.persist import (
     rehydrate_entry,
     utf16_length,
 )
-from xcsh_store.urls import apply_query, path_to_query
+from xcsh_store.format.versions import find_header_index
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.session.context import index_by_id, path_to_root
 
 # --------------------------------------------------------------------------------------------
 # The JSONL readers: the loader, the index's line reader and the in-memory parser

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from xcsh_store.storage import (
+from xcsh_store.format.storage import (
     FileSessionStorage,
     MemorySessionStorage,
     SessionStorage,

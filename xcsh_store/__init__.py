@@ -5,50 +5,7 @@ Everything in ``../shared/spec/api.md`` is importable from here.
 
 __version__ = "0.1.0"
 
-from xcsh_store.artifacts import AgentOutputManager, ArtifactManager
-from xcsh_store.blobs import (
-    BlobPutResult,
-    BlobStore,
-    externalize_image_data,
-    is_blob_ref,
-    parse_blob_ref,
-    resolve_image_data,
-)
-from xcsh_store.context import (
-    LAST,
-    SessionContext,
-    build_session_context,
-    create_branch_summary_message,
-    create_compaction_summary_message,
-    create_custom_message,
-)
-from xcsh_store.discovery import (
-    RecentSessionInfo,
-    ResolvedSession,
-    SessionInfo,
-    find_most_recent_session,
-    get_recent_sessions,
-    resolve_resumable_session,
-)
-from xcsh_store.errors import (
-    AmbiguousEntryError,
-    AmbiguousLookupError,
-    AmbiguousSessionError,
-    EntryNotFoundError,
-    HistoryError,
-    IndexDatabaseError,
-    InternalUrlError,
-    PersistenceError,
-    SearchQueryError,
-    SessionNotFoundError,
-    XcshStoreError,
-)
-from xcsh_store.history import HistoryEntry, HistoryStorage
-from xcsh_store.index import SessionIndex
-from xcsh_store.loader import load_entries_from_file, parse_session_entries
-from xcsh_store.manager import SessionManager, SessionTreeNode
-from xcsh_store.migrate import CURRENT_SESSION_VERSION, migrate_session_entries
-from xcsh_store.output import (
+from xcsh_store.artifacts.output import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_COLUMN,
     DEFAULT_MAX_LINES,
@@ -65,6 +22,52 @@ from xcsh_store.output import (
     truncate_tail,
     truncate_tail_bytes,
 )
+from xcsh_store.artifacts.store import AgentOutputManager, ArtifactManager
+from xcsh_store.artifacts.urls import (
+    InternalResource,
+    apply_query,
+    parse_query,
+    path_to_query,
+    read_internal_url,
+    resolve_internal_url,
+)
+from xcsh_store.errors import (
+    AmbiguousEntryError,
+    AmbiguousLookupError,
+    AmbiguousSessionError,
+    EntryNotFoundError,
+    HistoryError,
+    IndexDatabaseError,
+    InternalUrlError,
+    PersistenceError,
+    SearchQueryError,
+    SessionNotFoundError,
+    XcshStoreError,
+)
+from xcsh_store.format.blobs import (
+    BlobPutResult,
+    BlobStore,
+    externalize_image_data,
+    is_blob_ref,
+    parse_blob_ref,
+    resolve_image_data,
+)
+from xcsh_store.format.loader import load_entries_from_file, parse_session_entries
+from xcsh_store.format.persist import (
+    BLOB_EXTERNALIZE_THRESHOLD,
+    MAX_PERSIST_CHARS,
+    TRUNCATION_NOTICE,
+    prepare_entry_for_persistence,
+)
+from xcsh_store.format.storage import (
+    FileSessionStorage,
+    MemorySessionStorage,
+    SessionStorage,
+    SessionStorageWriter,
+)
+from xcsh_store.format.versions import CURRENT_SESSION_VERSION, migrate_session_entries
+from xcsh_store.history.store import HistoryEntry, HistoryStorage
+from xcsh_store.index import SessionIndex
 from xcsh_store.paths import (
     encode_cwd,
     get_agent_dir,
@@ -73,23 +76,20 @@ from xcsh_store.paths import (
     get_history_db_path,
     get_sessions_dir,
 )
-from xcsh_store.persist import (
-    BLOB_EXTERNALIZE_THRESHOLD,
-    MAX_PERSIST_CHARS,
-    TRUNCATION_NOTICE,
-    prepare_entry_for_persistence,
+from xcsh_store.session.context import (
+    LAST,
+    SessionContext,
+    build_session_context,
+    create_branch_summary_message,
+    create_compaction_summary_message,
+    create_custom_message,
 )
-from xcsh_store.storage import (
-    FileSessionStorage,
-    MemorySessionStorage,
-    SessionStorage,
-    SessionStorageWriter,
+from xcsh_store.session.discovery import (
+    RecentSessionInfo,
+    ResolvedSession,
+    SessionInfo,
+    find_most_recent_session,
+    get_recent_sessions,
+    resolve_resumable_session,
 )
-from xcsh_store.urls import (
-    InternalResource,
-    apply_query,
-    parse_query,
-    path_to_query,
-    read_internal_url,
-    resolve_internal_url,
-)
+from xcsh_store.session.manager import SessionManager, SessionTreeNode

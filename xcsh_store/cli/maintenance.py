@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from xcsh_store.artifacts.output import format_bytes
 from xcsh_store.cli.app import (
     Settings,
     cli,
@@ -21,16 +22,15 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.health import Diagnosis, diagnose
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
 from xcsh_store.cli.shapes import describe_skipped, skipped_json
-from xcsh_store.doctor import Diagnosis, diagnose
 from xcsh_store.index import GcReport, SyncReport, VerifyReport
 from xcsh_store.index.scan import Progress
-from xcsh_store.output import format_bytes
 from xcsh_store.paths import ensure_private_dir, get_sessions_dir, is_agent_dir
-from xcsh_store.upgrade import (
+from xcsh_store.session.upgrade import (
     CURRENT,
     MIGRATED,
     NOT_A_SESSION,

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from xcsh_store.artifacts.urls import read_internal_url, resolve_internal_url
 from xcsh_store.cli.app import (
     Settings,
     cli,
@@ -40,14 +41,13 @@ from xcsh_store.cli.render import (
     terminal_width,
 )
 from xcsh_store.cli.shapes import context_json, hit_json, session_json, skipped_json, skipped_note
-from xcsh_store.context import SessionContext
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index import IndexedSession, SkippedLines
 from xcsh_store.index.names import unique_id_prefixes
 from xcsh_store.index.outline import SessionOutline, entry_summary, message_summary, session_outline
 from xcsh_store.index.search import SEARCH_ROLES, search_role
 from xcsh_store.paths import artifacts_dir_for
-from xcsh_store.urls import read_internal_url, resolve_internal_url
+from xcsh_store.session.context import SessionContext
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24

@@ -17,9 +17,6 @@ from typing import Any, ParamSpec, TypeVar
 import apsw
 import orjson
 
-from xcsh_store.blobs import BlobStore
-from xcsh_store.context import SessionContext
-from xcsh_store.discovery import content_text
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -28,12 +25,13 @@ from xcsh_store.errors import (
     IndexDatabaseError,
     SessionNotFoundError,
 )
-from xcsh_store.history_search import storable_text
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.history.search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
-from xcsh_store.index.history import PromptHit, mirror_history, recall_prompts
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
+from xcsh_store.index.prompts import PromptHit, mirror_history, recall_prompts
 from xcsh_store.index.scan import (
     IndexedFiles,
     Progress,
@@ -64,7 +62,9 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
-from xcsh_store.session_roots import forget_session_root, read_session_roots
+from xcsh_store.session.context import SessionContext
+from xcsh_store.session.discovery import content_text
+from xcsh_store.session.roots import forget_session_root, read_session_roots
 
 log = logging.getLogger("xcsh_store")
 

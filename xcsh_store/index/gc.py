@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from xcsh_store.blobs import BLOB_TEMP_NAME
+from xcsh_store.format.blobs import BLOB_TEMP_NAME
+from xcsh_store.format.storage import STALE_TEMP_SECONDS, remove_quietly
 from xcsh_store.index.db import get_meta, set_meta, transaction
 from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name, now_iso
 from xcsh_store.index.watch import FolderWatch
-from xcsh_store.storage import STALE_TEMP_SECONDS, remove_quietly
 
 # Syncs a collection tries before it gives up on files that keep moving.
 SYNC_ATTEMPTS = 4

@@ -13,10 +13,16 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.context import DEFAULT_MODEL_ROLE, model_change_model
-from xcsh_store.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 from xcsh_store.errors import EntryNotFoundError
-from xcsh_store.files import open_regular_file
+from xcsh_store.format.files import open_regular_file
+from xcsh_store.format.jsonl import BOM, dumps, iter_lines, parse_line
+from xcsh_store.format.versions import (
+    HEADER_TYPE,
+    KNOWN_ENTRY_TYPES,
+    TITLE_TYPE,
+    migrate_session_entries,
+    session_version,
+)
 from xcsh_store.index.rows import (
     SURROGATE_ESCAPE,
     EntryFacts,
@@ -32,14 +38,8 @@ from xcsh_store.index.scan import (
     now_iso,
     sha1_hex,
 )
-from xcsh_store.jsonl import BOM, dumps, iter_lines, parse_line
-from xcsh_store.migrate import (
-    HEADER_TYPE,
-    KNOWN_ENTRY_TYPES,
-    TITLE_TYPE,
-    migrate_session_entries,
-    session_version,
-)
+from xcsh_store.session.context import DEFAULT_MODEL_ROLE, model_change_model
+from xcsh_store.session.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 
 HEAD_BYTES = 1024
 # Who named a session that a session_info entry names (D27).

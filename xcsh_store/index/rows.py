@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from xcsh_store.blobs import BLOB_REF_PREFIX, parse_blob_ref
-from xcsh_store.context import model_change_model
-from xcsh_store.discovery import SESSION_INFO_TYPE, content_text, session_info_name
-from xcsh_store.history_search import storable_text
+from xcsh_store.format.blobs import BLOB_REF_PREFIX, parse_blob_ref
+from xcsh_store.history.search import storable_text
+from xcsh_store.session.context import model_change_model
+from xcsh_store.session.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 
 # Tool output can be megabytes; its beginning is what people search for.
 TOOL_RESULT_TEXT_CAP = 2_048

@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
+from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
 DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)

@@ -8,6 +8,7 @@ from collections.abc import Set
 
 import apsw
 
+from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.db import transaction
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import (
@@ -24,7 +25,6 @@ from xcsh_store.index.scan import (
     now_iso,
     scan_root,
 )
-from xcsh_store.storage import remove_quietly
 
 
 def sync_files(

@@ -10,20 +10,20 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.blobs import BlobStore
-from xcsh_store.context import (
+from xcsh_store.errors import EntryNotFoundError
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.files import open_regular_file
+from xcsh_store.format.jsonl import parse_line
+from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
+from xcsh_store.format.persist import rehydrate_entry
+from xcsh_store.format.versions import find_header_index
+from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.session.context import (
     SessionContext,
     build_session_context,
     compaction_keeps_history,
     context_of_path,
 )
-from xcsh_store.errors import EntryNotFoundError
-from xcsh_store.files import open_regular_file
-from xcsh_store.index.indexer import synthetic_ids_for
-from xcsh_store.jsonl import parse_line
-from xcsh_store.loader import load_session, sanitize_openai_replay_metadata
-from xcsh_store.migrate import find_header_index
-from xcsh_store.persist import rehydrate_entry
 
 _ENTRY_COLUMNS = (
     "pk, seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type,"

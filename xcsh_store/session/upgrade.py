@@ -7,21 +7,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from xcsh_store.blobs import BlobStore
-from xcsh_store.files import open_regular_file
-from xcsh_store.index.indexer import synthetic_ids_for
-from xcsh_store.index.scan import SyncReport, scan_root
-from xcsh_store.loader import read_session_file
-from xcsh_store.migrate import (
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.files import open_regular_file
+from xcsh_store.format.loader import read_session_file
+from xcsh_store.format.persist import entry_to_line
+from xcsh_store.format.storage import (
+    WRITE_BATCH_BYTES,
+    FileSessionStorage,
+    lock_file,
+    write_atomically,
+)
+from xcsh_store.format.versions import (
     CURRENT_SESSION_VERSION,
     find_header_index,
     is_valid_session,
     migrate_session_entries,
     session_version,
 )
+from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.index.scan import SyncReport, scan_root
 from xcsh_store.paths import get_blobs_dir, get_sessions_dir
-from xcsh_store.persist import entry_to_line
-from xcsh_store.storage import WRITE_BATCH_BYTES, FileSessionStorage, lock_file, write_atomically
 
 MIGRATED = "migrated"
 WOULD_MIGRATE = "would_migrate"

@@ -10,17 +10,17 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from xcsh_store.blobs import BLOB_REF_PREFIX, BlobStore
-from xcsh_store.files import open_regular_file
-from xcsh_store.jsonl import BOM, READ_CHUNK, parse_jsonl_bytes, parse_line
-from xcsh_store.migrate import (
+from xcsh_store.format.blobs import BLOB_REF_PREFIX, BlobStore
+from xcsh_store.format.files import open_regular_file
+from xcsh_store.format.jsonl import BOM, READ_CHUNK, parse_jsonl_bytes, parse_line
+from xcsh_store.format.persist import rehydrate_entry
+from xcsh_store.format.storage import FileSessionStorage, SessionStorage
+from xcsh_store.format.versions import (
     IdFactory,
     is_valid_session,
     migrate_session_entries,
     random_entry_id,
 )
-from xcsh_store.persist import rehydrate_entry
-from xcsh_store.storage import FileSessionStorage, SessionStorage
 
 _BLOB_MARKER = BLOB_REF_PREFIX.encode()
 _REPLAY_MARKER = b'"openaiResponsesHistory"'

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import BinaryIO, NamedTuple
 
-from .paths import FILE_MODE
+from xcsh_store.paths import FILE_MODE
 
 log = logging.getLogger("xcsh_store")
 

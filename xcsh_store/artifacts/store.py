@@ -8,8 +8,8 @@ import re
 import shutil
 from collections.abc import Callable, Iterable
 
-from .output import utf8_encode
-from .paths import FILE_MODE, artifacts_dir_for, ensure_private_dir, new_session_id
+from xcsh_store.artifacts.output import utf8_encode
+from xcsh_store.paths import FILE_MODE, artifacts_dir_for, ensure_private_dir, new_session_id
 
 log = logging.getLogger("xcsh_store")
 

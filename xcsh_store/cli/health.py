@@ -11,7 +11,7 @@ from importlib import metadata
 import apsw
 
 from xcsh_store import __version__
-from xcsh_store.demo import DEMO_MARKER
+from xcsh_store.cli.demo_dir import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import IndexStats, SessionIndex, SkippedLines
 from xcsh_store.paths import (
@@ -27,7 +27,7 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
-from xcsh_store.session_roots import read_session_roots
+from xcsh_store.session.roots import read_session_roots
 
 # Session files and blobs can be many; beyond this, only the count of bad ones is kept.
 MAX_LISTED_PROBLEMS = 20

@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes
 
-from .errors import InternalUrlError
-from .output import (
+from xcsh_store.artifacts.output import (
     DEFAULT_MAX_BYTES,
     format_bytes,
     truncate_head,
@@ -26,6 +25,7 @@ from .output import (
     utf8_encode,
     utf8_len,
 )
+from xcsh_store.errors import InternalUrlError
 
 SUPPORTED_SCHEMES = ("agent", "artifact")
 

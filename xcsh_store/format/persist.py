@@ -6,7 +6,7 @@ import logging
 import re
 from typing import Any
 
-from xcsh_store.blobs import (
+from xcsh_store.format.blobs import (
     BlobStore,
     externalize_image_data,
     externalize_image_data_url,
@@ -15,7 +15,7 @@ from xcsh_store.blobs import (
     resolve_image_data,
     resolve_image_data_url,
 )
-from xcsh_store.jsonl import dumps
+from xcsh_store.format.jsonl import dumps
 
 log = logging.getLogger("xcsh_store")
 

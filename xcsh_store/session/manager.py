@@ -11,26 +11,19 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from xcsh_store.artifacts import ArtifactManager, copy_artifacts_dir
-from xcsh_store.blobs import BlobPutResult, BlobStore
-from xcsh_store.context import (
-    SessionContext,
-    build_session_context,
-    path_to_root,
-    timestamp_to_millis,
-)
-from xcsh_store.discovery import (
-    JS_WHITESPACE,
-    SessionInfo,
-    effective_title,
-    find_most_recent_session,
-    list_all_sessions,
-    list_sessions,
-    split_header,
-)
+from xcsh_store.artifacts.store import ArtifactManager, copy_artifacts_dir
 from xcsh_store.errors import EntryNotFoundError, PersistenceError
-from xcsh_store.loader import LoadedSession, load_session
-from xcsh_store.migrate import CURRENT_SESSION_VERSION, HEADER_TYPE
+from xcsh_store.format.blobs import BlobPutResult, BlobStore
+from xcsh_store.format.loader import LoadedSession, load_session
+from xcsh_store.format.persist import entry_to_line
+from xcsh_store.format.storage import (
+    FileSessionStorage,
+    MemorySessionStorage,
+    SessionStorage,
+    SessionStorageWriter,
+    write_atomically,
+)
+from xcsh_store.format.versions import CURRENT_SESSION_VERSION, HEADER_TYPE
 from xcsh_store.paths import (
     agent_dir_of,
     artifacts_dir_for,
@@ -46,15 +39,22 @@ from xcsh_store.paths import (
     session_file_name,
     write_terminal_breadcrumb,
 )
-from xcsh_store.persist import entry_to_line
-from xcsh_store.session_roots import record_session_root
-from xcsh_store.storage import (
-    FileSessionStorage,
-    MemorySessionStorage,
-    SessionStorage,
-    SessionStorageWriter,
-    write_atomically,
+from xcsh_store.session.context import (
+    SessionContext,
+    build_session_context,
+    path_to_root,
+    timestamp_to_millis,
 )
+from xcsh_store.session.discovery import (
+    JS_WHITESPACE,
+    SessionInfo,
+    effective_title,
+    find_most_recent_session,
+    list_all_sessions,
+    list_sessions,
+    split_header,
+)
+from xcsh_store.session.roots import record_session_root
 
 log = logging.getLogger("xcsh_store")
 

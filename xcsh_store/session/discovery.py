@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from xcsh_store.loader import parse_session_entries, read_session_file
-from xcsh_store.migrate import HEADER_TYPE, TITLE_TYPE
+from xcsh_store.format.loader import parse_session_entries, read_session_file
+from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
+from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.paths import get_default_session_dir, get_sessions_dir
-from xcsh_store.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
 
 log = logging.getLogger("xcsh_store")
 _Info = TypeVar("_Info")

@@ -25,7 +25,7 @@ from numbers import Real
 import apsw
 
 from xcsh_store.errors import HistoryError
-from xcsh_store.history_search import (
+from xcsh_store.history.search import (
     RECENT_SQL,
     index_tokenizer,
     newest_matches,

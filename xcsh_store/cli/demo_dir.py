@@ -34,13 +34,13 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.artifacts import AgentOutputManager
-from xcsh_store.blobs import BlobStore, parse_blob_ref
+from xcsh_store.artifacts.store import AgentOutputManager
 from xcsh_store.errors import XcshStoreError
-from xcsh_store.history import HistoryStorage
+from xcsh_store.format.blobs import BlobStore, parse_blob_ref
+from xcsh_store.format.jsonl import dumps_line, read_jsonl_file
+from xcsh_store.format.storage import FileSessionStorage, write_atomically
+from xcsh_store.history.store import HistoryStorage
 from xcsh_store.index import SessionIndex, SyncReport
-from xcsh_store.jsonl import dumps_line, read_jsonl_file
-from xcsh_store.manager import SessionManager
 from xcsh_store.paths import (
     _SNOWFLAKE_EPOCH_MS,
     AGENT_DIR_ENV,
@@ -56,7 +56,7 @@ from xcsh_store.paths import (
     iso_timestamp,
     session_file_name,
 )
-from xcsh_store.storage import FileSessionStorage, write_atomically
+from xcsh_store.session.manager import SessionManager
 
 DEMO_MARKER = ".xcsh-store-demo"
 DEFAULT_SEED = 2411

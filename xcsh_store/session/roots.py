@@ -18,8 +18,8 @@ from collections.abc import Iterator
 import orjson
 
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.format.storage import FileSessionStorage, write_atomically
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
-from xcsh_store.storage import FileSessionStorage, write_atomically
 
 SESSION_ROOTS_NAME = "session-roots.json"
 

@@ -1,0 +1,7 @@
+"""The session file format: bytes on disk to entry dicts and back.
+
+Reading lines leniently (``loader``), writing them byte-for-byte as the reference agent does
+(``jsonl``), bringing old entries to the current version in memory (``versions``), the storage
+that appends and rewrites files safely (``storage``), what an entry becomes before it is written
+(``persist``) and the content-addressed store its images move to (``blobs``).
+"""

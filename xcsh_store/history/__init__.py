@@ -1,0 +1,2 @@
+"""Prompt history: the ``history.db`` of every prompt typed (``store``) and searching it
+(``search``)."""

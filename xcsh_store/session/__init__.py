@@ -1,0 +1,6 @@
+"""The live session: the tree an agent appends to, the context it rebuilds, finding sessions.
+
+``manager`` holds the tree and the public surface of a session, ``context`` rebuilds what the
+model sees at a leaf, ``discovery`` finds and lists session files, ``upgrade`` rewrites old files
+in the current format, and ``roots`` remembers session folders outside the agent dir.
+"""
