@@ -14,7 +14,7 @@ import apsw
 import orjson
 
 from xcsh_store.errors import EntryNotFoundError
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM, dumps, iter_lines, parse_line
 from xcsh_store.format.versions import (
     HEADER_TYPE,

@@ -8,7 +8,7 @@ from collections.abc import Set
 
 import apsw
 
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.db import transaction
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, indexed_windows, pk_counter
