@@ -12,7 +12,7 @@ from typing import Any
 from conftest import PI_FIXTURES
 
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.jsonl import dumps
+from xcsh_store.js import stringify as dumps
 
 PROJECT = "--work-demo--"
 

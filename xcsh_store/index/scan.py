@@ -8,12 +8,14 @@ import stat as stat_module
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import apsw
 
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
+
+# index/__init__.py still imports the time of day from here; it moves to xcsh_store.times.
+from xcsh_store.times import iso_now as now_iso  # noqa: F401
 
 DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)
@@ -98,15 +100,6 @@ class KnownFile:
     last_id: str | None
     legacy: bool
     chained: bool
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def iso_from_ns(mtime_ns: int) -> str:
-    moment = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def sha1_hex(data: bytes) -> str:
