@@ -11,7 +11,7 @@ import stat
 import threading
 import time
 
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 
 log = logging.getLogger("xcsh_store")
 

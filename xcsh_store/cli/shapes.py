@@ -10,8 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, plural
-from xcsh_store.index import IndexedSession, SearchHit, SkippedLines, UsageRow
-from xcsh_store.index.prompts import PromptHit
+from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
 from xcsh_store.session.context import SessionContext
 from xcsh_store.times import iso_millis, iso_seconds
 

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 from xcsh_store.js import reject_constant, stringify
 
 BOM = b"\xef\xbb\xbf"

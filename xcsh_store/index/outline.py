@@ -11,7 +11,8 @@ from xcsh_store.session.context import model_change_model
 from xcsh_store.session.discovery import SESSION_INFO_TYPE, session_info_name
 
 if TYPE_CHECKING:
-    from xcsh_store.index import IndexedSession, SessionIndex
+    from xcsh_store.index.sessions import IndexedSession
+    from xcsh_store.index.store import SessionIndex
 
 # Long arguments (whole files) are cut; the summary is for one line.
 SUMMARY_CHARS = 400
