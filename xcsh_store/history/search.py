@@ -19,9 +19,6 @@ import orjson
 
 from xcsh_store.js import WHITESPACE, trim, well_formed
 
-# index/__init__.py still imports well_formed from here by its old name; it moves to xcsh_store.js.
-from xcsh_store.js import well_formed as storable_text  # noqa: F401
-
 # xcsh splits a query on runs of the regex \s, which matches the characters trim() strips.
 _WHITESPACE_RUN = re.compile(f"[{WHITESPACE}]+")
 

@@ -14,9 +14,6 @@ import apsw
 
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
-# index/__init__.py still imports the time of day from here; it moves to xcsh_store.times.
-from xcsh_store.times import iso_now as now_iso  # noqa: F401
-
 DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)
 Progress = Callable[[int, int, str], None]
