@@ -216,10 +216,11 @@ def _stringify_exact(value: Any, indent: str, *, property_order: bool) -> str:
             continue
         if isinstance(item, dict):
             items = _property_order(item) if property_order else item.items()
-            members = [(quote(str(key)) + colon, member) for key, member in items]
+            keys = [quote(str(key)) + colon for key, _ in items]
+            members = [member for _, member in items]
             opening, closing = "{", "}"
         elif isinstance(item, (list, tuple)):
-            members = [("", element) for element in item]
+            keys, members = None, item
             opening, closing = "[", "]"
         else:
             raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
@@ -229,10 +230,11 @@ def _stringify_exact(value: Any, indent: str, *, property_order: bool) -> str:
         parts.append(opening)
         inner = newline + indent * (depth + 1)
         work.append((False, newline + indent * depth + closing, 0))
+        later = "," + inner
         for index in range(len(members) - 1, -1, -1):
-            prefix, member = members[index]
-            work.append((True, member, depth + 1))
-            work.append((False, ("," if index else "") + inner + prefix, 0))
+            work.append((True, members[index], depth + 1))
+            separator = later if index else inner
+            work.append((False, separator + keys[index] if keys else separator, 0))
     return "".join(parts)
 
 
