@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.corpus import cached_corpus, generate_session_file, parse_size
 from benchmarks.harness import compare, io_delta, print_table
 from benchmarks.index_common import WORK_DIR, fresh_db_path
-from xcsh_store.format.jsonl import dumps
 from xcsh_store.index import SessionIndex
+from xcsh_store.js import stringify as dumps
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from xcsh_store import SessionManager
-from xcsh_store.format.jsonl import dumps
+from xcsh_store.js import stringify as dumps
 
 USER = {"role": "user", "content": "Please look at the failing test and fix it.", "timestamp": 1}
 ASSISTANT_USAGE = {

@@ -38,9 +38,9 @@ from session_builder import copy_fixtures, random_tree_session, sessions_dir
 from store_checks import blob_files_are_whole
 
 from xcsh_store import BlobStore, SessionManager, load_entries_from_file
-from xcsh_store.format.jsonl import dumps
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.gc import QUARANTINE_PREFIX
+from xcsh_store.js import stringify as dumps
 
 MANAGER_POINTS = ("rewrite", "rename", "move", "fork")
 INDEX_POINTS = ("sync", "gc")

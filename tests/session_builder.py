@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.jsonl import dumps
+from xcsh_store.js import stringify as dumps
 
 PROJECT = "--work-demo--"
 

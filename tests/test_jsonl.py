@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xcsh_store.format.jsonl import (
-    dumps,
     iter_lines,
     iter_records,
     parse_jsonl_bytes,
     parse_line,
     read_jsonl_file,
 )
+from xcsh_store.js import stringify as dumps
 
 # --------------------------------------------------------------------------------------------
 # Reading

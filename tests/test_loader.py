@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from session_builder import PI_FIXTURES
 
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.jsonl import dumps
 from xcsh_store.format.loader import (
     load_entries_from_file,
     load_session,
@@ -22,6 +21,7 @@ from xcsh_store.format.loader import (
 from xcsh_store.format.persist import entry_to_line
 from xcsh_store.format.storage import MemorySessionStorage
 from xcsh_store.format.versions import find_header_index
+from xcsh_store.js import stringify as dumps
 
 HEADER = (
     b'{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from session_builder import PI_FIXTURES
 
-from xcsh_store.format.jsonl import dumps
 from xcsh_store.format.loader import load_entries_from_file
 from xcsh_store.format.versions import (
     CURRENT_SESSION_VERSION,
@@ -19,6 +18,7 @@ from xcsh_store.format.versions import (
     migrate_session_entries,
     session_version,
 )
+from xcsh_store.js import stringify as dumps
 
 HEX8 = re.compile(r"[0-9a-f]{8}")
 

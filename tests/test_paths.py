@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from datetime import UTC, datetime
 
 import pytest
 
@@ -94,12 +93,6 @@ def test_a_file_in_the_way_is_an_error(tmp_path):
     (tmp_path / "taken").write_text("")
     with pytest.raises(FileExistsError):
         paths.ensure_private_dir(str(tmp_path / "taken" / "below"))
-
-
-def test_iso_timestamp_has_three_fraction_digits():
-    moment = datetime(2026, 2, 16, 10, 20, 30, 7000, tzinfo=UTC)
-    assert paths.iso_timestamp(moment) == "2026-02-16T10:20:30.007Z"
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", paths.iso_timestamp())
 
 
 def test_session_file_name():

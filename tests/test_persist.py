@@ -20,8 +20,8 @@ from xcsh_store.format.persist import (
     prepare_entry_for_persistence,
     rehydrate_entry,
     truncate_for_persistence,
-    utf16_length,
 )
+from xcsh_store.js import utf16_length
 
 
 @pytest.fixture

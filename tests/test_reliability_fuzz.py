@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from store_checks import no_hang, same_context, tree_ids
 
 from xcsh_store import SessionManager, build_session_context
-from xcsh_store.artifacts.urls import apply_query, path_to_query
+from xcsh_store.artifacts.query import apply_query, path_to_query
 from xcsh_store.format import jsonl as jsonl_module
 from xcsh_store.format import loader as loader_module
 from xcsh_store.format.blobs import BlobStore, decode_base64_leniently
-from xcsh_store.format.jsonl import dumps, iter_records, parse_jsonl_bytes
+from xcsh_store.format.jsonl import iter_records, parse_jsonl_bytes
 from xcsh_store.format.loader import load_session, read_session_file
 from xcsh_store.format.persist import (
     MAX_PERSIST_CHARS,
@@ -33,11 +33,12 @@ from xcsh_store.format.persist import (
     entry_to_line,
     prepare_entry_for_persistence,
     rehydrate_entry,
-    utf16_length,
 )
 from xcsh_store.format.versions import find_header_index
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.js import stringify as dumps
+from xcsh_store.js import utf16_length
 from xcsh_store.session.context import index_by_id, path_to_root
 
 # --------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from xcsh_store import (
     read_internal_url,
     resolve_internal_url,
 )
-from xcsh_store.artifacts.urls import parse_internal_url, parse_line_selector
+from xcsh_store.artifacts.pages import parse_line_selector
+from xcsh_store.artifacts.urls import parse_internal_url
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ from store_checks import entry_ids
 
 from xcsh_store import HistoryStorage, SessionManager
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.jsonl import dumps
 from xcsh_store.format.storage import FileSessionStorage
 from xcsh_store.index import SessionIndex
+from xcsh_store.js import stringify as dumps
 
 
 def writer(agent_dir: str, name: str, seconds: float, seed: int, pool: str) -> None:

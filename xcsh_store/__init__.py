@@ -22,15 +22,9 @@ from xcsh_store.artifacts.output import (
     truncate_tail,
     truncate_tail_bytes,
 )
+from xcsh_store.artifacts.query import apply_query, parse_query, path_to_query
 from xcsh_store.artifacts.store import AgentOutputManager, ArtifactManager
-from xcsh_store.artifacts.urls import (
-    InternalResource,
-    apply_query,
-    parse_query,
-    path_to_query,
-    read_internal_url,
-    resolve_internal_url,
-)
+from xcsh_store.artifacts.urls import InternalResource, read_internal_url, resolve_internal_url
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousLookupError,

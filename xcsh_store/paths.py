@@ -10,7 +10,6 @@ import secrets
 import stat
 import threading
 import time
-from datetime import UTC, datetime
 
 from xcsh_store.files import open_regular_file
 
@@ -142,23 +141,6 @@ def get_default_session_dir(cwd: str, agent_dir: str | None = None) -> str:
     session_dir = os.path.join(get_sessions_dir(agent_dir), encode_cwd(cwd))
     ensure_private_dir(session_dir)
     return session_dir
-
-
-# Every append stamps its entry; formatting the date part once per second keeps that cheap.
-_current_second: tuple[int, str] = (-1, "")
-
-
-def iso_timestamp(now: datetime | None = None) -> str:
-    """``new Date().toISOString()``: UTC with exactly three fractional digits."""
-    global _current_second
-    if now is not None:
-        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-    second, millis = divmod(time.time_ns() // 1_000_000, 1000)
-    cached_second, prefix = _current_second
-    if second != cached_second:
-        prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        _current_second = (second, prefix)
-    return f"{prefix}{millis:03d}Z"
 
 
 def file_timestamp(iso: str) -> str:

@@ -1,4 +1,4 @@
-"""``artifact://`` and ``agent://`` URLs: parsing, resolution inside the artifacts folder, paging.
+"""``artifact://`` and ``agent://`` URLs: parsing them and resolving them in the artifacts folder.
 
 Resolution follows the reference's check order and error texts. Beyond the reference, nothing a
 URL names can be read from outside the artifacts folder: ids that are paths, and symlinks whose
@@ -8,40 +8,23 @@ target leaves the folder, are refused with an :class:`InternalUrlError`.
 from __future__ import annotations
 
 import errno
-import json
-import math
 import os
 import re
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes
 
-from xcsh_store.artifacts.output import (
-    DEFAULT_MAX_BYTES,
-    format_bytes,
-    truncate_head,
-    truncate_head_bytes,
-    utf8_encode,
-    utf8_len,
-)
+from xcsh_store.artifacts.output import utf8_encode, utf8_len
+from xcsh_store.artifacts.pages import check_page, page_of
+from xcsh_store.artifacts.query import apply_query, path_to_query
 from xcsh_store.errors import InternalUrlError
+from xcsh_store.js import decode_uri_component, parse, stringify_indented
 
 SUPPORTED_SCHEMES = ("agent", "artifact")
 
 _SCHEME_AND_HOST = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#]*)")
 _DIGITS = re.compile(r"[0-9]+")
-_IDENTIFIER = re.compile(r"[A-Za-z0-9_\-]+")
-_QUOTE_ESCAPE = re.compile(r"""\\(["'\\])""")
-_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _ARTIFACT_FILE = re.compile(r"([0-9]+)\.")
-# JavaScript's String.prototype.trim() set (Python's str.strip() differs, e.g. on U+FEFF).
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-# No JSON array can be this long; bigger index tokens are clamped to it.
-_MAX_INDEX = 2**53
 
 
 @dataclass(frozen=True)
@@ -78,27 +61,6 @@ class InternalUrl:
 
 # ------------------------------------------------------------------------------------------------
 # URL parsing
-
-
-def _decode_uri_component(text: str) -> str | None:
-    """``decodeURIComponent``: None where JavaScript would throw (bad escape, bad UTF-8)."""
-    if "%" not in text:
-        return text
-    pieces: list[str] = []
-    position = 0
-    for run in _PERCENT_RUN.finditer(text):
-        if "%" in text[position : run.start()]:
-            return None
-        pieces.append(text[position : run.start()])
-        try:
-            pieces.append(bytes.fromhex(run.group().replace("%", "")).decode("utf-8"))
-        except UnicodeDecodeError:
-            return None
-        position = run.end()
-    if "%" in text[position:]:
-        return None
-    pieces.append(text[position:])
-    return "".join(pieces)
 
 
 def _percent_encode(text: str, also: str) -> str:
@@ -174,7 +136,7 @@ def parse_internal_url(url: str) -> InternalUrl:
         raise InternalUrlError(f"Invalid URL: {url}")
     scheme = match.group(1).lower()
     host_text = match.group(2)
-    decoded_host = _decode_uri_component(host_text)
+    decoded_host = decode_uri_component(host_text)
     raw_host = host_text if decoded_host is None else decoded_host
 
     # WHATWG drops tabs and newlines anywhere and controls/spaces at the end before parsing.
@@ -205,254 +167,6 @@ def parse_internal_url(url: str) -> InternalUrl:
         query = raw_before_fragment.partition("?")[2]
         href = url
     return InternalUrl(scheme, raw_host, pathname, _parse_form(query), href)
-
-
-# ------------------------------------------------------------------------------------------------
-# JSON query language
-
-
-def _js_trim(text: str) -> str:
-    return text.strip(_JS_WHITESPACE)
-
-
-def _index_token(digits: str) -> int:
-    significant = digits.lstrip("0") or "0"
-    if len(significant) > 16:
-        return _MAX_INDEX
-    return min(int(significant), _MAX_INDEX)
-
-
-def parse_query(query: str) -> list[int | str]:
-    """Tokens of a jq-like query: ``.foo.bar[0]`` -> ``["foo", "bar", 0]``.
-
-    ``[n]`` (digits) is an array index (int); ``.0`` and ``["0"]`` are the string key ``"0"``.
-    Raises :class:`InternalUrlError` (``Invalid query: ...``) on a malformed query.
-    """
-    text = _js_trim(query)
-    if text.startswith("."):
-        text = text[1:]
-    tokens: list[int | str] = []
-    position = 0
-    while position < len(text):
-        char = text[position]
-        if char == ".":
-            position += 1
-            continue
-        if char == "[":
-            close = text.find("]", position + 1)
-            if close == -1:
-                raise InternalUrlError(f"Invalid query: missing ] in {query}")
-            inner = _js_trim(text[position + 1 : close])
-            if not inner:
-                raise InternalUrlError(f"Invalid query: empty [] in {query}")
-            if inner[0] in "\"'" and inner.endswith(inner[0]):
-                tokens.append(_QUOTE_ESCAPE.sub(r"\1", inner[1:-1]))
-            elif _DIGITS.fullmatch(inner):
-                tokens.append(_index_token(inner))
-            else:
-                tokens.append(inner)
-            position = close + 1
-            continue
-        identifier = _IDENTIFIER.match(text, position)
-        if identifier is None:
-            raise InternalUrlError(f"Invalid query: unexpected token '{char}' in {query}")
-        tokens.append(identifier.group())
-        position = identifier.end()
-    return tokens
-
-
-def _array_index(key: str) -> int | None:
-    """A property name that indexes a JavaScript array (canonical decimal, below 2**32 - 1)."""
-    if _DIGITS.fullmatch(key) and (key == "0" or not key.startswith("0")) and len(key) <= 10:
-        number = int(key)
-        if number < 2**32 - 1:
-            return number
-    return None
-
-
-def apply_query(data: object, query: str, default: object = None) -> object:
-    """Follow ``query`` into parsed JSON with JavaScript property semantics.
-
-    Index tokens need an array; key tokens need an object or an array (where ``"0"`` indexes
-    and ``"length"`` is the length). Anything missing gives ``default``.
-    """
-    current = data
-    for token in parse_query(query):
-        if current is None:
-            return default
-        if isinstance(token, int):
-            if not isinstance(current, list | tuple) or token >= len(current):
-                return default
-            current = current[token]
-        elif isinstance(current, dict):
-            if token not in current:
-                return default
-            current = current[token]
-        elif isinstance(current, list | tuple):
-            if token == "length":
-                current = len(current)
-                continue
-            index = _array_index(token)
-            if index is None or index >= len(current):
-                return default
-            current = current[index]
-        else:
-            return default
-    return current
-
-
-def path_to_query(pathname: str) -> str:
-    """The query an ``agent://<id>/<path>`` path means: ``/foo/bar/0`` -> ``.foo.bar[0]``."""
-    parts: list[str] = []
-    for segment in pathname.split("/"):
-        if not segment:
-            continue
-        decoded = _decode_uri_component(segment)
-        if decoded is None:
-            decoded = segment
-        if _DIGITS.fullmatch(decoded):
-            parts.append(f"[{decoded}]")
-        elif _IDENTIFIER.fullmatch(decoded):
-            parts.append(f".{decoded}")
-        else:
-            escaped = decoded.replace("\\", "\\\\").replace("'", "\\'")
-            parts.append(f"['{escaped}']")
-    return "".join(parts)
-
-
-# ------------------------------------------------------------------------------------------------
-# JSON as JavaScript parses and prints it
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"Unexpected token {name!r}: NaN and Infinity are not JSON")
-
-
-def _parse_json(text: str) -> object:
-    """``JSON.parse``: every number is a double, NaN/Infinity literals are errors."""
-    return json.loads(text, parse_int=float, parse_constant=_reject_constant)
-
-
-def _js_number(value: float) -> str:
-    """``Number.prototype.toString()`` for a double (shortest round-trip digits)."""
-    if math.isnan(value) or math.isinf(value):
-        return "null"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    mantissa, _, exponent_text = repr(abs(value)).partition("e")
-    integer_part, _, fraction = mantissa.partition(".")
-    all_digits = integer_part + fraction
-    significant = all_digits.lstrip("0")
-    # value = 0.<digits> x 10**point
-    point = len(integer_part) + int(exponent_text or 0) - (len(all_digits) - len(significant))
-    digits = significant.rstrip("0")
-    count = len(digits)
-    if count <= point <= 21:
-        text = digits + "0" * (point - count)
-    elif 0 < point <= 21:
-        text = digits[:point] + "." + digits[point:]
-    elif -6 < point <= 0:
-        text = "0." + "0" * -point + digits
-    else:
-        exponent = point - 1
-        exponent_sign = "+" if exponent >= 0 else "-"
-        head = digits[0] + ("." + digits[1:] if count > 1 else "")
-        text = f"{head}e{exponent_sign}{abs(exponent)}"
-    return sign + text
-
-
-_JSON_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
-
-
-def _js_string(text: str) -> str:
-    return (
-        '"'
-        + _NEEDS_ESCAPE.sub(
-            lambda match: _JSON_ESCAPES.get(match.group(), f"\\u{ord(match.group()):04x}"), text
-        )
-        + '"'
-    )
-
-
-def _js_scalar(value: object) -> str | None:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _js_number(value)
-    if isinstance(value, str):
-        return _js_string(value)
-    return None
-
-
-def _js_object_items(obj: dict) -> list[tuple[str, object]]:
-    """JavaScript property order: array-index keys ascending first, then insertion order."""
-    indexed = sorted(
-        ((index, key) for key in obj if (index := _array_index(key)) is not None),
-    )
-    index_keys = {key for _, key in indexed}
-    return [(key, obj[key]) for _, key in indexed] + [
-        (key, value) for key, value in obj.items() if key not in index_keys
-    ]
-
-
-def js_stringify(value: object) -> str:
-    """``JSON.stringify(value, null, 2) ?? "null"`` for parsed JSON (iterative: any depth)."""
-    parts: list[str] = []
-    stack: list[tuple[Iterator[tuple[str | None, object]], str, int]] = []
-    first_in_frame: list[bool] = []
-
-    def emit(item: object, depth: int) -> None:
-        scalar = _js_scalar(item)
-        if scalar is not None:
-            parts.append(scalar)
-            return
-        if isinstance(item, dict):
-            entries: list[tuple[str | None, object]] = list(_js_object_items(item))
-            opening, closing = "{", "}"
-        elif isinstance(item, list | tuple):
-            entries = [(None, element) for element in item]
-            opening, closing = "[", "]"
-        else:
-            raise TypeError(f"not a JSON value: {type(item).__name__}")
-        if not entries:
-            parts.append(opening + closing)
-            return
-        parts.append(opening)
-        stack.append((iter(entries), closing, depth + 1))
-        first_in_frame.append(True)
-
-    emit(value, 0)
-    while stack:
-        entries_left, closing, depth = stack[-1]
-        entry = next(entries_left, None)
-        if entry is None:
-            stack.pop()
-            first_in_frame.pop()
-            parts.append("\n" + "  " * (depth - 1) + closing)
-            continue
-        parts.append(("\n" if first_in_frame[-1] else ",\n") + "  " * depth)
-        first_in_frame[-1] = False
-        key, child = entry
-        if key is not None:
-            parts.append(_js_string(key) + ": ")
-        emit(child, depth)
-    return "".join(parts)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -571,16 +285,16 @@ def _resolve_agent(url: InternalUrl, artifacts_dir: str | None) -> InternalResou
         return InternalResource(url.href, raw, "text/markdown", utf8_len(raw), path, [])
 
     try:
-        document = _parse_json(raw)
+        document = parse(raw)
     except (ValueError, RecursionError) as error:
         raise InternalUrlError(f"Output {output_id} is not valid JSON: {error}") from error
     query = path_to_query(url.pathname) if path_extraction else url.get_param("q") or ""
     notes: list[str] = []
     if query:
-        content = js_stringify(apply_query(document, query))
+        content = stringify_indented(apply_query(document, query))
         notes.append(f"Extracted: {query}")
     else:
-        content = js_stringify(document)
+        content = stringify_indented(document)
     return InternalResource(url.href, content, "application/json", utf8_len(content), path, notes)
 
 
@@ -608,68 +322,7 @@ def _parse_supported(url: str) -> InternalUrl:
 
 
 # ------------------------------------------------------------------------------------------------
-# Paging (the read tool)
-
-_LINE_SELECTOR = re.compile(r"[Ll]([0-9]+)(?:-[Ll]?([0-9]+))?")
-
-
-def parse_line_selector(selector: str) -> tuple[int, int | None]:
-    """``L<a>``, ``L<a>-L<b>`` or ``L<a>-<b>`` -> ``(offset, limit)`` (limit None: open end)."""
-    match = _LINE_SELECTOR.fullmatch(selector)
-    if match is None:
-        raise InternalUrlError(f"Invalid line selector: {selector}")
-    start = int(match.group(1))
-    end = int(match.group(2)) if match.group(2) is not None else None
-    _check_page(start, None if end is None else end - start + 1)
-    return start, None if end is None else end - start + 1
-
-
-def _check_page(offset: int | None, limit: int | None) -> None:
-    start = 1 if offset is None else offset
-    if start < 1:
-        raise InternalUrlError(f"L{start} is invalid; lines are 1-indexed. Use sel=L1.")
-    if limit is not None and limit < 1:
-        raise InternalUrlError(
-            f"Invalid range L{start}-L{start + limit - 1}: end must be >= start."
-        )
-
-
-def _page(text: str, offset: int | None, limit: int | None) -> str:
-    lines = text.split("\n")
-    total = len(lines)
-    start = offset - 1 if offset else 0
-    first_line = start + 1
-    if start >= total:
-        return (
-            f"Line {first_line} is beyond end of resource ({total} lines total). "
-            f"Use sel=L1 to read from the start, or sel=L{total} to read the last line."
-        )
-    end = min(start + limit, total) if limit is not None else total
-    selected = "\n".join(lines[start:end])
-    result = truncate_head(selected)
-    if result.truncated:
-        if result.first_line_exceeds_limit:
-            snippet = truncate_head_bytes(lines[start], DEFAULT_MAX_BYTES).text
-            shown = snippet or (
-                f"[Line {first_line} is {format_bytes(utf8_len(lines[start]))}, exceeds "
-                f"{format_bytes(DEFAULT_MAX_BYTES)} limit. Unable to display a valid UTF-8 "
-                "snippet.]"
-            )
-        else:
-            shown = result.content
-        last_shown = first_line + result.output_lines - 1
-        limit_note = ""
-        if result.truncated_by == "bytes":
-            limit_note = f" ({format_bytes(result.output_bytes)} limit)"
-        return (
-            f"{shown}\n\n[Showing lines {first_line}-{last_shown} of {total}{limit_note}. "
-            f"Use sel=L{last_shown + 1} to continue]"
-        )
-    if limit is not None and end < total:
-        return (
-            f"{selected}\n\n[{total - end} more lines in resource. Use sel=L{end + 1} to continue]"
-        )
-    return selected
+# The read tool
 
 
 def read_internal_url(
@@ -685,11 +338,11 @@ def read_internal_url(
     asking for a page of one raises ``Cannot combine query extraction with offset/limit``.
     """
     parsed = _parse_supported(url)
-    _check_page(offset, limit)
+    check_page(offset, limit)
     extraction = parsed.scheme == "agent" and any(_has_extraction(parsed))
     if extraction and (offset is not None or limit is not None):
         raise InternalUrlError("Cannot combine query extraction with offset/limit")
     resource = resolve_internal_url(url, artifacts_dir)
     if extraction:
         return resource.content
-    return _page(resource.content, offset, limit)
+    return page_of(resource.content, offset, limit)

@@ -51,10 +51,10 @@ from xcsh_store.paths import (
     get_history_db_path,
     get_terminal_id,
     get_terminal_sessions_dir,
-    iso_timestamp,
     session_file_name,
 )
 from xcsh_store.session.manager import SessionManager
+from xcsh_store.times import iso_millis
 
 DEMO_MARKER = ".xcsh-store-demo"
 DEFAULT_SEED = 2411
@@ -487,11 +487,11 @@ class _Script:
         renamed = self._fixed_ids(records)
         header = records[0]
         header["id"] = snowflake_id(self.start, self.ids)
-        header["timestamp"] = iso_timestamp(self.start)
+        header["timestamp"] = iso_millis(self.start)
         blobs = BlobStore(get_blobs_dir(self.agent_dir))
         for entry in records[1:]:
             moment = self.times.get(entry["id"], self.clock)
-            entry["timestamp"] = iso_timestamp(moment)
+            entry["timestamp"] = iso_millis(moment)
             for key in ID_FIELDS:
                 if entry.get(key) in renamed:
                     entry[key] = renamed[entry[key]]
@@ -998,7 +998,7 @@ def _legacy_session(agent_dir: str, start: datetime, rng: random.Random) -> str:
         {
             "type": "session",
             "id": session_id,
-            "timestamp": iso_timestamp(moments[0]),
+            "timestamp": iso_millis(moments[0]),
             "cwd": SCRIPTS,
         }
     ]
@@ -1017,9 +1017,9 @@ def _legacy_session(agent_dir: str, start: datetime, rng: random.Random) -> str:
         }
         if role == "assistant":
             message.update(provider="anthropic", model="claude-3-5-sonnet", usage=usage)
-        records.append({"type": "message", "timestamp": iso_timestamp(moment), "message": message})
+        records.append({"type": "message", "timestamp": iso_millis(moment), "message": message})
     folder = get_default_session_dir(SCRIPTS, agent_dir)
-    path = os.path.join(folder, session_file_name(iso_timestamp(start), session_id))
+    path = os.path.join(folder, session_file_name(iso_millis(start), session_id))
     write_atomically(FileSessionStorage(), path, (dumps_line(record) for record in records))
     os.utime(path, (moments[-1].timestamp(), moments[-1].timestamp()))
     return path

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from xcsh_store.times import iso_millis
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # The most a count option takes: far more rows than any store holds, and well inside SQLite's
@@ -92,10 +94,9 @@ def parse_time_bound(text: str, now: datetime | None = None) -> str:
         age = None  # not an age: a date or a time
     try:
         moment = now - age if age is not None else _parse_moment(text, stripped)
-        text_utc = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+        return iso_millis(moment)
     except OverflowError:
         raise ValueError(f"{text!r} is outside the years 1 to 9999") from None
-    return text_utc.replace("+00:00", "Z")
 
 
 def _parse_moment(text: str, stripped: str) -> datetime:

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from xcsh_store.cli.safe import visible_line
+from xcsh_store.times import parse_iso
 
 # Cells are cut to this when the output is not a terminal (a pipe, a file).
 PIPE_CELL_WIDTH = 100
@@ -310,11 +311,7 @@ def parse_time(value: str | datetime | None) -> datetime | None:
         return None
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_iso(value)
 
 
 def local_time(value: str | datetime | None, seconds: bool = False) -> str:
@@ -343,17 +340,6 @@ def short_time(value: str | datetime | None, now: datetime | None = None) -> str
     if local.year == (now or current_time()).astimezone().year:
         return local.strftime("%b %d %H:%M")
     return local.strftime("%Y-%m-%d")
-
-
-def iso_utc(value: datetime | float | None) -> str | None:
-    """``2026-11-16T09:12:03.123Z`` (JSON output), from a datetime or epoch seconds."""
-    if value is None:
-        return None
-    moment = datetime.fromtimestamp(value, UTC) if isinstance(value, (int, float)) else value
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
-    return text.replace("+00:00", "Z")
 
 
 def home_relative(path: str | None) -> str:

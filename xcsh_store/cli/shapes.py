@@ -7,12 +7,12 @@ rename or remove them.
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import Any
 
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, iso_utc, plural
+from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, plural
 from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
 from xcsh_store.session.context import SessionContext
+from xcsh_store.times import iso_millis, iso_seconds
 
 
 def session_json(session: IndexedSession) -> dict[str, Any]:
@@ -25,8 +25,8 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "title_source": session.title_source,
         "parent_session": session.parent_session_path,
         "version": session.version,
-        "created": iso_utc(session.created),
-        "modified": iso_utc(session.modified),
+        "created": iso_millis(session.created),
+        "modified": iso_millis(session.modified),
         "entry_count": session.entry_count,
         "message_count": session.message_count,
         "first_message": session.first_message,
@@ -80,7 +80,7 @@ def prompt_json(
         "prompt": prompt,
         "created_at": created_at,
         # history.db keeps whole seconds, so no milliseconds here.
-        "created": datetime.fromtimestamp(created_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": iso_seconds(created_at),
         "cwd": cwd,
         "source": source,
         "session_id": session_id,

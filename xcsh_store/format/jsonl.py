@@ -1,9 +1,8 @@
-"""JSONL reading that never raises on content, and writing that matches JS ``JSON.stringify``."""
+"""JSONL reading that never raises on content, and writing one ``JSON.stringify`` line."""
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from xcsh_store.files import open_regular_file
+from xcsh_store.js import reject_constant, stringify
 
 BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 256 * 1024
@@ -19,19 +19,13 @@ READ_CHUNK = 256 * 1024
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # JSON.parse itself gives up around 10,000 levels, and values 100,000 deep still load (a test
 # holds us to it); deeper than this a line is taken as garbage, so that a line of millions of "["
 # cannot make the reader build millions of lists.
 MAX_NESTING = 200_000
 
 
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; JSON.parse does not, so neither do we.
-    raise ValueError(f"invalid JSON constant {name}")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER = json.JSONDecoder(parse_constant=reject_constant)
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,117 +228,7 @@ def read_jsonl_file(path: str) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 # Writing
 
-# orjson formats floats like JSON.stringify except integral values ("1.0", "1e+16" where JS writes
-# "1" and "10000000000000000") and exponent -6 ("1e-6" where JS writes "0.000001"). Number tokens
-# always follow ':', '[' or ',' (or start the document); a match inside a string is harmless, it
-# only sends that value down the exact slow path.
-_JS_FLOAT_MISMATCH = re.compile(
-    rb"(?:^|[:\[,])-?\d+(?:\.0|(?:\.\d+)?e(?:\+1[6-9]|\+20|-6))(?:[,}\]]|$)"
-)
-# Every mismatch contains "+", "e-6", or ".0" before a terminator. These searches are several
-# times faster than the regex (literal prefixes), so the regex only runs on the rare output that
-# passes them.
-_INTEGRAL_FLOAT_HINT = re.compile(rb"\.0(?:[,}\]]|$)")
-
-
-def _may_differ_from_js(data: bytes) -> bool:
-    if b"+" in data or b"e-6" in data or _INTEGRAL_FLOAT_HINT.search(data):
-        return _JS_FLOAT_MISMATCH.search(data) is not None
-    return False
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON exactly as JavaScript's ``JSON.stringify`` would write it."""
-    try:
-        data = orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return _dumps_exact(value)
-    if _may_differ_from_js(data):
-        return _dumps_exact(value)
-    return data
-
 
 def dumps_line(value: Any) -> bytes:
-    return dumps(value) + b"\n"
-
-
-def _js_number(value: int | float) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value) or math.isinf(value):
-        return "null"
-    if value == 0:
-        return "0"
-    return _js_float(value)
-
-
-def _js_float(value: float) -> str:
-    """ECMAScript Number::toString from the shortest round-trip digits (which repr also gives)."""
-    text = repr(abs(value))
-    mantissa, _, exponent = text.partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    significant = (whole + fraction).lstrip("0")
-    # value = 0.<digits> x 10**point
-    point = len(whole) - len(whole + fraction) + len(significant) + int(exponent or 0)
-    digits = significant.rstrip("0")
-    count = len(digits)
-    if count <= point <= 21:
-        body = digits + "0" * (point - count)
-    elif 0 < point <= 21:
-        body = digits[:point] + "." + digits[point:]
-    elif -6 < point <= 0:
-        body = "0." + "0" * -point + digits
-    else:
-        power = point - 1
-        body = digits[0] + ("." + digits[1:] if count > 1 else "") + ("e+" if power >= 0 else "e-")
-        body += str(abs(power))
-    return ("-" if value < 0 else "") + body
-
-
-def _js_string(value: str) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:
-        # Lone surrogates: JSON.stringify escapes them as \udxxx.
-        text = json.dumps(value, ensure_ascii=False)
-        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
-def _dumps_exact(value: Any) -> bytes:
-    """The slow, exact encoder: iterative (any depth), JS number and surrogate rules."""
-    parts: list[str] = []
-    # Work items are values to encode or literal text to emit between them.
-    work: list[tuple[bool, Any]] = [(True, value)]
-    while work:
-        is_value, item = work.pop()
-        if not is_value:
-            parts.append(item)
-        elif item is None:
-            parts.append("null")
-        elif isinstance(item, str):
-            parts.append(_js_string(item))
-        elif isinstance(item, (bool, int, float)):
-            parts.append(_js_number(item))
-        elif isinstance(item, dict):
-            pending: list[tuple[bool, Any]] = [(False, "}")]
-            members = list(item.items())
-            for index in range(len(members) - 1, -1, -1):
-                key, member = members[index]
-                pending.append((True, member))
-                separator = "," if index else ""
-                pending.append((False, f"{separator}{_js_string(str(key))}:"))
-            pending.append((False, "{"))
-            work.extend(pending)
-        elif isinstance(item, (list, tuple)):
-            pending = [(False, "]")]
-            for index in range(len(item) - 1, -1, -1):
-                pending.append((True, item[index]))
-                if index:
-                    pending.append((False, ","))
-            pending.append((False, "["))
-            work.extend(pending)
-        else:
-            raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
-    return "".join(parts).encode("utf-8")
+    """One JSONL line: ``JSON.stringify(value) + "\\n"``."""
+    return stringify(value) + b"\n"

@@ -15,7 +15,7 @@ from xcsh_store.format.blobs import (
     resolve_image_data,
     resolve_image_data_url,
 )
-from xcsh_store.format.jsonl import dumps
+from xcsh_store.js import stringify, utf16_length
 
 log = logging.getLogger("xcsh_store")
 
@@ -33,13 +33,6 @@ MAX_TRANSFORM_DEPTH = 400
 # A serialised entry that is shorter than the limit and mentions none of these needs no
 # transform at all, which is the case for nearly every entry.
 _NEEDS_TRANSFORM = re.compile(rb'"(?:image|image_url|partialJson|jsonlEvents)"')
-
-
-def utf16_length(text: str) -> int:
-    """Length in UTF-16 code units, the unit JavaScript measures strings in."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def truncate_for_persistence(text: str, key: str | None = None) -> str:
@@ -118,11 +111,11 @@ def prepare_entry_for_persistence(entry: dict[str, Any], blob_store: BlobStore) 
 
 def entry_to_line(entry: dict[str, Any], blob_store: BlobStore) -> bytes:
     """The file line for ``entry``, with the transform applied only when it can matter."""
-    data = dumps(entry)
+    data = stringify(entry)
     if len(data) > MAX_PERSIST_CHARS or _NEEDS_TRANSFORM.search(data):
         prepared = prepare_entry_for_persistence(entry, blob_store)
         if prepared is not entry:
-            data = dumps(prepared)
+            data = stringify(prepared)
     return data + b"\n"
 
 

@@ -17,14 +17,10 @@ from collections.abc import Iterator, Sequence
 import apsw
 import orjson
 
-# What String.prototype.trim() and the regex \s strip in xcsh (ECMAScript WhiteSpace and
-# LineTerminator). str.strip() differs: it also strips U+001C..U+001F and U+0085 but keeps U+FEFF,
-# so the same prompt would be stored differently by the two programs.
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_WHITESPACE_RUN = re.compile(f"[{_JS_WHITESPACE}]+")
+from xcsh_store.js import WHITESPACE, trim, well_formed
+
+# xcsh splits a query on runs of the regex \s, which matches the characters trim() strips.
+_WHITESPACE_RUN = re.compile(f"[{WHITESPACE}]+")
 
 Row = tuple[int, str, int, str | None]
 
@@ -64,31 +60,13 @@ SCAN_STEP = 100
 MIN_MATCH_WINDOW = 1000
 
 
-def trim_prompt(text: str) -> str:
-    """``text.trim()`` as JavaScript does it."""
-    return text.strip(_JS_WHITESPACE)
-
-
-def storable_text(text: str) -> str:
-    """``text`` made encodable as UTF-8: lone surrogates become U+FFFD, split pairs are joined.
-
-    A JavaScript string or a path decoded with surrogateescape can hold lone surrogates, which
-    SQLite cannot store or search for.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
 def query_tokens(query: str) -> list[str]:
     """The query split like xcsh does: trimmed, on runs of whitespace.
 
     A NUL separates tokens too: FTS5 reads a query only up to a NUL, so a token holding one
     would leave its quote unclosed.
     """
-    text = storable_text(trim_prompt(query)).replace("\0", " ")
+    text = well_formed(trim(query)).replace("\0", " ")
     return [token for token in _WHITESPACE_RUN.split(text) if token]
 
 

@@ -31,9 +31,8 @@ from xcsh_store.history.search import (
     newest_matches,
     query_tokens,
     ranked_matches,
-    storable_text,
-    trim_prompt,
 )
+from xcsh_store.js import trim, well_formed
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, get_history_db_path
 
 log = logging.getLogger("xcsh_store")
@@ -186,13 +185,13 @@ class HistoryStorage:
         Empty prompts and a prompt equal to the previous one (cwd ignored) are dropped. A write
         error surfaces from the next ``flush()`` or ``close()``.
         """
-        trimmed = storable_text(trim_prompt(prompt))
+        trimmed = well_formed(trim(prompt))
         if not trimmed:
             return
         with self._add_lock:
             if trimmed == self._last_prompt:
                 return
-            self._writer.submit(_Add(trimmed, None if cwd is None else storable_text(cwd)))
+            self._writer.submit(_Add(trimmed, None if cwd is None else well_formed(cwd)))
             self._last_prompt = trimmed
 
     def flush(self) -> None:

@@ -10,13 +10,13 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
+from xcsh_store.times import iso_now
 
 log = logging.getLogger("xcsh_store")
 
@@ -100,14 +100,10 @@ def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -
             connection.execute(migration.sql)
             connection.execute(
                 "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
-                (migration.name, migration.checksum, _now()),
+                (migration.name, migration.checksum, iso_now()),
             )
         done.append(migration.name)
     return done
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @contextlib.contextmanager

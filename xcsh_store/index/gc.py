@@ -15,8 +15,9 @@ import apsw
 from xcsh_store.format.blobs import BLOB_TEMP_NAME
 from xcsh_store.format.storage import STALE_TEMP_SECONDS, remove_quietly
 from xcsh_store.index.db import get_meta, set_meta, transaction
-from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name, now_iso
+from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name
 from xcsh_store.index.watch import FolderWatch
+from xcsh_store.times import iso_now
 
 # Syncs a collection tries before it gives up on files that keep moving.
 SYNC_ATTEMPTS = 4
@@ -91,7 +92,7 @@ def record_blob_folder(
     )
     gone = recorded - names
     new = [name for name in names - recorded if is_blob_name(name)]
-    stamp = now_iso()
+    stamp = iso_now()
     rows = []
     skipped = []
     for digest in new:

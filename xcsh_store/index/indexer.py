@@ -15,7 +15,7 @@ import orjson
 
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
-from xcsh_store.format.jsonl import BOM, dumps, iter_lines, parse_line
+from xcsh_store.format.jsonl import BOM, iter_lines, parse_line
 from xcsh_store.format.versions import (
     HEADER_TYPE,
     KNOWN_ENTRY_TYPES,
@@ -34,12 +34,12 @@ from xcsh_store.index.scan import (
     SeenFile,
     SkippedLines,
     SyncReport,
-    iso_from_ns,
-    now_iso,
     sha1_hex,
 )
+from xcsh_store.js import stringify
 from xcsh_store.session.context import DEFAULT_MODEL_ROLE, model_change_model
 from xcsh_store.session.discovery import SESSION_INFO_TYPE, content_text, session_info_name
+from xcsh_store.times import iso_millis, iso_now
 
 HEAD_BYTES = 1024
 # Who named a session that a session_info entry names (D27).
@@ -496,7 +496,7 @@ class _RowWriter:
             if not record.values and not record.data.isspace():
                 self._skip(state.lines)
             for part, value in enumerate(record.values):
-                line = record.data if len(record.values) == 1 else dumps(value)
+                line = record.data if len(record.values) == 1 else stringify(value)
                 self._add_value(record, part, value, line)
             self.indexed_bytes = record.offset + len(record.data)
             self._keep_edges(record)
@@ -761,7 +761,7 @@ class _RowWriter:
         totals = state.totals
         figures = (
             totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
-            *totals.usage, totals.compaction_title, iso_from_ns(self.seen.mtime_ns),
+            *totals.usage, totals.compaction_title, iso_millis(self.seen.mtime_ns / 1e9),
         )  # fmt: skip
         header = self.header_row
         name = totals.session_name
@@ -807,7 +807,7 @@ class _RowWriter:
                 size, self.seen.mtime_ns, self.seen.inode, self.seen.ctime_ns, self.indexed_bytes,
                 sha1_hex(state.head[: min(HEAD_BYTES, self.indexed_bytes)]),
                 sha1_hex(state.tail[-min(TAIL_BYTES, self.indexed_bytes) :]),
-                state.status or "invalid_header", now_iso(), state.next_seq, state.last_id,
+                state.status or "invalid_header", iso_now(), state.next_seq, state.last_id,
                 int(state.legacy), int(state.chained), self.seen.root, self.seen.project_dir,
                 state.lines, state.skipped.count,
                 orjson.dumps(state.skipped.lines).decode() if state.skipped.count else None,

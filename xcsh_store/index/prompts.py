@@ -14,7 +14,7 @@ from xcsh_store.errors import HistoryError
 from xcsh_store.history.store import normalize_limit
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
-from xcsh_store.session.context import timestamp_to_millis
+from xcsh_store.times import timestamp_to_millis
 
 MIRROR_BATCH = 5_000
 

@@ -9,8 +9,9 @@ import apsw
 
 from xcsh_store.index import db as database
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.scan import SeenFile, SyncReport, known_file, now_iso
+from xcsh_store.index.scan import SeenFile, SyncReport, known_file
 from xcsh_store.index.verify import VerifyReport
+from xcsh_store.times import iso_now
 
 log = logging.getLogger("xcsh_store")
 
@@ -47,7 +48,7 @@ def _recount_blobs(connection: apsw.Connection) -> None:
         connection.execute(
             "INSERT OR IGNORE INTO blobs (hash, refcount, first_seen, last_seen)"
             " SELECT hash, count(*), ?1, ?1 FROM blob_refs GROUP BY hash",
-            (now_iso(),),
+            (iso_now(),),
         )
 
 

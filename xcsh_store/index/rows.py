@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from xcsh_store.format.blobs import BLOB_REF_PREFIX, parse_blob_ref
-from xcsh_store.history.search import storable_text
+from xcsh_store.js import well_formed
 from xcsh_store.session.context import model_change_model
 from xcsh_store.session.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 
@@ -33,14 +33,14 @@ SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:
-    """``value`` with :func:`storable_text` applied to every string in it, at any depth."""
+    """``value`` with :func:`well_formed` applied to every string in it, at any depth."""
     pending: list[Any] = [value]
     while pending:
         container = pending.pop()
         members = container.items() if type(container) is dict else enumerate(container)
         for key, item in list(members):
             if type(item) is str:
-                container[key] = storable_text(item)
+                container[key] = well_formed(item)
             elif type(item) is dict or type(item) is list:
                 pending.append(item)
     return value

@@ -8,7 +8,6 @@ import stat as stat_module
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import apsw
@@ -98,15 +97,6 @@ class KnownFile:
     last_id: str | None
     legacy: bool
     chained: bool
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def iso_from_ns(mtime_ns: int) -> str:
-    moment = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def sha1_hex(data: bytes) -> str:

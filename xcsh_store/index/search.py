@@ -10,6 +10,7 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import SearchQueryError
+from xcsh_store.times import iso_millis
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 SNIPPET_TOKENS = 12
@@ -192,8 +193,7 @@ class SearchHit:
 def _time_bound(value: datetime | str | None) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    text = value.isoformat(timespec="milliseconds")
-    return text.replace("+00:00", "Z")
+    return iso_millis(value)
 
 
 def search_entries(

@@ -22,6 +22,7 @@ from xcsh_store.errors import (
 from xcsh_store.index.scan import SkippedLines
 from xcsh_store.index.tree import entry_rows, read_entries
 from xcsh_store.session.discovery import content_text
+from xcsh_store.times import parse_iso
 
 if TYPE_CHECKING:
     from xcsh_store.index.store import SessionIndex
@@ -54,13 +55,7 @@ _Listed = TypeVar("_Listed")
 
 
 def _parse_time(text: str | None) -> datetime:
-    if not text:
-        return _EPOCH
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return _EPOCH
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return (parse_iso(text) if text else None) or _EPOCH
 
 
 @dataclass

@@ -19,7 +19,6 @@ import apsw
 
 from xcsh_store.errors import HistoryError, IndexDatabaseError
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.history.search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index import sessions
 from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
@@ -32,7 +31,6 @@ from xcsh_store.index.scan import (
     SkippedLines,
     SyncReport,
     is_under_any,
-    now_iso,
 )
 from xcsh_store.index.search import SearchHit, search_entries
 from xcsh_store.index.sessions import IndexedSession
@@ -48,6 +46,7 @@ from xcsh_store.index.tree import (
 )
 from xcsh_store.index.usage import UsageRow, usage_rows
 from xcsh_store.index.verify import VerifyReport, compare_with_files
+from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
     get_agent_dir,
@@ -58,6 +57,7 @@ from xcsh_store.paths import (
 )
 from xcsh_store.session.context import SessionContext
 from xcsh_store.session.roots import forget_session_root, read_session_roots
+from xcsh_store.times import iso_now
 
 log = logging.getLogger("xcsh_store")
 
@@ -75,10 +75,10 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
-        args = tuple(storable_text(item) if isinstance(item, str) else item for item in args)
+        args = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
         for name, value in kwargs.items():
             if isinstance(value, str):
-                kwargs[name] = storable_text(value)
+                kwargs[name] = well_formed(value)
         with (
             database.errors_explained(index.db_path),
             database.type_confusion_as_damage(index.connection),
@@ -179,7 +179,7 @@ class SessionIndex:
         with database.transaction(self.connection):
             self.connection.execute(
                 "INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)",
-                (os.path.abspath(path), now_iso()),
+                (os.path.abspath(path), iso_now()),
             )
 
     @_entry_point
@@ -232,7 +232,7 @@ class SessionIndex:
             report.history_error = str(error)
             log.warning("%s", report.history_error)
         with database.transaction(self.connection):
-            database.set_meta(self.connection, "last_sync", now_iso())
+            database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
 

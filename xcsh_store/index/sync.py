@@ -23,9 +23,9 @@ from xcsh_store.index.scan import (
     hiding_folder,
     is_under_any,
     known_file,
-    now_iso,
     scan_root,
 )
+from xcsh_store.times import iso_now
 
 
 def sync_files(
@@ -196,10 +196,10 @@ def mark_unreadable(
                 " ctime_ns, status, error, indexed_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, 'unreadable', ?, ?)",
                 (item.path, item.root, item.project_dir, item.size, item.mtime_ns, item.inode,
-                 item.ctime_ns, error, now_iso()),
+                 item.ctime_ns, error, iso_now()),
             )  # fmt: skip
         else:
             connection.execute(
                 "UPDATE files SET status = 'unreadable', error = ?, indexed_at = ? WHERE id = ?",
-                (error, now_iso(), row.id),
+                (error, iso_now(), row.id),
             )

@@ -9,6 +9,8 @@ from datetime import datetime
 
 import apsw
 
+from xcsh_store.times import iso_millis
+
 # Each grouping as the SQL expression over ``usage_entries`` that makes its key.
 USAGE_GROUPS = {
     "day": "substr(timestamp, 1, 10)",
@@ -48,7 +50,7 @@ def usage_rows(
     for operator, bound in ((">=", since), ("<", until)):
         if bound is not None:
             conditions.append(f"timestamp {operator} ?")
-            arguments.append(bound if isinstance(bound, str) else _iso(bound))
+            arguments.append(bound if isinstance(bound, str) else iso_millis(bound))
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
     names = ", ".join(f"key{number}" for number in range(len(groups)))
@@ -68,7 +70,3 @@ def _joined_key(keys: Sequence[str | None]) -> str | None:
     if len(keys) == 1:
         return keys[0]
     return " · ".join("?" if key is None else key for key in keys)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+
+from xcsh_store.times import timestamp_to_millis
 
 DEFAULT_THINKING_LEVEL = "off"
 DEFAULT_MODE = "none"
@@ -34,28 +35,6 @@ class SessionContext:
 
 # --------------------------------------------------------------------------------------------
 # Message factories (reference §4.2)
-
-
-def timestamp_to_millis(timestamp: Any) -> int | float | None:
-    """``new Date(timestamp).getTime()``; None where JavaScript would give NaN.
-
-    ISO strings without an offset are read as UTC (JavaScript would use local time for
-    date-times; agents always write UTC with ``Z``).
-    """
-    if isinstance(timestamp, bool):
-        return None
-    if isinstance(timestamp, (int, float)):
-        return timestamp
-    if not isinstance(timestamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(timestamp.strip())
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def create_custom_message(

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 from xcsh_store.format.loader import parse_session_entries, read_session_file
 from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
+from xcsh_store.js import trim
 from xcsh_store.paths import get_default_session_dir, get_sessions_dir
 
 log = logging.getLogger("xcsh_store")
@@ -24,16 +25,7 @@ NO_MESSAGES = "(no messages)"
 # pi names a session with an entry of this type (D27).
 SESSION_INFO_TYPE = "session_info"
 
-# The characters JavaScript's String.prototype.trim() removes.
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 _NAME_CONTROL = dict.fromkeys([*range(0x20), 0x7F])
-
-
-def js_trim(text: str) -> str:
-    return text.strip(JS_WHITESPACE)
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,7 +99,7 @@ def _sanitize_name(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     first_line = value.replace("\r\n", "\n").split("\n", 1)[0]
-    cleaned = js_trim(first_line.translate(_NAME_CONTROL))
+    cleaned = trim(first_line.translate(_NAME_CONTROL))
     return cleaned or None
 
 

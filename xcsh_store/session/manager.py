@@ -24,6 +24,7 @@ from xcsh_store.format.storage import (
     write_atomically,
 )
 from xcsh_store.format.versions import CURRENT_SESSION_VERSION, HEADER_TYPE
+from xcsh_store.js import trim
 from xcsh_store.paths import (
     agent_dir_of,
     artifacts_dir_for,
@@ -32,7 +33,6 @@ from xcsh_store.paths import (
     get_blobs_dir,
     get_default_session_dir,
     get_sessions_dir,
-    iso_timestamp,
     new_entry_id,
     new_session_id,
     read_terminal_breadcrumb,
@@ -43,10 +43,8 @@ from xcsh_store.session.context import (
     SessionContext,
     build_session_context,
     path_to_root,
-    timestamp_to_millis,
 )
 from xcsh_store.session.discovery import (
-    JS_WHITESPACE,
     SessionInfo,
     effective_title,
     find_most_recent_session,
@@ -55,6 +53,7 @@ from xcsh_store.session.discovery import (
     split_header,
 )
 from xcsh_store.session.roots import record_session_root
+from xcsh_store.times import iso_now, timestamp_to_millis
 
 log = logging.getLogger("xcsh_store")
 
@@ -82,7 +81,7 @@ def _empty_usage() -> dict[str, int | float]:
 
 def sanitize_session_name(name: str) -> str:
     """Controls become spaces, runs of spaces collapse, then a JavaScript ``trim()``."""
-    return _SPACE_RUN.sub(" ", _NAME_CONTROLS.sub(" ", name)).strip(JS_WHITESPACE)
+    return trim(_SPACE_RUN.sub(" ", _NAME_CONTROLS.sub(" ", name)))
 
 
 class SessionManager:
@@ -367,7 +366,7 @@ class SessionManager:
             "type": kind,
             "id": new_entry_id(self._by_id),
             "parentId": self._leaf_id,
-            "timestamp": iso_timestamp(),
+            "timestamp": iso_now(),
         }
 
     def append_message(self, message: dict[str, Any]) -> str:
@@ -595,7 +594,7 @@ class SessionManager:
             "type": HEADER_TYPE,
             "version": CURRENT_SESSION_VERSION,
             "id": self._session_id,
-            "timestamp": iso_timestamp(),
+            "timestamp": iso_now(),
             "cwd": self._cwd,
         }
         _set_optional(self._header, "parentSession", parent_session)
@@ -610,7 +609,7 @@ class SessionManager:
         self._rebuild_index()
 
     def _new_file_path(self) -> str:
-        return os.path.join(self._session_dir, session_file_name(iso_timestamp(), self._session_id))
+        return os.path.join(self._session_dir, session_file_name(iso_now(), self._session_id))
 
     # ----------------------------------------------------------------------------------------
     # Persistence (requirements §7, reference §5, D7, D23)
@@ -768,7 +767,7 @@ class SessionManager:
         """D20: a non-empty file without a valid header is renamed, never overwritten."""
         if not self._file_has_content():
             return
-        stamp = file_timestamp(iso_timestamp())
+        stamp = file_timestamp(iso_now())
         target = f"{path}.invalid-{stamp}"
         suffix = 1
         while self._storage.exists(target):
@@ -833,7 +832,7 @@ class SessionManager:
         for key, fallback in (("title", self._session_name), ("titleSource", self._title_source)):
             value = self._header.get(key)
             _set_optional(header, key, fallback if value is None else value)
-        header["timestamp"] = iso_timestamp()
+        header["timestamp"] = iso_now()
         header["cwd"] = self._cwd
         header["parentSession"] = old_id
         self._header = header
@@ -889,7 +888,7 @@ class SessionManager:
                     "type": "label",
                     "id": label_id,
                     "parentId": parent_id,
-                    "timestamp": iso_timestamp(),
+                    "timestamp": iso_now(),
                     "targetId": target_id,
                     "label": label,
                 }
