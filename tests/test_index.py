@@ -29,10 +29,10 @@ from xcsh_store.errors import (
 )
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.loader import load_session
-from xcsh_store.format.versions import find_header_index
+from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import transaction
-from xcsh_store.index.indexer import drop_file_rows, synthetic_ids_for
+from xcsh_store.index.indexer import drop_file_rows
 from xcsh_store.index.search import parse_search_query
 from xcsh_store.index.tree import ChainPath, ListPath, entry_path
 from xcsh_store.session.context import build_session_context

@@ -26,6 +26,7 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.entries import content_text
 from xcsh_store.history.search import storable_text
 from xcsh_store.index import db as database
 from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
@@ -63,7 +64,6 @@ from xcsh_store.paths import (
     get_sessions_dir,
 )
 from xcsh_store.session.context import SessionContext
-from xcsh_store.session.discovery import content_text
 from xcsh_store.session.roots import forget_session_root, read_session_roots
 
 log = logging.getLogger("xcsh_store")
