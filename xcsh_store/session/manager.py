@@ -146,8 +146,9 @@ class SessionManager:
     ) -> SessionManager:
         """A new persisted session; nothing is written before the first assistant message.
 
-        ``agent_dir`` (for every factory): the agent dir of the session's default folder, blobs
-        and breadcrumbs; by default the one its folder lies in, else ``get_agent_dir()``.
+        ``agent_dir`` (every factory takes it): where the session's default folder, blobs,
+        breadcrumbs and recorded roots are. Without it the default folder is in
+        ``get_agent_dir()``, and the rest go to the agent dir the session folder lies in.
         """
         directory = _session_dir_or_default(session_dir, cwd, agent_dir)
         manager = cls(cwd, directory, True, storage, agent_dir)
