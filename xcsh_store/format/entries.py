@@ -157,7 +157,11 @@ def usage_figures(usage: Any) -> tuple[int | float, ...] | None:
     if type(usage) is not dict:
         return None
     get = usage.get
-    figures = [value if type(value) in _NUMBERS else 0 for value in map(get, USAGE_KEYS)]
+    # A loop, not a comprehension: this runs for every message of every file read.
+    figures = []
+    for key in USAGE_KEYS:
+        value = get(key)
+        figures.append(value if type(value) in _NUMBERS else 0)
     cost = get("cost")
     total = cost.get("total") if type(cost) is dict else 0
     figures.append(total if type(total) in _NUMBERS else 0)
