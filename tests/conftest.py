@@ -1,14 +1,15 @@
-"""Shared fixtures: every test runs with its own agent dir and a pinned terminal id."""
+"""Shared fixtures: every test runs with its own agent dir and a pinned terminal id; an index
+over it, and one with two small sessions synced."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from session_builder import header, message, sessions_dir, write_session
 
-# Real session files written by real agents, copied unchanged (provenance: fixtures/README.md).
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PI_FIXTURES = sorted((FIXTURES / "pi").glob("*.jsonl"))
+from xcsh_store.index import SessionIndex
 
 _TERMINAL_VARIABLES = ("KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
 
@@ -25,3 +26,20 @@ def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for variable in _TERMINAL_VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     return agent
+
+
+@pytest.fixture
+def index(agent_dir: Path) -> Iterator[SessionIndex]:
+    """The index of the test's agent dir, open for writing, closed after the test."""
+    with SessionIndex.open(str(agent_dir)) as opened:
+        yield opened
+
+
+@pytest.fixture
+def two_sessions(agent_dir: Path, index: SessionIndex) -> tuple[Path, Path]:
+    """Sessions "one" and "two", a user message each, synced into ``index``."""
+    folder = sessions_dir(agent_dir)
+    one = write_session(folder / "one.jsonl", [header("one"), message("u1", None, "user", "alpha")])
+    two = write_session(folder / "two.jsonl", [header("two"), message("u1", None, "user", "beta")])
+    index.sync()
+    return one, two

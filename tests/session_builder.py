@@ -1,4 +1,5 @@
-"""Writing session files for tests without the SessionManager: plain v3 lines, any tree shape."""
+"""Writing session files for tests without the SessionManager (plain v3 lines, any tree
+shape), and the real sessions under fixtures/."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import PI_FIXTURES
-
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.jsonl import dumps
 
 PROJECT = "--work-demo--"
+
+# Real session files written by real agents, copied unchanged (provenance: fixtures/README.md).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PI_FIXTURES = sorted((FIXTURES / "pi").glob("*.jsonl"))
 
 
 def header(session_id: str = "s1", **extra: Any) -> dict[str, Any]:

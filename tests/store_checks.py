@@ -1,4 +1,5 @@
-"""Checks shared by the reliability tests: a whole-store survival check, hang guards, litter."""
+"""Checks shared by the reliability and index tests: the index against a fresh parse, a
+whole-store survival check, hang guards, litter."""
 
 from __future__ import annotations
 
@@ -87,6 +88,20 @@ def same_context(one: SessionContext, other: SessionContext) -> bool:
     return dumps([getattr(one, name) for name in names]) == dumps(
         [getattr(other, name) for name in names]
     )
+
+
+def assert_every_leaf_context_matches(index: SessionIndex) -> int:
+    """Every session's context at every leaf, at its default leaf and at every 25th entry (for
+    compaction boundaries) equals the one built from a fresh parse; how many were compared."""
+    checked = 0
+    for session in index.list_sessions():
+        entries = loaded_entries(session.path, index)
+        tree = index.tree(session)
+        for leaf in [*tree.leaves, None, *list(tree.entries)[::25]]:
+            expected = build_session_context(entries, leaf or session.last_entry_id)
+            assert index.context(session, leaf) == expected, (session.path, leaf)
+            checked += 1
+    return checked
 
 
 def assert_index_matches_files(agent_dir: Path) -> SessionIndex:

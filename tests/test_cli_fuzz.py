@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import PI_FIXTURES
 from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from session_builder import PI_FIXTURES
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex

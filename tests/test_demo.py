@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import PI_FIXTURES
+from session_builder import PI_FIXTURES
 
 from xcsh_store.cli import cli
 from xcsh_store.cli.demo_dir import DEMO_MARKER, DEMO_NOW, build_demo, prepare_demo_dir, write_demo

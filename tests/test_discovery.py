@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PI_FIXTURES
 from manager_helpers import assistant, copy_fixture, user
+from session_builder import PI_FIXTURES
 
 from xcsh_store import (
     MemorySessionStorage,

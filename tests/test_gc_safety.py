@@ -24,6 +24,8 @@ from xcsh_store.cli import cli
 from xcsh_store.format.blobs import BLOB_REF_PREFIX, BlobStore
 from xcsh_store.format.loader import load_session
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.scan import SeenFile
+from xcsh_store.index.sync import mark_unreadable
 from xcsh_store.paths import get_sessions_dir
 from xcsh_store.session.manager import SessionManager
 
@@ -186,6 +188,57 @@ def test_gc_keeps_the_blob_of_a_session_moved_while_it_syncs(agent_dir, action):
         finally:
             mover.kill()
             mover.wait()
+
+
+def test_gc_keeps_the_blob_of_a_session_that_moved_on_before_it_could_be_read(agent_dir):
+    """A sync that finds a new file which moves away before it is opened keeps a row saying
+    "unreadable" with no entries. When the file turns up in another folder, it must be read
+    there: taking it for the same file renamed would leave it with no rows and its blob
+    unreferenced (the stress run's user chaos lost blobs this way)."""
+    ref = _old_blob(agent_dir, b"an image")
+    sessions = agent_dir / "sessions"
+    (sessions / "--a--").mkdir(parents=True)
+    (sessions / "--b--").mkdir()
+    first = sessions / "--a--" / "moved.jsonl"
+    _image_session(first, "moved", ref)
+    info = os.stat(first)
+    with SessionIndex.open(str(agent_dir)) as index:
+        found = SeenFile(
+            str(first), get_sessions_dir(str(agent_dir)), "--a--", info.st_size,
+            info.st_mtime_ns, info.st_ino, info.st_ctime_ns,
+        )  # fmt: skip
+        # What a sync records when the open fails (the file was moved on after the scan).
+        mark_unreadable(index.connection, found, None, "No such file or directory (errno 2)")
+        second = sessions / "--b--" / "moved.jsonl"
+        first.rename(second)
+        report = index.blob_gc(apply=True, grace=timedelta(0))
+        rows = index.connection.execute("SELECT path, status FROM files").fetchall()
+    assert report.deleted == [] and BlobStore(str(agent_dir / "blobs")).has(
+        ref[len(BLOB_REF_PREFIX) :]
+    )
+    assert rows == [(str(second), "ok")]
+
+
+def test_gc_reads_a_file_that_only_looks_like_a_vanished_one(agent_dir):
+    """Same inode, size and mtime as a file that vanished, but other bytes (an inode number is
+    reused at once; here the file is rewritten in place with its mtime put back): the index
+    must read it, not take the old file's rows for it."""
+    sessions = agent_dir / "sessions"
+    (sessions / "--a--").mkdir(parents=True)
+    (sessions / "--b--").mkdir()
+    first, second = sessions / "--a--" / "one.jsonl", sessions / "--b--" / "two.jsonl"
+    _image_session(first, "aaaa", _old_blob(agent_dir, b"the first image"))
+    ref = _old_blob(agent_dir, b"other image")
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        before = os.stat(first)
+        first.rename(second)
+        _image_session(second, "bbbb", ref)  # same length: the ids and images are too
+        assert os.stat(second).st_size == before.st_size
+        os.utime(second, ns=(before.st_atime_ns, before.st_mtime_ns))
+        report = index.blob_gc(apply=True, grace=timedelta(0))
+    assert BlobStore(str(agent_dir / "blobs")).has(ref[len(BLOB_REF_PREFIX) :])
+    assert len(report.deleted) == 1  # the first image, which no file references any more
 
 
 # -- 2 and 7. out of reach means refuse, and the dry run predicts --apply ----------------------

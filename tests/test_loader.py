@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 
 import pytest
-from conftest import PI_FIXTURES
 from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from session_builder import PI_FIXTURES
 
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.jsonl import dumps

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PI_FIXTURES
 from manager_helpers import FlakyStorage, assistant, copy_fixture, read_records, user
+from session_builder import PI_FIXTURES
 
 from xcsh_store import (
     EntryNotFoundError,

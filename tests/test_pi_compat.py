@@ -14,11 +14,10 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner, Result
-from conftest import PI_FIXTURES
 from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from session_builder import append, header, message, sessions_dir, write_session
+from session_builder import PI_FIXTURES, append, header, message, sessions_dir, write_session
 
 import xcsh_store
 from xcsh_store.cli import cli

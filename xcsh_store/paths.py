@@ -12,7 +12,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 
 log = logging.getLogger("xcsh_store")
 

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
 import click
 import orjson
 
@@ -17,7 +16,7 @@ from xcsh_store import __version__
 from xcsh_store.cli.render import fit_table, one_line
 from xcsh_store.cli.safe import visible, visible_line, visible_text
 from xcsh_store.errors import XcshStoreError
-from xcsh_store.index import SessionIndex
+from xcsh_store.index import SessionIndex, SQLiteError
 from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
 
 COMPLETION_HELP = """\b
@@ -64,7 +63,7 @@ class StoreGroup(click.Group):
             # Verbs put paths and ids from the user's files into their messages.
             error.message = visible(error.message)
             raise
-        except (XcshStoreError, OSError, apsw.Error) as error:
+        except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
 
     def main(
@@ -105,9 +104,9 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
     cause = error.__context__ if error.__suppress_context__ else None
     if isinstance(error, click.UsageError):
         kind = "UsageError"
-    elif isinstance(cause, apsw.Error) and not isinstance(cause, XcshStoreError):
+    elif isinstance(cause, SQLiteError) and not isinstance(cause, XcshStoreError):
         kind = "SQLiteError"
-    elif isinstance(cause, (XcshStoreError, OSError, apsw.Error)):
+    elif isinstance(cause, (XcshStoreError, OSError, SQLiteError)):
         kind = type(cause).__name__
     else:
         kind = "Error"
@@ -131,7 +130,7 @@ def _silence_stdout() -> None:
 
 def error_line(error: BaseException) -> str:
     text = str(error) or error.__class__.__name__
-    if isinstance(error, apsw.Error) and not isinstance(error, XcshStoreError):
+    if isinstance(error, SQLiteError) and not isinstance(error, XcshStoreError):
         text = f"SQLite: {text}"
     return visible(" ".join(text.split()))
 

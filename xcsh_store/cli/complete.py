@@ -11,8 +11,13 @@ import click
 from click.shell_completion import CompletionItem
 
 from xcsh_store.cli.render import cut
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.choices import Choice, model_choices, project_choices, session_choices
+from xcsh_store.index import (
+    Choice,
+    SessionIndex,
+    model_choices,
+    project_choices,
+    session_choices,
+)
 from xcsh_store.paths import get_agent_dir, get_index_db_path
 
 # Completion help is one line in the shell's menu.

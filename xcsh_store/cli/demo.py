@@ -13,8 +13,7 @@ from click.core import ParameterSource
 from xcsh_store.cli.app import Settings, cli, echo, pass_settings
 from xcsh_store.cli.demo_dir import DEMO_DAYS, DEMO_NOW, write_demo
 from xcsh_store.cli.render import plural
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.names import unique_id_prefixes
+from xcsh_store.index import SessionIndex, unique_id_prefixes
 
 DEFAULT_DEMO_DIR = "xcsh-store-demo"
 

@@ -32,15 +32,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import apsw
-
 from xcsh_store.artifacts.store import AgentOutputManager
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.blobs import BlobStore, parse_blob_ref
 from xcsh_store.format.jsonl import dumps_line, read_jsonl_file
 from xcsh_store.format.storage import FileSessionStorage, write_atomically
-from xcsh_store.history.store import HistoryStorage
-from xcsh_store.index import SessionIndex, SyncReport
+from xcsh_store.history.store import HistoryStorage, backdate_prompts
+from xcsh_store.index import SessionIndex, SyncReport, remove_side_files
 from xcsh_store.paths import (
     _SNOWFLAKE_EPOCH_MS,
     FILE_MODE,
@@ -112,11 +110,9 @@ def write_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NO
     report = build_demo(agent_dir, seed, now)
     with SessionIndex.open(agent_dir) as index:
         report.sync = index.sync()
-    # The sync read history.db, which leaves its write-ahead log behind; the last connection to
-    # close removes it (and history.db stays as the demo wrote it).
-    history = apsw.Connection(get_history_db_path(agent_dir))
-    history.execute("PRAGMA user_version").fetchall()
-    history.close()
+    # The sync read history.db, which leaves its write-ahead log behind; SQLite removes it when
+    # the last connection closes (and history.db stays as the demo wrote it).
+    remove_side_files(get_history_db_path(agent_dir))
     write_marker(agent_dir, files_written(report), now)
     return report
 
@@ -962,24 +958,16 @@ def _rate_limit(
 
 
 def _remember_prompts(agent_dir: str, prompts: list[tuple[str, str, datetime]]) -> int:
-    """The prompts as xcsh saves them, then dated when they were typed: history.db takes the
-    time of the insert, and correcting ``created_at`` is a plain update (the FTS index follows
-    the text only)."""
+    """The prompts as xcsh saves them, then dated when they were typed."""
     path = get_history_db_path(agent_dir)
     with HistoryStorage.open(path) as history:
         for prompt, cwd, _ in prompts:
             history.add(prompt, cwd)
         history.flush()
-    connection = apsw.Connection(path)
-    try:
-        with connection:
-            for row_id, (_, _, moment) in enumerate(prompts, start=1):
-                connection.execute(
-                    "UPDATE history SET created_at = ? WHERE id = ?",
-                    (int(moment.timestamp()), row_id),
-                )
-    finally:
-        connection.close()
+    backdate_prompts(
+        path,
+        {row_id: int(moment.timestamp()) for row_id, (_, _, moment) in enumerate(prompts, 1)},
+    )
     _set_mtime(path, prompts[-1][2])
     return len(prompts)
 

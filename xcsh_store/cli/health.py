@@ -8,12 +8,17 @@ import stat
 from dataclasses import dataclass, field
 from importlib import metadata
 
-import apsw
-
 from xcsh_store import __version__
 from xcsh_store.cli.demo_dir import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
-from xcsh_store.index import IndexStats, SessionIndex, SkippedLines
+from xcsh_store.index import (
+    IndexStats,
+    SessionIndex,
+    SkippedLines,
+    SQLiteError,
+    has_fts5,
+    sqlite_versions,
+)
 from xcsh_store.paths import (
     BLOBS_DIRNAME,
     DIR_MODE,
@@ -81,13 +86,6 @@ def _package_version(name: str) -> str:
         return "not installed"
 
 
-def _stdlib_sqlite_version() -> str:
-    # Only the version string: no database is opened with a second SQLite library (index.md §6).
-    import sqlite3
-
-    return sqlite3.sqlite_version
-
-
 def diagnose(agent_dir: str) -> Diagnosis:
     """Everything ``xcsh-store doctor`` reports, with a fix for each problem found."""
     paths = {
@@ -101,14 +99,12 @@ def diagnose(agent_dir: str) -> Diagnosis:
         versions={
             "xcsh_store": __version__,
             "python": platform.python_version(),
-            "sqlite": apsw.sqlite_lib_version(),
-            "apsw": apsw.apsw_version(),
-            "stdlib_sqlite3": _stdlib_sqlite_version(),
+            **sqlite_versions(),
             "orjson": _package_version("orjson"),
             "click": _package_version("click"),
             "sqlite_utils": _package_version("sqlite-utils"),
         },
-        fts5="ENABLE_FTS5" in apsw.compile_options,
+        fts5=has_fts5(),
         paths=paths,
         exists={name: os.path.exists(path) for name, path in paths.items()},
     )
@@ -155,7 +151,7 @@ def _check_index(diagnosis: Diagnosis) -> None:
         with SessionIndex.open(diagnosis.paths["agent_dir"], read_only=True) as index:
             diagnosis.index = index.stats()
             diagnosis.skipped_lines = index.skipped_lines()
-    except (XcshStoreError, apsw.Error) as error:
+    except (XcshStoreError, SQLiteError) as error:
         diagnosis.index_error = str(error)
         diagnosis.problems.append(
             f"index.db cannot be read ({error}): delete it and run `xcsh-store sync`"

@@ -27,8 +27,7 @@ from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
 from xcsh_store.cli.shapes import describe_skipped, skipped_json
-from xcsh_store.index import GcReport, SyncReport, VerifyReport
-from xcsh_store.index.scan import Progress
+from xcsh_store.index import GcReport, Progress, SyncReport, VerifyReport
 from xcsh_store.paths import ensure_private_dir, get_sessions_dir, is_agent_dir
 from xcsh_store.session.upgrade import (
     CURRENT,

@@ -25,9 +25,7 @@ from xcsh_store.cli.render import short_time
 from xcsh_store.cli.sessions import where
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.names import unique_id_prefixes
-from xcsh_store.index.prompts import PromptHit
+from xcsh_store.index import PromptHit, SessionIndex, unique_id_prefixes
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20

@@ -42,10 +42,17 @@ from xcsh_store.cli.render import (
 )
 from xcsh_store.cli.shapes import context_json, hit_json, session_json, skipped_json, skipped_note
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index import IndexedSession, SkippedLines
-from xcsh_store.index.names import unique_id_prefixes
-from xcsh_store.index.outline import SessionOutline, entry_summary, message_summary, session_outline
-from xcsh_store.index.search import SEARCH_ROLES, search_role
+from xcsh_store.index import (
+    SEARCH_ROLES,
+    IndexedSession,
+    SessionOutline,
+    SkippedLines,
+    entry_summary,
+    message_summary,
+    search_role,
+    session_outline,
+    unique_id_prefixes,
+)
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.session.context import SessionContext
 

@@ -11,8 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, iso_utc, plural
-from xcsh_store.index import IndexedSession, SearchHit, SkippedLines, UsageRow
-from xcsh_store.index.prompts import PromptHit
+from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
 from xcsh_store.session.context import SessionContext
 
 

@@ -24,7 +24,7 @@ from xcsh_store.cli.app import (
     print_table,
 )
 from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
-from xcsh_store.index.query import (
+from xcsh_store.index import (
     QueryInterruptedError,
     QueryStream,
     QueryTimeoutError,

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import fsync_dir, remove_quietly
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, new_session_id
 

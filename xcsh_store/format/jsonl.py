@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from xcsh_store.format.files import open_regular_file
+from xcsh_store.files import open_regular_file
 
 BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 256 * 1024

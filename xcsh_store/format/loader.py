@@ -10,8 +10,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BLOB_REF_PREFIX, BlobStore
-from xcsh_store.format.files import open_regular_file
 from xcsh_store.format.jsonl import BOM, READ_CHUNK, parse_jsonl_bytes, parse_line
 from xcsh_store.format.persist import rehydrate_entry
 from xcsh_store.format.storage import FileSessionStorage, SessionStorage

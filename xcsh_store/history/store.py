@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -119,6 +119,20 @@ def normalize_limit(limit: float) -> int:
             return 0
         limit = math.floor(limit)
     return max(0, min(MAX_LIMIT, limit))
+
+
+def backdate_prompts(db_path: str, created_at: Mapping[int, int]) -> None:
+    """Give the prompts with these ids the time they were typed (epoch seconds): ``add`` dates
+    a prompt by its insert. The FTS index follows the text only, so this is a plain update."""
+    connection = _open_database(db_path)
+    try:
+        with _immediate_transaction(connection):
+            connection.executemany(
+                "UPDATE history SET created_at = ? WHERE id = ?",
+                [(moment, prompt_id) for prompt_id, moment in created_at.items()],
+            )
+    finally:
+        connection.close()
 
 
 class HistoryStorage:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from xcsh_store.index.names import unique_id_prefixes
 
 if TYPE_CHECKING:
-    from xcsh_store.index import SessionIndex
+    from xcsh_store.index.store import SessionIndex
 
 # Shells show a screenful at most; more would only slow the answer down.
 MAX_CHOICES = 50

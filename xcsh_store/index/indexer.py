@@ -14,6 +14,7 @@ import apsw
 import orjson
 
 from xcsh_store.errors import EntryNotFoundError
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import (
     NAMED_TITLE_SOURCE,
     SESSION_INFO_TYPE,
@@ -21,7 +22,6 @@ from xcsh_store.format.entries import (
     session_info_name,
     sets_default_model,
 )
-from xcsh_store.format.files import open_regular_file
 from xcsh_store.format.jsonl import BOM, dumps, iter_lines, parse_line
 from xcsh_store.format.versions import (
     HEADER_TYPE,
@@ -245,12 +245,10 @@ class FileIndexer:
             # Shorter, or changed without growing: an edit in place, perhaps in the middle,
             # where neither hash looks.
             return None
-        head = _read_at(stream, 0, min(HEAD_BYTES, known.indexed_bytes))
-        tail_start = max(0, known.indexed_bytes - TAIL_BYTES)
-        tail = _read_at(stream, tail_start, known.indexed_bytes - tail_start)
-        self.report.bytes_read += len(head) + len(tail)
-        if sha1_hex(head) != known.head_hash or sha1_hex(tail) != known.tail_hash:
+        windows = indexed_windows(stream, known, self.report)
+        if windows is None:
             return None
+        head, tail = windows
         if not tail.endswith(b"\n"):
             # The last indexed line had no newline: what follows now continues that very line
             # (old appends glued objects that way), so the line must be parsed again whole.
@@ -315,6 +313,20 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
         (file_id,),
     )
     return removed
+
+
+def indexed_windows(
+    stream: BinaryIO, known: KnownFile, report: SyncReport
+) -> tuple[bytes, bytes] | None:
+    """The first and last bytes of what was indexed of ``known``, read from ``stream``, when
+    they still hash as they did; None when the file no longer starts with what was indexed."""
+    head = _read_at(stream, 0, min(HEAD_BYTES, known.indexed_bytes))
+    tail_start = max(0, known.indexed_bytes - TAIL_BYTES)
+    tail = _read_at(stream, tail_start, known.indexed_bytes - tail_start)
+    report.bytes_read += len(head) + len(tail)
+    if sha1_hex(head) != known.head_hash or sha1_hex(tail) != known.tail_hash:
+        return None
+    return head, tail
 
 
 def _read_at(stream: BinaryIO, offset: int, size: int) -> bytes:

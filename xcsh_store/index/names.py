@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from xcsh_store.index import SessionIndex
+    from xcsh_store.index.store import SessionIndex
 
 # Snowflake ids made in the same second share their first 8 digits, so the length varies.
 MIN_PREFIX = 8

@@ -10,7 +10,8 @@ from xcsh_store.format.entries import SESSION_INFO_TYPE, model_change_model, ses
 from xcsh_store.index.tree import SessionTree, read_entries
 
 if TYPE_CHECKING:
-    from xcsh_store.index import IndexedSession, SessionIndex
+    from xcsh_store.index.sessions import IndexedSession
+    from xcsh_store.index.store import SessionIndex
 
 # Long arguments (whole files) are cut; the summary is for one line.
 SUMMARY_CHARS = 400

@@ -8,9 +8,10 @@ from collections.abc import Set
 
 import apsw
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.db import transaction
-from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.indexer import FileIndexer, drop_file_rows, indexed_windows, pk_counter
 from xcsh_store.index.scan import (
     IndexedFiles,
     KnownFile,
@@ -89,7 +90,7 @@ def sync_files(
         except OSError as error:
             indexer.batch.commit()
             report.unreadable[item.path] = describe_error(error)
-            _mark_unreadable(connection, item, row, report.unreadable[item.path])
+            mark_unreadable(connection, item, row, report.unreadable[item.path])
         if indexer.batch.full:
             indexer.batch.commit()
         done += item.size
@@ -141,16 +142,24 @@ def _follow_renames(
     report: SyncReport,
 ) -> set[str]:
     """A vanished file that reappears under a new name (same inode, size, mtime) is moved;
-    returns the new paths."""
+    returns the new paths.
+
+    Only a file whose rows hold what it says moves with them: one that could not be read when
+    it was found has no rows (its blob refs would be missing for good), and the bytes indexed
+    must still begin the file (an inode number is reused at once, by a file that may have the
+    same size and mtime). Any other is read again under its new name.
+    """
     renamed: set[str] = set()
-    if not vanished:
+    by_identity = {
+        (row.inode, row.size, row.mtime_ns): row for row in vanished.values() if row.status == "ok"
+    }
+    if not by_identity:
         return renamed
-    by_identity = {(row.inode, row.size, row.mtime_ns): row for row in vanished.values()}
     for path, item in seen.items():
         if path in known_paths:
             continue
         row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
-        if row is None:
+        if row is None or not _holds_indexed_bytes(path, row, report):
             continue
         with transaction(connection):
             connection.execute(
@@ -168,7 +177,15 @@ def _follow_renames(
     return renamed
 
 
-def _mark_unreadable(
+def _holds_indexed_bytes(path: str, row: KnownFile, report: SyncReport) -> bool:
+    try:
+        with open_regular_file(path) as stream:
+            return indexed_windows(stream, row, report) is not None
+    except OSError:
+        return False  # gone again, or not readable: the indexer decides about it
+
+
+def mark_unreadable(
     connection: apsw.Connection, item: SeenFile, row: KnownFile | None, error: str
 ) -> None:
     """Keep whatever rows the file had (their blob refs stay counted) and say why."""

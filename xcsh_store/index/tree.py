@@ -11,8 +11,8 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import EntryNotFoundError
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.files import open_regular_file
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
 from xcsh_store.format.persist import rehydrate_entry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +11,7 @@ import orjson
 
 from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport
+from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_root
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -52,6 +53,49 @@ class VerifyReport:
             and not self.refcount_errors
             and self.damaged is None
         )
+
+
+def compare_with_files(
+    connection: apsw.Connection, roots: list[str], report: VerifyReport
+) -> tuple[dict[str, SeenFile], dict[str, int]]:
+    """Fill ``report`` with every file below ``roots`` that differs from its rows, or changed
+    since the last sync, and the blobs whose refcount is wrong; returns the files found on
+    disk by path and the indexed file ids by path (what a repair needs)."""
+    scan = SyncReport()
+    on_disk = {
+        item.path: item for root in roots if os.path.isdir(root) for item in scan_root(root, scan)
+    }
+    rows = connection.execute(
+        "SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files"
+    ).fetchall()
+    indexed = {path: file_id for path, file_id, *_ in rows}
+    synced = {path: tuple(seen) for path, _, *seen in rows}
+    verifier = Verifier(connection)
+    try:
+        for path, item in sorted(on_disk.items()):
+            report.files_checked += 1
+            if path not in synced:
+                report.changed_since_sync[path] = "new"
+                continue
+            if synced[path] != (item.size, item.mtime_ns, item.inode, item.ctime_ns):
+                # An append (or any change) the last sync has not seen is no fault of the
+                # index: a sync is what it takes, not a repair. The identity is the one the
+                # sync's scan compares.
+                report.changed_since_sync[path] = "changed"
+                continue
+            problems = verifier.compare_file(item)
+            if problems:
+                report.differences[path] = problems
+        report.skipped_lines = verifier.skipped_lines
+    finally:
+        verifier.close()
+    unreadable = list(scan.unreadable)
+    for path in sorted(set(indexed) - set(on_disk)):
+        if is_under_any(path, unreadable):
+            continue
+        report.changed_since_sync[path] = "deleted"
+    report.refcount_errors = refcount_errors(connection)
+    return on_disk, indexed
 
 
 class Verifier:

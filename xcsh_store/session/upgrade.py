@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.files import open_regular_file
 from xcsh_store.format.loader import read_session_file
 from xcsh_store.format.persist import entry_to_line
 from xcsh_store.format.storage import (

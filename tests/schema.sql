@@ -1,0 +1,261 @@
+-- The index schema that migrating any index.db to the latest migration produces: the rows of
+-- sqlite_master (type, name, tbl_name, sql) but the FTS5 shadow tables, which are SQLite's.
+-- Written by `python tests/test_index_migrations.py > tests/schema.sql`; do not edit.
+
+-- index blob_refs_hash on blob_refs
+CREATE INDEX blob_refs_hash ON blob_refs (hash);
+
+-- index entries_chain on entries
+CREATE INDEX entries_chain ON entries (chain, seq, type);
+
+-- index entries_model on entries
+CREATE INDEX entries_model ON entries (model);
+
+-- index entries_parent on entries
+CREATE INDEX entries_parent ON entries (session, parent_id);
+
+-- index entries_prompt_hash on entries
+CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS NOT NULL;
+
+-- index entries_timestamp on entries
+CREATE INDEX entries_timestamp ON entries (timestamp);
+
+-- index history_prompt_hash on history
+CREATE INDEX history_prompt_hash ON history (prompt_hash);
+
+-- index idx_history_created_at on history
+CREATE INDEX idx_history_created_at ON history (created_at DESC);
+
+-- index sessions_cwd on sessions
+CREATE INDEX sessions_cwd ON sessions (cwd);
+
+-- index sessions_modified on sessions
+CREATE INDEX sessions_modified ON sessions (modified_at);
+
+-- index sessions_session_id on sessions
+CREATE INDEX sessions_session_id ON sessions (session_id);
+
+-- index sqlite_autoindex_entries_1 on entries
+
+-- index sqlite_autoindex_entries_2 on entries
+
+-- index sqlite_autoindex_files_1 on files
+
+-- index sqlite_autoindex_meta_1 on meta
+
+-- index sqlite_autoindex_roots_1 on roots
+
+-- index sqlite_autoindex_schema_migrations_1 on schema_migrations
+
+-- table blob_refs on blob_refs
+CREATE TABLE blob_refs (
+    entry INTEGER NOT NULL REFERENCES entries (pk),
+    hash TEXT NOT NULL,
+    PRIMARY KEY (entry, hash)
+) WITHOUT ROWID;
+
+-- table blobs on blobs
+CREATE TABLE blobs (
+    hash TEXT PRIMARY KEY,
+    size INTEGER,
+    refcount INTEGER NOT NULL DEFAULT 0,
+    first_seen TEXT NOT NULL,
+    last_seen TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- table entries on entries
+CREATE TABLE entries (
+    pk INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL REFERENCES files (id),
+    seq INTEGER NOT NULL,
+    id TEXT,
+    parent_id TEXT,
+    type TEXT,
+    timestamp TEXT,
+    role TEXT,
+    provider TEXT,
+    model TEXT,
+    tool_name TEXT,
+    custom_type TEXT,
+    offset INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    part INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cache_read_tokens INTEGER,
+    cache_write_tokens INTEGER,
+    premium_requests REAL,
+    cost REAL,
+    -- SHA-1 of a user prompt's text, to link history.db prompts to the session they came from.
+    prompt_hash TEXT, chain INTEGER,
+    UNIQUE (session, id),
+    UNIQUE (session, seq)
+);
+
+-- table entries_fts on entries_fts
+CREATE VIRTUAL TABLE entries_fts USING fts5 (
+    text,
+    tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co Sm So' separators '+<=>|~'"
+);
+
+-- table entries_vocab on entries_vocab
+CREATE VIRTUAL TABLE entries_vocab USING fts5vocab ('entries_fts', 'row');
+
+-- table files on files
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    root TEXT NOT NULL,
+    project_dir TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    indexed_bytes INTEGER NOT NULL DEFAULT 0,
+    head_hash TEXT,
+    tail_hash TEXT,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'invalid_header', 'unreadable')),
+    error TEXT,
+    indexed_at TEXT,
+    -- Parser state carried from one incremental read to the next.
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    last_id TEXT,
+    -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
+    legacy INTEGER NOT NULL DEFAULT 0
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT);
+
+-- table history on history
+CREATE TABLE history (
+    id INTEGER PRIMARY KEY,
+    prompt TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    cwd TEXT,
+    prompt_hash TEXT NOT NULL
+);
+
+-- table history_fts on history_fts
+CREATE VIRTUAL TABLE history_fts USING fts5 (prompt, content = 'history', content_rowid = 'id');
+
+-- table meta on meta
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT
+);
+
+-- table roots on roots
+CREATE TABLE roots (
+    path TEXT PRIMARY KEY,
+    added_at TEXT NOT NULL
+);
+
+-- table schema_migrations on schema_migrations
+CREATE TABLE schema_migrations ( name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
+
+-- table sessions on sessions
+CREATE TABLE sessions (
+    file_id INTEGER PRIMARY KEY REFERENCES files (id),
+    session_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    cwd TEXT,
+    project_dir TEXT,
+    title TEXT,
+    title_source TEXT,
+    parent_session TEXT,
+    version INTEGER,
+    created_at TEXT,
+    modified_at TEXT,
+    entry_count INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    first_message TEXT,
+    last_entry_id TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    premium_requests REAL NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    -- The newest compaction shortSummary: the title shown when the header has none.
+    compaction_title TEXT
+);
+
+-- trigger blob_refs_ad on blob_refs
+CREATE TRIGGER blob_refs_ad AFTER DELETE ON blob_refs BEGIN
+    UPDATE blobs SET refcount = refcount - 1 WHERE hash = old.hash;
+END;
+
+-- trigger blob_refs_ai on blob_refs
+CREATE TRIGGER blob_refs_ai AFTER INSERT ON blob_refs BEGIN
+    INSERT INTO blobs (hash, refcount, first_seen, last_seen)
+    VALUES (new.hash, 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    ON CONFLICT (hash) DO UPDATE SET
+        refcount = refcount + 1,
+        last_seen = excluded.last_seen;
+END;
+
+-- trigger history_ad on history
+CREATE TRIGGER history_ad AFTER DELETE ON history BEGIN
+    INSERT INTO history_fts (history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
+END;
+
+-- trigger history_ai on history
+CREATE TRIGGER history_ai AFTER INSERT ON history BEGIN
+    INSERT INTO history_fts (rowid, prompt) VALUES (new.id, new.prompt);
+END;
+
+-- trigger history_au on history
+CREATE TRIGGER history_au AFTER UPDATE OF prompt ON history BEGIN
+    INSERT INTO history_fts (history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
+    INSERT INTO history_fts (rowid, prompt) VALUES (new.id, new.prompt);
+END;
+
+-- view messages on messages
+CREATE VIEW messages AS
+SELECT
+    e.pk, s.session_id, s.path, s.cwd, s.project_dir, e.id, e.parent_id, e.timestamp, e.role,
+    e.provider, e.model, e.tool_name, e.input_tokens, e.output_tokens, e.cache_read_tokens,
+    e.cache_write_tokens, e.cost
+FROM entries AS e
+JOIN sessions AS s ON s.file_id = e.session
+WHERE e.type = 'message';
+
+-- view usage_by_day on usage_by_day
+CREATE VIEW usage_by_day AS
+SELECT
+    substr(timestamp, 1, 10) AS day,
+    count(*) AS entries,
+    sum(input_tokens) AS input_tokens,
+    sum(output_tokens) AS output_tokens,
+    sum(cache_read_tokens) AS cache_read_tokens,
+    sum(cache_write_tokens) AS cache_write_tokens,
+    sum(cost) AS cost
+FROM usage_entries
+GROUP BY day;
+
+-- view usage_by_model on usage_by_model
+CREATE VIEW usage_by_model AS
+SELECT
+    provider,
+    model,
+    count(*) AS entries,
+    sum(input_tokens) AS input_tokens,
+    sum(output_tokens) AS output_tokens,
+    sum(cache_read_tokens) AS cache_read_tokens,
+    sum(cache_write_tokens) AS cache_write_tokens,
+    sum(cost) AS cost
+FROM usage_entries
+GROUP BY provider, model;
+
+-- view usage_entries on usage_entries
+CREATE VIEW usage_entries AS
+SELECT * FROM (
+    SELECT
+        e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+        e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+        e.premium_requests, e.cost,
+        row_number() OVER (
+            PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
+        ) AS copy_number
+    FROM entries AS e
+    JOIN sessions AS s ON s.file_id = e.session
+    WHERE e.input_tokens IS NOT NULL
+)
+WHERE copy_number = 1;

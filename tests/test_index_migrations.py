@@ -1,0 +1,156 @@
+"""The index schema and its migrations: migrating a blank index and an index of every earlier
+schema gives exactly tests/schema.sql, rows that older migrations left are derived again, and
+a schema from a newer xcsh-store is refused.
+
+tests/schema.sql is written by this module, run as a script, once the schema changes on
+purpose (read its diff before committing it)::
+
+    .venv/bin/python tests/test_index_migrations.py > tests/schema.sql
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import apsw
+import pytest
+from session_builder import copy_fixtures
+from store_checks import assert_every_leaf_context_matches
+
+from xcsh_store.errors import IndexDatabaseError
+from xcsh_store.index import SessionIndex
+from xcsh_store.index import db as database
+
+EXPECTED_SCHEMA = Path(__file__).with_name("schema.sql")
+MIGRATIONS = database.load_migrations()
+
+SCHEMA_HEADER = """\
+-- The index schema that migrating any index.db to the latest migration produces: the rows of
+-- sqlite_master (type, name, tbl_name, sql) but the FTS5 shadow tables, which are SQLite's.
+-- Written by `python tests/test_index_migrations.py > tests/schema.sql`; do not edit.
+"""
+
+# Rows in the columns of 0001, which every later schema keeps: a little of each kind a sync
+# writes, so that every migration after that runs over tables that are not empty.
+_ROWS_OF_AN_EARLIER_SCHEMA = """
+INSERT INTO meta (key, value) VALUES ('last_sync', '2026-01-01T00:00:00.000Z');
+INSERT INTO roots (path, added_at) VALUES ('/elsewhere/sessions', '2026-01-01T00:00:00.000Z');
+INSERT INTO files (id, path, root, project_dir, size, mtime_ns, inode, indexed_bytes, status)
+VALUES (1, :sessions || '/--w--/s.jsonl', :sessions, '--w--', 300, 1, 1, 300, 'ok');
+INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, entry_count, message_count,
+                      last_entry_id, input_tokens, output_tokens, cost)
+VALUES (1, 's1', :sessions || '/--w--/s.jsonl', '/w', '--w--', 3, 2, 'a1', 10, 5, 0.3);
+INSERT INTO entries (pk, session, seq, id, parent_id, type, role, provider, model, offset,
+                     length, input_tokens, output_tokens, cost, prompt_hash)
+VALUES (1, 1, 0, NULL, NULL, 'session', NULL, NULL, NULL, 0, 100, NULL, NULL, NULL, NULL),
+       (2, 1, 1, 'u1', NULL, 'message', 'user', NULL, NULL, 100, 100, NULL, NULL, NULL, 'h1'),
+       (3, 1, 2, 'a1', 'u1', 'message', 'assistant', 'anthropic', 'claude-test', 200, 100,
+        10, 5, 0.3, NULL);
+INSERT INTO entries_fts (rowid, text) VALUES (2, 'hello there'), (3, 'general kenobi');
+INSERT INTO blob_refs (entry, hash) VALUES (3, :blob);
+INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)
+VALUES (1, 'hello there', 1767225600, '/w', 'h1');
+"""
+
+
+def schema_of(connection: apsw.Connection) -> str:
+    """sqlite_master as text, one object after another (FTS5's own shadow tables left out)."""
+    rows = connection.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master"
+        " WHERE name NOT IN (SELECT name FROM pragma_table_list WHERE type = 'shadow')"
+        " ORDER BY type, name"
+    ).fetchall()
+    return "".join(
+        f"\n-- {kind} {name} on {table}\n" + (f"{sql};\n" if sql is not None else "")
+        for kind, name, table, sql in rows
+    )
+
+
+def _migrated(connection: apsw.Connection) -> str:
+    return SCHEMA_HEADER + schema_of(connection)
+
+
+def test_a_blank_index_migrates_to_the_expected_schema(agent_dir):
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert _migrated(index.connection) == EXPECTED_SCHEMA.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "applied",
+    range(1, len(MIGRATIONS)),
+    ids=[f"from-{migration.name}" for migration in MIGRATIONS[:-1]],
+)
+def test_an_index_of_every_earlier_schema_migrates_to_the_expected_schema(agent_dir, applied):
+    db_path = str(agent_dir / "index.db")
+    earlier = database.connect(db_path)
+    database.apply_migrations(earlier, MIGRATIONS[:applied])
+    bindings = {"sessions": str(agent_dir / "sessions"), "blob": "b" * 64}
+    with database.transaction(earlier):
+        earlier.execute(_ROWS_OF_AN_EARLIER_SCHEMA, bindings)
+    earlier.close()
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert _migrated(index.connection) == EXPECTED_SCHEMA.read_text(encoding="utf-8")
+        applied_names = index.connection.execute("SELECT name FROM schema_migrations")
+        assert sorted(row[0] for row in applied_names) == [m.name for m in MIGRATIONS]
+        ids = index.connection.execute("SELECT id FROM entries ORDER BY pk").fetchall()
+        assert ids == [(None,), ("u1",), ("a1",)]
+
+
+def test_an_index_from_before_chains_derives_them_on_its_next_sync(agent_dir):
+    copy_fixtures(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        # Take the index back to its state under 0001 alone, rows included.
+        index.connection.execute(
+            "DROP INDEX entries_chain; ALTER TABLE entries DROP COLUMN chain;"
+            " ALTER TABLE files DROP COLUMN chained; ALTER TABLE files DROP COLUMN ctime_ns;"
+            " DELETE FROM meta; DELETE FROM schema_migrations"
+            " WHERE name IN ('0002_entry_chains', '0003_file_identity')"
+        )
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync().files_reindexed == 31
+        assert index.connection.execute("SELECT sum(chained) FROM files").fetchall() == [(31,)]
+        assert index.sync().files_changed == 0
+        assert index.verify().clean
+        assert_every_leaf_context_matches(index)
+
+
+def test_an_index_from_before_file_identity_learns_its_agent_dir_and_ctimes(agent_dir, tmp_path):
+    copy_fixtures(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        # Take the index back to its state under 0001 and 0002, rows included.
+        index.connection.execute(
+            "ALTER TABLE files DROP COLUMN ctime_ns; DELETE FROM meta;"
+            " DELETE FROM schema_migrations WHERE name = '0003_file_identity'"
+        )
+    moved = tmp_path / "moved-agent"
+    os.rename(agent_dir, moved)
+    with SessionIndex.open(str(moved)) as index:
+        # Before any sync, the index already reads the files where they are now.
+        assert index.relocation is not None and index.relocation.stored == str(agent_dir)
+        assert all(s.path.startswith(f"{moved}{os.sep}") for s in index.list_sessions())
+        assert index.sync().files_reindexed == 31
+        assert index.connection.execute(
+            "SELECT count(*) FROM files WHERE ctime_ns = 0"
+        ).fetchall() == [(0,)]
+        assert index.sync().files_changed == 0
+        assert index.verify().clean
+        assert_every_leaf_context_matches(index)
+
+
+def test_newer_schema_is_refused_clearly(agent_dir):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.connection.execute(
+            "INSERT INTO schema_migrations VALUES ('9999_from_the_future', 'x', 'now')"
+        )
+    with pytest.raises(IndexDatabaseError, match="newer xcsh-store"):
+        SessionIndex.open(str(agent_dir))
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as folder, SessionIndex.open(folder) as index:
+        sys.stdout.write(_migrated(index.connection))

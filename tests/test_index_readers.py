@@ -1,0 +1,44 @@
+"""Other readers of index.db: a read-only index refuses writes, Python's own sqlite3 reads
+every table and the full-text index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from session_builder import copy_fixtures
+
+from xcsh_store.errors import IndexDatabaseError
+from xcsh_store.index import SessionIndex
+
+
+def test_read_only_index_refuses_writes(agent_dir, index, two_sessions):
+    with SessionIndex.open(str(agent_dir), read_only=True) as reader:
+        assert len(reader.list_sessions()) == 2
+        with pytest.raises(IndexDatabaseError):
+            reader.sync()
+
+
+def test_index_is_readable_by_stdlib_sqlite3(agent_dir, index):
+    copy_fixtures(agent_dir)
+    index.sync()
+    script = """
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+kinds = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+tables = [row[0] for row in db.execute(kinds)]
+counts = {t: db.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+match = "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'compaction'"
+hits = db.execute(match).fetchone()[0]
+print(json.dumps({"version": sqlite3.sqlite_version, "counts": counts, "hits": hits}))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(agent_dir / "index.db")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    output = json.loads(result.stdout)
+    assert output["counts"]["sessions"] == 31
+    assert output["counts"]["usage_by_day"] > 0
+    assert output["hits"] > 0

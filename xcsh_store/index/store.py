@@ -1,0 +1,524 @@
+"""The index store: ``SessionIndex`` owns the one connection to index.db, opens (creating,
+migrating or rebuilding) it, serialises syncs with a lock, and answers every question by handing
+its connection to the module that knows the query."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, ParamSpec, TypeVar
+
+import apsw
+
+from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.history.search import storable_text
+from xcsh_store.index import db as database
+from xcsh_store.index import sessions
+from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
+from xcsh_store.index.location import Relocation, find_relocation, settle_location
+from xcsh_store.index.prompts import PromptHit, mirror_history, recall_prompts
+from xcsh_store.index.repair import repair_files, start_afresh
+from xcsh_store.index.scan import (
+    IndexedFiles,
+    Progress,
+    SkippedLines,
+    SyncReport,
+    is_under_any,
+    now_iso,
+)
+from xcsh_store.index.search import SearchHit, search_entries
+from xcsh_store.index.sessions import IndexedSession
+from xcsh_store.index.sync import sync_files
+from xcsh_store.index.tree import (
+    IndexedEntry,
+    SessionTree,
+    branch_rows,
+    build_tree,
+    context_from_index,
+    entry_rows,
+    read_entries,
+)
+from xcsh_store.index.usage import UsageRow, usage_rows
+from xcsh_store.index.verify import VerifyReport, compare_with_files
+from xcsh_store.paths import (
+    FILE_MODE,
+    get_agent_dir,
+    get_blobs_dir,
+    get_history_db_path,
+    get_index_db_path,
+    get_sessions_dir,
+)
+from xcsh_store.session.context import SessionContext
+from xcsh_store.session.roots import forget_session_root, read_session_roots
+
+log = logging.getLogger("xcsh_store")
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A public method of SessionIndex: text arguments are made storable as the index stores
+    text (a lone surrogate, from a JSON escape or an undecodable path, becomes U+FFFD), and
+    SQLite failures (damage, a full disk) reach the caller as one-line IndexDatabaseErrors that
+    say what to do, never as raw apsw errors."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        index = args[0]
+        assert isinstance(index, SessionIndex)
+        args = tuple(storable_text(item) if isinstance(item, str) else item for item in args)
+        for name, value in kwargs.items():
+            if isinstance(value, str):
+                kwargs[name] = storable_text(value)
+        with (
+            database.errors_explained(index.db_path),
+            database.type_confusion_as_damage(index.connection),
+        ):
+            return method(*args, **kwargs)  # type: ignore[arg-type]
+
+    return wrapper
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    db_path: str
+    db_bytes: int
+    files: int
+    sessions: int
+    entries: int
+    unreadable_files: int
+    invalid_files: int
+    blobs_referenced: int
+    history_prompts: int
+    last_sync: str | None
+
+
+class SessionIndex:
+    """Owns one apsw connection to ``index.db``; every write goes through it."""
+
+    def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
+        self.connection = connection
+        self.agent_dir = agent_dir
+        self.db_path = db_path
+        self.read_only = read_only
+        self.blob_store = BlobStore(get_blobs_dir(agent_dir))
+        # The files table as the last sync left it, with the write stamp it was valid for: a
+        # process that syncs again and again need not read 10,000 rows each time.
+        self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
+
+    @classmethod
+    def open(
+        cls, agent_dir: str | None = None, db_path: str | None = None, read_only: bool = False
+    ) -> SessionIndex:
+        """Open (creating or migrating) the index; a damaged file is moved aside and rebuilt."""
+        agent_dir = os.path.abspath(agent_dir) if agent_dir else get_agent_dir()
+        db_path = db_path or get_index_db_path(agent_dir)
+        with database.errors_explained(db_path):
+            if read_only:
+                if not os.path.exists(db_path):
+                    raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
+                return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
+            return cls(_open_for_writing(db_path), agent_dir, db_path, False)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> SessionIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- location ---------------------------------------------------------------------------
+
+    @functools.cached_property
+    def relocation(self) -> Relocation | None:
+        """Set when the stored paths name another agent dir (this one was copied or moved
+        there) and no sync has rewritten them yet."""
+        return find_relocation(self.connection, self.agent_dir)
+
+    def local_path(self, path: str) -> str:
+        """A stored path as a path below this agent dir, where the file is now."""
+        return path if self.relocation is None else self.relocation.to_local(path)
+
+    def _settle_location(self) -> None:
+        settle_location(self.connection, self.agent_dir)
+        self.__dict__.pop("relocation", None)
+
+    # -- roots ------------------------------------------------------------------------------
+
+    @property
+    def sessions_root(self) -> str:
+        return get_sessions_dir(self.agent_dir)
+
+    @_entry_point
+    def roots(self) -> list[str]:
+        """The sessions folder of the agent dir, then every registered extra root."""
+        extra = [
+            self.local_path(row[0])
+            for row in self.connection.execute("SELECT path FROM roots ORDER BY path")
+        ]
+        roots = [self.sessions_root, *extra]
+        # Folders of sessions made elsewhere by the manager, unless a root covers them already.
+        for folder in read_session_roots(self.agent_dir):
+            if not is_under_any(folder, roots):
+                roots.append(folder)
+        return roots
+
+    @_entry_point
+    def add_root(self, path: str) -> None:
+        with database.transaction(self.connection):
+            self.connection.execute(
+                "INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)",
+                (os.path.abspath(path), now_iso()),
+            )
+
+    @_entry_point
+    def remove_root(self, path: str) -> None:
+        with database.transaction(self.connection):
+            self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
+        forget_session_root(self.agent_dir, path)
+
+    # -- sync -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _sync_lock(self) -> Iterator[None]:
+        """One sync at a time per index; a second one waits, then finds little left to do."""
+        lock = os.open(
+            self.db_path + ".sync-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+        )
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # releases the lock
+
+    @_entry_point
+    def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        """Bring the index up to date with every session file and history.db."""
+        self._require_writable()
+        with self._sync_lock():
+            return self._sync_locked(full, progress)
+
+    def _sync_locked(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        try:
+            with database.type_confusion_as_damage(self.connection):
+                return self._sync_once(full, progress)
+        except database.DAMAGE_ERRORS as error:
+            return self._rebuild_after_damage(error, progress)
+
+    def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
+        self._settle_location()
+        resync = self._take_resync_request()
+        indexed = self._indexed_files()
+        changes = self.connection.total_changes()
+        report = sync_files(self.connection, self.roots(), full or resync, progress, indexed)
+        report.recorded_roots = read_session_roots(self.agent_dir)
+        untouched = self.connection.total_changes() == changes
+        try:
+            report.history_mirrored = mirror_history(
+                self.connection, get_history_db_path(self.agent_dir)
+            )
+        except HistoryError as error:
+            report.history_error = str(error)
+            log.warning("%s", report.history_error)
+        with database.transaction(self.connection):
+            database.set_meta(self.connection, "last_sync", now_iso())
+        self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
+        return report
+
+    def _indexed_files(self) -> IndexedFiles:
+        """The files table: the last sync's copy while nothing has written to index.db since."""
+        if self._files_snapshot is not None and self._files_snapshot[0] == self._write_stamp():
+            return self._files_snapshot[1]
+        return IndexedFiles.read(self.connection)
+
+    def _write_stamp(self) -> tuple[int, int]:
+        """Changes when anything writes index.db: another connection (PRAGMA data_version)
+        or this one (its count of changed rows)."""
+        ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
+        return version, self.connection.total_changes()
+
+    def _take_resync_request(self) -> bool:
+        """Whether a migration asked for every row to be derived again (asked once)."""
+        if database.get_meta(self.connection, "resync_required") is None:
+            return False
+        with database.transaction(self.connection):
+            self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
+        return True
+
+    def _rebuild_after_damage(self, damage: object, progress: Progress | None) -> SyncReport:
+        self._files_snapshot = None
+        self.connection.close()
+        self.connection = start_afresh(self.db_path, damage)
+        return self._sync_once(True, progress)
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise IndexDatabaseError("This index was opened read-only")
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @_entry_point
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        project: str | None = None,
+        limit: int | None = None,
+        order: str = "modified",
+    ) -> list[IndexedSession]:
+        """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``)."""
+        return sessions.list_sessions(self, cwd, project, limit, order)
+
+    @_entry_point
+    def find_session(self, prefix: str) -> IndexedSession:
+        """A session file by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
+
+        Case-insensitive. A path selects its file; otherwise exactly one file must match, or
+        one whose id or file name is the whole of ``prefix``: several raise
+        :class:`AmbiguousSessionError` listing them (two files may share one session id).
+        """
+        return sessions.find_session(self, prefix)
+
+    def _session(self, session: str | int | IndexedSession) -> IndexedSession:
+        if isinstance(session, IndexedSession):
+            return session
+        if isinstance(session, int):
+            return sessions.session_by_file_id(self, session)
+        return self.find_session(session)
+
+    @_entry_point
+    def all_messages_text(self, session: IndexedSession) -> str:
+        return sessions.all_messages_text(self.connection, session)
+
+    @_entry_point
+    def skipped_lines(
+        self, session: str | int | IndexedSession | None = None
+    ) -> dict[str, SkippedLines]:
+        """Lines that hold no JSON object (every reader skips them), by file: of every indexed
+        file, or of one session's file."""
+        file_id = None if session is None else self._session(session).file_id
+        return sessions.skipped_lines(self.connection, file_id)
+
+    # -- trees ------------------------------------------------------------------------------
+
+    @_entry_point
+    def branch(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> list[IndexedEntry]:
+        """Root -> leaf entries of one branch (default: the session's last entry)."""
+        info = self._session(session)
+        leaf = leaf_id or info.last_entry_id
+        if leaf is None:
+            return []
+        return branch_rows(self.connection, info.file_id, leaf)
+
+    @_entry_point
+    def find_entry_id(self, session: str | int | IndexedSession, text: str) -> str:
+        """The id of the session's entry that is ``text`` or, like session ids, the only one
+        that starts with it; :class:`AmbiguousEntryError` lists the candidates."""
+        return sessions.find_entry_id(self.connection, self._session(session).file_id, text)
+
+    @_entry_point
+    def branch_entries(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
+        info = self._session(session)
+        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
+
+    @_entry_point
+    def tree(self, session: str | int | IndexedSession) -> SessionTree:
+        info = self._session(session)
+        return build_tree(entry_rows(self.connection, info.file_id))
+
+    @_entry_point
+    def context(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> SessionContext:
+        """The model context at ``leaf_id`` (default: the last entry), reading only its path."""
+        info = self._session(session)
+        leaf = leaf_id or info.last_entry_id
+        return context_from_index(
+            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store
+        )
+
+    # -- search -----------------------------------------------------------------------------
+
+    @_entry_point
+    def search(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        project: str | None = None,
+        role: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        model: str | None = None,
+        limit: int = 20,
+        highlight: tuple[str, str] = ("[", "]"),
+    ) -> list[SearchHit]:
+        hits = search_entries(
+            self.connection, query, cwd=cwd, project=project, role=role, since=since,
+            until=until, model=model, limit=limit, highlight=highlight,
+        )  # fmt: skip
+        if self.relocation is None:
+            return hits
+        return [replace(hit, path=self.local_path(hit.path)) for hit in hits]
+
+    @_entry_point
+    def on_active_branch(self, hit: SearchHit) -> bool:
+        """Whether a hit lies on the path of its session's last entry."""
+        info = self._session(hit.file_id)
+        if hit.entry_id is None or info.last_entry_id is None:
+            return False
+        return any(row.id == hit.entry_id for row in self.branch(info))
+
+    @_entry_point
+    def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
+        return self._local_prompts(recall_prompts(self.connection, query, limit))
+
+    @_entry_point
+    def history_recent(self, limit: int = 20) -> list[PromptHit]:
+        return self._local_prompts(recall_prompts(self.connection, None, limit))
+
+    def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
+        if self.relocation is None:
+            return hits
+        return [
+            replace(hit, session_path=self.local_path(hit.session_path))
+            if hit.session_path is not None
+            else hit
+            for hit in hits
+        ]
+
+    # -- usage ------------------------------------------------------------------------------
+
+    @_entry_point
+    def usage(
+        self,
+        by: str | Sequence[str] = "day",
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> list[UsageRow]:
+        """Token and cost sums per group; an entry copied into a fork counts once.
+
+        ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
+        ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
+        ``key`` is them joined with ``" · "``.
+        """
+        return usage_rows(self.connection, by, since, until)
+
+    # -- blobs ------------------------------------------------------------------------------
+
+    @_entry_point
+    def blob_gc(self, apply: bool = False, grace: timedelta = timedelta(hours=1)) -> GcReport:
+        """Unreferenced blob files older than ``grace``; deleted only with ``apply``.
+
+        Syncs first, until a sync saw a consistent view of the session files. Refuses to
+        delete (and a dry run says it would refuse) while any session file, folder or root the
+        index knew could not be reached, or files kept moving, since a blob referenced only
+        from such a file would look unreferenced.
+        """
+        self._require_writable()
+        synced_from = time.time()
+        # One lock for the syncs and the collection: a sync by another process in between
+        # could miss a moving file, and the collection would go by its counts.
+        with self._sync_lock():
+            report, moving = sync_consistently(self._sync_locked, self.roots, self.connection)
+            return collect_garbage(
+                self.connection,
+                self.blob_store.dir,
+                apply=apply,
+                cutoff=synced_from - grace.total_seconds(),
+                refuse_reason=refusal(report, moving),
+            )
+
+    # -- verify -----------------------------------------------------------------------------
+
+    @_entry_point
+    def verify(self, repair: bool = False) -> VerifyReport:
+        """Compare the index with a fresh parse of every file; ``repair`` re-indexes those.
+
+        The file itself is checked first (:func:`database.check_integrity`), since damage a sync
+        never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
+        ``repair``.
+        """
+        report = VerifyReport()
+        try:
+            report.damaged = database.check_integrity(self.connection)
+            if report.damaged is None and self.relocation is not None and not repair:
+                # Every path would differ; the sync that rewrites them is the repair.
+                report.differences[self.agent_dir] = [
+                    f"the index names the files of {self.relocation.stored}, where this agent"
+                    " dir was copied or moved from; run sync"
+                ]
+            elif report.damaged is None:
+                if self.relocation is not None:
+                    with self._sync_lock():
+                        self._settle_location()
+                on_disk, indexed = compare_with_files(self.connection, self.roots(), report)
+                if repair and not report.clean:
+                    self._require_writable()
+                    with self._sync_lock():
+                        repair_files(self.connection, report, on_disk, indexed)
+        except database.DAMAGE_ERRORS as error:
+            report.damaged = str(error)
+        if report.damaged is not None and repair:
+            self._require_writable()
+            with self._sync_lock():
+                self._rebuild_after_damage(report.damaged, None)
+            report.rebuilt = True
+        return report
+
+    # -- stats ------------------------------------------------------------------------------
+
+    @_entry_point
+    def stats(self) -> IndexStats:
+        def scalar(sql: str) -> Any:
+            return self.connection.execute(sql).fetchall()[0][0]
+
+        size = sum(
+            os.path.getsize(self.db_path + suffix)
+            for suffix in ("", "-wal")
+            if os.path.exists(self.db_path + suffix)
+        )
+        return IndexStats(
+            db_path=self.db_path,
+            db_bytes=size,
+            files=scalar("SELECT count(*) FROM files"),
+            sessions=scalar("SELECT count(*) FROM sessions"),
+            entries=scalar("SELECT count(*) FROM entries"),
+            unreadable_files=scalar("SELECT count(*) FROM files WHERE status = 'unreadable'"),
+            invalid_files=scalar("SELECT count(*) FROM files WHERE status = 'invalid_header'"),
+            blobs_referenced=scalar("SELECT count(*) FROM blobs WHERE refcount > 0"),
+            history_prompts=scalar("SELECT count(*) FROM history"),
+            last_sync=database.get_meta(self.connection, "last_sync"),
+        )
+
+
+def _open_for_writing(db_path: str) -> apsw.Connection:
+    """Connect and migrate; a damaged file is started afresh."""
+    try:
+        connection = database.connect(db_path)
+    except database.DamagedIndexError as error:
+        return start_afresh(db_path, error)
+    try:
+        database.apply_migrations(connection, database.load_migrations())
+    except database.DAMAGE_ERRORS as error:
+        connection.close()
+        return start_afresh(db_path, error)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
