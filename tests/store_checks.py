@@ -29,10 +29,9 @@ from xcsh_store import (
     load_entries_from_file,
 )
 from xcsh_store.format.loader import load_session
-from xcsh_store.format.versions import find_header_index
+from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import migrations_dir
-from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.js import stringify as dumps
 
 BLOB_NAME = re.compile(r"[0-9a-f]{64}")

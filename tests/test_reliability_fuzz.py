@@ -34,9 +34,8 @@ from xcsh_store.format.persist import (
     prepare_entry_for_persistence,
     rehydrate_entry,
 )
-from xcsh_store.format.versions import find_header_index
+from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.indexer import synthetic_ids_for
 from xcsh_store.js import stringify as dumps
 from xcsh_store.js import utf16_length
 from xcsh_store.session.context import index_by_id, path_to_root

@@ -41,7 +41,6 @@ from xcsh_store.history.store import HistoryStorage, backdate_prompts
 from xcsh_store.index import SessionIndex, SyncReport, remove_side_files
 from xcsh_store.paths import (
     _SNOWFLAKE_EPOCH_MS,
-    AGENT_DIR_ENV,
     FILE_MODE,
     INDEX_DB_NAME,
     artifacts_dir_for,
@@ -288,21 +287,6 @@ def write_marker(agent_dir: str, written: list[str], now: datetime = DEMO_NOW) -
         os.utime(folder, (moment, moment))
 
 
-@contextlib.contextmanager
-def _agent_dir_setting(agent_dir: str) -> Iterator[None]:
-    """SessionManager finds the blob store and terminal breadcrumbs through the agent dir
-    setting, not through the session folder it is given; point it at the demo while writing."""
-    previous = os.environ.get(AGENT_DIR_ENV)
-    os.environ[AGENT_DIR_ENV] = agent_dir
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ[AGENT_DIR_ENV]
-        else:
-            os.environ[AGENT_DIR_ENV] = previous
-
-
 def png_bytes(width: int, height: int, rng: random.Random) -> bytes:
     """A small noisy gradient PNG: big enough (noise does not compress) to be stored as a blob."""
     rows = []
@@ -355,7 +339,7 @@ class _Script:
         ids: random.Random,
     ) -> None:
         self.agent_dir = agent_dir
-        self.manager = SessionManager.create(cwd, get_default_session_dir(cwd, agent_dir))
+        self.manager = SessionManager.create(cwd, agent_dir=agent_dir)
         self.start = self.clock = start
         self.model = model
         self.rng = rng
@@ -576,21 +560,20 @@ def build_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NO
     # many ids were drawn.
     ids = random.Random(f"xcsh-store-demo-ids-{seed}")
     report = DemoReport(agent_dir)
-    with _agent_dir_setting(agent_dir):
-        report.sessions["login"] = _flaky_login(agent_dir, _day(today, 12, 9, 14), rng, ids)
-        report.sessions["darkmode"] = _dark_mode(agent_dir, _day(today, 9, 14, 2), rng, ids)
-        report.sessions["orders"] = _slow_orders(agent_dir, _day(today, 6, 10, 31), rng, ids)
-        report.sessions["bucket"] = _staging_bucket(agent_dir, _day(today, 4, 16, 20), rng, ids)
-        for index, (cwd, days_ago, hour, question, answer, model) in enumerate(QUICK_QUESTIONS):
-            script = _Script(agent_dir, cwd, _day(today, days_ago, hour, 5), model, rng, ids)
-            script.user(question)
-            script.assistant(answer)
-            report.sessions[f"quick-{index}"] = script.finish()
-        start = min(now - timedelta(minutes=14), today + timedelta(hours=23))
-        report.sessions["ratelimit"], prompts = _rate_limit(agent_dir, start, rng, ids)
-        report.history_prompts = _remember_prompts(agent_dir, prompts)
-        report.legacy_file = _legacy_session(agent_dir, _day(today, 30, 11, 0), rng)
-        report.orphan_blob = _orphan_blob(agent_dir, now, rng)
+    report.sessions["login"] = _flaky_login(agent_dir, _day(today, 12, 9, 14), rng, ids)
+    report.sessions["darkmode"] = _dark_mode(agent_dir, _day(today, 9, 14, 2), rng, ids)
+    report.sessions["orders"] = _slow_orders(agent_dir, _day(today, 6, 10, 31), rng, ids)
+    report.sessions["bucket"] = _staging_bucket(agent_dir, _day(today, 4, 16, 20), rng, ids)
+    for index, (cwd, days_ago, hour, question, answer, model) in enumerate(QUICK_QUESTIONS):
+        script = _Script(agent_dir, cwd, _day(today, days_ago, hour, 5), model, rng, ids)
+        script.user(question)
+        script.assistant(answer)
+        report.sessions[f"quick-{index}"] = script.finish()
+    start = min(now - timedelta(minutes=14), today + timedelta(hours=23))
+    report.sessions["ratelimit"], prompts = _rate_limit(agent_dir, start, rng, ids)
+    report.history_prompts = _remember_prompts(agent_dir, prompts)
+    report.legacy_file = _legacy_session(agent_dir, _day(today, 30, 11, 0), rng)
+    report.orphan_blob = _orphan_blob(agent_dir, now, rng)
     _forget_terminal(agent_dir)
     return report
 
@@ -1027,7 +1010,7 @@ def _legacy_session(agent_dir: str, start: datetime, rng: random.Random) -> str:
 
 def _orphan_blob(agent_dir: str, now: datetime, rng: random.Random) -> str:
     """An image pasted into a prompt that was never sent: a blob nothing references."""
-    with SessionManager.in_memory(WEBAPP) as draft:
+    with SessionManager.in_memory(WEBAPP, agent_dir=agent_dir) as draft:
         stored = draft.put_blob(png_bytes(36, 24, rng))
     three_days_ago = (now - timedelta(days=3)).timestamp()
     os.utime(stored.path, (three_days_ago, three_days_ago))

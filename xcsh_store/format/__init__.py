@@ -3,5 +3,6 @@
 Reading lines leniently (``loader``), writing them byte-for-byte as the reference agent does
 (``jsonl``), bringing old entries to the current version in memory (``versions``), the storage
 that appends and rewrites files safely (``storage``), what an entry becomes before it is written
-(``persist``) and the content-addressed store its images move to (``blobs``).
+(``persist``), the content-addressed store its images move to (``blobs``), and what an entry
+says and how a new one is built (``entries``).
 """

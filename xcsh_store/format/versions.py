@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -38,6 +40,32 @@ IdFactory = Callable[[Collection[str], int], str]
 
 def random_entry_id(existing: Collection[str], position: int) -> str:
     return new_entry_id(existing)
+
+
+class _SyntheticIds:
+    """Deterministic entry ids for files that need them (v1, D25), so any re-parse agrees: the
+    index shows the ids a later ``migrate`` writes into the file.
+
+    The id of the object at position ``seq`` of a file depends only on the file name and that
+    position.
+    """
+
+    def __init__(self, seed: str) -> None:
+        self.seed = seed
+
+    def __call__(self, existing: Collection[str], position: int) -> str:
+        attempt = 0
+        while True:
+            seed = f"{self.seed}:{position}:{attempt}".encode()
+            candidate = hashlib.sha1(seed).hexdigest()[:8]
+            if candidate not in existing:
+                return candidate
+            attempt += 1
+
+
+def synthetic_ids_for(path: str) -> IdFactory:
+    """The deterministic id factory of the session file at ``path`` (seeded by its name)."""
+    return _SyntheticIds(os.path.basename(path))
 
 
 def find_header_index(entries: list[dict[str, Any]]) -> int | None:

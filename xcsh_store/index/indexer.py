@@ -15,13 +15,22 @@ import orjson
 
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
+from xcsh_store.format.entries import (
+    NAMED_TITLE_SOURCE,
+    SESSION_INFO_TYPE,
+    content_text,
+    session_info_name,
+    sets_default_model,
+)
 from xcsh_store.format.jsonl import BOM, iter_lines, parse_line
 from xcsh_store.format.versions import (
     HEADER_TYPE,
     KNOWN_ENTRY_TYPES,
     TITLE_TYPE,
+    IdFactory,
     migrate_session_entries,
     session_version,
+    synthetic_ids_for,
 )
 from xcsh_store.index.rows import (
     SURROGATE_ESCAPE,
@@ -37,39 +46,12 @@ from xcsh_store.index.scan import (
     sha1_hex,
 )
 from xcsh_store.js import stringify
-from xcsh_store.session.context import DEFAULT_MODEL_ROLE, model_change_model
-from xcsh_store.session.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 from xcsh_store.times import iso_millis, iso_now
 
 HEAD_BYTES = 1024
-# Who named a session that a session_info entry names (D27).
-NAMED_TITLE_SOURCE = "user"
 TAIL_BYTES = 4096
 COMMIT_EVERY_VALUES = 20_000
 COMMIT_EVERY_BYTES = 16 << 20
-
-
-class _SyntheticIds:
-    """Deterministic entry ids for files that need them (v1, D25), so any re-parse agrees.
-
-    The id of the object at position ``seq`` of a file depends only on the file name and that
-    position (an ``IdFactory`` for :func:`migrate_session_entries`).
-    """
-
-    def __init__(self, seed: str) -> None:
-        self.seed = seed
-
-    def __call__(self, existing: Any, position: int) -> str:
-        attempt = 0
-        while True:
-            candidate = sha1_hex(f"{self.seed}:{position}:{attempt}".encode())[:8]
-            if candidate not in existing:
-                return candidate
-            attempt += 1
-
-
-def synthetic_ids_for(path: str) -> _SyntheticIds:
-    return _SyntheticIds(os.path.basename(path))
 
 
 @dataclass
@@ -112,8 +94,7 @@ class _DefaultModels:
         parent = self._at(facts.parent_id)
         inherited = None
         if facts.type == "model_change":
-            role = value.get("role") or DEFAULT_MODEL_ROLE
-            if role == DEFAULT_MODEL_ROLE and model_change_model(value) is not None:
+            if sets_default_model(value):
                 parent = ((facts.provider, facts.model), True)
         elif facts.role == "assistant":
             if facts.provider and facts.model:
@@ -407,7 +388,7 @@ class _SessionState:
     totals: _Totals = field(default_factory=_Totals)
     head: bytes = b""
     tail: bytes = b""
-    ids: _SyntheticIds | None = None
+    ids: IdFactory | None = None
     fresh: bool = True
     # Whether every entry so far has a trustworthy chain (migration 0002).
     chained: bool = True
@@ -648,8 +629,7 @@ class _RowWriter:
             below = row.seq
             if row.type == "model_change":
                 (change,) = read_entries(self.seen.path, [row], None)
-                role = change.get("role") or DEFAULT_MODEL_ROLE
-                if role == DEFAULT_MODEL_ROLE and model_change_model(change) is not None:
+                if sets_default_model(change):
                     return (row.provider, row.model), True
             elif (
                 assistant is _NO_DEFAULT and row.role == "assistant" and row.provider and row.model

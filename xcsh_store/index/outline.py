@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xcsh_store.format.entries import SESSION_INFO_TYPE, model_change_model, session_info_name
 from xcsh_store.index.tree import SessionTree, read_entries
-from xcsh_store.session.context import model_change_model
-from xcsh_store.session.discovery import SESSION_INFO_TYPE, session_info_name
 
 if TYPE_CHECKING:
     from xcsh_store.index.sessions import IndexedSession

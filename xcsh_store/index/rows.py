@@ -9,9 +9,15 @@ from typing import Any
 import orjson
 
 from xcsh_store.format.blobs import BLOB_REF_PREFIX, parse_blob_ref
+from xcsh_store.format.entries import (
+    SESSION_INFO_TYPE,
+    block_text,
+    content_text,
+    message_usage,
+    model_change_model,
+    session_info_name,
+)
 from xcsh_store.js import well_formed
-from xcsh_store.session.context import model_change_model
-from xcsh_store.session.discovery import SESSION_INFO_TYPE, content_text, session_info_name
 
 # Tool output can be megabytes; its beginning is what people search for.
 TOOL_RESULT_TEXT_CAP = 2_048
@@ -60,25 +66,6 @@ def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
                     texts.append(value)
                     break
     return texts
-
-
-_NUMBERS = (int, float)  # exact types: a bool is not a token count
-_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "premiumRequests")
-
-
-def usage_of(usage: Any) -> tuple[int | float, ...] | None:
-    """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object.
-
-    Anything that is not a number counts as 0 (D16).
-    """
-    if type(usage) is not dict:
-        return None
-    get = usage.get
-    values = [value if type(value) in _NUMBERS else 0 for value in map(get, _USAGE_KEYS)]
-    cost = get("cost")
-    total = cost.get("total") if type(cost) is dict else 0
-    values.append(total if type(total) in _NUMBERS else 0)
-    return tuple(values)
 
 
 def prompt_hash(text: str) -> str:
@@ -156,6 +143,8 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
 def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
     role = message.get("role")
     facts.role = role if isinstance(role, str) else None
+    # What counts as usage is message_usage's rule alone; the usage_entries view sums these.
+    facts.usage = message_usage(message)
     if role == "user":
         text = content_text(message.get("content"))
         if text.strip():
@@ -165,14 +154,10 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
         provider, model = message.get("provider"), message.get("model")
         facts.provider = provider if isinstance(provider, str) else None
         facts.model = model if isinstance(model, str) else None
-        facts.usage = usage_of(message.get("usage"))
         return _assistant_text(message.get("content"))
     if role == "toolResult":
         tool_name = message.get("toolName")
         facts.tool_name = tool_name if isinstance(tool_name, str) else None
-        details = message.get("details")
-        if tool_name == "task" and type(details) is dict:
-            facts.usage = usage_of(details.get("usage"))
         text = "\n".join(_text_blocks(message.get("content")))
         return (facts.tool_name or "") + "\n" + text[:TOOL_RESULT_TEXT_CAP]
     if role in ("bashExecution", "pythonExecution"):
@@ -187,21 +172,19 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
     return "\n".join(_text_blocks(message.get("content")))
 
 
+_TEXT_AND_THINKING = ("text", "thinking")
+
+
 def _assistant_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
+    """Text and thinking, and each tool call as its name and arguments, a line each."""
     if type(content) is not list:
-        return ""
+        return content_text(content)
     parts = []
     for block in content:
-        if type(block) is not dict:
-            continue
-        kind = block.get("type")
-        if kind == "text" or kind == "thinking":
-            text = block.get(kind)
-            if isinstance(text, str):
-                parts.append(text)
-        elif kind == "toolCall":
+        text = block_text(block, _TEXT_AND_THINKING)
+        if text is not None:
+            parts.append(text)
+        elif type(block) is dict and block.get("type") == "toolCall":
             name = block.get("name")
             text = arguments_text(block.get("arguments"))
             parts.append(f"{name if isinstance(name, str) else ''} {text}")

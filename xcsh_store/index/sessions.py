@@ -19,9 +19,9 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
+from xcsh_store.format.entries import content_text
 from xcsh_store.index.scan import SkippedLines
 from xcsh_store.index.tree import entry_rows, read_entries
-from xcsh_store.session.discovery import content_text
 from xcsh_store.times import parse_iso
 
 if TYPE_CHECKING:

@@ -16,8 +16,7 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
 from xcsh_store.format.persist import rehydrate_entry
-from xcsh_store.format.versions import find_header_index
-from xcsh_store.index.indexer import synthetic_ids_for
+from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 from xcsh_store.session.context import (
     SessionContext,
     build_session_context,

@@ -6,11 +6,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xcsh_store.format.entries import (
+    DEFAULT_MODEL_ROLE,
+    assistant_model,
+    model_change_model,
+    model_change_role,
+)
 from xcsh_store.times import timestamp_to_millis
 
 DEFAULT_THINKING_LEVEL = "off"
 DEFAULT_MODE = "none"
-DEFAULT_MODEL_ROLE = "default"
 
 
 class _Last:
@@ -83,33 +88,6 @@ def create_compaction_summary_message(
         message["providerPayload"] = provider_payload
     message["timestamp"] = timestamp_to_millis(timestamp)
     return message
-
-
-# --------------------------------------------------------------------------------------------
-# Models (D3, D26, D27)
-
-
-def model_change_model(entry: dict[str, Any]) -> Any:
-    """The model a ``model_change`` entry sets, or None: its truthy ``model`` (reference), else
-    pi's ``provider`` + ``modelId`` form (both non-empty strings, no ``model``) as
-    ``provider/modelId`` (D27)."""
-    model = entry.get("model")
-    if model:
-        return model
-    provider, model_id = entry.get("provider"), entry.get("modelId")
-    if model is None and _named(provider) and _named(model_id):
-        return f"{provider}/{model_id}"
-    return None
-
-
-def assistant_model(message: dict[str, Any]) -> str | None:
-    """``provider/model`` of an assistant message naming both, else None (D26)."""
-    provider, model = message.get("provider"), message.get("model")
-    return f"{provider}/{model}" if _named(provider) and _named(model) else None
-
-
-def _named(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,7 +169,7 @@ def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
         elif kind == "model_change":
             model = model_change_model(entry)
             if model is not None:
-                role = entry.get("role") or DEFAULT_MODEL_ROLE
+                role = model_change_role(entry)
                 models[role] = model
                 explicit_default_model = explicit_default_model or role == DEFAULT_MODEL_ROLE
         elif kind == "compaction":

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+from xcsh_store.format.entries import content_text, effective_title, named_title
 from xcsh_store.format.loader import parse_session_entries, read_session_file
 from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
@@ -22,8 +23,6 @@ PREFIX_BYTES = 4096
 SESSION_PATTERN = "*.jsonl"
 NAME_MAX_CHARS = 40
 NO_MESSAGES = "(no messages)"
-# pi names a session with an entry of this type (D27).
-SESSION_INFO_TYPE = "session_info"
 
 _NAME_CONTROL = dict.fromkeys([*range(0x20), 0x7F])
 
@@ -44,39 +43,6 @@ def split_header(
             return entries[:index], entry, entries[index + 1 :]
         break
     return [], None, []
-
-
-def effective_title(
-    header: dict[str, Any], leading: list[dict[str, Any]]
-) -> tuple[str | None, str | None]:
-    """``(title, source)``: the header's, else the last non-empty leading title record's (D21)."""
-    title = header.get("title")
-    if isinstance(title, str) and title:
-        source = header.get("titleSource")
-        return title, source if isinstance(source, str) else None
-    for record in reversed(leading):
-        title = record.get("title")
-        if isinstance(title, str) and title:
-            source = record.get("source")
-            return title, source if isinstance(source, str) else None
-    return None, None
-
-
-def session_info_name(entry: dict[str, Any]) -> str | None:
-    """The name a pi ``session_info`` entry gives its session (D27), or None."""
-    name = entry.get("name")
-    if entry.get("type") == SESSION_INFO_TYPE and isinstance(name, str) and name:
-        return name
-    return None
-
-
-def named_title(entries: list[dict[str, Any]]) -> str | None:
-    """The name of the last naming ``session_info`` entry: it wins over the header (D27)."""
-    for entry in reversed(entries):
-        name = session_info_name(entry)
-        if name is not None:
-            return name
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,21 +171,6 @@ class SessionInfo:
     all_messages_text: str
 
 
-def content_text(content: Any) -> str:
-    """The text of message content: a string, or its text blocks joined by a space."""
-    if isinstance(content, str):
-        return content
-    if type(content) is not list:
-        return ""
-    texts = []
-    for block in content:
-        if type(block) is dict and block.get("type") == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                texts.append(text)
-    return " ".join(texts)
-
-
 def _parse_created(timestamp: Any, fallback: datetime) -> datetime:
     if isinstance(timestamp, str):
         try:
@@ -282,11 +233,15 @@ def collect_sessions(files: list[str], storage: SessionStorage | None = None) ->
 
 
 def list_sessions(
-    cwd: str, session_dir: str | None = None, storage: SessionStorage | None = None
+    cwd: str,
+    session_dir: str | None = None,
+    storage: SessionStorage | None = None,
+    agent_dir: str | None = None,
 ) -> list[SessionInfo]:
-    """Every session of one project folder (the default folder of ``cwd`` unless given)."""
+    """Every session of one project folder (the default folder of ``cwd`` in ``agent_dir``
+    unless given)."""
     storage = storage or FileSessionStorage()
-    directory = session_dir if session_dir is not None else get_default_session_dir(cwd)
+    directory = session_dir if session_dir is not None else get_default_session_dir(cwd, agent_dir)
     try:
         files = storage.list_files(directory, SESSION_PATTERN)
     except OSError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -14,22 +13,32 @@ from typing import Any
 from xcsh_store.artifacts.store import ArtifactManager, copy_artifacts_dir
 from xcsh_store.errors import EntryNotFoundError, PersistenceError
 from xcsh_store.format.blobs import BlobPutResult, BlobStore
-from xcsh_store.format.loader import LoadedSession, load_session
-from xcsh_store.format.persist import entry_to_line
-from xcsh_store.format.storage import (
-    FileSessionStorage,
-    MemorySessionStorage,
-    SessionStorage,
-    SessionStorageWriter,
-    write_atomically,
+from xcsh_store.format.entries import (
+    USAGE_FIELDS,
+    build_branch_summary,
+    build_compaction,
+    build_custom_entry,
+    build_custom_message_entry,
+    build_header,
+    build_label_change,
+    build_message,
+    build_mode_change,
+    build_model_change,
+    build_session_init,
+    build_thinking_level_change,
+    build_ttsr_injection,
+    effective_title,
+    message_usage,
+    set_optional,
 )
-from xcsh_store.format.versions import CURRENT_SESSION_VERSION, HEADER_TYPE
+from xcsh_store.format.loader import LoadedSession, load_session
+from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
+from xcsh_store.format.versions import HEADER_TYPE
 from xcsh_store.js import trim
 from xcsh_store.paths import (
     agent_dir_of,
     artifacts_dir_for,
     encode_cwd,
-    file_timestamp,
     get_blobs_dir,
     get_default_session_dir,
     get_sessions_dir,
@@ -46,19 +55,15 @@ from xcsh_store.session.context import (
 )
 from xcsh_store.session.discovery import (
     SessionInfo,
-    effective_title,
     find_most_recent_session,
     list_all_sessions,
     list_sessions,
     split_header,
 )
 from xcsh_store.session.roots import record_session_root
+from xcsh_store.session.session_file import SessionFile
 from xcsh_store.times import iso_now, timestamp_to_millis
 
-log = logging.getLogger("xcsh_store")
-
-USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "premiumRequests")
-ROOT_BRANCH = "root"
 # setSessionName: C0 controls, DEL and C1 controls become spaces, then runs of spaces collapse.
 _NAME_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SPACE_RUN = re.compile(" {2,}")
@@ -69,14 +74,6 @@ class SessionTreeNode:
     entry: dict[str, Any]
     children: list[SessionTreeNode] = field(default_factory=list)
     label: str | None = None
-
-
-# Usage quantities that are missing or not numbers (bool included) count as 0 (D16).
-_NUMBER_TYPES = (int, float)
-
-
-def _empty_usage() -> dict[str, int | float]:
-    return dict.fromkeys((*USAGE_KEYS, "cost"), 0)
 
 
 def sanitize_session_name(name: str) -> str:
@@ -97,6 +94,7 @@ class SessionManager:
         session_dir: str,
         persist: bool,
         storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> None:
         self._cwd = cwd
         self._session_dir = session_dir
@@ -104,7 +102,10 @@ class SessionManager:
         self._storage: SessionStorage = storage or (
             FileSessionStorage() if persist else MemorySessionStorage()
         )
-        self._agent_dir = agent_dir_of(session_dir)
+        # The agent dir given to the factory; None: the default, wherever paths finds it.
+        self._agent_dir_given = agent_dir
+        # Where this session's blobs, breadcrumbs and recorded roots go.
+        self._agent_dir = _agent_dir_for(session_dir, agent_dir)
         self._blob_store = _RootRecordingBlobStore(
             get_blobs_dir(self._agent_dir), lambda: self._record_session_root(self._session_dir)
         )
@@ -116,7 +117,6 @@ class SessionManager:
         self._session_id = ""
         self._session_name: str | None = None
         self._title_source: str | None = None
-        self._session_file: str | None = None
         # File order: leading title records (D21), the header, then every other record.
         self._leading: list[dict[str, Any]] = []
         self._header: dict[str, Any] = {}
@@ -124,17 +124,10 @@ class SessionManager:
         self._by_id: dict[str, dict[str, Any]] = {}
         self._labels: dict[str, str] = {}
         self._leaf_id: str | None = None
-        self._usage = _empty_usage()
+        # Totals of message_usage over every entry, in USAGE_FIELDS order.
+        self._usage: list[int | float] = [0] * len(USAGE_FIELDS)
         self._has_assistant = False
-
-        # Persistence state (reference §5.1).
-        self._flushed = False
-        self._ensured_on_disk = False
-        self._needs_rewrite = False
-        # The file on disk ends without a newline: the next append must end that line first.
-        self._cut_last_line = False
-        self._writer: SessionStorageWriter | None = None
-        self._error: PersistenceError | None = None
+        self._file = SessionFile(self._storage, self._blob_store, self._records)
 
         self._artifacts: ArtifactManager | None = None
         self._memory_artifacts: dict[str, str] = {}
@@ -144,21 +137,35 @@ class SessionManager:
 
     @classmethod
     def create(
-        cls, cwd: str, session_dir: str | None = None, storage: SessionStorage | None = None
+        cls,
+        cwd: str,
+        session_dir: str | None = None,
+        storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> SessionManager:
-        """A new persisted session; nothing is written before the first assistant message."""
-        manager = cls(cwd, _session_dir_or_default(session_dir, cwd), True, storage)
+        """A new persisted session; nothing is written before the first assistant message.
+
+        ``agent_dir`` (every factory takes it): where the session's default folder, blobs,
+        breadcrumbs and recorded roots are. Without it the default folder is in
+        ``get_agent_dir()``, and the rest go to the agent dir the session folder lies in.
+        """
+        directory = _session_dir_or_default(session_dir, cwd, agent_dir)
+        manager = cls(cwd, directory, True, storage, agent_dir)
         manager.new_session()
         return manager
 
     @classmethod
     def open(
-        cls, path: str, session_dir: str | None = None, storage: SessionStorage | None = None
+        cls,
+        path: str,
+        session_dir: str | None = None,
+        storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> SessionManager:
         """The session in ``path``; a missing, empty or invalid file becomes a new session there."""
         resolved = os.path.abspath(path)
         directory = session_dir if session_dir is not None else os.path.dirname(resolved)
-        manager = cls(os.getcwd(), directory, True, storage)
+        manager = cls(os.getcwd(), directory, True, storage, agent_dir)
         loaded = manager._load(resolved)
         header = split_header(loaded.entries)[1] or {}
         if isinstance(header.get("cwd"), str):
@@ -168,14 +175,17 @@ class SessionManager:
 
     @classmethod
     def continue_recent(
-        cls, cwd: str, session_dir: str | None = None, storage: SessionStorage | None = None
+        cls,
+        cwd: str,
+        session_dir: str | None = None,
+        storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> SessionManager:
         """This terminal's last session in ``cwd``, else the newest one there, else a new one."""
-        directory = _session_dir_or_default(session_dir, cwd)
-        target = read_terminal_breadcrumb(cwd, agent_dir_of(directory)) or find_most_recent_session(
-            directory, storage
-        )
-        manager = cls(cwd, directory, True, storage)
+        directory = _session_dir_or_default(session_dir, cwd, agent_dir)
+        breadcrumb = read_terminal_breadcrumb(cwd, _agent_dir_for(directory, agent_dir))
+        target = breadcrumb or find_most_recent_session(directory, storage)
+        manager = cls(cwd, directory, True, storage, agent_dir)
         if target:
             manager.set_session_file(target)
         else:
@@ -189,9 +199,11 @@ class SessionManager:
         cwd: str,
         session_dir: str | None = None,
         storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> SessionManager:
         """A copy of another session (same entry ids) as a new session of ``cwd``, written now."""
-        manager = cls(cwd, _session_dir_or_default(session_dir, cwd), True, storage)
+        directory = _session_dir_or_default(session_dir, cwd, agent_dir)
+        manager = cls(cwd, directory, True, storage, agent_dir)
         source = os.path.abspath(source_path)
         leading, header, rest = split_header(manager._load(source).entries)
         manager.new_session(parent_session=header["id"] if header else None)
@@ -200,27 +212,33 @@ class SessionManager:
             manager._set_title(title, source_kind)
             manager._entries = rest
             manager._rebuild_index()
-        manager._write_whole_file()
-        manager._ensured_on_disk = True
-        assert manager._session_file is not None
-        copy_artifacts_dir(source, manager._session_file)
+        manager._file.write_and_keep()
+        assert manager._file.path is not None
+        copy_artifacts_dir(source, manager._file.path)
         return manager
 
     @classmethod
     def in_memory(
-        cls, cwd: str | None = None, storage: SessionStorage | None = None
+        cls,
+        cwd: str | None = None,
+        storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> SessionManager:
-        """A session that is never written anywhere."""
-        manager = cls(cwd if cwd is not None else os.getcwd(), "", False, storage)
+        """A session that is never written anywhere (blobs still go to the agent dir)."""
+        manager = cls(cwd if cwd is not None else os.getcwd(), "", False, storage, agent_dir)
         manager.new_session()
         return manager
 
     @classmethod
     def list(
-        cls, cwd: str, session_dir: str | None = None, storage: SessionStorage | None = None
+        cls,
+        cwd: str,
+        session_dir: str | None = None,
+        storage: SessionStorage | None = None,
+        agent_dir: str | None = None,
     ) -> list[SessionInfo]:
         """Every session of one project, newest modification first."""
-        return list_sessions(cwd, session_dir, storage)
+        return list_sessions(cwd, session_dir, storage, agent_dir)
 
     @classmethod
     def list_all(
@@ -258,7 +276,7 @@ class SessionManager:
         return self._session_id
 
     def get_session_file(self) -> str | None:
-        return self._session_file
+        return self._file.path
 
     def get_session_name(self) -> str | None:
         return self._session_name
@@ -335,7 +353,7 @@ class SessionManager:
 
     def get_usage_statistics(self) -> dict[str, int | float]:
         """Token and cost totals over every entry of every branch (reference §3.6, D16)."""
-        return dict(self._usage)
+        return dict(zip(USAGE_FIELDS, self._usage, strict=True))
 
     def get_injected_ttsr_rules(self) -> list[str]:
         rules: dict[str, None] = {}
@@ -346,7 +364,8 @@ class SessionManager:
         return list(rules)
 
     def get_artifacts_dir(self) -> str | None:
-        return None if self._session_file is None else artifacts_dir_for(self._session_file)
+        path = self._file.path
+        return None if path is None else artifacts_dir_for(path)
 
     # ----------------------------------------------------------------------------------------
     # Appends
@@ -361,29 +380,17 @@ class SessionManager:
         self._persist_entry(entry)
         return entry_id
 
-    def _base(self, kind: str) -> dict[str, Any]:
-        return {
-            "type": kind,
-            "id": new_entry_id(self._by_id),
-            "parentId": self._leaf_id,
-            "timestamp": iso_now(),
-        }
+    def _new_id(self) -> str:
+        return new_entry_id(self._by_id)
 
     def append_message(self, message: dict[str, Any]) -> str:
-        entry = self._base("message")
-        entry["message"] = message
-        return self._append(entry)
+        return self._append(build_message(self._new_id(), self._leaf_id, message))
 
     def append_thinking_level_change(self, level: str | None) -> str:
-        entry = self._base("thinking_level_change")
-        entry["thinkingLevel"] = level
-        return self._append(entry)
+        return self._append(build_thinking_level_change(self._new_id(), self._leaf_id, level))
 
     def append_model_change(self, model: str, role: str | None = None) -> str:
-        entry = self._base("model_change")
-        entry["model"] = model
-        _set_optional(entry, "role", role)
-        return self._append(entry)
+        return self._append(build_model_change(self._new_id(), self._leaf_id, model, role))
 
     def append_compaction(
         self,
@@ -395,26 +402,21 @@ class SessionManager:
         from_extension: bool | None = None,
         preserve_data: dict[str, Any] | None = None,
     ) -> str:
-        entry = self._base("compaction")
-        entry["summary"] = summary
-        _set_optional(entry, "shortSummary", short_summary)
-        entry["firstKeptEntryId"] = first_kept_entry_id
-        entry["tokensBefore"] = tokens_before
-        _set_optional(entry, "details", details)
-        _set_optional(entry, "fromExtension", from_extension)
-        _set_optional(entry, "preserveData", preserve_data)
+        entry = build_compaction(
+            self._new_id(),
+            self._leaf_id,
+            summary,
+            short_summary,
+            first_kept_entry_id,
+            tokens_before,
+            details,
+            from_extension,
+            preserve_data,
+        )
         return self._append(entry)
 
-    def _fields_first(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """``custom`` and ``custom_message`` put their own fields before id/parentId/timestamp."""
-        entry = {"type": kind, **{key: value for key, value in fields.items() if value is not None}}
-        base = self._base(kind)
-        del base["type"]
-        entry.update(base)
-        return entry
-
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
-        return self._append(self._fields_first("custom", {"customType": custom_type, "data": data}))
+        return self._append(build_custom_entry(self._new_id(), self._leaf_id, custom_type, data))
 
     def append_custom_message_entry(
         self,
@@ -424,28 +426,19 @@ class SessionManager:
         details: Any = None,
         attribution: str = "agent",
     ) -> str:
-        fields = {
-            "customType": custom_type,
-            "content": content,
-            "display": display,
-            "details": details,
-            "attribution": attribution,
-        }
-        return self._append(self._fields_first("custom_message", fields))
+        entry = build_custom_message_entry(
+            self._new_id(), self._leaf_id, custom_type, content, display, details, attribution
+        )
+        return self._append(entry)
 
     def append_label_change(self, target_id: str, label: str | None) -> str:
         """Label ``target_id`` (None or "" clears it); the label entry becomes the leaf."""
         if target_id not in self._by_id:
             raise EntryNotFoundError(target_id)
-        entry = self._base("label")
-        entry["targetId"] = target_id
-        _set_optional(entry, "label", label)
-        return self._append(entry)
+        return self._append(build_label_change(self._new_id(), self._leaf_id, target_id, label))
 
     def append_ttsr_injection(self, rule_names: list[str]) -> str:
-        entry = self._base("ttsr_injection")
-        entry["injectedRules"] = list(rule_names)
-        return self._append(entry)
+        return self._append(build_ttsr_injection(self._new_id(), self._leaf_id, rule_names))
 
     def append_session_init(
         self,
@@ -454,18 +447,13 @@ class SessionManager:
         tools: list[str],
         output_schema: Any = None,
     ) -> str:
-        entry = self._base("session_init")
-        entry["systemPrompt"] = system_prompt
-        entry["task"] = task
-        entry["tools"] = list(tools)
-        _set_optional(entry, "outputSchema", output_schema)
+        entry = build_session_init(
+            self._new_id(), self._leaf_id, system_prompt, task, tools, output_schema
+        )
         return self._append(entry)
 
     def append_mode_change(self, mode: str, data: dict[str, Any] | None = None) -> str:
-        entry = self._base("mode_change")
-        entry["mode"] = mode
-        _set_optional(entry, "data", data)
-        return self._append(entry)
+        return self._append(build_mode_change(self._new_id(), self._leaf_id, mode, data))
 
     # ----------------------------------------------------------------------------------------
     # Navigation
@@ -491,11 +479,9 @@ class SessionManager:
         if branch_from_id is not None and branch_from_id not in self._by_id:
             raise EntryNotFoundError(branch_from_id)
         self._leaf_id = branch_from_id
-        entry = self._base("branch_summary")
-        entry["fromId"] = branch_from_id if branch_from_id is not None else ROOT_BRANCH
-        entry["summary"] = summary
-        _set_optional(entry, "details", details)
-        _set_optional(entry, "fromExtension", from_extension)
+        entry = build_branch_summary(
+            self._new_id(), branch_from_id, summary, details, from_extension
+        )
         return self._append(entry)
 
     # ----------------------------------------------------------------------------------------
@@ -521,35 +507,20 @@ class SessionManager:
         message = entry.get("message")
         if type(message) is not dict:
             return
-        role = message.get("role")
-        if role == "assistant":
+        if message.get("role") == "assistant":
             self._has_assistant = True
-            usage = message.get("usage")
-        elif role == "toolResult" and message.get("toolName") == "task":
-            # Subagent runs report their usage in the task tool's result (reference §3.6).
-            details = message.get("details")
-            usage = details.get("usage") if type(details) is dict else None
-        else:
-            return
-        if type(usage) is not dict:
-            return
-        totals = self._usage
-        for key in USAGE_KEYS:
-            value = usage.get(key)
-            if type(value) in _NUMBER_TYPES:
-                totals[key] += value
-        cost = usage.get("cost")
-        if type(cost) is dict:
-            total = cost.get("total")
-            if type(total) in _NUMBER_TYPES:
-                totals["cost"] += total
+        usage = message_usage(message)
+        if usage is not None:
+            totals = self._usage
+            for position, figure in enumerate(usage):
+                totals[position] += figure
 
     def _rebuild_index(self) -> None:
         """Derive ids, labels, usage and the leaf (the last entry) from ``_entries``."""
         by_id: dict[str, dict[str, Any]] = {}
         self._by_id = by_id
         self._labels = {}
-        self._usage = _empty_usage()
+        self._usage = [0] * len(USAGE_FIELDS)
         self._has_assistant = False
         leaf_id = None
         account = self._account
@@ -571,7 +542,7 @@ class SessionManager:
         self._title_source = source if title is not None else None
         if title is not None:
             self._header["title"] = title
-            _set_optional(self._header, "titleSource", self._title_source)
+            set_optional(self._header, "titleSource", self._title_source)
 
     def _start_session(self, parent_session: str | None) -> None:
         """Fresh in-memory state with a new header; the session file is chosen by the caller."""
@@ -580,24 +551,14 @@ class SessionManager:
         self._title_source = None
         self._entries = []
         self._rebuild_index()
-        self._flushed = False
-        self._ensured_on_disk = False
-        self._needs_rewrite = False
-        self._cut_last_line = False
+        self._file.start_unwritten()
         self._memory_artifacts = {}
 
     def _new_header(self, parent_session: str | None) -> None:
         """A new session id and the header of a new session (no title records before it)."""
         self._session_id = new_session_id()
         self._leading = []
-        self._header = {
-            "type": HEADER_TYPE,
-            "version": CURRENT_SESSION_VERSION,
-            "id": self._session_id,
-            "timestamp": iso_now(),
-            "cwd": self._cwd,
-        }
-        _set_optional(self._header, "parentSession", parent_session)
+        self._header = build_header(self._session_id, self._cwd, parent_session)
 
     def _adopt(self, records: list[dict[str, Any]]) -> None:
         """Take over a loaded file's records (title records, header, entries)."""
@@ -612,127 +573,37 @@ class SessionManager:
         return os.path.join(self._session_dir, session_file_name(iso_now(), self._session_id))
 
     # ----------------------------------------------------------------------------------------
-    # Persistence (requirements §7, reference §5, D7, D23)
+    # Persistence (the file itself is session_file's)
 
     def _records(self) -> Iterator[dict[str, Any]]:
         yield from self._leading
         yield self._header
         yield from self._entries
 
-    def _raise_latched(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def _fail(self, error: Exception, action: str) -> PersistenceError:
-        """Latch the first persistence error (logged once) and return what to raise."""
-        if isinstance(error, PersistenceError):
-            wrapped = error
-        else:
-            wrapped = PersistenceError(
-                f"Could not {action} session file {self._session_file}: {error}"
-            )
-            wrapped.__cause__ = error
-        if self._error is None:
-            self._error = wrapped
-            log.error("Session persistence error (session file %s): %s", self._session_file, error)
-        return wrapped
-
-    def _clear_error(self) -> None:
-        self._error = None
-
-    def _close_writer(self) -> None:
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            with contextlib.suppress(OSError):
-                writer.close()
-
-    def _write_whole_file(self) -> None:
-        """Atomically replace the session file with every record (header always first, D23)."""
-        assert self._session_file is not None
-        self._raise_latched()
-        self._close_writer()
-        blob_store = self._blob_store
-        try:
-            write_atomically(
-                self._storage,
-                self._session_file,
-                (entry_to_line(record, blob_store) for record in self._records()),
-            )
-        except Exception as error:
-            raise self._fail(error, "rewrite") from error
-        self._needs_rewrite = False
-        self._cut_last_line = False
-        self._flushed = True
-
-    def _file_has_content(self) -> bool:
-        """Whether the session file exists and is not empty; when that cannot be told, False
-        (callers then write the whole file, the safe choice)."""
-        try:
-            return self._storage.stat(self._session_file or "").size > 0
-        except OSError:
-            return False
-
     def _persist_entry(self, entry: dict[str, Any]) -> None:
-        """Write one freshly appended entry, or defer it (reference §5.2)."""
-        if not self._persist or self._session_file is None:
-            return
-        self._raise_latched()
-        if not self._ensured_on_disk and not self._has_assistant:
-            self._flushed = False
-            return
-        # D23: if the file vanished or was emptied under us, an append would leave it without
-        # its header; write the whole session instead.
-        if self._needs_rewrite or not self._flushed or not self._file_has_content():
-            self._write_whole_file()
-            return
-        line = entry_to_line(entry, self._blob_store)
-        if self._cut_last_line:
-            # A crash or a full disk cut the last line short: glued onto it, this entry would be
-            # unreadable too. Ending the cut line first leaves it a malformed line on its own.
-            line = b"\n" + line
-        try:
-            if self._writer is None:
-                self._writer = self._storage.open_writer(self._session_file, "a")
-            self._writer.write_line(line)
-        except Exception as error:
-            raise self._fail(error, "append to") from error
-        self._cut_last_line = False
+        if self._persist and self._file.path is not None:
+            self._file.append(entry, self._has_assistant)
 
     def flush(self) -> None:
         """Make everything written so far durable (writer flush + fsync)."""
-        self._raise_latched()
-        if self._writer is None:
-            return
-        try:
-            self._writer.flush()
-            self._writer.fsync()
-        except Exception as error:
-            raise self._fail(error, "flush") from error
+        self._file.flush()
 
     def close(self) -> None:
         """Flush and close the append writer; raise the latched persistence error, if any.
 
         The manager stays usable: a later append opens a new writer.
         """
-        try:
-            if self._writer is not None and self._error is None:
-                self.flush()
-        finally:
-            self._close_writer()
-        self._raise_latched()
+        self._file.close()
 
     def rewrite_entries(self) -> None:
         """Write the whole session again (after callers changed entries in place)."""
-        if self._persist and self._session_file is not None:
-            self._write_whole_file()
+        if self._persist and self._file.path is not None:
+            self._file.rewrite()
 
     def ensure_on_disk(self) -> None:
         """Write the session now even without an assistant message, and keep it written."""
-        if not self._persist or self._session_file is None:
-            return
-        if not (self._flushed and not self._needs_rewrite and self._file_has_content()):
-            self._write_whole_file()
-        self._ensured_on_disk = True
+        if self._persist and self._file.path is not None:
+            self._file.ensure_on_disk()
 
     # ----------------------------------------------------------------------------------------
     # Lifecycle
@@ -742,42 +613,19 @@ class SessionManager:
 
     def _switch_to_file(self, path: str, loaded: LoadedSession) -> None:
         """Make ``path`` the session in use, given what was loaded from it."""
-        self._close_writer()
-        self._clear_error()
-        self._session_file = path
+        self._file.detach()
+        self._file.path = path
         self._artifacts = None
         if loaded.entries:
             self._adopt(loaded.entries)
-            self._flushed = True
-            self._ensured_on_disk = True
-            self._needs_rewrite = loaded.migrated
-            self._cut_last_line = loaded.unterminated
+            self._file.loaded(loaded.migrated, loaded.unterminated)
             self._memory_artifacts = {}
         else:
-            self._set_aside_invalid_file(path)
+            self._file.set_aside_invalid()
             self._start_session(None)
-            self._needs_rewrite = True
+            self._file.replaced()
         write_terminal_breadcrumb(self._cwd, path, self._agent_dir)
-        if self._needs_rewrite:
-            # D2: a migration is written back at once; a replaced file gets its header now.
-            self._write_whole_file()
-            self._ensured_on_disk = True
-
-    def _set_aside_invalid_file(self, path: str) -> None:
-        """D20: a non-empty file without a valid header is renamed, never overwritten."""
-        if not self._file_has_content():
-            return
-        stamp = file_timestamp(iso_now())
-        target = f"{path}.invalid-{stamp}"
-        suffix = 1
-        while self._storage.exists(target):
-            target = f"{path}.invalid-{stamp}-{suffix}"
-            suffix += 1
-        try:
-            self._storage.rename(path, target)
-        except Exception as error:
-            raise self._fail(error, "set aside the invalid") from error
-        log.warning("%s has no valid session header; moved it to %s", path, target)
+        self._file.write_if_needed()
 
     def set_session_file(self, path: str) -> None:
         """Switch to the session in ``path``; a missing or invalid file becomes a new session
@@ -787,16 +635,15 @@ class SessionManager:
 
     def new_session(self, parent_session: str | None = None) -> str | None:
         """Start an empty session (written lazily); returns its file path, None in memory."""
-        self._close_writer()
-        self._clear_error()
+        self._file.detach()
         self._start_session(parent_session)
         self._artifacts = None
         if not self._persist:
-            self._session_file = None
+            self._file.path = None
             return None
-        self._session_file = self._new_file_path()
-        write_terminal_breadcrumb(self._cwd, self._session_file, self._agent_dir)
-        return self._session_file
+        path = self._file.path = self._new_file_path()
+        write_terminal_breadcrumb(self._cwd, path, self._agent_dir)
+        return path
 
     def set_session_name(self, name: str, source: str = "auto") -> bool:
         """Name the session; an automatic name never replaces a user's. Returns whether it did."""
@@ -806,44 +653,35 @@ class SessionManager:
         if not cleaned:
             return False
         self._set_title(cleaned, source)
-        if (
-            self._persist
-            and self._session_file is not None
-            and self._storage.exists(self._session_file)
-        ):
-            self._write_whole_file()
+        path = self._file.path
+        if self._persist and path is not None and self._storage.exists(path):
+            self._file.rewrite()
         return True
 
     def fork(self) -> tuple[str, str] | None:
         """Continue in a copy of this session (new id, ``parentSession`` = old id), written now,
         with a copy of the artifact folder. Returns ``(old file, new file)``."""
-        if not self._persist or self._session_file is None:
+        old_file = self._file.path
+        if not self._persist or old_file is None:
             return None
-        old_file = self._session_file
         old_id = self._session_id
-        self._close_writer()
-        self._clear_error()
+        self._file.detach()
         self._session_id = new_session_id()
-        header: dict[str, Any] = {
-            "type": HEADER_TYPE,
-            "version": CURRENT_SESSION_VERSION,
-            "id": self._session_id,
-        }
-        for key, fallback in (("title", self._session_name), ("titleSource", self._title_source)):
-            value = self._header.get(key)
-            _set_optional(header, key, fallback if value is None else value)
-        header["timestamp"] = iso_now()
-        header["cwd"] = self._cwd
-        header["parentSession"] = old_id
-        self._header = header
+        title, title_source = self._header.get("title"), self._header.get("titleSource")
+        self._header = build_header(
+            self._session_id,
+            self._cwd,
+            old_id,
+            self._session_name if title is None else title,
+            self._title_source if title_source is None else title_source,
+        )
         self._leading = []
-        self._session_file = self._new_file_path()
         self._artifacts = None
-        self._flushed = False
-        self._write_whole_file()
-        write_terminal_breadcrumb(self._cwd, self._session_file, self._agent_dir)
-        copy_artifacts_dir(old_file, self._session_file)
-        return old_file, self._session_file
+        new_file = self._new_file_path()
+        self._file.write_to(new_file)
+        write_terminal_breadcrumb(self._cwd, new_file, self._agent_dir)
+        copy_artifacts_dir(old_file, new_file)
+        return old_file, new_file
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Continue in a new session holding only the path to ``leaf_id`` (labels re-created)."""
@@ -860,19 +698,18 @@ class SessionManager:
                 # D24: skip over the dropped label so the history stays connected.
                 entry = {**entry, "parentId": kept[-1]["id"] if kept else None}
             kept.append(entry)
-        previous_file = self._session_file
-        self._close_writer()
-        self._clear_error()
+        previous_file = self._file.path
+        self._file.detach()
         self._new_header(previous_file if self._persist else None)
         self._entries = kept + self._recreated_labels(kept)
         self._rebuild_index()
         self._artifacts = None
         if not self._persist:
             return None
-        self._session_file = self._new_file_path()
-        self._write_whole_file()
-        write_terminal_breadcrumb(self._cwd, self._session_file, self._agent_dir)
-        return self._session_file
+        path = self._file.path = self._new_file_path()
+        self._file.rewrite()
+        write_terminal_breadcrumb(self._cwd, path, self._agent_dir)
+        return path
 
     def _recreated_labels(self, kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
         used = {entry["id"] for entry in kept}
@@ -883,16 +720,7 @@ class SessionManager:
                 continue
             label_id = new_entry_id(used)
             used.add(label_id)
-            labels.append(
-                {
-                    "type": "label",
-                    "id": label_id,
-                    "parentId": parent_id,
-                    "timestamp": iso_now(),
-                    "targetId": target_id,
-                    "label": label,
-                }
-            )
+            labels.append(build_label_change(label_id, parent_id, target_id, label))
             parent_id = label_id
         return labels
 
@@ -903,23 +731,23 @@ class SessionManager:
             return
         new_dir = self._session_dir_for(resolved)
         had_file = False
-        if self._persist and self._session_file is not None:
-            self._close_writer()
-            self._clear_error()
-            new_file = os.path.join(new_dir, os.path.basename(self._session_file))
-            had_file = self._storage.exists(self._session_file)
+        old_file = self._file.path
+        if self._persist and old_file is not None:
+            self._file.detach()
+            new_file = os.path.join(new_dir, os.path.basename(old_file))
+            had_file = self._storage.exists(old_file)
             if had_file:
                 self._record_session_root(new_dir)  # its lines may reference blobs already
-            self._move_files(self._session_file, new_file, had_file)
-            self._session_file = new_file
+            self._move_files(old_file, new_file, had_file)
+            self._file.path = new_file
             self._artifacts = None
         self._cwd = resolved
         self._session_dir = new_dir
         self._header["cwd"] = resolved
-        if self._session_file is not None:
+        if self._file.path is not None:
             if had_file or self._has_assistant:
-                self._write_whole_file()
-            write_terminal_breadcrumb(resolved, self._session_file, self._agent_dir)
+                self._file.rewrite()
+            write_terminal_breadcrumb(resolved, self._file.path, self._agent_dir)
 
     def _session_dir_for(self, cwd: str) -> str:
         """The folder for ``cwd``: beside the current one when that is a managed folder."""
@@ -929,7 +757,7 @@ class SessionManager:
             directory = os.path.join(os.path.dirname(self._session_dir), encode_cwd(cwd))
             self._storage.ensure_dir(directory)
             return directory
-        return get_default_session_dir(cwd)
+        return get_default_session_dir(cwd, self._agent_dir_given)
 
     def _move_files(self, old_file: str, new_file: str, had_file: bool) -> None:
         """Rename the session file, then its artifact folder; undo both if either fails."""
@@ -975,10 +803,10 @@ class SessionManager:
         self._recorded_roots.add(folder)
 
     def _artifact_manager(self) -> ArtifactManager | None:
-        if self._session_file is None:
+        if self._file.path is None:
             return None
         if self._artifacts is None:
-            self._artifacts = ArtifactManager(self._session_file)
+            self._artifacts = ArtifactManager(self._file.path)
         return self._artifacts
 
     def save_artifact(self, content: str, tool_type: str) -> str:
@@ -1017,14 +845,13 @@ def _is_inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _set_optional(target: dict[str, Any], key: str, value: Any) -> None:
-    """Optional fields that are unset are absent, never null."""
-    if value is not None:
-        target[key] = value
+def _session_dir_or_default(session_dir: str | None, cwd: str, agent_dir: str | None) -> str:
+    return session_dir if session_dir is not None else get_default_session_dir(cwd, agent_dir)
 
 
-def _session_dir_or_default(session_dir: str | None, cwd: str) -> str:
-    return session_dir if session_dir is not None else get_default_session_dir(cwd)
+def _agent_dir_for(session_dir: str, agent_dir: str | None) -> str:
+    """The agent dir given, else the one the session folder lies in (paths.agent_dir_of)."""
+    return agent_dir if agent_dir is not None else agent_dir_of(session_dir)
 
 
 def _subtree_ids(root: SessionTreeNode) -> Iterator[str]:

@@ -23,9 +23,8 @@ from xcsh_store.format.versions import (
     is_valid_session,
     migrate_session_entries,
     session_version,
+    synthetic_ids_for,
 )
-from xcsh_store.index.indexer import synthetic_ids_for
-from xcsh_store.index.scan import SyncReport, scan_root
 from xcsh_store.paths import get_blobs_dir, get_sessions_dir
 
 MIGRATED = "migrated"
@@ -51,13 +50,38 @@ class FileMigration:
 
 
 def session_files(agent_dir: str) -> list[str]:
-    """Every ``*.jsonl`` below the agent dir's sessions folder, sorted (moved-aside files not)."""
-    root = get_sessions_dir(agent_dir)
-    if not os.path.isdir(root):
-        return []
-    return sorted(
-        seen.path for seen in scan_root(root, SyncReport()) if seen.path.endswith(".jsonl")
-    )
+    """Every ``*.jsonl`` below the agent dir's sessions folder, sorted, as a sync finds them:
+    folder symlinks are followed (each folder read once), dotfiles (temp files), files moved
+    aside, anything but regular files and names that are not UTF-8 are left out."""
+    found = []
+    visited: set[tuple[int, int]] = set()
+    pending = [get_sessions_dir(agent_dir)]
+    while pending:
+        folder = pending.pop()
+        try:
+            info = os.stat(folder)
+            if (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir():
+                    pending.append(entry.path)
+                elif entry.name.endswith(".jsonl") and entry.is_file() and _utf8(entry.path):
+                    found.append(entry.path)
+            except OSError:
+                continue
+    return sorted(found)
+
+
+def _utf8(path: str) -> bool:
+    """False for a path holding bytes that are not UTF-8 (decoded by Python as surrogates)."""
+    return path.isascii() or path.encode("utf-8", "replace").decode("utf-8") == path
 
 
 def migrate_files(
