@@ -20,7 +20,8 @@ class EntryNotFoundError(XcshStoreError, KeyError):
 
 
 class PersistenceError(XcshStoreError):
-    """Writing a session file failed; the manager latches it (D7)."""
+    """Writing a session file failed; the manager latches it (compatibility: Synchronous writes
+    with a latched error)."""
 
 
 class SessionNotFoundError(XcshStoreError, LookupError):

@@ -26,7 +26,8 @@ INDEX_DB_NAME = "index.db"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
-# Snowflake ids (reference §1.3): milliseconds since 2015-01-01 shifted over a 22-bit sequence.
+# Snowflake ids: milliseconds since 2015-01-01 shifted over a 22-bit sequence (compatibility: Ids
+# and paths as in the reference).
 _SNOWFLAKE_EPOCH_MS = 1_420_070_400_000
 _SEQUENCE_MASK = 0x3FFFFF
 _sequence = itertools.count(secrets.randbits(22) + 1)
@@ -125,10 +126,11 @@ def write_private_file(path: str, data: bytes) -> None:
 
 
 def encode_cwd(cwd: str) -> str:
-    """The session folder name of a working directory (D1): ``/work/pi`` -> ``--work-pi--``.
+    """The session folder name of a working directory: ``/work/pi`` -> ``--work-pi--``.
 
     Computed from the absolute, normalised path; symlinks are deliberately not resolved so the
-    name only depends on the string the agent was started with.
+    name only depends on the string the agent was started with (compatibility: Session folder
+    names).
     """
     resolved = os.path.abspath(cwd)
     if resolved[:1] in ("/", "\\"):
@@ -172,7 +174,8 @@ def new_entry_id(existing: object = ()) -> str:
 
 
 def get_terminal_id() -> str | None:
-    """The id of the terminal this process runs in (D18), or None when there is none."""
+    """The id of the terminal this process runs in, or None when there is none (compatibility:
+    Terminal id pinned by XCSH_TERMINAL_ID)."""
     pinned = os.environ.get(TERMINAL_ID_ENV)
     if pinned:
         return _safe_file_name(pinned)

@@ -193,7 +193,8 @@ def create_temp_artifacts_dir() -> str:
 
 
 def copy_artifacts_dir(old_session_file: str, new_session_file: str) -> bool:
-    """Copy a session's artifact folder to a forked session's folder (reference §11.1 step 4).
+    """Copy a session's artifact folder to a forked session's folder (compatibility: Forks copy
+    the artifact folder).
 
     Returns True when the folder was copied or there was nothing to copy; any other failure is
     logged as a warning and returns False, so a fork never fails because of its artifacts.

@@ -508,7 +508,8 @@ class _Script:
         return renamed
 
 
-# The fields of an entry that hold the id of another entry (reference §2).
+# The fields of an entry that hold the id of another entry (compatibility: Session file format as
+# in the reference).
 ID_FIELDS = ("parentId", "targetId", "firstKeptEntryId", "fromId")
 
 
@@ -579,8 +580,9 @@ def build_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NO
 
 
 def _forget_terminal(agent_dir: str) -> None:
-    """The manager remembered this terminal's last session (D18) in the demo's folder; a sample
-    has no terminal, and the file would differ from one terminal to the next."""
+    """The manager remembered this terminal's last session in the demo's folder; a sample has no
+    terminal, and the file would differ from one terminal to the next (compatibility: Terminal id
+    pinned by XCSH_TERMINAL_ID)."""
     terminal_id = get_terminal_id()
     if terminal_id is None:
         return

@@ -43,16 +43,16 @@ def content_text(content: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Titles (D21, D27)
+# Titles (compatibility: Title records before the header; pi's session_info names the session)
 
-# pi names a session with an entry of this type (D27).
+# pi names a session with an entry of this type.
 SESSION_INFO_TYPE = "session_info"
-# Who named a session that a session_info entry names (D27).
+# Who named a session that a session_info entry names.
 NAMED_TITLE_SOURCE = "user"
 
 
 def session_info_name(entry: dict[str, Any]) -> str | None:
-    """The name a pi ``session_info`` entry gives its session (D27), or None."""
+    """The name a pi ``session_info`` entry gives its session, or None."""
     name = entry.get("name")
     if entry.get("type") == SESSION_INFO_TYPE and isinstance(name, str) and name:
         return name
@@ -60,7 +60,7 @@ def session_info_name(entry: dict[str, Any]) -> str | None:
 
 
 def named_title(entries: list[dict[str, Any]]) -> str | None:
-    """The name of the last naming ``session_info`` entry: it wins over the header (D27)."""
+    """The name of the last naming ``session_info`` entry: it wins over the header."""
     for entry in reversed(entries):
         name = session_info_name(entry)
         if name is not None:
@@ -71,7 +71,7 @@ def named_title(entries: list[dict[str, Any]]) -> str | None:
 def effective_title(
     header: dict[str, Any], leading: list[dict[str, Any]]
 ) -> tuple[str | None, str | None]:
-    """``(title, source)``: the header's, else the last non-empty leading title record's (D21)."""
+    """``(title, source)``: the header's, else the last non-empty leading title record's."""
     title = header.get("title")
     if isinstance(title, str) and title:
         source = header.get("titleSource")
@@ -85,7 +85,8 @@ def effective_title(
 
 
 # --------------------------------------------------------------------------------------------
-# Models (D3, D26, D27)
+# Models (compatibility: Explicit model changes win; Assistant messages without a model; pi's
+# model_change form)
 
 # The role a model_change without one sets the model of.
 DEFAULT_MODEL_ROLE = "default"
@@ -94,7 +95,7 @@ DEFAULT_MODEL_ROLE = "default"
 def model_change_model(entry: dict[str, Any]) -> Any:
     """The model a ``model_change`` entry sets, or None: its truthy ``model`` (reference), else
     pi's ``provider`` + ``modelId`` form (both non-empty strings, no ``model``) as
-    ``provider/modelId`` (D27)."""
+    ``provider/modelId``."""
     model = entry.get("model")
     if model:
         return model
@@ -115,7 +116,7 @@ def sets_default_model(entry: dict[str, Any]) -> bool:
 
 
 def assistant_model(message: dict[str, Any]) -> str | None:
-    """``provider/model`` of an assistant message naming both, else None (D26)."""
+    """``provider/model`` of an assistant message naming both, else None."""
     provider, model = message.get("provider"), message.get("model")
     return f"{provider}/{model}" if _named(provider) and _named(model) else None
 
@@ -125,7 +126,7 @@ def _named(value: Any) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Usage (reference §3.6, D16)
+# Usage (compatibility: Usage as in the reference; Missing usage counts as zero)
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "premiumRequests")
 # The figures of :func:`message_usage`, in its order: the usage keys, then cost.total.
@@ -153,7 +154,7 @@ def message_usage(message: dict[str, Any]) -> tuple[int | float, ...] | None:
 
 def usage_figures(usage: Any) -> tuple[int | float, ...] | None:
     """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object;
-    None when it is not an object. Quantities that are missing or not numbers count as 0 (D16)."""
+    None when it is not an object. Quantities that are missing or not numbers count as 0."""
     if type(usage) is not dict:
         return None
     get = usage.get

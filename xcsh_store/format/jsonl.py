@@ -33,7 +33,8 @@ _DECODER = json.JSONDecoder(parse_constant=reject_constant)
 
 
 def parse_line(line: bytes | bytearray | memoryview) -> list[dict[str, Any]]:
-    """The JSON objects on one line, in order (D15, D19).
+    """The JSON objects on one line, in order (compatibility: Lenient lines; Several objects on
+    one line).
 
     Almost every line is one object and takes the orjson fast path. Anything else (several
     values glued together, invalid UTF-8, lone surrogate escapes, nesting deeper than orjson

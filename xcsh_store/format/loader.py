@@ -190,7 +190,8 @@ def load_session(
 
 
 def sanitize_openai_replay_metadata(entries: list[dict[str, Any]]) -> bool:
-    """Drop stale OpenAI replay data from loaded assistant messages, in memory only (D17).
+    """Drop stale OpenAI replay data from loaded assistant messages, in memory only
+    (compatibility: OpenAI replay data dropped in memory only).
 
     Assistant messages whose ``providerPayload`` is an ``openaiResponsesHistory`` lose it, and
     their thinking blocks lose ``thinkingSignature``. The message is replaced by a copy.

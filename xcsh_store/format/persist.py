@@ -105,7 +105,8 @@ def _transform(value: Any, key: str | None, store: BlobStore, depth: int) -> Any
 
 
 def prepare_entry_for_persistence(entry: dict[str, Any], blob_store: BlobStore) -> dict[str, Any]:
-    """The entry as it must be written (reference §6); ``entry`` itself is never modified."""
+    """The entry as it must be written; ``entry`` itself is never modified (compatibility:
+    Persistence as in the reference)."""
     return _transform(entry, None, blob_store, 0)
 
 
@@ -120,7 +121,7 @@ def entry_to_line(entry: dict[str, Any], blob_store: BlobStore) -> bytes:
 
 
 def rehydrate_entry(entry: dict[str, Any], blob_store: BlobStore) -> None:
-    """Resolve blob refs back to image data in a freshly loaded entry, in place (§6.2).
+    """Resolve blob refs back to image data in a freshly loaded entry, in place.
 
     Only the top-level content arrays of ``message`` and ``custom_message`` entries and
     ``image_url`` values anywhere are restored, like the reference. Missing blobs keep their ref.

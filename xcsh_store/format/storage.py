@@ -1,4 +1,5 @@
-"""Storage back ends for session files: the real file system, or a dict in memory (D11)."""
+"""Storage back ends for session files: the real file system, or a dict in memory that behaves
+like it (compatibility: Memory storage behaves like files)."""
 
 from __future__ import annotations
 
@@ -221,7 +222,8 @@ class FileSessionStorage:
             return _decode(handle.read(max_bytes))
 
     def rename(self, source: str, target: str) -> None:
-        # Unlike the reference, a vanished source is an error (D14).
+        # Unlike the reference, a vanished source is an error (compatibility: A vanished temp
+        # file is an error).
         os.rename(source, target)
         fsync_dir(os.path.dirname(target) or ".")
 
@@ -271,7 +273,8 @@ class MemorySessionStorageWriter:
 
 
 class MemorySessionStorage:
-    """Files in a dict (path -> bytes, mtime); a missing file behaves like ENOENT (D11)."""
+    """Files in a dict (path -> bytes, mtime); a missing file behaves like ENOENT (compatibility:
+    Memory storage behaves like files)."""
 
     def __init__(self) -> None:
         self.files: dict[str, tuple[bytes, float]] = {}
@@ -338,9 +341,9 @@ def write_atomically(
 ) -> None:
     """Replace ``path`` with ``lines`` so that readers see the old or the new file, never a mix.
 
-    Temp file ``.<name>.<id>.tmp`` in the same folder, write, flush, fsync, close, rename (which
-    syncs the folder) (D14). ``before_rename`` may raise to call the rename off. On any error
-    the temp file is removed and the error re-raised.
+    Temp file ``.<name>.<id>.tmp`` in the same folder, write, flush, fsync, close, rename, which
+    syncs the folder (compatibility: A vanished temp file is an error). ``before_rename`` may
+    raise to call the rename off. On any error the temp file is removed and the error re-raised.
     """
     directory, name = os.path.split(path)
     temp = os.path.join(directory, f".{name}.{new_session_id()}.tmp")

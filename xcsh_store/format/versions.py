@@ -1,4 +1,8 @@
-"""Session format versions: v1 -> v2 -> v3, plus the repairs of D22 and D25."""
+"""Session format versions: v1 -> v2 -> v3, plus the repairs of odd headers and missing ids.
+
+(compatibility: Session file format as in the reference; Header versions read leniently; A second
+header is an opaque record; Entries without id or parentId)
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ CURRENT_SESSION_VERSION = 3
 HEADER_TYPE = "session"
 TITLE_TYPE = "title"
 
-# The entry types xcsh writes (reference §2.4). Records of other types are kept as they are.
+# The entry types xcsh writes. Records of other types are kept as they are (compatibility: Entry
+# types beyond the eleven).
 KNOWN_ENTRY_TYPES = frozenset(
     {
         "message",
@@ -43,8 +48,9 @@ def random_entry_id(existing: Collection[str], position: int) -> str:
 
 
 class _SyntheticIds:
-    """Deterministic entry ids for files that need them (v1, D25), so any re-parse agrees: the
-    index shows the ids a later ``migrate`` writes into the file.
+    """Deterministic entry ids for files that need them (v1, missing ids), so any re-parse
+    agrees: the index shows the ids a later ``migrate`` writes into the file (compatibility:
+    Deterministic ids for files without them).
 
     The id of the object at position ``seq`` of a file depends only on the file name and that
     position.
@@ -69,7 +75,8 @@ def synthetic_ids_for(path: str) -> IdFactory:
 
 
 def find_header_index(entries: list[dict[str, Any]]) -> int | None:
-    """Position of the header: the first ``session`` record (D21 allows ``title`` records first)."""
+    """Position of the header: the first ``session`` record; ``title`` records may come first
+    (compatibility: Title records before the header)."""
     for index, entry in enumerate(entries):
         if entry.get("type") == HEADER_TYPE:
             return index
@@ -87,7 +94,8 @@ def is_valid_session(entries: list[dict[str, Any]]) -> bool:
 
 
 def session_version(header: dict[str, Any]) -> int:
-    """The header's version (D22): absent or not a positive integer counts as 1."""
+    """The header's version: absent or not a positive integer counts as 1 (compatibility: Header
+    versions read leniently)."""
     version = header.get("version")
     if isinstance(version, str) and version.strip().isascii() and version.strip().isdigit():
         version = int(version)
@@ -140,7 +148,7 @@ def _migrate_v1_to_v2(entries: list[dict[str, Any]], header_index: int, new_id: 
     for position in range(header_index + 1, len(entries)):
         entry = entries[position]
         if entry.get("type") == HEADER_TYPE:
-            continue  # a second session line is an opaque record (D22)
+            continue  # (compatibility: A second header is an opaque record)
         entry_id = new_id(assigned, position)
         assigned.add(entry_id)
         entry["id"] = entry_id
@@ -175,7 +183,8 @@ def _convert_first_kept_index(
 def _repair_missing_links(
     entries: list[dict[str, Any]], header_index: int, new_id: IdFactory
 ) -> bool:
-    """D25: entries without ``id`` get one; records without ``parentId`` follow the previous one."""
+    """Entries without ``id`` get one; records without ``parentId`` follow the previous one
+    (compatibility: Entries without id or parentId)."""
     body = entries[header_index + 1 :]
     if all("id" in entry and "parentId" in entry for entry in body if _is_tree_record(entry)):
         return False

@@ -1,11 +1,12 @@
-"""Prompt search over history.db: reference §9's query and order, answered without a full sort.
+"""Prompt search over history.db: the reference's query and order, answered without a full sort.
 
-The reference runs one statement: FTS5 MATCH on ``"token"*`` phrases, join, ORDER BY created_at
-DESC, id DESC. On a large history two costs dominate it. FTS5 has no prefix index here, so each
-``"token"*`` first merges the lists of every word starting with the token (a tenth of a second
-for "the" among a million prompts, more for one letter); and every match is looked up and
-sorted. ``newest_matches`` returns exactly the rows of that statement, usually without either
-cost; ``tests/test_history.py`` compares the two on generated data.
+The reference runs one statement (compatibility: Prompt history as in the reference): FTS5 MATCH on
+``"token"*`` phrases, join, ORDER BY created_at DESC, id DESC. On a large history two costs dominate
+it. FTS5 has no prefix index here, so each ``"token"*`` first merges the lists of every word
+starting with the token (a tenth of a second for "the" among a million prompts, more for one
+letter); and every match is looked up and sorted. ``newest_matches`` returns exactly the rows of
+that statement, usually without either cost; ``tests/test_history.py`` compares the two on generated
+data.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ Row = tuple[int, str, int, str | None]
 RECENT_SQL = (
     "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at DESC, id DESC LIMIT ?"
 )
-# Reference §9's search as xcsh runs it: newest_matches returns exactly its rows. Kept here as
+# The reference's search as xcsh runs it: newest_matches returns exactly its rows. Kept here as
 # the statement tests and benchmarks compare against.
 REFERENCE_SEARCH_SQL = (
     "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f JOIN history h ON h.id = f.rowid"
@@ -71,7 +72,7 @@ def query_tokens(query: str) -> list[str]:
 
 
 def fts_query(tokens: Sequence[str]) -> str:
-    """Each token as a quoted prefix phrase, all of them required (reference §9).
+    """Each token as a quoted prefix phrase, all of them required, as in the reference.
 
     Quoting every token (with ``"`` doubled) leaves FTS5 nothing to parse as syntax, so no user
     text can cause a query error.
@@ -144,7 +145,7 @@ def newest_matches(
     tokens: Sequence[str],
     count: int,
 ) -> list[Row]:
-    """The ``count`` newest prompts matching ``tokens``: the rows of reference §9's query.
+    """The ``count`` newest prompts matching ``tokens``: the rows of the reference's query.
 
     1. The newest prompts are checked here, newest first, with the index's own tokenizer: when
        the query matches many of them (common words, short prefixes) the first ``count`` that

@@ -1,9 +1,11 @@
 """Prompt history: ``history.db`` (SQLite + FTS5), file-compatible with xcsh's HistoryStorage.
 
-Layout and SQL follow reference §9, so a ``history.db`` written by xcsh opens and searches as is.
-Where we differ (decisions D8-D10): ``add()`` hands prompts to a background writer thread instead
-of a 100 ms timer, deletes and updates keep the FTS index right through two extra triggers, and
-every ``open()`` returns a new instance (no process-wide singleton).
+Layout and SQL follow the reference (compatibility: Prompt history as in the reference), so a
+``history.db`` written by xcsh opens and searches as is. Where we differ: ``add()`` hands prompts
+to a background writer thread instead of a 100 ms timer (compatibility: Prompts are written by a
+background thread), deletes and updates keep the FTS index right through two extra triggers
+(compatibility: Delete and update triggers), and every ``open()`` returns a new instance
+(compatibility: One HistoryStorage per open).
 """
 
 from __future__ import annotations
@@ -45,13 +47,13 @@ MAX_BATCH = 1000
 
 _REQUIRED_COLUMNS = ("id", "prompt", "created_at", "cwd")
 
-# The reference schema, statement for statement (reference §9 step 2), then the two triggers xcsh
-# lacks (D9). The default is strftime() rather than unixepoch(), which SQLite before 3.38 cannot
-# parse. The FTS table uses external content keyed on the explicit integer id, so the text is
-# stored once and the FTS rows follow the history rows by id. Both extra triggers use the
-# external-content 'delete' command, which must be given the old text so FTS5 can remove exactly
-# the tokens it indexed; the update trigger fires only when the indexed text or its id changes,
-# so correcting a created_at or cwd does not rewrite the index.
+# The reference schema, statement for statement, then the two triggers xcsh lacks (compatibility:
+# Delete and update triggers). The default is strftime() rather than unixepoch(), which SQLite
+# before 3.38 cannot parse. The FTS table uses external content keyed on the explicit integer id, so
+# the text is stored once and the FTS rows follow the history rows by id. Both extra triggers use
+# the external-content 'delete' command, which must be given the old text so FTS5 can remove exactly
+# the tokens it indexed; the update trigger fires only when the indexed text or its id changes, so
+# correcting a created_at or cwd does not rewrite the index.
 _TABLE_SQL = """
 CREATE TABLE IF NOT EXISTS history (id INTEGER PRIMARY KEY AUTOINCREMENT, prompt TEXT NOT NULL,
   created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)), cwd TEXT);
@@ -73,7 +75,7 @@ CREATE TRIGGER IF NOT EXISTS history_au AFTER UPDATE OF id, prompt ON history BE
   INSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
 END;
 """
-# Reference §9 step 3: files whose history table has a unixepoch() default are rebuilt with the
+# As in the reference: files whose history table has a unixepoch() default are rebuilt with the
 # strftime() default, keeping every row and its id.
 _LEGACY_MIGRATION_SQL = (
     """
@@ -110,7 +112,7 @@ class HistoryEntry:
 
 
 def normalize_limit(limit: float) -> int:
-    """Reference §9: non-finite → 0, then floor, then clamp to ``[0, MAX_LIMIT]``."""
+    """As in the reference: non-finite → 0, then floor, then clamp to ``[0, MAX_LIMIT]``."""
     if isinstance(limit, bool) or not isinstance(limit, Real):
         raise TypeError(f"limit must be a number, not {type(limit).__name__}")
     if not isinstance(limit, int):
@@ -519,7 +521,7 @@ def _open_database(db_path: str) -> apsw.Connection:
 
 
 def _prepare_schema(connection: apsw.Connection, db_path: str) -> None:
-    """Reference §9 steps 1-4 plus the D9 triggers, without writing to a file we cannot read."""
+    """The reference's schema plus our two triggers, without writing to a file we cannot read."""
     try:
         # A plain read first: a corrupt or foreign file fails here, before any pragma or DDL
         # has written a byte to it.

@@ -12,7 +12,8 @@ SQLiteError = apsw.Error
 def sqlite_versions() -> dict[str, str]:
     """The SQLite inside apsw, apsw, and the SQLite of the stdlib ``sqlite3`` module (which
     sqlite-utils and Datasette use on index.db)."""
-    # Only the version string: no database is opened with a second SQLite library (index.md §6).
+    # Only the version string: no database is opened with a second SQLite library
+    # (compatibility: One SQLite library per process).
     import sqlite3
 
     return {

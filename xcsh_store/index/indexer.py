@@ -64,8 +64,9 @@ class _Totals:
     last_entry_id: str | None = None
     usage: list[int | float] = field(default_factory=lambda: [0, 0, 0, 0, 0, 0])
     compaction_title: str | None = None
-    # The name of the newest session_info entry read this time (D27); not kept on resume, as
-    # the sessions row already holds the names read before.
+    # The name of the newest session_info entry read this time (compatibility: pi's session_info
+    # names the session); not kept on resume, as the sessions row already holds the names read
+    # before.
     session_name: str | None = None
 
 
@@ -78,8 +79,9 @@ _NO_DEFAULT: _Default = (None, False)
 
 
 class _DefaultModels:
-    """The default model in effect after each entry of one read (D3, D26, D27), so that an
-    assistant message naming no model is counted under the model its session was using.
+    """The default model in effect after each entry of one read, so that an assistant message
+    naming no model is counted under the model its session was using (compatibility: Assistant
+    rows inherit the default model).
 
     Parents from an earlier read are looked up in the index, and only when an assistant
     message needs them: appending to a session costs nothing while its messages name models.
@@ -125,7 +127,8 @@ def _resolved(default: _Default | Callable[[], _Default]) -> _Default:
 def _named_after(
     parent: _Default | Callable[[], _Default], model: _Model
 ) -> _Default | Callable[[], _Default]:
-    """After a named assistant message: its model, unless a model_change set one (D3)."""
+    """After a named assistant message: its model, unless a model_change set one (compatibility:
+    Explicit model changes win)."""
     if callable(parent):
         pending = parent
         return functools.cache(lambda: _resolved(_named_after(pending(), model)))
@@ -523,7 +526,7 @@ class _RowWriter:
                     is_header_record = True
                     self.header_row = value
         elif kind == HEADER_TYPE:
-            is_header_record = True  # a second session line is an opaque record (D22)
+            is_header_record = True  # (compatibility: A second header is an opaque record)
         elif not state.legacy:
             self._repair_links(value, seq)
         facts = EntryFacts(value, is_header_record)
@@ -556,7 +559,8 @@ class _RowWriter:
         new one (its own pk); a parent missing from the file makes the entry a root.
 
         An entry that some earlier line named as its parent, or that is its own parent, ends
-        the file's chains: only a walk over the parent links follows such a file (D5).
+        the file's chains: only a walk over the parent links follows such a file (compatibility:
+        Cycles end every walk).
         """
         if entry_id is None or not self.state.chained:
             return None
@@ -645,7 +649,8 @@ class _RowWriter:
         self.blob_rows = [row for row in self.blob_rows if row[0] != pk]
 
     def _repair_links(self, value: dict[str, Any], seq: int) -> None:
-        """D25 for v3 files: entries without ``id`` get one, without ``parentId`` a parent."""
+        """For v3 files: entries without ``id`` get one, without ``parentId`` a parent
+        (compatibility: Entries without id or parentId)."""
         state = self.state
         if "id" not in value and value.get("type") in KNOWN_ENTRY_TYPES:
             value["id"] = state.ids((), seq)  # type: ignore[misc]
@@ -803,7 +808,8 @@ def _text(value: Any) -> str | None:
 def _title_of(
     header: dict[str, Any], leading_title: dict[str, Any] | None
 ) -> tuple[str | None, str | None]:
-    """The header's title, else the title record's (D21); with who set it."""
+    """The header's title, else the title record's, with who set it (compatibility: Title
+    records before the header)."""
     title = header.get("title")
     if isinstance(title, str) and title:
         return title, _text(header.get("titleSource"))

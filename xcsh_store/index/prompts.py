@@ -112,7 +112,8 @@ class PromptHit:
 
 
 def _prompt_query(query: str | None) -> str | None:
-    """Reference §9 query building: every word a quoted prefix term, all must match."""
+    """The reference's query building: every word a quoted prefix term, all must match
+    (compatibility: Prompt history as in the reference)."""
     if query is None:
         return None
     tokens = query.replace("\0", " ").split()

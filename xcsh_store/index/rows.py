@@ -122,7 +122,7 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
         if isinstance(model, str) and model:
             provider, _, name = model.partition("/")
             facts.provider, facts.model = (provider, name) if name else (None, model)
-        elif model_change_model(value) is not None:  # pi's {provider, modelId} (D27)
+        elif model_change_model(value) is not None:  # (compatibility: pi's model_change form)
             facts.provider, facts.model = value["provider"], value["modelId"]
         return ""
     if kind == "compaction":
@@ -131,7 +131,7 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
             for text in (value.get("shortSummary"), value.get("summary"))
             if isinstance(text, str)
         )
-    if kind == SESSION_INFO_TYPE:  # pi's session name (D27): searchable like a title
+    if kind == SESSION_INFO_TYPE:  # (compatibility: pi's session_info names the session)
         return session_info_name(value) or ""
     if kind in ("branch_summary", "label", "session", "title"):
         key = {"branch_summary": "summary", "label": "label"}.get(kind, "title")

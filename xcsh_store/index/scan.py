@@ -104,7 +104,8 @@ def sha1_hex(data: bytes) -> str:
 
 
 def is_session_file_name(name: str) -> bool:
-    """``*.jsonl`` and files moved aside as invalid (D20); never dotfiles (temp files)."""
+    """``*.jsonl`` and files moved aside as invalid (compatibility: Invalid files are moved
+    aside); never dotfiles (temp files)."""
     return not name.startswith(".") and (name.endswith(".jsonl") or ".jsonl.invalid-" in name)
 
 

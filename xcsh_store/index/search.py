@@ -28,7 +28,8 @@ RANKED_CANDIDATES = 2_000
 FTS_TOKENIZER = ("unicode61", "remove_diacritics", "2", "categories", "L* N* Co Sm So",
                  "separators", "+<=>|~")  # fmt: skip
 
-# The message roles of session entries (reference.md §4.4); --role accepts these in any case.
+# The message roles of session entries (compatibility: Session file format as in the reference);
+# --role accepts these in any case.
 SEARCH_ROLES = ("user", "assistant", "toolResult", "bashExecution", "pythonExecution", "custom",
                 "hookMessage", "branchSummary", "compactionSummary", "fileMention")  # fmt: skip
 _ROLES_BY_FOLDED_NAME = {role.casefold(): role for role in SEARCH_ROLES}

@@ -281,7 +281,8 @@ class SessionIndex:
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
-        """A session file by path, id prefix, file-name prefix or the part after ``_`` (§8.3).
+        """A session file by path, id prefix, file-name prefix or the part after ``_``
+        (compatibility: Ambiguous session lookups are errors).
 
         Case-insensitive. A path selects its file; otherwise exactly one file must match, or
         one whose id or file name is the whole of ``prefix``: several raise

@@ -93,8 +93,9 @@ def walk_to_root(
     """(pk, id, parent_id, type) from the root to ``leaf_id``, by one recursive CTE.
 
     The walk can never be longer than the session has entries, so a cycle in the parent ids
-    ends it (D5); the repeat is cut off here. Rows come out leaf first, one per step (the CTE's
-    queue is first-in first-out); that order is checked, and rebuilt if it ever differs.
+    ends it (compatibility: Cycles end every walk); the repeat is cut off here. Rows come out
+    leaf first, one per step (the CTE's queue is first-in first-out); that order is checked, and
+    rebuilt if it ever differs.
     """
     rows = connection.execute(_WALK_SQL, (file_id, leaf_id)).fetchall()
     if not rows:
@@ -315,7 +316,8 @@ def read_entries(
                     raise FileChangedError(path)
                 value = parsed[row.part]
                 if row.id is not None:
-                    # D25 repairs live in the index, not in the file.
+                    # Repaired ids live in the index, not in the file (compatibility:
+                    # Deterministic ids for files without them).
                     value.setdefault("id", row.id)
                     value.setdefault("parentId", row.parent_id)
                 if blob_store is not None and b"blob:sha256:" in line:
@@ -383,7 +385,8 @@ def context_from_index(
 
 def _named_assistants(path: EntryPath, before: Position) -> list[tuple[Position, IndexedEntry]]:
     """The first and the last assistant message before ``before`` naming a provider and a
-    model: the first places the ``default`` key (D26), the last gives its fallback value (D3)."""
+    model: the first places the ``default`` key (compatibility: Assistant messages without a
+    model), the last gives its fallback value (compatibility: Explicit model changes win)."""
     found: dict[Position, IndexedEntry] = {}
     for newest_first in (False, True):
         for position, row in path.rows(

@@ -39,7 +39,7 @@ class SessionContext:
 
 
 # --------------------------------------------------------------------------------------------
-# Message factories (reference §4.2)
+# Message factories (compatibility: Context rebuild as in the reference)
 
 
 def create_custom_message(
@@ -100,7 +100,8 @@ def index_by_id(entries: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def path_to_root(leaf: dict[str, Any], by_id: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Root -> leaf, following ``parentId``; stops at a missing parent or a cycle (D5)."""
+    """Root -> leaf, following ``parentId``; stops at a missing parent or a cycle (compatibility:
+    Cycles end every walk)."""
     path = [leaf]
     seen = {id(leaf)}
     current = leaf
@@ -127,7 +128,8 @@ def build_session_context(
     leaf_id: Any = LAST,
     by_id: Mapping[str, dict[str, Any]] | None = None,
 ) -> SessionContext:
-    """The context the model sees at ``leaf_id`` (requirements §6, D3, reference §4.1).
+    """The context the model sees at ``leaf_id`` (compatibility: Context rebuild as in the
+    reference; Explicit model changes win).
 
     ``leaf_id``: None gives the empty context; an id gives that entry, or the last entry when
     the id is unknown; the default ``LAST`` gives the last entry.
@@ -161,7 +163,8 @@ def context_of_path(path: list[dict[str, Any]]) -> SessionContext:
                 named = assistant_model(message)
                 if named is not None:
                     fallback_model = named
-                    # The key takes its place where the reference first inserts it (D26).
+                    # The key takes its place where the reference first inserts it
+                    # (compatibility: Assistant messages without a model).
                     models.setdefault(DEFAULT_MODEL_ROLE, named)
         elif kind == "thinking_level_change":
             level = entry.get("thinkingLevel")

@@ -35,7 +35,7 @@ def split_header(
     entries: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
     """``(leading title records, header, the rest)``; header None when the first other record
-    is not a ``session`` record (D21)."""
+    is not a ``session`` record (compatibility: Title records before the header)."""
     for index, entry in enumerate(entries):
         if entry.get("type") == TITLE_TYPE:
             continue
@@ -46,7 +46,7 @@ def split_header(
 
 
 # --------------------------------------------------------------------------------------------
-# Prefix scans (reference §8.1)
+# Prefix scans (compatibility: Finding sessions as in the reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +152,7 @@ def find_most_recent_session(session_dir: str, storage: SessionStorage | None = 
 
 
 # --------------------------------------------------------------------------------------------
-# Full reads (reference §8.2)
+# Full reads (compatibility: Finding sessions as in the reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,8 +273,9 @@ def _session_files_below(root: str, storage: SessionStorage) -> list[str]:
 def list_all_sessions(
     storage: SessionStorage | None = None, agent_dir: str | None = None
 ) -> list[SessionInfo]:
-    """Every session file anywhere below ``<agent>/sessions`` (any folder name, D1; recursive,
-    so subagent sessions inside artifact folders are included like the reference)."""
+    """Every session file anywhere below ``<agent>/sessions``, in any folder and recursively, so
+    subagent sessions inside artifact folders are included like the reference (compatibility:
+    Sessions in any folder)."""
     storage = storage or FileSessionStorage()
     try:
         files = _session_files_below(get_sessions_dir(agent_dir), storage)
@@ -284,7 +285,7 @@ def list_all_sessions(
 
 
 # --------------------------------------------------------------------------------------------
-# Lookup (reference §8.3)
+# Lookup (compatibility: Finding sessions as in the reference)
 
 
 @dataclass(frozen=True, slots=True)

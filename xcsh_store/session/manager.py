@@ -82,9 +82,10 @@ def sanitize_session_name(name: str) -> str:
 
 
 class SessionManager:
-    """A session's conversation tree and its file (requirements §5-7, reference §3, §5, D7).
+    """A session's conversation tree and its file.
 
-    Synchronous: every call has finished its disk work when it returns. Use the factories
+    Synchronous: every call has finished its disk work when it returns (compatibility:
+    Synchronous writes with a latched error). Use the factories
     (:meth:`create`, :meth:`open`, ...) rather than the constructor.
     """
 
@@ -117,7 +118,8 @@ class SessionManager:
         self._session_id = ""
         self._session_name: str | None = None
         self._title_source: str | None = None
-        # File order: leading title records (D21), the header, then every other record.
+        # File order: leading title records (compatibility: Title records before the header), the
+        # header, then every other record.
         self._leading: list[dict[str, Any]] = []
         self._header: dict[str, Any] = {}
         self._entries: list[dict[str, Any]] = []
@@ -311,13 +313,15 @@ class SessionManager:
         return [entry for entry in self._by_id.values() if entry.get("parentId") == parent_id]
 
     def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
-        """Root -> ``from_id`` (default: the leaf); [] for an unknown id. Stops on cycles (D5)."""
+        """Root -> ``from_id`` (default: the leaf); [] for an unknown id. Stops on cycles
+        (compatibility: Cycles end every walk)."""
         start = self._by_id.get(from_id if from_id is not None else self._leaf_id or "")
         return [] if start is None else path_to_root(start, self._by_id)
 
     def get_tree(self) -> list[SessionTreeNode]:
         """Every entry once: roots are entries without a (known, other) parent; children are
-        sorted by timestamp. A parent cycle is broken at its first entry in file order (D5)."""
+        sorted by timestamp (compatibility: Tree children without a valid time go last). A parent
+        cycle is broken at its first entry in file order (compatibility: Cycles end every walk)."""
         nodes = {
             entry["id"]: SessionTreeNode(entry, label=self._labels.get(entry["id"]))
             for entry in self._by_id.values()
@@ -352,7 +356,8 @@ class SessionManager:
         return build_session_context(self._entries, self._leaf_id, self._by_id)
 
     def get_usage_statistics(self) -> dict[str, int | float]:
-        """Token and cost totals over every entry of every branch (reference §3.6, D16)."""
+        """Token and cost totals over every entry of every branch (compatibility: Usage as in the
+        reference; Missing usage counts as zero)."""
         return dict(zip(USAGE_FIELDS, self._usage, strict=True))
 
     def get_injected_ttsr_rules(self) -> list[str]:
@@ -371,7 +376,8 @@ class SessionManager:
     # Appends
 
     def _append(self, entry: dict[str, Any]) -> str:
-        """Add a built entry as the new leaf: memory first, then disk (D7)."""
+        """Add a built entry as the new leaf: memory first, then disk (compatibility: Synchronous
+        writes with a latched error)."""
         entry_id = entry["id"]
         self._entries.append(entry)
         self._by_id[entry_id] = entry
@@ -530,7 +536,7 @@ class SessionManager:
                 continue
             kind = entry.get("type")
             if kind == HEADER_TYPE:
-                continue  # a second session line is an opaque record (D22)
+                continue  # (compatibility: A second header is an opaque record)
             by_id[entry_id] = entry
             leaf_id = entry_id
             if kind == "message" or kind == "label":
@@ -629,7 +635,8 @@ class SessionManager:
 
     def set_session_file(self, path: str) -> None:
         """Switch to the session in ``path``; a missing or invalid file becomes a new session
-        written there at once (an invalid non-empty file is first moved aside, D20)."""
+        written there at once; an invalid non-empty file is first moved aside (compatibility:
+        Invalid files are moved aside)."""
         resolved = os.path.abspath(path)
         self._switch_to_file(resolved, self._load(resolved))
 
@@ -695,7 +702,8 @@ class SessionManager:
                 dropped_labels.add(entry["id"])
                 continue
             if entry.get("parentId") in dropped_labels:
-                # D24: skip over the dropped label so the history stays connected.
+                # Skip over the dropped label so the history stays connected (compatibility:
+                # Labels skipped when branching).
                 entry = {**entry, "parentId": kept[-1]["id"] if kept else None}
             kept.append(entry)
         previous_file = self._file.path

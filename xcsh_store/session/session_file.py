@@ -18,13 +18,14 @@ log = logging.getLogger("xcsh_store")
 
 
 class SessionFile:
-    """Keeps one session's JSONL file in step with its tree (requirements §7, reference §5, D7,
-    D23): a new session is written whole with its first assistant message, later entries are
-    appended, and a file that needs it is written whole again.
+    """Keeps one session's JSONL file in step with its tree: a new session is written whole with
+    its first assistant message, later entries are appended, and a file that needs it is written
+    whole again (compatibility: Persistence as in the reference; Header always first).
 
-    The first persistence error is latched: every later write raises it until the manager moves
-    to another session (:meth:`detach`). ``records`` gives the session's records in file order
-    for whole-file writes; ``path`` is the file (None for a session that is never written).
+    The first persistence error is latched: every later write raises it until the manager moves to
+    another session with :meth:`detach` (compatibility: Synchronous writes with a latched error).
+    ``records`` gives the session's records in file order for whole-file writes; ``path`` is the
+    file (None for a session that is never written).
     """
 
     def __init__(
@@ -37,7 +38,7 @@ class SessionFile:
         self._storage = storage
         self._blob_store = blob_store
         self._records = records
-        # The whole file has been written, and every entry since appended (reference §5.1).
+        # The whole file has been written, and every entry since appended (the reference's flag).
         self._flushed = False
         # Written even before an assistant message: a loaded file, or ensure_on_disk.
         self._ensured_on_disk = False
@@ -74,7 +75,8 @@ class SessionFile:
         self._needs_rewrite = True
 
     def write_if_needed(self) -> None:
-        """D2: a migration is written back at once; a replaced file gets its header now."""
+        """A migration is written back at once; a replaced file gets its header now
+        (compatibility: Migrations are written back at once; Header always first)."""
         if self._needs_rewrite:
             self.write_and_keep()
 
@@ -90,7 +92,8 @@ class SessionFile:
         self.rewrite()
 
     def set_aside_invalid(self) -> None:
-        """D20: a non-empty file without a valid header is renamed, never overwritten."""
+        """A non-empty file without a valid header is renamed, never overwritten (compatibility:
+        Invalid files are moved aside)."""
         if not self._has_content():
             return
         path = self.path
@@ -110,7 +113,7 @@ class SessionFile:
     # Writes
 
     def rewrite(self) -> None:
-        """Atomically replace the file with every record (header always first, D23)."""
+        """Atomically replace the file with every record (compatibility: Header always first)."""
         assert self.path is not None
         self._raise_latched()
         self._close_writer()
@@ -135,13 +138,13 @@ class SessionFile:
 
     def append(self, entry: dict[str, Any], has_assistant: bool) -> None:
         """Write one freshly appended entry, or defer it until the session has an assistant
-        message (reference §5.2)."""
+        message (compatibility: Persistence as in the reference)."""
         self._raise_latched()
         if not self._ensured_on_disk and not has_assistant:
             self._flushed = False
             return
-        # D23: if the file vanished or was emptied under us, an append would leave it without
-        # its header; write the whole session instead.
+        # If the file vanished or was emptied under us, an append would leave it without its
+        # header; write the whole session instead (compatibility: Header always first).
         if self._needs_rewrite or not self._flushed or not self._has_content():
             self.rewrite()
             return

@@ -1,4 +1,7 @@
-"""Rewriting old session files (v1, v2, or missing ids per D25) as current v3 files in place."""
+"""Rewriting old session files (v1, v2, or missing ids) as current v3 files in place.
+
+(compatibility: Migrations are written back at once; Entries without id or parentId)
+"""
 
 from __future__ import annotations
 
@@ -95,7 +98,8 @@ def migrate_files(
     read to the rename, checked again before the rename (read again if it changed), and what
     a writer that ignores the lock appended after that check is copied onto the new file.
     New entry ids are the ones the index already shows for the old file, so ids seen before
-    stay valid. A file without a valid session header is never touched (D20).
+    stay valid (compatibility: Deterministic ids for files without them). A file without a valid
+    session header is never touched (compatibility: Invalid files are moved aside).
     """
     blob_store = BlobStore(get_blobs_dir(agent_dir))
     targets = session_files(agent_dir) if paths is None else [os.path.abspath(p) for p in paths]
