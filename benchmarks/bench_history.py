@@ -258,7 +258,8 @@ def measure(
 
 
 def reference_search(connection: apsw.Connection, query: str, limit: int) -> list[HistoryEntry]:
-    """Reference §9's single query, which sorts every match: what search() must return."""
+    """The reference's single query, which sorts every match: what search() must return
+    (compatibility: Prompt history as in the reference)."""
     rows = connection.execute(REFERENCE_SEARCH_SQL, (build_fts_query(query), limit))
     return [HistoryEntry(*row) for row in rows]
 

@@ -58,7 +58,8 @@ T = TypeVar("T")
 # 4,786 messages, about one per 200 prompts and reads.
 IMAGE_RATE = 0.004
 # Image blobs are at least 768 raw bytes because the reference only externalises base64 strings
-# of 1024 characters or more (requirements §8); smaller images stay inline in real files.
+# of 1024 characters or more (compatibility: Persistence as in the reference); smaller images stay
+# inline in real files.
 BLOB_MIN_BYTES = 768
 BLOB_MAX_BYTES = 2048
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -710,7 +711,8 @@ _SCREENSHOTS = _Profile(
 # Header, model and thinking-level changes, a prompt and an answer: smaller is not a session.
 _MIN_SESSION_BYTES = 1_000
 # Longest text of one block: the fixtures' largest tool-result line is 116 KB; 200 KB bounds
-# the tail, well below the 500,000-character persistence cut (requirements §8).
+# the tail, well below the 500,000-character persistence cut (compatibility: Persistence as in
+# the reference).
 _MAX_TEXT = 200_000
 _WINDOW = 512  # recent path entries remembered for branching, compaction and label targets
 
@@ -821,8 +823,8 @@ class _SessionWriter:
         )
 
     def _full(self) -> bool:
-        # Sessions without an assistant message are never saved (requirements §7), so none is
-        # cut short before its first answer.
+        # Sessions without an assistant message are never saved (compatibility: Persistence as in
+        # the reference), so none is cut short before its first answer.
         if self.assistants == 0:
             return False
         if self.limit_entries is not None:

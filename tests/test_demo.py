@@ -25,7 +25,8 @@ from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_default_session_dir
 from xcsh_store.session.manager import SessionManager
 
-# Snowflake ids count milliseconds from 2015-01-01 (reference §1.3).
+# Snowflake ids count milliseconds from 2015-01-01 (compatibility: Ids and paths as in the
+# reference).
 SNOWFLAKE_EPOCH_MS = 1_420_070_400_000
 # The files a sync or a read-only open rewrites; the demo replaces them whatever they hold.
 INDEX_AND_COMPANIONS = re.compile(r"index\.db.*|history\.db-(shm|wal)")

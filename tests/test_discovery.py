@@ -103,7 +103,7 @@ def test_long_names_are_cut_at_forty_characters(tmp_path: Path) -> None:
 
 
 def test_a_title_record_names_a_recent_session(tmp_path: Path) -> None:
-    """D21."""
+    """(compatibility: Title records before the header)"""
     title = {"type": "title", "v": 1, "title": "OMP title", "source": "user"}
     write(tmp_path / "a.jsonl", title, header("abc"), message("m", user("prompt")))
     (info,) = get_recent_sessions(str(tmp_path))
@@ -235,7 +235,8 @@ def test_list_defaults_to_the_project_folder(agent_dir: Path) -> None:
 
 
 def test_list_all_finds_every_folder_and_nested_sessions(agent_dir: Path) -> None:
-    """D1: any folder name under sessions/, recursively (subagent sessions in artifact dirs)."""
+    """Any folder name under sessions/, recursively, so subagent sessions in artifact dirs too
+    (compatibility: Sessions in any folder)."""
     sessions = agent_dir / "sessions"
     write(sessions / encode_cwd("/work/p") / "a.jsonl", header("ours"), mtime=300)
     write(sessions / "-Projects-foo" / "b.jsonl", header("home-style"), mtime=200)
@@ -274,7 +275,7 @@ def test_every_fixture_is_listed(fixture: Path, tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Lookup by prefix (reference §8.3)
+# Lookup by prefix (compatibility: Finding sessions as in the reference)
 
 
 @pytest.fixture

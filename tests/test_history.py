@@ -33,7 +33,8 @@ from xcsh_store.history.search import REFERENCE_SEARCH_SQL, build_fts_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# reference.md §9 step 2, as xcsh executes it (no delete/update triggers).
+# The reference's schema as xcsh executes it, without our delete/update triggers (compatibility:
+# Prompt history as in the reference).
 REFERENCE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS history (id INTEGER PRIMARY KEY AUTOINCREMENT, prompt TEXT NOT NULL,
   created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)), cwd TEXT);
@@ -359,7 +360,7 @@ def test_recent_and_search_are_newest_first(history, db_path):
 
 
 def reference_search(db_path: Path, query: str, limit: int) -> list[HistoryEntry]:
-    """Reference §9's single query: sort every match by (created_at, id)."""
+    """The reference's single query: sort every match by (created_at, id)."""
     connection = connect(db_path)
     try:
         rows = connection.execute(REFERENCE_SEARCH_SQL, (build_fts_query(query), limit)).fetchall()

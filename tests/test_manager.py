@@ -130,7 +130,7 @@ def test_new_session_starts_empty(session: SessionManager) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Append methods: fields and key order (reference §2.4)
+# Append methods: fields and key order (compatibility: Session file format as in the reference)
 
 
 def keys_of(session: SessionManager, entry_id: str) -> list[str]:
@@ -409,7 +409,7 @@ def all_tree_ids(nodes: list[SessionTreeNode]) -> list[str]:
 
 
 def test_a_parent_cycle_neither_hangs_nor_loses_entries(tmp_path: Path) -> None:
-    """D5: a corrupt file whose entries point at each other."""
+    """A corrupt file whose entries point at each other (compatibility: Cycles end every walk)."""
     path = write_session(
         tmp_path / "s.jsonl",
         HEADER,
@@ -474,7 +474,8 @@ def test_context_settings_come_from_the_path(session: SessionManager) -> None:
 
 
 def test_explicit_model_change_wins_over_the_assistant_model(session: SessionManager) -> None:
-    """D3: the assistant's provider/model is only a fallback."""
+    """The assistant's provider/model is only a fallback (compatibility: Explicit model changes
+    win)."""
     session.append_model_change("openai/gpt-5")
     session.append_message(assistant(provider="anthropic", model="claude"))
     assert session.build_session_context().models == {"default": "openai/gpt-5"}
@@ -522,7 +523,7 @@ def test_labels_add_nothing_to_the_context(session: SessionManager) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Usage statistics (reference §3.6, D16)
+# Usage statistics (compatibility: Usage as in the reference; Missing usage counts as zero)
 
 
 def test_usage_sums_every_assistant_message_of_every_branch(session: SessionManager) -> None:
@@ -596,7 +597,7 @@ def test_usage_is_recomputed_on_load(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Naming (reference §3.7)
+# Naming (compatibility: Persistence as in the reference)
 
 
 @pytest.mark.parametrize(

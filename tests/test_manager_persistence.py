@@ -50,7 +50,7 @@ def write_lines(path: Path, *records: dict) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# When things are written (requirements §7)
+# When things are written (compatibility: Persistence as in the reference)
 
 
 def test_create_writes_nothing(manager: SessionManager) -> None:
@@ -174,7 +174,8 @@ def test_title_persists_across_reopen(manager: SessionManager) -> None:
 
 
 def test_leading_title_record_names_the_session_and_stays_first(tmp_path: Path) -> None:
-    """D21: oh-my-pi title records before the header."""
+    """oh-my-pi title records before the header (compatibility: Title records before the
+    header)."""
     title = {"type": "title", "v": 1, "title": "OMP name", "source": "user"}
     header = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/x"}
     path = write_lines(tmp_path / "omp.jsonl", title, header)
@@ -188,7 +189,8 @@ def test_leading_title_record_names_the_session_and_stays_first(tmp_path: Path) 
 
 
 def test_a_second_session_line_is_kept_as_an_opaque_record(tmp_path: Path) -> None:
-    """D22: only the first session line is the header."""
+    """Only the first session line is the header (compatibility: A second header is an opaque
+    record)."""
     header = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/x"}
     stray = {"type": "session", "version": 3, "id": "s2", "timestamp": "t", "cwd": "/y"}
     message = {"type": "message", "id": "m1", "parentId": None, "timestamp": "t"}
@@ -204,7 +206,7 @@ def test_a_second_session_line_is_kept_as_an_opaque_record(tmp_path: Path) -> No
 
 
 # --------------------------------------------------------------------------------------------
-# Size controls and blobs on the way to disk (requirements §8)
+# Size controls and blobs on the way to disk (compatibility: Persistence as in the reference)
 
 
 def test_long_signatures_are_blanked_and_long_text_truncated(manager: SessionManager) -> None:
@@ -262,7 +264,8 @@ def test_open_uses_the_header_cwd_and_the_file_folder(tmp_path: Path) -> None:
 
 
 def test_opening_a_v1_file_rewrites_it_at_once(tmp_path: Path) -> None:
-    """D2: a migration on load is written back immediately."""
+    """A migration on load is written back immediately (compatibility: Migrations are written
+    back at once)."""
     source = next(p for p in PI_FIXTURES if p.name == "emilio3435__formic__v1-linear.jsonl")
     path = copy_fixture(source, tmp_path)
     manager = SessionManager.open(str(path))
@@ -292,7 +295,9 @@ def test_opening_a_current_file_does_not_rewrite_it(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "s.jsonl", header, message)
     before = path.read_bytes()
     manager = SessionManager.open(str(path))
-    assert path.read_bytes() == before  # D17: replay sanitising is not a migration
+    # Replay sanitising is not a migration (compatibility: OpenAI replay data dropped in memory
+    # only).
+    assert path.read_bytes() == before
     assert "providerPayload" not in manager.get_entries()[0]["message"]
 
 
@@ -313,7 +318,7 @@ def test_missing_or_empty_file_becomes_a_header_only_session(
 def test_invalid_file_is_moved_aside_not_destroyed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """D20: a non-empty file without a valid header."""
+    """A non-empty file without a valid header (compatibility: Invalid files are moved aside)."""
     path = tmp_path / "broken.jsonl"
     original = b'{"type":"message","id":"a","parentId":null}\n{"type":"message","id":"b"}\n'
     path.write_bytes(original)
@@ -327,7 +332,7 @@ def test_invalid_file_is_moved_aside_not_destroyed(
 
 
 def test_appends_after_opening_an_invalid_file_follow_the_header(tmp_path: Path) -> None:
-    """D23: the file on disk always starts with its header."""
+    """The file on disk always starts with its header (compatibility: Header always first)."""
     path = tmp_path / "broken.jsonl"
     path.write_bytes(b"garbage\n")
     manager = SessionManager.open(str(path))
@@ -342,7 +347,7 @@ def test_appends_after_opening_an_invalid_file_follow_the_header(tmp_path: Path)
 def test_a_file_lost_under_us_is_written_whole_on_the_next_append(
     manager: SessionManager, damage: str
 ) -> None:
-    """D23: never append to a file that lost its header."""
+    """Never append to a file that lost its header (compatibility: Header always first)."""
     manager.append_message(user("q"))
     manager.append_message(assistant())
     path = Path(manager.get_session_file())
@@ -375,7 +380,8 @@ def test_leaf_after_loading_is_the_last_entry_in_the_file(manager: SessionManage
 
 
 # --------------------------------------------------------------------------------------------
-# Terminal breadcrumbs (reference §1.6, D13)
+# Terminal breadcrumbs (compatibility: Ids and paths as in the reference; One breadcrumb per
+# switch)
 
 
 def test_create_points_the_breadcrumb_at_the_future_file(
@@ -429,7 +435,7 @@ def test_continue_recent_uses_the_default_folder(agent_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Fork (reference §3.3, §11)
+# Fork (compatibility: Forks copy the artifact folder; Forks and branches move the breadcrumb)
 
 
 def test_fork_writes_a_copy_with_lineage(manager: SessionManager) -> None:
@@ -524,7 +530,8 @@ def test_fork_from_a_missing_source_gives_a_header_only_file(tmp_path: Path) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# Branched sessions (reference §3.3, D12, D24)
+# Branched sessions (compatibility: Branched sessions are written like every other write; Labels
+# skipped when branching)
 
 
 def test_branched_session_holds_the_path_only(manager: SessionManager) -> None:
@@ -562,7 +569,8 @@ def test_branched_session_recreates_labels_at_the_end(manager: SessionManager) -
 def test_branched_session_reparents_entries_that_followed_a_label(
     manager: SessionManager,
 ) -> None:
-    """D24: the entry after a dropped label keeps its whole history."""
+    """The entry after a dropped label keeps its whole history (compatibility: Labels skipped
+    when branching)."""
     root = manager.append_message(user("q"))
     answer = manager.append_message(assistant())
     manager.append_label_change(answer, "mark")
@@ -579,7 +587,8 @@ def test_branched_session_reparents_entries_that_followed_a_label(
 def test_branched_session_goes_through_the_persistence_transform(
     manager: SessionManager,
 ) -> None:
-    """D12: the same truncation as every other write."""
+    """The same truncation as every other write (compatibility: Branched sessions are written
+    like every other write)."""
     message = assistant("x" * 600_000)
     entry_id = manager.append_message(message)
     new_file = manager.create_branched_session(entry_id)
@@ -594,7 +603,7 @@ def test_branched_session_of_an_unknown_entry_raises(manager: SessionManager) ->
 
 
 # --------------------------------------------------------------------------------------------
-# Moving to another cwd (reference §11.2)
+# Moving to another cwd (compatibility: Persistence as in the reference)
 
 
 @pytest.fixture
@@ -703,7 +712,7 @@ def test_move_to_reports_a_failed_rollback(agent_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Persistence errors (D7)
+# Persistence errors (compatibility: Synchronous writes with a latched error)
 
 
 @pytest.fixture
@@ -852,7 +861,8 @@ def test_every_fixture_opens_forks_and_rewrites_losslessly(fixture: Path, tmp_pa
 def test_glued_lines_keep_both_objects_after_a_rewrite(
     name: str, line: int, second_type: str, tmp_path: Path
 ) -> None:
-    """D19: two entries glued onto one line by an old append bug."""
+    """Two entries glued onto one line by an old append bug (compatibility: Several objects on
+    one line)."""
     source = next(p for p in PI_FIXTURES if p.name == name)
     glued = source.read_bytes().split(b"\n")[line - 1]
     first_text, _, second_text = glued.partition(b"}{")
@@ -876,7 +886,8 @@ def test_v1_fixture_keeps_its_line_count_after_migration(tmp_path: Path) -> None
 
 
 def test_entries_without_ids_are_repaired_and_written_back(tmp_path: Path) -> None:
-    """D25: a v3 file whose entries lack id/parentId."""
+    """A v3 file whose entries lack id/parentId (compatibility: Entries without id or
+    parentId)."""
     header = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/x"}
     first = {"type": "message", "timestamp": "t", "message": user("a")}
     second = {"type": "message", "timestamp": "t", "message": assistant()}

@@ -1,4 +1,8 @@
-"""Session format migrations: v1 -> v2 -> v3 and the repairs of D22/D25."""
+"""Session format migrations: v1 -> v2 -> v3 and the repairs of odd headers and missing ids.
+
+(compatibility: Session file format as in the reference; Header versions read leniently; A second
+header is an opaque record; Entries without id or parentId)
+"""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from xcsh_store.cli import cli
 
 # Appends id-less (legacy) messages through the store's own writer, one open file for the whole
 # run as an agent keeps it, until the stop file appears (or 20,000 lines); prints how many.
-# Each line leaves the file in need of migration (D25), so a migrate run then rewrites it.
+# Each line leaves the file in need of migration (compatibility: Entries without id or parentId),
+# so a migrate run then rewrites it.
 APPENDER = """
 import json, os, sys, time
 from xcsh_store.format.storage import FileSessionStorage

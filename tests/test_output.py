@@ -1,4 +1,5 @@
-"""OutputSink, truncation helpers, notices and sanitising (reference §10.2-10.3)."""
+"""OutputSink, truncation helpers, notices and sanitising (compatibility: Artifacts as in the
+reference; Output lengths in code points)."""
 
 from __future__ import annotations
 

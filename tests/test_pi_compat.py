@@ -1,5 +1,9 @@
-"""pi's own entry forms (D27), assistant messages without a model (D26), the key order of the
-context's models, and session arguments that match several files."""
+"""pi's own entry forms, assistant messages without a model, the key order of the context's
+models, and session arguments that match several files.
+
+(compatibility: pi's model_change form; pi's session_info names the session; Assistant messages
+without a model; Ambiguous session lookups are errors)
+"""
 
 from __future__ import annotations
 
@@ -46,7 +50,8 @@ def run_json(*args: str) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# D3, D26, D27 stated on their own, to check the store against
+# The rules stated on their own, to check the store against (compatibility: Explicit model
+# changes win; Assistant messages without a model; pi's model_change form)
 
 
 def _text(value: Any) -> str | None:
@@ -54,7 +59,7 @@ def _text(value: Any) -> str | None:
 
 
 def _change_model(entry: dict[str, Any]) -> Any:
-    """What a model_change sets: a truthy ``model``, or pi's provider/modelId pair (D27)."""
+    """What a model_change sets: a truthy ``model``, or pi's provider/modelId pair."""
     if entry.get("model"):
         return entry["model"]
     provider, model_id = _text(entry.get("provider")), _text(entry.get("modelId"))
@@ -77,9 +82,9 @@ def expected_models(path: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     """The models of a root -> leaf path as (role, model) in the reference's key order.
 
     A role's key sits where it first appears; ``default`` first appears at the first default
-    model change or the first assistant message naming a provider and a model (D26). Each
-    role's value is its last change; ``default`` falls back to the last such assistant message
-    only when no model change with role default is on the path (D3).
+    model change or the first assistant message naming a provider and a model. Each role's value
+    is its last change; ``default`` falls back to the last such assistant message only when no
+    model change with role default is on the path.
     """
     changes = [
         (place, entry.get("role") or "default", _change_model(entry))
@@ -114,8 +119,9 @@ def path_to(entry: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[dic
 
 
 def expected_title(records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    """(title, source): the last session_info naming the session wins over the header (D27),
-    then the header's title, a leading title record's (D21), the newest compaction summary."""
+    """(title, source): the last session_info naming the session wins over the header, then the
+    header's title, a leading title record's, the newest compaction summary (compatibility: pi's
+    session_info names the session; Title records before the header)."""
     start = find_header_index(records)
     names = [
         name
@@ -270,7 +276,7 @@ def test_pi_model_changes_and_session_names_are_present_in_the_fixtures():
 
 
 # --------------------------------------------------------------------------------------------
-# D27 and D26 in small files
+# pi's forms and assistant messages without a model, in small files
 
 
 def _pi_change(entry_id: str, parent: str | None, provider: Any, model_id: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ def test_write_read_stat(storage, tmp_path):
     storage.write_text(path, "héllo\n")
     assert storage.exists(path)
     assert storage.read_text(path) == "héllo\n"
-    assert storage.stat(path).size == 7  # bytes, not characters (D11)
+    assert storage.stat(path).size == 7  # bytes (compatibility: Memory storage behaves like files)
     assert storage.read_text_prefix(path, 2) == "h\ufffd"
 
 
