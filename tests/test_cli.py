@@ -707,6 +707,15 @@ def test_doctor_flags_files_others_can_read(fresh):
     assert "chmod -R go-rwx" in invoke(fresh["agent"], "doctor", code=1).output
 
 
+def test_without_agent_dir_the_cli_works_on_the_one_the_environment_names(tmp_path, monkeypatch):
+    agent = tmp_path / "from-env"
+    (agent / "sessions").mkdir(parents=True)
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
+    invoke(None, "sync")
+    assert (agent / "index.db").exists()
+    assert "$XCSH_AGENT_DIR" in invoke(None, "--help").output
+
+
 def test_doctor_without_an_index(tmp_path):
     agent = tmp_path / "agent"
     agent.mkdir(mode=0o700)

@@ -1,10 +1,12 @@
-"""Opening files for reading so that a FIFO, socket or device never blocks or streams forever."""
+"""Reading the file system safely: opening only regular files (a FIFO, socket or device never
+blocks or streams forever), and walking session folders the one way every reader walks them."""
 
 from __future__ import annotations
 
 import errno
 import os
 import stat
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 
@@ -26,3 +28,47 @@ def open_regular_file(path: str) -> BinaryIO:
     except BaseException:
         os.close(descriptor)
         raise
+
+
+def walk_folders(
+    roots: list[str],
+    failed: Callable[[str, OSError], None],
+    before_listing: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """Every folder below ``roots`` with the entries of its listing that are not folders (dot
+    names included, never looked into); folder symlinks are followed, and a folder reached
+    twice (through a link, or a loop) is listed once, by the first path that reaches it.
+
+    ``failed(path, error)`` hears of a folder that could not be listed and of an entry whose
+    kind could not be told; ``before_listing(folder)`` runs before a folder is listed (also
+    for one listed already) and returning False leaves it unlisted.
+    """
+    visited: set[tuple[int, int]] = set()
+    pending = list(roots)
+    while pending:
+        folder = pending.pop()
+        if before_listing is not None and not before_listing(folder):
+            continue
+        try:
+            info = os.stat(folder)
+            if (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            failed(folder, error)
+            continue
+        others = []
+        for entry in entries:
+            if entry.name[0] == ".":
+                others.append(entry)
+                continue
+            try:
+                if entry.is_dir():
+                    pending.append(entry.path)
+                    continue
+            except OSError as error:
+                failed(entry.path, error)
+                continue
+            others.append(entry)
+        yield folder, others

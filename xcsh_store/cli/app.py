@@ -143,9 +143,7 @@ def error_line(error: BaseException) -> str:
 @click.option(
     "--agent-dir",
     type=click.Path(file_okay=False),
-    envvar=AGENT_DIR_ENV,
-    show_envvar=True,
-    help="Agent folder to work on (default: ~/.xcsh/agent).",
+    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent).",
 )
 @click.option(
     "--color",

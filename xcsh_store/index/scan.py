@@ -12,6 +12,7 @@ from typing import Any
 
 import apsw
 
+from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
 DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
@@ -147,25 +148,18 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
 
     A file's project folder is the first folder below the root (empty for files in the root).
     """
-    visited: set[tuple[int, int]] = set()
-    pending: list[tuple[str, str | None]] = [(root, None)]
     stale = time.time() - STALE_TEMP_SECONDS
     # Looked up once: the loop below runs for every file of every sync.
     indexed_stat = (known.stats if known is not None else {}).get
     unchanged = known.unchanged if known is not None else set()
     is_regular = stat_module.S_ISREG
-    while pending:
-        folder, project_dir = pending.pop()
-        try:
-            info = os.stat(folder)
-            key = (info.st_dev, info.st_ino)
-            if key in visited:
-                continue
-            visited.add(key)
-            entries = list(os.scandir(folder))
-        except OSError as error:
-            report.unreadable[folder] = describe_error(error)
-            continue
+    below_root = len(root.rstrip(os.sep)) + 1
+
+    def failed(path: str, error: OSError) -> None:
+        report.unreadable[path] = describe_error(error)
+
+    for folder, entries in walk_folders([root], failed):
+        project_dir = folder[below_root:].split(os.sep, 1)[0] if len(folder) > below_root else ""
         for entry in entries:
             name = entry.name
             if name[0] == ".":
@@ -173,9 +167,6 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
                     report.stale_temp_files.append(entry.path)
                 continue
             try:
-                if entry.is_dir():
-                    pending.append((entry.path, name if project_dir is None else project_dir))
-                    continue
                 if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
                     if entry.is_symlink() and not os.path.exists(entry.path):
                         # A project folder on a disk that is not mounted: what is behind it
@@ -200,7 +191,7 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
             yield SeenFile(
                 path,
                 root,
-                project_dir or "",
+                project_dir,
                 result.st_size,
                 result.st_mtime_ns,
                 result.st_ino,

@@ -9,6 +9,8 @@ import os
 import struct
 from collections.abc import Iterator
 
+from xcsh_store.files import walk_folders
+
 # From <sys/inotify.h>.
 _IN_MOVED_TO = 0x00000080
 _IN_CREATE = 0x00000100
@@ -66,34 +68,31 @@ class FolderWatch:
         the system's watch limit). A folder first reached is known by this path from now on."""
         found: set[int] = set()
         complete = True
-        visited: set[tuple[int, int]] = set()
-        pending = list(roots)
-        while pending:
-            folder = pending.pop()
+
+        def failed(_path: str, _error: OSError) -> None:
+            nonlocal complete
+            complete = False
+
+        def watch(folder: str) -> bool:
+            nonlocal complete
             # Watched before it is listed: what arrives after the listing is an event.
             number = self._add_watch(self.descriptor, os.fsencode(folder), _MASK)
             if number < 0:
                 complete = False
-                continue
+                return False
             found.add(number)
             # One number per folder: the first path to it is the one the scan takes too.
             self.folders.setdefault(number, folder)
-            try:
-                info = os.stat(folder)
-                if (info.st_dev, info.st_ino) in visited:
-                    continue
-                visited.add((info.st_dev, info.st_ino))
-                entries = list(os.scandir(folder))
-            except OSError:
-                complete = False
-                continue
+            return True
+
+        for _folder, entries in walk_folders(roots, failed, watch):
             for entry in entries:
-                if entry.name.startswith("."):
-                    continue
                 try:
-                    if entry.is_dir():
-                        pending.append(entry.path)
-                    elif entry.is_symlink() and not os.path.exists(entry.path):
+                    if (
+                        entry.name[0] != "."
+                        and entry.is_symlink()
+                        and not os.path.exists(entry.path)
+                    ):
                         complete = False
                 except OSError:
                     complete = False

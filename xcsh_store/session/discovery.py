@@ -15,6 +15,7 @@ from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, 
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.js import trim
 from xcsh_store.paths import get_default_session_dir, get_sessions_dir
+from xcsh_store.times import parse_iso
 
 log = logging.getLogger("xcsh_store")
 _Info = TypeVar("_Info")
@@ -172,13 +173,8 @@ class SessionInfo:
 
 
 def _parse_created(timestamp: Any, fallback: datetime) -> datetime:
-    if isinstance(timestamp, str):
-        try:
-            moment = datetime.fromisoformat(timestamp.strip())
-        except ValueError:
-            return fallback
-        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return fallback
+    moment = parse_iso(timestamp.strip()) if isinstance(timestamp, str) else None
+    return fallback if moment is None else moment.astimezone(UTC)
 
 
 def session_info_from_file(path: str, storage: SessionStorage) -> SessionInfo | None:

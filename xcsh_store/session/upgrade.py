@@ -5,12 +5,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from xcsh_store.files import open_regular_file
+from xcsh_store.files import open_regular_file, walk_folders
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.loader import read_session_file
 from xcsh_store.format.persist import entry_to_line
@@ -57,28 +58,17 @@ def session_files(agent_dir: str) -> list[str]:
     folder symlinks are followed (each folder read once), dotfiles (temp files), files moved
     aside, anything but regular files and names that are not UTF-8 are left out."""
     found = []
-    visited: set[tuple[int, int]] = set()
-    pending = [get_sessions_dir(agent_dir)]
-    while pending:
-        folder = pending.pop()
-        try:
-            info = os.stat(folder)
-            if (info.st_dev, info.st_ino) in visited:
-                continue
-            visited.add((info.st_dev, info.st_ino))
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
+    for _folder, entries in walk_folders([get_sessions_dir(agent_dir)], lambda _path, _error: None):
         for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            try:
-                if entry.is_dir():
-                    pending.append(entry.path)
-                elif entry.name.endswith(".jsonl") and entry.is_file() and _utf8(entry.path):
+            with contextlib.suppress(OSError):
+                name = entry.name
+                if (
+                    name[0] != "."
+                    and name.endswith(".jsonl")
+                    and entry.is_file()
+                    and _utf8(entry.path)
+                ):
                     found.append(entry.path)
-            except OSError:
-                continue
     return sorted(found)
 
 
