@@ -84,9 +84,9 @@ def sanitize_session_name(name: str) -> str:
 class SessionManager:
     """A session's conversation tree and its file.
 
-    Synchronous: every call has finished its disk work when it returns (compatibility:
-    Synchronous writes with a latched error). Use the factories
-    (:meth:`create`, :meth:`open`, ...) rather than the constructor.
+    Synchronous: every call has finished its disk work when it returns (compatibility: Synchronous
+    writes with a latched error). Use the factories (:meth:`create`, :meth:`open`, ...) rather than
+    the constructor.
     """
 
     def __init__(

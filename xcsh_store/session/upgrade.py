@@ -1,6 +1,6 @@
 """Rewriting old session files (v1, v2, or missing ids) as current v3 files in place.
 
-(compatibility: Migrations are written back at once; Entries without id or parentId)
+(compatibility: Session file format as in the reference; Entries without id or parentId)
 """
 
 from __future__ import annotations
