@@ -154,3 +154,21 @@ def test_newer_schema_is_refused_clearly(agent_dir):
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder, SessionIndex.open(folder) as index:
         sys.stdout.write(_migrated(index.connection))
+
+
+# The checksum of every migration a release has shipped. An index records the checksum of each
+# migration applied to it and refuses one whose file has changed since, so a shipped migration
+# is never edited, not even its comments: a change to the schema is a new numbered file.
+SHIPPED_MIGRATIONS = {
+    "0001_initial": "e36a70b58f9422ebd17fddc54b9f39abd49242cb386e1a57dc2c4cd9122ba668",
+    "0002_entry_chains": "dacfa648f2c29f5e48c997e1640a4ae78bb3aebd40be74dab2a487ae5ccfb08a",
+    "0003_file_identity": "2030d3e95e5440f3e401cae21977aaccf777dcc773aea68a2050fc56d7de4a40",
+    "0004_skipped_lines": "0a5f95fc1feff2031c132e47c67322a563691adb30ab9158c5a0bdfa1e27f68f",
+    "0005_pi_names_and_models": "e3cf089f46b9e8793f1b5ba906b7df59a3e335f800a7170710bfb98816491dba",
+    "0006_fts_symbols": "f48a79ab2d8eb57450a4cb9e71a57e46b3b168e840216a9bc4c6aa7df67812d9",
+}
+
+
+def test_no_shipped_migration_is_ever_edited():
+    checksums = {migration.name: migration.checksum for migration in MIGRATIONS}
+    assert {name: checksums.get(name) for name in SHIPPED_MIGRATIONS} == SHIPPED_MIGRATIONS
