@@ -15,7 +15,6 @@ from pathlib import Path
 import apsw
 
 from xcsh_store.errors import IndexDatabaseError
-from xcsh_store.index.texts import register_entry_text
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
 from xcsh_store.times import iso_now
 
@@ -295,8 +294,6 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
             connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA cache_size = -32768")  # 32 MiB
         connection.execute("PRAGMA temp_store = MEMORY")
-        # The search text lives in the session files only (migration 0007).
-        register_entry_text(connection)
         if read_only:
             connection.execute("PRAGMA query_only = ON")
             # VACUUM INTO and ATTACH create the file they name before query_only refuses the

@@ -24,6 +24,7 @@ from xcsh_store.index import sessions
 from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.prompts import PromptHit, mirror_history, recall_prompts
+from xcsh_store.index.ranking import refresh_term_counts
 from xcsh_store.index.repair import repair_files, start_afresh
 from xcsh_store.index.scan import (
     IndexedFiles,
@@ -32,7 +33,7 @@ from xcsh_store.index.scan import (
     SyncReport,
     is_under_any,
 )
-from xcsh_store.index.search import SearchHit, search_entries
+from xcsh_store.index.search import SearchHit, register_search_functions, search_entries
 from xcsh_store.index.sessions import IndexedSession
 from xcsh_store.index.sync import sync_files
 from xcsh_store.index.tree import (
@@ -107,6 +108,7 @@ class SessionIndex:
 
     def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
         self.connection = connection
+        register_search_functions(connection)
         self.agent_dir = agent_dir
         self.db_path = db_path
         self.read_only = read_only
@@ -236,6 +238,8 @@ class SessionIndex:
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
             database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
+        if not untouched:
+            refresh_term_counts(self.connection)
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)
@@ -273,6 +277,7 @@ class SessionIndex:
         self._files_snapshot = None
         self.connection.close()
         self.connection = start_afresh(self.db_path, damage)
+        register_search_functions(self.connection)
         return self._sync_once(True, progress)
 
     def _require_writable(self) -> None:

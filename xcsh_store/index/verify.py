@@ -212,7 +212,7 @@ class Verifier:
         ).fetchall()
         texts = entry_texts(self.connection, [pk for _, pk in rows])
         for seq, pk in rows:
-            folded = [token for _, _, token in self.tokens.spans(utf8(texts.get(pk, "")))]
+            folded = [token for _, _, token in self.tokens.spans(utf8(texts.get(pk) or ""))]
             probes = {tuple(folded[:POSTING_PROBE_TOKENS]), tuple(folded[-POSTING_PROBE_TOKENS:])}
             for probe in probes:
                 if (
