@@ -67,8 +67,8 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
     return migrations
 
 
-# Free pages below this (16 MiB of 4 KiB pages) are not worth a VACUUM.
-COMPACT_MIN_FREE_PAGES = 4_096
+# Free pages below this (1 MiB of 4 KiB pages) are not worth a VACUUM.
+COMPACT_MIN_FREE_PAGES = 256
 
 
 def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
