@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from session_builder import append, header, message, sessions_dir, write_session
 
 from xcsh_store.cli.app import cli
+from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index import SessionIndex, ranking
 from xcsh_store.index.search import parse_search_query
 
@@ -274,6 +275,22 @@ def test_an_index_of_the_previous_schema_is_upgraded_in_place(agent_dir):
     again = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "sync", "--json"])
     assert json.loads(again.stdout)["resync_reason"] is None
     assert "Upgrading" not in again.stderr
+
+
+def test_a_reader_of_an_index_not_yet_upgraded_is_told_to_sync(agent_dir):
+    _session(agent_dir, "one", "hello")
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    _as_of_0006(agent_dir / "index.db")
+    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "search", "hello"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().endswith(
+        "was written by an older xcsh-store (it lacks schema 0007_text_once);"
+        " run `xcsh-store sync` to upgrade it"
+    )
+    assert len(result.stderr.strip().splitlines()) == 1
+    with pytest.raises(IndexDatabaseError, match="run `xcsh-store sync`"):
+        SessionIndex.open(str(agent_dir), read_only=True)
 
 
 def test_a_new_index_is_not_said_to_be_upgraded(agent_dir):

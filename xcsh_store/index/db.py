@@ -71,6 +71,14 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
 COMPACT_MIN_FREE_PAGES = 256
 
 
+def missing_migrations(connection: apsw.Connection) -> list[str]:
+    """The migrations this installation has and the database lacks (an index written by an
+    older xcsh-store and not synced since)."""
+    names = {path.stem for path in migrations_dir().glob("*.sql")}
+    applied = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
+    return sorted(names - applied)
+
+
 def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
     """Apply the migrations this database lacks, each in its own transaction; names applied."""
     connection.execute(

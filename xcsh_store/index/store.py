@@ -128,7 +128,7 @@ class SessionIndex:
             if read_only:
                 if not os.path.exists(db_path):
                     raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
-                return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
+                return cls(_open_for_reading(db_path), agent_dir, db_path, True)
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
 
     def close(self) -> None:
@@ -526,6 +526,24 @@ class SessionIndex:
             history_prompts=scalar("SELECT count(*) FROM history"),
             last_sync=database.get_meta(self.connection, "last_sync"),
         )
+
+
+def _open_for_reading(db_path: str) -> apsw.Connection:
+    """A read-only connection to an index of the current schema: its queries would fail on an
+    older one, which only a sync (it may write) can upgrade."""
+    connection = database.connect(db_path, read_only=True)
+    try:
+        missing = database.missing_migrations(connection)
+    except BaseException:
+        connection.close()
+        raise
+    if missing:
+        connection.close()
+        raise IndexDatabaseError(
+            f"{db_path} was written by an older xcsh-store (it lacks schema {missing[-1]});"
+            " run `xcsh-store sync` to upgrade it"
+        )
+    return connection
 
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
