@@ -4,9 +4,9 @@
 
 Files: the five largest real fixtures and a generated session of ``--size`` (cached under
 benchmarks/.data). Every run of every step is a fresh child process (so its peak memory is its
-own), and the steps take turns, so a machine that slows down for a while slows each alike;
-each figure is the best of ``--repeat`` children (a child loads a file of a few MB several
-times and keeps its best run).
+own), and the steps take turns, so a machine that slows down for a while slows each alike
+(the steps of a file of a few MB take turns many times within each child); each figure is the
+best of ``--repeat`` children.
 
 Target (issue 16): ``load_entries_from_file`` at least 0.9x a bare orjson line loop on the
 same file. The loop that counts keeps the objects it parses, with the cyclic collector paused
@@ -20,11 +20,10 @@ reach it: keeping them costs the page faults of a heap about twice the file), an
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
 import orjson
@@ -32,7 +31,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpus import cached_corpus, generate_session_file, parse_size
-from benchmarks.harness import Measurement, measure_in_child, print_table
+from benchmarks.harness import Measurement, measure_in_child, print_table, time_interleaved
 from xcsh_store.format.loader import load_entries_from_file
 from xcsh_store.format.versions import migrate_session_entries
 
@@ -85,27 +84,31 @@ def orjson_loop_dropping(path: str) -> int:
 STEPS = (public_loader, orjson_loop_keeping, orjson_loop_dropping, load_and_migrate)
 
 
-def best_of(step_name: str, path: str, runs: int) -> float:
-    """The best of ``runs`` runs of a step in this (child) process: a file of a few MB loads in
-    milliseconds, too short for one run to tell the steps apart on a busy machine."""
-    step = globals()[step_name]
-    best = math.inf
-    for _ in range(runs):
-        started = time.perf_counter()
-        step(path)
-        best = min(best, time.perf_counter() - started)
-    return best
+# A file this small loads in milliseconds: too short for one run in one process to tell the
+# steps apart on a busy machine, so its steps take turns many times in one process instead.
+SMALL_FILE = 20e6
+
+
+def interleaved_best(path: str, runs: int) -> dict[str, float]:
+    """The best time of each step, the steps taking turns ``runs`` times in this process."""
+    calls = [functools.partial(step, path) for step in STEPS]
+    measured = time_interleaved(*calls, repeat=runs)
+    return {step.__name__: run.best for step, run in zip(STEPS, measured, strict=True)}
 
 
 def measure_file(path: str, repeat: int) -> dict[str, Measurement]:
-    """Every step on one file, the steps taking turns, each run in its own child process."""
-    runs_per_child = max(1, min(50, int(20e6 / os.path.getsize(path))))
+    """Every step on one file, best of ``repeat`` children. A big file's steps each run in a
+    child of their own (the first load of a process pays for growing the heap, as opening a
+    session does), taking turns; a small file's steps take turns within each child."""
+    size = os.path.getsize(path)
     results = {step.__name__: Measurement(step.__name__) for step in STEPS}
     for _ in range(repeat):
-        for step in STEPS:
-            run = measure_in_child(best_of, step.__name__, path, runs_per_child)
-            measurement = results[step.__name__]
-            measurement.seconds.append(run.result)
+        if size < SMALL_FILE:
+            best = measure_in_child(interleaved_best, path, int(SMALL_FILE / size)).result
+        else:
+            best = {step.__name__: measure_in_child(step, path).best for step in STEPS}
+        for name, seconds in best.items():
+            results[name].seconds.append(seconds)
     return results
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,14 @@ def subject(label: str, tree: str, manifest: CorpusManifest, work: Path) -> Subj
     return Subject(label, tree, str(agent_dir), str(db_path))
 
 
+def turns(subjects: list[Subject], count: int) -> Iterator[tuple[int, Subject]]:
+    """``count`` runs of every subject in turns, the order reversed every other time (A B, B A,
+    A B, ...), so that neither subject is always the first after some other step."""
+    for number in range(count):
+        for item in subjects if number % 2 == 0 else subjects[::-1]:
+            yield number, item
+
+
 def warm_page_cache(agent_dir: str) -> None:
     """Read every session file once, so that the first full sync measured does not pay for
     the disk and the later ones do not ride on its reads."""
@@ -129,22 +138,20 @@ def measure(
         item.figures["size"] = size
 
     nochange: dict[str, list[float]] = {item.label: [] for item in subjects}
-    for _ in range(repeat):
-        for item in subjects:
-            run = item.run("nochange_sync", agent_dir=item.agent_dir, db_path=item.db_path)
-            nochange[item.label].append(run["seconds"])
+    for _number, item in turns(subjects, repeat):
+        run = item.run("nochange_sync", agent_dir=item.agent_dir, db_path=item.db_path)
+        nochange[item.label].append(run["seconds"])
     appended = append_target(manifest)
     parents = {item.label: appended.leaf_id for item in subjects}
     appends: dict[str, list[dict[str, Any]]] = {item.label: [] for item in subjects}
-    for number in range(1, repeat + 1):
-        for item in subjects:
-            run = item.run(
-                "append_sync", agent_dir=item.agent_dir, db_path=item.db_path,
-                session_path=os.path.join(item.agent_dir, appended.path),
-                parent_id=parents[item.label], number=number,
-            )  # fmt: skip
-            parents[item.label] = run["entry_id"]
-            appends[item.label].append(run)
+    for number, item in turns(subjects, repeat):
+        run = item.run(
+            "append_sync", agent_dir=item.agent_dir, db_path=item.db_path,
+            session_path=os.path.join(item.agent_dir, appended.path),
+            parent_id=parents[item.label], number=number + 1,
+        )  # fmt: skip
+        parents[item.label] = run["entry_id"]
+        appends[item.label].append(run)
     for item in subjects:
         item.figures["nochange"] = statistics.median(nochange[item.label])
         runs = appends[item.label]
@@ -164,15 +171,21 @@ def measure(
         item.figures["list"] = item.run(
             "list_sessions", agent_dir=item.agent_dir, db_path=item.db_path
         )
-    for item in subjects:
+    latencies: dict[str, dict[str, list[float]]] = {
+        item.label: {kind: [] for kind in queries} for item in subjects
+    }
+    # Two processes per subject, in turns, each timing every query ``rounds`` times.
+    for _number, item in turns(subjects, 2):
         run = item.run(
             "search", agent_dir=item.agent_dir, db_path=item.db_path, queries=queries,
             rounds=rounds,
         )  # fmt: skip
+        for kind in queries:
+            latencies[item.label][kind] += run[kind]["seconds"]
         item.figures["search"] = {
             kind: {
-                "p50": percentile(run[kind]["seconds"], 50),
-                "p95": percentile(run[kind]["seconds"], 95),
+                "p50": percentile(latencies[item.label][kind], 50),
+                "p95": percentile(latencies[item.label][kind], 95),
                 "queries": len(queries[kind]),
                 "hits": run[kind]["hits"],
             }
