@@ -1,7 +1,8 @@
 """The cost curve: what the index costs to build and keep, and what it answers, as sessions grow.
 
     python benchmarks/bench_cost_curve.py [--sizes 100MB,1GB,3GB] [--sessions-per-gb 2000]
-        [--workers 1,2] [--repeat 3] [--out benchmarks] [--quick]
+        [--workers 1,2] [--repeat 5] [--out benchmarks] [--quick]
+    python benchmarks/bench_cost_curve.py --replot benchmarks/cost_curve.json
 
 For each size, a cached agent corpus (benchmarks/corpus.py, sessions scaled with the size:
 200 / 2,000 / 6,000) and, each step in a fresh process (benchmarks/index_steps.py): full sync
@@ -9,7 +10,8 @@ from an empty index (MB/s, peak RSS), index.db size (and per table, from dbstat)
 sync, a one-append sync (one realistic 1.8 KB entry appended to the largest session, then open
 and sync), list_sessions, search p50/p95 of rare, middling and stop-word queries (chosen from
 the index's vocabulary by document frequency) and the context of the deepest leaf. Writes
-``COST_CURVE.md`` (the tables) and ``cost_curve.png`` (the plot) into ``--out``; ``--quick``
+``COST_CURVE.md`` (the tables), ``cost_curve.png`` (the plot) and ``cost_curve.json`` (the raw
+figures, from which ``--replot`` draws both again without measuring) into ``--out``; ``--quick``
 runs tiny sizes and writes them to the work folder instead, so a smoke run never replaces
 real figures. ``--workers 1,2`` adds full syncs with that many workers where
 ``SessionIndex.sync`` takes the option ("n/a" where it does not).
@@ -22,16 +24,18 @@ and stop words at most 20 ms. Figures from a busy 2-core machine are indicative 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.corpus import CorpusManifest, parse_size
+from benchmarks.corpus import parse_size
 from benchmarks.harness import format_bytes, format_seconds, print_table
 from benchmarks.index_common import WORK_DIR, agent_corpus
 from benchmarks.index_compare import ROOT, measure, remove_subject_files, subject
@@ -45,8 +49,20 @@ def sessions_for(size: str, per_gb: int) -> int:
     return max(10, round(parse_size(size) / 1e9 * per_gb))
 
 
-def run_size(size: str, options: argparse.Namespace) -> tuple[CorpusManifest, dict[str, Any]]:
-    """Every step on the corpus of one size; the corpus manifest and the figures."""
+@dataclass
+class Corpus:
+    """What the tables say of a corpus."""
+
+    sessions: int
+    total_bytes: int
+    entries: int
+
+
+Result = tuple[Corpus, dict[str, Any]]
+
+
+def run_size(size: str, options: argparse.Namespace) -> Result:
+    """Every step on the corpus of one size: the corpus and the figures."""
     manifest = agent_corpus(size, sessions_for(size, options.sessions_per_gb))
     item = subject("current tree", ROOT, manifest, WORK_DIR / "cost-curve" / size.lower())
     try:
@@ -56,7 +72,8 @@ def run_size(size: str, options: argparse.Namespace) -> tuple[CorpusManifest, di
         )  # fmt: skip
     finally:
         remove_subject_files(item)
-    return manifest, item.figures | extra
+    corpus = Corpus(manifest.sessions, manifest.total_bytes, manifest.entries)
+    return corpus, item.figures | extra
 
 
 def search_cell(search: dict[str, Any], kind: str) -> str:
@@ -67,7 +84,7 @@ def search_cell(search: dict[str, Any], kind: str) -> str:
 def workers_cells(figures: dict[str, Any], workers: tuple[int, ...]) -> list[str]:
     cells = []
     for count in workers:
-        run = figures["sync_workers"][count]
+        run = figures["sync_workers"][str(count)]
         cells.append(
             "n/a"
             if "seconds" not in run
@@ -76,9 +93,7 @@ def workers_cells(figures: dict[str, Any], workers: tuple[int, ...]) -> list[str
     return cells
 
 
-def tables(
-    results: list[tuple[CorpusManifest, dict[str, Any]]], workers: tuple[int, ...]
-) -> list[str]:
+def tables(results: list[Result], workers: tuple[int, ...]) -> list[str]:
     """The three Markdown tables: building and keeping, answering, and size per table."""
     build_headers = [
         "sessions", "session bytes", "entries", "full sync", "MB/s",
@@ -137,7 +152,7 @@ def _titled(rows: list[list[str]], headers: list[str], title: str) -> str:
     return f"## {title}\n\n" + print_table(rows, headers, title=title)
 
 
-def _largest_tables(results: list[tuple[CorpusManifest, dict[str, Any]]]) -> list[str]:
+def _largest_tables(results: list[Result]) -> list[str]:
     """The tables that hold 99 % of the largest index, biggest first."""
     tables_of_largest = results[-1][1]["size"]["tables"]
     if not tables_of_largest:
@@ -152,7 +167,7 @@ def _largest_tables(results: list[tuple[CorpusManifest, dict[str, Any]]]) -> lis
     return names
 
 
-def plot(results: list[tuple[CorpusManifest, dict[str, Any]]], path: Path) -> None:
+def plot(results: list[Result], path: Path) -> None:
     """Three panels over the session bytes (log x): sync time, index size, query times."""
     import matplotlib
 
@@ -161,7 +176,7 @@ def plot(results: list[tuple[CorpusManifest, dict[str, Any]]], path: Path) -> No
     import matplotlib.ticker
 
     gigabytes = [manifest.total_bytes / 1e9 for manifest, _ in results]
-    figure, (build, size, queries) = plt.subplots(1, 3, figsize=(16, 5))
+    figure, (build, size, queries) = plt.subplots(1, 3, figsize=(18, 5))
 
     seconds = [figures["sync"]["seconds"] for _, figures in results]
     build.plot(gigabytes, seconds, "o-", label="full sync")
@@ -201,7 +216,10 @@ def plot(results: list[tuple[CorpusManifest, dict[str, Any]]], path: Path) -> No
         axes.yaxis.set_minor_formatter(plain)
         axes.tick_params(axis="y", which="minor", labelsize=7)
         axes.grid(True, which="both", alpha=0.3)
-        axes.legend(fontsize=8)
+    build.legend(fontsize=8)
+    size.legend(fontsize=8)
+    # Seven lines: their legend goes beside the panel, where it hides none of them.
+    queries.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -212,36 +230,57 @@ def main() -> None:
     parser.add_argument("--sizes", default="100MB,1GB,3GB")
     parser.add_argument("--sessions-per-gb", type=int, default=2000)
     parser.add_argument("--workers", default="", help="extra full syncs, e.g. 1,2")
-    parser.add_argument("--repeat", type=int, default=3, help="no-change and append syncs")
+    parser.add_argument("--repeat", type=int, default=5, help="no-change and append syncs")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the queries")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help=f"--sizes {QUICK_SIZES}, once")
+    parser.add_argument(
+        "--replot", type=Path, default=None,
+        help="no measuring: the tables and plot again from a cost_curve.json",
+    )  # fmt: skip
     options = parser.parse_args()
     if options.quick:
         options.sizes, options.repeat, options.rounds = QUICK_SIZES, 1, 1
-    options.workers = tuple(int(count) for count in options.workers.split(",") if count)
     out = options.out or (WORK_DIR / "cost-curve" if options.quick else HERE)
     out.mkdir(parents=True, exist_ok=True)
-    sizes = [size.strip() for size in options.sizes.split(",") if size.strip()]
-    results = sorted(
-        (run_size(size, options) for size in sizes), key=lambda result: result[0].total_bytes
-    )
-    command = " ".join(["python benchmarks/bench_cost_curve.py", *sys.argv[1:]])
+    if options.replot:
+        saved = json.loads(options.replot.read_text())
+        results = [(Corpus(**point["corpus"]), point["figures"]) for point in saved["points"]]
+        command, ended = saved["command"], saved["ended"]
+        workers = tuple(saved["workers"])
+    else:
+        workers = options.workers = tuple(int(n) for n in options.workers.split(",") if n)
+        sizes = [size.strip() for size in options.sizes.split(",") if size.strip()]
+        results = sorted(
+            (run_size(size, options) for size in sizes), key=lambda result: result[0].total_bytes
+        )
+        command = " ".join(["python benchmarks/bench_cost_curve.py", *sys.argv[1:]])
+        ended = (
+            f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{command}` on"
+            f" {os.cpu_count()} CPUs, Python {platform.python_version()}, load average"
+            f" {os.getloadavg()[0]:.1f} at the end."
+        )
+        points = [{"corpus": asdict(corpus), "figures": figures} for corpus, figures in results]
+        saved = {"command": command, "ended": ended, "workers": workers, "points": points}
+        (out / "cost_curve.json").write_text(json.dumps(saved, indent=1) + "\n")
     header = [
         "# The cost curve",
         "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{command}` on"
-        f" {os.cpu_count()} CPUs, Python {platform.python_version()}, load average"
-        f" {os.getloadavg()[0]:.1f} at the end. Sync workers: the default"
-        f"{'' if results[0][1]['workers_option'] else ' (this tree has no workers option)'}.",
+        f"{ended} Sync workers: the default"
+        f"{'' if results[0][1]['workers_option'] else ' (this tree has no workers option)'}."
+        " Raw figures: `cost_curve.json` (`--replot` redraws from it).",
         "",
         "![cost curve](cost_curve.png)",
     ]
-    markdown = tables(results, options.workers)
+    markdown = tables(results, workers)
     plot(results, out / "cost_curve.png")
     target = out / "COST_CURVE.md"
     target.write_text("\n\n".join(["\n".join(header), *markdown]) + "\n")
-    print(f"wrote {target} and {out / 'cost_curve.png'}")
+    written = [target, out / "cost_curve.png"]
+    print(
+        "wrote",
+        ", ".join(map(str, written if options.replot else [*written, out / "cost_curve.json"])),
+    )
 
 
 if __name__ == "__main__":

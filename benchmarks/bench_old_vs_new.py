@@ -1,7 +1,7 @@
 """An older release and the current tree side by side, on the same corpus, in the same run.
 
     python benchmarks/bench_old_vs_new.py [REF] [--size 1GB] [--sessions 2000]
-        [--workers 1,2] [--repeat 3]
+        [--workers 1,2] [--repeat 5]
 
 ``REF`` (default ``3430260``, the last commit before issue 16) is extracted with ``git
 archive`` into a temporary folder (removed afterwards; no worktree is left behind), and every
@@ -77,7 +77,7 @@ def rows(old: Subject, new: Subject, workers: tuple[int, ...]) -> list[Row | lis
                 o["sync"]["peak_rss"], unit="B", **target(limit=300e6)),
     ]  # fmt: skip
     for count in workers:
-        runs = [figures["sync_workers"][count] for figures in (n, o)]
+        runs = [figures["sync_workers"][str(count)] for figures in (n, o)]
         label = f"full sync, {count} worker{'s' * (count > 1)}"
         if all("seconds" in run for run in runs):
             table.append(compare(label, runs[0]["seconds"], runs[1]["seconds"]))
@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--size", default="1GB")
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--workers", default="", help="extra full syncs, e.g. 1,2")
-    parser.add_argument("--repeat", type=int, default=3, help="no-change and append syncs")
+    parser.add_argument("--repeat", type=int, default=5, help="no-change and append syncs")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the queries")
     options = parser.parse_args()
     workers = tuple(int(count) for count in options.workers.split(",") if count)

@@ -131,7 +131,8 @@ def measure(
             shutil.rmtree(Path(db_path).parent)
             if "seconds" in run:
                 run["mb_s"] = megabytes / run["seconds"]
-            item.figures.setdefault("sync_workers", {})[count] = run
+            # Keyed by text, as the figures go through JSON (cost_curve.json).
+            item.figures.setdefault("sync_workers", {})[str(count)] = run
     for item in subjects:
         size = item.run("index_size", db_path=item.db_path)
         size["ratio"] = size["bytes"] / manifest.total_bytes
