@@ -211,7 +211,9 @@ def _vocabulary(connection: Any) -> str:
         "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND sql IS NOT NULL"
     ).fetchall()
     tables = [name for name, sql in rows if re.search(r"USING\s+fts5\s*\(", sql, re.I)]
-    (table,) = [name for name in tables if name.startswith("entries")][:1] or tables[:1]
+    # The entries' table by name; failing that, any that is not the prompt history's.
+    preferred = [name for name in tables if name.startswith("entries")]
+    (table,) = (preferred or [name for name in tables if not name.startswith("history")])[:1]
     connection.execute(
         f'CREATE VIRTUAL TABLE temp.bench_vocab USING fts5vocab(main, "{table}", row)'
     )
