@@ -8,7 +8,7 @@ archive`` into a temporary folder (removed afterwards; no worktree is left behin
 step of the cost curve (benchmarks/index_steps.py: full sync, index size, no-change sync,
 one-append sync, list_sessions, search p50/p95, context of the deepest leaf) runs once with
 that code (``PYTHONPATH`` at the extracted tree) and once with this checkout's, each in a
-fresh process, the two taking turns. Each tree builds its own index from a writable mirror of
+fresh process, the two taking turns. Each tree builds its own index from a writable copy of
 the same cached corpus. Search queries are chosen from the current tree's index and asked of
 both. ``--workers 1,2`` adds full syncs with that many workers, "n/a" for a tree whose
 ``SessionIndex.sync`` has no such option.

@@ -1,13 +1,14 @@
 """What the cost curve and old-vs-new share: writable copies of a cached corpus, and one run of
 every index step (benchmarks/index_steps.py) for one or more source trees on the same corpus.
 
-A cached corpus is read-only, but a one-append sync must write to a session file. A subject's
-agent dir is therefore a tree of hard links to the cached files (no bytes copied; the index
-only reads them) in which the one file that gets appended to is a real copy. Where hard links
-are impossible (another file system), files are copied.
+A cached corpus is read-only, but a one-append sync must write to a session file, so each
+subject syncs a copy of its own (removed at the end). Not hard links: a new link changes the
+inode's ctime, which is part of a file's identity for the index, so every index built on the
+cache elsewhere would see all its files changed on its next sync.
 
-Steps of different subjects take turns (the sync of one tree, then of the other, ...), so a
-machine that slows down for a while slows every subject alike.
+Steps of different subjects take turns (the sync of one tree, then of the other, and in
+reverse order the next time), so a machine that slows down for a while slows every subject
+alike.
 """
 
 from __future__ import annotations
@@ -51,31 +52,20 @@ def deepest_leaf(manifest: CorpusManifest) -> Any:
     return max(manifest.files, key=lambda item: item.leaf_depth)
 
 
-def writable_mirror(manifest: CorpusManifest, target: Path) -> Path:
-    """A fresh agent dir at ``target`` holding the corpus's files as hard links, except the
-    append target, copied so that appending never touches the cache."""
+def writable_copy(manifest: CorpusManifest, target: Path) -> Path:
+    """A fresh agent dir at ``target`` with the corpus's session and blob files (file times
+    kept, as the generator set them)."""
     shutil.rmtree(target, ignore_errors=True)
-    source = Path(manifest.agent_dir)
-    copied = {append_target(manifest).path}
     for folder in ("sessions", "blobs"):
-        for directory, _subfolders, names in os.walk(source / folder):
-            relative = Path(directory).relative_to(source)
-            (target / relative).mkdir(parents=True, exist_ok=True)
-            for name in names:
-                path = (relative / name).as_posix()
-                if path in copied:
-                    shutil.copy2(source / path, target / path)
-                    continue
-                try:
-                    os.link(source / path, target / path)
-                except OSError:
-                    shutil.copy2(source / path, target / path)
+        source = Path(manifest.agent_dir) / folder
+        if source.is_dir():
+            shutil.copytree(source, target / folder)
     return target
 
 
 def subject(label: str, tree: str, manifest: CorpusManifest, work: Path) -> Subject:
     """A subject with a new writable agent dir and an empty place for its index."""
-    agent_dir = writable_mirror(manifest, work / "agent")
+    agent_dir = writable_copy(manifest, work / "agent")
     (work / "db").mkdir(parents=True, exist_ok=True)
     db_path = work / "db" / "index.db"
     for suffix in ("", "-wal", "-shm", ".sync-lock"):
@@ -118,7 +108,8 @@ def measure(
     """Every step for every subject (filling ``subject.figures``); returns the queries used,
     chosen from the first subject's index so that every subject answers the same ones."""
     megabytes = manifest.total_bytes / 1e6
-    warm_page_cache(subjects[0].agent_dir)
+    for item in subjects:
+        warm_page_cache(item.agent_dir)
     for item in subjects:
         sync = item.run("full_sync", agent_dir=item.agent_dir, db_path=item.db_path)
         sync["mb_s"] = megabytes / sync["seconds"]
@@ -203,6 +194,6 @@ def measure(
 
 
 def remove_subject_files(item: Subject) -> None:
-    """The agent dir (links) and index of a finished subject."""
+    """The agent dir (a copy) and index of a finished subject."""
     shutil.rmtree(item.agent_dir, ignore_errors=True)
     shutil.rmtree(Path(item.db_path).parent, ignore_errors=True)
