@@ -28,10 +28,10 @@ B = 0.75
 # An IDF that is not positive (a phrase in over half of all rows) is this, as in FTS5.
 MIN_IDF = 1e-6
 # The newest matches a phrase's frequency is judged by, and the most rows a query ranks.
-WINDOW = 500
+WINDOW = 300
 # A prefix whose completions were in at most this many documents in all (as last counted) has
 # them counted afresh: quick, and it sees words indexed since.
-LIVE_COMPLETION_DOCUMENTS = 50_000
+LIVE_COMPLETION_DOCUMENTS = 20_000
 # search_terms is counted again when the number of indexed texts changed by this share.
 TERM_COUNTS_DRIFT = 0.1
 

@@ -12,7 +12,7 @@ import apsw
 
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs, register_rank
-from xcsh_store.index.texts import entry_texts, register_entry_text
+from xcsh_store.index.texts import TEXT_SOURCE, register_entry_text, texts_of
 from xcsh_store.times import iso_millis
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -289,14 +289,14 @@ def search_entries(
     # The newest WINDOW matches are ranked; only the best few are joined to their sessions.
     rows = connection.execute(
         "SELECT c.pk, c.score, s.session_id, s.path, s.title, s.cwd, e.id, e.type, e.role,"
-        " e.model, e.timestamp, e.session FROM ("
+        f" e.model, e.timestamp, e.session, {TEXT_SOURCE} FROM ("
         "  SELECT pk, score FROM ("
         f"   SELECT f.rowid AS pk, xcsh_rank(entries_fts, ?, ?{marks}) AS score"
         f"   FROM entries_fts AS f {joins} WHERE entries_fts MATCH ?{where}"
         "    ORDER BY f.rowid DESC LIMIT ?"
         "  ) ORDER BY score, pk DESC LIMIT ?"
         ") AS c JOIN entries AS e ON e.pk = c.pk JOIN sessions AS s ON s.file_id = e.session"
-        " ORDER BY c.score, c.pk DESC",
+        " JOIN files AS f ON f.id = e.session ORDER BY c.score, c.pk DESC",
         (*arguments, WINDOW, limit + STALE_MARGIN),
     ).fetchall()
     highlighter = Highlighter(parsed, highlight, tokens)
@@ -307,7 +307,7 @@ def search_entries(
     while start < len(rows) and len(hits) < limit:
         chunk = rows[start : start + limit - len(hits)]
         start += len(chunk)
-        texts = entry_texts(connection, [row[0] for row in chunk], local_path)
+        texts = texts_of((row[12:] for row in chunk), local_path)
         hits += [
             SearchHit(
                 session_id=row[2],

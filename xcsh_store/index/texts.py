@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import apsw
 
@@ -22,6 +23,10 @@ _Source = tuple[int, str | None, int, int, int]
 
 # SQLite allows 32,766 parameters; chunks of this many keep each IN list small.
 _CHUNK = 500
+
+# What texts_of needs of an entry, from ``entries AS e JOIN files AS f``: the ids of a v1/v2
+# file are the migration's, not the file's (files.legacy), so they cannot be checked.
+TEXT_SOURCE = "f.path, e.pk, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part"
 
 
 def entry_texts(
@@ -38,19 +43,25 @@ def entry_texts(
     ``local_path`` maps a stored path to where the file is now (an agent dir moved since its
     last sync).
     """
-    by_path: dict[str, list[_Source]] = defaultdict(list)
     wanted = list(pks)
+    rows: list[tuple[Any, ...]] = []
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start : start + _CHUNK]
-        rows = connection.execute(
-            # The ids of a v1/v2 file are the migration's, not the file's (files.legacy).
-            "SELECT f.path, e.pk, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part"
-            " FROM entries AS e JOIN files AS f ON f.id = e.session"
+        rows += connection.execute(
+            f"SELECT {TEXT_SOURCE} FROM entries AS e JOIN files AS f ON f.id = e.session"
             f" WHERE e.pk IN ({','.join('?' * len(chunk))})",
             chunk,
         )
-        for path, *source in rows:
-            by_path[local_path(path) if local_path else path].append(tuple(source))  # type: ignore[arg-type]
+    return texts_of(rows, local_path)
+
+
+def texts_of(
+    rows: Iterable[Sequence[Any]], local_path: Callable[[str], str] | None = None
+) -> dict[int, str | None]:
+    """:func:`entry_texts` of entries whose TEXT_SOURCE columns were read already."""
+    by_path: dict[str, list[_Source]] = defaultdict(list)
+    for path, *source in rows:
+        by_path[local_path(path) if local_path else path].append(tuple(source))  # type: ignore[arg-type]
     texts: dict[int, str | None] = {}
     for path, sources in by_path.items():
         texts.update(_texts_in_file(path, sources))
