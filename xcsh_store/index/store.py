@@ -10,6 +10,7 @@ import functools
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -114,6 +115,8 @@ class SessionIndex:
         # The files table as the last sync left it, with the write stamp it was valid for: a
         # process that syncs again and again need not read 10,000 rows each time.
         self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
+        # Listings whose sessions read some fields on first use (sessions.IndexedSession).
+        self.listings: weakref.WeakSet[sessions.Listing] = weakref.WeakSet()
 
     @classmethod
     def open(
@@ -130,6 +133,11 @@ class SessionIndex:
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
 
     def close(self) -> None:
+        """Close the connection; sessions listed before keep every field (they read the ones
+        they have not read yet now)."""
+        with contextlib.suppress(apsw.Error):
+            for listing in list(self.listings):
+                listing.read_everything()
         self.connection.close()
 
     def __enter__(self) -> SessionIndex:
