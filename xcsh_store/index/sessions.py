@@ -18,9 +18,7 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
-from xcsh_store.format.entries import content_text
 from xcsh_store.index.scan import SkippedLines
-from xcsh_store.index.tree import entry_rows, read_entries
 from xcsh_store.times import parse_iso
 
 if TYPE_CHECKING:
@@ -365,6 +363,9 @@ def session_by_file_id(index: SessionIndex, file_id: int) -> IndexedSession:
 
 def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> str:
     """Every user and assistant text of the session, read from its file, joined by spaces."""
+    from xcsh_store.format.entries import content_text
+    from xcsh_store.index.tree import entry_rows, read_entries
+
     rows = [
         row
         for row in entry_rows(connection, session.file_id)

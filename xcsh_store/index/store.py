@@ -12,41 +12,18 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
 from xcsh_store.errors import HistoryError, IndexDatabaseError
-from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import db as database
 from xcsh_store.index import sessions
-from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
-from xcsh_store.index.prompts import PromptHit, mirror_history, recall_prompts
-from xcsh_store.index.repair import repair_files, start_afresh
-from xcsh_store.index.scan import (
-    IndexedFiles,
-    Progress,
-    SkippedLines,
-    SyncReport,
-    is_under_any,
-)
-from xcsh_store.index.search import SearchHit, search_entries
+from xcsh_store.index.scan import IndexedFiles, is_under_any
 from xcsh_store.index.sessions import IndexedSession
-from xcsh_store.index.sync import sync_files
-from xcsh_store.index.tree import (
-    IndexedEntry,
-    SessionTree,
-    branch_rows,
-    build_tree,
-    context_from_index,
-    entry_rows,
-    read_entries,
-)
-from xcsh_store.index.usage import UsageRow, usage_rows
-from xcsh_store.index.verify import VerifyReport, compare_with_files
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
@@ -56,9 +33,21 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
-from xcsh_store.session.context import SessionContext
 from xcsh_store.session.roots import forget_session_root, read_session_roots
 from xcsh_store.times import iso_now
+
+# The modules behind the other questions are imported by the methods that ask them: a process
+# that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
+if TYPE_CHECKING:
+    from xcsh_store.format.blobs import BlobStore
+    from xcsh_store.index.gc import GcReport
+    from xcsh_store.index.prompts import PromptHit
+    from xcsh_store.index.scan import Progress, SkippedLines, SyncReport
+    from xcsh_store.index.search import SearchHit
+    from xcsh_store.index.tree import IndexedEntry, SessionTree
+    from xcsh_store.index.usage import UsageRow
+    from xcsh_store.index.verify import VerifyReport
+    from xcsh_store.session.context import SessionContext
 
 log = logging.getLogger("xcsh_store")
 
@@ -111,7 +100,6 @@ class SessionIndex:
         self.agent_dir = agent_dir
         self.db_path = db_path
         self.read_only = read_only
-        self.blob_store = BlobStore(get_blobs_dir(agent_dir))
         # The files table as the last sync left it, with the write stamp it was valid for: a
         # process that syncs again and again need not read 10,000 rows each time.
         self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
@@ -131,6 +119,12 @@ class SessionIndex:
                     raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
                 return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
+
+    @functools.cached_property
+    def blob_store(self) -> BlobStore:
+        from xcsh_store.format.blobs import BlobStore
+
+        return BlobStore(get_blobs_dir(self.agent_dir))
 
     def close(self) -> None:
         """Close the connection; sessions listed before keep every field (they read the ones
@@ -229,6 +223,9 @@ class SessionIndex:
             return self._rebuild_after_damage(error, progress)
 
     def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
+        from xcsh_store.index.prompts import mirror_history
+        from xcsh_store.index.sync import sync_files
+
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
         indexed = self._indexed_files()
@@ -278,6 +275,8 @@ class SessionIndex:
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(self, damage: object, progress: Progress | None) -> SyncReport:
+        from xcsh_store.index.repair import start_afresh
+
         self._files_snapshot = None
         self.connection.close()
         self.connection = start_afresh(self.db_path, damage)
@@ -338,6 +337,8 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
         """Root -> leaf entries of one branch (default: the session's last entry)."""
+        from xcsh_store.index.tree import branch_rows
+
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         if leaf is None:
@@ -355,11 +356,15 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
+        from xcsh_store.index.tree import read_entries
+
         info = self._session(session)
         return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
+        from xcsh_store.index.tree import build_tree, entry_rows
+
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))
 
@@ -368,6 +373,8 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> SessionContext:
         """The model context at ``leaf_id`` (default: the last entry), reading only its path."""
+        from xcsh_store.index.tree import context_from_index
+
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         return context_from_index(
@@ -390,6 +397,8 @@ class SessionIndex:
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
     ) -> list[SearchHit]:
+        from xcsh_store.index.search import search_entries
+
         return search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
             until=until, model=model, limit=limit, highlight=highlight,
@@ -406,17 +415,23 @@ class SessionIndex:
 
     @_entry_point
     def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
+        from xcsh_store.index.prompts import recall_prompts
+
         return self._local_prompts(
             recall_prompts(self.connection, query, limit, self._path_mapping())
         )
 
     @_entry_point
     def history_recent(self, limit: int = 20) -> list[PromptHit]:
+        from xcsh_store.index.prompts import recall_prompts
+
         return self._local_prompts(
             recall_prompts(self.connection, None, limit, self._path_mapping())
         )
 
     def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
+        from dataclasses import replace
+
         if self.relocation is None:
             return hits
         return [
@@ -441,6 +456,8 @@ class SessionIndex:
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
         """
+        from xcsh_store.index.usage import usage_rows
+
         return usage_rows(self.connection, by, since, until)
 
     # -- blobs ------------------------------------------------------------------------------
@@ -454,6 +471,8 @@ class SessionIndex:
         index knew could not be reached, or files kept moving, since a blob referenced only
         from such a file would look unreferenced.
         """
+        from xcsh_store.index.gc import collect_garbage, refusal, sync_consistently
+
         self._require_writable()
         synced_from = time.time()
         # One lock for the syncs and the collection: a sync by another process in between
@@ -478,6 +497,9 @@ class SessionIndex:
         never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
         ``repair``.
         """
+        from xcsh_store.index.repair import repair_files
+        from xcsh_store.index.verify import VerifyReport, compare_with_files
+
         report = VerifyReport()
         try:
             report.damaged = database.check_integrity(self.connection)
@@ -533,6 +555,8 @@ class SessionIndex:
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
     """Connect and migrate; a damaged file is started afresh."""
+    from xcsh_store.index.repair import start_afresh
+
     try:
         connection = database.connect(db_path)
     except database.DamagedIndexError as error:
