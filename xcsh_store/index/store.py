@@ -40,6 +40,7 @@ from xcsh_store.times import iso_now
 # that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
 if TYPE_CHECKING:
     from xcsh_store.format.blobs import BlobStore
+    from xcsh_store.index.blob_folder import BlobFolder
     from xcsh_store.index.gc import GcReport
     from xcsh_store.index.prompts import PromptHit
     from xcsh_store.index.scan import Progress, SkippedLines, SyncReport
@@ -105,6 +106,8 @@ class SessionIndex:
         self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
         # Listings whose sessions read some fields on first use (sessions.IndexedSession).
         self.listings: weakref.WeakSet[sessions.Listing] = weakref.WeakSet()
+        # The blob folder as the collections of this process track it (blob_folder.py).
+        self._blob_folder: BlobFolder | None = None
 
     @classmethod
     def open(
@@ -132,6 +135,8 @@ class SessionIndex:
         with contextlib.suppress(apsw.Error):
             for listing in list(self.listings):
                 listing.read_everything()
+        if self._blob_folder is not None:
+            self._blob_folder.close()
         self.connection.close()
 
     def __enter__(self) -> SessionIndex:
@@ -471,9 +476,12 @@ class SessionIndex:
         index knew could not be reached, or files kept moving, since a blob referenced only
         from such a file would look unreferenced.
         """
+        from xcsh_store.index.blob_folder import BlobFolder
         from xcsh_store.index.gc import collect_garbage, refusal, sync_consistently
 
         self._require_writable()
+        if self._blob_folder is None:
+            self._blob_folder = BlobFolder(get_blobs_dir(self.agent_dir))
         synced_from = time.time()
         # One lock for the syncs and the collection: a sync by another process in between
         # could miss a moving file, and the collection would go by its counts.
@@ -481,7 +489,7 @@ class SessionIndex:
             report, moving = sync_consistently(self._sync_locked, self.roots, self.connection)
             return collect_garbage(
                 self.connection,
-                self.blob_store.dir,
+                self._blob_folder,
                 apply=apply,
                 cutoff=synced_from - grace.total_seconds(),
                 refuse_reason=refusal(report, moving),
