@@ -20,6 +20,9 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index files_identity on files
+CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
+
 -- index history_prompt_hash on history
 CREATE INDEX history_prompt_hash ON history (prompt_hash);
 
