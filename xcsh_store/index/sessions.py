@@ -18,10 +18,10 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
-from xcsh_store.index.scan import SkippedLines
 from xcsh_store.times import parse_iso
 
 if TYPE_CHECKING:
+    from xcsh_store.index.scan import SkippedLines
     from xcsh_store.index.store import SessionIndex
 
 # How many candidates an ambiguous session argument or entry id prefix lists.
@@ -382,6 +382,8 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
 
 def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str, SkippedLines]:
     """Lines that hold no JSON object, by file: of every indexed file, or of file ``file_id``."""
+    from xcsh_store.index.scan import SkippedLines
+
     sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
     arguments: tuple[Any, ...] = ()
     if file_id is not None:

@@ -22,7 +22,6 @@ from xcsh_store.errors import HistoryError, IndexDatabaseError
 from xcsh_store.index import db as database
 from xcsh_store.index import sessions
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
-from xcsh_store.index.scan import IndexedFiles, is_under_any
 from xcsh_store.index.sessions import IndexedSession
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.blob_folder import BlobFolder
     from xcsh_store.index.gc import GcReport
     from xcsh_store.index.prompts import PromptHit
-    from xcsh_store.index.scan import Progress, SkippedLines, SyncReport
+    from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
     from xcsh_store.index.tree import IndexedEntry, SessionTree
     from xcsh_store.index.usage import UsageRow
@@ -174,6 +173,8 @@ class SessionIndex:
     @_entry_point
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
+        from xcsh_store.index.scan import is_under_any
+
         extra = [
             self.local_path(row[0])
             for row in self.connection.execute("SELECT path FROM roots ORDER BY path")
@@ -269,6 +270,8 @@ class SessionIndex:
 
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""
+        from xcsh_store.index.scan import IndexedFiles
+
         if self._files_snapshot is not None and self._files_snapshot[0] == self._write_stamp():
             return self._files_snapshot[1]
         return IndexedFiles.read(self.connection)
