@@ -220,14 +220,15 @@ def test_a_folder_changed_just_now_is_never_trusted_unlisted(agent_dir):
 
 
 def test_the_same_index_looks_only_at_the_names_that_changed(agent_dir):
-    """Between two collections of one index, a new blob is found without listing the folder:
-    a name put behind the index's back into its record of the folder (a stand-in for the
-    listing it did not make) stays."""
+    """From its second collection on, an index watches the blob folder: a new blob is found
+    without listing the folder, and a name put behind the index's back into its record of the
+    folder (a stand-in for the listing it did not make) stays."""
     store = BlobStore(str(blobs_dir(agent_dir)))
     store.put(b"first")
     reference(agent_dir, "s")
     with SessionIndex.open(str(agent_dir)) as index:
         index.blob_gc(grace=EVERYTHING)
+        index.blob_gc(grace=EVERYTHING)  # starts watching
         phantom = "e" * 64
         with transaction(index.connection):
             index.connection.execute(

@@ -11,8 +11,11 @@ collection; it is needed only when the folder changed and nothing says how:
   same tick of the file system's clock as the one before it leaves the mtime as it was, the
   problem git calls racy.
 * A process that collects more than once keeps an inotify watch on the folder
-  (:class:`FolderChanges`), started before the state it builds on was read: each later
-  collection looks only at the names that changed since.
+  (:class:`FolderChanges`) from its second collection on, started before the state it builds
+  on was read: each later collection looks only at the names that changed since, and trusts
+  the stat of a blob it took while watching (the grace period needs each unreferenced blob's
+  mtime) until an event says the blob changed. (A process that collects once, the CLI's, has
+  no use for a watch, whose closing makes the kernel wait milliseconds.)
 
 Whatever this says can only be stale in one direction that matters: a blob it does not know of
 is never a candidate, so it is kept; a name it still lists that is gone is skipped when the
@@ -72,34 +75,50 @@ class BlobFolder:
         # Whether the index held the folder's state at some moment after the watch began:
         # only then do its events say everything that changed since.
         self._watch_current = False
+        # Stats taken while watching (None: no such file), good until an event names them.
+        self._stats: dict[str, os.stat_result | None] = {}
+        self._recorded_before = False
 
     def close(self) -> None:
         self._stop_watching()
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """``os.lstat`` of a name in the folder (None when there is none), from what the
+        watch says has not changed since it was last taken."""
+        if name in self._stats:
+            return self._stats[name]
+        try:
+            found: os.stat_result | None = os.lstat(f"{self.path}/{name}")
+        except FileNotFoundError:
+            found = None
+        if self._watch_current:
+            self._stats[name] = found
+        return found
 
     def record(self, connection: apsw.Connection, *, full: bool = False) -> set[str] | None:
         """Bring the index's record of the folder up to date; returns the names found that
         are not blob names (temp and quarantine files), or None when the folder was not
         looked at (its signature proves it unchanged). ``full``: list it whatever the
         signature or the watch say (a collection that deletes does)."""
-        if self._watch is None:
-            self._watch = FolderChanges.start(self.path)
-            self._watch_current = False
+        if self._watch is None and self._recorded_before:
+            self._start_watching()
+        self._recorded_before = True
         read_at = time.time()
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
             self._stop_watching()
-            return self._record_listing(connection, [], "")
+            return self._record_listing(connection, [], "", tidy=full)
         if self._watch is not None and self._watch.identity != (info.st_dev, info.st_ino):
-            # The name leads to another folder now (a symlink moved): watch that one.
-            self._stop_watching()
-            self._watch = FolderChanges.start(self.path)
+            self._start_watching()  # the name leads to another folder now (a symlink moved)
         signature = _signature(info, read_at)
         changed = self._watch.changed_names() if self._watch is not None else None
         if self._watch is not None and changed is None:
-            self._stop_watching()  # events were lost: start again, and list
-            self._watch = FolderChanges.start(self.path)
+            self._start_watching()  # events were lost: start again, and list
         recorded = get_meta(connection, _SIGNATURE_KEY)  # None: never listed (a new index)
+        if changed:
+            for name in changed:
+                self._stats.pop(name, None)
         if not full and changed is not None and self._watch_current and recorded is not None:
             return self._record_changes(connection, changed, signature, recorded)
         self._watch_current = self._watch is not None
@@ -109,28 +128,34 @@ class BlobFolder:
             names = os.listdir(self.path)
         except FileNotFoundError:
             names = []
-        return self._record_listing(connection, names, signature)
+        return self._record_listing(connection, names, signature, tidy=full)
+
+    def _start_watching(self) -> None:
+        self._stop_watching()
+        self._watch = FolderChanges.start(self.path)
 
     def _stop_watching(self) -> None:
         if self._watch is not None:
             self._watch.close()
         self._watch = None
         self._watch_current = False
+        self._stats.clear()
 
     def _record_listing(
-        self, connection: apsw.Connection, names: list[str], signature: str
+        self, connection: apsw.Connection, names: list[str], signature: str, *, tidy: bool
     ) -> set[str]:
-        listed = set(names)
-        recorded = set(
+        """``tidy``: also drop the rows of every blob neither on disk nor referenced."""
+        changed = set(
             _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs WHERE size IS NOT NULL")
         )
-        unrecorded = listed - recorded
-        changes = self._look_at(unrecorded)
-        changes.gone.extend(recorded - listed)
+        # Toggled by each name listed, the recorded blobs leave what changed: blobs gone, and
+        # names new (blobs, temp and quarantine files). Only those are looked at.
+        changed.symmetric_difference_update(names)
+        changes = self._look_at(changed)
         with transaction(connection):
             _write(connection, changes)
-            # Rows of blobs neither on disk nor referenced any more (a reference was dropped).
-            connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
+            if tidy:  # a scan of every row: rows left by references dropped since
+                connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
             set_meta(connection, _SIGNATURE_KEY, signature)
             set_meta(connection, _SKIPPED_KEY, " ".join(sorted(changes.skipped)))
         return changes.others
@@ -148,10 +173,6 @@ class BlobFolder:
         skipped = (skipped - changed) | changes.skipped
         with transaction(connection):
             _write(connection, changes)
-            connection.executemany(
-                "DELETE FROM blobs WHERE hash = ? AND refcount <= 0 AND size IS NULL",
-                [(digest,) for digest in changes.gone],
-            )
             set_meta(connection, _SIGNATURE_KEY, signature)
             set_meta(connection, _SKIPPED_KEY, " ".join(sorted(skipped)))
         return changes.others
@@ -166,7 +187,7 @@ class BlobFolder:
                 changes.others.add(name)
                 continue
             try:
-                info = os.lstat(os.path.join(self.path, name))
+                info = os.lstat(f"{self.path}/{name}")
             except FileNotFoundError:
                 changes.gone.append(name)
                 continue
@@ -185,8 +206,11 @@ def _write(connection: apsw.Connection, changes: _Changes) -> None:
         " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
         changes.present,
     )
+    gone = [(digest,) for digest in changes.gone]
+    connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", gone)
+    # A blob neither on disk nor referenced any more needs no row.
     connection.executemany(
-        "UPDATE blobs SET size = NULL WHERE hash = ?", [(digest,) for digest in changes.gone]
+        "DELETE FROM blobs WHERE hash = ? AND refcount <= 0 AND size IS NULL", gone
     )
 
 

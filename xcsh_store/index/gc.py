@@ -48,8 +48,51 @@ class GcReport:
     skipped: list[str] = field(default_factory=list)
 
 
+class SessionWatch:
+    """The inotify watch on the session folders, kept from one collection to the next of a
+    process: closing a watch waits for the kernel (milliseconds), and a kept one already
+    watches the folders. It is kept while each walk finds the folders the last one did; a
+    folder gone from the tree could still be watched (and its events would say nothing of the
+    tree), so a tree that changed gets a new watch."""
+
+    def __init__(self) -> None:
+        self.watch: FolderWatch | None = None
+        self._made = False
+        self._found: set[int] | None = None
+        self._fresh = True
+
+    def get(self) -> FolderWatch | None:
+        """The watch (made on first use); None where the system has no inotify, an OSError
+        where none can be made now."""
+        if not self._made:
+            self.watch = FolderWatch.create()
+            self._made, self._fresh = True, True
+        return self.watch
+
+    def watch_tree(self, roots: list[str]) -> set[int] | None:
+        """A new round: forget what happened so far, watch every folder below ``roots``."""
+        assert self.watch is not None
+        self.watch.forget_events()
+        found = self.watch.watch_tree(roots)
+        if not self._fresh and found != self._found:
+            self.close()
+            self.get()
+            assert self.watch is not None
+            found = self.watch.watch_tree(roots)
+        self._found, self._fresh = found, False
+        return found
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+        self.watch, self._made = None, False
+
+
 def sync_consistently(
-    sync: Callable[[], SyncReport], roots: Callable[[], list[str]], connection: apsw.Connection
+    sync: Callable[[], SyncReport],
+    roots: Callable[[], list[str]],
+    connection: apsw.Connection,
+    watch: SessionWatch,
 ) -> tuple[SyncReport, str | None]:
     """Sync until one sync ran while no session file, folder or link arrived anywhere in the
     roots that it did not see; the report, and why not when that never happened.
@@ -61,32 +104,27 @@ def sync_consistently(
     change nothing stand in for it; on Linux, a watch that cannot be made means refusing.
     """
     try:
-        watch = FolderWatch.create()
+        watch.get()
     except OSError as error:
         # Linux, but no watch can be made now: without one, no sync can be trusted to see all.
         reason = f"cannot watch the session folders ({describe_error(error)}); nothing deleted"
         return sync(), reason
-    try:
-        return _sync_until_still(sync, roots, connection, watch)
-    finally:
-        if watch is not None:
-            watch.close()
+    return _sync_until_still(sync, roots, connection, watch)
 
 
 def _sync_until_still(
     sync: Callable[[], SyncReport],
     roots: Callable[[], list[str]],
     connection: apsw.Connection,
-    watch: FolderWatch | None,
+    watch: SessionWatch,
 ) -> tuple[SyncReport, str | None]:
     report: SyncReport | None = None
     for _ in range(SYNC_ATTEMPTS):
-        if watch is None:
+        if watch.watch is None:
             previous, report = report, sync()
             if previous is not None and not _changed_anything(report):
                 return report, None
             continue
-        watch.forget_events()
         watched_roots = roots()
         # Every folder is watched before the scan lists it: one that could not be (a dangling
         # link, whose target may be back while the scan runs) makes this round incomplete, and
@@ -95,7 +133,7 @@ def _sync_until_still(
         watched = watch.watch_tree(watched_roots)
         report = sync()
         complete = watched is not None and roots() == watched_roots
-        if complete and _saw_all(connection, watch.arrivals()):
+        if complete and _saw_all(connection, watch.watch.arrivals()):
             return report, None
     assert report is not None
     return report, (
@@ -194,9 +232,8 @@ def collect_garbage(
     report.skipped = folder_skipped(connection)
     report.dangling = sorted(dangling.split(" ") if dangling else [])
     for digest in sorted(unreferenced.split(" ") if unreferenced else []):
-        try:
-            info = os.lstat(f"{blobs_dir}/{digest}")
-        except FileNotFoundError:
+        info = folder.lstat(digest)
+        if info is None:
             continue
         if not stat_module.S_ISREG(info.st_mode):
             report.skipped.append(digest)  # recorded as a file, since replaced by a folder

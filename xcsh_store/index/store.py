@@ -40,7 +40,7 @@ from xcsh_store.times import iso_now
 if TYPE_CHECKING:
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.index.blob_folder import BlobFolder
-    from xcsh_store.index.gc import GcReport
+    from xcsh_store.index.gc import GcReport, SessionWatch
     from xcsh_store.index.prompts import PromptHit
     from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
@@ -105,8 +105,10 @@ class SessionIndex:
         self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
         # Listings whose sessions read some fields on first use (sessions.IndexedSession).
         self.listings: weakref.WeakSet[sessions.Listing] = weakref.WeakSet()
-        # The blob folder as the collections of this process track it (blob_folder.py).
+        # What the collections of this process keep between them: the blob folder as they
+        # track it (blob_folder.py) and the watch on the session folders.
         self._blob_folder: BlobFolder | None = None
+        self._session_watch: SessionWatch | None = None
 
     @classmethod
     def open(
@@ -136,6 +138,8 @@ class SessionIndex:
                 listing.read_everything()
         if self._blob_folder is not None:
             self._blob_folder.close()
+        if self._session_watch is not None:
+            self._session_watch.close()
         self.connection.close()
 
     def __enter__(self) -> SessionIndex:
@@ -480,16 +484,25 @@ class SessionIndex:
         from such a file would look unreferenced.
         """
         from xcsh_store.index.blob_folder import BlobFolder
-        from xcsh_store.index.gc import collect_garbage, refusal, sync_consistently
+        from xcsh_store.index.gc import (
+            SessionWatch,
+            collect_garbage,
+            refusal,
+            sync_consistently,
+        )
 
         self._require_writable()
         if self._blob_folder is None:
             self._blob_folder = BlobFolder(get_blobs_dir(self.agent_dir))
+            self._session_watch = SessionWatch()
+        assert self._session_watch is not None
         synced_from = time.time()
         # One lock for the syncs and the collection: a sync by another process in between
         # could miss a moving file, and the collection would go by its counts.
         with self._sync_lock():
-            report, moving = sync_consistently(self._sync_locked, self.roots, self.connection)
+            report, moving = sync_consistently(
+                self._sync_locked, self.roots, self.connection, self._session_watch
+            )
             return collect_garbage(
                 self.connection,
                 self._blob_folder,

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from xcsh_store.files import walk_folders
 
 # From <sys/inotify.h>.
+_IN_MODIFY = 0x00000002
 _IN_ATTRIB = 0x00000004
 _IN_CLOSE_WRITE = 0x00000008
 _IN_MOVED_FROM = 0x00000040
@@ -30,11 +31,11 @@ _ARRIVED = _IN_MOVED_TO | _IN_CREATE
 # A watched folder itself went away, or events were lost: what arrived is unknown.
 _LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW | _IN_IGNORED
 _MASK = _ARRIVED | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
-# Anything that makes a name of a folder stand for another file, or none: made, removed or
-# renamed, written in place (its size), its kind or times changed.
+# Anything that changes what a name of a folder stands for, or its stat: made, removed or
+# renamed, written to, its times or mode changed.
 _NAME_CHANGED = (
-    _ARRIVED | _IN_DELETE | _IN_MOVED_FROM | _IN_CLOSE_WRITE | _IN_ATTRIB | _IN_DELETE_SELF
-    | _IN_MOVE_SELF | _IN_ONLYDIR
+    _ARRIVED | _IN_DELETE | _IN_MOVED_FROM | _IN_MODIFY | _IN_CLOSE_WRITE | _IN_ATTRIB
+    | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
 )  # fmt: skip
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
 
@@ -161,7 +162,7 @@ class FolderWatch(_Inotify):
 
 class FolderChanges(_Inotify):
     """An inotify watch on one folder that says which of its names changed since it last
-    said: made, removed, renamed, rewritten, or their kind or times changed.
+    said: made, removed, renamed, written to, or their times or mode changed.
 
     Whatever a listing of the folder made after :meth:`start` missed is an event here: kept
     between two blob collections, it lets the second one look at the names that changed
