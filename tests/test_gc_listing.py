@@ -254,3 +254,31 @@ def test_gc_in_a_folder_that_does_not_exist_yet(agent_dir, collector):
     assert store.put(b"now there is one").hash in collector.collect().candidates
     shutil.rmtree(blobs_dir(agent_dir))
     assert collector.collect().blobs_on_disk == 0
+
+
+def test_collections_of_one_index_follow_the_session_folders_as_they_change(agent_dir, tmp_path):
+    """The watch on the session folders kept between the collections of an index is renewed
+    when the tree changes: folders added, moved out of the tree and written to there, moved
+    back in. Every collection sees every session and refuses nothing."""
+    store = BlobStore(str(blobs_dir(agent_dir)))
+    first = store.put(b"first").hash
+    second = store.put(b"second").hash
+    reference(agent_dir, "s", first)
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.blob_gc(grace=EVERYTHING).candidates == [second]
+        other = agent_dir / "sessions" / "--other--"
+        write_session(
+            other / "t.jsonl", [header("t"), message("u1", None, "user", BLOB_REF_PREFIX + second)]
+        )
+        report = index.blob_gc(grace=EVERYTHING)
+        assert report.refused is None and report.candidates == []
+        away = tmp_path / "away"
+        os.rename(other, away)
+        write_session(away / "u.jsonl", [header("u")])  # activity where a watch may be left
+        report = index.blob_gc(grace=EVERYTHING)
+        assert report.refused is None and report.candidates == [second]
+        write_session(away / "v.jsonl", [header("v")])
+        os.rename(away, other)
+        report = index.blob_gc(grace=EVERYTHING)
+        assert report.refused is None and report.candidates == []
+        assert {session.session_id for session in index.list_sessions()} == {"s", "t", "u", "v"}

@@ -56,36 +56,42 @@ class SessionWatch:
     tree), so a tree that changed gets a new watch."""
 
     def __init__(self) -> None:
-        self.watch: FolderWatch | None = None
-        self._made = False
+        self._watch: FolderWatch | None = None
         self._found: set[int] | None = None
         self._fresh = True
+        # No inotify on this system (not Linux): syncs that change nothing stand in for it.
+        self.unavailable = False
 
-    def get(self) -> FolderWatch | None:
-        """The watch (made on first use); None where the system has no inotify, an OSError
-        where none can be made now."""
-        if not self._made:
-            self.watch = FolderWatch.create()
-            self._made, self._fresh = True, True
-        return self.watch
+    def start(self) -> None:
+        """Make the watch unless there is one; an OSError when none can be made now."""
+        if self._watch is None and not self.unavailable:
+            self._watch = FolderWatch.create()
+            self.unavailable = self._watch is None
+            self._fresh = True
 
     def watch_tree(self, roots: list[str]) -> set[int] | None:
-        """A new round: forget what happened so far, watch every folder below ``roots``."""
-        assert self.watch is not None
-        self.watch.forget_events()
-        found = self.watch.watch_tree(roots)
+        """A new round: forget what happened so far and watch every folder below ``roots``;
+        the watches found, or None when some folder could not be watched."""
+        try:
+            self.start()
+        except OSError:
+            return None
+        assert self._watch is not None
+        self._watch.forget_events()
+        found = self._watch.watch_tree(roots)
         if not self._fresh and found != self._found:
             self.close()
-            self.get()
-            assert self.watch is not None
-            found = self.watch.watch_tree(roots)
+            return self.watch_tree(roots)
         self._found, self._fresh = found, False
         return found
 
+    def arrivals(self) -> list[tuple[str, bool]] | None:
+        return self._watch.arrivals() if self._watch is not None else None
+
     def close(self) -> None:
-        if self.watch is not None:
-            self.watch.close()
-        self.watch, self._made = None, False
+        if self._watch is not None:
+            self._watch.close()
+        self._watch = None
 
 
 def sync_consistently(
@@ -104,7 +110,7 @@ def sync_consistently(
     change nothing stand in for it; on Linux, a watch that cannot be made means refusing.
     """
     try:
-        watch.get()
+        watch.start()
     except OSError as error:
         # Linux, but no watch can be made now: without one, no sync can be trusted to see all.
         reason = f"cannot watch the session folders ({describe_error(error)}); nothing deleted"
@@ -120,7 +126,7 @@ def _sync_until_still(
 ) -> tuple[SyncReport, str | None]:
     report: SyncReport | None = None
     for _ in range(SYNC_ATTEMPTS):
-        if watch.watch is None:
+        if watch.unavailable:
             previous, report = report, sync()
             if previous is not None and not _changed_anything(report):
                 return report, None
@@ -133,7 +139,7 @@ def _sync_until_still(
         watched = watch.watch_tree(watched_roots)
         report = sync()
         complete = watched is not None and roots() == watched_roots
-        if complete and _saw_all(connection, watch.watch.arrivals()):
+        if complete and _saw_all(connection, watch.arrivals()):
             return report, None
     assert report is not None
     return report, (
