@@ -1,10 +1,12 @@
 """Listing sessions from what the listing shows: the same sessions and fields as the sessions
 table says, in the same orders, with the fields the listing does not read there when asked for
-(also after the index closed), and SQLite serving each order from an index."""
+(also after the index closed), and SQLite serving each order (and the sync's read of the files
+table) from an index."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +15,7 @@ from session_builder import append, copy_fixtures, header, message, sessions_dir
 
 from xcsh_store.errors import SessionNotFoundError
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.scan import IndexedFiles
 from xcsh_store.index.sessions import FIRST_MESSAGE_LISTED
 from xcsh_store.times import parse_iso
 
@@ -204,8 +207,8 @@ def _plan(index: SessionIndex, sql: str, arguments: tuple[Any, ...] = ()) -> str
     )
 
 
-def _listing_sql(index: SessionIndex, **options: Any) -> list[str]:
-    """The statements a listing runs, caught by an execution tracer."""
+def _statements(index: SessionIndex, call: Callable[[], object]) -> list[str]:
+    """The statements ``call`` runs on the index's connection, caught by a tracer."""
     statements: list[str] = []
 
     def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
@@ -214,10 +217,14 @@ def _listing_sql(index: SessionIndex, **options: Any) -> list[str]:
 
     index.connection.exec_trace = trace
     try:
-        index.list_sessions(**options)
+        call()
     finally:
         index.connection.exec_trace = None
     return statements
+
+
+def _listing_sql(index: SessionIndex, **options: Any) -> list[str]:
+    return _statements(index, lambda: index.list_sessions(**options))
 
 
 @pytest.mark.parametrize(
@@ -242,3 +249,8 @@ def test_sqlite_serves_each_listing_order_from_an_index(varied, options, index_n
 def test_the_full_listing_reads_one_covering_index_only(varied):
     (sql,) = _listing_sql(varied)
     assert _plan(varied, sql) == "SCAN s USING COVERING INDEX sessions_listing"
+
+
+def test_a_sync_reads_the_files_table_from_its_covering_index(two_sessions, index):
+    (sql,) = _statements(index, lambda: IndexedFiles.read(index.connection))
+    assert _plan(index, sql) == "SCAN files USING COVERING INDEX files_identity"

@@ -129,6 +129,7 @@ class IndexedFiles:
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
+        # Read from the covering index files_identity (migration 0008), not the wide rows.
         rows = connection.execute("SELECT path, size, mtime_ns, inode, ctime_ns, status FROM files")
         stats, paths = {}, set()
         for path, size, mtime_ns, inode, ctime_ns, status in rows:
