@@ -15,13 +15,14 @@ import xcsh_store
 from xcsh_store.cli import cli
 from xcsh_store.cli.app import VERB_MODULES
 
-# What `ls` never needs: syncing, gc, search, verify, the manager, artifacts, history, charts.
+# What `ls` never needs: syncing, gc, verify, the manager, artifacts, history, charts. (Search
+# is imported: every connection of a SessionIndex gets its SQL functions, xcsh_rank and
+# entry_text.)
 NOT_FOR_LS = (
     "xcsh_store.index.sync",
     "xcsh_store.index.indexer",
     "xcsh_store.index.gc",
     "xcsh_store.index.watch",
-    "xcsh_store.index.search",
     "xcsh_store.index.verify",
     "xcsh_store.index.repair",
     "xcsh_store.index.tree",
