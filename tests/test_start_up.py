@@ -92,10 +92,12 @@ def test_importing_the_package_imports_no_part_until_a_name_is_used():
     assert "xcsh_store.format.blobs" in loaded and "xcsh_store.session.manager" not in loaded
 
 
-def test_every_public_name_is_found_and_listed():
-    assert set(xcsh_store.__all__) <= set(dir(xcsh_store))
-    for name in xcsh_store.__all__:
-        assert getattr(xcsh_store, name) is not None
+def test_every_name_offered_is_found_and_the_api_listed():
+    offered = set(dir(xcsh_store))
+    assert set(xcsh_store.__all__) <= offered
+    for name in offered - {"__getattr__", "__dir__"}:
+        assert getattr(xcsh_store, name) is not None, name
+    assert xcsh_store.HistoryError.__module__ == "xcsh_store.errors"  # beyond the API, too
 
 
 def test_an_unknown_name_is_an_attribute_error():

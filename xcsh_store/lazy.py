@@ -13,12 +13,14 @@ if TYPE_CHECKING:
 
 
 def lazy_exports(
-    package: str, sources: dict[str, tuple[str, ...]]
+    package: str, *sources: dict[str, tuple[str, ...]]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package`` (its ``__name__``) that import each
-    name of ``sources`` (module -> names) from its module when it is first asked for."""
+    name of ``sources`` (each module -> names) from its module when it is first asked for."""
     namespace = vars(sys.modules[package])
-    module_of = {name: module for module, names in sources.items() for name in names}
+    module_of = {
+        name: module for source in sources for module, names in source.items() for name in names
+    }
 
     def __getattr__(name: str) -> object:
         module = module_of.get(name)

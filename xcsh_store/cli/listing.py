@@ -16,8 +16,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.complete import complete_project
-from xcsh_store.cli.params import count_type
+from xcsh_store.cli.params import count_type, cwd_option, project_option
 from xcsh_store.cli.render import cut_left, home_relative, human_count, money, short_time
 from xcsh_store.cli.shapes import session_json
 from xcsh_store.index import unique_id_prefixes
@@ -36,13 +35,8 @@ SHARED_ID_MARK = "*"
 
 
 @cli.command("ls")
-@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option(
-    "--project",
-    metavar="NAME",
-    help="Only this folder under sessions/.",
-    shell_complete=complete_project,
-)
+@cwd_option
+@project_option
 @click.option(
     "--limit",
     "-n",

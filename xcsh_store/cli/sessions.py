@@ -21,9 +21,15 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.complete import complete_model, complete_project, complete_session
+from xcsh_store.cli.complete import complete_model, complete_session
 from xcsh_store.cli.listing import where
-from xcsh_store.cli.params import count_type, since_option, until_option
+from xcsh_store.cli.params import (
+    count_type,
+    cwd_option,
+    project_option,
+    since_option,
+    until_option,
+)
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
@@ -303,13 +309,8 @@ def _search_role(value: str | None) -> str | None:
 
 @cli.command("search")
 @click.argument("query", nargs=-1, required=True)
-@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option(
-    "--project",
-    metavar="NAME",
-    help="Only this folder under sessions/.",
-    shell_complete=complete_project,
-)
+@cwd_option
+@project_option
 @click.option(
     "--role",
     callback=lambda _context, _parameter, value: _search_role(value),
