@@ -96,7 +96,9 @@ def corpus_rows(size: str, count: int, repeat: int) -> list[Row]:
     return [
         compare(f"list_sessions, {label}", listed, baseline, min_ratio=MIN_RATIO),
         compare("  time", listed, limit=limit) if limit else compare("  time", listed),
-        compare("  with every field ls shows read", shown, baseline),
+        compare(
+            "  then every field ls shows read (whole first messages of over 256)", shown, baseline
+        ),
         compare("xcsh-store ls (30 rows), whole process", ls, start, limit=LS_LIMIT),
         compare(f"xcsh-store ls --limit 0 ({count:,} rows), whole process", ls_all, start),
     ]

@@ -30,7 +30,9 @@ AMBIGUOUS_LISTED = 20
 # The title as shown: the header's, else the newest compaction's short summary.
 _TITLE = "coalesce(nullif(s.title, ''), s.compaction_title)"
 # How much of an untitled session's first message a listing reads: more than a table cell
-# shows. A shorter text is the whole message; a longer one is read whole when asked for.
+# shows. A shorter text is the whole message; a longer one is read whole when asked for. The
+# index sessions_listing holds this cut (migration 0008): the two must agree for SQLite to
+# answer from the index (tests/test_listing.py checks the plan).
 FIRST_MESSAGE_LISTED = 256
 
 # What a listing shows (``ls``: id, modified, cwd, messages, tokens, cost, title or first

@@ -136,14 +136,17 @@ class SessionIndex:
     def close(self) -> None:
         """Close the connection; sessions listed before keep every field (they read the ones
         they have not read yet now)."""
-        with contextlib.suppress(apsw.Error):
-            for listing in list(self.listings):
-                listing.read_everything()
-        if self._blob_folder is not None:
-            self._blob_folder.close()
-        if self._session_watch is not None:
-            self._session_watch.close()
-        self.connection.close()
+        try:
+            # A damaged file leaves those fields unread: reading them later says so.
+            with contextlib.suppress(apsw.Error, *database.DAMAGE_ERRORS):
+                for listing in list(self.listings):
+                    listing.read_everything()
+            if self._blob_folder is not None:
+                self._blob_folder.close()
+            if self._session_watch is not None:
+                self._session_watch.close()
+        finally:
+            self.connection.close()
 
     def __enter__(self) -> SessionIndex:
         return self
