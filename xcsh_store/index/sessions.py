@@ -107,12 +107,12 @@ class Listing:
     def __init__(
         self,
         index: SessionIndex,
-        file_ids: list[int],
+        rows: list[tuple[Any, ...]],
         details: dict[int, tuple[Any, ...]] | None = None,
         shared_ids: set[str] | None = None,
     ) -> None:
         self.index = index
-        self.file_ids = file_ids
+        self.rows = rows  # as listed: each session's file id first
         self._details = details
         self._shared_ids = shared_ids
 
@@ -126,7 +126,7 @@ class Listing:
             rows = self.index.connection.execute(
                 f"SELECT s.file_id, {_DETAIL_COLUMNS}{_FROM}"
                 " WHERE s.file_id IN (SELECT value FROM json_each(?))",
-                (orjson.dumps(self.file_ids).decode(),),
+                (orjson.dumps([row[0] for row in self.rows]).decode(),),
             )
             self._details = {row[0]: _local_details(row[1:], self.index) for row in rows}
         return self._details
@@ -269,7 +269,7 @@ def _whole_session(row: tuple[Any, ...], index: SessionIndex) -> IndexedSession:
     file_id, session_id = listed[0], listed[1]
     listing = Listing(
         index,
-        [file_id],
+        [listed],
         {file_id: _local_details(details, index)},
         {session_id} if twin else set(),
     )
@@ -312,7 +312,7 @@ def list_sessions(
         sql += " LIMIT ?"
         arguments.append(limit)
     rows = index.connection.execute(sql, arguments).fetchall()
-    listing = Listing(index, [row[0] for row in rows])
+    listing = Listing(index, rows)
     index.listings.add(listing)
     return [IndexedSession(row, listing) for row in rows]
 
