@@ -52,7 +52,7 @@ QUICK = {
     "bench_index_sync.py": ["--size", "50MB", "--sessions", "100", "--single", "20MB"],
     "bench_index_nochange.py": ["--count", "500"],
     "bench_index_append.py": ["--size", "20MB"],
-    "bench_index_list.py": ["--count", "500", "--size", "20MB"],
+    "bench_index_list.py": ["--corpora", "20MB:500", "--repeat", "3"],
     "bench_index_search.py": ["--size", "50MB", "--sessions", "100", "--rg-queries", "3"],
     "bench_index_context.py": ["--depth", "2000"],
     "bench_index_gc.py": ["--blobs", "2000", "--size", "20MB", "--sessions", "50"],

@@ -20,17 +20,32 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index files_identity on files
+CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
+
 -- index history_prompt_hash on history
 CREATE INDEX history_prompt_hash ON history (prompt_hash);
 
 -- index idx_history_created_at on history
 CREATE INDEX idx_history_created_at ON history (created_at DESC);
 
--- index sessions_cwd on sessions
-CREATE INDEX sessions_cwd ON sessions (cwd);
+-- index sessions_created on sessions
+CREATE INDEX sessions_created ON sessions (created_at DESC, file_id);
 
--- index sessions_modified on sessions
-CREATE INDEX sessions_modified ON sessions (modified_at);
+-- index sessions_cwd on sessions
+CREATE INDEX sessions_cwd ON sessions (cwd, modified_at DESC, file_id);
+
+-- index sessions_id_folded on sessions
+CREATE INDEX sessions_id_folded ON sessions (lower(session_id));
+
+-- index sessions_listing on sessions
+CREATE INDEX sessions_listing ON sessions (
+    modified_at DESC, file_id, session_id, cwd, message_count, input_tokens, output_tokens, cost,
+    title, compaction_title, substr(first_message, 1, 256)
+);
+
+-- index sessions_project on sessions
+CREATE INDEX sessions_project ON sessions (project_dir, modified_at DESC, file_id);
 
 -- index sessions_session_id on sessions
 CREATE INDEX sessions_session_id ON sessions (session_id);

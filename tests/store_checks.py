@@ -210,9 +210,14 @@ def can_drop_to_nobody() -> bool:
 
 # Everything the child needs is imported before it gives up root: the interpreter and its
 # libraries may live where ``nobody`` cannot read (here: under /root).
+# Every module of the store is imported before the child gives up root: the store imports some
+# only when first used, and nobody may not read the interpreter's own library (under /root).
 _DROP_TO_NOBODY = """
-import json, os, sys
-import xcsh_store, xcsh_store.index
+import importlib, json, os, pkgutil, sys
+import xcsh_store
+for module in pkgutil.walk_packages(xcsh_store.__path__, "xcsh_store."):
+    if module.name != "xcsh_store.__main__":
+        importlib.import_module(module.name)
 if os.geteuid() == 0:
     os.setgroups([])
     os.setgid({nobody})

@@ -32,9 +32,16 @@ ODD_TEXT = [
 HUGE_INTS = [0, 1, -1, -5, 2**31, 2**63, 2**64, 10**20, -(10**20), 10**23]
 
 
+def subcommands(group: click.Group) -> dict[str, click.Command]:
+    """Every verb of the group, as click finds them (the top-level verbs load on demand)."""
+    context = click.Context(group)
+    names = group.list_commands(context)
+    return {name: command for name in names if (command := group.get_command(context, name))}
+
+
 def leaf_commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = []
-    for name, command in sorted(group.commands.items()):
+    for name, command in sorted(subcommands(group).items()):
         if isinstance(command, click.Group):
             found += leaf_commands(command, (*path, name))
         elif (*path, name) not in SKIPPED:
@@ -46,7 +53,7 @@ def command_at(path: tuple[str, ...]) -> click.Command:
     command: click.Command = cli
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        command = subcommands(command)[name]
     return command
 
 

@@ -103,10 +103,12 @@ def test_an_index_from_before_chains_derives_them_on_its_next_sync(agent_dir):
     copy_fixtures(agent_dir)
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
-        # Take the index back to its state under 0001 alone, rows included.
+        # Take the index back to its state under 0001 alone, rows included (but for the later
+        # migrations: 0008's index on the file identity goes before the column it indexes).
         index.connection.execute(
             "DROP INDEX entries_chain; ALTER TABLE entries DROP COLUMN chain;"
-            " ALTER TABLE files DROP COLUMN chained; ALTER TABLE files DROP COLUMN ctime_ns;"
+            " ALTER TABLE files DROP COLUMN chained; DROP INDEX files_identity;"
+            " ALTER TABLE files DROP COLUMN ctime_ns;"
             " DELETE FROM meta; DELETE FROM schema_migrations"
             " WHERE name IN ('0002_entry_chains', '0003_file_identity')"
         )
@@ -122,9 +124,9 @@ def test_an_index_from_before_file_identity_learns_its_agent_dir_and_ctimes(agen
     copy_fixtures(agent_dir)
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
-        # Take the index back to its state under 0001 and 0002, rows included.
+        # Take the index back to its state under 0001 and 0002, rows included (see above).
         index.connection.execute(
-            "ALTER TABLE files DROP COLUMN ctime_ns; DELETE FROM meta;"
+            "DROP INDEX files_identity; ALTER TABLE files DROP COLUMN ctime_ns; DELETE FROM meta;"
             " DELETE FROM schema_migrations WHERE name = '0003_file_identity'"
         )
     moved = tmp_path / "moved-agent"

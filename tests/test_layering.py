@@ -1,11 +1,11 @@
 """The layering of the package: each part imports only from itself and the parts below it, and
 the CLI reaches the index only through the index package's front, ``xcsh_store.index``.
 
-The parts, from the bottom: the leaves (errors, files, paths, js, times); format/; history/ and
-artifacts/ over format; session/ over format, history and artifacts; index/ over session,
-format and history; cli/ over everything. The top-level ``xcsh_store`` re-exports the public
-API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import counts,
-also one inside a function or under ``TYPE_CHECKING``.
+The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
+history/ and artifacts/ over format; session/ over format, history and artifacts; index/ over
+session, format and history; cli/ over everything. The top-level ``xcsh_store`` re-exports the
+public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
+counts, also one inside a function or under ``TYPE_CHECKING``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import xcsh_store
 
 PACKAGE = Path(xcsh_store.__file__).resolve().parent
-LEAVES = {"errors", "files", "paths", "js", "times"}
+LEAVES = {"errors", "files", "lazy", "paths", "js", "times"}
 
 # The parts each part may import from, besides itself.
 BELOW = {

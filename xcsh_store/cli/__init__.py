@@ -1,7 +1,8 @@
-"""The ``xcsh-store`` command line: argument parsing and output only, one library call per verb."""
+"""The ``xcsh-store`` command line: argument parsing and output only, one library call per verb.
 
-# Importing the verb modules registers their commands on the group.
-from xcsh_store.cli import demo, maintenance, prompts, sessions, sql, usage  # noqa: F401
+Each verb lives in the module ``app.VERB_MODULES`` names, imported when the verb is asked for.
+"""
+
 from xcsh_store.cli.app import cli
 
 __all__ = ["cli"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -49,8 +50,36 @@ class Settings:
         return click.style(text, **styles) if self.color else text
 
 
+# The module that defines each verb, imported when the verb is asked for: `xcsh-store ls`
+# imports the listing and none of sync, gc, search, usage or the demo.
+VERB_MODULES = {
+    "cat": "sessions",
+    "demo": "demo",
+    "doctor": "maintenance",
+    "gc": "maintenance",
+    "history": "prompts",
+    "ls": "listing",
+    "migrate": "maintenance",
+    "search": "sessions",
+    "show": "sessions",
+    "sql": "sql",
+    "sync": "maintenance",
+    "usage": "usage",
+    "verify": "maintenance",
+}
+
+
 class StoreGroup(click.Group):
-    """A group whose verbs report library and OS errors as one line with exit code 1."""
+    """A group whose verbs report library and OS errors as one line with exit code 1, and
+    whose verbs are imported when they are first asked for (VERB_MODULES)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *VERB_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in VERB_MODULES:
+            importlib.import_module(f"xcsh_store.cli.{VERB_MODULES[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from xcsh_store.cli.complete import complete_project
 from xcsh_store.times import iso_millis
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
@@ -135,6 +136,14 @@ def _in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+# The folder filters of the verbs that list sessions or hits (ls, search).
+cwd_option = click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+project_option = click.option(
+    "--project",
+    metavar="NAME",
+    help="Only this folder under sessions/.",
+    shell_complete=complete_project,
+)
 since_option = click.option(
     "--since",
     type=TimeBound(),

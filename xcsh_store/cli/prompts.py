@@ -20,9 +20,9 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.listing import where
 from xcsh_store.cli.params import count_type, days_type
 from xcsh_store.cli.render import short_time
-from xcsh_store.cli.sessions import where
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
 from xcsh_store.index import PromptHit, SessionIndex, unique_id_prefixes

@@ -1,4 +1,4 @@
-"""Verbs that read sessions: ``ls``, ``show``, ``search`` and ``cat``."""
+"""Verbs that read sessions: ``show``, ``search`` and ``cat`` (``ls`` is in listing.py)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,19 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.complete import complete_model, complete_project, complete_session
-from xcsh_store.cli.params import count_type, since_option, until_option
+from xcsh_store.cli.complete import complete_model, complete_session
+from xcsh_store.cli.listing import where
+from xcsh_store.cli.params import (
+    count_type,
+    cwd_option,
+    project_option,
+    since_option,
+    until_option,
+)
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
-    cut_left,
     display_width,
     fit_line,
     home_relative,
@@ -55,103 +61,6 @@ from xcsh_store.index import (
 )
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.session.context import SessionContext
-
-# The cwd column keeps its end (the project name) when it is cut.
-CWD_WIDTH = 24
-DEFAULT_LIST_LIMIT = 30
-
-
-def where(cwd: str | None) -> str:
-    return cut_left(home_relative(cwd), CWD_WIDTH)
-
-
-# --------------------------------------------------------------------------------------------
-# ls
-
-
-# Marks an id that several files share: the id alone cannot select one of them.
-SHARED_ID_MARK = "*"
-
-
-@cli.command("ls")
-@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option(
-    "--project",
-    metavar="NAME",
-    help="Only this folder under sessions/.",
-    shell_complete=complete_project,
-)
-@click.option(
-    "--limit",
-    "-n",
-    type=count_type(0),
-    default=DEFAULT_LIST_LIMIT,
-    show_default=True,
-    help="Most sessions to list; 0 lists all.",
-)
-@click.option(
-    "--order",
-    type=click.Choice(["modified", "created", "title"]),
-    default="modified",
-    show_default=True,
-    help="Newest modified, newest created, or by title.",
-)
-@json_option
-@pass_settings
-def ls_command(
-    settings: Settings,
-    cwd: str | None,
-    project: str | None,
-    limit: int,
-    order: str,
-    as_json: bool,
-) -> None:
-    """List sessions, newest first.
-
-    \b
-    Example:
-      xcsh-store ls --cwd . --limit 10
-    """
-    with open_index(settings) as index:
-        sessions = index.list_sessions(
-            cwd=os.path.abspath(cwd) if cwd else None,
-            project=project,
-            limit=limit + 1 if limit else None,
-            order=order,
-        )
-        ids = unique_id_prefixes(index, (session.session_id for session in sessions))
-    more = bool(limit) and len(sessions) > limit
-    sessions = sessions[:limit] if limit else sessions
-    if as_json:
-        emit_json([session_json(session) for session in sessions])
-        return
-    if not sessions:
-        echo("No sessions. (Run `xcsh-store sync` after new sessions were written.)")
-        return
-    print_table(
-        (
-            (
-                ids[session.session_id] + (SHARED_ID_MARK if session.id_shared else ""),
-                short_time(session.modified),
-                where(session.cwd),
-                session.message_count,
-                human_count(session.input_tokens + session.output_tokens),
-                money(session.cost),
-                session.title or session.first_message,
-            )
-            for session in sessions
-        ),
-        headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
-        flexible=(6, 2),
-        keep_end=(2,),
-        right=(3, 4, 5),
-        styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
-    )
-    if any(session.id_shared for session in sessions):
-        echo(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
-    if more:
-        echo(f"(showing {limit}; --limit 0 lists all)")
-
 
 # --------------------------------------------------------------------------------------------
 # show
@@ -400,13 +309,8 @@ def _search_role(value: str | None) -> str | None:
 
 @cli.command("search")
 @click.argument("query", nargs=-1, required=True)
-@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
-@click.option(
-    "--project",
-    metavar="NAME",
-    help="Only this folder under sessions/.",
-    shell_complete=complete_project,
-)
+@cwd_option
+@project_option
 @click.option(
     "--role",
     callback=lambda _context, _parameter, value: _search_role(value),

@@ -7,12 +7,14 @@ rename or remove them.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, plural
-from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
-from xcsh_store.session.context import SessionContext
 from xcsh_store.times import iso_millis, iso_seconds
+
+if TYPE_CHECKING:
+    from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
+    from xcsh_store.session.context import SessionContext
 
 
 def session_json(session: IndexedSession) -> dict[str, Any]:

@@ -26,26 +26,60 @@ Modules, from the store object down:
   read-only ad-hoc SQL of the ``sql`` verb.
 """
 
-from xcsh_store.index.choices import Choice, model_choices, project_choices, session_choices
+# What every use of the index needs: the store and its connection.
 from xcsh_store.index.db import remove_side_files
 from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
-from xcsh_store.index.gc import GcReport
-from xcsh_store.index.names import unique_id_prefixes
-from xcsh_store.index.outline import (
-    SessionOutline,
-    entry_summary,
-    message_summary,
-    session_outline,
-)
-from xcsh_store.index.prompts import PromptHit
-from xcsh_store.index.query import QueryInterruptedError, QueryStream, QueryTimeoutError, open_query
-from xcsh_store.index.scan import Progress, SkippedLines, SyncReport
-from xcsh_store.index.search import SEARCH_ROLES, SearchHit, parse_search_query, search_role
-from xcsh_store.index.sessions import IndexedSession
 from xcsh_store.index.store import IndexStats, SessionIndex
-from xcsh_store.index.tree import IndexedEntry, SessionTree
-from xcsh_store.index.usage import USAGE_GROUPS, UsageRow
-from xcsh_store.index.verify import VerifyReport
+from xcsh_store.lazy import lazy_exports
+
+# The rest is imported on first use (see xcsh_store/lazy.py).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "xcsh_store.index.choices": (
+            "Choice",
+            "model_choices",
+            "project_choices",
+            "session_choices",
+        ),
+        "xcsh_store.index.gc": ("GcReport",),
+        "xcsh_store.index.names": ("unique_id_prefixes",),
+        "xcsh_store.index.outline": (
+            "SessionOutline",
+            "entry_summary",
+            "message_summary",
+            "session_outline",
+        ),
+        "xcsh_store.index.prompts": ("PromptHit",),
+        "xcsh_store.index.query": (
+            "QueryInterruptedError",
+            "QueryStream",
+            "QueryTimeoutError",
+            "open_query",
+        ),
+        "xcsh_store.index.scan": (
+            "Progress",
+            "SkippedLines",
+            "SyncReport",
+        ),
+        "xcsh_store.index.search": (
+            "SEARCH_ROLES",
+            "SearchHit",
+            "parse_search_query",
+            "search_role",
+        ),
+        "xcsh_store.index.sessions": ("IndexedSession",),
+        "xcsh_store.index.tree": (
+            "IndexedEntry",
+            "SessionTree",
+        ),
+        "xcsh_store.index.usage": (
+            "USAGE_GROUPS",
+            "UsageRow",
+        ),
+        "xcsh_store.index.verify": ("VerifyReport",),
+    },
+)
 
 __all__ = [
     "SEARCH_ROLES",

@@ -30,7 +30,7 @@ def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -
     rows = index.connection.execute(
         "SELECT session_id, coalesce(title, compaction_title, first_message) FROM sessions"
         " WHERE lower(session_id) >= ?1 AND lower(session_id) < ?1 || ?2"
-        " ORDER BY modified_at DESC LIMIT ?3",
+        " ORDER BY modified_at DESC, file_id DESC LIMIT ?3",
         (typed, _LAST, limit),
     ).fetchall()
     prefixes = unique_id_prefixes(index, (session_id for session_id, _title in rows))

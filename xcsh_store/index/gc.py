@@ -14,14 +14,13 @@ import apsw
 
 from xcsh_store.format.blobs import BLOB_TEMP_NAME
 from xcsh_store.format.storage import STALE_TEMP_SECONDS, remove_quietly
-from xcsh_store.index.db import get_meta, set_meta, transaction
+from xcsh_store.index.blob_folder import BlobFolder, folder_skipped
+from xcsh_store.index.db import transaction
 from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name
 from xcsh_store.index.watch import FolderWatch
-from xcsh_store.times import iso_now
 
 # Syncs a collection tries before it gives up on files that keep moving.
 SYNC_ATTEMPTS = 4
-_HASH_NAME = re.compile(r"[0-9a-f]{64}")
 QUARANTINE_PREFIX = ".gc-"
 # ".gc-<sha256>.<pid of the collecting process>"
 _QUARANTINE_NAME = re.compile(re.escape(QUARANTINE_PREFIX) + r"([0-9a-f]{64})\.([0-9]+)")
@@ -49,82 +48,57 @@ class GcReport:
     skipped: list[str] = field(default_factory=list)
 
 
-def blob_names(blobs_dir: str) -> set[str]:
-    """Every name in the blob folder (temp and quarantine files included; see is_blob_name)."""
-    try:
-        return set(os.listdir(blobs_dir))
-    except FileNotFoundError:
-        return set()
+class SessionWatch:
+    """The inotify watch on the session folders, kept from one collection to the next of a
+    process: closing a watch waits for the kernel (milliseconds), and a kept one already
+    watches the folders. It is kept while each walk finds the folders the last one did; a
+    folder gone from the tree could still be watched (and its events would say nothing of the
+    tree), so a tree that changed gets a new watch."""
 
+    def __init__(self) -> None:
+        self._watch: FolderWatch | None = None
+        self._found: set[int] | None = None
+        self._fresh = True
+        # No inotify on this system (not Linux): syncs that change nothing stand in for it.
+        self.unavailable = False
 
-def is_blob_name(name: str) -> bool:
-    return _HASH_NAME.fullmatch(name) is not None
+    def start(self) -> None:
+        """Make the watch unless there is one; an OSError when none can be made now."""
+        if self._watch is None and not self.unavailable:
+            self._watch = FolderWatch.create()
+            self.unavailable = self._watch is None
+            self._fresh = True
 
+    def watch_tree(self, roots: list[str]) -> set[int] | None:
+        """A new round: forget what happened so far and watch every folder below ``roots``;
+        the watches found, or None when some folder could not be watched."""
+        try:
+            self.start()
+        except OSError:
+            return None
+        assert self._watch is not None
+        self._watch.forget_events()
+        found = self._watch.watch_tree(roots)
+        if not self._fresh and found != self._found:
+            self.close()
+            return self.watch_tree(roots)
+        self._found, self._fresh = found, False
+        return found
 
-def _folder_signature(blobs_dir: str) -> str | None:
-    """Changes whenever a file is added to, removed from or renamed in the folder."""
-    try:
-        info = os.stat(blobs_dir)
-    except FileNotFoundError:
-        return None
-    return f"{info.st_ino}:{info.st_mtime_ns}"
+    def arrivals(self) -> list[tuple[str, bool]] | None:
+        return self._watch.arrivals() if self._watch is not None else None
 
-
-def record_blob_folder(
-    connection: apsw.Connection, blobs_dir: str, *, force: bool = False
-) -> set[str] | None:
-    """Make ``blobs.size`` say which blobs are on disk (NULL: not there); returns the names
-    listed, or None when the folder is unchanged since the last time (and not ``force``).
-
-    A folder's mtime changes with every file created, removed or renamed in it, so while it
-    stays the same the index already knows the folder's contents and the GC needs no listing.
-    """
-    signature = _folder_signature(blobs_dir)
-    if (
-        not force
-        and signature is not None
-        and signature == get_meta(connection, "blob_folder_signature")
-    ):
-        return None
-    names = blob_names(blobs_dir)
-    recorded = set(
-        _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs WHERE size IS NOT NULL")
-    )
-    gone = recorded - names
-    new = [name for name in names - recorded if is_blob_name(name)]
-    stamp = iso_now()
-    rows = []
-    skipped = []
-    for digest in new:
-        with contextlib.suppress(FileNotFoundError):
-            info = os.lstat(f"{blobs_dir}/{digest}")
-            if stat_module.S_ISREG(info.st_mode):
-                rows.append((digest, info.st_size, stamp, stamp))
-            else:
-                skipped.append(digest)
-    with transaction(connection):
-        connection.executemany(
-            "INSERT INTO blobs (hash, size, refcount, first_seen, last_seen)"
-            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (hash)"
-            " DO UPDATE SET size = excluded.size, last_seen = excluded.last_seen",
-            rows,
-        )
-        connection.executemany("UPDATE blobs SET size = NULL WHERE hash = ?", [(d,) for d in gone])
-        connection.execute("DELETE FROM blobs WHERE refcount <= 0 AND size IS NULL")
-        set_meta(connection, "blob_folder_signature", signature)
-        # Kept with the signature: a later collection that needs no listing reports them too.
-        set_meta(connection, "blob_folder_skipped", " ".join(sorted(skipped)))
-    return names
-
-
-def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
-    """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
-    joined = connection.execute(sql).fetchall()[0][0]
-    return joined.split(" ") if joined else []
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        self._watch = None
 
 
 def sync_consistently(
-    sync: Callable[[], SyncReport], roots: Callable[[], list[str]], connection: apsw.Connection
+    sync: Callable[[], SyncReport],
+    roots: Callable[[], list[str]],
+    connection: apsw.Connection,
+    watch: SessionWatch,
 ) -> tuple[SyncReport, str | None]:
     """Sync until one sync ran while no session file, folder or link arrived anywhere in the
     roots that it did not see; the report, and why not when that never happened.
@@ -136,38 +110,35 @@ def sync_consistently(
     change nothing stand in for it; on Linux, a watch that cannot be made means refusing.
     """
     try:
-        watch = FolderWatch.create()
+        watch.start()
     except OSError as error:
         # Linux, but no watch can be made now: without one, no sync can be trusted to see all.
         reason = f"cannot watch the session folders ({describe_error(error)}); nothing deleted"
         return sync(), reason
-    try:
-        return _sync_until_still(sync, roots, connection, watch)
-    finally:
-        if watch is not None:
-            watch.close()
+    return _sync_until_still(sync, roots, connection, watch)
 
 
 def _sync_until_still(
     sync: Callable[[], SyncReport],
     roots: Callable[[], list[str]],
     connection: apsw.Connection,
-    watch: FolderWatch | None,
+    watch: SessionWatch,
 ) -> tuple[SyncReport, str | None]:
     report: SyncReport | None = None
     for _ in range(SYNC_ATTEMPTS):
-        if watch is None:
+        if watch.unavailable:
             previous, report = report, sync()
             if previous is not None and not _changed_anything(report):
                 return report, None
             continue
-        watch.forget_events()
-        watched = watch.watch_tree(roots())
+        watched_roots = roots()
+        # Every folder is watched before the scan lists it: one that could not be (a dangling
+        # link, whose target may be back while the scan runs) makes this round incomplete, and
+        # one that is new since is an arrival in a watched folder. Only roots registered while
+        # the sync ran (it asks for them again) could be scanned unwatched.
+        watched = watch.watch_tree(watched_roots)
         report = sync()
-        # A folder first watched now, or not watched before (a symlink's target back while the
-        # scan ran), was listed unwatched: what moved into it is unknown.
-        now = watch.watch_tree(roots())
-        complete = watched is not None and now is not None and now <= watched
+        complete = watched is not None and roots() == watched_roots
         if complete and _saw_all(connection, watch.arrivals()):
             return report, None
     assert report is not None
@@ -226,7 +197,7 @@ def refusal(report: SyncReport, moving: str | None) -> str | None:
 
 def collect_garbage(
     connection: apsw.Connection,
-    blobs_dir: str,
+    folder: BlobFolder,
     *,
     apply: bool,
     cutoff: float,
@@ -241,10 +212,10 @@ def collect_garbage(
     writes a blob just before the line that references it, so a blob last written before the
     cutoff is referenced by no line the counts miss.
 
-    The reference counts and the recorded folder contents answer the question in SQL; only the
-    unreferenced blobs are looked at on disk (their mtime, for the grace period). A collection
-    that deletes always lists the folder first, to finish what a killed collection left in
-    quarantine and to remove temp files of blob writes killed long ago.
+    The reference counts and the recorded folder contents (blob_folder.py) answer the question
+    in SQL; only the unreferenced blobs are looked at on disk (their mtime, for the grace
+    period). A collection that deletes always lists the folder first, to finish what a killed
+    collection left in quarantine and to remove temp files of blob writes killed long ago.
 
     Deleting is two-step so that an agent writing the same blob concurrently always wins: the
     file is renamed to a quarantine name first, then its mtime is checked again (a concurrent
@@ -252,27 +223,23 @@ def collect_garbage(
     blob that is still old is unlinked; a fresh one is renamed back.
     """
     report = GcReport(applied=False)
-    names = record_blob_folder(connection, blobs_dir, force=apply)
-    if names is not None:
-        report.restored = _restore_quarantine(blobs_dir, names)
+    blobs_dir = folder.path
+    others = folder.record(connection, full=apply)
+    if others:
+        report.restored = _restore_quarantine(blobs_dir, others)
         if report.restored:
-            names = record_blob_folder(connection, blobs_dir, force=True)
-    report.blobs_on_disk, report.referenced = connection.execute(
-        "SELECT count(size), count(*) FILTER (WHERE refcount > 0) FROM blobs"
+            others = folder.record(connection, full=True)
+    # One pass over the blobs for every count and list.
+    (report.blobs_on_disk, report.referenced, unreferenced, dangling) = connection.execute(
+        "SELECT count(size), count(*) FILTER (WHERE refcount > 0),"
+        " group_concat(hash, ' ') FILTER (WHERE refcount <= 0 AND size IS NOT NULL),"
+        " group_concat(hash, ' ') FILTER (WHERE refcount > 0 AND size IS NULL) FROM blobs"
     ).fetchall()[0]
-    report.skipped = (get_meta(connection, "blob_folder_skipped") or "").split()
-    report.dangling = sorted(
-        _hashes(connection, "SELECT group_concat(hash, ' ') FROM blobs"
-                            " WHERE refcount > 0 AND size IS NULL")
-    )  # fmt: skip
-    unreferenced = _hashes(
-        connection,
-        "SELECT group_concat(hash, ' ') FROM blobs WHERE refcount <= 0 AND size IS NOT NULL",
-    )
-    for digest in sorted(unreferenced):
-        try:
-            info = os.lstat(f"{blobs_dir}/{digest}")
-        except FileNotFoundError:
+    report.skipped = folder_skipped(connection)
+    report.dangling = sorted(dangling.split(" ") if dangling else [])
+    for digest in sorted(unreferenced.split(" ") if unreferenced else []):
+        info = folder.lstat(digest)
+        if info is None:
             continue
         if not stat_module.S_ISREG(info.st_mode):
             report.skipped.append(digest)  # recorded as a file, since replaced by a folder
@@ -287,7 +254,7 @@ def collect_garbage(
     if not apply:
         return report
     # Never referenced by anything, so safe to remove even when deleting blobs is refused.
-    report.temp_files_removed = _remove_stale_temp_files(blobs_dir, names or set())
+    report.temp_files_removed = _remove_stale_temp_files(blobs_dir, others or set())
     if refuse_reason is not None:
         return report
     report.applied = True

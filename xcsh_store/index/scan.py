@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import apsw
@@ -126,6 +129,7 @@ class IndexedFiles:
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
+        # Read from the covering index files_identity (migration 0008), not the wide rows.
         rows = connection.execute("SELECT path, size, mtime_ns, inode, ctime_ns, status FROM files")
         stats, paths = {}, set()
         for path, size, mtime_ns, inode, ctime_ns, status in rows:
@@ -151,10 +155,8 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
     A file's project folder is the first folder below the root (empty for files in the root).
     """
     stale = time.time() - STALE_TEMP_SECONDS
-    # Looked up once: the loop below runs for every file of every sync.
     indexed_stat = (known.stats if known is not None else {}).get
     unchanged = known.unchanged if known is not None else set()
-    is_regular = stat_module.S_ISREG
     below_root = len(root.rstrip(os.sep)) + 1
 
     def failed(path: str, error: OSError) -> None:
@@ -162,36 +164,25 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
 
     for folder, entries in walk_folders([root], failed):
         project_dir = folder[below_root:].split(os.sep, 1)[0] if len(folder) > below_root else ""
+        named = []
         for entry in entries:
             name = entry.name
             if name[0] == ".":
                 if SESSION_TEMP_NAME.fullmatch(name) and _modified_before(entry, stale):
                     report.stale_temp_files.append(entry.path)
-                continue
-            try:
-                if not (name.endswith(".jsonl") or ".jsonl.invalid-" in name):
+            elif name.endswith(".jsonl") or ".jsonl.invalid-" in name:
+                named.append(entry)  # is_session_file_name, inlined for the hot loop
+            else:
+                try:
                     if entry.is_symlink() and not os.path.exists(entry.path):
                         # A project folder on a disk that is not mounted: what is behind it
                         # is unknown, and its blob refs with it.
                         report.unreadable[entry.path] = DANGLING_LINK
-                    continue  # the test of is_session_file_name, inlined for the hot loop
-                result = entry.stat()
-            except OSError as error:
-                report.unreadable[entry.path] = describe_error(error)
-                continue
-            if not is_regular(result.st_mode):
-                continue
-            path = entry.path
-            identity = (result.st_size, result.st_mtime_ns, result.st_ino, result.st_ctime_ns)
-            if indexed_stat(path) == identity:
-                unchanged.add(path)
-                continue
-            if not path.isascii() and not _is_utf8(path):
-                # SQLite stores text as UTF-8; such a name would fail every statement.
-                report.unreadable[path] = "file name is not valid UTF-8; rename the file"
-                continue
+                except OSError as error:
+                    report.unreadable[entry.path] = describe_error(error)
+        for entry, result in _changed(named, indexed_stat, unchanged, report):
             yield SeenFile(
-                path,
+                entry.path,
                 root,
                 project_dir,
                 result.st_size,
@@ -199,6 +190,57 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
                 result.st_ino,
                 result.st_ctime_ns,
             )
+
+
+_IDENTITY = attrgetter("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns")
+_PATH = attrgetter("path")
+
+
+def _changed(
+    named: list[os.DirEntry[str]],
+    indexed_stat: Callable[[str], tuple[int, int, int, int] | None],
+    unchanged: set[str],
+    report: SyncReport,
+) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+    """The entries of one folder that are regular files unlike the index's (with their stat);
+    the paths of those just as indexed go to ``unchanged``.
+
+    Most files of most syncs are unchanged, and a no-change sync should cost little more than
+    the stat of each file: the stats of a folder are compared with the index's in C (map,
+    compress), and only the files that differ are looked at one by one here. A file that
+    cannot be stat'ed (it vanished meanwhile) sends the whole folder the careful way.
+    """
+    try:
+        results = list(map(os.DirEntry.stat, named))
+    except OSError:
+        results = None
+    if results is not None:
+        paths = list(map(_PATH, named))
+        same = list(map(operator.eq, map(indexed_stat, paths), map(_IDENTITY, results)))
+        unchanged.update(compress(paths, same))
+        pending: Iterable[tuple[os.DirEntry[str], os.stat_result | None]] = compress(
+            zip(named, results, strict=True), map(operator.not_, same)
+        )
+    else:
+        pending = ((entry, None) for entry in named)
+    for entry, result in pending:
+        path = entry.path
+        if result is None:
+            try:
+                result = entry.stat()  # cached for those stat'ed before the failure
+            except OSError as error:
+                report.unreadable[path] = describe_error(error)
+                continue
+            if indexed_stat(path) == _IDENTITY(result):
+                unchanged.add(path)
+                continue
+        if not stat_module.S_ISREG(result.st_mode):
+            continue
+        if not path.isascii() and not _is_utf8(path):
+            # SQLite stores text as UTF-8; such a name would fail every statement.
+            report.unreadable[path] = "file name is not valid UTF-8; rename the file"
+            continue
+        yield entry, result
 
 
 def _modified_before(entry: os.DirEntry[str], moment: float) -> bool:

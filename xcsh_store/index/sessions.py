@@ -5,7 +5,6 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,34 +18,76 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
-from xcsh_store.format.entries import content_text
-from xcsh_store.index.scan import SkippedLines
-from xcsh_store.index.tree import entry_rows, read_entries
 from xcsh_store.times import parse_iso
 
 if TYPE_CHECKING:
+    from xcsh_store.index.scan import SkippedLines
     from xcsh_store.index.store import SessionIndex
 
 # How many candidates an ambiguous session argument or entry id prefix lists.
 AMBIGUOUS_LISTED = 20
 
-_SESSION_COLUMNS = (
-    "s.file_id, s.session_id, s.path, s.cwd, s.project_dir, s.title, s.title_source,"
-    " s.parent_session, s.version, s.created_at, s.modified_at, s.entry_count, s.message_count,"
-    " s.first_message, s.last_entry_id, s.input_tokens, s.output_tokens, s.cache_read_tokens,"
-    " s.cache_write_tokens, s.premium_requests, s.cost, s.compaction_title, f.legacy,"
-    " EXISTS (SELECT 1 FROM sessions AS twin"
-    "  WHERE twin.session_id = s.session_id AND twin.file_id != s.file_id)"
+# The title as shown: the header's, else the newest compaction's short summary.
+_TITLE = "coalesce(nullif(s.title, ''), s.compaction_title)"
+# How much of an untitled session's first message a listing reads: more than a table cell
+# shows. A shorter text is the whole message; a longer one is read whole when asked for. The
+# index sessions_listing holds this cut (migration 0008): the two must agree for SQLite to
+# answer from the index (tests/test_listing.py checks the plan).
+FIRST_MESSAGE_LISTED = 256
+
+# What a listing shows (``ls``: id, modified, cwd, messages, tokens, cost, title or first
+# message), in the order IndexedSession unpacks them. The covering index sessions_listing
+# (migration 0008) holds exactly these in the listing's order, so listing every session reads
+# that one index from its start and nothing else.
+_LISTED = (
+    "s.file_id",
+    "s.session_id",
+    "s.cwd",
+    "s.modified_at",
+    "s.message_count",
+    "s.input_tokens",
+    "s.output_tokens",
+    "s.cost",
+    _TITLE,
+    f"CASE WHEN coalesce({_TITLE}, '') = ''"
+    f" THEN substr(s.first_message, 1, {FIRST_MESSAGE_LISTED}) END",
 )
+# Every other field of IndexedSession, read on first use.
+_DETAILS = (
+    "s.path",
+    "s.project_dir",
+    "s.title_source",
+    "s.parent_session",
+    "s.version",
+    "s.created_at",
+    "s.entry_count",
+    "s.first_message",
+    "s.last_entry_id",
+    "s.cache_read_tokens",
+    "s.cache_write_tokens",
+    "s.premium_requests",
+    "f.legacy",
+)
+_CREATED, _FIRST_MESSAGE, _LEGACY = (
+    _DETAILS.index(column) for column in ("s.created_at", "s.first_message", "f.legacy")
+)
+_LISTED_COLUMNS = ", ".join(_LISTED)
+_DETAIL_COLUMNS = ", ".join(_DETAILS)
+_TWIN = (
+    "EXISTS (SELECT 1 FROM sessions AS twin"
+    " WHERE twin.session_id = s.session_id AND twin.file_id != s.file_id)"
+)
+_FROM = " FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
 
 _SHOWN_TITLE = "nullif(trim(coalesce(s.title, s.compaction_title), ' ' || char(9, 10, 13)), '')"
 
-# ``list_sessions`` orders.
+# ``list_sessions`` orders, each served by an index (migration 0008) but the title order.
+_MODIFIED_ORDER = "s.modified_at DESC, s.file_id"
 _ORDERS = {
-    "modified": "s.modified_at DESC",
-    "created": "s.created_at DESC",
+    "modified": _MODIFIED_ORDER,
+    "created": "s.created_at DESC, s.file_id",
     # As the title is shown (whitespace trimmed), untitled sessions last, newest first.
-    "title": f"{_SHOWN_TITLE} IS NULL, {_SHOWN_TITLE} COLLATE NOCASE, s.modified_at DESC",
+    "title": f"{_SHOWN_TITLE} IS NULL, {_SHOWN_TITLE} COLLATE NOCASE, {_MODIFIED_ORDER}",
 }
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
@@ -58,68 +99,190 @@ def _parse_time(text: str | None) -> datetime:
     return (parse_iso(text) if text else None) or _EPOCH
 
 
-@dataclass
-class IndexedSession:
-    """A session as listed by the index: the fields of ``SessionInfo`` and a few more."""
+class Listing:
+    """What the sessions of one listing share: the index, and the fields they did not read,
+    read for all of them in one query when one of them needs one (or when the index closes:
+    SessionIndex.close)."""
 
-    file_id: int
-    session_id: str
-    path: str
-    cwd: str
-    project_dir: str | None
-    title: str | None
-    title_source: str | None
-    parent_session_path: str | None
-    version: int | None
-    created: datetime
-    modified: datetime
-    entry_count: int
-    message_count: int
-    first_message: str
-    last_entry_id: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    premium_requests: float
-    cost: float
-    legacy: bool = False
-    # Whether another indexed file has the same session id (a copy, or a clash).
-    id_shared: bool = False
-    _index: Any = field(default=None, repr=False, compare=False)
+    def __init__(
+        self,
+        index: SessionIndex,
+        rows: list[tuple[Any, ...]],
+        details: dict[int, tuple[Any, ...]] | None = None,
+        shared_ids: set[str] | None = None,
+    ) -> None:
+        self.index = index
+        self.rows = rows  # as listed: each session's file id first
+        self._details = details
+        self._shared_ids = shared_ids
+
+    def read_everything(self) -> None:
+        """Read what the sessions have not read yet (the index is about to close)."""
+        self._read_details()
+        self.shared_ids()
+
+    def _read_details(self) -> dict[int, tuple[Any, ...]]:
+        if self._details is None:
+            rows = self.index.connection.execute(
+                f"SELECT s.file_id, {_DETAIL_COLUMNS}{_FROM}"
+                " WHERE s.file_id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps([row[0] for row in self.rows]).decode(),),
+            )
+            self._details = {row[0]: _local_details(row[1:], self.index) for row in rows}
+        return self._details
+
+    def details(self, file_id: int) -> tuple[Any, ...]:
+        """The _DETAILS of one of the sessions."""
+        found = self._read_details().get(file_id)
+        if found is None:
+            raise SessionNotFoundError(
+                f"Session file {file_id} is no longer indexed (a sync removed it after it was"
+                " listed); list the sessions again"
+            )
+        return found
+
+    def shared_ids(self) -> set[str]:
+        """Session ids that more than one indexed file has (one pass over their index)."""
+        if self._shared_ids is None:
+            self._shared_ids = {
+                session_id
+                for (session_id,) in self.index.connection.execute(
+                    "SELECT session_id FROM sessions GROUP BY session_id HAVING count(*) > 1"
+                )
+            }
+        return self._shared_ids
+
+
+def _local_details(details: tuple[Any, ...], index: SessionIndex) -> tuple[Any, ...]:
+    if index.relocation is None:
+        return details
+    return (index.local_path(details[0]), *details[1:])
+
+
+def _listed(position: int) -> Any:
+    """A field of IndexedSession that the listing read: item ``position`` of _LISTED."""
+    return property(lambda session: session._row[position])
+
+
+def _detail(column: str) -> Any:
+    """A field of IndexedSession read on first use: ``column`` of _DETAILS."""
+    position = _DETAILS.index(column)
+    return property(lambda session: session._listing.details(session._row[0])[position])
+
+
+class IndexedSession:
+    """A session as listed by the index: the fields of ``SessionInfo`` and a few more.
+
+    Built from the row of the few columns a listing shows (two attributes set per session:
+    listing 10,000 takes milliseconds). Every other field is read on first use, for all the
+    sessions of the same listing in one query, or when the index closes; so a field read later
+    says what the index says then (a sync in between may have changed the session, and one
+    that removed it makes the field raise SessionNotFoundError).
+    """
+
+    __slots__ = ("__dict__", "_listing", "_row")  # __dict__: all_messages_text, cached
+
+    def __init__(self, row: tuple[Any, ...], listing: Listing) -> None:
+        self._row = row
+        self._listing = listing
+
+    file_id: int = _listed(0)
+    session_id: str = _listed(1)
+    message_count: int = _listed(4)
+    input_tokens: int = _listed(5)
+    output_tokens: int = _listed(6)
+    cost: float = _listed(7)
+    title: str | None = _listed(8)
+
+    path: str = _detail("s.path")
+    project_dir: str | None = _detail("s.project_dir")
+    title_source: str | None = _detail("s.title_source")
+    parent_session_path: str | None = _detail("s.parent_session")
+    version: int | None = _detail("s.version")
+    entry_count: int = _detail("s.entry_count")
+    last_entry_id: str | None = _detail("s.last_entry_id")
+    cache_read_tokens: int = _detail("s.cache_read_tokens")
+    cache_write_tokens: int = _detail("s.cache_write_tokens")
+    premium_requests: float = _detail("s.premium_requests")
 
     @property
     def id(self) -> str:
-        return self.session_id
+        return self._row[1]
+
+    @property
+    def cwd(self) -> str:
+        return self._row[2] or ""
+
+    # Parsed on each use: a listing of 10,000 sessions that shows a few parses a few.
+    @property
+    def modified(self) -> datetime:
+        return _parse_time(self._row[3])
+
+    @property
+    def created(self) -> datetime:
+        return _parse_time(self._details()[_CREATED])
+
+    @property
+    def first_message(self) -> str:
+        """The text of the first user message, ``"(no messages)"`` when there is none."""
+        start = self._row[9]  # read by the listing only when there is no title
+        if self._row[8] or (start is not None and len(start) >= FIRST_MESSAGE_LISTED):
+            start = self._details()[_FIRST_MESSAGE]
+        return start or "(no messages)"
+
+    @property
+    def legacy(self) -> bool:
+        """Whether the file is v1/v2 (a format migration would rewrite it)."""
+        return bool(self._details()[_LEGACY])
+
+    @property
+    def id_shared(self) -> bool:
+        """Whether another indexed file has the same session id (a copy, or a clash)."""
+        return self._row[1] in self._listing.shared_ids()
 
     @cached_property
     def all_messages_text(self) -> str:
         """Every user and assistant text, read from the file on first use (it can be large)."""
-        return self._index.all_messages_text(self) if self._index is not None else ""
+        return self._listing.index.all_messages_text(self)
 
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...], index: SessionIndex | None) -> IndexedSession:
-        (file_id, session_id, path, cwd, project_dir, title, title_source, parent, version,
-         created_at, modified_at, entry_count, message_count, first_message, last_entry_id,
-         input_tokens, output_tokens, cache_read, cache_write, premium, cost, compaction_title,
-         legacy, id_shared) = row  # fmt: skip
-        if index is not None:
-            path = index.local_path(path)
-        return cls(
-            file_id, session_id, path, cwd or "", project_dir, title or compaction_title,
-            title_source, parent, version, _parse_time(created_at), _parse_time(modified_at),
-            entry_count, message_count, first_message or "(no messages)", last_entry_id,
-            input_tokens, output_tokens, cache_read, cache_write, premium, cost, bool(legacy),
-            bool(id_shared), index,
-        )  # fmt: skip
+    def _details(self) -> tuple[Any, ...]:
+        return self._listing.details(self._row[0])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IndexedSession):
+            return NotImplemented
+        return self._row == other._row and self._details() == other._details()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"IndexedSession(file_id={self.file_id}, session_id={self.session_id!r},"
+            f" cwd={self.cwd!r}, title={self.title!r})"
+        )
+
+
+def _whole_session(row: tuple[Any, ...], index: SessionIndex) -> IndexedSession:
+    """A session from a row of every column (a lookup of one session: nothing is left to
+    read later)."""
+    listed, details, twin = row[: len(_LISTED)], row[len(_LISTED) : -1], row[-1]
+    file_id, session_id = listed[0], listed[1]
+    listing = Listing(
+        index,
+        [listed],
+        {file_id: _local_details(details, index)},
+        {session_id} if twin else set(),
+    )
+    return IndexedSession(listed, listing)
 
 
 def _select_sessions(clauses: str, extra_column: str | None = None) -> str:
-    """The one query of the sessions joined with their files: the columns
-    :meth:`IndexedSession.from_row` reads (then ``extra_column``), then ``clauses`` (WHERE,
-    ORDER BY, LIMIT)."""
-    columns = _SESSION_COLUMNS if extra_column is None else f"{_SESSION_COLUMNS}, {extra_column}"
-    return f"SELECT {columns} FROM sessions AS s JOIN files AS f ON f.id = s.file_id{clauses}"
+    """The query of whole sessions: the columns :func:`_whole_session` reads (then
+    ``extra_column``), then ``clauses`` (WHERE, ORDER BY, LIMIT)."""
+    columns = f"{_LISTED_COLUMNS}, {_DETAIL_COLUMNS}, {_TWIN}"
+    if extra_column is not None:
+        columns = f"{columns}, {extra_column}"
+    return f"SELECT {columns}{_FROM}{clauses}"
 
 
 def list_sessions(
@@ -129,7 +292,11 @@ def list_sessions(
     limit: int | None = None,
     order: str = "modified",
 ) -> list[IndexedSession]:
-    """The sessions (of one cwd or project folder), newest first or by ``created``/``title``."""
+    """The sessions (of one cwd or project folder), newest first or by ``created``/``title``.
+
+    SQLite does the filtering, ordering and limit, from indexes that hold the sessions in
+    that order; only the columns a listing shows are read (see IndexedSession).
+    """
     if order not in _ORDERS:
         raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
     conditions, arguments = [], []
@@ -140,11 +307,14 @@ def list_sessions(
         conditions.append("s.project_dir = ?")
         arguments.append(project)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
-    sql = _select_sessions(f"{where} ORDER BY {_ORDERS[order]}, s.file_id")
+    sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[order]}"
     if limit is not None:
         sql += " LIMIT ?"
         arguments.append(limit)
-    return [IndexedSession.from_row(row, index) for row in index.connection.execute(sql, arguments)]
+    rows = index.connection.execute(sql, arguments).fetchall()
+    listing = Listing(index, rows)
+    index.listings.add(listing)
+    return [IndexedSession(row, listing) for row in rows]
 
 
 def find_session(index: SessionIndex, prefix: str) -> IndexedSession:
@@ -159,7 +329,7 @@ def find_session(index: SessionIndex, prefix: str) -> IndexedSession:
             path = index.relocation.to_stored(path)
         rows = index.connection.execute(_select_sessions(" WHERE s.path = ?"), (path,)).fetchall()
         if rows:
-            return IndexedSession.from_row(rows[0], index)
+            return _whole_session(rows[0], index)
     # The file name is what follows the last "/", its suffix what follows the last "_".
     after_last = "replace(s.path, rtrim(s.path, replace(s.path, '{0}', '')), '')"
     name, suffix = after_last.format("/"), after_last.format("_")
@@ -182,19 +352,22 @@ def find_session(index: SessionIndex, prefix: str) -> IndexedSession:
     if not found:
         raise SessionNotFoundError(f"No session matches {prefix!r}")
     if len(found) > 1:
-        raise _ambiguous(prefix, [IndexedSession.from_row(row[:-1], index) for row in found])
-    return IndexedSession.from_row(found[0][:-1], index)
+        raise _ambiguous(prefix, [_whole_session(row[:-1], index) for row in found])
+    return _whole_session(found[0][:-1], index)
 
 
 def session_by_file_id(index: SessionIndex, file_id: int) -> IndexedSession:
     rows = index.connection.execute(_select_sessions(" WHERE s.file_id = ?"), (file_id,)).fetchall()
     if not rows:
         raise SessionNotFoundError(f"No session with file id {file_id}")
-    return IndexedSession.from_row(rows[0], index)
+    return _whole_session(rows[0], index)
 
 
 def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> str:
     """Every user and assistant text of the session, read from its file, joined by spaces."""
+    from xcsh_store.format.entries import content_text
+    from xcsh_store.index.tree import entry_rows, read_entries
+
     rows = [
         row
         for row in entry_rows(connection, session.file_id)
@@ -211,6 +384,8 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
 
 def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str, SkippedLines]:
     """Lines that hold no JSON object, by file: of every indexed file, or of file ``file_id``."""
+    from xcsh_store.index.scan import SkippedLines
+
     sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
     arguments: tuple[Any, ...] = ()
     if file_id is not None:

@@ -10,43 +10,19 @@ import functools
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
 from xcsh_store.errors import HistoryError, IndexDatabaseError
-from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import db as database
 from xcsh_store.index import sessions
-from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
-from xcsh_store.index.prompts import PromptHit, mirror_history, recall_prompts
-from xcsh_store.index.ranking import refresh_term_counts
-from xcsh_store.index.repair import repair_files, start_afresh
-from xcsh_store.index.scan import (
-    IndexedFiles,
-    Progress,
-    SkippedLines,
-    SyncReport,
-    is_under_any,
-)
-from xcsh_store.index.search import SearchHit, register_search_functions, search_entries
 from xcsh_store.index.sessions import IndexedSession
-from xcsh_store.index.sync import sync_files
-from xcsh_store.index.tree import (
-    IndexedEntry,
-    SessionTree,
-    branch_rows,
-    build_tree,
-    context_from_index,
-    entry_rows,
-    read_entries,
-)
-from xcsh_store.index.usage import UsageRow, usage_rows
-from xcsh_store.index.verify import VerifyReport, compare_with_files
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
@@ -56,9 +32,22 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
-from xcsh_store.session.context import SessionContext
 from xcsh_store.session.roots import forget_session_root, read_session_roots
 from xcsh_store.times import iso_now
+
+# The modules behind the other questions are imported by the methods that ask them: a process
+# that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
+if TYPE_CHECKING:
+    from xcsh_store.format.blobs import BlobStore
+    from xcsh_store.index.blob_folder import BlobFolder
+    from xcsh_store.index.gc import GcReport, SessionWatch
+    from xcsh_store.index.prompts import PromptHit
+    from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
+    from xcsh_store.index.search import SearchHit
+    from xcsh_store.index.tree import IndexedEntry, SessionTree
+    from xcsh_store.index.usage import UsageRow
+    from xcsh_store.index.verify import VerifyReport
+    from xcsh_store.session.context import SessionContext
 
 log = logging.getLogger("xcsh_store")
 
@@ -107,15 +96,22 @@ class SessionIndex:
     """Owns one apsw connection to ``index.db``; every write goes through it."""
 
     def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
+        from xcsh_store.index.search import register_search_functions
+
         self.connection = connection
         register_search_functions(connection)
         self.agent_dir = agent_dir
         self.db_path = db_path
         self.read_only = read_only
-        self.blob_store = BlobStore(get_blobs_dir(agent_dir))
         # The files table as the last sync left it, with the write stamp it was valid for: a
         # process that syncs again and again need not read 10,000 rows each time.
         self._files_snapshot: tuple[tuple[int, int], IndexedFiles] | None = None
+        # Listings whose sessions read some fields on first use (sessions.IndexedSession).
+        self.listings: weakref.WeakSet[sessions.Listing] = weakref.WeakSet()
+        # What the collections of this process keep between them: the blob folder as they
+        # track it (blob_folder.py) and the watch on the session folders.
+        self._blob_folder: BlobFolder | None = None
+        self._session_watch: SessionWatch | None = None
 
     @classmethod
     def open(
@@ -131,8 +127,26 @@ class SessionIndex:
                 return cls(_open_for_reading(db_path), agent_dir, db_path, True)
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
 
+    @functools.cached_property
+    def blob_store(self) -> BlobStore:
+        from xcsh_store.format.blobs import BlobStore
+
+        return BlobStore(get_blobs_dir(self.agent_dir))
+
     def close(self) -> None:
-        self.connection.close()
+        """Close the connection; sessions listed before keep every field (they read the ones
+        they have not read yet now)."""
+        try:
+            # A damaged file leaves those fields unread: reading them later says so.
+            with contextlib.suppress(apsw.Error, *database.DAMAGE_ERRORS):
+                for listing in list(self.listings):
+                    listing.read_everything()
+            if self._blob_folder is not None:
+                self._blob_folder.close()
+            if self._session_watch is not None:
+                self._session_watch.close()
+        finally:
+            self.connection.close()
 
     def __enter__(self) -> SessionIndex:
         return self
@@ -169,6 +183,8 @@ class SessionIndex:
     @_entry_point
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir, then every registered extra root."""
+        from xcsh_store.index.scan import is_under_any
+
         extra = [
             self.local_path(row[0])
             for row in self.connection.execute("SELECT path FROM roots ORDER BY path")
@@ -223,6 +239,9 @@ class SessionIndex:
             return self._rebuild_after_damage(error, progress)
 
     def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
+        from xcsh_store.index.prompts import mirror_history
+        from xcsh_store.index.sync import sync_files
+
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
         indexed = self._indexed_files()
@@ -239,6 +258,8 @@ class SessionIndex:
             database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
         if not untouched:
+            from xcsh_store.index.ranking import refresh_term_counts
+
             refresh_term_counts(self.connection)
         try:
             report.history_mirrored = mirror_history(
@@ -263,6 +284,8 @@ class SessionIndex:
 
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""
+        from xcsh_store.index.scan import IndexedFiles
+
         if self._files_snapshot is not None and self._files_snapshot[0] == self._write_stamp():
             return self._files_snapshot[1]
         return IndexedFiles.read(self.connection)
@@ -274,6 +297,9 @@ class SessionIndex:
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(self, damage: object, progress: Progress | None) -> SyncReport:
+        from xcsh_store.index.repair import start_afresh
+        from xcsh_store.index.search import register_search_functions
+
         self._files_snapshot = None
         self.connection.close()
         self.connection = start_afresh(self.db_path, damage)
@@ -335,6 +361,8 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
         """Root -> leaf entries of one branch (default: the session's last entry)."""
+        from xcsh_store.index.tree import branch_rows
+
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         if leaf is None:
@@ -352,11 +380,15 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
+        from xcsh_store.index.tree import read_entries
+
         info = self._session(session)
         return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
+        from xcsh_store.index.tree import build_tree, entry_rows
+
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))
 
@@ -365,6 +397,8 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> SessionContext:
         """The model context at ``leaf_id`` (default: the last entry), reading only its path."""
+        from xcsh_store.index.tree import context_from_index
+
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         return context_from_index(
@@ -387,6 +421,8 @@ class SessionIndex:
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
     ) -> list[SearchHit]:
+        from xcsh_store.index.search import search_entries
+
         return search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
             until=until, model=model, limit=limit, highlight=highlight,
@@ -403,17 +439,23 @@ class SessionIndex:
 
     @_entry_point
     def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
+        from xcsh_store.index.prompts import recall_prompts
+
         return self._local_prompts(
             recall_prompts(self.connection, query, limit, self._path_mapping())
         )
 
     @_entry_point
     def history_recent(self, limit: int = 20) -> list[PromptHit]:
+        from xcsh_store.index.prompts import recall_prompts
+
         return self._local_prompts(
             recall_prompts(self.connection, None, limit, self._path_mapping())
         )
 
     def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
+        from dataclasses import replace
+
         if self.relocation is None:
             return hits
         return [
@@ -438,6 +480,8 @@ class SessionIndex:
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
         """
+        from xcsh_store.index.usage import usage_rows
+
         return usage_rows(self.connection, by, since, until)
 
     # -- blobs ------------------------------------------------------------------------------
@@ -451,15 +495,29 @@ class SessionIndex:
         index knew could not be reached, or files kept moving, since a blob referenced only
         from such a file would look unreferenced.
         """
+        from xcsh_store.index.blob_folder import BlobFolder
+        from xcsh_store.index.gc import (
+            SessionWatch,
+            collect_garbage,
+            refusal,
+            sync_consistently,
+        )
+
         self._require_writable()
+        if self._blob_folder is None:
+            self._blob_folder = BlobFolder(get_blobs_dir(self.agent_dir))
+            self._session_watch = SessionWatch()
+        assert self._session_watch is not None
         synced_from = time.time()
         # One lock for the syncs and the collection: a sync by another process in between
         # could miss a moving file, and the collection would go by its counts.
         with self._sync_lock():
-            report, moving = sync_consistently(self._sync_locked, self.roots, self.connection)
+            report, moving = sync_consistently(
+                self._sync_locked, self.roots, self.connection, self._session_watch
+            )
             return collect_garbage(
                 self.connection,
-                self.blob_store.dir,
+                self._blob_folder,
                 apply=apply,
                 cutoff=synced_from - grace.total_seconds(),
                 refuse_reason=refusal(report, moving),
@@ -475,6 +533,9 @@ class SessionIndex:
         never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
         ``repair``.
         """
+        from xcsh_store.index.repair import repair_files
+        from xcsh_store.index.verify import VerifyReport, compare_with_files
+
         report = VerifyReport()
         try:
             report.damaged = database.check_integrity(self.connection)
@@ -548,6 +609,8 @@ def _open_for_reading(db_path: str) -> apsw.Connection:
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
     """Connect and migrate; a damaged file is started afresh."""
+    from xcsh_store.index.repair import start_afresh
+
     try:
         connection = database.connect(db_path)
     except database.DamagedIndexError as error:

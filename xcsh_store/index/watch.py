@@ -1,10 +1,11 @@
-"""Noticing names that arrive in session folders while a scan runs (Linux inotify), so that the
-blob GC knows whether its sync saw every session file or missed one that was moving."""
+"""Noticing names that change in folders (Linux inotify): names that arrive in session folders
+while a scan runs, so that the blob GC knows whether its sync saw every session file or missed
+one that was moving; and every name that changes in the blob folder between two collections,
+so that a collection after a new blob looks at that blob instead of listing the folder again."""
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import struct
 from collections.abc import Iterator
@@ -12,22 +13,76 @@ from collections.abc import Iterator
 from xcsh_store.files import walk_folders
 
 # From <sys/inotify.h>.
+_IN_MODIFY = 0x00000002
+_IN_ATTRIB = 0x00000004
+_IN_CLOSE_WRITE = 0x00000008
+_IN_MOVED_FROM = 0x00000040
 _IN_MOVED_TO = 0x00000080
 _IN_CREATE = 0x00000100
+_IN_DELETE = 0x00000200
 _IN_DELETE_SELF = 0x00000400
 _IN_MOVE_SELF = 0x00000800
 _IN_UNMOUNT = 0x00002000
 _IN_Q_OVERFLOW = 0x00004000
+_IN_IGNORED = 0x00008000
 _IN_ONLYDIR = 0x01000000
 _IN_ISDIR = 0x40000000
 _ARRIVED = _IN_MOVED_TO | _IN_CREATE
 # A watched folder itself went away, or events were lost: what arrived is unknown.
-_LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW
+_LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW | _IN_IGNORED
 _MASK = _ARRIVED | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
+# Anything that changes what a name of a folder stands for, or its stat: made, removed or
+# renamed, written to, its times or mode changed.
+_NAME_CHANGED = (
+    _ARRIVED | _IN_DELETE | _IN_MOVED_FROM | _IN_MODIFY | _IN_CLOSE_WRITE | _IN_ATTRIB
+    | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
+)  # fmt: skip
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
 
 
-class FolderWatch:
+class _Inotify:
+    """One inotify instance: its descriptor, the function that adds a watch, its events."""
+
+    def __init__(self, descriptor: int, add_watch: ctypes._CFuncPtr) -> None:
+        self.descriptor = descriptor
+        self._add_watch = add_watch
+
+    @classmethod
+    def _create(cls) -> tuple[int, ctypes._CFuncPtr] | None:
+        """A new descriptor and add_watch, or None where the system has no inotify (not
+        Linux); an OSError where it has, but none can be made now (no instances left)."""
+        try:
+            # The C library is already loaded into the process: no search for it on disk.
+            libc = ctypes.CDLL(None, use_errno=True)
+            init, add_watch = libc.inotify_init1, libc.inotify_add_watch
+        except (OSError, AttributeError):
+            return None
+        add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        descriptor = init(os.O_NONBLOCK | os.O_CLOEXEC)
+        if descriptor < 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+        return descriptor, add_watch
+
+    def close(self) -> None:
+        os.close(self.descriptor)
+
+    def _events(self) -> Iterator[tuple[int, int, str]]:
+        while True:
+            try:
+                data = os.read(self.descriptor, 1 << 16)
+            except BlockingIOError:
+                return
+            offset = 0
+            while offset < len(data):
+                number, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size
+                raw = data[offset : offset + length].rstrip(b"\0")
+                offset += length
+                yield number, mask, os.fsdecode(raw)
+
+
+class FolderWatch(_Inotify):
     """An inotify instance watching every folder below some roots for names that arrive.
 
     A scan that lists a folder after its watch was added sees everything that was there before;
@@ -37,29 +92,15 @@ class FolderWatch:
     """
 
     def __init__(self, descriptor: int, add_watch: ctypes._CFuncPtr) -> None:
-        self.descriptor = descriptor
-        self._add_watch = add_watch
+        super().__init__(descriptor, add_watch)
         self.folders: dict[int, str] = {}
 
     @classmethod
     def create(cls) -> FolderWatch | None:
         """A watch (to be closed), or None where the system has no inotify (not Linux); an
         OSError where it has, but none can be made now (no instances left)."""
-        name = ctypes.util.find_library("c")
-        try:
-            libc = ctypes.CDLL(name, use_errno=True)
-            init, add_watch = libc.inotify_init1, libc.inotify_add_watch
-        except (OSError, AttributeError):
-            return None
-        add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        descriptor = init(os.O_NONBLOCK | os.O_CLOEXEC)
-        if descriptor < 0:
-            number = ctypes.get_errno()
-            raise OSError(number, os.strerror(number))
-        return cls(descriptor, add_watch)
-
-    def close(self) -> None:
-        os.close(self.descriptor)
+        made = cls._create()
+        return None if made is None else cls(*made)
 
     def watch_tree(self, roots: list[str]) -> set[int] | None:
         """Watch every folder below ``roots`` (following folder links once, as the scan does);
@@ -118,16 +159,56 @@ class FolderWatch:
                 arrived.append((os.path.join(folder, name), bool(mask & _IN_ISDIR)))
         return arrived
 
-    def _events(self) -> Iterator[tuple[int, int, str]]:
-        while True:
-            try:
-                data = os.read(self.descriptor, 1 << 16)
-            except BlockingIOError:
-                return
-            offset = 0
-            while offset < len(data):
-                number, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                offset += _EVENT.size
-                raw = data[offset : offset + length].rstrip(b"\0")
-                offset += length
-                yield number, mask, os.fsdecode(raw)
+
+class FolderChanges(_Inotify):
+    """An inotify watch on one folder that says which of its names changed since it last
+    said: made, removed, renamed, written to, or their times or mode changed.
+
+    Whatever a listing of the folder made after :meth:`start` missed is an event here: kept
+    between two blob collections, it lets the second one look at the names that changed
+    instead of listing 100,000 again. ``identity`` is the (device, inode) of the folder
+    watched: a name that points elsewhere now (a symlink moved) is another folder.
+    """
+
+    def __init__(
+        self, descriptor: int, add_watch: ctypes._CFuncPtr, identity: tuple[int, int]
+    ) -> None:
+        super().__init__(descriptor, add_watch)
+        self.identity = identity
+
+    @classmethod
+    def start(cls, folder: str) -> FolderChanges | None:
+        """A watch on ``folder`` (to be closed), or None when none can be made (no inotify,
+        no instances or watches left, no such folder)."""
+        try:
+            made = cls._create()
+        except OSError:
+            return None
+        if made is None:
+            return None
+        descriptor, add_watch = made
+        try:
+            before = os.stat(folder)
+            if add_watch(descriptor, os.fsencode(folder), _NAME_CHANGED) < 0:
+                raise FileNotFoundError(folder)  # gone, or no watches left: no watch
+            after = os.stat(folder)
+        except OSError:
+            os.close(descriptor)
+            return None
+        if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
+            os.close(descriptor)  # the name moved on to another folder meanwhile
+            return None
+        return cls(descriptor, add_watch, (after.st_dev, after.st_ino))
+
+    def changed_names(self) -> set[str] | None:
+        """The names that changed since the last call (or :meth:`start`); None when that
+        cannot be known (events lost, the folder itself removed, moved or unmounted): then
+        nothing this watch says can be trusted again."""
+        changed: set[str] = set()
+        lost = False
+        for _number, mask, name in self._events():
+            if mask & _LOST:
+                lost = True  # read on, so that the queue is empty
+            elif name:
+                changed.add(name)
+        return None if lost else changed

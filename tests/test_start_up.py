@@ -1,0 +1,114 @@
+"""What a process imports before it can answer: each verb is found in the module that says it
+defines it, and ``ls`` (like ``import xcsh_store``) loads none of the parts it does not use."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+import xcsh_store
+from xcsh_store.cli import cli
+from xcsh_store.cli.app import VERB_MODULES
+
+# What `ls` never needs: syncing, gc, verify, the manager, artifacts, history, charts. (Search
+# is imported: every connection of a SessionIndex gets its SQL functions, xcsh_rank and
+# entry_text.)
+NOT_FOR_LS = (
+    "xcsh_store.index.sync",
+    "xcsh_store.index.indexer",
+    "xcsh_store.index.gc",
+    "xcsh_store.index.watch",
+    "xcsh_store.index.verify",
+    "xcsh_store.index.repair",
+    "xcsh_store.index.tree",
+    "xcsh_store.index.query",
+    "xcsh_store.session.manager",
+    "xcsh_store.artifacts.urls",
+    "xcsh_store.history.store",
+    "xcsh_store.cli.sessions",
+    "xcsh_store.cli.maintenance",
+    "xcsh_store.cli.chart",
+    "xcsh_store.cli.demo_dir",
+)
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules of the package a fresh interpreter has imported after running ``code``."""
+    script = (
+        f"{code}\nimport json, sys\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('xcsh_store'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(result.stdout.splitlines()[-1]))
+
+
+def test_every_verb_is_defined_by_the_module_that_says_so():
+    found = {}
+    for module in sorted(set(VERB_MODULES.values())):
+        importlib.import_module(f"xcsh_store.cli.{module}")
+    for name, command in cli.commands.items():
+        found[name] = command.callback.__module__.rsplit(".", 1)[1]
+    assert found == VERB_MODULES
+
+
+def test_help_lists_every_verb_in_a_fresh_process():
+    result = subprocess.run(
+        [sys.executable, "-m", "xcsh_store", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    commands = result.stdout.split("Commands:\n")[1].split("\n\n")[0]
+    listed = {line.split()[0] for line in commands.splitlines()}
+    assert listed == set(VERB_MODULES)
+
+
+def test_the_click_api_finds_every_verb():
+    context = click.Context(cli)
+    assert cli.list_commands(context) == sorted(VERB_MODULES)
+    assert all(cli.get_command(context, name) is not None for name in VERB_MODULES)
+
+
+def test_ls_imports_only_what_it_needs(agent_dir, two_sessions):
+    loaded = _modules_after(
+        "from xcsh_store.cli import cli\n"
+        f"cli(['--agent-dir', {str(agent_dir)!r}, 'ls'], standalone_mode=False)"
+    )
+    assert "xcsh_store.cli.listing" in loaded and "xcsh_store.index.sessions" in loaded
+    assert sorted(set(NOT_FOR_LS) & loaded) == []
+
+
+def test_importing_the_package_imports_no_part_until_a_name_is_used():
+    assert _modules_after("import xcsh_store") == {"xcsh_store", "xcsh_store.lazy"}
+    loaded = _modules_after("from xcsh_store import BlobStore")
+    assert "xcsh_store.format.blobs" in loaded and "xcsh_store.session.manager" not in loaded
+
+
+def test_every_name_offered_is_found_and_the_api_listed():
+    offered = set(dir(xcsh_store))
+    assert set(xcsh_store.__all__) <= offered
+    for name in offered - {"__getattr__", "__dir__"}:
+        assert getattr(xcsh_store, name) is not None, name
+    assert xcsh_store.HistoryError.__module__ == "xcsh_store.errors"  # beyond the API, too
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    try:
+        _ = xcsh_store.no_such_name
+    except AttributeError as error:
+        assert "no_such_name" in str(error)
+    else:
+        raise AssertionError("xcsh_store.no_such_name did not raise")
+
+
+def test_the_verb_table_names_modules_that_exist():
+    folder = Path(xcsh_store.__file__).parent / "cli"
+    assert all((folder / f"{module}.py").is_file() for module in VERB_MODULES.values())
