@@ -15,7 +15,7 @@ import apsw.ext
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index import db as database
-from xcsh_store.index.search import register_search_functions
+from xcsh_store.index.sql_functions import register_search_functions
 
 # SQLite calls the progress handler every this many virtual-machine steps: often enough that a
 # time limit or Ctrl-C stops a statement within milliseconds, rarely enough to cost nothing.

@@ -36,7 +36,7 @@ LIVE_COMPLETION_DOCUMENTS = 20_000
 TERM_COUNTS_DRIFT = 0.1
 
 
-def register_rank(connection: apsw.Connection) -> None:
+def bm25_score(api: apsw.FTS5ExtensionApi, avgdl: float, group_idf: float, *idfs: float) -> float:
     """``xcsh_rank(entries_fts, avgdl, group_idf, idf_0, idf_1, …)``: bm25 with the IDFs given;
     lower is better, as bm25() returns it.
 
@@ -45,20 +45,16 @@ def register_rank(connection: apsw.Connection) -> None:
     FTS5 scores a prefix query (one term, whichever completion a text holds). Excluded phrases
     come last and are in no hit, so they add nothing to the group.
     """
-
-    def rank(api: apsw.FTS5ExtensionApi, avgdl: float, group_idf: float, *idfs: float) -> float:
-        norm = K1 * (1 - B + B * api.column_size(0) / avgdl)
-        score = 0.0
-        rest = api.inst_count
-        for phrase, idf in enumerate(idfs):
-            frequency = len(api.phrase_locations(phrase)[0])
-            rest -= frequency
-            score += idf * frequency * (K1 + 1) / (frequency + norm)
-        if group_idf and rest > 0:
-            score += group_idf * rest * (K1 + 1) / (rest + norm)
-        return -score
-
-    connection.register_fts5_function("xcsh_rank", rank)
+    norm = K1 * (1 - B + B * api.column_size(0) / avgdl)
+    score = 0.0
+    rest = api.inst_count
+    for phrase, idf in enumerate(idfs):
+        frequency = len(api.phrase_locations(phrase)[0])
+        rest -= frequency
+        score += idf * frequency * (K1 + 1) / (frequency + norm)
+    if group_idf and rest > 0:
+        score += group_idf * rest * (K1 + 1) / (rest + norm)
+    return -score
 
 
 def index_size(connection: apsw.Connection) -> tuple[int, float]:

@@ -11,8 +11,8 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs, register_rank
-from xcsh_store.index.texts import TEXT_SOURCE, register_entry_text, texts_of
+from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
+from xcsh_store.index.texts import TEXT_SOURCE, texts_of
 from xcsh_store.times import iso_millis
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -174,13 +174,6 @@ def prefix_completions(
     if len(terms) != 1:
         return None
     return completions(connection, terms[0], PREFIX_COMPLETIONS)
-
-
-def register_search_functions(connection: apsw.Connection) -> None:
-    """The SQL functions search needs on every connection: the ranking (``xcsh_rank``), and
-    ``entry_text(pk)`` for the text that entries_fts does not keep."""
-    register_rank(connection)
-    register_entry_text(connection)
 
 
 def search_role(role: str) -> str:

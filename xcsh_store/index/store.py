@@ -23,6 +23,7 @@ from xcsh_store.index import db as database
 from xcsh_store.index import sessions
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.sessions import IndexedSession
+from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
@@ -96,8 +97,6 @@ class SessionIndex:
     """Owns one apsw connection to ``index.db``; every write goes through it."""
 
     def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
-        from xcsh_store.index.search import register_search_functions
-
         self.connection = connection
         register_search_functions(connection)
         self.agent_dir = agent_dir
@@ -298,7 +297,6 @@ class SessionIndex:
 
     def _rebuild_after_damage(self, damage: object, progress: Progress | None) -> SyncReport:
         from xcsh_store.index.repair import start_afresh
-        from xcsh_store.index.search import register_search_functions
 
         self._files_snapshot = None
         self.connection.close()

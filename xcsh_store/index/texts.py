@@ -94,17 +94,3 @@ def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
                 value = replace_lone_surrogates(value)
             texts[pk] = EntryFacts(value, False).text
     return texts
-
-
-def register_entry_text(
-    connection: apsw.Connection, local_path: Callable[[str], str] | None = None
-) -> None:
-    """``entry_text(pk)`` in SQL: an entry's search text read from its file (NULL when the file
-    no longer holds it), for ``xcsh-store sql`` and snippets of one's own."""
-
-    def entry_text(pk: object) -> str | None:
-        if type(pk) is not int:
-            return None
-        return entry_texts(connection, [pk], local_path).get(pk)  # None: not readable now
-
-    connection.create_scalar_function("entry_text", entry_text, 1)
