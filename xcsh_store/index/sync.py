@@ -11,7 +11,20 @@ import apsw
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.db import transaction
-from xcsh_store.index.indexer import FileIndexer, drop_file_rows, indexed_windows, pk_counter
+from xcsh_store.index.indexer import (
+    FileIndexer,
+    drop_file_rows,
+    indexed_windows,
+    may_resume,
+    pk_counter,
+)
+from xcsh_store.index.pipeline import (
+    PARALLEL_MIN_BYTES,
+    SyncWorkerError,
+    Workers,
+    default_workers,
+    shares,
+)
 from xcsh_store.index.scan import (
     IndexedFiles,
     KnownFile,
@@ -34,10 +47,13 @@ def sync_files(
     full: bool = False,
     progress: Progress | None = None,
     indexed: IndexedFiles | None = None,
+    workers: int | None = None,
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
 
     ``indexed`` is the files table as read before (it is read here when not given).
+    ``workers``: how many processes may read files whole (default: one per core); 1 reads
+    everything in this process.
     """
     started = time.perf_counter()
     report = SyncReport()
@@ -80,23 +96,7 @@ def sync_files(
     # matches of a very common query by walking rowids downwards.
     todo.sort(key=lambda pair: pair[0].mtime_ns)
     indexer = FileIndexer(connection, pk_counter(connection), report)
-    total = sum(item.size for item, _row in todo)
-    done = 0
-    for item, row in todo:
-        if progress is not None:
-            progress(done, total, item.path)
-        try:
-            indexer.index(item, row, full)
-        except OSError as error:
-            indexer.batch.commit()
-            report.unreadable[item.path] = describe_error(error)
-            mark_unreadable(connection, item, row, report.unreadable[item.path])
-        if indexer.batch.full:
-            indexer.batch.commit()
-        done += item.size
-    indexer.batch.commit()
-    if progress is not None and todo:
-        progress(total, total, "")
+    _index_files(indexer, todo, full, progress, default_workers() if workers is None else workers)
 
     # Files found under a root that is no longer registered go too.
     marks = ",".join("?" * len(roots))
@@ -114,6 +114,65 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _index_files(
+    indexer: FileIndexer,
+    todo: list[tuple[SeenFile, KnownFile | None]],
+    full: bool,
+    progress: Progress | None,
+    workers: int,
+) -> None:
+    """Index each file of ``todo`` in turn, committing every few MB.
+
+    Files to read whole go to worker processes when there are enough of them to pay for
+    starting those; the rest (appends, mostly) need the index, and are read here, in turn.
+    """
+    whole = [
+        (position, item.size)
+        for position, (item, row) in enumerate(todo)
+        if full or row is None or not may_resume(row, item.size)
+    ]
+    owners: dict[int, int] = {}
+    pool = None
+    if workers > 1 and sum(size for _position, size in whole) >= PARALLEL_MIN_BYTES:
+        plan = shares(whole, min(workers, len(whole)))
+        owners = {position: worker for worker, share in enumerate(plan) for position in share}
+        pool = Workers(
+            [[(position, todo[position][0].path) for position in share] for share in plan]
+        )
+    report, batch = indexer.report, indexer.batch
+    total = sum(item.size for item, _row in todo)
+    done = 0
+    try:
+        for position, (item, row) in enumerate(todo):
+            if progress is not None:
+                progress(done, total, item.path)
+            try:
+                if pool is not None and position in owners:
+                    stat, chunks = pool.read(owners[position], position)
+                    indexer.apply_built(item, row, stat, chunks)
+                else:
+                    indexer.index(item, row, full)
+            except OSError as error:
+                batch.commit()
+                report.unreadable[item.path] = describe_error(error)
+                mark_unreadable(indexer.connection, item, row, report.unreadable[item.path])
+            if batch.full:
+                batch.commit()
+            done += item.size
+        batch.commit()
+    except SyncWorkerError:
+        batch.commit()  # every file before the one that failed, whole
+        raise
+    except BaseException:
+        batch.rollback()
+        raise
+    finally:
+        if pool is not None:
+            pool.close()
+    if progress is not None and todo:
+        progress(total, total, "")
 
 
 def _keep_out_of_reach(
