@@ -95,6 +95,8 @@ CREATE TABLE entries (
 -- table entries_fts on entries_fts
 CREATE VIRTUAL TABLE entries_fts USING fts5 (
     text,
+    content = '',
+    contentless_delete = 1,
     tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co Sm So' separators '+<=>|~'"
 );
 

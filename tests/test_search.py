@@ -88,9 +88,14 @@ def test_a_phrase_is_marked_as_one_span(corpus):
 
 @pytest.fixture(scope="module")
 def oracle() -> apsw.Connection:
-    """entries_fts exactly as the migrations create it, in memory."""
+    """entries_fts exactly as the migrations create it, in memory, and beside it ``oracle_fts``:
+    a table with entries_fts's very tokenizer that keeps its text, so that FTS5's highlight()
+    can say what it would mark (entries_fts keeps no text)."""
     connection = apsw.Connection(":memory:")
     database.apply_migrations(connection, database.load_migrations())
+    ((sql,),) = connection.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'")
+    tokenize = "tokenize = " + sql.split("tokenize = ")[1].rsplit(")", 1)[0]
+    connection.execute(f"CREATE VIRTUAL TABLE oracle_fts USING fts5 (text, {tokenize})")
     return connection
 
 
@@ -127,10 +132,10 @@ def test_highlights_equal_fts5s_own(oracle, case):
     parsed = parse_search_query(query, tokens)
     if not parsed.terms:
         return
-    oracle.execute("DELETE FROM entries_fts")
-    oracle.execute("INSERT INTO entries_fts (rowid, text) VALUES (1, ?)", (text,))
+    oracle.execute("DELETE FROM oracle_fts")
+    oracle.execute("INSERT INTO oracle_fts (rowid, text) VALUES (1, ?)", (text,))
     rows = oracle.execute(
-        "SELECT highlight(entries_fts, 0, ?, ?) FROM entries_fts WHERE entries_fts MATCH ?",
+        "SELECT highlight(oracle_fts, 0, ?, ?) FROM oracle_fts WHERE oracle_fts MATCH ?",
         (OPEN, CLOSE, parsed.match),
     ).fetchall()
     if not rows:
@@ -273,7 +278,7 @@ def test_an_index_from_before_0006_is_tokenized_again_on_its_next_sync(corpus):
             " (text, tokenize = 'unicode61 remove_diacritics 2');"
             " CREATE VIRTUAL TABLE entries_vocab USING fts5vocab ('entries_fts', 'row');"
             " INSERT INTO entries_fts (rowid, text) SELECT pk, 'old text' FROM entries;"
-            " DELETE FROM schema_migrations WHERE name LIKE '0006%'"
+            " DELETE FROM schema_migrations WHERE name LIKE '0006%' OR name LIKE '0007%'"
         )
     with SessionIndex.open(str(corpus)) as index:
         assert index.sync().files_reindexed == 1
@@ -282,17 +287,43 @@ def test_an_index_from_before_0006_is_tokenized_again_on_its_next_sync(corpus):
         assert index.verify().clean
 
 
-def test_stock_sqlite3_searches_symbols_with_the_same_tokenizer(corpus):
-    """The tokenizer options exist in the SQLite that Python's sqlite3 links (3.40 on Debian 12)."""
+SYMBOL_MATCH = (
+    "SELECT e.id, entry_text(e.pk) FROM entries_fts JOIN entries AS e ON e.pk = entries_fts.rowid"
+    " WHERE entries_fts MATCH '\"✅\"'"
+)
+
+
+def test_sql_reads_the_text_of_a_match_from_its_file(corpus):
+    """entry_text(pk), which every connection of the store has, stands in for the text that
+    entries_fts no longer keeps; the tokenizer finds symbols."""
+    result = CliRunner().invoke(
+        cli, ["--agent-dir", str(corpus), "sql", "--json", SYMBOL_MATCH], catch_exceptions=False
+    )
+    assert json.loads(result.output) == [{"id": "u1", "entry_text(e.pk)": "Tests pass ✅ now"}]
+
+
+def test_stock_sqlite3_reads_every_table_but_the_search_index(corpus):
+    """Python's sqlite3 links SQLite 3.40 on Debian 12: every stable table and view reads;
+    entries_fts needs 3.43 (contentless_delete), as the README says."""
     connection = sqlite3.connect(corpus / "index.db")
     try:
-        rows = connection.execute(
-            "SELECT e.id, highlight(entries_fts, 0, '[', ']') FROM entries_fts"
-            " JOIN entries AS e ON e.pk = entries_fts.rowid WHERE entries_fts MATCH '\"✅\"'"
+        names = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+            " AND name NOT LIKE 'entries_fts%' AND name != 'entries_vocab'"
         ).fetchall()
+        found = {name for (name,) in names}
+        assert {"sessions", "entries", "files", "blob_refs", "usage_by_day"} <= found
+        for (name,) in names:
+            connection.execute(f'SELECT * FROM "{name}" LIMIT 1').fetchall()
+        match = "SELECT e.id FROM entries_fts JOIN entries AS e ON e.pk = entries_fts.rowid"
+        match += " WHERE entries_fts MATCH '\"✅\"'"
+        if sqlite3.sqlite_version_info < (3, 43):
+            with pytest.raises(sqlite3.OperationalError, match="contentless_delete"):
+                connection.execute(match)
+        else:
+            assert connection.execute(match).fetchall() == [("u1",)]
     finally:
         connection.close()
-    assert rows == [("u1", "Tests pass [✅] now")]
 
 
 def test_the_highlighter_runs_the_tokenizer_entries_fts_declares(oracle):

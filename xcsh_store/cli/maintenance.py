@@ -91,6 +91,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "history_mirrored": report.history_mirrored,
         "history_error": report.history_error,
         "skipped_lines": skipped_json(report.skipped_lines),
+        "resync_reason": report.resync_reason,
     }
 
 
@@ -175,12 +176,16 @@ def sync_command(
       xcsh-store sync --add-root ~/old-machine/sessions
     """
     require_agent_dir(settings, init)
-    with open_index(settings, read_only=False) as index, progress_bar(settings, "Indexing") as bar:
-        for root in add_roots:
-            index.add_root(root)
-        for root in remove_roots:
-            index.remove_root(root)
-        report = index.sync(full=full, progress=bar)
+    with open_index(settings, read_only=False) as index:
+        upgrade = index.pending_upgrade()
+        if upgrade is not None:
+            echo(f"Upgrading index.db ({upgrade}): every session file is read once more", err=True)
+        with progress_bar(settings, "Indexing") as bar:
+            for root in add_roots:
+                index.add_root(root)
+            for root in remove_roots:
+                index.remove_root(root)
+            report = index.sync(full=full, progress=bar)
     if as_json:
         emit_json(sync_json(report))
         return
@@ -297,6 +302,7 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "differences": report.differences,
         "changed_since_sync": report.changed_since_sync,
         "refcount_errors": report.refcount_errors,
+        "search_errors": report.search_errors,
         "repaired": report.repaired,
         "skipped_lines": skipped_json(report.skipped_lines),
     }
@@ -327,14 +333,16 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
     unrepaired = len(set(report.differences) - set(report.repaired))
     unsynced = len(set(report.changed_since_sync) - set(report.repaired))
     wrong_counts = 0 if repair else len(report.refcount_errors)
+    wrong_search = 0 if repair else len(report.search_errors)
     failures = []
     if unsynced:
         failures.append(
             f"{plural(unsynced, 'file')} changed since the last sync: run `xcsh-store sync`"
         )
-    if unrepaired or wrong_counts:
+    if unrepaired or wrong_counts or wrong_search:
         what = [plural(unrepaired, "file")] if unrepaired else []
         what += [plural(wrong_counts, "blob count")] if wrong_counts else []
+        what += ["search rows of gone entries"] if wrong_search else []
         failures.append(
             f"the index differs in {' and '.join(what)}; run `xcsh-store verify --repair`"
         )
@@ -360,7 +368,7 @@ def _print_verify(settings: Settings, report: VerifyReport) -> None:
         for path, change in report.changed_since_sync.items():
             state = ", indexed now" if path in report.repaired else ""
             echo(f"  {home_relative(path)} ({change}{state})")
-    for problem in report.refcount_errors:
+    for problem in [*report.refcount_errors, *report.search_errors]:
         echo(problem)
     if report.skipped_lines:
         echo("Skipped lines (no JSON object; every reader skips them):")

@@ -15,6 +15,7 @@ from pathlib import Path
 import apsw
 
 from xcsh_store.errors import IndexDatabaseError
+from xcsh_store.index.texts import register_entry_text
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
 from xcsh_store.times import iso_now
 
@@ -67,6 +68,10 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
     return migrations
 
 
+# Free pages below this (16 MiB of 4 KiB pages) are not worth a VACUUM.
+COMPACT_MIN_FREE_PAGES = 4_096
+
+
 def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
     """Apply the migrations this database lacks, each in its own transaction; names applied."""
     connection.execute(
@@ -104,6 +109,23 @@ def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -
             )
         done.append(migration.name)
     return done
+
+
+def compact_if_sparse(connection: apsw.Connection) -> bool:
+    """VACUUM when over a quarter of index.db is free pages (after a resync rewrote every row);
+    returns whether it did. A file that size is compacted in seconds, and a smaller file is
+    worth more than those seconds to every later query and backup."""
+    ((free,),) = connection.execute("PRAGMA freelist_count").fetchall()
+    ((pages,),) = connection.execute("PRAGMA page_count").fetchall()
+    if free < COMPACT_MIN_FREE_PAGES or free * 4 < pages:
+        return False
+    # VACUUM copies the database into a temporary one: on disk, not in memory, whatever its size.
+    connection.execute("PRAGMA temp_store = FILE")
+    try:
+        connection.execute("VACUUM")
+    finally:
+        connection.execute("PRAGMA temp_store = MEMORY")
+    return True
 
 
 @contextlib.contextmanager
@@ -273,6 +295,8 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
             connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA cache_size = -32768")  # 32 MiB
         connection.execute("PRAGMA temp_store = MEMORY")
+        # The search text lives in the session files only (migration 0007).
+        register_entry_text(connection)
         if read_only:
             connection.execute("PRAGMA query_only = ON")
             # VACUUM INTO and ATTACH create the file they name before query_only refuses the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import apsw
@@ -14,6 +14,7 @@ from xcsh_store.errors import HistoryError
 from xcsh_store.history.store import normalize_limit
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
+from xcsh_store.index.texts import entry_texts
 from xcsh_store.times import timestamp_to_millis
 
 MIRROR_BATCH = 5_000
@@ -126,10 +127,17 @@ _SESSION_OF_HASH = (
 )
 
 
-def recall_prompts(connection: apsw.Connection, query: str | None, limit: int) -> list[PromptHit]:
+def recall_prompts(
+    connection: apsw.Connection,
+    query: str | None,
+    limit: int,
+    local_path: Callable[[str], str] | None = None,
+) -> list[PromptHit]:
     """Newest first: history prompts (linked to their session) and session-only user prompts.
 
-    ``limit`` is clamped to 0..1000 as history.db's own lists are.
+    ``limit`` is clamped to 0..1000 as history.db's own lists are. A session prompt's text is
+    read from its file (``local_path`` as for entry_texts); one its file no longer holds is
+    left out.
     """
     limit = normalize_limit(limit)
     if limit <= 0:
@@ -149,9 +157,8 @@ def recall_prompts(connection: apsw.Connection, query: str | None, limit: int) -
     ).fetchall()
     session_filter = "e.pk IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) AND"
     session_rows = connection.execute(
-        "SELECT f.text, e.timestamp, s.cwd, s.session_id, s.path, e.id"
+        "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id"
         " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
-        " JOIN entries_fts AS f ON f.rowid = e.pk"
         f" WHERE {session_filter if match else ''} e.role = 'user' AND e.prompt_hash IS NOT NULL"
         " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
         " ORDER BY e.timestamp DESC LIMIT ?",
@@ -161,9 +168,11 @@ def recall_prompts(connection: apsw.Connection, query: str | None, limit: int) -
         PromptHit(prompt, created_at, cwd, "history", history_id, session_id, path, entry_id)
         for history_id, prompt, created_at, cwd, session_id, path, entry_id in history_rows
     ]
+    texts = entry_texts(connection, [row[0] for row in session_rows], local_path)
     hits += [
-        PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id)
-        for text, timestamp, cwd, session_id, path, entry_id in session_rows
+        PromptHit(texts[pk], _epoch(timestamp), cwd, "session", None, session_id, path, entry_id)
+        for pk, timestamp, cwd, session_id, path, entry_id in session_rows
+        if pk in texts
     ]
     hits.sort(key=lambda hit: hit.created_at, reverse=True)
     return hits[:limit]

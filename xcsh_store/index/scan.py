@@ -63,6 +63,8 @@ class SyncReport:
     temp_files_removed: int = 0
     # Lines skipped in what this sync read (malformed: no JSON object), per file.
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
+    # Why this sync read every file again (an index upgrade asked for it), else None.
+    resync_reason: str | None = None
 
     @property
     def complete(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import SearchQueryError
+from xcsh_store.index.texts import entry_texts
 from xcsh_store.times import iso_millis
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -21,6 +23,8 @@ PREFIX_COMPLETIONS = 24
 SNIPPET_SCAN_BYTES = 4_096
 # At most this many matches (the newest) are ranked by bm25; see search_entries.
 RANKED_CANDIDATES = 2_000
+# Ranked rows looked at beyond the limit, for hits whose file changed since the last sync.
+STALE_MARGIN = 10
 
 # The tokenizer of entries_fts, as migrations/0006_fts_symbols.sql declares it (the reasons are
 # there). The query parser and the highlighter run it too, so they split and fold text exactly
@@ -50,7 +54,7 @@ class FtsTokens:
     def terms(self, text: str) -> list[str]:
         """The folded tokens of ``text``, as FTS5 reads them from a query."""
         return self._tokenize(
-            _utf8(text),
+            utf8(text),
             apsw.FTS5_TOKENIZE_QUERY,
             None,
             include_offsets=False,
@@ -58,7 +62,7 @@ class FtsTokens:
         )
 
 
-def _utf8(text: str) -> bytes:
+def utf8(text: str) -> bytes:
     # A lone surrogate (from a JavaScript caller) is a separator to the tokenizer, not an error.
     return text.encode("utf-8", "surrogatepass")
 
@@ -91,11 +95,11 @@ class ParsedQuery:
         positive = list(self.phrases)
         if self.prefix is not None:
             if completions is None:
-                positive.append(_quote(self.prefix) + "*")
+                positive.append(quote(self.prefix) + "*")
             elif not completions:
                 return None
             else:
-                positive.append("(" + " OR ".join(map(_quote, completions)) + ")")
+                positive.append("(" + " OR ".join(map(quote, completions)) + ")")
         if not positive:
             return None
         expression = " AND ".join(positive)
@@ -104,7 +108,7 @@ class ParsedQuery:
         return expression
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
@@ -134,17 +138,17 @@ def parse_search_query(query: str, tokens: FtsTokens | None = None) -> ParsedQue
         if not folded:
             continue
         if negated:
-            excluded.append(_quote(text))
+            excluded.append(quote(text))
             continue
         words.append(text)
         terms.append(folded)
         if prefix is not None:
-            phrases.append(_quote(prefix))
+            phrases.append(quote(prefix))
         prefix = None
         if word is not None:
             prefix = text
         else:
-            phrases.append(_quote(text))
+            phrases.append(quote(text))
     return ParsedQuery(tuple(phrases), prefix, tuple(excluded), tuple(words), tuple(terms))
 
 
@@ -209,6 +213,7 @@ def search_entries(
     model: str | None = None,
     limit: int = 20,
     highlight: tuple[str, str] = ("[", "]"),
+    local_path: Callable[[str], str] | None = None,
 ) -> list[SearchHit]:
     """Ranked hits across every session: bm25, then newest first.
 
@@ -217,6 +222,7 @@ def search_entries(
     first); this keeps every search fast on any corpus size. ``role`` is matched in any letter
     case; ``model`` is a model id or the ``provider/model`` form of usage. SearchQueryError:
     the query has no word to search for, or ``role`` is not one of SEARCH_ROLES.
+    ``local_path`` maps stored paths to where the files are now (see entry_texts).
     """
     tokens = FtsTokens(connection)
     parsed = parse_search_query(query, tokens)
@@ -269,44 +275,46 @@ def search_entries(
         "  ORDER BY f.rowid DESC LIMIT ?"
         ") AS c JOIN entries AS e ON e.pk = c.pk JOIN sessions AS s ON s.file_id = e.session"
         " ORDER BY c.score, e.timestamp DESC LIMIT ?",
-        (*arguments, RANKED_CANDIDATES, limit),
+        (*arguments, RANKED_CANDIDATES, limit + STALE_MARGIN),
     ).fetchall()
-    if not rows:
-        return []
-    marks = ",".join("?" * len(rows))
-    texts = dict(
-        connection.execute(
-            f"SELECT rowid, text FROM entries_fts WHERE rowid IN ({marks})",
-            [row[0] for row in rows],
-        )
-    )
     highlighter = Highlighter(parsed, highlight, tokens)
-    return [
-        SearchHit(
-            session_id=row[2],
-            path=row[3],
-            title=row[4],
-            cwd=row[5],
-            entry_id=row[6],
-            type=row[7],
-            role=row[8],
-            model=row[9],
-            timestamp=row[10],
-            snippet=highlighter.snippet(texts.get(row[0], "")),
-            score=row[1],
-            file_id=row[11],
-            pk=row[0],
-        )
-        for row in rows
-    ]
+    hits: list[SearchHit] = []
+    # The text of a hit is read from its file; a hit whose file changed since the last sync
+    # (and no longer holds the entry) is left out, and the next one takes its place.
+    start = 0
+    while start < len(rows) and len(hits) < limit:
+        chunk = rows[start : start + limit - len(hits)]
+        start += len(chunk)
+        texts = entry_texts(connection, [row[0] for row in chunk], local_path)
+        hits += [
+            SearchHit(
+                session_id=row[2],
+                path=local_path(row[3]) if local_path else row[3],
+                title=row[4],
+                cwd=row[5],
+                entry_id=row[6],
+                type=row[7],
+                role=row[8],
+                model=row[9],
+                timestamp=row[10],
+                snippet=highlighter.snippet(texts[row[0]]),
+                score=row[1],
+                file_id=row[11],
+                pk=row[0],
+            )
+            for row in chunk
+            if row[0] in texts
+        ]
+    return hits
 
 
 # --------------------------------------------------------------------------------------------
 # Snippets
 #
-# FTS5's snippet() re-evaluates the query for every row, which for a prefix term means merging
-# the postings of every matching word again: tens of milliseconds per hit on a large index.
-# The text is stored anyway, so the few hits shown are highlighted here instead, tokenized by
+# entries_fts keeps no text (migration 0007), so FTS5's snippet() has nothing to cut from; it
+# would also re-evaluate the query for every row, which for a prefix term means merging the
+# postings of every matching word again. The few hits shown are highlighted here instead, in
+# the text read from their files (index/texts.py), tokenized by
 # entries_fts's own tokenizer and marked as FTS5's highlight() marks them: every instance of a
 # query phrase (all its tokens, the prefix word as a prefix), overlapping instances as one.
 
@@ -354,7 +362,7 @@ class Highlighter:
 
     def snippet(self, text: str, width: int = SNIPPET_TOKENS) -> str:
         """About ``width`` tokens around the first hit, hits marked, whitespace collapsed."""
-        data = _utf8(text)
+        data = utf8(text)
         scanned = SNIPPET_SCAN_BYTES
         while True:
             whole = scanned >= len(data)

@@ -150,6 +150,10 @@ class SessionIndex:
         """A stored path as a path below this agent dir, where the file is now."""
         return path if self.relocation is None else self.relocation.to_local(path)
 
+    def _path_mapping(self) -> Callable[[str], str] | None:
+        """local_path, or None while the stored paths are where the files are."""
+        return None if self.relocation is None else self.local_path
+
     def _settle_location(self) -> None:
         settle_location(self.connection, self.agent_dir)
         self.__dict__.pop("relocation", None)
@@ -230,13 +234,19 @@ class SessionIndex:
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
         self._settle_location()
-        resync = self._take_resync_request()
+        resync = database.get_meta(self.connection, "resync_required")
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
-            self.connection, self.roots(), full or resync, progress, indexed, workers
+            self.connection, self.roots(), full or resync is not None, progress, indexed, workers
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
+        if resync is not None:
+            # Taken only now: a resync killed part-way is done again in full next time.
+            report.resync_reason = resync
+            with database.transaction(self.connection):
+                self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
+            database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
         try:
             report.history_mirrored = mirror_history(
@@ -250,6 +260,15 @@ class SessionIndex:
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
 
+    @_entry_point
+    def pending_upgrade(self) -> str | None:
+        """Why the next sync will read every file again (an index upgrade needs rows derived
+        anew), or None; None too for an index that holds no files yet."""
+        reason = database.get_meta(self.connection, "resync_required")
+        if reason is None or not self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall():
+            return None
+        return reason
+
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""
         if self._files_snapshot is not None and self._files_snapshot[0] == self._write_stamp():
@@ -261,14 +280,6 @@ class SessionIndex:
         or this one (its count of changed rows)."""
         ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
         return version, self.connection.total_changes()
-
-    def _take_resync_request(self) -> bool:
-        """Whether a migration asked for every row to be derived again (asked once)."""
-        if database.get_meta(self.connection, "resync_required") is None:
-            return False
-        with database.transaction(self.connection):
-            self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
-        return True
 
     def _rebuild_after_damage(
         self, damage: object, progress: Progress | None, workers: int | None = None
@@ -385,13 +396,11 @@ class SessionIndex:
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
     ) -> list[SearchHit]:
-        hits = search_entries(
+        return search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
             until=until, model=model, limit=limit, highlight=highlight,
+            local_path=self._path_mapping(),
         )  # fmt: skip
-        if self.relocation is None:
-            return hits
-        return [replace(hit, path=self.local_path(hit.path)) for hit in hits]
 
     @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:
@@ -403,11 +412,15 @@ class SessionIndex:
 
     @_entry_point
     def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
-        return self._local_prompts(recall_prompts(self.connection, query, limit))
+        return self._local_prompts(
+            recall_prompts(self.connection, query, limit, self._path_mapping())
+        )
 
     @_entry_point
     def history_recent(self, limit: int = 20) -> list[PromptHit]:
-        return self._local_prompts(recall_prompts(self.connection, None, limit))
+        return self._local_prompts(
+            recall_prompts(self.connection, None, limit, self._path_mapping())
+        )
 
     def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
         if self.relocation is None:

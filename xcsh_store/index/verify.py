@@ -12,6 +12,12 @@ import orjson
 from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_root
+from xcsh_store.index.search import FtsTokens, quote, utf8
+from xcsh_store.index.texts import entry_texts
+
+ORPHAN_SEARCH_ROWS = "SELECT id FROM entries_fts_docsize WHERE id NOT IN (SELECT pk FROM entries)"
+# Each entry's postings are probed with this many of its first tokens, and of its last.
+POSTING_PROBE_TOKENS = 8
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -40,6 +46,8 @@ class VerifyReport:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)
     refcount_errors: list[str] = field(default_factory=list)
+    # Problems of the full-text index not tied to one file (see search_errors).
+    search_errors: list[str] = field(default_factory=list)
     # What SQLite found wrong with index.db's own pages; the files were then not compared.
     damaged: str | None = None
     # The damaged index was moved aside and rebuilt from the files (repair=True).
@@ -51,6 +59,7 @@ class VerifyReport:
             not self.differences
             and not self.changed_since_sync
             and not self.refcount_errors
+            and not self.search_errors
             and self.damaged is None
         )
 
@@ -95,6 +104,7 @@ def compare_with_files(
             continue
         report.changed_since_sync[path] = "deleted"
     report.refcount_errors = refcount_errors(connection)
+    report.search_errors = search_errors(connection)
     return on_disk, indexed
 
 
@@ -111,6 +121,7 @@ class Verifier:
         )
         # Skipped lines of each file compared, as the fresh parse found them.
         self.skipped_lines: dict[str, SkippedLines] = {}
+        self.tokens = FtsTokens(connection)
 
     def close(self) -> None:
         self.scratch.close()
@@ -173,8 +184,9 @@ class Verifier:
             ),
             ("session", f"SELECT {_COMPARED_SESSION_COLUMNS} FROM sessions WHERE file_id = ?"),
             (
+                # The number of tokens each entry is indexed under (FTS5's own docsize row).
                 "search text",
-                "SELECT e.seq, f.text FROM entries AS e JOIN entries_fts AS f ON f.rowid = e.pk"
+                "SELECT e.seq, d.sz FROM entries AS e JOIN entries_fts_docsize AS d ON d.id = e.pk"
                 " WHERE e.session = ? ORDER BY e.seq",
             ),
             (
@@ -187,7 +199,31 @@ class Verifier:
             fresh = self.scratch.execute(query, (scratch_id,)).fetchall()
             if ours != fresh:
                 found.append(_describe_difference(label, ours, fresh))
+        if not found:
+            found += self._posting_differences(file_id)
         return found
+
+    def _posting_differences(self, file_id: int) -> list[str]:
+        """Whether each entry is found under the first and the last words of its text, where
+        they are in it: entries_fts keeps no text to compare (migration 0007), so its postings
+        are probed with the text the file holds now."""
+        rows = self.connection.execute(
+            "SELECT seq, pk FROM entries WHERE session = ? ORDER BY seq", (file_id,)
+        ).fetchall()
+        texts = entry_texts(self.connection, [pk for _, pk in rows])
+        for seq, pk in rows:
+            folded = [token for _, _, token in self.tokens.spans(utf8(texts.get(pk, "")))]
+            probes = {tuple(folded[:POSTING_PROBE_TOKENS]), tuple(folded[-POSTING_PROBE_TOKENS:])}
+            for probe in probes:
+                if (
+                    probe
+                    and not self.connection.execute(
+                        "SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? AND rowid = ?",
+                        (quote(" ".join(probe)), pk),
+                    ).fetchall()
+                ):
+                    return [f"search text: entry {seq} is not found under the words of its text"]
+        return []
 
 
 def _describe_difference(label: str, ours: list[Any], fresh: list[Any]) -> str:
@@ -197,6 +233,13 @@ def _describe_difference(label: str, ours: list[Any], fresh: list[Any]) -> str:
         if mine != theirs:
             return f"{label}: row {position} differs ({mine!r} != {theirs!r})"
     return f"{label}: differ"
+
+
+def search_errors(connection: apsw.Connection) -> list[str]:
+    """Search rows of entries that are gone: their words would find entries no file holds.
+    (Damage to entries_fts itself is check_integrity's.)"""
+    ((orphans,),) = connection.execute(f"SELECT count(*) FROM ({ORPHAN_SEARCH_ROWS})").fetchall()
+    return [f"search: {orphans:,} indexed texts belong to no entry"] if orphans else []
 
 
 def refcount_errors(connection: apsw.Connection) -> list[str]:
