@@ -116,7 +116,7 @@ def _kill_manager(point: str, agent: Path, seed: int) -> tuple[int, bool]:
     reports = kill_once(point, agent, seed)
     newest = check_manager_kill(agent, reports)
     check_continues_after_kill(str(newest))
-    return len(reports.appended), reports.begun > reports.done
+    return len(reports.appended), reports.interrupted
 
 
 def run_kills(point: str, kills: int, work: Path, tally: KillTally) -> None:
@@ -129,8 +129,8 @@ def run_kills(point: str, kills: int, work: Path, tally: KillTally) -> None:
         if point in INDEX_POINTS:
             for seed in batch:
                 reports = kill_once(point, agent, seed)
-                check_index_kill(agent)
-                tally.during_operation += reports.begun > reports.done
+                check_index_kill(agent, reports)
+                tally.during_operation += reports.interrupted
         else:
             work_one: Callable[[int], tuple[int, bool]] = (
                 functools.partial(_kill_appends, agent)

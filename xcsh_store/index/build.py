@@ -8,7 +8,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 import orjson
 
@@ -59,14 +59,14 @@ _NO_USAGE = (None, None, None, None, None, None)
 FileStat = tuple[int, int, int, int]
 
 
-@dataclass(slots=True)
-class Chunk:
+class Chunk(NamedTuple):
     """The rows of consecutive lines of one file, as the writer applies them.
 
     Entry keys (``pk`` and ``chain``) count from the read's first key; the writer moves them
     onto the keys it hands out, and adds the file id. ``progress`` is the file row's state once
     these lines are in: (indexed_bytes, head_hash, tail_hash, status, next_seq, last_id,
-    legacy, lines, skipped_count, skipped_lines).
+    legacy, lines, skipped_count, skipped_lines). Only plain values, so that a chunk crosses
+    from a worker to the writer as a marshalled tuple.
     """
 
     # (key, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,

@@ -10,21 +10,23 @@ server process behind for the rest of the caller's life. A plain subprocess inhe
 but its pipes, costs one interpreter start (a fraction of a second, paid only by syncs with
 tens of MB to read), and is gone when the sync ends.
 
-Each worker gets its list of files at once on stdin and writes length-prefixed pickled
-messages on stdout: ``("opened", position, stat)``, then ``("chunk", position, chunk)`` up to
-the final chunk, or ``("failed", position, (errno, strerror))`` when the file cannot be read;
-``("crashed", None, traceback)`` when the worker itself fails. A thread of the worker sends
-what its main thread built, at most ``OUTBOX_BYTES`` ahead of the writer: the pipe gives
-backpressure, so memory stays bounded however big a file is. A killed writer closes the pipes:
-a worker's next write fails (EPIPE) and it exits. A killed worker ends its pipe: the writer
-stops with :class:`SyncWorkerError` and keeps what it applied (whole chunks, so whole lines).
+Each worker gets its list of files at once on stdin and writes length-prefixed marshalled
+messages on stdout (marshal: the quickest to load of the formats that carry tuples, lists and
+strings, and loading is the writer's, the busiest process of a sync): ``("opened", position,
+stat)``, then ``("chunk", position, fields)`` up to the final chunk, or ``("failed", position,
+(errno, strerror))`` when the file cannot be read; ``("crashed", None, traceback)`` when the
+worker itself fails. A thread of the worker sends what its main thread built, at most
+``OUTBOX_BYTES`` ahead of the writer: the pipe gives backpressure, so memory stays bounded
+however big a file is. A killed writer closes the pipes: a worker's next write fails (EPIPE)
+and it exits. A killed worker ends its pipe: the writer stops with :class:`SyncWorkerError`
+and keeps what it applied (whole chunks, so whole lines).
 """
 
 from __future__ import annotations
 
 import collections
+import marshal
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -104,9 +106,11 @@ class Workers:
                         env=environment,
                     )
                 )
+            # The sizes go with the tasks: they are this module's, as the writer sees it.
+            settings = (WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES)
             for process, share in zip(self.processes, tasks, strict=True):
                 assert process.stdin is not None
-                process.stdin.write(pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL))
+                process.stdin.write(marshal.dumps((settings, share)))
                 process.stdin.close()
         except BaseException:
             self.close()
@@ -120,7 +124,7 @@ class Workers:
 
     def _chunks(self, worker: int, position: int) -> Iterator[Chunk]:
         while True:
-            chunk = self._receive(worker, position)
+            chunk = Chunk._make(self._receive(worker, position))
             yield chunk
             if chunk.final:
                 return
@@ -133,7 +137,7 @@ class Workers:
         data = stream.read(size) if size >= 0 else b""
         if size < 0 or len(data) < size:
             raise self._died(worker)
-        kind, at, payload = pickle.loads(data)
+        kind, at, payload = marshal.loads(data)
         if kind == "crashed":
             raise SyncWorkerError(
                 f"a sync worker failed: {payload.strip().splitlines()[-1]}; what was indexed"
@@ -186,7 +190,7 @@ class _Outbox:
         self.thread.start()
 
     def put(self, message: tuple[str, int | None, Any]) -> None:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        data = marshal.dumps(message)
         with self.condition:
             while self.size and self.size + len(data) > self.limit:
                 self.condition.wait()
@@ -226,22 +230,26 @@ def worker_main() -> None:
     """Read the files listed on stdin, sending what they hold to the writer on stdout."""
     # Ctrl-C reaches the whole process group: the writer stops the workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(int(os.environ.get("XCSH_WORKER_NICE", "0")))
     # The messages go on the original stdout; anything printed by accident goes to stderr.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    tasks: list[tuple[int, str]] = pickle.load(sys.stdin.buffer)
-    outbox = _Outbox(channel, OUTBOX_BYTES)
+    try:
+        (chunk_values, chunk_bytes, outbox_bytes), tasks = marshal.loads(sys.stdin.buffer.read())
+    except (EOFError, ValueError):
+        return  # the writer died before it handed out the files
+    outbox = _Outbox(channel, outbox_bytes)
     try:
         for position, path in tasks:
-            _read(position, path, outbox)
+            _read(position, path, outbox, chunk_values, chunk_bytes)
     except BaseException:
         outbox.put(("crashed", None, traceback.format_exc()))
     outbox.close()
 
 
-def _read(position: int, path: str, outbox: _Outbox) -> None:
+def _read(position: int, path: str, outbox: _Outbox, chunk_values: int, chunk_bytes: int) -> None:
     def emit(chunk: Chunk) -> bool:
-        outbox.put(("chunk", position, chunk))
+        outbox.put(("chunk", position, tuple(chunk)))
         return False
 
     try:
@@ -249,8 +257,6 @@ def _read(position: int, path: str, outbox: _Outbox) -> None:
             info = os.fstat(stream.fileno())
             stat = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
             outbox.put(("opened", position, stat))
-            read_from_start(
-                stream, path, info.st_mtime_ns, emit, WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES
-            )
+            read_from_start(stream, path, info.st_mtime_ns, emit, chunk_values, chunk_bytes)
     except OSError as error:
         outbox.put(("failed", position, (error.errno, error.strerror or str(error))))

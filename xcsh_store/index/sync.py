@@ -10,6 +10,7 @@ import apsw
 
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
+from xcsh_store.index import pipeline
 from xcsh_store.index.db import transaction
 from xcsh_store.index.indexer import (
     FileIndexer,
@@ -18,13 +19,7 @@ from xcsh_store.index.indexer import (
     may_resume,
     pk_counter,
 )
-from xcsh_store.index.pipeline import (
-    PARALLEL_MIN_BYTES,
-    SyncWorkerError,
-    Workers,
-    default_workers,
-    shares,
-)
+from xcsh_store.index.pipeline import SyncWorkerError, Workers, default_workers, shares
 from xcsh_store.index.scan import (
     IndexedFiles,
     KnownFile,
@@ -135,7 +130,7 @@ def _index_files(
     ]
     owners: dict[int, int] = {}
     pool = None
-    if workers > 1 and sum(size for _position, size in whole) >= PARALLEL_MIN_BYTES:
+    if workers > 1 and sum(size for _position, size in whole) >= pipeline.PARALLEL_MIN_BYTES:
         plan = shares(whole, min(workers, len(whole)))
         owners = {position: worker for worker, share in enumerate(plan) for position in share}
         pool = Workers(
