@@ -372,3 +372,21 @@ def test_ctrl_c_stops_the_writer_and_its_workers(agent_dir, tmp_path):
     with SessionIndex.open(str(agent_dir), db_path=str(db_path)) as index:
         index.sync()
         assert index.verify().clean
+
+
+def test_a_sync_whose_workers_cannot_start_reads_in_its_own_process(
+    agent_dir, tmp_path, parallel, monkeypatch, caplog
+):
+    varied_corpus(agent_dir)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    report = sync(agent_dir, tmp_path / "index.db", workers=2)
+    assert not report.unreadable and "could not start sync workers" in caplog.text
+    sync(agent_dir, tmp_path / "clean.db", workers=1)
+    assert_same_tables(tmp_path / "index.db", tmp_path / "clean.db")
+
+
+def test_a_sync_leaves_the_checkpoint_interval_as_it_found_it(agent_dir, index, parallel):
+    varied_corpus(agent_dir)
+    index.connection.execute("PRAGMA wal_autocheckpoint = 500")
+    index.sync(workers=2)
+    assert index.connection.execute("PRAGMA wal_autocheckpoint").fetchall() == [(500,)]

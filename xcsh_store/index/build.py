@@ -46,8 +46,8 @@ TAIL_BYTES = 4096
 CHUNK_VALUES = 20_000
 CHUNK_BYTES = 16 << 20
 
-# (offset, the line's bytes, the objects on it)
-_Record = tuple[int, bytes, list[dict[str, Any]]]
+# (offset, the line's bytes, the objects on it, whether the line holds a \u escape)
+_Record = tuple[int, bytes, list[dict[str, Any]], bool]
 # (provider, model) as the index columns hold them.
 _Model = tuple[str | None, str | None]
 # The default model after an entry: (the model, whether a model_change set it); a callable
@@ -229,10 +229,11 @@ def complete_records(stream: BinaryIO, start: int, tally: ReadTally) -> Iterator
             except orjson.JSONDecodeError:
                 return
         values = [] if line.isspace() else parse_line(line)
-        if b"\\u" in line and SURROGATE_ESCAPE.search(line):
+        escaped = b"\\u" in line
+        if escaped and SURROGATE_ESCAPE.search(line):
             # \ud800-style escapes decode to lone surrogates, which SQLite cannot store.
             values = [replace_lone_surrogates(value) for value in values]
-        yield offset, line, values
+        yield offset, line, values, escaped
 
 
 def _read_until_header(records: Iterator[_Record]) -> tuple[list[_Record], dict[str, Any] | None]:
@@ -348,10 +349,10 @@ class RowBuilder:
         state = self.state
         add_value = self._add_value
         for record in records:
-            offset, data, values = record
+            offset, data, values, escaped = record
             state.lines += 1
             if len(values) == 1:
-                add_value(offset, data, 0, values[0], data)
+                add_value(offset, data, 0, values[0], data, escaped)
             elif not values:
                 if not data.isspace():
                     # A line that holds no object: every reader skips it; the index says where.
@@ -359,7 +360,7 @@ class RowBuilder:
                     self.skipped.append(state.lines)
             else:
                 for part, value in enumerate(values):
-                    add_value(offset, data, part, value, stringify(value))
+                    add_value(offset, data, part, value, stringify(value), None)
             self.indexed_bytes = offset + len(data)
             self._keep_edges(data)
             self.pending_bytes += len(data)
@@ -378,7 +379,13 @@ class RowBuilder:
             self.recent = [b"".join(recent)[-TAIL_BYTES:]]
 
     def _add_value(
-        self, offset: int, data: bytes, part: int, value: dict[str, Any], line: bytes
+        self,
+        offset: int,
+        data: bytes,
+        part: int,
+        value: dict[str, Any],
+        line: bytes,
+        escaped: bool | None,
     ) -> None:
         state = self.state
         seq = state.next_seq
@@ -423,7 +430,7 @@ class RowBuilder:
             self.batch_ids[entry_id] = len(entry_rows) - 1
         if facts.text:
             self.text_rows.append((key, facts.text))
-        digests = blob_refs_in(line, value)
+        digests = blob_refs_in(line, value, escaped=escaped)
         if digests:
             self.blob_rows.extend([(key, digest) for digest in digests])
 

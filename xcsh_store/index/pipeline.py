@@ -100,7 +100,8 @@ class Workers:
             for _ in tasks:
                 self.processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-c", _WORKER_CODE],
+                        # -P: no folder of the caller's (its working directory) on sys.path.
+                        [sys.executable, "-P", "-c", _WORKER_CODE],
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                         env=environment,
@@ -230,7 +231,6 @@ def worker_main() -> None:
     """Read the files listed on stdin, sending what they hold to the writer on stdout."""
     # Ctrl-C reaches the whole process group: the writer stops the workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(int(os.environ.get("XCSH_WORKER_NICE", "0")))
     # The messages go on the original stdout; anything printed by accident goes to stderr.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

@@ -251,15 +251,18 @@ def _scalar_text(value: Any) -> str:
     return str(value)
 
 
-def blob_refs_in(line: bytes, value: Any = None) -> set[str]:
+def blob_refs_in(line: bytes, value: Any = None, *, escaped: bool | None = None) -> set[str]:
     """Every well-formed ``blob:sha256:`` reference in a JSON line, at any depth, however it
     is spelled; ``value`` is the line parsed (it is parsed here when not given).
 
     Without a ``\\u`` escape the raw bytes spell every string as it decodes, so a byte pattern
     finds all refs; an escape can spell any character of a ref (``blob:sha256:…\\u0035``,
     which the loader resolves like any other), so such a line is searched as decoded strings.
+    ``escaped`` says whether the line holds a ``\\u`` (looked for when not given).
     """
-    if b"\\u" in line:
+    if escaped is None:
+        escaped = b"\\u" in line
+    if escaped:
         if _PREFIX not in line and not _ESCAPED_PREFIX_CHARACTER.search(line):
             return set()
         return _refs_in_value(orjson.loads(line) if value is None else value)
