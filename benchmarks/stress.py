@@ -3,10 +3,12 @@
     python benchmarks/stress.py --kills 1400 --concurrency-seconds 180 --fuzz-scale 40
 
 * kill points (tests/kill_points.py and tests/crash_child.py): a child process SIGKILLed at a
-  random moment of appends, rewrite_entries, set_session_name, move_to, fork, a sync and a blob
-  GC, each kill checked (every file loads, old or new content, every flushed entry there, no
-  blob partial or lost, the session takes appends again), with the litter and index checks of
-  the CI tests after every batch;
+  random moment of appends, rewrite_entries, set_session_name, move_to, fork, a sync, a sync
+  with worker processes (``sync-writer``: the child, the writer, killed; ``sync-worker``: one
+  of its workers killed, then the child) and a blob GC, each kill checked (every file loads,
+  old or new content, every flushed entry there, no blob partial or lost, the session takes
+  appends again, no worker outlives its writer), with the litter and index checks of the CI
+  tests after every batch;
 * concurrency (tests/workers.py): SessionManager writers, a history writer, a sync loop and a
   GC loop at once, then every acknowledged entry, prompt and blob checked;
 * fuzzing: every property test of the suite with its example count multiplied;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import time
@@ -139,7 +140,7 @@ def _index_files(
     total = sum(item.size for item, _row in todo)
     done = 0
     try:
-        with _checkpoints_every(indexer.connection, SYNC_CHECKPOINT_PAGES):
+        with _checkpoints_every(indexer.connection, SYNC_CHECKPOINT_PAGES), _few_collections():
             for position, (item, row) in enumerate(todo):
                 if progress is not None:
                     progress(done, total, item.path)
@@ -190,6 +191,18 @@ def _start_workers(
         log.warning("could not start sync workers (%s): reading in this process", error)
         return None, {}
     return pool, {position: worker for worker, share in enumerate(plan) for position in share}
+
+
+@contextlib.contextmanager
+def _few_collections() -> Iterator[None]:
+    """The cycle collector run rarely, for a while (see pipeline.FEW_COLLECTIONS: reading
+    files here makes the same garbage-free containers a worker makes)."""
+    previous = gc.get_threshold()
+    gc.set_threshold(*pipeline.FEW_COLLECTIONS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 @contextlib.contextmanager
