@@ -16,6 +16,14 @@ CREATE VIRTUAL TABLE entries_fts USING fts5 (
 );
 INSERT INTO entries_fts (entries_fts, rank) VALUES ('automerge', 8);
 CREATE VIRTUAL TABLE entries_vocab USING fts5vocab ('entries_fts', 'row');
+-- The number of texts each term is in, as counted after the last sync that changed the index by
+-- a tenth (meta search_terms_rows: the texts indexed then). entries_vocab counts them afresh by
+-- walking every posting of a term, which for a common prefix costs more than the search itself;
+-- search uses these counts to pick the completions of a common prefix (index/ranking.py).
+CREATE TABLE search_terms (
+    term TEXT PRIMARY KEY,
+    doc INTEGER NOT NULL
+) WITHOUT ROWID;
 -- The table is empty now: derive every entry's text again on the next sync, which then frees
 -- the space the old copy took (index/store.py compacts index.db after such a sync).
 INSERT INTO meta (key, value)

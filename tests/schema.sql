@@ -152,6 +152,12 @@ CREATE TABLE roots (
 -- table schema_migrations on schema_migrations
 CREATE TABLE schema_migrations ( name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
 
+-- table search_terms on search_terms
+CREATE TABLE search_terms (
+    term TEXT PRIMARY KEY,
+    doc INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- table sessions on sessions
 CREATE TABLE sessions (
     file_id INTEGER PRIMARY KEY REFERENCES files (id),

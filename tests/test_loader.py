@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from session_builder import PI_FIXTURES
 
+from xcsh_store.format import loader as loader_module
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.jsonl import parse_line
 from xcsh_store.format.loader import (
     load_entries_from_file,
     load_session,
@@ -202,3 +204,40 @@ def test_a_folder_where_the_file_should_be_raises_an_os_error(tmp_path):
     folder.mkdir()
     with pytest.raises(IsADirectoryError):
         load_entries_from_file(str(folder))
+
+
+_marked_texts = st.sampled_from(
+    ["plain", "blob:sha256:" + "0" * 64, "colour \x1b[31m", "openaiResponsesHistory", "é"]
+)
+_lines = st.one_of(
+    st.builds(lambda text: dumps({"type": "message", "text": text}), _marked_texts),
+    st.builds(lambda text: b'{"glued":"' + text.encode() + b'"}{"b":1}', _marked_texts),
+    st.sampled_from([b"", b"  ", b"[1]", b"blob:sha256:", b"\\u00e9", b'{"cut":"\\u00', b"\xff"]),
+)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(lines=st.lists(_lines, max_size=40), chunk=st.integers(min_value=3, max_value=200))
+def test_second_look_lists_name_every_object_of_a_marked_line(tmp_path_factory, lines, chunk):
+    # Batches of any size, cut anywhere, must mark the objects of exactly the lines that hold a
+    # blob ref, a \u escape or OpenAI replay metadata, whichever path parsed them.
+    data = b"\n".join(lines)
+    entries, blob_refs, replay = [], [], []
+    for line in data.split(b"\n"):
+        values = [] if line.isspace() else parse_line(line)
+        indices = range(len(entries), len(entries) + len(values))
+        if b"blob:sha256:" in line or b"\\u" in line:
+            blob_refs.extend(indices)
+        if b'"openaiResponsesHistory"' in line:
+            replay.extend(indices)
+        entries.extend(values)
+    path = _write(tmp_path_factory.mktemp("marks"), data)
+    storage = MemorySessionStorage()
+    storage.files[path] = (data, 0.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loader_module, "READ_CHUNK", chunk)
+        for contents in (read_session_file(path), read_session_file(path, storage)):
+            assert contents.entries == entries
+            assert contents.with_blob_refs == blob_refs
+            assert contents.with_replay_metadata == replay
+        assert read_session_file(path, markers=False).with_blob_refs == []

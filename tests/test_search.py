@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from pathlib import Path
 
 import apsw
@@ -278,6 +277,7 @@ def test_an_index_from_before_0006_is_tokenized_again_on_its_next_sync(corpus):
             " (text, tokenize = 'unicode61 remove_diacritics 2');"
             " CREATE VIRTUAL TABLE entries_vocab USING fts5vocab ('entries_fts', 'row');"
             " INSERT INTO entries_fts (rowid, text) SELECT pk, 'old text' FROM entries;"
+            " DROP TABLE search_terms;"
             " DELETE FROM schema_migrations WHERE name LIKE '0006%' OR name LIKE '0007%'"
         )
     with SessionIndex.open(str(corpus)) as index:
@@ -300,30 +300,6 @@ def test_sql_reads_the_text_of_a_match_from_its_file(corpus):
         cli, ["--agent-dir", str(corpus), "sql", "--json", SYMBOL_MATCH], catch_exceptions=False
     )
     assert json.loads(result.output) == [{"id": "u1", "entry_text(e.pk)": "Tests pass ✅ now"}]
-
-
-def test_stock_sqlite3_reads_every_table_but_the_search_index(corpus):
-    """Python's sqlite3 links SQLite 3.40 on Debian 12: every stable table and view reads;
-    entries_fts needs 3.43 (contentless_delete), as the README says."""
-    connection = sqlite3.connect(corpus / "index.db")
-    try:
-        names = connection.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
-            " AND name NOT LIKE 'entries_fts%' AND name != 'entries_vocab'"
-        ).fetchall()
-        found = {name for (name,) in names}
-        assert {"sessions", "entries", "files", "blob_refs", "usage_by_day"} <= found
-        for (name,) in names:
-            connection.execute(f'SELECT * FROM "{name}" LIMIT 1').fetchall()
-        match = "SELECT e.id FROM entries_fts JOIN entries AS e ON e.pk = entries_fts.rowid"
-        match += " WHERE entries_fts MATCH '\"✅\"'"
-        if sqlite3.sqlite_version_info < (3, 43):
-            with pytest.raises(sqlite3.OperationalError, match="contentless_delete"):
-                connection.execute(match)
-        else:
-            assert connection.execute(match).fetchall() == [("u1",)]
-    finally:
-        connection.close()
 
 
 def test_the_highlighter_runs_the_tokenizer_entries_fts_declares(oracle):

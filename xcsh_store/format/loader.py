@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
+import itertools
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -22,9 +25,9 @@ from xcsh_store.format.versions import (
     random_entry_id,
 )
 
-_BLOB_MARKER = BLOB_REF_PREFIX.encode()
-_REPLAY_MARKER = b'"openaiResponsesHistory"'
-_ESCAPE_MARKER = b"\\u"
+# What makes an entry worth a second look on load: a blob ref, a \u escape (which can spell
+# any character of a ref), and OpenAI replay metadata. The first two fill with_blob_refs.
+_MARKERS = (BLOB_REF_PREFIX.encode(), b"\\u", b'"openaiResponsesHistory"')
 
 
 @dataclass(slots=True)
@@ -45,19 +48,29 @@ def parse_session_entries(text: str) -> list[dict[str, Any]]:
     return parse_jsonl_bytes(text.encode("utf-8", "surrogatepass"))
 
 
-def read_session_file(path: str, storage: SessionStorage | None = None) -> SessionFileContents:
-    """All objects of a file. A missing file reads as empty; other OS errors propagate."""
+def read_session_file(
+    path: str, storage: SessionStorage | None = None, *, markers: bool = True
+) -> SessionFileContents:
+    """All objects of a file. A missing file reads as empty; other OS errors propagate.
+
+    ``markers``: also note which objects need a second look (``with_blob_refs``,
+    ``with_replay_metadata``); a caller that only wants the objects saves a search of every
+    byte for each marker.
+    """
     contents = SessionFileContents()
     try:
         with _collector_paused():
             if storage is None or isinstance(storage, FileSessionStorage):
                 with open_regular_file(path) as stream:
                     for lines, buffer in _line_batches(stream):
-                        _add_lines(contents, lines, buffer)
+                        _add_lines(contents, lines, buffer, markers)
                         contents.unterminated = not buffer.endswith(b"\n")
             else:
                 data = storage.read_bytes(path).removeprefix(BOM)
-                _add_lines(contents, data.split(b"\n"), data)
+                lines = data.split(b"\n")
+                if not lines[-1]:
+                    lines.pop()  # the empty piece after the last newline
+                _add_lines(contents, lines, data, markers)
                 contents.unterminated = bool(data) and not data.endswith(b"\n")
     except FileNotFoundError:
         return SessionFileContents()
@@ -112,26 +125,101 @@ def _line_batches(stream: BinaryIO) -> Iterator[tuple[list[bytes], bytes]]:
         yield [rest], rest
 
 
-def _add_lines(contents: SessionFileContents, lines: list[bytes], buffer: bytes) -> None:
-    """Parse ``lines``; the marker searches run per line only if ``buffer`` holds a marker."""
+def _add_lines(
+    contents: SessionFileContents, lines: list[bytes], buffer: bytes, markers: bool
+) -> None:
+    """Parse one batch of ``lines`` cut from ``buffer`` (their bytes, newlines included).
+
+    Almost every line is one JSON object. Runs of such lines are parsed by a loop that does
+    nothing else (the loader stays close to a bare orjson line loop), and the lines of a run
+    that mention a marker are found by searching the buffer, not line by line. A line that
+    fails goes to the careful loop alone, and so does a run holding a value that is not an
+    object (parsed again there: rare, and correct whatever the bytes).
+    """
+    # Where each line ends (just past its newline), to tell which line a marker is on.
+    ends = (
+        list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count(1)))
+        if markers
+        else []
+    )
+    start = 0
+    while start < len(lines):
+        values = _objects_until_a_failure(lines, start)
+        stop = start + len(values)
+        if all(type(value) is dict for value in values):
+            if markers:
+                _mark_run(contents, buffer, ends, start, stop)
+            contents.entries.extend(values)
+        else:
+            _add_irregular_lines(contents, lines[start:stop], buffer, markers)
+        if stop < len(lines):
+            _add_irregular_lines(contents, lines[stop : stop + 1], buffer, markers)
+        start = stop + 1
+
+
+def _objects_until_a_failure(lines: list[bytes], start: int) -> list[Any]:
+    """The values of ``lines[start:]`` up to the first line orjson cannot parse, alone."""
+    values: list[Any] = []
+    append = values.append
+    loads = orjson.loads
+    # One try around the loop: it costs nothing until a line fails, which ends the run.
+    with contextlib.suppress(orjson.JSONDecodeError):
+        for line in itertools.islice(lines, start, None):
+            append(loads(line))
+    return values
+
+
+def _mark_run(
+    contents: SessionFileContents, buffer: bytes, ends: list[int], start: int, stop: int
+) -> None:
+    """Note the objects of lines ``start`` to ``stop`` (one object each, about to be appended
+    to the entries) that mention a marker."""
+    first = len(contents.entries) - start  # the entry index of line i is first + i
+    begin = ends[start - 1] if start else 0
+    limit = ends[stop - 1] if stop else 0
+    blob, escape, replay = (
+        _marked_lines(buffer, ends, marker, begin, limit) for marker in _MARKERS
+    )
+    if blob and escape:
+        blob = sorted({*blob, *escape})
+    contents.with_blob_refs.extend(first + line for line in blob or escape)
+    contents.with_replay_metadata.extend(first + line for line in replay)
+
+
+def _marked_lines(
+    buffer: bytes, ends: list[int], marker: bytes, begin: int, limit: int
+) -> list[int]:
+    """The indices of the lines holding ``marker`` between byte ``begin`` and ``limit`` of
+    ``buffer``, in order; line ``i`` ends at ``ends[i]``."""
+    lines: list[int] = []
+    position = buffer.find(marker, begin, limit)
+    while position >= 0:
+        line = bisect.bisect_right(ends, position)
+        lines.append(line)
+        position = buffer.find(marker, ends[line], limit)
+    return lines
+
+
+def _add_irregular_lines(
+    contents: SessionFileContents, lines: list[bytes], buffer: bytes, markers: bool
+) -> None:
+    """Parse ``lines`` one by one, recovering what ``parse_line`` can; the marker searches run
+    per line only if ``buffer`` holds a marker."""
     entries = contents.entries
     append = entries.append
     loads = orjson.loads
     marked = [
         (marker, found)
-        for marker, found in (
-            (_BLOB_MARKER, contents.with_blob_refs),
-            # A \u escape can spell any character of a ref: such lines get the second look too.
-            (_ESCAPE_MARKER, contents.with_blob_refs),
-            (_REPLAY_MARKER, contents.with_replay_metadata),
+        for marker, found in zip(
+            _MARKERS,
+            (contents.with_blob_refs, contents.with_blob_refs, contents.with_replay_metadata),
+            strict=True,
         )
-        if marker in buffer
+        if markers and marker in buffer
     ]
     for line in lines:
         if not line or line.isspace():
             continue
-        # The common case (one object per line) inline: this loop runs for every line of a
-        # session and a call plus a one-element list per line is measurable on big files.
         try:
             value = loads(line)
         except orjson.JSONDecodeError:
@@ -157,7 +245,7 @@ def load_entries_from_file(
     Missing, empty, or without a valid header (a ``session`` record with a string id, after
     optional ``title`` records) all give []. No migration happens here.
     """
-    entries = read_session_file(path, storage).entries
+    entries = read_session_file(path, storage, markers=False).entries
     return entries if is_valid_session(entries) else []
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import apsw
 
 from xcsh_store.errors import IndexDatabaseError
-from xcsh_store.index.texts import register_entry_text
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
 from xcsh_store.times import iso_now
 
@@ -68,8 +67,16 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
     return migrations
 
 
-# Free pages below this (16 MiB of 4 KiB pages) are not worth a VACUUM.
-COMPACT_MIN_FREE_PAGES = 4_096
+# Free pages below this (1 MiB of 4 KiB pages) are not worth a VACUUM.
+COMPACT_MIN_FREE_PAGES = 256
+
+
+def missing_migrations(connection: apsw.Connection) -> list[str]:
+    """The migrations this installation has and the database lacks (an index written by an
+    older xcsh-store and not synced since)."""
+    names = {path.stem for path in migrations_dir().glob("*.sql")}
+    applied = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
+    return sorted(names - applied)
 
 
 def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
@@ -295,8 +302,6 @@ def connect(path: str, read_only: bool = False) -> apsw.Connection:
             connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA cache_size = -32768")  # 32 MiB
         connection.execute("PRAGMA temp_store = MEMORY")
-        # The search text lives in the session files only (migration 0007).
-        register_entry_text(connection)
         if read_only:
             connection.execute("PRAGMA query_only = ON")
             # VACUUM INTO and ATTACH create the file they name before query_only refuses the

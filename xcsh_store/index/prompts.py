@@ -136,8 +136,8 @@ def recall_prompts(
     """Newest first: history prompts (linked to their session) and session-only user prompts.
 
     ``limit`` is clamped to 0..1000 as history.db's own lists are. A session prompt's text is
-    read from its file (``local_path`` as for entry_texts); one its file no longer holds is
-    left out.
+    read from its file (``local_path`` as for entry_texts); one whose file no longer holds it,
+    or cannot be read now, is left out.
     """
     limit = normalize_limit(limit)
     if limit <= 0:
@@ -170,9 +170,9 @@ def recall_prompts(
     ]
     texts = entry_texts(connection, [row[0] for row in session_rows], local_path)
     hits += [
-        PromptHit(texts[pk], _epoch(timestamp), cwd, "session", None, session_id, path, entry_id)
+        PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id)
         for pk, timestamp, cwd, session_id, path, entry_id in session_rows
-        if pk in texts
+        if (text := texts.get(pk)) is not None
     ]
     hits.sort(key=lambda hit: hit.created_at, reverse=True)
     return hits[:limit]

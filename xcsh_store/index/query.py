@@ -15,6 +15,7 @@ import apsw.ext
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index import db as database
+from xcsh_store.index.search import register_search_functions
 
 # SQLite calls the progress handler every this many virtual-machine steps: often enough that a
 # time limit or Ctrl-C stops a statement within milliseconds, rarely enough to cost nothing.
@@ -135,6 +136,7 @@ def open_query(
         raise IndexDatabaseError("The query is empty")
     given = dict(parameters or {})
     connection = database.connect(db_path, read_only=True)
+    register_search_functions(connection)
     try:
         _check_statement(connection, sql, given)
         yield QueryStream(connection, sql, given, timeout)

@@ -11,7 +11,8 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index.texts import entry_texts
+from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs, register_rank
+from xcsh_store.index.texts import TEXT_SOURCE, register_entry_text, texts_of
 from xcsh_store.times import iso_millis
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -21,8 +22,6 @@ PREFIX_COMPLETIONS = 24
 # A snippet tokenizes this much of a text first, and more (8 times as much each time) only when
 # the first hit is not in it: most hits are near the start of a text of up to 64 KiB.
 SNIPPET_SCAN_BYTES = 4_096
-# At most this many matches (the newest) are ranked by bm25; see search_entries.
-RANKED_CANDIDATES = 2_000
 # Ranked rows looked at beyond the limit, for hits whose file changed since the last sync.
 STALE_MARGIN = 10
 
@@ -107,6 +106,18 @@ class ParsedQuery:
             expression = f"({expression})" + "".join(f" NOT {term}" for term in self.excluded)
         return expression
 
+    def ranked_phrases(
+        self, completions: list[tuple[str, int]] | None
+    ) -> tuple[list[str], int | None]:
+        """The phrases of :meth:`expression` ranked one by one (FTS5's first phrases), and the
+        texts the completions are in, as last counted (None without completions): they are
+        ranked as one group, after them (see ranking.register_rank)."""
+        phrases = list(self.phrases)
+        if self.prefix is not None and completions is None:
+            phrases.append(quote(self.prefix) + "*")
+        group = None if completions is None else sum(documents for _, documents in completions)
+        return phrases, group
+
 
 def quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
@@ -152,20 +163,24 @@ def parse_search_query(query: str, tokens: FtsTokens | None = None) -> ParsedQue
     return ParsedQuery(tuple(phrases), prefix, tuple(excluded), tuple(words), tuple(terms))
 
 
-def prefix_completions(connection: apsw.Connection, terms: tuple[str, ...]) -> list[str] | None:
-    """The most common indexed terms starting with the prefix word's ``terms``, or None to let
-    FTS5 expand it.
+def prefix_completions(
+    connection: apsw.Connection, terms: tuple[str, ...]
+) -> list[tuple[str, int]] | None:
+    """The most common indexed terms starting with the prefix word's ``terms``, with the number
+    of texts each is in, or None to let FTS5 expand it.
 
     Only a prefix that is a single token can be expanded term by term.
     """
     if len(terms) != 1:
         return None
-    (start,) = terms
-    rows = connection.execute(
-        "SELECT term FROM entries_vocab WHERE term >= ? AND term < ? ORDER BY doc DESC LIMIT ?",
-        (start, start + "\U0010ffff", PREFIX_COMPLETIONS),
-    )
-    return [row[0] for row in rows]
+    return completions(connection, terms[0], PREFIX_COMPLETIONS)
+
+
+def register_search_functions(connection: apsw.Connection) -> None:
+    """The SQL functions search needs on every connection: the ranking (``xcsh_rank``), and
+    ``entry_text(pk)`` for the text that entries_fts does not keep."""
+    register_rank(connection)
+    register_entry_text(connection)
 
 
 def search_role(role: str) -> str:
@@ -215,11 +230,11 @@ def search_entries(
     highlight: tuple[str, str] = ("[", "]"),
     local_path: Callable[[str], str] | None = None,
 ) -> list[SearchHit]:
-    """Ranked hits across every session: bm25, then newest first.
+    """Ranked hits across every session: bm25, then newest first (index/ranking.py).
 
-    bm25 has to look at every match, so a query matching more than ``RANKED_CANDIDATES``
-    entries ranks only the newest that many (entry keys grow as files are indexed, oldest
-    first); this keeps every search fast on any corpus size. ``role`` is matched in any letter
+    bm25 has to look at every match, so a query matching more than ``WINDOW`` entries ranks
+    only the newest that many (entry keys grow as files are indexed, oldest first); this keeps
+    every search fast on any corpus size. ``role`` is matched in any letter
     case; ``model`` is a model id or the ``provider/model`` form of usage. SearchQueryError:
     the query has no word to search for, or ``role`` is not one of SEARCH_ROLES.
     ``local_path`` maps stored paths to where the files are now (see entry_texts).
@@ -237,11 +252,14 @@ def search_entries(
     completions = (
         prefix_completions(connection, parsed.terms[-1]) if parsed.prefix is not None else None
     )
-    expression = parsed.expression(completions)
+    expression = parsed.expression(
+        [term for term, _ in completions] if completions is not None else None
+    )
     if expression is None:
         return []
+    avgdl, group_idf, idfs = phrase_idfs(connection, *parsed.ranked_phrases(completions))
     conditions: list[str] = []
-    arguments: list[Any] = [expression]
+    arguments: list[Any] = [avgdl, group_idf, *idfs, expression]
     for column, value in (
         ("s.cwd", cwd),
         ("s.project_dir", project),
@@ -267,15 +285,19 @@ def search_entries(
         else ""
     )
     where = "".join(f" AND {condition}" for condition in conditions)
+    marks = ", ?" * len(idfs)
+    # The newest WINDOW matches are ranked; only the best few are joined to their sessions.
     rows = connection.execute(
         "SELECT c.pk, c.score, s.session_id, s.path, s.title, s.cwd, e.id, e.type, e.role,"
-        " e.model, e.timestamp, e.session FROM ("
-        "  SELECT f.rowid AS pk, bm25(entries_fts) AS score FROM entries_fts AS f"
-        f"  {joins} WHERE entries_fts MATCH ?{where}"
-        "  ORDER BY f.rowid DESC LIMIT ?"
+        f" e.model, e.timestamp, e.session, {TEXT_SOURCE} FROM ("
+        "  SELECT pk, score FROM ("
+        f"   SELECT f.rowid AS pk, xcsh_rank(entries_fts, ?, ?{marks}) AS score"
+        f"   FROM entries_fts AS f {joins} WHERE entries_fts MATCH ?{where}"
+        "    ORDER BY f.rowid DESC LIMIT ?"
+        "  ) ORDER BY score, pk DESC LIMIT ?"
         ") AS c JOIN entries AS e ON e.pk = c.pk JOIN sessions AS s ON s.file_id = e.session"
-        " ORDER BY c.score, e.timestamp DESC LIMIT ?",
-        (*arguments, RANKED_CANDIDATES, limit + STALE_MARGIN),
+        " JOIN files AS f ON f.id = e.session ORDER BY c.score, c.pk DESC",
+        (*arguments, WINDOW, limit + STALE_MARGIN),
     ).fetchall()
     highlighter = Highlighter(parsed, highlight, tokens)
     hits: list[SearchHit] = []
@@ -285,7 +307,7 @@ def search_entries(
     while start < len(rows) and len(hits) < limit:
         chunk = rows[start : start + limit - len(hits)]
         start += len(chunk)
-        texts = entry_texts(connection, [row[0] for row in chunk], local_path)
+        texts = texts_of((row[12:] for row in chunk), local_path)
         hits += [
             SearchHit(
                 session_id=row[2],
@@ -297,7 +319,7 @@ def search_entries(
                 role=row[8],
                 model=row[9],
                 timestamp=row[10],
-                snippet=highlighter.snippet(texts[row[0]]),
+                snippet=highlighter.snippet(texts[row[0]] or ""),
                 score=row[1],
                 file_id=row[11],
                 pk=row[0],

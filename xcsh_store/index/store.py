@@ -24,6 +24,7 @@ from xcsh_store.index import sessions
 from xcsh_store.index.gc import GcReport, collect_garbage, refusal, sync_consistently
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.prompts import PromptHit, mirror_history, recall_prompts
+from xcsh_store.index.ranking import refresh_term_counts
 from xcsh_store.index.repair import repair_files, start_afresh
 from xcsh_store.index.scan import (
     IndexedFiles,
@@ -32,7 +33,7 @@ from xcsh_store.index.scan import (
     SyncReport,
     is_under_any,
 )
-from xcsh_store.index.search import SearchHit, search_entries
+from xcsh_store.index.search import SearchHit, register_search_functions, search_entries
 from xcsh_store.index.sessions import IndexedSession
 from xcsh_store.index.sync import sync_files
 from xcsh_store.index.tree import (
@@ -107,6 +108,7 @@ class SessionIndex:
 
     def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
         self.connection = connection
+        register_search_functions(connection)
         self.agent_dir = agent_dir
         self.db_path = db_path
         self.read_only = read_only
@@ -126,7 +128,7 @@ class SessionIndex:
             if read_only:
                 if not os.path.exists(db_path):
                     raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
-                return cls(database.connect(db_path, read_only=True), agent_dir, db_path, True)
+                return cls(_open_for_reading(db_path), agent_dir, db_path, True)
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
 
     def close(self) -> None:
@@ -248,6 +250,8 @@ class SessionIndex:
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
             database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
+        if not untouched:
+            refresh_term_counts(self.connection)
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)
@@ -287,6 +291,7 @@ class SessionIndex:
         self._files_snapshot = None
         self.connection.close()
         self.connection = start_afresh(self.db_path, damage)
+        register_search_functions(self.connection)
         return self._sync_once(True, progress, workers)
 
     def _require_writable(self) -> None:
@@ -535,6 +540,24 @@ class SessionIndex:
             history_prompts=scalar("SELECT count(*) FROM history"),
             last_sync=database.get_meta(self.connection, "last_sync"),
         )
+
+
+def _open_for_reading(db_path: str) -> apsw.Connection:
+    """A read-only connection to an index of the current schema: its queries would fail on an
+    older one, which only a sync (it may write) can upgrade."""
+    connection = database.connect(db_path, read_only=True)
+    try:
+        missing = database.missing_migrations(connection)
+    except BaseException:
+        connection.close()
+        raise
+    if missing:
+        connection.close()
+        raise IndexDatabaseError(
+            f"{db_path} was written by an older xcsh-store (it lacks schema {missing[-1]});"
+            " run `xcsh-store sync` to upgrade it"
+        )
+    return connection
 
 
 def _open_for_writing(db_path: str) -> apsw.Connection:

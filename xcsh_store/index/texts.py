@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import apsw
 
@@ -16,47 +17,65 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.index.rows import SURROGATE_ESCAPE, EntryFacts, replace_lone_surrogates
 
-# (pk, entry id, offset, length, part) of one entry row, by the path of its file.
+# (pk, entry id, offset, length, part) of one entry row, by the path of its file; the id is
+# None where it cannot be checked against the line.
 _Source = tuple[int, str | None, int, int, int]
 
 # SQLite allows 32,766 parameters; chunks of this many keep each IN list small.
 _CHUNK = 500
+
+# What texts_of needs of an entry, from ``entries AS e JOIN files AS f``: the ids of a v1/v2
+# file are the migration's, not the file's (files.legacy), so they cannot be checked.
+TEXT_SOURCE = "f.path, e.pk, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part"
 
 
 def entry_texts(
     connection: apsw.Connection,
     pks: Iterable[int],
     local_path: Callable[[str], str] | None = None,
-) -> dict[int, str]:
-    """The search text of each entry its file still holds, by entry key.
+) -> dict[int, str | None]:
+    """The search text of each entry its file still holds, by entry key; None for the entries
+    of a file that exists but cannot be read now (a folder without permission): they are still
+    indexed, only their text cannot be shown.
 
-    An entry whose line is gone, or is no longer that entry (the file changed since the last
-    sync), is left out: a hit on it would show text the index no longer describes. ``local_path``
-    maps a stored path to where the file is now (an agent dir moved since its last sync).
+    An entry whose file is gone, or whose line is no longer that entry (the file changed since
+    the last sync), is left out: a hit on it would show text the index no longer describes.
+    ``local_path`` maps a stored path to where the file is now (an agent dir moved since its
+    last sync).
     """
-    by_path: dict[str, list[_Source]] = defaultdict(list)
     wanted = list(pks)
+    rows: list[tuple[Any, ...]] = []
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start : start + _CHUNK]
-        rows = connection.execute(
-            "SELECT f.path, e.pk, e.id, e.offset, e.length, e.part FROM entries AS e"
-            f" JOIN files AS f ON f.id = e.session WHERE e.pk IN ({','.join('?' * len(chunk))})",
+        rows += connection.execute(
+            f"SELECT {TEXT_SOURCE} FROM entries AS e JOIN files AS f ON f.id = e.session"
+            f" WHERE e.pk IN ({','.join('?' * len(chunk))})",
             chunk,
         )
-        for path, *source in rows:
-            by_path[local_path(path) if local_path else path].append(tuple(source))  # type: ignore[arg-type]
-    texts: dict[int, str] = {}
+    return texts_of(rows, local_path)
+
+
+def texts_of(
+    rows: Iterable[Sequence[Any]], local_path: Callable[[str], str] | None = None
+) -> dict[int, str | None]:
+    """:func:`entry_texts` of entries whose TEXT_SOURCE columns were read already."""
+    by_path: dict[str, list[_Source]] = defaultdict(list)
+    for path, *source in rows:
+        by_path[local_path(path) if local_path else path].append(tuple(source))  # type: ignore[arg-type]
+    texts: dict[int, str | None] = {}
     for path, sources in by_path.items():
         texts.update(_texts_in_file(path, sources))
     return texts
 
 
-def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str]:
-    texts: dict[int, str] = {}
+def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
+    texts: dict[int, str | None] = {}
     try:
         stream = open_regular_file(path)
+    except FileNotFoundError:
+        return texts  # gone since the last sync: its hits are stale
     except OSError:
-        return texts  # gone or unreadable since the last sync: its hits are stale
+        return dict.fromkeys((source[0] for source in sources), None)
     with stream:
         for pk, entry_id, offset, length, part in sorted(sources, key=lambda source: source[2]):
             try:
@@ -86,6 +105,6 @@ def register_entry_text(
     def entry_text(pk: object) -> str | None:
         if type(pk) is not int:
             return None
-        return entry_texts(connection, [pk], local_path).get(pk)
+        return entry_texts(connection, [pk], local_path).get(pk)  # None: not readable now
 
     connection.create_scalar_function("entry_text", entry_text, 1)

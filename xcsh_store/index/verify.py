@@ -16,8 +16,6 @@ from xcsh_store.index.search import FtsTokens, quote, utf8
 from xcsh_store.index.texts import entry_texts
 
 ORPHAN_SEARCH_ROWS = "SELECT id FROM entries_fts_docsize WHERE id NOT IN (SELECT pk FROM entries)"
-# Each entry's postings are probed with this many of its first tokens, and of its last.
-POSTING_PROBE_TOKENS = 8
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -204,24 +202,35 @@ class Verifier:
         return found
 
     def _posting_differences(self, file_id: int) -> list[str]:
-        """Whether each entry is found under the first and the last words of its text, where
-        they are in it: entries_fts keeps no text to compare (migration 0007), so its postings
-        are probed with the text the file holds now."""
+        """Whether each entry is found under the first and the last word of its text:
+        entries_fts keeps no text to compare (migration 0007), so its postings are probed with
+        the text the file holds now. (The number of words of each is compared already.)
+
+        One query per distinct word, over the file's range of keys, answers for all its
+        entries at once."""
         rows = self.connection.execute(
             "SELECT seq, pk FROM entries WHERE session = ? ORDER BY seq", (file_id,)
         ).fetchall()
+        if not rows:
+            return []
         texts = entry_texts(self.connection, [pk for _, pk in rows])
+        expected: dict[str, list[tuple[int, int]]] = {}
         for seq, pk in rows:
-            folded = [token for _, _, token in self.tokens.spans(utf8(texts.get(pk, "")))]
-            probes = {tuple(folded[:POSTING_PROBE_TOKENS]), tuple(folded[-POSTING_PROBE_TOKENS:])}
-            for probe in probes:
-                if (
-                    probe
-                    and not self.connection.execute(
-                        "SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? AND rowid = ?",
-                        (quote(" ".join(probe)), pk),
-                    ).fetchall()
-                ):
+            folded = [token for _, _, token in self.tokens.spans(utf8(texts.get(pk) or ""))]
+            for token in {*folded[:1], *folded[-1:]}:
+                expected.setdefault(token, []).append((seq, pk))
+        low, high = min(pk for _, pk in rows), max(pk for _, pk in rows)
+        for token, holders in expected.items():
+            found = {
+                row[0]
+                for row in self.connection.execute(
+                    "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?"
+                    " AND rowid >= ? AND rowid <= ?",
+                    (quote(token), low, high),
+                )
+            }
+            for seq, pk in holders:
+                if pk not in found:
                     return [f"search text: entry {seq} is not found under the words of its text"]
         return []
 
