@@ -3,10 +3,12 @@
     python benchmarks/stress.py --kills 1400 --concurrency-seconds 180 --fuzz-scale 40
 
 * kill points (tests/kill_points.py and tests/crash_child.py): a child process SIGKILLed at a
-  random moment of appends, rewrite_entries, set_session_name, move_to, fork, a sync and a blob
-  GC, each kill checked (every file loads, old or new content, every flushed entry there, no
-  blob partial or lost, the session takes appends again), with the litter and index checks of
-  the CI tests after every batch;
+  random moment of appends, rewrite_entries, set_session_name, move_to, fork, a sync, a sync
+  with worker processes (``sync-writer``: the child, the writer, killed; ``sync-worker``: one
+  of its workers killed, then the child) and a blob GC, each kill checked (every file loads,
+  old or new content, every flushed entry there, no blob partial or lost, the session takes
+  appends again, no worker outlives its writer), with the litter and index checks of the CI
+  tests after every batch;
 * concurrency (tests/workers.py): SessionManager writers, a history writer, a sync loop and a
   GC loop at once, then every acknowledged entry, prompt and blob checked;
 * fuzzing: every property test of the suite with its example count multiplied;
@@ -116,7 +118,7 @@ def _kill_manager(point: str, agent: Path, seed: int) -> tuple[int, bool]:
     reports = kill_once(point, agent, seed)
     newest = check_manager_kill(agent, reports)
     check_continues_after_kill(str(newest))
-    return len(reports.appended), reports.begun > reports.done
+    return len(reports.appended), reports.interrupted
 
 
 def run_kills(point: str, kills: int, work: Path, tally: KillTally) -> None:
@@ -129,8 +131,8 @@ def run_kills(point: str, kills: int, work: Path, tally: KillTally) -> None:
         if point in INDEX_POINTS:
             for seed in batch:
                 reports = kill_once(point, agent, seed)
-                check_index_kill(agent)
-                tally.during_operation += reports.begun > reports.done
+                check_index_kill(agent, reports)
+                tally.during_operation += reports.interrupted
         else:
             work_one: Callable[[int], tuple[int, bool]] = (
                 functools.partial(_kill_appends, agent)

@@ -14,6 +14,10 @@ Kill points (each one a loop of that operation, with appends in between):
 * ``move``: ``move_to()`` back and forth between two project folders, artifacts included;
 * ``fork``: ``fork()`` (a new file written whole, the artifact folder copied);
 * ``sync``: ``SessionIndex.sync()`` of a corpus, full and incremental, while files grow;
+* ``sync-writer``: a full sync that reads in two worker processes, the writer (the child)
+  killed: its workers must exit on their own;
+* ``sync-worker``: the same sync with one of its workers killed instead: the sync must stop
+  with an error (``DIED <point> <k>``) and the child's next sync must complete;
 * ``gc``: ``blob_gc(apply=True)`` deleting hundreds of unreferenced blobs.
 """
 
@@ -26,6 +30,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,18 +43,25 @@ from session_builder import copy_fixtures, random_tree_session, sessions_dir
 from store_checks import blob_files_are_whole
 
 from xcsh_store import BlobStore, SessionManager, load_entries_from_file
-from xcsh_store.index import SessionIndex
+from xcsh_store.index import SessionIndex, pipeline
 from xcsh_store.index.gc import QUARANTINE_PREFIX
+from xcsh_store.index.pipeline import SyncWorkerError
 from xcsh_store.js import stringify as dumps
 
 MANAGER_POINTS = ("rewrite", "rename", "move", "fork")
-INDEX_POINTS = ("sync", "gc")
+PARALLEL_SYNC_POINTS = ("sync-writer", "sync-worker")
+INDEX_POINTS = ("sync", *PARALLEL_SYNC_POINTS, "gc")
 POINTS = MANAGER_POINTS + INDEX_POINTS
 # About how long one operation takes here (seconds): the kill comes at a random moment within
-# that much time after the child says it begins one.
+# that much time after the child says it begins one (for a parallel sync: after its workers
+# are seen).
 OPERATION_SECONDS = {
-    "rewrite": 0.03, "rename": 0.005, "move": 0.006, "fork": 0.008, "sync": 0.08, "gc": 0.08,
+    "rewrite": 0.03, "rename": 0.005, "move": 0.006, "fork": 0.008, "sync": 0.08,
+    "sync-writer": 0.3, "sync-worker": 0.3, "gc": 0.08,
 }  # fmt: skip
+# How long the parent waits for something that should happen at once (a bound for a hang,
+# never a measurement): a killed writer's workers to exit, a writer to notice a dead worker.
+HANG_SECONDS = 120.0
 LEFT, RIGHT = "/work/left", "/work/right"
 GC_BLOBS_PER_ROUND = 1000
 OLD = 7200  # seconds: older than every grace period and temp-file age
@@ -120,9 +132,15 @@ def _manager_child(point: str, agent_dir: str, seed: int) -> None:
         report.say(f"DONE {point} {round_number} {manager.get_session_file()}")
 
 
-def _sync_child(agent_dir: str, seed: int) -> None:
+def _sync_child(agent_dir: str, seed: int, point: str) -> None:
     rng = random.Random(seed)
     files = sorted(Path(agent_dir, "sessions").rglob("*.jsonl"))
+    parallel = point in PARALLEL_SYNC_POINTS
+    if parallel:
+        # Workers for however little there is, in small chunks: many moments to be killed in.
+        pipeline.PARALLEL_MIN_BYTES = 0
+        pipeline.WORKER_CHUNK_BYTES = 64 << 10
+        pipeline.OUTBOX_BYTES = 64 << 10
     with SessionIndex.open(agent_dir) as index:
         _Reporter.say("READY")
         round_number = 0
@@ -133,9 +151,13 @@ def _sync_child(agent_dir: str, seed: int) -> None:
                          "parentId": None, "data": {"seed": seed}}  # fmt: skip
                 with open(path, "ab") as handle:
                     handle.write(dumps(entry) + b"\n")
-            _Reporter.say(f"BEGIN sync {round_number}")
-            index.sync(full=round_number % 2 == 0)
-            _Reporter.say(f"DONE sync {round_number}")
+            _Reporter.say(f"BEGIN {point} {round_number}")
+            try:
+                index.sync(full=parallel or round_number % 2 == 0, workers=2 if parallel else 1)
+            except SyncWorkerError:
+                _Reporter.say(f"DIED {point} {round_number}")
+                continue
+            _Reporter.say(f"DONE {point} {round_number}")
 
 
 def _gc_child(agent_dir: str, seed: int) -> None:
@@ -166,8 +188,8 @@ def _gc_child(agent_dir: str, seed: int) -> None:
 def child(point: str, agent_dir: str, seed: int) -> None:
     if point in MANAGER_POINTS:
         _manager_child(point, agent_dir, seed)
-    elif point == "sync":
-        _sync_child(agent_dir, seed)
+    elif point == "sync" or point in PARALLEL_SYNC_POINTS:
+        _sync_child(agent_dir, seed, point)
     elif point == "gc":
         _gc_child(agent_dir, seed)
     else:
@@ -190,11 +212,21 @@ class Reports:
     begun: int = 0
     done: int = 0
     last_path: str = ""
+    # Syncs that stopped because a worker was killed (sync-worker).
+    died: int = 0
+    # Workers of a killed writer still running long after it died (sync-writer).
+    workers_left: list[int] = field(default_factory=list)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the kill hit the operation itself."""
+        return self.died > 0 if self.point == "sync-worker" else self.begun > self.done
 
 
 def kill_once(point: str, agent_dir: Path, seed: int) -> Reports:
     """Start a child, SIGKILL it at a random moment of its first few operations (from the
-    moment it says it begins one), and return what it reported."""
+    moment it says it begins one), and return what it reported. At ``sync-worker`` one of
+    the child's workers is killed first, and the child once its sync has ended."""
     rng = random.Random(seed)
     kill_in_round = rng.randint(1, 3)
     environment = {**os.environ, "XCSH_AGENT_DIR": str(agent_dir)}
@@ -221,11 +253,22 @@ def kill_once(point: str, agent_dir: Path, seed: int) -> Reports:
     while line and line != begin:
         line = process.stdout.readline().decode()
         before.append(line)
+    if point in PARALLEL_SYNC_POINTS:
+        _wait_for_workers(process.pid)
     time.sleep(rng.uniform(0, OPERATION_SECONDS[point]))
+    orphans: list[int] = []
+    if point == "sync-worker":
+        workers = worker_pids(process.pid)
+        if workers:
+            os.kill(rng.choice(workers), signal.SIGKILL)
+        before += _until_the_sync_ends(process, point, kill_in_round)
+    elif point == "sync-writer":
+        orphans = worker_pids(process.pid)
     process.send_signal(signal.SIGKILL)
     rest = process.stdout.read().decode()
     process.wait()
     reports = Reports(point, seed, ready=ready.split(" ", 1)[1].strip() if " " in ready else "")
+    reports.workers_left = wait_until_gone(orphans)
     lines = "".join(before).split("\n")[:-1] + rest.split("\n")
     for line in lines[:-1]:  # the last piece may be a line cut by the kill
         tag, _, value = line.partition(" ")
@@ -239,7 +282,69 @@ def kill_once(point: str, agent_dir: Path, seed: int) -> Reports:
             parts = value.split(maxsplit=2)
             reports.done = int(parts[1])
             reports.last_path = parts[2] if len(parts) > 2 else ""
+        elif tag == "DIED":
+            reports.died += 1
     return reports
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The sync worker processes (alive, not zombies) whose parent is ``parent``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == parent and state != "Z" and b"worker_main" in command:
+            found.append(int(name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until_gone(pids: list[int]) -> list[int]:
+    """The processes of ``pids`` still running after up to HANG_SECONDS."""
+    deadline = time.monotonic() + HANG_SECONDS
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [pid for pid in pids if alive(pid)]
+
+
+def _wait_for_workers(parent: int) -> None:
+    """Until the sync that just began has started its workers (or it ended first)."""
+    deadline = time.monotonic() + 10
+    while not worker_pids(parent) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _until_the_sync_ends(
+    process: subprocess.Popen[bytes], point: str, round_number: int
+) -> list[str]:
+    """The child's reports up to the end (done, or died) of the sync of ``round_number``."""
+    assert process.stdout is not None
+    ends = (f"DONE {point} {round_number}\n", f"DIED {point} {round_number}\n")
+    hang = threading.Timer(HANG_SECONDS, process.kill)
+    hang.start()
+    lines = []
+    try:
+        line = "?"
+        while line and line not in ends:
+            line = process.stdout.readline().decode()
+            lines.append(line)
+    finally:
+        hang.cancel()
+    assert line, f"the sync never ended after its worker was killed: {lines[-3:]}"
+    return lines
 
 
 def _entry_ids(records: list[dict]) -> list[str]:
@@ -336,9 +441,11 @@ def _lost_blobs(agent_dir: Path, quarantine_counts: bool) -> list[str]:
     )
 
 
-def check_index_kill(agent_dir: Path) -> None:
+def check_index_kill(agent_dir: Path, reports: Reports | None = None) -> None:
     """No blob is partial or lost, and after one sync the index verifies clean; a GC puts back
-    what a killed GC left in quarantine."""
+    what a killed GC left in quarantine; a killed writer's workers exited."""
+    if reports is not None:
+        assert reports.workers_left == [], f"workers outlived their writer: {reports.workers_left}"
     blobs = agent_dir / "blobs"
     assert blob_files_are_whole(blobs) == [], "a blob file is partial"
     assert _lost_blobs(agent_dir, quarantine_counts=True) == [], "a referenced blob was deleted"

@@ -41,6 +41,9 @@ from xcsh_store.session.upgrade import (
 # --------------------------------------------------------------------------------------------
 # sync
 
+# More worker processes than this would only queue for the cores (and each costs memory).
+MAX_WORKERS = 256
+
 
 @contextmanager
 def progress_bar(settings: Settings, label: str) -> Iterator[Progress | None]:
@@ -152,6 +155,13 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     help="Stop indexing a root added with --add-root or recorded by the session manager "
     "(repeatable).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=MAX_WORKERS),
+    metavar="N",
+    help="Processes that read files whole in parallel (default: one per core; 1: none, all in"
+    " this process). A sync with little to read whole starts none.",
+)
 @json_option
 @pass_settings
 def sync_command(
@@ -160,6 +170,7 @@ def sync_command(
     init: bool,
     add_roots: tuple[str, ...],
     remove_roots: tuple[str, ...],
+    workers: int | None,
     as_json: bool,
 ) -> None:
     """Bring index.db up to date with the session files and history.db.
@@ -173,6 +184,7 @@ def sync_command(
     Examples:
       xcsh-store sync
       xcsh-store sync --full --json
+      xcsh-store sync --full --workers 4
       xcsh-store sync --add-root ~/old-machine/sessions
     """
     require_agent_dir(settings, init)
@@ -185,7 +197,7 @@ def sync_command(
                 index.add_root(root)
             for root in remove_roots:
                 index.remove_root(root)
-            report = index.sync(full=full, progress=bar)
+            report = index.sync(full=full, progress=bar, workers=workers)
     if as_json:
         emit_json(sync_json(report))
         return

@@ -26,9 +26,12 @@ TOOL_ARGUMENTS_TEXT_CAP = 2_048
 ENTRY_TEXT_CAP = 65_536
 
 BLOB_REF_IN_JSON = re.compile(rb'blob:sha256:([0-9a-f]{64})"')
-# The ref prefix as JSON may spell it: each character itself or a \u escape of it.
-_PREFIX_IN_JSON = re.compile(
-    b"".join(b"(?:%s|\\\\u00%02x)" % (re.escape(bytes([char])), char) for char in b"blob:sha256:"),
+_PREFIX = BLOB_REF_PREFIX.encode("ascii")
+# A \u escape of a character of the ref prefix. JSON spells the prefix with each character
+# itself or a \u escape of it: a line with neither the plain prefix nor one of these escapes
+# holds no ref, and looking for those two is far cheaper than for every spelling at once.
+_ESCAPED_PREFIX_CHARACTER = re.compile(
+    rb"\\u00(?:" + b"|".join(sorted({b"%02x" % char for char in _PREFIX})) + b")",
     re.IGNORECASE,
 )
 
@@ -52,19 +55,28 @@ def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _text_blocks(content: Any, kinds: tuple[str, ...] = ("text",)) -> list[str]:
+def _text_blocks(
+    content: Any, kinds: tuple[str, ...] = ("text",), cap: int | None = None
+) -> list[str]:
+    """The strings of the content's blocks of ``kinds``; with a ``cap``, only as many as it
+    takes for them, joined by newlines, to be longer than ``cap`` characters (tool output
+    can be thousands of blocks, of which the first few are kept)."""
     if isinstance(content, str):
         return [content]
     if type(content) is not list:
         return []
     texts = []
+    size = 0
     for block in content:
         if type(block) is dict and block.get("type") in kinds:
             for key in ("text", "thinking"):
                 value = block.get(key)
                 if isinstance(value, str):
                     texts.append(value)
+                    size += len(value) + 1
                     break
+            if cap is not None and size > cap:
+                break
     return texts
 
 
@@ -158,8 +170,8 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
     if role == "toolResult":
         tool_name = message.get("toolName")
         facts.tool_name = tool_name if isinstance(tool_name, str) else None
-        text = "\n".join(_text_blocks(message.get("content")))
-        return (facts.tool_name or "") + "\n" + text[:TOOL_RESULT_TEXT_CAP]
+        texts = _text_blocks(message.get("content"), cap=TOOL_RESULT_TEXT_CAP)
+        return (facts.tool_name or "") + "\n" + "\n".join(texts)[:TOOL_RESULT_TEXT_CAP]
     if role in ("bashExecution", "pythonExecution"):
         source = message.get("command") if role == "bashExecution" else message.get("code")
         output = message.get("output")
@@ -197,6 +209,21 @@ def arguments_text(arguments: Any, cap: int = TOOL_ARGUMENTS_TEXT_CAP) -> str:
     the letter after an escape to the next word)."""
     lines: list[str] = []
     size = 0
+    if type(arguments) is dict:
+        # Most arguments are one flat object: its members are the lines, in order.
+        for key, item in arguments.items():
+            if type(item) is dict or type(item) is list:
+                lines, size = [], 0
+                break
+            if size >= cap:
+                return "\n".join(lines)[:cap]
+            # A line longer than the cap ends the text: only its first ``cap`` characters can
+            # be in it (cut here, not after joining, as it may hold a whole file).
+            line = f"{key}: " + (item[:cap] if isinstance(item, str) else _scalar_text(item))
+            lines.append(line)
+            size += len(line) + 1
+        else:
+            return "\n".join(lines)[:cap]
     # (label, value) pairs on an explicit stack, members pushed in reverse: arguments may nest
     # deeper than Python's recursion limit, and only their first ``cap`` characters are read.
     # A container hands its label (its keys so far) to its first member.
@@ -224,19 +251,22 @@ def _scalar_text(value: Any) -> str:
     return str(value)
 
 
-def blob_refs_in(line: bytes, value: Any = None) -> set[str]:
+def blob_refs_in(line: bytes, value: Any = None, *, escaped: bool | None = None) -> set[str]:
     """Every well-formed ``blob:sha256:`` reference in a JSON line, at any depth, however it
     is spelled; ``value`` is the line parsed (it is parsed here when not given).
 
     Without a ``\\u`` escape the raw bytes spell every string as it decodes, so a byte pattern
     finds all refs; an escape can spell any character of a ref (``blob:sha256:…\\u0035``,
     which the loader resolves like any other), so such a line is searched as decoded strings.
+    ``escaped`` says whether the line holds a ``\\u`` (looked for when not given).
     """
-    if b"\\u" in line:
-        if not _PREFIX_IN_JSON.search(line):
+    if escaped is None:
+        escaped = b"\\u" in line
+    if escaped:
+        if _PREFIX not in line and not _ESCAPED_PREFIX_CHARACTER.search(line):
             return set()
         return _refs_in_value(orjson.loads(line) if value is None else value)
-    if b"blob:sha256:" not in line:
+    if _PREFIX not in line:
         return set()
     return {match.decode("ascii") for match in BLOB_REF_IN_JSON.findall(line)}
 

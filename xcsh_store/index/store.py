@@ -224,20 +224,32 @@ class SessionIndex:
             os.close(lock)  # releases the lock
 
     @_entry_point
-    def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
-        """Bring the index up to date with every session file and history.db."""
+    def sync(
+        self, full: bool = False, progress: Progress | None = None, *, workers: int | None = None
+    ) -> SyncReport:
+        """Bring the index up to date with every session file and history.db.
+
+        ``workers``: processes that read files whole, in parallel (default: one per core; a
+        sync with little to read whole starts none); 1 reads everything in this process.
+        """
+        if workers is not None and workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
         self._require_writable()
         with self._sync_lock():
-            return self._sync_locked(full, progress)
+            return self._sync_locked(full, progress, workers)
 
-    def _sync_locked(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+    def _sync_locked(
+        self, full: bool = False, progress: Progress | None = None, workers: int | None = None
+    ) -> SyncReport:
         try:
             with database.type_confusion_as_damage(self.connection):
-                return self._sync_once(full, progress)
+                return self._sync_once(full, progress, workers)
         except database.DAMAGE_ERRORS as error:
-            return self._rebuild_after_damage(error, progress)
+            return self._rebuild_after_damage(error, progress, workers)
 
-    def _sync_once(self, full: bool, progress: Progress | None) -> SyncReport:
+    def _sync_once(
+        self, full: bool, progress: Progress | None, workers: int | None = None
+    ) -> SyncReport:
         from xcsh_store.index.prompts import mirror_history
         from xcsh_store.index.sync import sync_files
 
@@ -246,7 +258,7 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
-            self.connection, self.roots(), full or resync is not None, progress, indexed
+            self.connection, self.roots(), full or resync is not None, progress, indexed, workers
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
         if resync is not None:
@@ -295,14 +307,16 @@ class SessionIndex:
         ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
         return version, self.connection.total_changes()
 
-    def _rebuild_after_damage(self, damage: object, progress: Progress | None) -> SyncReport:
+    def _rebuild_after_damage(
+        self, damage: object, progress: Progress | None, workers: int | None = None
+    ) -> SyncReport:
         from xcsh_store.index.repair import start_afresh
 
         self._files_snapshot = None
         self.connection.close()
         self.connection = start_afresh(self.db_path, damage)
         register_search_functions(self.connection)
-        return self._sync_once(True, progress)
+        return self._sync_once(True, progress, workers)
 
     def _require_writable(self) -> None:
         if self.read_only:
