@@ -7,8 +7,9 @@ process tree (workers included).
 * full sync, N workers: ``SessionIndex.sync(workers=N)`` from an empty index (1: no worker
   processes at all);
 * the writer's ceiling: the chunks of rows the workers would hand over are built first (not
-  timed, written to a file), then the writer alone applies them, loading included: no sync
-  with any number of workers can beat it;
+  timed, written to a file), then the writer alone applies them as in a sync, loading
+  included: no sync with any number of workers can beat it by much (a sync also overlaps the
+  writer's reading of files still being built with its writing);
 * the floor: orjson-parse every line, then insert exactly the rows our sync produced
   (entries, search text, blob refs) with apsw ``executemany`` in transactions of the same size:
   the work a sync in one process cannot avoid;
@@ -45,6 +46,7 @@ from xcsh_store.index.build import Chunk, Emit, read_from_start
 from xcsh_store.index.db import apply_migrations, connect, load_migrations
 from xcsh_store.index.indexer import COMMIT_EVERY_VALUES, FileIndexer, pk_counter
 from xcsh_store.index.scan import SeenFile, SyncReport, scan_root
+from xcsh_store.index.sync import bulk_writing
 
 # --------------------------------------------------------------------------------------------
 # Memory of a process tree
@@ -168,11 +170,12 @@ def apply_chunks(chunks_file: str, db_path: str) -> int:
     apply_migrations(connection, load_migrations())
     indexer = FileIndexer(connection, pk_counter(connection), SyncReport())
     started = time.perf_counter()
-    for seen, stat, chunks in _built(chunks_file):
-        indexer.apply_built(seen, None, stat, chunks)
-        if indexer.batch.full:
-            indexer.batch.commit()
-    indexer.batch.commit()
+    with bulk_writing(connection):
+        for seen, stat, chunks in _built(chunks_file):
+            indexer.apply_built(seen, None, stat, chunks)
+            if indexer.batch.full:
+                indexer.batch.commit()
+        indexer.batch.commit()
     elapsed = time.perf_counter() - started
     connection.close()
     return int(elapsed * 1e6)

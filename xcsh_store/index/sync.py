@@ -140,7 +140,7 @@ def _index_files(
     total = sum(item.size for item, _row in todo)
     done = 0
     try:
-        with _checkpoints_every(indexer.connection, SYNC_CHECKPOINT_PAGES), _few_collections():
+        with bulk_writing(indexer.connection):
             for position, (item, row) in enumerate(todo):
                 if progress is not None:
                     progress(done, total, item.path)
@@ -191,6 +191,14 @@ def _start_workers(
         log.warning("could not start sync workers (%s): reading in this process", error)
         return None, {}
     return pool, {position: worker for worker, share in enumerate(plan) for position in share}
+
+
+@contextlib.contextmanager
+def bulk_writing(connection: apsw.Connection) -> Iterator[None]:
+    """How the writer of a sync runs while it writes rows: fewer checkpoints of the
+    write-ahead log, fewer cycle collections."""
+    with _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES), _few_collections():
+        yield
 
 
 @contextlib.contextmanager
