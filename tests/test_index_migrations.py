@@ -168,6 +168,8 @@ SHIPPED_MIGRATIONS = {
     "0004_skipped_lines": "0a5f95fc1feff2031c132e47c67322a563691adb30ab9158c5a0bdfa1e27f68f",
     "0005_pi_names_and_models": "e3cf089f46b9e8793f1b5ba906b7df59a3e335f800a7170710bfb98816491dba",
     "0006_fts_symbols": "f48a79ab2d8eb57450a4cb9e71a57e46b3b168e840216a9bc4c6aa7df67812d9",
+    "0007_text_once": "e5b78b70ed9421b819a4cff8018f3ece5b342a080d02de9e7c27f2e3868e86c7",
+    "0008_listing_indexes": "f80de2ef106f497a22146b67ea83f8e647f2320d5712abde23fba4eb5835ab7e",
 }
 
 
