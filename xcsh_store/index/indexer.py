@@ -53,12 +53,19 @@ class WriteBatch:
     offset) to keep transactions bounded. A file of one chunk needs no savepoint (its rows are
     all there before the first is written), and takes none: FTS5 writes out its pending terms
     at every savepoint, which made thousands of small segments for it to merge.
+
+    The search rows wait here and go into entries_fts together, just before the commit: applying
+    the chunks of 200 MB of sessions took a fifth less CPU so (2.6-3.3 s against 3.5-3.8 s in
+    turns), the entries' b-trees and FTS5's term hash no longer pushing each other out of the
+    caches.
     """
 
     def __init__(self, connection: apsw.Connection) -> None:
         self.connection = connection
         self.values = 0
         self.bytes = 0
+        # (statement, rows) of search rows not yet written, in key order.
+        self.texts: list[tuple[str, list[tuple[int, str]]]] = []
 
     def begin(self) -> None:
         if self.connection.in_transaction:
@@ -73,19 +80,33 @@ class WriteBatch:
     def full(self) -> bool:
         return self.values >= COMMIT_EVERY_VALUES or self.bytes >= COMMIT_EVERY_BYTES
 
+    def add_texts(self, statement: str, rows: list[tuple[int, str]]) -> None:
+        if rows:
+            self.texts.append((statement, rows))
+
+    def write_texts(self) -> None:
+        """Write the search rows waiting (before anything reads or deletes some of them)."""
+        for statement, rows in self.texts:
+            self.connection.executemany(statement, rows)
+        self.texts = []
+
     def commit(self) -> None:
         if self.connection.in_transaction:
+            self.write_texts()
             self.connection.execute("COMMIT")
         self.values = self.bytes = 0
 
     def rollback(self) -> None:
         """Give up everything since the last commit."""
+        self.texts = []
         if self.connection.in_transaction:
             self.connection.execute("ROLLBACK")
         self.values = self.bytes = 0
 
     def begin_file(self) -> None:
         self.begin()
+        # What waits now is earlier files': undoing this one must not lose it.
+        self.write_texts()
         self.connection.execute("SAVEPOINT file")
 
     def end_file(self) -> None:
@@ -93,6 +114,7 @@ class WriteBatch:
 
     def undo_file(self) -> None:
         """Undo the file's writes since its savepoint (or since the last commit within it)."""
+        self.texts = []  # only the file's own (see begin_file)
         if self.connection.in_transaction:
             self.connection.execute("ROLLBACK TO file")
             self.connection.execute("RELEASE file")
@@ -258,7 +280,7 @@ class FileWrite:
         if rows:
             entry_sql, text_sql, blob_sql = self.statements
             connection.executemany(entry_sql, rows)
-            connection.executemany(text_sql, chunk.texts)
+            self.batch.add_texts(text_sql, chunk.texts)
             connection.executemany(blob_sql, chunk.blobs)
             self.report.entries_added += len(rows)
         self._write_session(chunk)
@@ -338,6 +360,9 @@ class FileWrite:
         return len(replaced) > before
 
     def _delete(self, keys: list[int]) -> None:
+        if not keys:
+            return
+        self.batch.write_texts()  # a row replaced may be one still waiting
         connection = self.connection
         for pk in keys:
             connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
