@@ -1,5 +1,5 @@
-"""The SQL functions every connection of the store has, registered without importing what
-they run: a connection that only lists sessions never pays for search's modules.
+"""The SQL functions every connection of the store has, registered without importing the
+reading of session files: a connection that only lists sessions never pays for it.
 
 * ``entry_text(pk)``: an entry's search text, read from its session file (entries_fts keeps
   none, migration 0007); NULL when the file no longer holds the entry or cannot be read now.
@@ -8,9 +8,9 @@ they run: a connection that only lists sessions never pays for search's modules.
 
 from __future__ import annotations
 
-from typing import Any
-
 import apsw
+
+from xcsh_store.index.ranking import bm25_score
 
 
 def register_search_functions(connection: apsw.Connection) -> None:
@@ -21,10 +21,6 @@ def register_search_functions(connection: apsw.Connection) -> None:
             return None
         return entry_texts(connection, [pk]).get(pk)
 
-    def rank(api: apsw.FTS5ExtensionApi, *arguments: Any) -> float:
-        from xcsh_store.index.ranking import bm25_score
-
-        return bm25_score(api, *arguments)
-
     connection.create_scalar_function("entry_text", entry_text, 1)
-    connection.register_fts5_function("xcsh_rank", rank)
+    # ranking.py needs nothing heavy, and the rank runs for every row a search ranks.
+    connection.register_fts5_function("xcsh_rank", bm25_score)
