@@ -19,7 +19,7 @@ from xcsh_store.format.entries import (
     session_info_name,
     sets_default_model,
 )
-from xcsh_store.format.jsonl import BOM, iter_lines, parse_line
+from xcsh_store.format.jsonl import BOM, iter_lines
 from xcsh_store.format.versions import (
     HEADER_TYPE,
     KNOWN_ENTRY_TYPES,
@@ -29,12 +29,7 @@ from xcsh_store.format.versions import (
     session_version,
     synthetic_ids_for,
 )
-from xcsh_store.index.rows import (
-    SURROGATE_ESCAPE,
-    EntryFacts,
-    blob_refs_in,
-    replace_lone_surrogates,
-)
+from xcsh_store.index.rows import EntryFacts, blob_refs_in, storable_values
 from xcsh_store.index.scan import SkippedLines, sha1_hex
 from xcsh_store.js import stringify
 from xcsh_store.times import iso_millis
@@ -228,12 +223,8 @@ def complete_records(stream: BinaryIO, start: int, tally: ReadTally) -> Iterator
                 orjson.loads(line)
             except orjson.JSONDecodeError:
                 return
-        values = [] if line.isspace() else parse_line(line)
         escaped = b"\\u" in line
-        if escaped and SURROGATE_ESCAPE.search(line):
-            # \ud800-style escapes decode to lone surrogates, which SQLite cannot store.
-            values = [replace_lone_surrogates(value) for value in values]
-        yield offset, line, values, escaped
+        yield offset, line, storable_values(line, escaped), escaped
 
 
 def _read_until_header(records: Iterator[_Record]) -> tuple[list[_Record], dict[str, Any] | None]:

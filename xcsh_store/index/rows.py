@@ -17,6 +17,7 @@ from xcsh_store.format.entries import (
     model_change_model,
     session_info_name,
 )
+from xcsh_store.format.jsonl import parse_line
 from xcsh_store.js import well_formed
 
 # Tool output can be megabytes; its beginning is what people search for.
@@ -39,6 +40,16 @@ NOT_AN_ENTRY = frozenset({"session", "title"})
 
 # A JSON escape of a UTF-16 surrogate; alone (not half of a pair) it decodes to a lone surrogate.
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def storable_values(line: bytes, escaped: bool) -> list[dict[str, Any]]:
+    """The objects on a line as the index derives its rows from them: each string with a lone
+    surrogate (a \\ud800-style escape, which SQLite cannot store) made well formed. ``escaped``
+    is whether the line holds a ``\\u`` at all (the caller has looked already)."""
+    values = [] if line.isspace() else parse_line(line)
+    if escaped and SURROGATE_ESCAPE.search(line):
+        values = [replace_lone_surrogates(value) for value in values]
+    return values
 
 
 def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:

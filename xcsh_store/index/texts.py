@@ -14,8 +14,7 @@ from typing import Any
 import apsw
 
 from xcsh_store.files import open_regular_file
-from xcsh_store.format.jsonl import parse_line
-from xcsh_store.index.rows import SURROGATE_ESCAPE, EntryFacts, replace_lone_surrogates
+from xcsh_store.index.rows import EntryFacts, storable_values
 
 # (pk, entry id, offset, length, part) of one entry row, by the path of its file; the id is
 # None where it cannot be checked against the line.
@@ -82,7 +81,7 @@ def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
                 line = os.pread(stream.fileno(), length, offset)
             except OSError:
                 continue
-            values = parse_line(line) if len(line) == length else []
+            values = storable_values(line, b"\\u" in line) if len(line) == length else []
             if part >= len(values):
                 continue
             value = values[part]
@@ -90,7 +89,5 @@ def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
             # for files without them): a line without an id still is the entry.
             if entry_id is not None and value.get("id", entry_id) != entry_id:
                 continue
-            if b"\\u" in line and SURROGATE_ESCAPE.search(line):
-                value = replace_lone_surrogates(value)
             texts[pk] = EntryFacts(value, False).text
     return texts
