@@ -3,9 +3,11 @@ the CLI reaches the index only through the index package's front, ``xcsh_store.i
 
 The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
 history/ and artifacts/ over format; session/ over format, history and artifacts; index/ over
-session, format and history; cli/ over everything. The top-level ``xcsh_store`` re-exports the
-public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
-counts, also one inside a function or under ``TYPE_CHECKING``.
+session, format and history; watch/ (the live index) over the index; web/ (the local web app)
+over the index and watch; agent_tools/ (the MCP server) over the index; cli/ over everything.
+The top-level ``xcsh_store`` re-exports the public API from the parts below the CLI;
+``python -m xcsh_store`` runs the CLI. Every import counts, also one inside a function or under
+``TYPE_CHECKING``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,14 @@ BELOW = {
     "artifacts": {"leaves", "format"},
     "session": {"leaves", "format", "history", "artifacts"},
     "index": {"leaves", "format", "history", "session"},
+    "watch": {"leaves", "format", "history", "session", "index"},
+    "web": {"leaves", "format", "history", "artifacts", "session", "index", "watch"},
+    "agent_tools": {"leaves", "format", "history", "artifacts", "session", "index"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
-    "cli": {"leaves", "format", "history", "artifacts", "session", "index", "api"},
+    "cli": {
+        *("leaves", "format", "history", "artifacts", "session", "index", "api"),
+        *("watch", "web", "agent_tools"),
+    },
     "main": {"cli"},
 }
 

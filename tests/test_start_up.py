@@ -34,7 +34,13 @@ NOT_FOR_LS = (
     "xcsh_store.cli.maintenance",
     "xcsh_store.cli.chart",
     "xcsh_store.cli.demo_dir",
+    "xcsh_store.cli.live",
+    "xcsh_store.watch",
+    "xcsh_store.web",
+    "xcsh_store.agent_tools",
 )
+# The live verbs' packages: imported by `watch`, `serve` and `mcp` only.
+LIVE_PACKAGES = ("watchfiles", "starlette", "uvicorn", "jinja2", "mcp")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -84,6 +90,19 @@ def test_ls_imports_only_what_it_needs(agent_dir, two_sessions):
     )
     assert "xcsh_store.cli.listing" in loaded and "xcsh_store.index.sessions" in loaded
     assert sorted(set(NOT_FOR_LS) & loaded) == []
+
+
+def test_help_and_ls_import_none_of_the_live_verbs_packages(agent_dir, two_sessions):
+    script = (
+        "import sys\nfrom xcsh_store.cli import cli\n"
+        f"cli(['--agent-dir', {str(agent_dir)!r}, 'ls'], standalone_mode=False)\n"
+        "try:\n    cli(['--help'], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(set(sys.modules) & set({LIVE_PACKAGES!r})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "[]"
 
 
 def test_importing_the_package_imports_no_part_until_a_name_is_used():

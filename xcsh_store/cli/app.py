@@ -66,6 +66,7 @@ VERB_MODULES = {
     "sync": "maintenance",
     "usage": "usage",
     "verify": "maintenance",
+    "watch": "live",
 }
 
 

@@ -1,0 +1,108 @@
+"""The live verbs: ``watch`` (index.db kept current from file events), ``serve`` (the local web
+app) and ``mcp`` (the Model Context Protocol server for agents). Each imports its extra's
+packages only when it runs, and says in one line how to install them when they are missing."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import click
+import orjson
+
+from xcsh_store.cli.app import Settings, cli, echo, json_option, pass_settings
+from xcsh_store.cli.maintenance import require_agent_dir
+from xcsh_store.cli.render import home_relative, local_time
+
+if TYPE_CHECKING:
+    from xcsh_store.watch import AppliedChange
+
+
+def needs(module: str, verb: str, extra: str) -> ModuleType:
+    """``module`` imported, or the one-line message (exit 2) that says how to get it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        missing = (error.name or module).split(".")[0]
+        click.echo(
+            f"xcsh-store {verb} needs {missing}: pip install 'xcsh-store[{extra}]'", err=True
+        )
+        sys.exit(2)
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop``: the work under way ends cleanly, then the verb."""
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number in previous:
+        signal.signal(number, lambda _number, _frame: stop.set())
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+# --------------------------------------------------------------------------------------------
+# watch
+
+
+def describe_change(change: AppliedChange) -> str:
+    """One line for people: the time, what changed, where."""
+    when = local_time(change.at, seconds=True)
+    where = home_relative(change.path) if change.path else ""
+    if change.change == "synced":
+        added = f"{change.entries} entries added"
+        return f"{when}  synced {change.files} files, {added} ({change.reason})"
+    if change.path is None:
+        return f"{when}  {change.change} {change.files} files"
+    entries = "" if change.entries is None else f" ({change.entries} entries)"
+    return f"{when}  {change.change:<8} {where}{entries}"
+
+
+@cli.command("watch")
+@click.option(
+    "--debounce",
+    type=click.IntRange(min=1, max=60_000),
+    default=200,
+    show_default=True,
+    metavar="MS",
+    help="The longest a burst of file events is held before one sync applies it.",
+)
+@json_option
+@pass_settings
+def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
+    """Keep index.db current from file-system events until stopped (Ctrl-C, SIGTERM).
+
+    One sync first, then each burst of events is one incremental sync that reads only the
+    appended bytes. Renamed and moved files, deleted and re-created roots, a deleted index.db
+    and lost events all end in a sync that sees the files as they are. With --json, one line
+    of JSON per change applied.
+
+    \b
+    Examples:
+      xcsh-store watch
+      xcsh-store watch --json | jq -c 'select(.change == "indexed")'
+    """
+    needs("watchfiles", "watch", "web")
+    from xcsh_store.watch import IndexWatcher, WatchOptions
+
+    require_agent_dir(settings)
+
+    def show(change: AppliedChange) -> None:
+        if as_json:
+            sys.stdout.buffer.write(orjson.dumps(change.as_json()) + b"\n")
+            sys.stdout.flush()
+        else:
+            echo(describe_change(change))
+
+    stop = threading.Event()
+    watcher = IndexWatcher(settings.agent_dir, show, WatchOptions(debounce_ms=debounce), stop)
+    with stop_on_signals(stop):
+        watcher.run()
