@@ -59,6 +59,7 @@ VERB_MODULES = {
     "gc": "maintenance",
     "history": "prompts",
     "ls": "listing",
+    "mcp": "live",
     "migrate": "maintenance",
     "search": "sessions",
     "show": "sessions",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
-from xcsh_store.cli.app import Settings, cli, echo, json_option, pass_settings
+from xcsh_store.cli.app import Settings, cli, echo, json_option, open_index, pass_settings
 from xcsh_store.cli.maintenance import require_agent_dir
 from xcsh_store.cli.render import home_relative, local_time
 
@@ -106,3 +106,23 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
     watcher = IndexWatcher(settings.agent_dir, show, WatchOptions(debounce_ms=debounce), stop)
     with stop_on_signals(stop):
         watcher.run()
+
+
+# --------------------------------------------------------------------------------------------
+# mcp
+
+
+@cli.command("mcp")
+@pass_settings
+def mcp_command(settings: Settings) -> None:
+    """Serve the index to agents over stdio (Model Context Protocol), read-only.
+
+    Tools: search_sessions, get_session (active branch or tree, paged), get_context,
+    recall_prompts, usage; JSON results of bounded size. Add it to an agent's MCP config as
+    the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
+    """
+    needs("mcp", "mcp", "mcp")
+    from xcsh_store.agent_tools import serve_stdio
+
+    open_index(settings).close()  # no index yet: say so now, not on the first call
+    serve_stdio(settings.agent_dir)

@@ -72,6 +72,7 @@ __getattr__, __dir__ = lazy_exports(
         "xcsh_store.index.tree": (
             "IndexedEntry",
             "SessionTree",
+            "read_entries",
         ),
         "xcsh_store.index.usage": (
             "USAGE_GROUPS",
@@ -110,6 +111,7 @@ __all__ = [
     "open_query",
     "parse_search_query",
     "project_choices",
+    "read_entries",
     "remove_side_files",
     "search_role",
     "session_choices",

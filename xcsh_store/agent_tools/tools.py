@@ -1,0 +1,192 @@
+"""The questions the MCP server answers, as plain functions over a read-only index: each
+returns a JSON-ready dict whose size is bounded (pages of entries, capped counts, cut text), so
+that no answer floods an agent's context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xcsh_store.index import (
+    USAGE_GROUPS,
+    IndexedSession,
+    SessionIndex,
+    entry_summary,
+    message_summary,
+    read_entries,
+)
+
+# Caps: hits and prompts per answer, entries and messages per page, characters per text.
+MAX_HITS = 50
+MAX_PAGE = 200
+MAX_TEXT = 2000
+
+
+def _bounded(limit: int, cap: int) -> int:
+    return max(1, min(int(limit), cap))
+
+
+def _cut(text: str, chars: int = MAX_TEXT) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def search_sessions(
+    index: SessionIndex,
+    query: str,
+    project: str | None = None,
+    role: str | None = None,
+    model: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    limit: int = 10,
+) -> dict[str, Any]:
+    limit = _bounded(limit, MAX_HITS)
+    hits = index.search(
+        query, project=project, role=role, model=model, since=since, until=until, limit=limit
+    )
+    return {
+        "hits": [
+            {
+                "session": hit.session_id,
+                "path": hit.path,
+                "title": hit.title,
+                "cwd": hit.cwd,
+                "entry_id": hit.entry_id,
+                "role": hit.role,
+                "model": hit.model,
+                "timestamp": hit.timestamp,
+                "snippet": _cut(hit.snippet),
+            }
+            for hit in hits
+        ],
+        "limit": limit,
+    }
+
+
+def _session_fields(index: SessionIndex, session: str) -> tuple[IndexedSession, dict[str, Any]]:
+    info = index.find_session(session)
+    return info, {
+        "session": info.id,
+        "path": info.path,
+        "cwd": info.cwd,
+        "title": info.title,
+        "created": info.created.isoformat(),
+        "modified": info.modified.isoformat(),
+        "entry_count": info.entry_count,
+        "message_count": info.message_count,
+        "leaf_id": info.last_entry_id,
+    }
+
+
+def get_session(
+    index: SessionIndex,
+    session: str,
+    view: str = "branch",
+    leaf_id: str | None = None,
+    offset: int = 0,
+    limit: int = 50,
+) -> dict[str, Any]:
+    """A page of the active branch (root to leaf; ``leaf_id`` picks another leaf) or, with
+    ``view="tree"``, of every entry in file order with its parent and child count."""
+    if view not in ("branch", "tree"):
+        raise ValueError(f"view must be 'branch' or 'tree', not {view!r}")
+    info, fields = _session_fields(index, session)
+    leaf = index.find_entry_id(info, leaf_id) if leaf_id else info.last_entry_id
+    tree = index.tree(info)
+    rows = index.branch(info, leaf) if view == "branch" else list(tree.entries.values())
+    offset, limit = max(0, int(offset)), _bounded(limit, MAX_PAGE)
+    page = rows[offset : offset + limit]
+    on_path = {row.id for row in index.branch(info, leaf)} if view == "tree" else None
+    entries = []
+    for row, value in zip(page, read_entries(info.path, page, None), strict=True):
+        kind, text = entry_summary(value)
+        item = {
+            "id": row.id,
+            "parent_id": row.parent_id,
+            "kind": kind,
+            "timestamp": row.timestamp,
+            "text": text,
+            "children": len(tree.children.get(row.id, [])),
+        }
+        if on_path is not None:
+            item["on_active_branch"] = row.id in on_path
+        entries.append(item)
+    following = offset + len(page)
+    return fields | {
+        "view": view,
+        "leaf_id": leaf,
+        "total": len(rows),
+        "offset": offset,
+        "entries": entries,
+        "next_offset": following if following < len(rows) else None,
+        "branch_points": len(tree.branch_points),
+        "leaves": len(tree.leaves),
+    }
+
+
+def get_context(
+    index: SessionIndex,
+    session: str,
+    leaf_id: str | None = None,
+    offset: int = 0,
+    limit: int = 50,
+) -> dict[str, Any]:
+    """A page of the messages the model saw at a leaf (default: the session's last entry)."""
+    info = index.find_session(session)
+    leaf = index.find_entry_id(info, leaf_id) if leaf_id else None
+    context = index.context(info, leaf)
+    offset, limit = max(0, int(offset)), _bounded(limit, MAX_PAGE)
+    page = context.messages[offset : offset + limit]
+    following = offset + len(page)
+    return {
+        "session": info.id,
+        "leaf_id": leaf or info.last_entry_id,
+        "models": context.models,
+        "thinking_level": context.thinking_level,
+        "mode": context.mode,
+        "total": len(context.messages),
+        "offset": offset,
+        "messages": [
+            dict(zip(("role", "text"), message_summary(message), strict=True)) for message in page
+        ],
+        "next_offset": following if following < len(context.messages) else None,
+    }
+
+
+def recall_prompts(
+    index: SessionIndex, query: str | None = None, limit: int = 20
+) -> dict[str, Any]:
+    """Prompts typed before, newest first (all of them, or those holding every word)."""
+    limit = _bounded(limit, MAX_HITS)
+    hits = index.history_search(query, limit) if query else index.history_recent(limit)
+    return {
+        "prompts": [
+            {
+                "prompt": _cut(hit.prompt),
+                "created_at": hit.created_at,
+                "cwd": hit.cwd,
+                "source": hit.source,
+                "session": hit.session_id,
+                "entry_id": hit.entry_id,
+            }
+            for hit in hits
+        ]
+    }
+
+
+def usage(
+    index: SessionIndex, by: str = "day", since: str | None = None, until: str | None = None
+) -> dict[str, Any]:
+    """Tokens and cost per group (the last MAX_PAGE groups), with the totals of all of them."""
+    if by not in USAGE_GROUPS:
+        raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, not {by!r}")
+    rows = index.usage(by, since, until)
+    columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens", "cost")
+    return {
+        "by": by,
+        "groups": len(rows),
+        "rows": [
+            {"key": row.key} | {column: getattr(row, column) for column in columns}
+            for row in rows[-MAX_PAGE:]
+        ],
+        "totals": {column: sum(getattr(row, column) for row in rows) for column in columns},
+    }
