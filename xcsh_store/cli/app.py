@@ -62,6 +62,7 @@ VERB_MODULES = {
     "mcp": "live",
     "migrate": "maintenance",
     "search": "sessions",
+    "serve": "live",
     "show": "sessions",
     "sql": "sql",
     "sync": "maintenance",

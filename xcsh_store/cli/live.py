@@ -126,3 +126,55 @@ def mcp_command(settings: Settings) -> None:
 
     open_index(settings).close()  # no index yet: say so now, not on the first call
     serve_stdio(settings.agent_dir)
+
+
+# --------------------------------------------------------------------------------------------
+# serve
+
+
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--token",
+    help="Every request must carry it (?token=, a cookie, or Authorization: Bearer); needed"
+    " for any address but 127.0.0.1.",
+)
+@click.option("--watch", "live", is_flag=True, help="Also keep index.db current (as `watch`).")
+@json_option
+@pass_settings
+def serve_command(
+    settings: Settings, host: str, port: int, token: str | None, live: bool, as_json: bool
+) -> None:
+    """A read-only session browser in the web browser, on http://127.0.0.1:8765/.
+
+    Sessions list, search, each session read as its active branch with the branch points
+    marked and the abandoned branches folded, contexts, usage charts. Pages update while
+    `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}.
+
+    \b
+    Examples:
+      xcsh-store serve --watch
+      xcsh-store serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+    """
+    needs("starlette", "serve", "web")
+    needs("uvicorn", "serve", "web")
+    needs("jinja2", "serve", "web")
+    from xcsh_store.web import serve
+
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        raise click.UsageError(f"--host {host} needs --token: anyone who can reach it would read")
+    if live:
+        needs("watchfiles", "serve --watch", "web")
+        require_agent_dir(settings)
+    else:
+        open_index(settings).close()  # no index yet: say so now
+
+    def ready(url: str) -> None:
+        if as_json:
+            sys.stdout.buffer.write(orjson.dumps({"url": url}) + b"\n")
+            sys.stdout.flush()
+        else:
+            echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+
+    serve(settings.agent_dir, host, port, token, live, on_ready=ready)
