@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import os
+from urllib.parse import urlencode
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
@@ -30,6 +31,7 @@ from xcsh_store.artifacts.urls import InternalUrlError, read_internal_url
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import (
     SEARCH_ROLES,
+    IndexedSession,
     SessionIndex,
     model_choices,
     project_choices,
@@ -123,12 +125,26 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
         lstrip_blocks=True,
     )
 
+    def url(route: str, path: str, **parameters: Any) -> str:
+        """A link to a page of the session file at ``path`` (a path selects exactly one file,
+        where an id may name copies of a session)."""
+        given = {key: value for key, value in parameters.items() if value is not None}
+        return f"{route}?{urlencode({'path': path, **given})}"
+
+    templates.globals["url"] = url
+
     def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
         html = templates.get_template(name).render(request=request, **context)
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     def open_index() -> SessionIndex:
         return SessionIndex.open(agent_dir, read_only=True)
+
+    def chosen_session(index: SessionIndex, request: Request) -> IndexedSession:
+        """The session a page is about: ``?path=`` (as the app links), or an id prefix in
+        ``/session/<prefix>`` (as people type)."""
+        key = request.query_params.get("path") or request.path_params.get("session", "")
+        return index.find_session(key)
 
     def integer(request: Request, name: str, default: int) -> int:
         text = request.query_params.get(name, "")
@@ -185,7 +201,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
     async def session(request: Request) -> Response:
         query = request.query_params
         with open_index() as index:
-            info = index.find_session(request.path_params["session"])
+            info = chosen_session(index, request)
             start = query.get("start")
             page = pages.session_page(
                 index,
@@ -198,7 +214,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
 
     async def context(request: Request) -> Response:
         with open_index() as index:
-            info = index.find_session(request.path_params["session"])
+            info = chosen_session(index, request)
             page = pages.context_page(
                 index, info, request.query_params.get("leaf") or None, integer(request, "start", 0)
             )
@@ -236,7 +252,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
     async def resource(request: Request) -> Response:
         """An artifact:// or agent:// URL of a session, as plain text."""
         with open_index() as index:
-            info = index.find_session(request.path_params["session"])
+            info = chosen_session(index, request)
         try:
             text = read_internal_url(
                 request.query_params.get("url", ""), artifacts_dir_for(info.path)
@@ -270,9 +286,10 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
         routes=[
             Route("/", sessions_list),
             Route("/search", search),
+            Route("/session", session),
             Route("/session/{session}", session),
-            Route("/session/{session}/context", context),
-            Route("/session/{session}/resource", resource),
+            Route("/context", context),
+            Route("/resource", resource),
             Route("/usage", usage),
             Route("/blob/{hash:str}", blob),
             Route("/live", live),

@@ -1,0 +1,202 @@
+"""The web app of ``xcsh-store serve`` through Starlette's test client, over real session files
+and a real index: what each page shows, that session content never becomes markup, the token,
+and that a session of 50,000 entries is shown a window at a time."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from session_builder import append, header, message, sessions_dir, write_session
+
+from xcsh_store.artifacts.store import ArtifactManager
+from xcsh_store.format.blobs import BlobStore
+from xcsh_store.index import SessionIndex
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+from starlette.testclient import TestClient  # noqa: E402
+
+from xcsh_store.web import CONTENT_SECURITY_POLICY, create_app  # noqa: E402
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+HOSTILE = '<script>alert("pwned")</script><img src=x onerror="alert(1)">'
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(2)"><script>alert(3)</script></svg>'
+
+
+def entry(entry_id: str, parent: str | None, **fields: Any) -> dict[str, Any]:
+    return {"id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:09.000Z"} | fields
+
+
+@pytest.fixture
+def branched(agent_dir: Path) -> Path:
+    """u1 -> a1 -> (u2 abandoned -> a2) | (u3 -> c1 compaction -> a3 leaf), a label on a1, an
+    image from the blob store and an artifact link."""
+    path = sessions_dir(agent_dir) / "branched.jsonl"
+    ref = BlobStore(str(agent_dir / "blobs")).put(PNG).ref
+    artifact = ArtifactManager(str(path)).save("artifact body text", "bash")
+    image = message("a3", "c1", "assistant", f"the answer, see artifact://{artifact}")
+    image["message"]["content"].append({"type": "image", "data": ref, "mimeType": "image/png"})
+    write_session(
+        path,
+        [
+            header("sess-branched", title="Flux capacitor"),
+            message("u1", None, "user", "how do I configure the flux capacitor"),
+            message("a1", "u1", "assistant", "set gigawatts to 1.21"),
+            message("u2", "a1", "user", "abandoned idea about plutonium"),
+            message("a2", "u2", "assistant", "plutonium is hard to get"),
+            message("u3", "a1", "user", "what about lightning"),
+            entry("c1", "u3", type="compaction", summary="we chose lightning", firstKeptEntryId="u3",
+                  tokensBefore=1234),  # fmt: skip
+            image,
+            entry("l1", "a3", type="label", targetId="a1", label="decision"),
+        ],
+    )
+    index_all(agent_dir)
+    return path
+
+
+def index_all(agent_dir: Path) -> None:
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+
+
+@pytest.fixture
+def client(agent_dir: Path) -> TestClient:
+    return TestClient(create_app(str(agent_dir)))
+
+
+def entry_ids(html: str, folded: bool = False) -> list[str]:
+    """The ids of the entries shown on the branch (or, ``folded``, in folded branches)."""
+    found = re.findall(r'<article class="entry ([^"]*)" id="entry-([^"]+)"', html)
+    return [entry_id for classes, entry_id in found if ("folded-entry" in classes) == folded]
+
+
+def test_the_session_page_shows_the_active_branch_and_folds_the_abandoned_one(client, branched):
+    html = client.get("/session/sess-branched").text
+    assert entry_ids(html) == ["u1", "a1", "u3", "c1", "a3", "l1"]
+    assert "Branch point: 2 branches continue here; 1 folded." in html
+    assert entry_ids(html, folded=True) == ["u2", "a2"]
+    assert re.search(r'class="switch-leaf" href="/session\?path=[^"]+&amp;leaf=a2"', html)
+    assert '<span class="label">decision</span>' in html
+    assert "we chose lightning" in html  # the compaction's summary
+
+
+def test_switching_the_leaf_shows_the_other_branch(client, branched):
+    html = client.get("/session/sess-branched?leaf=a2").text
+    assert entry_ids(html) == ["u1", "a1", "u2", "a2"]
+
+
+def test_a_search_hit_links_to_its_entry_on_its_branch(client, branched):
+    html = client.get("/search?q=plutonium").text
+    links = re.findall(r'class="hit-link" href="([^"]+)"', html)
+    assert len(links) == 2 and all(link.endswith(("#entry-u2", "#entry-a2")) for link in links)
+    assert "<mark>plutonium</mark>" in html
+    target = client.get(links[0].replace("&amp;", "&").split("#")[0]).text
+    assert entry_ids(target) == ["u1", "a1", "u2", "a2"]
+
+
+def test_images_come_from_the_blob_store_and_artifact_links_resolve(client, branched):
+    html = client.get("/session/sess-branched").text
+    image = re.search(r'<img class="image" src="([^"]+)"', html).group(1).replace("&amp;", "&")
+    assert client.get(image).content == PNG
+    assert client.get(image.replace("image/png", "image/svg%2Bxml")).status_code == 404
+    link = re.search(r'class="resource" href="([^"]+)"', html).group(1).replace("&amp;", "&")
+    assert client.get(link).text == "artifact body text"
+
+
+def test_the_context_view_shows_what_the_model_saw(client, branched):
+    page = client.get("/session/sess-branched").text
+    # The folded branch's entries link to their contexts too.
+    link = re.search(r'class="context-link" href="([^"]+leaf=a2)"', page).group(1)
+    html = client.get(link.replace("&amp;", "&")).text
+    assert "plutonium is hard to get" in html and "lightning" not in html
+
+
+def test_the_list_filters_sorts_and_pages(agent_dir, client):
+    for number in range(60):
+        folder = "--alpha--" if number % 2 else "--beta--"
+        write_session(
+            agent_dir / "sessions" / folder / f"s{number:02d}.jsonl",
+            [header(f"s{number:02d}", title=f"title {number:02d}"),
+             message("u1", None, "user", "hi")],
+        )  # fmt: skip
+    index_all(agent_dir)
+    titles = re.findall(r'class="session-link" href="[^"]+">([^<]+)<', client.get("/").text)
+    assert len(titles) == 50
+    second = client.get("/?page=2").text
+    assert len(re.findall('class="session-link"', second)) == 10 and "page 2 of 2" in second
+    ordered = client.get("/?sort=title&dir=asc&project=--alpha--").text
+    titles = re.findall(r'class="session-link" href="[^"]+">([^<]+)<', ordered)
+    assert titles == [f"title {number:02d}" for number in range(1, 60, 2)]
+
+
+def test_usage_draws_svg_charts_and_the_totals(client, branched):
+    html = client.get("/usage?by=month").text
+    assert html.count("<svg ") == 3 and html.count("<rect ") == 3  # one month, model, project
+    assert "<th>total</th>" in html and "$0.90" in html  # three assistant messages of $0.30
+
+
+def test_hostile_session_content_never_becomes_markup(agent_dir, client):
+    path = write_session(
+        sessions_dir(agent_dir) / "hostile.jsonl",
+        [
+            header("sess-hostile", title=HOSTILE),
+            message("u1", None, "user", f"{HOSTILE} [click](javascript:alert(4)) {SVG}"),
+            {**message("a1", "u1", "assistant", "image"), "message": {"role": "assistant",
+             "content": [{"type": "image", "mimeType": "image/svg+xml",
+                          "data": base64.b64encode(SVG.encode()).decode()}]}},
+            entry("l1", "a1", type="label", targetId="u1", label=HOSTILE),
+        ],
+    )  # fmt: skip
+    index_all(agent_dir)
+    for url in ("/", "/session/sess-hostile", "/search?q=pwned", "/context?path=" + str(path)):
+        response = client.get(url)
+        assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        html = response.text
+        assert "<script>" not in html and "<svg" not in html, url
+        assert "onerror=" not in html.replace("onerror=&#34;", ""), url
+        assert 'href="javascript:' not in html and "data:image/svg" not in html, url
+    assert "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;" in client.get("/").text
+    assert "'unsafe-inline'" not in CONTENT_SECURITY_POLICY
+
+
+def test_a_session_of_50000_entries_is_shown_a_window_at_a_time(agent_dir, client):
+    path = write_session(sessions_dir(agent_dir) / "long.jsonl", [header("sess-long")])
+    lines, parent = [], None
+    for number in range(50_000):
+        lines.append(message(f"e{number:05d}", parent, "user", f"line {number}"))
+        parent = f"e{number:05d}"
+    append(path, *lines)
+    index_all(agent_dir)
+    last = client.get("/session/sess-long").text
+    assert "of 50,000 on this branch" in last
+    assert entry_ids(last) == [f"e{number:05d}" for number in range(49_800, 50_000)]
+    hit = client.get("/session/sess-long?entry=e01234").text
+    assert entry_ids(hit)[0] == "e01200" and len(entry_ids(hit)) == 200
+
+
+def test_with_a_token_every_request_needs_it(agent_dir, branched):
+    client = TestClient(create_app(str(agent_dir), token="s3cret"), follow_redirects=False)
+    assert client.get("/").status_code == 401
+    assert client.get("/static/app.css").status_code == 401
+    assert client.get("/", headers={"authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/", headers={"authorization": "Bearer s3cret"}).status_code == 200
+    first = client.get("/session/sess-branched?token=s3cret")
+    assert first.status_code == 303 and "token" not in first.headers["location"]
+    assert client.get("/session/sess-branched").status_code == 200  # the cookie it set
+
+
+def test_serve_refuses_a_public_address_without_a_token(agent_dir, branched):
+    result = subprocess.run(
+        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent_dir), "serve",
+         "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and "--token" in result.stderr
