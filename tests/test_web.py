@@ -20,9 +20,9 @@ from xcsh_store.index import SessionIndex
 
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from xcsh_store.web import CONTENT_SECURITY_POLICY, create_app  # noqa: E402
+from xcsh_store.web import CONTENT_SECURITY_POLICY, create_app
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -42,6 +42,9 @@ def branched(agent_dir: Path) -> Path:
     path = sessions_dir(agent_dir) / "branched.jsonl"
     ref = BlobStore(str(agent_dir / "blobs")).put(PNG).ref
     artifact = ArtifactManager(str(path)).save("artifact body text", "bash")
+    compaction = entry(
+        "c1", "u3", type="compaction", summary="we chose lightning", firstKeptEntryId="u3"
+    )
     image = message("a3", "c1", "assistant", f"the answer, see artifact://{artifact}")
     image["message"]["content"].append({"type": "image", "data": ref, "mimeType": "image/png"})
     write_session(
@@ -53,8 +56,7 @@ def branched(agent_dir: Path) -> Path:
             message("u2", "a1", "user", "abandoned idea about plutonium"),
             message("a2", "u2", "assistant", "plutonium is hard to get"),
             message("u3", "a1", "user", "what about lightning"),
-            entry("c1", "u3", type="compaction", summary="we chose lightning", firstKeptEntryId="u3",
-                  tokensBefore=1234),  # fmt: skip
+            compaction,
             image,
             entry("l1", "a3", type="label", targetId="a1", label="decision"),
         ],

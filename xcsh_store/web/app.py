@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import os
-from urllib.parse import urlencode
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
 from starlette.applications import Starlette
