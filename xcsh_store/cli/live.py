@@ -177,4 +177,7 @@ def serve_command(
         else:
             echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
 
-    serve(settings.agent_dir, host, port, token, live, on_ready=ready)
+    # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
+    # found: these, so that a stop asked for is a clean exit (0), not a death by signal.
+    with stop_on_signals(threading.Event()):
+        serve(settings.agent_dir, host, port, token, live, on_ready=ready)

@@ -101,12 +101,16 @@ class Security:
 
 
 def index_version(db_path: str) -> tuple[int, ...]:
-    """Changes whenever a sync commits: the sizes and times of index.db and its log."""
+    """Changes when a sync commits (the log grows, or is copied into index.db), not when a
+    reader opens or closes the database (which makes or removes an empty log)."""
     version: list[int] = []
     for path in (db_path, db_path + "-wal"):
         try:
             stat = os.stat(path)
         except FileNotFoundError:
+            version += [0, 0, 0]
+            continue
+        if stat.st_size == 0:
             version += [0, 0, 0]
             continue
         version += [stat.st_ino, stat.st_size, stat.st_mtime_ns]

@@ -36,6 +36,8 @@ def serve(
         log_level="warning",
         access_log=False,
         server_header=False,
+        # Open live streams end with the server instead of holding its exit.
+        timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
     stop = threading.Event()

@@ -8,6 +8,8 @@
   const status = document.getElementById("live-status");
   let pending = null;
   const events = new EventSource(source);
+  // A page left behind must not keep its stream (the browser allows few per server).
+  window.addEventListener("pagehide", function () { events.close(); });
   events.addEventListener("index", function () {
     if (status) status.hidden = false;
     // A burst of syncs is one reload; an open folded branch or a typed query is not lost.

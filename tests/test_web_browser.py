@@ -1,0 +1,227 @@
+"""The web app in a real headless Chromium (Debian's chromium and chromedriver, driven by
+Selenium), against ``xcsh-store serve --watch`` run as a process: the sessions list, search,
+opening a hit, a folded branch expanded, the leaf switched, a context, the usage charts, a live
+update, and a hostile session that runs nothing. Each step takes a screenshot (into the test's
+temp dir) that must not be blank.
+
+One browser for the module. Without chromium the tests skip with the reason, except under CI
+(CI=true), where a missing browser is a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from session_builder import append, header, message, sessions_dir, write_session
+
+from xcsh_store.index import SessionIndex
+
+webdriver = pytest.importorskip("selenium.webdriver")
+httpx = pytest.importorskip("httpx")
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+DEADLINE = 60.0
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+HOSTILE = (
+    '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    '<a href="javascript:window.pwned = 3">click</a>'
+    '<svg onload="window.pwned = 4"><script>window.pwned = 5</script></svg>'
+)
+
+
+def _browser_missing() -> str | None:
+    for program in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(program, os.X_OK):
+            return f"{program} not found: apt-get install chromium chromium-driver"
+    return None
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    agent_dir = tmp_path_factory.mktemp("browser") / "agent"
+    folder = sessions_dir(agent_dir)
+    write_session(
+        folder / "branched.jsonl",
+        [
+            header("sess-branched", title="Flux capacitor"),
+            message("u1", None, "user", "how do I configure the flux capacitor"),
+            message("a1", "u1", "assistant", "set gigawatts to 1.21"),
+            message("u2", "a1", "user", "abandoned idea about plutonium"),
+            message("a2", "u2", "assistant", "plutonium is hard to get"),
+            message("u3", "a1", "user", "what about lightning"),
+            message("a3", "u3", "assistant", "the clock tower at 10:04"),
+        ],
+    )
+    write_session(
+        folder / "hostile.jsonl",
+        [header("sess-hostile", title=HOSTILE), message("u1", None, "user", HOSTILE)],
+    )
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    return agent_dir
+
+
+@pytest.fixture(scope="module")
+def server(agent: Path) -> Iterator[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent), "serve", "--watch",
+         "--port", str(port), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    url = json.loads(process.stdout.readline())["url"]
+    end = time.monotonic() + DEADLINE
+    while True:
+        try:
+            httpx.get(url, timeout=5)
+            break
+        except httpx.TransportError:
+            assert process.poll() is None and time.monotonic() < end, process.stderr.read()
+            time.sleep(0.1)
+    yield url.rstrip("/")
+    process.terminate()
+    assert process.wait(timeout=DEADLINE) == 0
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    missing = _browser_missing()
+    if missing is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs the browser: {missing}")
+        pytest.skip(missing)
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(DEADLINE)
+    yield driver
+    driver.quit()
+
+
+def distinct_bytes(png: bytes) -> int:
+    """How many different byte values the decoded image data holds (a blank page: 2 or 3)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, data = 8, b""
+    while offset < len(png):
+        length, kind = struct.unpack(">I4s", png[offset : offset + 8])
+        if kind == b"IDAT":
+            data += png[offset + 8 : offset + 8 + length]
+        offset += 12 + length
+    return len(set(zlib.decompress(data)))
+
+
+@pytest.fixture
+def shot(browser: Any, tmp_path: Path) -> Callable[[str], None]:
+    def take(name: str) -> None:
+        path = tmp_path / f"{name}.png"
+        assert browser.save_screenshot(str(path))
+        assert distinct_bytes(path.read_bytes()) > 16, f"{name}: the screenshot is blank"
+
+    return take
+
+
+def wait_until(check: Callable[[], bool]) -> None:
+    end = time.monotonic() + DEADLINE
+    while not check():
+        assert time.monotonic() < end, "gave up waiting"
+        time.sleep(0.1)
+
+
+def shown_entries(browser: Any) -> list[str]:
+    return [
+        element.get_attribute("id")
+        for element in browser.find_elements(By.CSS_SELECTOR, "article.entry:not(.folded-entry)")
+    ]
+
+
+def test_list_search_and_open_a_hit(browser, server, shot):
+    browser.get(server + "/")
+    assert "Flux capacitor" in browser.find_element(By.TAG_NAME, "main").text
+    shot("list")
+    box = browser.find_element(By.CSS_SELECTOR, "form.quick input[name=q]")
+    box.send_keys("plutonium\n")
+    wait_until(lambda: "/search" in browser.current_url)
+    hits = browser.find_elements(By.CSS_SELECTOR, "li.hit")
+    assert len(hits) == 2 and browser.find_elements(By.CSS_SELECTOR, ".snippet mark")
+    shot("search")
+    hits[0].find_element(By.CSS_SELECTOR, "a.hit-link").click()
+    wait_until(lambda: "#entry-" in browser.current_url)
+    target = browser.current_url.split("#")[1]
+    assert browser.find_element(By.ID, target).is_displayed()
+    # The hit lies on an abandoned branch: the page shows that branch.
+    assert shown_entries(browser) == ["entry-u1", "entry-a1", "entry-u2", "entry-a2"]
+    shot("hit")
+
+
+def test_expand_a_folded_branch_switch_the_leaf_and_view_the_context(browser, server, shot):
+    browser.get(server + "/session/sess-branched")
+    assert shown_entries(browser) == ["entry-u1", "entry-a1", "entry-u3", "entry-a3"]
+    folded = browser.find_element(By.CSS_SELECTOR, "details.folded")
+    hidden = folded.find_element(By.CSS_SELECTOR, "article.folded-entry")
+    assert not hidden.is_displayed()
+    folded.find_element(By.TAG_NAME, "summary").click()
+    wait_until(hidden.is_displayed)
+    assert "abandoned idea about plutonium" in hidden.text
+    shot("expanded")
+    folded.find_element(By.CSS_SELECTOR, "a.switch-leaf").click()
+    wait_until(lambda: "leaf=a2" in browser.current_url)
+    assert shown_entries(browser) == ["entry-u1", "entry-a1", "entry-u2", "entry-a2"]
+    shot("switched")
+    browser.find_element(By.CSS_SELECTOR, "p.muted a.context-link").click()
+    wait_until(lambda: "/context" in browser.current_url)
+    messages = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "li.message pre")]
+    assert messages[-1] == "plutonium is hard to get" and len(messages) == 4
+    shot("context")
+
+
+def test_the_usage_charts(browser, server, shot):
+    browser.get(server + "/usage")
+    bars = browser.find_elements(By.CSS_SELECTOR, "figure.chart svg rect")
+    assert len(bars) == 3 and all(bar.size["height"] > 0 for bar in bars)
+    assert "total" in browser.find_element(By.CSS_SELECTOR, "table.totals tfoot").text
+    shot("usage")
+
+
+def test_a_hostile_session_runs_nothing(browser, server, shot):
+    for path in ("/", "/session/sess-hostile", "/search?q=pwned"):
+        browser.get(server + path)
+        for link in browser.find_elements(By.CSS_SELECTOR, "main a"):
+            assert not (link.get_attribute("href") or "").startswith("javascript:")
+        assert browser.execute_script("return window.pwned === undefined")
+        with pytest.raises(NoAlertPresentException):
+            _ = browser.switch_to.alert.text
+        markup = "main script, main svg, main [onerror], main [onload]"
+        assert browser.execute_script(f"return document.querySelectorAll('{markup}').length") == 0
+    assert "window.pwned = 1" in browser.find_element(By.TAG_NAME, "main").text  # shown as text
+    shot("hostile")
+
+
+def test_an_open_page_updates_when_the_session_grows(browser, server, agent, shot):
+    browser.get(server + "/session/sess-branched")
+    append(
+        agent / "sessions" / "--work-demo--" / "branched.jsonl",
+        message("u4", "a3", "user", "great scott, a new message"),
+    )
+    wait_until(lambda: "great scott" in browser.find_element(By.TAG_NAME, "main").text)
+    assert shown_entries(browser)[-1] == "entry-u4"
+    shot("live")
