@@ -131,17 +131,19 @@ class IndexWatcher:
                     paths = self._relevant({path for _change, path in batch})
                     if paths:
                         self._apply(paths)
-                if self._watched_paths() != watched:
+                if self._watched_paths(refresh=batch != "timeout") != watched:
                     return "a root appeared or vanished"
         return reason
 
     # -- what is watched --------------------------------------------------------------------
 
-    def _watched_paths(self) -> list[str]:
+    def _watched_paths(self, refresh: bool = True) -> list[str]:
         """The agent dir (sessions/, history.db, index.db) and the extra roots outside it,
-        those that exist now."""
+        those that exist now. ``refresh``: ask the index for its roots (a query); else the
+        roots known from the last time (a stat each: an idle watcher reads nothing)."""
         assert self._index is not None
-        self.roots = self._index.roots()
+        if refresh or not self.roots:
+            self.roots = self._index.roots()
         outside = [root for root in self.roots if not _is_under(root, self.agent_dir)]
         return [path for path in (self.agent_dir, *outside) if os.path.isdir(path)]
 

@@ -144,6 +144,18 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
     def open_index() -> SessionIndex:
         return SessionIndex.open(agent_dir, read_only=True)
 
+    # The filters' choices (projects, models: a scan of the entries' model index), kept until
+    # a sync commits.
+    choices: dict[str, Any] = {}
+
+    def filter_choices(index: SessionIndex) -> tuple[list[str], list[str]]:
+        version = index_version(db_path)
+        if choices.get("version") != version:
+            choices["version"] = version
+            choices["projects"] = [choice.value for choice in project_choices(index, "")]
+            choices["models"] = [choice.value for choice in model_choices(index, "")]
+        return choices["projects"], choices["models"]
+
     def chosen_session(index: SessionIndex, request: Request) -> IndexedSession:
         """The session a page is about: ``?path=`` (as the app links), or an id prefix in
         ``/session/<prefix>`` (as people type)."""
@@ -168,7 +180,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
                 descending=query.get("dir", "desc") != "asc",
                 page=integer(request, "page", 1),
             )
-            projects = [choice.value for choice in project_choices(index, "")]
+            projects, _models = filter_choices(index)
             return render(
                 request, "sessions.html", listing=listing, projects=projects, sort=sort,
                 query=query,
@@ -194,8 +206,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
                     )
                 except (XcshStoreError, ValueError) as problem:
                     error = str(problem)
-            projects = [choice.value for choice in project_choices(index, "")]
-            models = [choice.value for choice in model_choices(index, "")]
+            projects, models = filter_choices(index)
             return render(
                 request, "search.html", q=text, hits=hits, error=error, query=query,
                 projects=projects, models=models, roles=sorted(SEARCH_ROLES),

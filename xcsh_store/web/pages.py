@@ -62,16 +62,29 @@ def sessions_page(
     descending: bool = True,
     page: int = 1,
 ) -> SessionsPage:
-    """The sessions ``ls`` lists (project, cwd), modified since ``since``, sorted, one page."""
+    """The sessions ``ls`` lists (project, cwd), modified since ``since``, sorted, one page.
+
+    The page's sessions come from a listing of the sessions up to that page, in an order the
+    index keeps (newest, created, title): their other fields (path, project, created) are then
+    read for those sessions only, not for all of them.
+    """
     listed = index.list_sessions(cwd=cwd, project=project)
     if since is not None:
         listed = [session for session in listed if session.modified >= since]
-    if sort != "modified" or not descending:  # the index lists newest first already
-        listed.sort(key=SESSION_SORTS[sort], reverse=descending)
     pages = max(1, -(-len(listed) // SESSIONS_PAGE))
     page = min(max(page, 1), pages)
     start = (page - 1) * SESSIONS_PAGE
-    return SessionsPage(listed[start : start + SESSIONS_PAGE], len(listed), page, pages)
+    # Newest first, those modified since are a prefix of the index's own order.
+    kept_order = (sort, descending) in (("modified", True), ("created", True), ("title", False))
+    if kept_order and (since is None or sort == "modified"):
+        upto = index.list_sessions(
+            cwd=cwd, project=project, limit=start + SESSIONS_PAGE, order=sort
+        )
+        shown = [session for session in upto[start:] if since is None or session.modified >= since]
+    else:
+        listed.sort(key=SESSION_SORTS[sort], reverse=descending)
+        shown = listed[start : start + SESSIONS_PAGE]
+    return SessionsPage(shown, len(listed), page, pages)
 
 
 def since_of(age: str) -> datetime | None:
