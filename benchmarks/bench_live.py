@@ -97,12 +97,12 @@ def rss_of(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def appended_line(parent: str, number: int, word: str) -> bytes:
+def appended_line(entry_id: str, parent: str, word: str) -> bytes:
     return (
         json.dumps(
             {
                 "type": "message",
-                "id": f"fresh{number:05d}",
+                "id": entry_id,
                 "parentId": parent,
                 "timestamp": "2026-12-01T12:00:00.000Z",
                 "message": {"role": "user", "content": [{"type": "text", "text": word}]},
@@ -121,18 +121,19 @@ def session_to_grow(agent_dir: str) -> tuple[str, str]:
 def freshness(agent_dir: str, appends: int) -> tuple[list[float], list[float]]:
     """(watch latencies, baseline latencies) in seconds, one per append."""
     path, parent = session_to_grow(agent_dir)
-    run = random.Random(19).randrange(10**6)
+    # New words and ids on every run: a copy benchmarked before holds those of earlier runs.
+    run = os.urandom(4).hex()
     # Baseline first, with no watcher: append, then one incremental sync in this process.
     baseline = []
     with SessionIndex.open(agent_dir) as writer:
         for number in range(20):
-            word = f"basefresh{run}x{number}"
+            word, entry_id = f"basefresh{run}x{number}", f"b{run}x{number}"
             started = time.perf_counter()
             with open(path, "ab") as handle:
-                handle.write(appended_line(parent, 90_000 + number, word))
+                handle.write(appended_line(entry_id, parent, word))
             writer.sync(workers=1)
             baseline.append(time.perf_counter() - started)
-            parent = f"fresh{90_000 + number:05d}"
+            parent = entry_id
             time.sleep(0.05)
     watcher = Watcher(agent_dir)
     appended: dict[str, float] = {}
@@ -142,11 +143,11 @@ def freshness(agent_dir: str, appends: int) -> tuple[list[float], list[float]]:
     def write() -> None:
         nonlocal parent
         for number in range(appends):
-            word = f"watchfresh{run}x{number}"
+            word, entry_id = f"watchfresh{run}x{number}", f"w{run}x{number}"
             with open(path, "ab") as handle:
-                handle.write(appended_line(parent, number, word))
+                handle.write(appended_line(entry_id, parent, word))
             appended[word] = time.perf_counter()
-            parent = f"fresh{number:05d}"
+            parent = entry_id
             time.sleep(0.05)
         done.set()
 

@@ -169,3 +169,16 @@ def random_tree_session(
         ids.append(entry_id)
         leaf = entry_id
     return write_session(path, records)
+
+
+def flux_records() -> list[dict[str, Any]]:
+    """A session that branches at a1: u1 -> a1 -> (u2 -> a2) | u3; the u3 branch is the one to
+    continue (and so the active one)."""
+    return [
+        header("sess-branched", title="Flux capacitor"),
+        message("u1", None, "user", "how do I configure the flux capacitor"),
+        message("a1", "u1", "assistant", "set gigawatts to 1.21"),
+        message("u2", "a1", "user", "abandoned idea about plutonium"),
+        message("a2", "u2", "assistant", "plutonium is hard to get"),
+        message("u3", "a1", "user", "what about lightning"),
+    ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from session_builder import append, header, message, sessions_dir, write_session
+from session_builder import append, flux_records, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex
 
@@ -21,18 +21,11 @@ TOOLS = {"search_sessions", "get_session", "get_context", "recall_prompts", "usa
 
 @pytest.fixture
 def branched(agent_dir: Path) -> Path:
-    """A session with an abandoned branch (a1 -> u2) and the active one (a1 -> u3 -> a3), plus
-    130 more messages on the active branch for paging."""
+    """The flux session (abandoned branch u2 -> a2, active u3 -> a3) with 130 more messages on
+    the active branch for paging."""
     path = write_session(
         sessions_dir(agent_dir) / "branched.jsonl",
-        [
-            header("sess-branched"),
-            message("u1", None, "user", "how do I configure the flux capacitor"),
-            message("a1", "u1", "assistant", "set gigawatts to 1.21"),
-            message("u2", "a1", "user", "abandoned idea about plutonium"),
-            message("u3", "a1", "user", "what about lightning"),
-            message("a3", "u3", "assistant", "the clock tower at 10:04"),
-        ],
+        [*flux_records(), message("a3", "u3", "assistant", "the clock tower at 10:04")],
     )
     parent = "a3"
     for number in range(130):
@@ -76,7 +69,7 @@ def test_every_tool_answers_through_the_sdk_client(agent_dir, branched):
     tools, results = call_tools(
         agent_dir,
         [
-            ("search_sessions", {"query": "capacitor"}),
+            ("search_sessions", {"query": "configure"}),
             ("get_session", {"session": "sess-branched", "limit": 4}),
             ("get_session", {"session": "sess-branched", "view": "tree", "offset": 0, "limit": 5}),
             ("get_context", {"session": "sess-branched", "leaf_id": "u2"}),
@@ -89,18 +82,13 @@ def test_every_tool_answers_through_the_sdk_client(agent_dir, branched):
     assert [(hit["session"], hit["entry_id"]) for hit in search["hits"]] == [
         ("sess-branched", "u1")
     ]
-    assert "capacitor" in search["hits"][0]["snippet"]
+    assert "configure" in search["hits"][0]["snippet"]
     # The active branch skips the abandoned u2; a page of 4, then the next offset.
     assert [entry["id"] for entry in branch["entries"]] == ["u1", "a1", "u3", "a3"]
     assert (branch["total"], branch["next_offset"]) == (134, 4)
-    assert [entry["id"] for entry in tree["entries"]] == ["u1", "a1", "u2", "u3", "a3"]
-    assert [entry["on_active_branch"] for entry in tree["entries"]] == [
-        True,
-        True,
-        False,
-        True,
-        True,
-    ]
+    assert [entry["id"] for entry in tree["entries"]] == ["u1", "a1", "u2", "a2", "u3"]
+    on_branch = [entry["on_active_branch"] for entry in tree["entries"]]
+    assert on_branch == [True, True, False, False, True]
     assert tree["entries"][1]["children"] == 2
     assert [message["text"] for message in context["messages"]] == [
         "how do I configure the flux capacitor",
@@ -108,7 +96,7 @@ def test_every_tool_answers_through_the_sdk_client(agent_dir, branched):
         "abandoned idea about plutonium",
     ]
     assert [prompt["prompt"] for prompt in prompts["prompts"]] == ["what about lightning"]
-    assert usage["totals"]["output_tokens"] == 10  # two assistant messages of 5
+    assert usage["totals"]["output_tokens"] == 15  # three assistant messages of 5
 
 
 def test_pages_are_bounded(agent_dir, branched):

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_builder import append, header, message, sessions_dir, write_session
+from session_builder import append, flux_records, header, message, sessions_dir, write_session
 
 from xcsh_store.artifacts.store import ArtifactManager
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 
 pytest.importorskip("starlette")
-pytest.importorskip("httpx")
 from starlette.testclient import TestClient
 
 from xcsh_store.web import CONTENT_SECURITY_POLICY, create_app
@@ -47,20 +46,8 @@ def branched(agent_dir: Path) -> Path:
     )
     image = message("a3", "c1", "assistant", f"the answer, see artifact://{artifact}")
     image["message"]["content"].append({"type": "image", "data": ref, "mimeType": "image/png"})
-    write_session(
-        path,
-        [
-            header("sess-branched", title="Flux capacitor"),
-            message("u1", None, "user", "how do I configure the flux capacitor"),
-            message("a1", "u1", "assistant", "set gigawatts to 1.21"),
-            message("u2", "a1", "user", "abandoned idea about plutonium"),
-            message("a2", "u2", "assistant", "plutonium is hard to get"),
-            message("u3", "a1", "user", "what about lightning"),
-            compaction,
-            image,
-            entry("l1", "a3", type="label", targetId="a1", label="decision"),
-        ],
-    )
+    label = entry("l1", "a3", type="label", targetId="a1", label="decision")
+    write_session(path, [*flux_records(), compaction, image, label])
     index_all(agent_dir)
     return path
 

@@ -17,18 +17,18 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from session_builder import append, header, message, sessions_dir, write_session
+from session_builder import append, flux_records, header, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex
 
 webdriver = pytest.importorskip("selenium.webdriver")
-httpx = pytest.importorskip("httpx")
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
@@ -55,15 +55,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = sessions_dir(agent_dir)
     write_session(
         folder / "branched.jsonl",
-        [
-            header("sess-branched", title="Flux capacitor"),
-            message("u1", None, "user", "how do I configure the flux capacitor"),
-            message("a1", "u1", "assistant", "set gigawatts to 1.21"),
-            message("u2", "a1", "user", "abandoned idea about plutonium"),
-            message("a2", "u2", "assistant", "plutonium is hard to get"),
-            message("u3", "a1", "user", "what about lightning"),
-            message("a3", "u3", "assistant", "the clock tower at 10:04"),
-        ],
+        [*flux_records(), message("a3", "u3", "assistant", "the clock tower at 10:04")],
     )
     write_session(
         folder / "hostile.jsonl",
@@ -89,9 +81,9 @@ def server(agent: Path) -> Iterator[str]:
     end = time.monotonic() + DEADLINE
     while True:
         try:
-            httpx.get(url, timeout=5)
+            urllib.request.urlopen(url, timeout=5).close()
             break
-        except httpx.TransportError:
+        except OSError:
             assert process.poll() is None and time.monotonic() < end, process.stderr.read()
             time.sleep(0.1)
     yield url.rstrip("/")

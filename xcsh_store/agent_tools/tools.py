@@ -1,10 +1,11 @@
 """The questions the MCP server answers, as plain functions over a read-only index: each
 returns a JSON-ready dict whose size is bounded (pages of entries, capped counts, cut text), so
-that no answer floods an agent's context."""
+that no answer floods an agent's context. Their parameters after the index and their docstrings
+are what the server offers agents (the tool's input schema and description)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from xcsh_store.index import (
     USAGE_GROUPS,
@@ -15,6 +16,8 @@ from xcsh_store.index import (
     read_entries,
 )
 
+# The tools, in the order the server lists them.
+TOOLS = ("search_sessions", "get_session", "get_context", "recall_prompts", "usage")
 # Caps: hits and prompts per answer, entries and messages per page, characters per text.
 MAX_HITS = 50
 MAX_PAGE = 200
@@ -39,6 +42,9 @@ def search_sessions(
     until: str | None = None,
     limit: int = 10,
 ) -> dict[str, Any]:
+    """Full-text search over every session (all words must match; "phrases", -excluded).
+    Filters: project folder, role (user, assistant, toolResult…), model, since/until (ISO
+    date or time). Each hit names its session and entry id. At most 50 hits."""
     limit = _bounded(limit, MAX_HITS)
     hits = index.search(
         query, project=project, role=role, model=model, since=since, until=until, limit=limit
@@ -80,13 +86,15 @@ def _session_fields(index: SessionIndex, session: str) -> tuple[IndexedSession, 
 def get_session(
     index: SessionIndex,
     session: str,
-    view: str = "branch",
+    view: Literal["branch", "tree"] = "branch",
     leaf_id: str | None = None,
     offset: int = 0,
     limit: int = 50,
 ) -> dict[str, Any]:
-    """A page of the active branch (root to leaf; ``leaf_id`` picks another leaf) or, with
-    ``view="tree"``, of every entry in file order with its parent and child count."""
+    """A session (id prefix or path) page by page: its active branch, root to leaf
+    (leaf_id picks another leaf), or with view="tree" every entry in file order with its
+    parent, child count and whether it is on the active branch. At most 200 entries a
+    page; next_offset is the offset of the next page (null at the end)."""
     if view not in ("branch", "tree"):
         raise ValueError(f"view must be 'branch' or 'tree', not {view!r}")
     info, fields = _session_fields(index, session)
@@ -130,7 +138,8 @@ def get_context(
     offset: int = 0,
     limit: int = 50,
 ) -> dict[str, Any]:
-    """A page of the messages the model saw at a leaf (default: the session's last entry)."""
+    """The messages the model saw at a leaf of a session (default: its last entry), with
+    the models and thinking level in force; paged like get_session."""
     info = index.find_session(session)
     leaf = index.find_entry_id(info, leaf_id) if leaf_id else None
     context = index.context(info, leaf)
@@ -155,7 +164,8 @@ def get_context(
 def recall_prompts(
     index: SessionIndex, query: str | None = None, limit: int = 20
 ) -> dict[str, Any]:
-    """Prompts typed before, newest first (all of them, or those holding every word)."""
+    """Prompts typed before (prompt history and user messages of sessions), newest first:
+    all of them, or those holding every word of query. At most 50."""
     limit = _bounded(limit, MAX_HITS)
     hits = index.history_search(query, limit) if query else index.history_recent(limit)
     return {
@@ -174,9 +184,13 @@ def recall_prompts(
 
 
 def usage(
-    index: SessionIndex, by: str = "day", since: str | None = None, until: str | None = None
+    index: SessionIndex,
+    by: Literal["day", "week", "month", "model", "provider", "project", "session"] = "day",
+    since: str | None = None,
+    until: str | None = None,
 ) -> dict[str, Any]:
-    """Tokens and cost per group (the last MAX_PAGE groups), with the totals of all of them."""
+    """Tokens and cost per day, week, month, model, provider, project or session (the last
+    200 groups) with the totals of all groups."""
     if by not in USAGE_GROUPS:
         raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, not {by!r}")
     rows = index.usage(by, since, until)

@@ -282,7 +282,8 @@ def _shown(
 
 def _text_block(kind: str, text: str, name: str = "") -> Block:
     cut = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
-    return Block(kind, cut, name, links=sorted(set(_INTERNAL_URL.findall(text))))
+    links = _INTERNAL_URL.findall(text) if "://" in text else []
+    return Block(kind, cut, name, links=sorted(set(links)))
 
 
 def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
