@@ -20,7 +20,9 @@ from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 
 # `demo` only writes a sample into a folder it is given; generated values add nothing to it.
-SKIPPED = {("demo",)}
+# `watch`, `serve` and `mcp` run until stopped (tests/test_watch.py, test_web*.py and
+# test_mcp.py run them as processes).
+SKIPPED = {("demo",), ("watch",), ("serve",), ("mcp",)}
 
 ODD_TEXT = [
     "99999999d", "10000000000000000000000d", "99999999999d", "1e400d", "-1d", "0s", "1h30m",

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 import xcsh_store
 from xcsh_store.cli import cli
@@ -103,6 +104,26 @@ def test_help_and_ls_import_none_of_the_live_verbs_packages(agent_dir, two_sessi
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    ("verb", "package", "extra"),
+    [("watch", "watchfiles", "web"), ("serve", "starlette", "web"), ("mcp", "mcp", "mcp")],
+)
+def test_a_live_verb_without_its_extra_says_how_to_get_it(
+    agent_dir, two_sessions, verb, package, extra
+):
+    script = (
+        f"import sys\nsys.modules[{package!r}] = None\nfrom xcsh_store.cli import cli\n"
+        f"cli(['--agent-dir', {str(agent_dir)!r}, {verb!r}])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr == f"xcsh-store {verb} needs {package}: pip install 'xcsh-store[{extra}]'\n"
+    )
 
 
 def test_importing_the_package_imports_no_part_until_a_name_is_used():

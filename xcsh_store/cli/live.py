@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import click
@@ -24,16 +23,17 @@ if TYPE_CHECKING:
     from xcsh_store.watch import AppliedChange
 
 
-def needs(module: str, verb: str, extra: str) -> ModuleType:
-    """``module`` imported, or the one-line message (exit 2) that says how to get it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        missing = (error.name or module).split(".")[0]
-        click.echo(
-            f"xcsh-store {verb} needs {missing}: pip install 'xcsh-store[{extra}]'", err=True
-        )
-        sys.exit(2)
+def needs(verb: str, extra: str, *modules: str) -> None:
+    """Import ``modules``; the first missing one ends the verb with the one line that says how
+    to get it (exit 2)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            click.echo(
+                f"xcsh-store {verb} needs {module}: pip install 'xcsh-store[{extra}]'", err=True
+            )
+            sys.exit(2)
 
 
 @contextlib.contextmanager
@@ -90,7 +90,7 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
       xcsh-store watch
       xcsh-store watch --json | jq -c 'select(.change == "indexed")'
     """
-    needs("watchfiles", "watch", "web")
+    needs("watch", "web", "watchfiles")
     from xcsh_store.watch import IndexWatcher, WatchOptions
 
     require_agent_dir(settings)
@@ -157,15 +157,12 @@ def serve_command(
       xcsh-store serve --watch
       xcsh-store serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
     """
-    needs("starlette", "serve", "web")
-    needs("uvicorn", "serve", "web")
-    needs("jinja2", "serve", "web")
+    needs("serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else []))
     from xcsh_store.web import serve
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         raise click.UsageError(f"--host {host} needs --token: anyone who can reach it would read")
     if live:
-        needs("watchfiles", "serve --watch", "web")
         require_agent_dir(settings)
     else:
         open_index(settings).close()  # no index yet: say so now
