@@ -23,7 +23,7 @@ from xcsh_store.index import (
 )
 
 # Entries of a branch shown at once: a session of 50,000 entries is read a window at a time.
-WINDOW = 200
+WINDOW = 100
 SESSIONS_PAGE = 50
 # Entries of a folded (abandoned) branch shown when it is opened; the rest is one click away.
 FOLDED_SHOWN = 20
