@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_builder import append, flux_records, header, message, sessions_dir, write_session
+from session_builder import (
+    append,
+    flux_records,
+    header,
+    message,
+    random_tree_session,
+    sessions_dir,
+    write_session,
+)
 
 from xcsh_store.artifacts.store import ArtifactManager
 from xcsh_store.format.blobs import BlobStore
@@ -22,7 +30,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
 from xcsh_store.web import CONTENT_SECURITY_POLICY, create_app
-from xcsh_store.web.pages import WINDOW
+from xcsh_store.web.pages import WINDOW, branch_of
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -191,3 +199,13 @@ def test_serve_refuses_a_public_address_without_a_token(agent_dir, branched):
          "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 2 and "--token" in result.stderr
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_branch_walked_up_the_tree_is_the_index_branch(agent_dir, seed):
+    path = random_tree_session(sessions_dir(agent_dir) / f"tree{seed}.jsonl", seed, size=120)
+    index_all(agent_dir)
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        tree = index.tree(str(path))
+        for leaf in tree.leaves:
+            assert branch_of(tree, leaf) == index.branch(str(path), leaf)

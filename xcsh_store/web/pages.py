@@ -164,6 +164,19 @@ class SessionPage:
         return self.start + len(self.entries)
 
 
+def branch_of(tree: SessionTree, leaf_id: str | None) -> list[IndexedEntry]:
+    """Root -> leaf rows of the branch ending at ``leaf_id``, walked up the tree already read
+    (as ``SessionIndex.branch`` does in SQL: stopping at an id met before)."""
+    path: list[IndexedEntry] = []
+    seen: set[str] = set()
+    while leaf_id is not None and leaf_id in tree.entries and leaf_id not in seen:
+        seen.add(leaf_id)
+        path.append(tree.entries[leaf_id])
+        leaf_id = tree.entries[leaf_id].parent_id
+    path.reverse()
+    return path
+
+
 def deepest_leaf(tree: SessionTree, entry_id: str) -> str:
     """The leaf reached from ``entry_id`` by always taking the newest child."""
     seen = {entry_id}
@@ -189,12 +202,10 @@ def session_page(
     window, of the folded branches' first entries and of the labels are read from the file."""
     tree = index.tree(session)
     if entry_id is not None and entry_id in tree.entries and leaf_id is None:
-        on_active = session.last_entry_id and entry_id in {
-            row.id for row in index.branch(session, session.last_entry_id)
-        }
+        on_active = entry_id in {row.id for row in branch_of(tree, session.last_entry_id)}
         leaf_id = None if on_active else deepest_leaf(tree, entry_id)
     leaf = leaf_id if leaf_id in tree.entries else session.last_entry_id
-    branch = index.branch(session, leaf) if leaf else []
+    branch = branch_of(tree, leaf)
     if entry_id is not None:
         where = next((n for n, row in enumerate(branch) if row.id == entry_id), 0)
         start = where - where % WINDOW
