@@ -47,6 +47,7 @@ __getattr__, __dir__ = lazy_exports(
         "xcsh_store.index.outline": (
             "SessionOutline",
             "entry_summary",
+            "labels_of",
             "message_summary",
             "session_outline",
         ),
@@ -106,6 +107,7 @@ __all__ = [
     "VerifyReport",
     "entry_summary",
     "has_fts5",
+    "labels_of",
     "message_summary",
     "model_choices",
     "open_query",

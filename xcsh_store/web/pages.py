@@ -18,6 +18,7 @@ from xcsh_store.index import (
     SessionIndex,
     SessionTree,
     entry_summary,
+    labels_of,
     message_summary,
     read_entries,
 )
@@ -177,15 +178,17 @@ def branch_of(tree: SessionTree, leaf_id: str | None) -> list[IndexedEntry]:
     return path
 
 
-def deepest_leaf(tree: SessionTree, entry_id: str) -> str:
-    """The leaf reached from ``entry_id`` by always taking the newest child."""
-    seen = {entry_id}
-    while tree.children.get(entry_id):
-        entry_id = tree.children[entry_id][-1]
-        if entry_id in seen:  # a cycle in a damaged file
+def newest_chain(tree: SessionTree, entry_id: str) -> list[str]:
+    """``entry_id`` and the entries below it reached by always taking the newest child, down
+    to a leaf (or to an id met before, in a damaged file)."""
+    chain, seen = [entry_id], {entry_id}
+    while tree.children.get(chain[-1]):
+        following = tree.children[chain[-1]][-1]
+        if following in seen:
             break
-        seen.add(entry_id)
-    return entry_id
+        seen.add(following)
+        chain.append(following)
+    return chain
 
 
 def session_page(
@@ -203,7 +206,7 @@ def session_page(
     tree = index.tree(session)
     if entry_id is not None and entry_id in tree.entries and leaf_id is None:
         on_active = entry_id in {row.id for row in branch_of(tree, session.last_entry_id)}
-        leaf_id = None if on_active else deepest_leaf(tree, entry_id)
+        leaf_id = None if on_active else newest_chain(tree, entry_id)[-1]
     leaf = leaf_id if leaf_id in tree.entries else session.last_entry_id
     branch = branch_of(tree, leaf)
     if entry_id is not None:
@@ -213,7 +216,7 @@ def session_page(
         start = max(0, len(branch) - 1) // WINDOW * WINDOW
     start = min(max(0, start), max(0, len(branch) - 1))
     window = branch[start : start + WINDOW]
-    labels = _labels(index, session, tree)
+    labels = _labels(session, tree)
     on_path = {row.id for row in branch}
     shown = _shown(session, window, tree, labels)
     for entry in shown:
@@ -224,19 +227,13 @@ def session_page(
     )
 
 
-def _labels(index: SessionIndex, session: IndexedSession, tree: SessionTree) -> dict[str, str]:
+def _labels(session: IndexedSession, tree: SessionTree) -> dict[str, str]:
     """Target id -> label, from the label entries alone."""
-    rows = [row for row in tree.entries.values() if row.type == "label"]
-    labels: dict[str, str] = {}
-    for value in read_entries(session.path, rows, None):
-        target, label = value.get("targetId"), value.get("label")
-        if not isinstance(target, str):
-            continue
-        if isinstance(label, str) and label.strip():
-            labels[target] = label.strip()
-        else:
-            labels.pop(target, None)
-    return labels
+    return labels_of(
+        read_entries(
+            session.path, [row for row in tree.entries.values() if row.type == "label"], None
+        )
+    )
 
 
 def _folded(
@@ -251,13 +248,7 @@ def _folded(
     for child in tree.children.get(point, []):
         if child in on_path:
             continue
-        chain, seen = [child], {child}
-        while tree.children.get(chain[-1]):
-            following = tree.children[chain[-1]][-1]
-            if following in seen:
-                break
-            seen.add(following)
-            chain.append(following)
+        chain = newest_chain(tree, child)
         rows = [tree.entries[entry_id] for entry_id in chain[:FOLDED_SHOWN]]
         folded.append(
             FoldedBranch(child, chain[-1], len(chain), _shown(session, rows, tree, labels))
