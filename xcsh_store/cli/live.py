@@ -9,7 +9,7 @@ import importlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import click
@@ -66,6 +66,19 @@ def describe_change(change: AppliedChange) -> str:
     return f"{when}  {change.change:<8} {where}{entries}"
 
 
+def emit_line(data: dict[str, object]) -> None:
+    """One line of JSON on stdout, at once (a reader follows the stream)."""
+    sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
+    sys.stdout.flush()
+
+
+def change_printer(as_json: bool) -> Callable[[AppliedChange], None]:
+    """What prints each change applied: a line of JSON, or a line for people."""
+    if as_json:
+        return lambda change: emit_line(change.as_json())
+    return lambda change: echo(describe_change(change))
+
+
 @cli.command("watch")
 @click.option(
     "--debounce",
@@ -95,15 +108,10 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
 
     require_agent_dir(settings)
 
-    def show(change: AppliedChange) -> None:
-        if as_json:
-            sys.stdout.buffer.write(orjson.dumps(change.as_json()) + b"\n")
-            sys.stdout.flush()
-        else:
-            echo(describe_change(change))
-
     stop = threading.Event()
-    watcher = IndexWatcher(settings.agent_dir, show, WatchOptions(debounce_ms=debounce), stop)
+    watcher = IndexWatcher(
+        settings.agent_dir, change_printer(as_json), WatchOptions(debounce_ms=debounce), stop
+    )
     with stop_on_signals(stop):
         watcher.run()
 
@@ -150,7 +158,8 @@ def serve_command(
 
     Sessions list, search, each session read as its active branch with the branch points
     marked and the abandoned branches folded, contexts, usage charts. Pages update while
-    `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}.
+    `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}, then with
+    --watch each change applied as `watch --json` prints it.
 
     \b
     Examples:
@@ -169,12 +178,11 @@ def serve_command(
 
     def ready(url: str) -> None:
         if as_json:
-            sys.stdout.buffer.write(orjson.dumps({"url": url}) + b"\n")
-            sys.stdout.flush()
+            emit_line({"url": url})
         else:
             echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
 
     # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
     # found: these, so that a stop asked for is a clean exit (0), not a death by signal.
     with stop_on_signals(threading.Event()):
-        serve(settings.agent_dir, host, port, token, live, on_ready=ready)
+        serve(settings.agent_dir, host, port, token, live, change_printer(as_json), on_ready=ready)

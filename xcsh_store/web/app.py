@@ -100,7 +100,7 @@ class Security:
         return hmac.compare_digest(offered.encode(), self.token.encode())
 
 
-def index_version(db_path: str) -> tuple[int, ...]:
+def index_version(db_path: str) -> str:
     """Changes when a sync commits (the log grows, or is copied into index.db), not when a
     reader opens or closes the database (which makes or removes an empty log)."""
     version: list[int] = []
@@ -108,13 +108,12 @@ def index_version(db_path: str) -> tuple[int, ...]:
         try:
             stat = os.stat(path)
         except FileNotFoundError:
+            stat = None
+        if stat is None or stat.st_size == 0:
             version += [0, 0, 0]
-            continue
-        if stat.st_size == 0:
-            version += [0, 0, 0]
-            continue
-        version += [stat.st_ino, stat.st_size, stat.st_mtime_ns]
-    return tuple(version)
+        else:
+            version += [stat.st_ino, stat.st_size, stat.st_mtime_ns]
+    return "-".join(map(str, version))
 
 
 def create_app(agent_dir: str, token: str | None = None) -> Starlette:
@@ -138,7 +137,9 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
     templates.globals["url"] = url
 
     def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        html = templates.get_template(name).render(request=request, **context)
+        # The page's live stream tells of any sync after the one the page was made from.
+        live = "/live?" + urlencode({"seen": index_version(db_path)})
+        html = templates.get_template(name).render(request=request, live=live, **context)
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     def open_index() -> SessionIndex:
@@ -277,10 +278,11 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
         return PlainTextResponse(text)
 
     async def live(request: Request) -> Response:
-        """Server-sent events: ``index`` each time a sync commits."""
+        """Server-sent events: ``index`` each time a sync commits (after the version ``seen``
+        that the page was made from, when given)."""
 
         async def events() -> AsyncIterator[bytes]:
-            seen = index_version(db_path)
+            seen = request.query_params.get("seen") or index_version(db_path)
             yield b"retry: 2000\n\n"
             while not await request.is_disconnected():
                 await asyncio.sleep(LIVE_CHECK_SECONDS)

@@ -40,6 +40,9 @@ def serve(
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
+    if on_ready is not None:
+        shown = f"[{host}]" if ":" in host else host
+        on_ready(f"http://{shown}:{port}/" + (f"?token={token}" if token else ""))
     stop = threading.Event()
     watcher = None
     if watch:
@@ -49,9 +52,6 @@ def serve(
             daemon=True,
         )
         watcher.start()
-    if on_ready is not None:
-        shown = f"[{host}]" if ":" in host else host
-        on_ready(f"http://{shown}:{port}/" + (f"?token={token}" if token else ""))
     try:
         server.run()
     finally:
