@@ -117,7 +117,10 @@ def index_version(db_path: str) -> str:
 
 
 def create_app(agent_dir: str, token: str | None = None) -> Starlette:
-    """The app over the index of ``agent_dir``; with ``token``, every request must carry it."""
+    """The app over the index of ``agent_dir``; with ``token``, every request must carry it.
+
+    The pages are plain functions, which Starlette runs in its thread pool: a slow query
+    never holds up the event loop, and with it the live streams of other pages."""
     agent_dir = os.path.abspath(agent_dir)
     db_path = get_index_db_path(agent_dir)
     templates = jinja2.Environment(
@@ -136,10 +139,10 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
 
     templates.globals["url"] = url
 
-    def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+    def render(name: str, status: int = 200, **context: Any) -> Response:
         # The page's live stream tells of any sync after the one the page was made from.
         live = "/live?" + urlencode({"seen": index_version(db_path)})
-        html = templates.get_template(name).render(request=request, live=live, **context)
+        html = templates.get_template(name).render(live=live, **context)
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     def open_index() -> SessionIndex:
@@ -167,7 +170,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
         text = request.query_params.get(name, "")
         return int(text) if text.isdigit() and len(text) < 10 else default
 
-    async def sessions_list(request: Request) -> Response:
+    def sessions_list(request: Request) -> Response:
         query = request.query_params
         sort = query.get("sort", "modified")
         sort = sort if sort in pages.SESSION_SORTS else "modified"
@@ -183,11 +186,11 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
             )
             projects, _models = filter_choices(index)
             return render(
-                request, "sessions.html", listing=listing, projects=projects, sort=sort,
+                "sessions.html", listing=listing, projects=projects, sort=sort,
                 query=query,
             )  # fmt: skip
 
-    async def search(request: Request) -> Response:
+    def search(request: Request) -> Response:
         query = request.query_params
         text = query.get("q", "").strip()
         hits: list[Any] = []
@@ -209,12 +212,12 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
                     error = str(problem)
             projects, models = filter_choices(index)
             return render(
-                request, "search.html", q=text, hits=hits, error=error, query=query,
+                "search.html", q=text, hits=hits, error=error, query=query,
                 projects=projects, models=models, roles=sorted(SEARCH_ROLES),
                 pieces=pages.snippet_pieces,
             )  # fmt: skip
 
-    async def session(request: Request) -> Response:
+    def session(request: Request) -> Response:
         query = request.query_params
         with open_index() as index:
             info = chosen_session(index, request)
@@ -226,17 +229,17 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
                 entry_id=query.get("entry") or None,
                 start=int(start) if start and start.isdigit() else None,
             )
-            return render(request, "session.html", page=page, window=pages.WINDOW)
+            return render("session.html", page=page, window=pages.WINDOW)
 
-    async def context(request: Request) -> Response:
+    def context(request: Request) -> Response:
         with open_index() as index:
             info = chosen_session(index, request)
             page = pages.context_page(
                 index, info, request.query_params.get("leaf") or None, integer(request, "start", 0)
             )
-            return render(request, "context.html", page=page, window=pages.WINDOW)
+            return render("context.html", page=page, window=pages.WINDOW)
 
-    async def usage(request: Request) -> Response:
+    def usage(request: Request) -> Response:
         by = request.query_params.get("by", "day")
         by = by if by in ("day", "week", "month") else "day"
         metric = request.query_params.get("metric", "tokens")
@@ -252,12 +255,12 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
             pages.chart("by project", projects, metric, value_of, limit=20),
         ]
         return render(
-            request, "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
+            "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
             totals=pages.usage_totals(over_time), tokens=pages.tokens, width=pages.CHART_WIDTH,
             height=pages.CHART_HEIGHT, label_height=pages.LABEL_HEIGHT,
         )  # fmt: skip
 
-    async def blob(request: Request) -> Response:
+    def blob(request: Request) -> Response:
         mime = request.query_params.get("type", "")
         with open_index() as index:
             data = index.blob_store.get(request.path_params["hash"])
@@ -265,7 +268,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
             return PlainTextResponse("No such image", 404)
         return Response(data, media_type=mime, headers={"cache-control": "max-age=86400"})
 
-    async def resource(request: Request) -> Response:
+    def resource(request: Request) -> Response:
         """An artifact:// or agent:// URL of a session, as plain text."""
         with open_index() as index:
             info = chosen_session(index, request)
@@ -296,7 +299,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
         )
 
     async def not_found(request: Request, error: Exception) -> Response:
-        return render(request, "error.html", 404, message=str(error))
+        return render("error.html", 404, message=str(error))
 
     static = resources.files("xcsh_store.web") / "static"
     return Starlette(

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from xcsh_store.format.blobs import parse_blob_ref
 from xcsh_store.index import (
     IndexedEntry,
@@ -158,7 +160,6 @@ class SessionPage:
     entries: list[ShownEntry]
     branch_points: int
     leaves: int
-    labels: dict[str, str]
 
     @property
     def end(self) -> int:
@@ -223,7 +224,7 @@ def session_page(
         if entry.siblings > 1:
             entry.folded = _folded(session, tree, entry.id, on_path, labels)
     return SessionPage(
-        session, leaf, len(branch), start, shown, len(tree.branch_points), len(tree.leaves), labels
+        session, leaf, len(branch), start, shown, len(tree.branch_points), len(tree.leaves)
     )
 
 
@@ -320,8 +321,6 @@ def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
 
 
 def _json_text(value: Any) -> str:
-    import orjson
-
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     except TypeError:
