@@ -2,8 +2,8 @@
 the CLI reaches the index only through the index package's front, ``xcsh_store.index``.
 
 The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
-history/ and artifacts/ over format; session/ over format, history and artifacts; index/ over
-session, format and history; cli/ over everything. The top-level ``xcsh_store`` re-exports the
+history/, artifacts/ and agents/ (other agents' formats) over format; session/ over format,
+history and artifacts; index/ over session, format, history and agents; cli/ over everything. The top-level ``xcsh_store`` re-exports the
 public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
 counts, also one inside a function or under ``TYPE_CHECKING``.
 """
@@ -26,10 +26,11 @@ BELOW = {
     "format": {"leaves"},
     "history": {"leaves", "format"},
     "artifacts": {"leaves", "format"},
+    "agents": {"leaves", "format"},
     "session": {"leaves", "format", "history", "artifacts"},
-    "index": {"leaves", "format", "history", "session"},
+    "index": {"leaves", "format", "history", "session", "agents"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
-    "cli": {"leaves", "format", "history", "artifacts", "session", "index", "api"},
+    "cli": {"leaves", "format", "history", "artifacts", "session", "index", "api", "agents"},
     "main": {"cli"},
 }
 

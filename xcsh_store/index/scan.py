@@ -103,6 +103,7 @@ class KnownFile:
     last_id: str | None
     legacy: bool
     chained: bool
+    agent: str = "xcsh"
 
 
 def sha1_hex(data: bytes) -> str:
@@ -292,12 +293,12 @@ def is_under_any(path: str, roots: list[str]) -> bool:
 
 _KNOWN_COLUMNS = (
     "id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status, next_seq,"
-    " last_id, legacy, chained"
+    " last_id, legacy, chained, agent"
 )
 
 
 def _known_file(row: tuple[Any, ...]) -> KnownFile:
-    return KnownFile(*row[:11], bool(row[11]), bool(row[12]))
+    return KnownFile(*row[:11], bool(row[11]), bool(row[12]), row[13])
 
 
 def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:

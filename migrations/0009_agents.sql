@@ -1,0 +1,73 @@
+-- Sessions of other agents in the same tables (issue 18): Claude Code and Codex files are read
+-- by agents/<name>.py into the same entry rows as xcsh files.
+--
+-- files.agent says which reader derives the rows of a file, also when a hit's text is read again
+-- (index/texts.py) or a resumed read carries on; sessions.agent is what listings filter on
+-- (`ls --agent`, `usage --by agent`). Existing files all have a session header (the xcsh
+-- family): the header does not tell pi, oh-my-pi and xcsh apart, their folders do
+-- (agents/__init__.py xcsh_agent_of, the same rule).
+ALTER TABLE files ADD COLUMN agent TEXT NOT NULL DEFAULT 'xcsh';
+UPDATE files SET agent = CASE
+    WHEN path LIKE '%/.pi/%' THEN 'pi'
+    WHEN path LIKE '%/.omp/%' THEN 'omp'
+    ELSE 'xcsh'
+END;
+ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT 'xcsh';
+UPDATE sessions SET agent = (SELECT agent FROM files WHERE files.id = sessions.file_id);
+-- The session id of the parent of a subagent or fork (Claude subagent files, Codex forks and
+-- spawned threads), which may not be indexed: parent_session holds a path, where one is known.
+ALTER TABLE sessions ADD COLUMN parent_session_id TEXT;
+-- Lines that report the same model response (Claude streams one response as several lines, each
+-- repeating its usage; Codex writes a token_count event twice) share a usage key: only the last
+-- of them keeps its usage figures, so that sums count each response once. A line appended later
+-- finds the one it supersedes through this index.
+ALTER TABLE entries ADD COLUMN usage_key TEXT;
+CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
+CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
+CREATE INDEX sessions_parent ON sessions (parent_session_id) WHERE parent_session_id IS NOT NULL;
+-- usage_entries gains the agent (usage --by agent / --agent); the views over it are unchanged.
+DROP VIEW usage_by_day;
+DROP VIEW usage_by_model;
+DROP VIEW usage_entries;
+CREATE VIEW usage_entries AS
+SELECT * FROM (
+    SELECT
+        e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+        e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+        e.premium_requests, e.cost, s.agent,
+        row_number() OVER (
+            PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
+        ) AS copy_number
+    FROM entries AS e
+    JOIN sessions AS s ON s.file_id = e.session
+    WHERE e.input_tokens IS NOT NULL
+)
+WHERE copy_number = 1;
+CREATE VIEW usage_by_day AS
+SELECT
+    substr(timestamp, 1, 10) AS day,
+    count(*) AS entries,
+    sum(input_tokens) AS input_tokens,
+    sum(output_tokens) AS output_tokens,
+    sum(cache_read_tokens) AS cache_read_tokens,
+    sum(cache_write_tokens) AS cache_write_tokens,
+    sum(cost) AS cost
+FROM usage_entries
+GROUP BY day;
+
+CREATE VIEW usage_by_model AS
+SELECT
+    provider,
+    model,
+    count(*) AS entries,
+    sum(input_tokens) AS input_tokens,
+    sum(output_tokens) AS output_tokens,
+    sum(cache_read_tokens) AS cache_read_tokens,
+    sum(cache_write_tokens) AS cache_write_tokens,
+    sum(cost) AS cost
+FROM usage_entries
+GROUP BY provider, model;
+-- Read every file again: a Claude Code or Codex folder added as a root before was indexed as
+-- files with an invalid header and no rows.
+INSERT INTO meta (key, value) VALUES ('resync_required', '0009_agents: other agents'' sessions')
+ON CONFLICT (key) DO UPDATE SET value = excluded.value;
