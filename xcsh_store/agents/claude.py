@@ -88,21 +88,17 @@ class ClaudeReader:
 
 def _learn_session(value: dict[str, Any], session: SessionFacts) -> None:
     if session.session_id is None:
-        stem = os.path.basename(session.path).removesuffix(".jsonl")
-        if stem.startswith(SUBAGENT_PREFIX):
-            # A subagent's lines carry the parent's sessionId (or, in later versions, its own
-            # agent id): the file name is the subagent's; the folder says whose it is.
-            session.session_id = stem
-            folder = os.path.dirname(session.path)
-            if os.path.basename(folder) == "subagents":
-                parent_folder = os.path.dirname(folder)
-                session.parent_session_id = os.path.basename(parent_folder)
-                session.parent_session = parent_folder + ".jsonl"
-        else:
-            session.session_id = text_of(value.get("sessionId"))
-    if session.parent_session_id is None and session.session_id is not None:
+        # Claude Code names each file by its session id (a subagent's by its agent id), and
+        # the name is known before any line: a sync that reads the file in parts agrees.
+        session.session_id = os.path.basename(session.path).removesuffix(".jsonl")
+        folder = os.path.dirname(session.path)
+        if session.session_id.startswith(SUBAGENT_PREFIX) and os.path.basename(folder) == "subagents":
+            parent_folder = os.path.dirname(folder)
+            session.parent_session_id = os.path.basename(parent_folder)
+            session.parent_session = parent_folder + ".jsonl"
+    if session.parent_session_id is None and "agentId" in value:
         named = text_of(value.get("sessionId"))
-        if named is not None and named != session.session_id and "agentId" in value:
+        if named is not None and named != session.session_id:
             session.parent_session_id = named  # an older agent-*.jsonl beside its parent
     if session.cwd is None:
         session.cwd = text_of(value.get("cwd"))

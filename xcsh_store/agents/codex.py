@@ -58,6 +58,9 @@ class CodexReader:
             _learn_session(payload, timestamp, session)
         elif kind == "turn_context":
             session.model = text_of(payload.get("model")) or session.model
+            # In the row too: a sync that reads the file in parts picks the model up again
+            # from the last row that names one.
+            return AgentEntry(entry, model=session.model, provider="openai")
         elif kind == "compacted":
             entry.update(type="compaction", summary=text_of(payload.get("message")) or "")
         return AgentEntry(entry)
