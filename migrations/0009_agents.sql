@@ -17,6 +17,9 @@ UPDATE sessions SET agent = (SELECT agent FROM files WHERE files.id = sessions.f
 -- The session id of the parent of a subagent or fork (Claude subagent files, Codex forks and
 -- spawned threads), which may not be indexed: parent_session holds a path, where one is known.
 ALTER TABLE sessions ADD COLUMN parent_session_id TEXT;
+-- A root of another agent's files (`sync --add-root claude:PATH`): read-only, a sync never
+-- removes anything there (xcsh's stale temp files are looked for only in xcsh roots).
+ALTER TABLE roots ADD COLUMN agent TEXT;
 -- Lines that report the same model response (Claude streams one response as several lines, each
 -- repeating its usage; Codex writes a token_count event twice) share a usage key: only the last
 -- of them keeps its usage figures, so that sums count each response once. A line appended later

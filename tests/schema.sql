@@ -171,7 +171,7 @@ CREATE TABLE meta (
 CREATE TABLE roots (
     path TEXT PRIMARY KEY,
     added_at TEXT NOT NULL
-);
+, agent TEXT);
 
 -- table schema_migrations on schema_migrations
 CREATE TABLE schema_migrations ( name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL);

@@ -14,13 +14,14 @@ from xcsh_store.agents.codex import READER as CODEX
 # xcsh write the same one); the folder they live in does.
 XCSH_AGENTS = ("xcsh", "pi", "omp")
 READERS: tuple[AgentReader, ...] = (CLAUDE, CODEX)
-AGENTS = (*XCSH_AGENTS, *(reader.name for reader in READERS))
-# Agents whose files hold no costs: the index estimates them (agents/pricing.py).
-ESTIMATED_COST_AGENTS = tuple(reader.name for reader in READERS)
+# The agents whose files a reader here reads: their folders are only ever read, and their files
+# hold no costs (the index estimates them: agents/pricing.py).
+OTHER_AGENTS = tuple(reader.name for reader in READERS)
+AGENTS = (*XCSH_AGENTS, *OTHER_AGENTS)
 
 __all__ = [
     "AGENTS",
-    "ESTIMATED_COST_AGENTS",
+    "OTHER_AGENTS",
     "READERS",
     "XCSH_AGENTS",
     "AgentEntry",

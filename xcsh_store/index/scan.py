@@ -149,9 +149,12 @@ class KnownStats:
     unchanged: set[str] = field(default_factory=set)
 
 
-def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) -> Iterator[SeenFile]:
+def scan_root(
+    root: str, report: SyncReport, known: KnownStats | None = None, temp_files: bool = True
+) -> Iterator[SeenFile]:
     """Every session file below ``root`` (but the unchanged ones of ``known``); follows
-    folder symlinks once, never in a loop.
+    folder symlinks once, never in a loop. ``temp_files``: whether to report the stale temp
+    files of xcsh's rewrites (for the sync to remove); never in another agent's folder.
 
     A file's project folder is the first folder below the root (empty for files in the root).
     """
@@ -169,7 +172,11 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
         for entry in entries:
             name = entry.name
             if name[0] == ".":
-                if SESSION_TEMP_NAME.fullmatch(name) and _modified_before(entry, stale):
+                if (
+                    temp_files
+                    and SESSION_TEMP_NAME.fullmatch(name)
+                    and _modified_before(entry, stale)
+                ):
                     report.stale_temp_files.append(entry.path)
             elif name.endswith(".jsonl") or ".jsonl.invalid-" in name:
                 named.append(entry)  # is_session_file_name, inlined for the hot loop

@@ -31,6 +31,7 @@ from xcsh_store.paths import (
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
+    get_agent_session_roots,
     get_sessions_dir,
 )
 from xcsh_store.session.roots import forget_session_root, read_session_roots
@@ -181,7 +182,8 @@ class SessionIndex:
 
     @_entry_point
     def roots(self) -> list[str]:
-        """The sessions folder of the agent dir, then every registered extra root."""
+        """The sessions folder of the agent dir, then every registered extra root, then the
+        Claude Code and Codex folders that exist (unless turned off)."""
         from xcsh_store.index.scan import is_under_any
 
         extra = [
@@ -193,14 +195,53 @@ class SessionIndex:
         for folder in read_session_roots(self.agent_dir):
             if not is_under_any(folder, roots):
                 roots.append(folder)
+        for folder in self._found_agent_roots():
+            if not is_under_any(folder, roots):
+                roots.append(folder)
         return roots
 
     @_entry_point
-    def add_root(self, path: str) -> None:
+    def agent_roots(self) -> dict[str, str]:
+        """The roots of other agents' files (read-only: a sync never writes there), by path:
+        those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by themselves."""
+        found = {folder: agent for agent, folder in get_agent_session_roots().items()}
+        roots = {folder: found[folder] for folder in self._found_agent_roots()}
+        for path, agent in self.connection.execute(
+            "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
+        ):
+            roots[self.local_path(path)] = agent
+        return roots
+
+    def _found_agent_roots(self) -> list[str]:
+        if database.get_meta(self.connection, "agent_roots") == "off":
+            return []
+        return [folder for folder in get_agent_session_roots().values() if os.path.isdir(folder)]
+
+    @property
+    def finds_agent_roots(self) -> bool:
+        """Whether sync indexes ~/.claude/projects and ~/.codex/sessions when they exist."""
+        return database.get_meta(self.connection, "agent_roots") != "off"
+
+    @_entry_point
+    def find_agent_roots(self, enabled: bool) -> None:
+        """Turn the Claude Code and Codex folders found by themselves on or off (remembered;
+        a sync then drops the rows of the ones turned off)."""
+        self._require_writable()
+        with database.transaction(self.connection):
+            if enabled:
+                self.connection.execute("DELETE FROM meta WHERE key = 'agent_roots'")
+            else:
+                database.set_meta(self.connection, "agent_roots", "off")
+
+    @_entry_point
+    def add_root(self, path: str, agent: str | None = None) -> None:
+        """Index the files under ``path`` too; ``agent`` names whose files they are when they
+        are another agent's (``claude``, ``codex``): then the folder is only ever read."""
         with database.transaction(self.connection):
             self.connection.execute(
-                "INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)",
-                (os.path.abspath(path), iso_now()),
+                "INSERT INTO roots (path, added_at, agent) VALUES (?, ?, ?)"
+                " ON CONFLICT (path) DO UPDATE SET agent = coalesce(excluded.agent, agent)",
+                (os.path.abspath(path), iso_now(), agent),
             )
 
     @_entry_point
@@ -258,7 +299,13 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
-            self.connection, self.roots(), full or resync is not None, progress, indexed, workers
+            self.connection,
+            self.roots(),
+            full or resync is not None,
+            progress,
+            indexed,
+            workers,
+            read_only_roots=set(self.agent_roots()),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
         if resync is not None:
