@@ -28,7 +28,9 @@ ALTER TABLE entries ADD COLUMN usage_key TEXT;
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
 CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
 CREATE INDEX sessions_parent ON sessions (parent_session_id) WHERE parent_session_id IS NOT NULL;
--- usage_entries gains the agent (usage --by agent / --agent); the views over it are unchanged.
+-- usage_entries gains the agent (usage --by agent / --agent) and the parent session's id (usage
+-- --by root-session rolls subagents and forks up into the session they came from); the views
+-- over it are unchanged.
 DROP VIEW usage_by_day;
 DROP VIEW usage_by_model;
 DROP VIEW usage_entries;
@@ -37,7 +39,7 @@ SELECT * FROM (
     SELECT
         e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
         e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-        e.premium_requests, e.cost, s.agent,
+        e.premium_requests, e.cost, s.agent, s.parent_session_id,
         row_number() OVER (
             PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
         ) AS copy_number
@@ -70,6 +72,31 @@ SELECT
     sum(cost) AS cost
 FROM usage_entries
 GROUP BY provider, model;
+-- Prompts typed into Claude Code (~/.claude/history.jsonl: display, timestamp, project) and
+-- Codex (~/.codex/history.jsonl: session_id, ts, text), mirrored like history.db's (prompt
+-- recall searches them with the session prompts). Each file is read again whole when it changed
+-- (meta agent_history_signature:<agent>): they are small, and Claude Code rewrites its own.
+CREATE TABLE agent_prompts (
+    id INTEGER PRIMARY KEY,
+    agent TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    cwd TEXT,
+    session_id TEXT,
+    prompt_hash TEXT NOT NULL
+);
+CREATE INDEX agent_prompts_hash ON agent_prompts (prompt_hash);
+CREATE INDEX agent_prompts_created ON agent_prompts (created_at DESC);
+CREATE VIRTUAL TABLE agent_prompts_fts USING fts5 (
+    prompt, content = 'agent_prompts', content_rowid = 'id'
+);
+CREATE TRIGGER agent_prompts_ai AFTER INSERT ON agent_prompts BEGIN
+    INSERT INTO agent_prompts_fts (rowid, prompt) VALUES (new.id, new.prompt);
+END;
+CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN
+    INSERT INTO agent_prompts_fts (agent_prompts_fts, rowid, prompt)
+    VALUES ('delete', old.id, old.prompt);
+END;
 -- Read every file again: a Claude Code or Codex folder added as a root before was indexed as
 -- files with an invalid header and no rows.
 INSERT INTO meta (key, value) VALUES ('resync_required', '0009_agents: other agents'' sessions')

@@ -2,6 +2,12 @@
 -- sqlite_master (type, name, tbl_name, sql) but the FTS5 shadow tables, which are SQLite's.
 -- Written by `python tests/test_index_migrations.py > tests/schema.sql`; do not edit.
 
+-- index agent_prompts_created on agent_prompts
+CREATE INDEX agent_prompts_created ON agent_prompts (created_at DESC);
+
+-- index agent_prompts_hash on agent_prompts
+CREATE INDEX agent_prompts_hash ON agent_prompts (prompt_hash);
+
 -- index blob_refs_hash on blob_refs
 CREATE INDEX blob_refs_hash ON blob_refs (hash);
 
@@ -70,6 +76,22 @@ CREATE INDEX sessions_session_id ON sessions (session_id);
 -- index sqlite_autoindex_roots_1 on roots
 
 -- index sqlite_autoindex_schema_migrations_1 on schema_migrations
+
+-- table agent_prompts on agent_prompts
+CREATE TABLE agent_prompts (
+    id INTEGER PRIMARY KEY,
+    agent TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    cwd TEXT,
+    session_id TEXT,
+    prompt_hash TEXT NOT NULL
+);
+
+-- table agent_prompts_fts on agent_prompts_fts
+CREATE VIRTUAL TABLE agent_prompts_fts USING fts5 (
+    prompt, content = 'agent_prompts', content_rowid = 'id'
+);
 
 -- table blob_refs on blob_refs
 CREATE TABLE blob_refs (
@@ -209,6 +231,17 @@ CREATE TABLE sessions (
     compaction_title TEXT
 , agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT);
 
+-- trigger agent_prompts_ad on agent_prompts
+CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN
+    INSERT INTO agent_prompts_fts (agent_prompts_fts, rowid, prompt)
+    VALUES ('delete', old.id, old.prompt);
+END;
+
+-- trigger agent_prompts_ai on agent_prompts
+CREATE TRIGGER agent_prompts_ai AFTER INSERT ON agent_prompts BEGIN
+    INSERT INTO agent_prompts_fts (rowid, prompt) VALUES (new.id, new.prompt);
+END;
+
 -- trigger blob_refs_ad on blob_refs
 CREATE TRIGGER blob_refs_ad AFTER DELETE ON blob_refs BEGIN
     UPDATE blobs SET refcount = refcount - 1 WHERE hash = old.hash;
@@ -282,7 +315,7 @@ SELECT * FROM (
     SELECT
         e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
         e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-        e.premium_requests, e.cost, s.agent,
+        e.premium_requests, e.cost, s.agent, s.parent_session_id,
         row_number() OVER (
             PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
         ) AS copy_number

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xcsh_store.agents.base import AgentEntry, AgentReader, SessionFacts
+from xcsh_store.agents.base import AgentEntry, AgentReader, HistoryPrompt, SessionFacts
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
 
@@ -26,6 +26,7 @@ __all__ = [
     "XCSH_AGENTS",
     "AgentEntry",
     "AgentReader",
+    "HistoryPrompt",
     "SessionFacts",
     "reader_for",
     "reader_named",

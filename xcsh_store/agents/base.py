@@ -70,6 +70,18 @@ class AgentReader(Protocol):
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         """The object as an entry; updates ``session`` with what the object says of it."""
 
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        """A line of the agent's prompt history file (``history.jsonl``), None when it holds
+        no prompt."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPrompt:
+    prompt: str
+    created_at: float  # seconds since the epoch
+    cwd: str | None
+    session_id: str | None
+
 
 def text_of(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from xcsh_store.agents.base import AgentEntry, SessionFacts, number, text_of
+from xcsh_store.agents.base import AgentEntry, HistoryPrompt, SessionFacts, number, text_of
 from xcsh_store.agents.pricing import estimated_cost
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 
@@ -84,6 +84,15 @@ class ClaudeReader:
             found.title = text_of(value.get(key))
             found.title_source = source if found.title else None
         return found
+
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        """``{"display", "timestamp" (ms), "project", "sessionId"?}``."""
+        prompt, timestamp = text_of(value.get("display")), value.get("timestamp")
+        if prompt is None or type(timestamp) not in (int, float):
+            return None
+        return HistoryPrompt(
+            prompt, timestamp / 1000, text_of(value.get("project")), text_of(value.get("sessionId"))
+        )
 
 
 def _learn_session(value: dict[str, Any], session: SessionFacts) -> None:

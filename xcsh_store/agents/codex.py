@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from xcsh_store.agents.base import AgentEntry, SessionFacts, number, text_of
+from xcsh_store.agents.base import AgentEntry, HistoryPrompt, SessionFacts, number, text_of
 from xcsh_store.agents.pricing import estimated_cost
 
 
@@ -64,6 +64,13 @@ class CodexReader:
         elif kind == "compacted":
             entry.update(type="compaction", summary=text_of(payload.get("message")) or "")
         return AgentEntry(entry)
+
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        """``{"session_id", "ts" (seconds), "text"}``."""
+        prompt, timestamp = text_of(value.get("text")), value.get("ts")
+        if prompt is None or type(timestamp) not in (int, float):
+            return None
+        return HistoryPrompt(prompt, float(timestamp), None, text_of(value.get("session_id")))
 
 
 def _learn_session(meta: dict[str, Any], timestamp: str | None, session: SessionFacts) -> None:

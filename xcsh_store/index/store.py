@@ -11,7 +11,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -31,6 +31,7 @@ from xcsh_store.paths import (
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
+    get_agent_history_files,
     get_agent_session_roots,
     get_sessions_dir,
 )
@@ -291,7 +292,7 @@ class SessionIndex:
     def _sync_once(
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
-        from xcsh_store.index.prompts import mirror_history
+        from xcsh_store.index.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.sync import sync_files
 
         self._settle_location()
@@ -326,6 +327,10 @@ class SessionIndex:
         except HistoryError as error:
             report.history_error = str(error)
             log.warning("%s", report.history_error)
+        if self.finds_agent_roots:
+            report.history_mirrored += mirror_agent_history(
+                self.connection, get_agent_history_files()
+            )
         with database.transaction(self.connection):
             database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
@@ -378,9 +383,11 @@ class SessionIndex:
         project: str | None = None,
         limit: int | None = None,
         order: str = "modified",
+        agents: Collection[str] | None = None,
     ) -> list[IndexedSession]:
-        """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``)."""
-        return sessions.list_sessions(self, cwd, project, limit, order)
+        """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
+        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex)."""
+        return sessions.list_sessions(self, cwd, project, limit, order, agents)
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
@@ -479,13 +486,14 @@ class SessionIndex:
         model: str | None = None,
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
+        agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
         from xcsh_store.index.search import search_entries
 
         return search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
             until=until, model=model, limit=limit, highlight=highlight,
-            local_path=self._path_mapping(),
+            local_path=self._path_mapping(), agents=agents,
         )  # fmt: skip
 
     @_entry_point
@@ -497,19 +505,23 @@ class SessionIndex:
         return any(row.id == hit.entry_id for row in self.branch(info))
 
     @_entry_point
-    def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
+    def history_search(
+        self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
+    ) -> list[PromptHit]:
         from xcsh_store.index.prompts import recall_prompts
 
         return self._local_prompts(
-            recall_prompts(self.connection, query, limit, self._path_mapping())
+            recall_prompts(self.connection, query, limit, self._path_mapping(), agents)
         )
 
     @_entry_point
-    def history_recent(self, limit: int = 20) -> list[PromptHit]:
+    def history_recent(
+        self, limit: int = 20, *, agents: Collection[str] | None = None
+    ) -> list[PromptHit]:
         from xcsh_store.index.prompts import recall_prompts
 
         return self._local_prompts(
-            recall_prompts(self.connection, None, limit, self._path_mapping())
+            recall_prompts(self.connection, None, limit, self._path_mapping(), agents)
         )
 
     def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
@@ -532,8 +544,11 @@ class SessionIndex:
         by: str | Sequence[str] = "day",
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once.
+        """Token and cost sums per group; an entry copied into a fork counts once; ``agents``:
+        only these agents' sessions (costs of Claude Code and Codex are estimates: see each
+        row's ``estimated`` and ``unpriced``).
 
         ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
@@ -541,7 +556,7 @@ class SessionIndex:
         """
         from xcsh_store.index.usage import usage_rows
 
-        return usage_rows(self.connection, by, since, until)
+        return usage_rows(self.connection, by, since, until, agents)
 
     # -- blobs ------------------------------------------------------------------------------
 
