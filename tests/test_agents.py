@@ -90,8 +90,9 @@ CLAUDE_FILES: dict[str, tuple[int, int, int, int, str | None, tuple[int, ...], s
 # file: (entries, title, (input without cached, output, cached), user prompts, a word, skipped)
 # user prompts: ``jq -s 'map(select(.payload.type == "user_message")) | length' $F`` (the
 # envelope-less file has none: its one user message, ``jq -s 'map(select(.role == "user"))'``).
+ACIDIC = "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
 CODEX_FILES: dict[str, tuple[int, str | None, tuple[int, ...], int, str, int]] = {
-    "AcidicSoil__codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl": (
+    f"AcidicSoil__codex-session-view__{ACIDIC}": (
         279, None, (71933, 22305, 1027328), 1, "lmstudio", 0,
     ),
     "AkashJana18__edgerunner__codex-session.jsonl": (
@@ -246,7 +247,11 @@ def test_compact_summary_is_a_compaction_after_the_boundary(claude_index: Sessio
     ).fetchall()
     # Line 1 the boundary (system, compact_boundary), line 2 its isCompactSummary user line,
     # line 3 a meta (isMeta) user line: jq -c '[.type, .subtype, .isCompactSummary, .isMeta]'
-    assert kinds == [("system", "compact_boundary"), ("compaction", None), ("custom_message", "meta")]
+    assert kinds == [
+        ("system", "compact_boundary"),
+        ("compaction", None),
+        ("custom_message", "meta"),
+    ]
 
 
 def test_subagent_file_links_to_its_parent(index: SessionIndex, tmp_path: Path):
@@ -254,7 +259,9 @@ def test_subagent_file_links_to_its_parent(index: SessionIndex, tmp_path: Path):
     parent_id = "c0ffee00-1111-2222-3333-444455556666"
     subagents = project / parent_id / "subagents"
     subagents.mkdir(parents=True)
-    shutil.copyfile(CLAUDE / f"jkindrix__claude-snatch__{parent_id}.jsonl", project / f"{parent_id}.jsonl")
+    shutil.copyfile(
+        CLAUDE / f"jkindrix__claude-snatch__{parent_id}.jsonl", project / f"{parent_id}.jsonl"
+    )
     shutil.copyfile(
         CLAUDE / "jkindrix__claude-snatch__agent-1111111111111111.jsonl",
         subagents / "agent-1111111111111111.jsonl",

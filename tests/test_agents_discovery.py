@@ -116,9 +116,7 @@ def test_appended_lines_are_read_from_the_discovered_folder(index: SessionIndex)
 
 
 def _invoke(agent_dir: Path, *args: str) -> str:
-    result = CliRunner().invoke(
-        cli, ["--agent-dir", str(agent_dir), *args], catch_exceptions=False
-    )
+    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -126,7 +124,9 @@ def _invoke(agent_dir: Path, *args: str) -> str:
 def test_no_agent_roots_turns_them_off_and_back_on(agent_dir: Path):
     _agent_folders()
     _invoke(agent_dir, "sync", "--init")
-    assert json.loads(_invoke(agent_dir, "sync", "--no-agent-roots", "--json"))["files_removed"] == 2
+    assert (
+        json.loads(_invoke(agent_dir, "sync", "--no-agent-roots", "--json"))["files_removed"] == 2
+    )
     with SessionIndex.open(str(agent_dir)) as index:
         assert _agents(index) == []
     _invoke(agent_dir, "sync")  # remembered
@@ -154,7 +154,8 @@ def test_add_root_with_an_agent_prefix_is_read_only(agent_dir: Path, tmp_path: P
 
 def test_add_root_of_a_missing_folder_is_refused(agent_dir: Path, tmp_path: Path):
     result = CliRunner().invoke(
-        cli, ["--agent-dir", str(agent_dir), "sync", "--init", "--add-root", f"codex:{tmp_path}/nope"]
+        cli,
+        ["--agent-dir", str(agent_dir), "sync", "--init", "--add-root", f"codex:{tmp_path}/nope"],
     )
     assert result.exit_code == 2
     assert "is not a folder" in result.output

@@ -20,6 +20,10 @@ _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
 _MODELS = ("claude-sonnet-4-20250514", "claude-opus-4-6", "gpt-5", "gpt-5.4")
 
 
+def _word(draw: st.DrawFn) -> str:
+    return draw(st.sampled_from(_WORDS))
+
+
 def _stamp(second: int) -> str:
     return f"2026-01-01T00:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
 
@@ -31,7 +35,9 @@ def claude_lines(draw: st.DrawFn) -> list[bytes]:
     lines: list[dict[str, Any]] = []
     uuids: list[str] = []
     for number in range(draw(st.integers(1, 25))):
-        kind = draw(st.sampled_from(["user", "assistant", "assistant", "summary", "progress", "system"]))
+        kind = draw(
+            st.sampled_from(["user", "assistant", "assistant", "summary", "progress", "system"])
+        )
         parent = draw(st.sampled_from([None, *uuids[-3:]])) if uuids else None
         uuid = f"u{number}"
         base = {"uuid": uuid, "parentUuid": parent, "sessionId": "s", "timestamp": _stamp(number)}
@@ -56,7 +62,7 @@ def claude_lines(draw: st.DrawFn) -> list[bytes]:
                     {**base, "uuid": f"{uuid}.{part}", "type": "assistant", "requestId": "r",
                      "message": {"id": message_id, "role": "assistant",
                                  "model": draw(st.sampled_from(_MODELS)),
-                                 "content": [{"type": "text", "text": draw(st.sampled_from(_WORDS))}],
+                                 "content": [{"type": "text", "text": _word(draw)}],
                                  "usage": {"input_tokens": 3, "output_tokens": part + 1,
                                            "cache_read_input_tokens": 10}}}
                 )  # fmt: skip
@@ -75,11 +81,15 @@ def codex_lines(draw: st.DrawFn) -> list[bytes]:
     meta = {"id": "child" if forked else "thread", "timestamp": _stamp(0), "cwd": "/w"}
     if forked:
         meta["forked_from_id"] = "parent"
-    lines: list[bytes] = [orjson.dumps({"timestamp": _stamp(0), "type": "session_meta", "payload": meta})]
+    lines: list[bytes] = [
+        orjson.dumps({"timestamp": _stamp(0), "type": "session_meta", "payload": meta})
+    ]
     total = 0
     for number in range(1, draw(st.integers(1, 25))):
         second = 0 if forked and number < 3 else number  # the replayed prefix: the fork's second
-        kind = draw(st.sampled_from(["turn", "user", "answer", "call", "tokens", "tokens", "name", "bad"]))
+        kind = draw(
+            st.sampled_from(["turn", "user", "answer", "call", "tokens", "tokens", "name", "bad"])
+        )
         if kind == "bad":
             lines.append(b"{not json")
             continue
@@ -87,31 +97,44 @@ def codex_lines(draw: st.DrawFn) -> list[bytes]:
         if kind == "turn":
             envelope, payload = "turn_context", {"model": draw(st.sampled_from(_MODELS))}
         elif kind == "user":
-            envelope, payload = "event_msg", {"type": "user_message", "message": draw(st.sampled_from(_WORDS))}
+            envelope, payload = (
+                "event_msg",
+                {"type": "user_message", "message": draw(st.sampled_from(_WORDS))},
+            )
         elif kind == "answer":
             payload = {"type": "message", "role": "assistant",
-                       "content": [{"type": "output_text", "text": draw(st.sampled_from(_WORDS))}]}  # fmt: skip
+                       "content": [{"type": "output_text", "text": _word(draw)}]}  # fmt: skip
             envelope = "response_item"
         elif kind == "call":
             envelope = "response_item"
-            payload = {"type": "function_call", "name": "shell", "arguments": '{"cmd": "ls"}', "call_id": "c"}
+            payload = {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": '{"cmd": "ls"}',
+                "call_id": "c",
+            }
         elif kind == "name":
-            envelope, payload = "event_msg", {"type": "thread_name_updated", "thread_name": draw(st.sampled_from(_WORDS))}
+            envelope, payload = (
+                "event_msg",
+                {"type": "thread_name_updated", "thread_name": draw(st.sampled_from(_WORDS))},
+            )
         else:
             if not draw(st.booleans()):  # the same event again: same running total
                 total += draw(st.integers(1, 50))
             usage = {"input_tokens": 20, "cached_input_tokens": 5, "output_tokens": 7}
-            payload = {"type": "token_count", "info": {"last_token_usage": usage,
-                                                      "total_token_usage": {"input_tokens": total}}}  # fmt: skip
+            info = {"last_token_usage": usage, "total_token_usage": {"input_tokens": total}}
+            payload = {"type": "token_count", "info": info}
             envelope = "event_msg"
-        lines.append(orjson.dumps({"timestamp": _stamp(second), "type": envelope, "payload": payload}))
+        lines.append(
+            orjson.dumps({"timestamp": _stamp(second), "type": envelope, "payload": payload})
+        )
     return [line + b"\n" for line in lines]
 
 
 def _write_in_pieces(index: SessionIndex, path: Path, content: bytes, cuts: list[int]) -> None:
     written = 0
     with path.open("wb") as stream:
-        for cut in sorted({min(cut, len(content)) for cut in cuts}) + [len(content)]:
+        for cut in [*sorted({min(cut, len(content)) for cut in cuts}), len(content)]:
             stream.write(content[written:cut])
             stream.flush()
             written = cut
@@ -144,7 +167,9 @@ def test_appending_with_syncs_in_between_equals_one_full_read(
     index.sync(workers=1)
 
 
-def test_a_real_file_appended_line_by_line_equals_one_full_read(index: SessionIndex, tmp_path: Path):
+def test_a_real_file_appended_line_by_line_equals_one_full_read(
+    index: SessionIndex, tmp_path: Path
+):
     """The real streamed Claude file (responses cut into several lines sharing message.id) and
     a real Codex rollout, a sync after every few lines."""
     root = tmp_path / "mixed"

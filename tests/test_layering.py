@@ -3,9 +3,10 @@ the CLI reaches the index only through the index package's front, ``xcsh_store.i
 
 The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
 history/, artifacts/ and agents/ (other agents' formats) over format; session/ over format,
-history and artifacts; index/ over session, format, history and agents; cli/ over everything. The top-level ``xcsh_store`` re-exports the
-public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
-counts, also one inside a function or under ``TYPE_CHECKING``.
+history and artifacts; index/ over session, format, history and agents; cli/ over everything.
+The top-level ``xcsh_store`` re-exports the public API from the parts below the CLI; ``python -m
+xcsh_store`` runs the CLI. Every import counts, also one inside a function or under
+``TYPE_CHECKING``.
 """
 
 from __future__ import annotations

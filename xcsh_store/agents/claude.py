@@ -101,7 +101,10 @@ def _learn_session(value: dict[str, Any], session: SessionFacts) -> None:
         # the name is known before any line: a sync that reads the file in parts agrees.
         session.session_id = os.path.basename(session.path).removesuffix(".jsonl")
         folder = os.path.dirname(session.path)
-        if session.session_id.startswith(SUBAGENT_PREFIX) and os.path.basename(folder) == "subagents":
+        if (
+            session.session_id.startswith(SUBAGENT_PREFIX)
+            and os.path.basename(folder) == "subagents"
+        ):
             parent_folder = os.path.dirname(folder)
             session.parent_session_id = os.path.basename(parent_folder)
             session.parent_session = parent_folder + ".jsonl"
@@ -156,7 +159,9 @@ def claude_usage(usage: dict[str, Any], model: str | None) -> tuple[Any, ...]:
 def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
     content = message.get("content")
     blocks = content if type(content) is list else [content]
-    results = [block for block in blocks if type(block) is dict and block.get("type") == "tool_result"]
+    results = [
+        block for block in blocks if type(block) is dict and block.get("type") == "tool_result"
+    ]
     if results and len(results) == len(blocks):
         texts = []
         for block in results:
@@ -167,7 +172,11 @@ def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> 
         return
     texts = []
     for block in blocks:
-        texts += _texts(block.get("content") if type(block) is dict and block.get("type") == "tool_result" else [block])
+        texts += _texts(
+            block.get("content")
+            if type(block) is dict and block.get("type") == "tool_result"
+            else [block]
+        )
     if value.get("isCompactSummary") is True:
         found.entry.update(type="compaction", summary="\n".join(texts))
     elif value.get("isMeta") is True:
@@ -188,7 +197,11 @@ def _texts(content: Any) -> list[str]:
     for block in content:
         if isinstance(block, str):
             texts.append(block)
-        elif type(block) is dict and block.get("type") == "text" and isinstance(block.get("text"), str):
+        elif (
+            type(block) is dict
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
             texts.append(block["text"])
     return texts
 

@@ -21,6 +21,7 @@ Entries have no ids: each gets one in file order, the child of the one before.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -123,10 +124,8 @@ def _response_item(
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
         arguments = item.get("arguments") if kind == "function_call" else item.get("input")
         if kind == "function_call" and isinstance(arguments, str):
-            try:
+            with contextlib.suppress(orjson.JSONDecodeError):
                 arguments = orjson.loads(arguments)
-            except orjson.JSONDecodeError:
-                pass
         if kind == "custom_tool_call":
             arguments = {"input": arguments}
         call = {"type": "toolCall", "name": item.get("name"), "arguments": arguments}

@@ -24,6 +24,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.complete import complete_model, complete_session
 from xcsh_store.cli.listing import where
 from xcsh_store.cli.params import (
+    agent_option,
     count_type,
     cwd_option,
     project_option,
@@ -326,6 +327,7 @@ def _search_role(value: str | None) -> str | None:
 )
 @since_option
 @until_option
+@agent_option
 @click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
 @json_option
 @pass_settings
@@ -338,6 +340,7 @@ def search_command(
     model: str | None,
     since: str | None,
     until: str | None,
+    agents: tuple[str, ...],
     limit: int,
     as_json: bool,
 ) -> None:
@@ -365,6 +368,7 @@ def search_command(
                 until=until,
                 limit=limit,
                 highlight=(MARK_OPEN, MARK_CLOSE),
+                agents=agents,
             )
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None

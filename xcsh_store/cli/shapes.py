@@ -20,12 +20,14 @@ if TYPE_CHECKING:
 def session_json(session: IndexedSession) -> dict[str, Any]:
     return {
         "id": session.session_id,
+        "agent": session.agent,
         "path": session.path,
         "cwd": session.cwd or None,
         "project": session.project_dir,
         "title": session.title,
         "title_source": session.title_source,
         "parent_session": session.parent_session_path,
+        "parent_session_id": session.parent_session_id,
         "version": session.version,
         "created": iso_millis(session.created),
         "modified": iso_millis(session.modified),
@@ -51,6 +53,7 @@ def plain_snippet(snippet: str) -> str:
 def hit_json(hit: SearchHit, on_active_branch: bool) -> dict[str, Any]:
     return {
         "session_id": hit.session_id,
+        "agent": hit.agent,
         "path": hit.path,
         "title": hit.title,
         "cwd": hit.cwd,
@@ -75,6 +78,7 @@ def prompt_json(
     session_id: str | None = None,
     session_path: str | None = None,
     entry_id: str | None = None,
+    agent: str = "xcsh",
 ) -> dict[str, Any]:
     """One remembered prompt, from history.db or (``source: "session"``) from a session."""
     return {
@@ -85,6 +89,7 @@ def prompt_json(
         "created": iso_seconds(created_at),
         "cwd": cwd,
         "source": source,
+        "agent": agent,
         "session_id": session_id,
         "session_path": session_path,
         "entry_id": entry_id,
@@ -101,6 +106,7 @@ def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
         session_id=hit.session_id,
         session_path=hit.session_path,
         entry_id=hit.entry_id,
+        agent=hit.agent,
     )
 
 
@@ -115,6 +121,10 @@ def usage_json(row: UsageRow) -> dict[str, Any]:
         "cache_write_tokens": row.cache_write_tokens or 0,
         "total_tokens": total_tokens(row),
         "cost": row.cost or 0,
+        # Claude Code and Codex write no costs: these entries' cost is the index's estimate
+        # (agents/pricing.py); those of a model without a price are not in "cost" at all.
+        "estimated_cost_entries": row.estimated,
+        "unpriced_entries": row.unpriced,
     }
 
 

@@ -12,7 +12,14 @@ from typing import Any, BinaryIO, NamedTuple, Protocol
 
 import orjson
 
-from xcsh_store.agents import AgentEntry, AgentReader, SessionFacts, reader_for, reader_named, xcsh_agent_of
+from xcsh_store.agents import (
+    AgentEntry,
+    AgentReader,
+    SessionFacts,
+    reader_for,
+    reader_named,
+    xcsh_agent_of,
+)
 from xcsh_store.format.entries import (
     NAMED_TITLE_SOURCE,
     SESSION_INFO_TYPE,

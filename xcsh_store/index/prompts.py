@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import logging
+import os
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
@@ -226,7 +226,9 @@ def recall_prompts(
         ]
     conditions, arguments = [], []
     if match:
-        conditions.append("h.id IN (SELECT rowid FROM agent_prompts_fts WHERE agent_prompts_fts MATCH ?)")
+        conditions.append(
+            "h.id IN (SELECT rowid FROM agent_prompts_fts WHERE agent_prompts_fts MATCH ?)"
+        )
         arguments.append(match)
     only = agents_condition("h.agent", agents)
     if only is not None:

@@ -11,8 +11,8 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index.sessions import agents_condition
 from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
+from xcsh_store.index.sessions import agents_condition
 from xcsh_store.index.texts import TEXT_SOURCE, texts_of
 from xcsh_store.times import iso_millis
 

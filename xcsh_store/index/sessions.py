@@ -5,8 +5,8 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from collections.abc import Collection
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -398,7 +398,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
         for row in entry_rows(connection, session.file_id)
         if row.type == "message" and row.role in ("user", "assistant")
     ]
-    values = read_entries(session.path, rows, None)
+    values = read_entries(session.path, rows, None, session.agent)
     texts = [
         content_text(value["message"].get("content"))
         for value in values

@@ -28,11 +28,11 @@ from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
     get_agent_dir,
+    get_agent_history_files,
+    get_agent_session_roots,
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
-    get_agent_history_files,
-    get_agent_session_roots,
     get_sessions_dir,
 )
 from xcsh_store.session.roots import forget_session_root, read_session_roots
@@ -449,7 +449,7 @@ class SessionIndex:
         from xcsh_store.index.tree import read_entries
 
         info = self._session(session)
-        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
+        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store, info.agent)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
@@ -468,7 +468,7 @@ class SessionIndex:
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         return context_from_index(
-            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store
+            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store, info.agent
         )
 
     # -- search -----------------------------------------------------------------------------
