@@ -9,6 +9,7 @@ which ``usage`` reports as unpriced instead of counting it as $0.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -55,6 +56,7 @@ PRICES: dict[str, Price] = {
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
+@functools.lru_cache(maxsize=256)  # a file names a few models, on thousands of lines
 def price_of(model: str | None) -> Price | None:
     """The list price of a model, or None when the table does not know it."""
     if not model:
