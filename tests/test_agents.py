@@ -35,6 +35,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from xcsh_store.index import SessionIndex
@@ -300,3 +301,49 @@ def test_a_fixture_index_verifies_clean(claude_index: SessionIndex, tmp_path: Pa
     _indexed(claude_index, root, sorted(CODEX.glob("*.jsonl")))
     report = claude_index.verify()
     assert report.clean, report
+
+
+def _codex_line(second: int, kind: str, payload: dict[str, Any]) -> bytes:
+    stamp = f"2026-02-01T00:00:{second:02d}.000Z"
+    return orjson.dumps({"timestamp": stamp, "type": kind, "payload": payload}) + b"\n"
+
+
+@pytest.mark.parametrize("synced_before_rollback", [False, True])
+def test_a_codex_rollback_starts_a_branch(
+    index: SessionIndex, tmp_path: Path, synced_before_rollback: bool
+):
+    """Three turns, the last one rolled back, then a new prompt: the new turn hangs off where
+    the rolled-back one began (a branch point with two leaves), and the active path holds the
+    first two turns and the new one; also when a sync read the turns before the rollback."""
+    turn = [
+        (0, "session_meta", {"id": "t", "timestamp": "2026-02-01T00:00:00.000Z", "cwd": "/w"}),
+    ]
+    for number, word in enumerate(["first", "second", "third"], 1):
+        answer = [{"type": "output_text", "text": f"{word} answer"}]
+        turn += [
+            (number, "event_msg", {"type": "user_message", "message": f"{word} prompt"}),
+            (number, "response_item", {"type": "message", "role": "assistant", "content": answer}),
+        ]
+    turn += [
+        (5, "event_msg", {"type": "thread_rolled_back", "num_turns": 1}),
+        (6, "event_msg", {"type": "user_message", "message": "another prompt"}),
+    ]
+    root = tmp_path / "codex"
+    root.mkdir()
+    lines = [_codex_line(*line) for line in turn]
+    index.add_root(str(root))
+    if synced_before_rollback:
+        (root / "rollout.jsonl").write_bytes(b"".join(lines[:7]))
+        index.sync(workers=1)
+    (root / "rollout.jsonl").write_bytes(b"".join(lines))
+    index.sync(workers=1)
+    assert index.verify().clean
+    tree = index.tree("t")
+    assert [entry_id for entry_id, children in tree.children.items() if len(children) > 1] == [
+        tree.entries[entry_id].id
+        for entry_id in tree.entries
+        if tree.entries[entry_id].seq == 4  # "second answer": where the third turn began
+    ]
+    assert len(tree.leaves) == 2
+    active = [row.seq for row in index.branch("t")]
+    assert active == [0, 1, 2, 3, 4, 7, 8]

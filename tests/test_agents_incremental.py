@@ -88,7 +88,9 @@ def codex_lines(draw: st.DrawFn) -> list[bytes]:
     for number in range(1, draw(st.integers(1, 25))):
         second = 0 if forked and number < 3 else number  # the replayed prefix: the fork's second
         kind = draw(
-            st.sampled_from(["turn", "user", "answer", "call", "tokens", "tokens", "name", "bad"])
+            st.sampled_from(
+                ["turn", "user", "answer", "call", "tokens", "tokens", "name", "bad", "rollback"]
+            )
         )
         if kind == "bad":
             lines.append(b"{not json")
@@ -113,6 +115,9 @@ def codex_lines(draw: st.DrawFn) -> list[bytes]:
                 "arguments": '{"cmd": "ls"}',
                 "call_id": "c",
             }
+        elif kind == "rollback":
+            envelope = "event_msg"
+            payload = {"type": "thread_rolled_back", "num_turns": draw(st.integers(1, 3))}
         elif kind == "name":
             envelope, payload = (
                 "event_msg",

@@ -50,6 +50,9 @@ class AgentEntry:
     # (input, output, cache read, cache write, premium requests, cost): what the line adds to
     # its session; the cost is an estimate, None for a model without a price.
     usage: tuple[Any, ...] | None = None
+    # A rollback of the last this many user turns (Codex ``thread_rolled_back``): this entry
+    # and those after it continue from where the first of those turns began, a new branch.
+    rewind_turns: int | None = None
     # The agent's qualifier of the entry's type (a system line's subtype, ``sidechain``),
     # kept in the custom_type column.
     qualifier: str | None = None

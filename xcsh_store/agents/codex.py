@@ -10,6 +10,8 @@ Entries have no ids: each gets one in file order, the child of the one before.
   ``response_item`` twin, and the injected environment and instructions, add no text), so a
   prompt is counted once; ``agent_message``/``agent_reasoning`` events repeat response items
   and add none either.
+* ``thread_rolled_back`` (``num_turns``) goes back to before the last turns: what follows is a
+  new branch from where the first of them began, as going back does in xcsh.
 * ``turn_context`` names the model of the turn; ``compacted`` is a compaction (its message is
   the summary the model saw from then on); ``thread_name_updated`` titles the session.
 * Usage: each ``token_count`` event's ``last_token_usage`` (that model call), cached input as
@@ -178,6 +180,9 @@ def _event(payload: dict[str, Any], timestamp: str | None, session: SessionFacts
         found.title_source = "auto" if found.title else None
     elif kind == "token_count":
         _token_count(found, payload, timestamp, session)
+    elif kind == "thread_rolled_back":
+        turns = payload.get("num_turns")
+        found.rewind_turns = turns if type(turns) is int and turns > 0 else None
     return found
 
 

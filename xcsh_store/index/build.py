@@ -113,6 +113,9 @@ class IndexedRows(Protocol):
     def usage_of(self, usage_key: str) -> tuple[int, tuple[Any, ...]] | None:
         """(key, usage figures) of the indexed entry that counts the usage of ``usage_key``."""
 
+    def turn_parents(self, entry_id: str) -> list[str | None]:
+        """The parents of the user messages on the path to an indexed entry, in path order."""
+
 
 @dataclass
 class Totals:
@@ -363,6 +366,12 @@ class RowBuilder:
         self.usage_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.chunk_first_key = first_key
         self.superseded: list[int] = []
+        # Of a format without ids: the parent of each user turn on the current path, oldest
+        # first (what a rollback goes back to). A resumed read starts with this read's turns
+        # and puts the earlier ones of the path in front only when a rollback reaches them.
+        self.turn_parents: list[str | None] = []
+        self.earlier_turns_read = indexed is None
+        self.resumed_after = state.last_id
 
     def add_records(self, records: Iterable[_Record], tally: ReadTally) -> None:
         state = self.state
@@ -461,8 +470,13 @@ class RowBuilder:
         entry = found.entry
         if not self.reader.has_ids:
             entry["id"] = agent_entry_id(state.path, seq)
+            if found.rewind_turns is not None:
+                state.last_id = self._rewound(found.rewind_turns)
             entry.setdefault("parentId", state.last_id)
             state.last_id = entry["id"]
+            message = entry.get("message")
+            if type(message) is dict and message.get("role") == "user":
+                self.turn_parents.append(entry["parentId"])
         facts = EntryFacts(entry, False)
         facts.custom_type = facts.custom_type or found.qualifier
         if found.model is not None:
@@ -476,6 +490,20 @@ class RowBuilder:
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
         if usage_key is not None:
             self._supersede_usage(usage_key, key, found)
+
+    def _rewound(self, turns: int) -> str | None:
+        """Where a rollback of the last ``turns`` user turns goes back to (the first of them
+        rolled back's parent); with fewer turns on the path, its start."""
+        parents = self.turn_parents
+        if len(parents) < turns and not self.earlier_turns_read:
+            self.earlier_turns_read = True
+            last = self.resumed_after
+            assert self.indexed is not None
+            parents[:0] = [] if last is None else self.indexed.turn_parents(last)
+        kept = max(len(parents) - turns, 0)
+        target = parents[kept] if kept < len(parents) else self.state.last_id
+        del parents[kept:]
+        return target
 
     def _supersede_usage(self, usage_key: str, key: int, found: AgentEntry) -> None:
         """A line reporting a response an earlier line reported: only this one's usage counts."""

@@ -471,6 +471,12 @@ class _IndexedRows:
         ).fetchall()
         return (found[0][0], tuple(found[0][1:])) if found else None
 
+    def turn_parents(self, entry_id: str) -> list[str | None]:
+        from xcsh_store.index.tree import entry_path  # tree imports us
+
+        path = entry_path(self.connection, self.file_id, entry_id)
+        return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
+
     def default_after(self, entry_id: str) -> tuple[Any, bool]:
         """The default model after an entry of an earlier read, from its path in the index:
         the newest model_change with role default, else the newest assistant's model.
