@@ -13,7 +13,6 @@ from typing import Any, BinaryIO, NamedTuple, Protocol
 import orjson
 
 from xcsh_store.agents import (
-    AgentEntry,
     AgentReader,
     SessionFacts,
     reader_for,
@@ -58,8 +57,6 @@ _Model = tuple[str | None, str | None]
 _Default = tuple[_Model | None, bool]
 NO_DEFAULT: _Default = (None, False)
 _NO_USAGE = (None, None, None, None, None, None)
-# Where the usage figures are in an entry row.
-_USAGE_COLUMNS = slice(14, 20)
 # (st_size, st_mtime_ns, st_ino, st_ctime_ns) of a file as its reader opened it.
 FileStat = tuple[int, int, int, int]
 
@@ -489,7 +486,7 @@ class RowBuilder:
             state.totals.session_name_source = found.title_source
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
         if usage_key is not None:
-            self._supersede_usage(usage_key, key, found)
+            self._supersede_usage(usage_key, key, found.usage)
 
     def _rewound(self, turns: int) -> str | None:
         """Where a rollback of the last ``turns`` user turns goes back to (the first of them
@@ -505,13 +502,13 @@ class RowBuilder:
         del parents[kept:]
         return target
 
-    def _supersede_usage(self, usage_key: str, key: int, found: AgentEntry) -> None:
-        """A line reporting a response an earlier line reported: only this one's usage counts."""
+    def _supersede_usage(self, usage_key: str, key: int, usage: tuple[Any, ...]) -> None:
+        """A line reporting a response an earlier line reported: only this one's usage counts
+        (the rows of an entry keep its figures in the six columns after ``part``)."""
         previous = self.usage_keys.get(usage_key)
         if previous is None and self.indexed is not None:
             previous = self.indexed.usage_of(usage_key)
-        assert found.usage is not None
-        self.usage_keys[usage_key] = (key, found.usage)
+        self.usage_keys[usage_key] = (key, usage)
         if previous is None:
             return
         old_key, old_usage = previous
