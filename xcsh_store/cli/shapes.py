@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, plural
 from xcsh_store.times import iso_millis, iso_seconds
 
@@ -41,6 +42,9 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "cache_write_tokens": session.cache_write_tokens,
         "premium_requests": session.premium_requests,
         "cost": session.cost,
+        # Claude Code and Codex record no costs: theirs is estimated from list prices, and
+        # leaves out the tokens of models without one (`usage` counts those).
+        "cost_estimated": session.agent in OTHER_AGENTS,
         "id_shared": session.id_shared,
     }
 
