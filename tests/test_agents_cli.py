@@ -173,7 +173,9 @@ def test_history_agent_filter(agent_dir: Path):
 
 def test_history_files_are_not_read_with_agent_roots_off(agent_dir: Path):
     _write_histories()
-    run(agent_dir, "sync", "--init", "--no-agent-roots")
+    run(agent_dir, "sync", "--init")
+    assert len(run_json(agent_dir, "history", "recent", "--sessions")) == 2
+    run(agent_dir, "sync", "--no-agent-roots")
     assert run_json(agent_dir, "history", "recent", "--sessions") == []
 
 

@@ -83,20 +83,20 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
         source.close()
 
 
-def mirror_agent_history(connection: apsw.Connection, files: dict[str, str]) -> int:
+def mirror_agent_history(connection: apsw.Connection, files: dict[str, str | None]) -> int:
     """Copy the prompts of other agents' history files (agent -> path), each read again whole
-    when it changed, opened read-only; a missing file's prompts go. Returns how many prompts
-    were copied. A line that is not a prompt is skipped."""
+    when it changed, opened read-only; the prompts of a missing file (or of None: not to be
+    read) go. Returns how many prompts were copied. A line that is not a prompt is skipped."""
     copied = 0
     for agent, path in files.items():
         reader = reader_named(agent)
         assert reader is not None
         key = f"agent_history_signature:{agent}"
-        signature = _file_signature(path)
+        signature = None if path is None else _file_signature(path)
         if signature == get_meta(connection, key):
             continue
         prompts = []
-        if signature is not None:
+        if path is not None and signature is not None:
             try:
                 with open_regular_file(path) as stream:
                     for _, line in iter_lines(stream):
@@ -133,17 +133,10 @@ def _file_signature(path: str) -> str | None:
 
 def _signature(history_db: str) -> str | None:
     """Size and mtime of history.db and its WAL; None when there is no history.db."""
-    parts = []
-    for path in (history_db, history_db + "-wal"):
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            if path == history_db:
-                return None
-            parts.append("-")
-            continue
-        parts.append(f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}")
-    return " ".join(parts)
+    database = _file_signature(history_db)
+    if database is None:
+        return None
+    return f"{database} {_file_signature(history_db + '-wal') or '-'}"
 
 
 @contextlib.contextmanager

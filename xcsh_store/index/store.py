@@ -214,7 +214,7 @@ class SessionIndex:
         return roots
 
     def _found_agent_roots(self) -> list[str]:
-        if database.get_meta(self.connection, "agent_roots") == "off":
+        if not self.finds_agent_roots:
             return []
         return [folder for folder in get_agent_session_roots().values() if os.path.isdir(folder)]
 
@@ -327,10 +327,10 @@ class SessionIndex:
         except HistoryError as error:
             report.history_error = str(error)
             log.warning("%s", report.history_error)
-        if self.finds_agent_roots:
-            report.history_mirrored += mirror_agent_history(
-                self.connection, get_agent_history_files()
-            )
+        histories: dict[str, str | None] = dict(get_agent_history_files())
+        if not self.finds_agent_roots:
+            histories = dict.fromkeys(histories)  # turned off: their prompts go
+        report.history_mirrored += mirror_agent_history(self.connection, histories)
         with database.transaction(self.connection):
             database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
