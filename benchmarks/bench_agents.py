@@ -43,9 +43,6 @@ from xcsh_store.index import SessionIndex
 
 DATA = Path(os.environ.get("XCSH_BENCH_DATA", "/work/bench-data"))
 WORDS = (Path(__file__).parent / "words.txt").read_text().split()
-# Nothing of the machine's own ~/.claude or ~/.codex may join a benchmark's index.
-os.environ["CLAUDE_CONFIG_DIR"] = str(WORK_DIR / "no-claude")
-os.environ["CODEX_HOME"] = str(WORK_DIR / "no-codex")
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -55,7 +52,8 @@ def _text(rng: random.Random, words: int) -> str:
 def _stamp(second: int) -> str:
     day, rest = divmod(second, 86_400)
     hour, rest = divmod(rest, 3600)
-    return f"2026-{1 + day // 28 % 12:02d}-{1 + day % 28:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}.000Z"
+    month, date = 1 + day // 28 % 12, 1 + day % 28
+    return f"2026-{month:02d}-{date:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}.000Z"
 
 
 def claude_session(rng: random.Random, session_id: str, target: int, start: int) -> bytes:
@@ -64,8 +62,14 @@ def claude_session(rng: random.Random, session_id: str, target: int, start: int)
     parent = None
     second = start
     turn = 0
-    common = {"sessionId": session_id, "cwd": "/work/project", "version": "2.1.90",
-              "userType": "external", "isSidechain": False, "gitBranch": "main"}  # fmt: skip
+    common = {
+        "sessionId": session_id,
+        "cwd": "/work/project",
+        "version": "2.1.90",
+        "userType": "external",
+        "isSidechain": False,
+        "gitBranch": "main",
+    }
 
     def add(value: dict[str, Any]) -> None:
         nonlocal size, parent
@@ -78,39 +82,98 @@ def claude_session(rng: random.Random, session_id: str, target: int, start: int)
     while size < target:
         turn += 1
         second += rng.randint(5, 120)
-        add({**common, "type": "user", "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
-             "parentUuid": parent, "timestamp": _stamp(second),
-             "message": {"role": "user", "content": _text(rng, rng.randint(8, 60))}})  # fmt: skip
-        add({"type": "file-history-snapshot", "messageId": parent, "isSnapshotUpdate": False,
-             "snapshot": {"trackedFileBackups": {}, "timestamp": _stamp(second)}})  # fmt: skip
+        add(
+            {
+                **common,
+                "type": "user",
+                "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
+                "parentUuid": parent,
+                "timestamp": _stamp(second),
+                "message": {"role": "user", "content": _text(rng, rng.randint(8, 60))},
+            }
+        )
+        add(
+            {
+                "type": "file-history-snapshot",
+                "messageId": parent,
+                "isSnapshotUpdate": False,
+                "snapshot": {"trackedFileBackups": {}, "timestamp": _stamp(second)},
+            }
+        )
         for _ in range(rng.randint(1, 4)):
             message_id = f"msg_{rng.getrandbits(64):016x}"
             request_id = f"req_{rng.getrandbits(64):016x}"
             blocks = [
-                {"type": "thinking", "thinking": _text(rng, rng.randint(20, 120)), "signature": "x" * 200},
+                {
+                    "type": "thinking",
+                    "thinking": _text(rng, rng.randint(20, 120)),
+                    "signature": "x" * 200,
+                },
                 {"type": "text", "text": _text(rng, rng.randint(10, 80))},
-                {"type": "tool_use", "id": f"toolu_{rng.getrandbits(48):012x}", "name": rng.choice(["Bash", "Read", "Edit"]),
-                 "input": {"command": _text(rng, 6), "description": _text(rng, 5)}},
-            ]  # fmt: skip
-            usage = {"input_tokens": rng.randint(1, 50), "cache_read_input_tokens": rng.randint(1000, 90000),
-                     "cache_creation_input_tokens": rng.randint(0, 5000)}  # fmt: skip
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{rng.getrandbits(48):012x}",
+                    "name": rng.choice(["Bash", "Read", "Edit"]),
+                    "input": {"command": _text(rng, 6), "description": _text(rng, 5)},
+                },
+            ]
+            usage = {
+                "input_tokens": rng.randint(1, 50),
+                "cache_read_input_tokens": rng.randint(1000, 90000),
+                "cache_creation_input_tokens": rng.randint(0, 5000),
+            }
             for part, block in enumerate(blocks):
                 second += 1
-                add({**common, "type": "assistant", "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
-                     "parentUuid": parent, "timestamp": _stamp(second), "requestId": request_id,
-                     "message": {"id": message_id, "type": "message", "role": "assistant",
-                                 "model": "claude-sonnet-4-5-20250929", "content": [block],
-                                 "stop_reason": "tool_use" if part == 2 else None,
-                                 "usage": {**usage, "output_tokens": 40 * (part + 1)}}})  # fmt: skip
+                add(
+                    {
+                        **common,
+                        "type": "assistant",
+                        "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
+                        "parentUuid": parent,
+                        "timestamp": _stamp(second),
+                        "requestId": request_id,
+                        "message": {
+                            "id": message_id,
+                            "type": "message",
+                            "role": "assistant",
+                            "model": "claude-sonnet-4-5-20250929",
+                            "content": [block],
+                            "stop_reason": "tool_use" if part == 2 else None,
+                            "usage": {**usage, "output_tokens": 40 * (part + 1)},
+                        },
+                    }
+                )
             tool_use_id = blocks[2]["id"]
-            add({"type": "progress", "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
-                 "parentUuid": parent, "sessionId": session_id, "timestamp": _stamp(second),
-                 "data": {"type": "hook_progress", "hookName": "PreToolUse"}})  # fmt: skip
-            add({**common, "type": "user", "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
-                 "parentUuid": parent, "timestamp": _stamp(second),
-                 "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use_id,
-                             "content": _text(rng, rng.randint(30, 600))}]},
-                 "toolUseResult": {"stdout": "", "stderr": "", "interrupted": False}})  # fmt: skip
+            add(
+                {
+                    "type": "progress",
+                    "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
+                    "parentUuid": parent,
+                    "sessionId": session_id,
+                    "timestamp": _stamp(second),
+                    "data": {"type": "hook_progress", "hookName": "PreToolUse"},
+                }
+            )
+            add(
+                {
+                    **common,
+                    "type": "user",
+                    "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
+                    "parentUuid": parent,
+                    "timestamp": _stamp(second),
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": tool_use_id,
+                                "content": _text(rng, rng.randint(30, 600)),
+                            }
+                        ],
+                    },
+                    "toolUseResult": {"stdout": "", "stderr": "", "interrupted": False},
+                }
+            )
         if turn % 10 == 0:
             add({"type": "ai-title", "aiTitle": _text(rng, 5), "sessionId": session_id})
     return b"".join(lines)
@@ -128,9 +191,19 @@ def codex_session(rng: random.Random, session_id: str, target: int, start: int) 
         lines.append(line)
         size += len(line)
 
-    add("session_meta", {"id": session_id, "timestamp": _stamp(second), "cwd": "/work/project",
-                         "originator": "codex_cli_rs", "cli_version": "0.98.0", "source": "cli",
-                         "model_provider": "openai", "base_instructions": {"text": _text(rng, 400)}})  # fmt: skip
+    add(
+        "session_meta",
+        {
+            "id": session_id,
+            "timestamp": _stamp(second),
+            "cwd": "/work/project",
+            "originator": "codex_cli_rs",
+            "cli_version": "0.98.0",
+            "source": "cli",
+            "model_provider": "openai",
+            "base_instructions": {"text": _text(rng, 400)},
+        },
+    )
     while size < target:
         second += rng.randint(5, 120)
         add(
@@ -149,8 +222,14 @@ def codex_session(rng: random.Random, session_id: str, target: int, start: int) 
         add("event_msg", {"type": "user_message", "message": prompt, "images": []})
         for _ in range(rng.randint(1, 5)):
             second += 2
-            add("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": _text(rng, 30)}],
-                                  "encrypted_content": "g" * 600})  # fmt: skip
+            add(
+                "response_item",
+                {
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": _text(rng, 30)}],
+                    "encrypted_content": "g" * 600,
+                },
+            )
             call = f"call_{rng.getrandbits(48):012x}"
             arguments = orjson.dumps({"command": ["bash", "-lc", _text(rng, 8)]}).decode()
             add(
@@ -163,8 +242,13 @@ def codex_session(rng: random.Random, session_id: str, target: int, start: int) 
             add(
                 "response_item", {"type": "function_call_output", "call_id": call, "output": output}
             )
-            last = {"input_tokens": rng.randint(5000, 90000), "cached_input_tokens": 4000, "output_tokens": rng.randint(50, 900),
-                    "reasoning_output_tokens": 64, "total_tokens": 0}  # fmt: skip
+            last = {
+                "input_tokens": rng.randint(5000, 90000),
+                "cached_input_tokens": 4000,
+                "output_tokens": rng.randint(50, 900),
+                "reasoning_output_tokens": 64,
+                "total_tokens": 0,
+            }
             total += last["input_tokens"] + last["output_tokens"]
             info = {
                 "total_token_usage": {"total_tokens": total},
@@ -230,11 +314,21 @@ def throughput(agent: str, size: int, sessions: int) -> list[Any]:
     os.remove(chunks_file)
     floor_rate = megabytes / (floor_run.result / 1e6)
     rows += [
-        compare(f"{agent}: floor, parse + insert the same rows, one process", floor_rate,
-                rates[1], unit="MB/s", higher_is_better=True),
-        compare(f"{agent}: default-workers sync against the floor", rates[None], floor_rate,
-                unit="MB/s", higher_is_better=True),
-    ]  # fmt: skip
+        compare(
+            f"{agent}: floor, parse + insert the same rows, one process",
+            floor_rate,
+            rates[1],
+            unit="MB/s",
+            higher_is_better=True,
+        ),
+        compare(
+            f"{agent}: default-workers sync against the floor",
+            rates[None],
+            floor_rate,
+            unit="MB/s",
+            higher_is_better=True,
+        ),
+    ]
     return rows
 
 
@@ -268,8 +362,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="500MB", help="size of each agent's corpus")
     parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--mixed-xcsh", default=str(DATA / "agent-200mb-10000"),
-                        help="the xcsh agent dir of the mixed index (only read)")  # fmt: skip
+    parser.add_argument(
+        "--mixed-xcsh",
+        default=str(DATA / "agent-200mb-10000"),
+        help="the xcsh agent dir of the mixed index (only read)",
+    )
     options = parser.parse_args()
     size = parse_size(options.size)
     rows = throughput("claude", size, options.sessions) + throughput(
