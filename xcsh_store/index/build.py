@@ -81,8 +81,9 @@ class Chunk(NamedTuple):
     # A resumed read: the entries' ids may be in the index from earlier reads too.
     look_up_ids: bool
     chained: bool
-    # (header columns or None, figures, the name read this time and who gave it, the cwd and
-    # creation time read so far) of a session with a valid header or another agent's file.
+    # (header columns or None, figures, the name read this time and who gave it, and the cwd,
+    # creation time and parent session id learnt so far) of a session with a valid header or
+    # another agent's file.
     session: tuple[Any, ...] | None
     progress: tuple[Any, ...]
     final: bool
@@ -709,18 +710,19 @@ class RowBuilder:
         name, source = totals.session_name, totals.session_name_source
         facts = state.session
         if facts is not None:
+            learnt = (facts.cwd, facts.created_at, facts.parent_session_id)
             if state.session_written:
-                return None, figures, name, source, facts.cwd, facts.created_at
+                return None, figures, name, source, learnt
             state.session_written = True
             session_id = facts.session_id or os.path.basename(state.path).removesuffix(".jsonl")
             columns = (
                 session_id, facts.cwd, name, source, facts.parent_session, None,
                 facts.created_at, state.agent, facts.parent_session_id,
             )  # fmt: skip
-            return columns, figures, name, source, facts.cwd, facts.created_at
+            return columns, figures, name, source, learnt
         header = self.header_row
         if header is None:
-            return None, figures, name, source, None, None
+            return None, figures, name, source, (None, None, None)
         self.header_row = None
         title, title_source = (name, source) if name else _title_of(header, state.leading_title)
         columns = (
@@ -728,7 +730,7 @@ class RowBuilder:
             _text(header.get("parentSession")), state.version, _text(header.get("timestamp")),
             xcsh_agent_of(state.path), None,
         )  # fmt: skip
-        return columns, figures, name, source, None, None
+        return columns, figures, name, source, (None, None, None)
 
 
 def _text(value: Any) -> str | None:

@@ -383,7 +383,7 @@ class FileWrite:
     def _write_session(self, chunk: Chunk) -> None:
         if chunk.session is None:
             return
-        header, figures, name, name_source, cwd, created_at = chunk.session
+        header, figures, name, name_source, learnt = chunk.session
         if header is None:
             self.connection.execute(
                 "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
@@ -391,8 +391,9 @@ class FileWrite:
                 " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
                 " modified_at = ?, title = coalesce(?, title),"
                 " title_source = iif(? IS NULL, title_source, ?), cwd = coalesce(cwd, ?),"
-                " created_at = coalesce(created_at, ?) WHERE file_id = ?",
-                (*figures, name, name, name_source, cwd, created_at, self.file_id),
+                " created_at = coalesce(created_at, ?),"
+                " parent_session_id = coalesce(parent_session_id, ?) WHERE file_id = ?",
+                (*figures, name, name, name_source, *learnt, self.file_id),
             )
             return
         (session_id, cwd, title, title_source, parent_session, version, created_at, agent,
