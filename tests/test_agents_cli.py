@@ -192,3 +192,14 @@ def test_show_tree_of_a_claude_session_with_sidechains(mixed: Path):
     shown = run_json(mixed, "show", "fe5e1c67", "--tree")
     assert len(shown["roots"]) == 6
     assert len(shown["nodes"]) == 437
+
+
+def _usage_line(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("Usage"))
+
+
+def test_estimated_and_unpriced_costs_are_marked_in_text(mixed: Path):
+    # 019a93b9: gpt-5.1-codex, priced (an estimate); 019daf73: gpt-5.4, not in the table.
+    assert _usage_line(run(mixed, "show", "019a93b9")).endswith("· ~$0.44")
+    assert _usage_line(run(mixed, "show", "019daf73")).endswith("· ?")
+    assert _usage_line(run(mixed, "show", "x")).endswith("· $0")

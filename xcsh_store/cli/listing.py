@@ -17,8 +17,8 @@ from xcsh_store.cli.app import (
     print_table,
 )
 from xcsh_store.cli.params import agent_option, count_type, cwd_option, project_option
-from xcsh_store.cli.render import cut_left, home_relative, human_count, money, short_time
-from xcsh_store.cli.shapes import session_json
+from xcsh_store.cli.render import cut_left, home_relative, human_count, short_time
+from xcsh_store.cli.shapes import session_cost, session_json
 from xcsh_store.index import unique_id_prefixes
 
 # The cwd column keeps its end (the project name) when it is cut.
@@ -96,7 +96,7 @@ def ls_command(
                 where(session.cwd),
                 session.message_count,
                 human_count(session.input_tokens + session.output_tokens),
-                money(session.cost),
+                session_cost(session),
                 session.title or session.first_message,
             )
             for session in sessions

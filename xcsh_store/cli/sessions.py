@@ -40,14 +40,20 @@ from xcsh_store.cli.render import (
     home_relative,
     human_count,
     local_time,
-    money,
     one_line,
     plural,
     short_time,
     show_marks,
     terminal_width,
 )
-from xcsh_store.cli.shapes import context_json, hit_json, session_json, skipped_json, skipped_note
+from xcsh_store.cli.shapes import (
+    context_json,
+    hit_json,
+    session_cost,
+    session_json,
+    skipped_json,
+    skipped_note,
+)
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index import (
     SEARCH_ROLES,
@@ -170,7 +176,7 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
             "Usage",
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · {money(info.cost)}",
+            f"cache write {human_count(info.cache_write_tokens)} · {session_cost(info)}",
         ),
     ]
     if info.parent_session_path:

@@ -10,7 +10,14 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from xcsh_store.agents import OTHER_AGENTS
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, plural
+from xcsh_store.cli.render import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    PLAIN_MARKS,
+    home_relative,
+    money,
+    plural,
+)
 from xcsh_store.times import iso_millis, iso_seconds
 
 if TYPE_CHECKING:
@@ -47,6 +54,16 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "cost_estimated": session.agent in OTHER_AGENTS,
         "id_shared": session.id_shared,
     }
+
+
+def session_cost(session: IndexedSession) -> str:
+    """A session's cost as shown: ``~$1.20`` when it is an estimate (Claude Code and Codex
+    record none), ``?`` when it has tokens but no price at all; never a silent ``$0``."""
+    if session.agent not in OTHER_AGENTS:
+        return money(session.cost)
+    if not session.cost and session.input_tokens + session.output_tokens:
+        return "?"
+    return "~" + money(session.cost)
 
 
 def plain_snippet(snippet: str) -> str:
