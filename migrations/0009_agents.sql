@@ -29,10 +29,8 @@ CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key I
 CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
 CREATE INDEX sessions_parent ON sessions (parent_session_id) WHERE parent_session_id IS NOT NULL;
 -- usage_entries gains the agent (usage --by agent / --agent) and the parent session's id (usage
--- --by root-session rolls subagents and forks up into the session they came from); the views
--- over it are unchanged.
-DROP VIEW usage_by_day;
-DROP VIEW usage_by_model;
+-- --by root-session rolls subagents and forks up into the session they came from). The views
+-- over it (usage_by_day, usage_by_model) name it, not its columns: they stay as they are.
 DROP VIEW usage_entries;
 CREATE VIEW usage_entries AS
 SELECT * FROM (
@@ -48,30 +46,7 @@ SELECT * FROM (
     WHERE e.input_tokens IS NOT NULL
 )
 WHERE copy_number = 1;
-CREATE VIEW usage_by_day AS
-SELECT
-    substr(timestamp, 1, 10) AS day,
-    count(*) AS entries,
-    sum(input_tokens) AS input_tokens,
-    sum(output_tokens) AS output_tokens,
-    sum(cache_read_tokens) AS cache_read_tokens,
-    sum(cache_write_tokens) AS cache_write_tokens,
-    sum(cost) AS cost
-FROM usage_entries
-GROUP BY day;
 
-CREATE VIEW usage_by_model AS
-SELECT
-    provider,
-    model,
-    count(*) AS entries,
-    sum(input_tokens) AS input_tokens,
-    sum(output_tokens) AS output_tokens,
-    sum(cache_read_tokens) AS cache_read_tokens,
-    sum(cache_write_tokens) AS cache_write_tokens,
-    sum(cost) AS cost
-FROM usage_entries
-GROUP BY provider, model;
 -- Prompts typed into Claude Code (~/.claude/history.jsonl: display, timestamp, project) and
 -- Codex (~/.codex/history.jsonl: session_id, ts, text), mirrored like history.db's (prompt
 -- recall searches them with the session prompts). Each file is read again whole when it changed
