@@ -1,5 +1,5 @@
-"""Claude Code and Codex sessions in the index: every real file of ../shared/fixtures/claude and
-../shared/fixtures/codex indexes with the session count, tree shape, title, searchable words and
+"""Claude Code and Codex sessions in the index: every real file of tests/fixtures/claude and
+tests/fixtures/codex indexes with the session count, tree shape, title, searchable words and
 usage totals worked out by hand from the file.
 
 Each expected value comes from a jq one-liner over the fixture (``$F``), written next to it:
@@ -37,12 +37,9 @@ from typing import Any
 
 import orjson
 import pytest
+from session_builder import FIXTURES
 
 from xcsh_store.index import SessionIndex
-
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-if not FIXTURES.is_dir():
-    FIXTURES = Path("/work/shared/fixtures")
 
 CLAUDE = FIXTURES / "claude"
 CODEX = FIXTURES / "codex"

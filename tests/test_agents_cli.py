@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from session_builder import header, message, sessions_dir, write_session
+from session_builder import FIXTURES, header, message, sessions_dir, write_session
 
 from xcsh_store.cli.app import cli
 
-FIXTURES = Path("/work/shared/fixtures")
 CLAUDE_COUNT = len(list((FIXTURES / "claude").glob("*.jsonl")))
 CODEX_COUNT = len(list((FIXTURES / "codex").glob("*.jsonl")))
 

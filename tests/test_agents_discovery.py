@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from session_builder import FIXTURES
 
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
 
-FIXTURES = Path("/work/shared/fixtures")
 CLAUDE_FILE = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"
 CODEX_FILE = "Shyaar__beam_v1__codex-session.jsonl"
 

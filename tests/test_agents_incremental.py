@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from session_builder import FIXTURES
 
 from xcsh_store.index import SessionIndex
 
-FIXTURES = Path("/work/shared/fixtures")
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
 _MODELS = ("claude-sonnet-4-20250514", "claude-opus-4-6", "gpt-5", "gpt-5.4")
 
