@@ -44,7 +44,14 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.index import SessionIndex, pipeline
 from xcsh_store.index.build import Chunk, Emit, read_from_start
 from xcsh_store.index.db import apply_migrations, connect, load_migrations
-from xcsh_store.index.indexer import COMMIT_EVERY_VALUES, FileIndexer, pk_counter
+from xcsh_store.index.indexer import (
+    _ENTRY_COLUMNS as ENTRY_COLUMNS,
+)
+from xcsh_store.index.indexer import (
+    COMMIT_EVERY_VALUES,
+    FileIndexer,
+    pk_counter,
+)
 from xcsh_store.index.scan import SeenFile, SyncReport, scan_root
 from xcsh_store.index.sync import bulk_writing
 
@@ -215,7 +222,9 @@ def floor(agent_dir: str, chunks_file: str, db_path: str) -> int:
     for table, values in rows.items():
         if not values:
             continue
-        columns = "(rowid, text)" if table == "entries_fts" else ""
+        # The entry rows are in the writer's column order, not the table's (migrations add
+        # columns at the end).
+        columns = {"entries_fts": "(rowid, text)", "entries": f"({ENTRY_COLUMNS})"}.get(table, "")
         marks = ",".join("?" * len(values[0]))
         for start in range(0, len(values), COMMIT_EVERY_VALUES):
             with connection:

@@ -25,6 +25,10 @@ from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import load_migrations
 
 WORK_DIR = Path(os.environ.get("XCSH_BENCH_WORK", tempfile.gettempdir())) / "xcsh-bench"
+# A sync also indexes ~/.claude/projects and ~/.codex/sessions when they exist: never the
+# machine's own in a benchmark (these folders do not exist; children inherit the setting).
+os.environ["CLAUDE_CONFIG_DIR"] = str(WORK_DIR / "no-claude")
+os.environ["CODEX_HOME"] = str(WORK_DIR / "no-codex")
 
 
 def agent_corpus(size: str, sessions: int) -> CorpusManifest:

@@ -16,11 +16,14 @@ _TERMINAL_VARIABLES = ("KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SE
 
 @pytest.fixture(autouse=True)
 def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Nothing a test does may touch the real $HOME or the real agent dir."""
+    """Nothing a test does may touch the real $HOME, the real agent dir or the real Claude Code
+    and Codex folders (a sync indexes those when they exist)."""
     home = tmp_path / "home"
     home.mkdir()
     agent = tmp_path / "agent"
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
     monkeypatch.setenv("XCSH_TERMINAL_ID", "pytest-terminal")
     for variable in _TERMINAL_VARIABLES:

@@ -2,6 +2,12 @@
 -- sqlite_master (type, name, tbl_name, sql) but the FTS5 shadow tables, which are SQLite's.
 -- Written by `python tests/test_index_migrations.py > tests/schema.sql`; do not edit.
 
+-- index agent_prompts_created on agent_prompts
+CREATE INDEX agent_prompts_created ON agent_prompts (created_at DESC);
+
+-- index agent_prompts_hash on agent_prompts
+CREATE INDEX agent_prompts_hash ON agent_prompts (prompt_hash);
+
 -- index blob_refs_hash on blob_refs
 CREATE INDEX blob_refs_hash ON blob_refs (hash);
 
@@ -20,6 +26,9 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index entries_usage_key on entries
+CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
+
 -- index files_identity on files
 CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
 
@@ -28,6 +37,9 @@ CREATE INDEX history_prompt_hash ON history (prompt_hash);
 
 -- index idx_history_created_at on history
 CREATE INDEX idx_history_created_at ON history (created_at DESC);
+
+-- index sessions_agent on sessions
+CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
 
 -- index sessions_created on sessions
 CREATE INDEX sessions_created ON sessions (created_at DESC, file_id);
@@ -43,6 +55,9 @@ CREATE INDEX sessions_listing ON sessions (
     modified_at DESC, file_id, session_id, cwd, message_count, input_tokens, output_tokens, cost,
     title, compaction_title, substr(first_message, 1, 256)
 );
+
+-- index sessions_parent on sessions
+CREATE INDEX sessions_parent ON sessions (parent_session_id) WHERE parent_session_id IS NOT NULL;
 
 -- index sessions_project on sessions
 CREATE INDEX sessions_project ON sessions (project_dir, modified_at DESC, file_id);
@@ -61,6 +76,22 @@ CREATE INDEX sessions_session_id ON sessions (session_id);
 -- index sqlite_autoindex_roots_1 on roots
 
 -- index sqlite_autoindex_schema_migrations_1 on schema_migrations
+
+-- table agent_prompts on agent_prompts
+CREATE TABLE agent_prompts (
+    id INTEGER PRIMARY KEY,
+    agent TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    cwd TEXT,
+    session_id TEXT,
+    prompt_hash TEXT NOT NULL
+);
+
+-- table agent_prompts_fts on agent_prompts_fts
+CREATE VIRTUAL TABLE agent_prompts_fts USING fts5 (
+    prompt, content = 'agent_prompts', content_rowid = 'id'
+);
 
 -- table blob_refs on blob_refs
 CREATE TABLE blob_refs (
@@ -102,7 +133,7 @@ CREATE TABLE entries (
     premium_requests REAL,
     cost REAL,
     -- SHA-1 of a user prompt's text, to link history.db prompts to the session they came from.
-    prompt_hash TEXT, chain INTEGER,
+    prompt_hash TEXT, chain INTEGER, usage_key TEXT,
     UNIQUE (session, id),
     UNIQUE (session, seq)
 );
@@ -138,7 +169,7 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT);
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh');
 
 -- table history on history
 CREATE TABLE history (
@@ -162,7 +193,7 @@ CREATE TABLE meta (
 CREATE TABLE roots (
     path TEXT PRIMARY KEY,
     added_at TEXT NOT NULL
-);
+, agent TEXT);
 
 -- table schema_migrations on schema_migrations
 CREATE TABLE schema_migrations ( name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
@@ -198,7 +229,18 @@ CREATE TABLE sessions (
     cost REAL NOT NULL DEFAULT 0,
     -- The newest compaction shortSummary: the title shown when the header has none.
     compaction_title TEXT
-);
+, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT);
+
+-- trigger agent_prompts_ad on agent_prompts
+CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN
+    INSERT INTO agent_prompts_fts (agent_prompts_fts, rowid, prompt)
+    VALUES ('delete', old.id, old.prompt);
+END;
+
+-- trigger agent_prompts_ai on agent_prompts
+CREATE TRIGGER agent_prompts_ai AFTER INSERT ON agent_prompts BEGIN
+    INSERT INTO agent_prompts_fts (rowid, prompt) VALUES (new.id, new.prompt);
+END;
 
 -- trigger blob_refs_ad on blob_refs
 CREATE TRIGGER blob_refs_ad AFTER DELETE ON blob_refs BEGIN
@@ -273,7 +315,7 @@ SELECT * FROM (
     SELECT
         e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
         e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-        e.premium_requests, e.cost,
+        e.premium_requests, e.cost, s.agent, s.parent_session_id,
         row_number() OVER (
             PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
         ) AS copy_number

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from session_builder import PI_FIXTURES
+from session_builder import FIXTURES, PI_FIXTURES
 
 from xcsh_store.cli import cli
 from xcsh_store.cli.demo_dir import DEMO_MARKER, DEMO_NOW, build_demo, prepare_demo_dir, write_demo
@@ -225,3 +225,18 @@ def test_a_demo_interrupted_before_its_new_marker_can_run_again(tmp_path):
     build_demo(str(demo))  # interrupted here: the earlier marker is still in place
     write_demo(str(demo))
     assert snapshot(demo, with_index=False) == first
+
+
+def test_the_users_claude_code_sessions_stay_out_of_the_demo(tmp_path):
+    project = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-home-user-project"
+    project.mkdir(parents=True)
+    shutil.copyfile(
+        FIXTURES / "claude" / "sheurich__episodic-memory__claude-tiny-conversation.jsonl",
+        project / "s1.jsonl",
+    )
+    demo = tmp_path / "d"
+    invoke("demo", "--agent-dir", str(demo))
+    invoke("--agent-dir", str(demo), "sync")
+    listed = json.loads(invoke("--agent-dir", str(demo), "ls", "--json").stdout)
+    assert {session["agent"] for session in listed} == {"xcsh"}
+    assert len(listed) == 13

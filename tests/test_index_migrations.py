@@ -170,6 +170,7 @@ SHIPPED_MIGRATIONS = {
     "0006_fts_symbols": "f48a79ab2d8eb57450a4cb9e71a57e46b3b168e840216a9bc4c6aa7df67812d9",
     "0007_text_once": "e5b78b70ed9421b819a4cff8018f3ece5b342a080d02de9e7c27f2e3868e86c7",
     "0008_listing_indexes": "f80de2ef106f497a22146b67ea83f8e647f2320d5712abde23fba4eb5835ab7e",
+    "0009_agents": "ec618af5a3e17631dfbb32e26cc218de2cdbbea48a13df1f44c106829810d95f",
 }
 
 

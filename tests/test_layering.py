@@ -2,12 +2,12 @@
 the CLI reaches the index only through the index package's front, ``xcsh_store.index``.
 
 The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
-history/ and artifacts/ over format; session/ over format, history and artifacts; index/ over
-session, format and history; watch/ (the live index) over the index; web/ (the local web app)
-over the index and watch; agent_tools/ (the MCP server) over the index; cli/ over everything.
-The top-level ``xcsh_store`` re-exports the public API from the parts below the CLI;
-``python -m xcsh_store`` runs the CLI. Every import counts, also one inside a function or under
-``TYPE_CHECKING``.
+history/, artifacts/ and agents/ (other agents' formats) over format; session/ over format,
+history and artifacts; index/ over session, format, history and agents; watch/ (the live index)
+over the index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP
+server) over the index; cli/ over everything. The top-level ``xcsh_store`` re-exports the
+public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
+counts, also one inside a function or under ``TYPE_CHECKING``.
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ BELOW = {
     "format": {"leaves"},
     "history": {"leaves", "format"},
     "artifacts": {"leaves", "format"},
+    "agents": {"leaves", "format"},
     "session": {"leaves", "format", "history", "artifacts"},
-    "index": {"leaves", "format", "history", "session"},
-    "watch": {"leaves", "format", "history", "session", "index"},
-    "web": {"leaves", "format", "history", "artifacts", "session", "index", "watch"},
-    "agent_tools": {"leaves", "format", "history", "artifacts", "session", "index"},
+    "index": {"leaves", "format", "history", "session", "agents"},
+    "watch": {"leaves", "format", "history", "session", "agents", "index"},
+    "web": {"leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"},
+    "agent_tools": {"leaves", "format", "history", "artifacts", "session", "agents", "index"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
     "cli": {
-        *("leaves", "format", "history", "artifacts", "session", "index", "api"),
+        *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
         *("watch", "web", "agent_tools"),
     },
     "main": {"cli"},

@@ -109,6 +109,9 @@ def write_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NO
     prepare_demo_dir(agent_dir)
     report = build_demo(agent_dir, seed, now)
     with SessionIndex.open(agent_dir) as index:
+        # The sample is the same on every machine: the user's own Claude Code and Codex folders
+        # stay out of its index (remembered, so the tour's commands leave them out too).
+        index.find_agent_roots(False)
         report.sync = index.sync()
     # The sync read history.db, which leaves its write-ahead log behind; SQLite removes it when
     # the last connection closes (and history.db stays as the demo wrote it).

@@ -16,9 +16,9 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.params import count_type, cwd_option, project_option
-from xcsh_store.cli.render import cut_left, home_relative, human_count, money, short_time
-from xcsh_store.cli.shapes import session_json
+from xcsh_store.cli.params import agent_option, count_type, cwd_option, project_option
+from xcsh_store.cli.render import cut_left, home_relative, human_count, short_time
+from xcsh_store.cli.shapes import session_cost, session_json
 from xcsh_store.index import unique_id_prefixes
 
 # The cwd column keeps its end (the project name) when it is cut.
@@ -52,6 +52,7 @@ SHARED_ID_MARK = "*"
     show_default=True,
     help="Newest modified, newest created, or by title.",
 )
+@agent_option
 @json_option
 @pass_settings
 def ls_command(
@@ -60,13 +61,15 @@ def ls_command(
     project: str | None,
     limit: int,
     order: str,
+    agents: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """List sessions, newest first.
+    """List sessions, newest first: xcsh's, and Claude Code's and Codex's once synced.
 
     \b
-    Example:
+    Examples:
       xcsh-store ls --cwd . --limit 10
+      xcsh-store ls --agent claude --agent codex
     """
     with open_index(settings) as index:
         sessions = index.list_sessions(
@@ -74,6 +77,7 @@ def ls_command(
             project=project,
             limit=limit + 1 if limit else None,
             order=order,
+            agents=agents,
         )
         ids = unique_id_prefixes(index, (session.session_id for session in sessions))
     more = bool(limit) and len(sessions) > limit
@@ -92,7 +96,7 @@ def ls_command(
                 where(session.cwd),
                 session.message_count,
                 human_count(session.input_tokens + session.output_tokens),
-                money(session.cost),
+                session_cost(session),
                 session.title or session.first_message,
             )
             for session in sessions

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from xcsh_store.agents import OTHER_AGENTS as ROOT_AGENTS
 from xcsh_store.artifacts.output import format_bytes
 from xcsh_store.cli.app import (
     Settings,
@@ -144,8 +145,10 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     "--add-root",
     "add_roots",
     multiple=True,
-    type=click.Path(file_okay=False, exists=True),
-    help="Also index the session files under DIR, now and in every later sync (repeatable).",
+    metavar="[claude:|codex:]DIR",
+    help="Also index the session files under DIR, now and in every later sync (repeatable);"
+    " claude:DIR or codex:DIR for another agent's files (e.g. a copy from another machine),"
+    " which are only ever read.",
 )
 @click.option(
     "--remove-root",
@@ -154,6 +157,13 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     type=click.Path(file_okay=False),
     help="Stop indexing a root added with --add-root or recorded by the session manager "
     "(repeatable).",
+)
+@click.option(
+    "--agent-roots/--no-agent-roots",
+    "agent_roots",
+    default=None,
+    help="Index ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects) and ~/.codex/sessions"
+    " ($CODEX_HOME/sessions) when they exist (the default), or stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -170,6 +180,7 @@ def sync_command(
     init: bool,
     add_roots: tuple[str, ...],
     remove_roots: tuple[str, ...],
+    agent_roots: bool | None,
     workers: int | None,
     as_json: bool,
 ) -> None:
@@ -186,23 +197,39 @@ def sync_command(
       xcsh-store sync --full --json
       xcsh-store sync --full --workers 4
       xcsh-store sync --add-root ~/old-machine/sessions
+      xcsh-store sync --add-root claude:~/old-machine/.claude/projects
     """
+    roots = [_agent_root(root) for root in add_roots]
     require_agent_dir(settings, init)
     with open_index(settings, read_only=False) as index:
         upgrade = index.pending_upgrade()
         if upgrade is not None:
             echo(f"Upgrading index.db ({upgrade}): every session file is read once more", err=True)
         with progress_bar(settings, "Indexing") as bar:
-            for root in add_roots:
-                index.add_root(root)
+            for path, agent in roots:
+                index.add_root(path, agent)
             for root in remove_roots:
                 index.remove_root(root)
+            if agent_roots is not None:
+                index.find_agent_roots(agent_roots)
             report = index.sync(full=full, progress=bar, workers=workers)
     if as_json:
         emit_json(sync_json(report))
         return
     for line in describe_sync(report):
         echo(line)
+
+
+def _agent_root(text: str) -> tuple[str, str | None]:
+    """(folder, agent) of an --add-root value: ``DIR``, ``claude:DIR`` or ``codex:DIR``."""
+    agent, separator, rest = text.partition(":")
+    if separator and agent in ROOT_AGENTS:
+        path, named = os.path.expanduser(rest), agent
+    else:
+        path, named = text, None
+    if not os.path.isdir(path):
+        raise click.BadParameter(f"{path} is not a folder", param_hint="--add-root")
+    return path, named
 
 
 # --------------------------------------------------------------------------------------------

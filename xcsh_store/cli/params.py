@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from xcsh_store.agents import AGENTS
 from xcsh_store.cli.complete import complete_project
 from xcsh_store.times import iso_millis
 
@@ -143,6 +144,14 @@ project_option = click.option(
     metavar="NAME",
     help="Only this folder under sessions/.",
     shell_complete=complete_project,
+)
+# Which agents' sessions a verb looks at (ls, search, usage, history).
+agent_option = click.option(
+    "--agent",
+    "agents",
+    type=click.Choice(AGENTS),
+    multiple=True,
+    help="Only sessions of this agent (repeatable): " + ", ".join(AGENTS) + ".",
 )
 since_option = click.option(
     "--since",

@@ -21,7 +21,7 @@ from xcsh_store.cli.app import (
     print_table,
 )
 from xcsh_store.cli.listing import where
-from xcsh_store.cli.params import count_type, days_type
+from xcsh_store.cli.params import agent_option, count_type, days_type
 from xcsh_store.cli.render import short_time
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
@@ -141,19 +141,26 @@ def add_command(settings: Settings, prompt: str, cwd: str | None) -> None:
 @history_group.command("recent")
 @_limit_option
 @_sessions_option
+@agent_option
 @json_option
 @pass_settings
-def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool) -> None:
+def recent_command(
+    settings: Settings, limit: int, sessions: bool, agents: tuple[str, ...], as_json: bool
+) -> None:
     """List the newest prompts, newest first.
+
+    With --sessions (implied by --agent), from the index: history.db's prompts, Claude Code's
+    and Codex's history.jsonl, and the prompts in every session.
 
     \b
     Examples:
       xcsh-store history recent --limit 5
       xcsh-store history recent --sessions --json
+      xcsh-store history recent --agent claude
     """
-    if sessions:
+    if sessions or agents:
         with open_index(settings) as index:
-            hits = index.history_recent(limit)
+            hits = index.history_recent(limit, agents=agents)
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return
@@ -169,6 +176,7 @@ def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool
 @_limit_option
 @click.option("--rank", is_flag=True, help="Best match first instead of newest first.")
 @_sessions_option
+@agent_option
 @json_option
 @pass_settings
 def search_command(
@@ -177,6 +185,7 @@ def search_command(
     limit: int,
     rank: bool,
     sessions: bool,
+    agents: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Find prompts that contain every word of QUERY as a word or word prefix.
@@ -187,12 +196,15 @@ def search_command(
     Examples:
       xcsh-store history search fix migr --rank
       xcsh-store history search deploy --sessions
+      xcsh-store history search deploy --agent codex
     """
-    if sessions:
+    if sessions or agents:
         if rank:
-            raise click.UsageError("--rank works on history.db alone; drop it or --sessions")
+            raise click.UsageError(
+                "--rank works on history.db alone; drop it or --sessions and --agent"
+            )
         with open_index(settings) as index:
-            hits = index.history_search(" ".join(query), limit)
+            hits = index.history_search(" ".join(query), limit, agents=agents)
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return

@@ -24,6 +24,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.complete import complete_model, complete_session
 from xcsh_store.cli.listing import where
 from xcsh_store.cli.params import (
+    agent_option,
     count_type,
     cwd_option,
     project_option,
@@ -39,14 +40,20 @@ from xcsh_store.cli.render import (
     home_relative,
     human_count,
     local_time,
-    money,
     one_line,
     plural,
     short_time,
     show_marks,
     terminal_width,
 )
-from xcsh_store.cli.shapes import context_json, hit_json, session_json, skipped_json, skipped_note
+from xcsh_store.cli.shapes import (
+    context_json,
+    hit_json,
+    session_cost,
+    session_json,
+    skipped_json,
+    skipped_note,
+)
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index import (
     SEARCH_ROLES,
@@ -169,7 +176,7 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
             "Usage",
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · {money(info.cost)}",
+            f"cache write {human_count(info.cache_write_tokens)} · {session_cost(info)}",
         ),
     ]
     if info.parent_session_path:
@@ -326,6 +333,7 @@ def _search_role(value: str | None) -> str | None:
 )
 @since_option
 @until_option
+@agent_option
 @click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
 @json_option
 @pass_settings
@@ -338,6 +346,7 @@ def search_command(
     model: str | None,
     since: str | None,
     until: str | None,
+    agents: tuple[str, ...],
     limit: int,
     as_json: bool,
 ) -> None:
@@ -365,6 +374,7 @@ def search_command(
                 until=until,
                 limit=limit,
                 highlight=(MARK_OPEN, MARK_CLOSE),
+                agents=agents,
             )
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None

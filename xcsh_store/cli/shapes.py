@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, PLAIN_MARKS, home_relative, plural
+from xcsh_store.agents import OTHER_AGENTS
+from xcsh_store.cli.render import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    PLAIN_MARKS,
+    home_relative,
+    money,
+    plural,
+)
 from xcsh_store.times import iso_millis, iso_seconds
 
 if TYPE_CHECKING:
@@ -20,12 +28,14 @@ if TYPE_CHECKING:
 def session_json(session: IndexedSession) -> dict[str, Any]:
     return {
         "id": session.session_id,
+        "agent": session.agent,
         "path": session.path,
         "cwd": session.cwd or None,
         "project": session.project_dir,
         "title": session.title,
         "title_source": session.title_source,
         "parent_session": session.parent_session_path,
+        "parent_session_id": session.parent_session_id,
         "version": session.version,
         "created": iso_millis(session.created),
         "modified": iso_millis(session.modified),
@@ -39,8 +49,21 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "cache_write_tokens": session.cache_write_tokens,
         "premium_requests": session.premium_requests,
         "cost": session.cost,
+        # Claude Code and Codex record no costs: theirs is estimated from list prices, and
+        # leaves out the tokens of models without one (`usage` counts those).
+        "cost_estimated": session.agent in OTHER_AGENTS,
         "id_shared": session.id_shared,
     }
+
+
+def session_cost(session: IndexedSession) -> str:
+    """A session's cost as shown: ``~$1.20`` when it is an estimate (Claude Code and Codex
+    record none), ``?`` when it has tokens but no price at all; never a silent ``$0``."""
+    if session.agent not in OTHER_AGENTS:
+        return money(session.cost)
+    if not session.cost and session.input_tokens + session.output_tokens:
+        return "?"
+    return "~" + money(session.cost)
 
 
 def plain_snippet(snippet: str) -> str:
@@ -51,6 +74,7 @@ def plain_snippet(snippet: str) -> str:
 def hit_json(hit: SearchHit, on_active_branch: bool) -> dict[str, Any]:
     return {
         "session_id": hit.session_id,
+        "agent": hit.agent,
         "path": hit.path,
         "title": hit.title,
         "cwd": hit.cwd,
@@ -75,6 +99,7 @@ def prompt_json(
     session_id: str | None = None,
     session_path: str | None = None,
     entry_id: str | None = None,
+    agent: str = "xcsh",
 ) -> dict[str, Any]:
     """One remembered prompt, from history.db or (``source: "session"``) from a session."""
     return {
@@ -85,6 +110,7 @@ def prompt_json(
         "created": iso_seconds(created_at),
         "cwd": cwd,
         "source": source,
+        "agent": agent,
         "session_id": session_id,
         "session_path": session_path,
         "entry_id": entry_id,
@@ -101,6 +127,7 @@ def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
         session_id=hit.session_id,
         session_path=hit.session_path,
         entry_id=hit.entry_id,
+        agent=hit.agent,
     )
 
 
@@ -115,6 +142,10 @@ def usage_json(row: UsageRow) -> dict[str, Any]:
         "cache_write_tokens": row.cache_write_tokens or 0,
         "total_tokens": total_tokens(row),
         "cost": row.cost or 0,
+        # Claude Code and Codex write no costs: these entries' cost is the index's estimate
+        # (agents/pricing.py); those of a model without a price are not in "cost" at all.
+        "estimated_cost_entries": row.estimated,
+        "unpriced_entries": row.unpriced,
     }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from xcsh_store.agents.pricing import PRICES_AS_OF
 from xcsh_store.cli.app import (
     Settings,
     cli,
@@ -19,7 +20,7 @@ from xcsh_store.cli.app import (
     print_table,
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
-from xcsh_store.cli.params import since_option, until_option
+from xcsh_store.cli.params import agent_option, since_option, until_option
 from xcsh_store.cli.render import human_count, money, terminal_width
 from xcsh_store.cli.shapes import total_tokens, usage_json
 from xcsh_store.index import USAGE_GROUPS, UsageRow
@@ -35,7 +36,22 @@ def _totals(rows: list[UsageRow]) -> UsageRow:
         cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
         cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
         cost=sum(row.cost or 0 for row in rows),
+        estimated=sum(row.estimated for row in rows),
+        unpriced=sum(row.unpriced for row in rows),
     )
+
+
+def cost_note(totals: UsageRow) -> str:
+    """Which of the costs are the index's estimates, and what has no price."""
+    parts = []
+    if totals.estimated:
+        parts.append(
+            f"{totals.estimated:,} entries' cost is estimated from list prices of {PRICES_AS_OF}"
+            " (Claude Code and Codex record tokens, not costs)"
+        )
+    if totals.unpriced:
+        parts.append(f"{totals.unpriced:,} entries of models without a known price add no cost")
+    return "Note: " + "; ".join(parts) + "."
 
 
 def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
@@ -67,6 +83,7 @@ def _labels(row: UsageRow) -> list[str]:
 )
 @since_option
 @until_option
+@agent_option
 @click.option("--chart", is_flag=True, help="Draw bars instead of a table.")
 @click.option(
     "--metric",
@@ -89,14 +106,18 @@ def usage_command(
     by: tuple[str, ...],
     since: str | None,
     until: str | None,
+    agents: tuple[str, ...],
     chart: bool,
     metric: str,
     html_file: str | None,
     as_json: bool,
 ) -> None:
-    """Tokens and cost per day, week, month, model, provider, project or session.
+    """Tokens and cost per day, week, month, model, provider, project, session or agent.
 
-    Each entry counts once, even when forked sessions hold copies of it.
+    Each entry counts once, even when forked sessions hold copies of it, and a response Claude
+    Code streamed as several lines once. Claude Code and Codex write no costs: theirs are
+    estimates from list prices (said below the table); a model without a known price adds
+    tokens but no cost, and is counted as unpriced.
 
     \b
     Examples:
@@ -104,11 +125,12 @@ def usage_command(
       xcsh-store usage --by model
       xcsh-store usage --by day --by model --since 7d
       xcsh-store usage --by week --html usage.html
+      xcsh-store usage --by agent --agent claude --agent codex
     """
     groups = list(dict.fromkeys(by))
     name = ",".join(groups)
     with open_index(settings) as index:
-        rows = index.usage(by=groups, since=since, until=until)
+        rows = index.usage(by=groups, since=since, until=until, agents=agents)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -152,5 +174,8 @@ def usage_command(
         )
     else:
         echo("No usage recorded in that period.")
+    totals = _totals(rows)
+    if totals.estimated or totals.unpriced:
+        echo(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")

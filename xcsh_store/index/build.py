@@ -12,6 +12,13 @@ from typing import Any, BinaryIO, NamedTuple, Protocol
 
 import orjson
 
+from xcsh_store.agents import (
+    AgentReader,
+    SessionFacts,
+    reader_for,
+    reader_named,
+    xcsh_agent_of,
+)
 from xcsh_store.format.entries import (
     NAMED_TITLE_SOURCE,
     SESSION_INFO_TYPE,
@@ -65,7 +72,7 @@ class Chunk(NamedTuple):
     """
 
     # (key, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,
-    # custom_type, offset, length, part, 6 usage figures, prompt_hash, chain)
+    # custom_type, offset, length, part, 6 usage figures, usage_key, prompt_hash, chain)
     entries: list[tuple[Any, ...]]
     texts: list[tuple[int, str]]
     blobs: list[tuple[int, str]]
@@ -74,8 +81,10 @@ class Chunk(NamedTuple):
     # A resumed read: the entries' ids may be in the index from earlier reads too.
     look_up_ids: bool
     chained: bool
-    # (header columns or None, figures, the session_info name) of a session with a valid header.
-    session: tuple[tuple[Any, ...] | None, tuple[Any, ...], str | None] | None
+    # (header columns or None, figures, the name read this time and who gave it, and the cwd,
+    # creation time and parent session id learnt so far) of a session with a valid header or
+    # another agent's file.
+    session: tuple[Any, ...] | None
     progress: tuple[Any, ...]
     final: bool
     source_bytes: int
@@ -83,6 +92,8 @@ class Chunk(NamedTuple):
     keys_end: int
     bytes_read: int
     skipped: list[int]
+    # Keys of rows whose usage a later line of the same response replaced (see usage_key).
+    superseded: list[int]
 
 
 class IndexedRows(Protocol):
@@ -96,6 +107,12 @@ class IndexedRows(Protocol):
 
     def default_after(self, entry_id: str) -> _Default:
         """The default model in effect after an indexed entry."""
+
+    def usage_of(self, usage_key: str) -> tuple[int, tuple[Any, ...]] | None:
+        """(key, usage figures) of the indexed entry that counts the usage of ``usage_key``."""
+
+    def turn_parents(self, entry_id: str) -> list[str | None]:
+        """The parents of the user messages on the path to an indexed entry, in path order."""
 
 
 @dataclass
@@ -112,6 +129,7 @@ class Totals:
     # names the session); not kept on resume, as the sessions row already holds the names read
     # before.
     session_name: str | None = None
+    session_name_source: str | None = None
 
 
 @dataclass
@@ -135,6 +153,11 @@ class ReadState:
     # Lines read so far, and those of them that held no object (migration 0004).
     lines: int = 0
     skipped: SkippedLines = field(default_factory=SkippedLines)
+    # Another agent's file: its reader's name, what it says of its session, and whether the
+    # sessions row is written (an xcsh file's is written when its header is read).
+    agent: str | None = None
+    session: SessionFacts | None = None
+    session_written: bool = False
 
 
 class _DefaultModels:
@@ -335,6 +358,18 @@ class RowBuilder:
         self.adopted: set[str] = set()
         self.missing_parents: set[str] = set()
         self.defaults = _DefaultModels(None if indexed is None else indexed.default_after)
+        self.reader: AgentReader | None = reader_named(state.agent)
+        # Usage keys of this read -> (the row's key, its figures); the key of this chunk's
+        # first row; rows of earlier chunks whose usage a later line replaced.
+        self.usage_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        self.chunk_first_key = first_key
+        self.superseded: list[int] = []
+        # Of a format without ids: the parent of each user turn on the current path, oldest
+        # first (what a rollback goes back to). A resumed read starts with this read's turns
+        # and puts the earlier ones of the path in front only when a rollback reaches them.
+        self.turn_parents: list[str | None] = []
+        self.earlier_turns_read = indexed is None
+        self.resumed_after = state.last_id
 
     def add_records(self, records: Iterable[_Record], tally: ReadTally) -> None:
         state = self.state
@@ -383,6 +418,11 @@ class RowBuilder:
         state.next_seq += 1
         is_header_record = False
         kind = value.get("type")
+        if state.status is None and kind != TITLE_TYPE and kind != HEADER_TYPE:
+            self._recognize(value)
+        if self.reader is not None:
+            self._add_agent_value(offset, data, part, value, seq)
+            return
         if state.status is None:
             if kind == TITLE_TYPE:
                 is_header_record = True
@@ -398,20 +438,110 @@ class RowBuilder:
         elif not state.legacy:
             self._repair_links(value, seq)
         facts = EntryFacts(value, is_header_record)
-        entry_id = facts.id
         if not is_header_record:
             inherited = self.defaults.add(facts, value)
             if inherited is not None:
                 facts.provider, facts.model = inherited
             self._count(value, facts)
+        key = self._append_row(facts, seq, offset, len(data), part, None)
+        digests = blob_refs_in(line, value, escaped=escaped)
+        if digests:
+            self.blob_rows.extend([(key, digest) for digest in digests])
+
+    def _recognize(self, first: dict[str, Any]) -> None:
+        """Whether the file's first object is another agent's: then its reader reads the file
+        (there is no header to look for)."""
+        reader = reader_for(first)
+        if reader is not None:
+            state = self.state
+            self.reader = reader
+            state.agent = reader.name
+            state.status = "ok"
+            state.session = SessionFacts(state.path)
+
+    def _add_agent_value(
+        self, offset: int, data: bytes, part: int, value: dict[str, Any], seq: int
+    ) -> None:
+        state = self.state
+        assert self.reader is not None and state.session is not None
+        found = self.reader.read(value, state.session)
+        entry = found.entry
+        if not self.reader.has_ids:
+            entry["id"] = agent_entry_id(state.path, seq)
+            if found.rewind_turns is not None:
+                state.last_id = self._rewound(found.rewind_turns)
+            entry.setdefault("parentId", state.last_id)
+            state.last_id = entry["id"]
+            message = entry.get("message")
+            if type(message) is dict and message.get("role") == "user":
+                self.turn_parents.append(entry["parentId"])
+        facts = EntryFacts(entry, False)
+        facts.custom_type = facts.custom_type or found.qualifier
+        if found.model is not None:
+            facts.model, facts.provider = found.model, found.provider
+        facts.usage = found.usage
+        usage_key = found.usage_key if found.usage is not None else None
+        self._count(entry, facts)
+        if found.title is not None:
+            state.totals.session_name = found.title
+            state.totals.session_name_source = found.title_source
+        key = self._append_row(facts, seq, offset, len(data), part, usage_key)
+        if usage_key is not None:
+            self._supersede_usage(usage_key, key, found.usage)
+
+    def _rewound(self, turns: int) -> str | None:
+        """Where a rollback of the last ``turns`` user turns goes back to (the first of them
+        rolled back's parent); with fewer turns on the path, its start."""
+        parents = self.turn_parents
+        if len(parents) < turns and not self.earlier_turns_read:
+            self.earlier_turns_read = True
+            last = self.resumed_after
+            assert self.indexed is not None
+            parents[:0] = [] if last is None else self.indexed.turn_parents(last)
+        kept = max(len(parents) - turns, 0)
+        target = parents[kept] if kept < len(parents) else self.state.last_id
+        del parents[kept:]
+        return target
+
+    def _supersede_usage(self, usage_key: str, key: int, usage: tuple[Any, ...]) -> None:
+        """A line reporting a response an earlier line reported: only this one's usage counts
+        (the rows of an entry keep its figures in the six columns after ``part``)."""
+        previous = self.usage_keys.get(usage_key)
+        if previous is None and self.indexed is not None:
+            previous = self.indexed.usage_of(usage_key)
+        self.usage_keys[usage_key] = (key, usage)
+        if previous is None:
+            return
+        old_key, old_usage = previous
+        totals = self.state.totals
+        totals.usage = [a - (b or 0) for a, b in zip(totals.usage, old_usage, strict=True)]
+        position = old_key - self.chunk_first_key
+        row = self.entry_rows[position] if position >= 0 else None
+        if row is not None:
+            self.entry_rows[position] = (*row[:14], *_NO_USAGE, *row[20:])
+        elif position < 0:
+            self.superseded.append(old_key)
+
+    def _append_row(
+        self,
+        facts: EntryFacts,
+        seq: int,
+        offset: int,
+        length: int,
+        part: int,
+        usage_key: str | None,
+    ) -> int:
+        """Add the rows of one entry (but its blob refs); returns its key."""
+        state = self.state
+        entry_id = facts.id
         key = self.next_key
         self.next_key = key + 1
         chain = None if entry_id is None else self._chain(entry_id, facts.parent_id, key)
         entry_rows = self.entry_rows
         entry_rows.append(
             (key, seq, entry_id, facts.parent_id, facts.type, facts.timestamp, facts.role,
-             facts.provider, facts.model, facts.tool_name, facts.custom_type, offset, len(data),
-             part, *(facts.usage or _NO_USAGE), facts.prompt_hash, chain)
+             facts.provider, facts.model, facts.tool_name, facts.custom_type, offset, length,
+             part, *(facts.usage or _NO_USAGE), usage_key, facts.prompt_hash, chain)
         )  # fmt: skip
         if entry_id is not None:
             previous = self.batch_ids.get(entry_id)
@@ -421,9 +551,7 @@ class RowBuilder:
             self.batch_ids[entry_id] = len(entry_rows) - 1
         if facts.text:
             self.text_rows.append((key, facts.text))
-        digests = blob_refs_in(line, value, escaped=escaped)
-        if digests:
-            self.blob_rows.extend([(key, digest) for digest in digests])
+        return key
 
     def _chain(self, entry_id: str, parent_id: str | None, key: int) -> int | None:
         """The chain of a new entry: its parent's when it is the parent's first child, else a
@@ -495,7 +623,8 @@ class RowBuilder:
             totals.last_entry_id = facts.id
         usage = facts.usage
         if usage is not None:
-            totals.usage = [a + b for a, b in zip(totals.usage, usage, strict=True)]
+            # (An estimated cost is None for a model without a price: it adds nothing.)
+            totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage, strict=True)]
         kind = facts.type
         if kind == "message":
             message = value.get("message")
@@ -508,7 +637,9 @@ class RowBuilder:
         elif kind == "compaction" and isinstance(value.get("shortSummary"), str):
             totals.compaction_title = value["shortSummary"]
         elif kind == SESSION_INFO_TYPE:
-            totals.session_name = session_info_name(value) or totals.session_name
+            name = session_info_name(value)
+            if name:
+                totals.session_name, totals.session_name_source = name, NAMED_TITLE_SOURCE
 
     # -- handing over -----------------------------------------------------------------------
 
@@ -536,6 +667,7 @@ class RowBuilder:
             state.status or "invalid_header", state.next_seq, state.last_id, int(state.legacy),
             state.lines, skipped.count,
             orjson.dumps(skipped.lines).decode() if skipped.count else None,
+            state.agent or xcsh_agent_of(state.path),
         )  # fmt: skip
         chunk = Chunk(
             rows,
@@ -551,6 +683,7 @@ class RowBuilder:
             self.next_key,
             tally.bytes - self.bytes_reported,
             self.skipped,
+            self.superseded,
         )
         self.bytes_reported = tally.bytes
         run_keys = self.run_keys
@@ -560,10 +693,12 @@ class RowBuilder:
         if self.emit(chunk):
             state.chained = False
         self.entry_rows, self.text_rows, self.blob_rows, self.skipped = [], [], [], []
+        self.superseded = []
+        self.chunk_first_key = self.next_key
         self.batch_ids = {}
         self.pending_bytes = 0
 
-    def _session(self) -> tuple[tuple[Any, ...] | None, tuple[Any, ...], str | None] | None:
+    def _session(self) -> tuple[Any, ...] | None:
         state = self.state
         if state.status != "ok":
             return None
@@ -572,19 +707,30 @@ class RowBuilder:
             totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
             *totals.usage, totals.compaction_title, self.modified_at,
         )  # fmt: skip
+        name, source = totals.session_name, totals.session_name_source
+        facts = state.session
+        if facts is not None:
+            learnt = (facts.cwd, facts.created_at, facts.parent_session_id)
+            if state.session_written:
+                return None, figures, name, source, learnt
+            state.session_written = True
+            session_id = facts.session_id or os.path.basename(state.path).removesuffix(".jsonl")
+            columns = (
+                session_id, facts.cwd, name, source, facts.parent_session, None,
+                facts.created_at, state.agent, facts.parent_session_id,
+            )  # fmt: skip
+            return columns, figures, name, source, learnt
         header = self.header_row
-        name = totals.session_name
         if header is None:
-            return None, figures, name
+            return None, figures, name, source, (None, None, None)
         self.header_row = None
-        title, title_source = (
-            (name, NAMED_TITLE_SOURCE) if name else _title_of(header, state.leading_title)
-        )
+        title, title_source = (name, source) if name else _title_of(header, state.leading_title)
         columns = (
             header["id"], _text(header.get("cwd")), title, title_source,
             _text(header.get("parentSession")), state.version, _text(header.get("timestamp")),
+            xcsh_agent_of(state.path), None,
         )  # fmt: skip
-        return columns, figures, name
+        return columns, figures, name, source, (None, None, None)
 
 
 def _text(value: Any) -> str | None:
@@ -604,3 +750,10 @@ def _title_of(
         if isinstance(record_title, str) and record_title:
             return record_title, _text(leading_title.get("source"))
     return None, None
+
+
+def agent_entry_id(path: str, seq: int) -> str:
+    """The id of the entry at ``seq`` of a file whose format has none: unique in the file,
+    and unlike any other file's (usage_entries takes entries of the same id and time for
+    copies of one another)."""
+    return f"{sha1_hex(os.path.basename(path).encode())[:8]}-{seq:x}"

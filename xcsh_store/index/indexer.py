@@ -10,9 +10,10 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
+from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
-from xcsh_store.format.entries import NAMED_TITLE_SOURCE, sets_default_model
+from xcsh_store.format.entries import sets_default_model
 from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.build import (
     HEAD_BYTES,
@@ -41,7 +42,14 @@ COMMIT_EVERY_BYTES = 16 << 20
 _ENTRY_COLUMNS = (
     "pk, session, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,"
     " custom_type, offset, length, part, input_tokens, output_tokens, cache_read_tokens,"
-    " cache_write_tokens, premium_requests, cost, prompt_hash, chain"
+    " cache_write_tokens, premium_requests, cost, usage_key, prompt_hash, chain"
+)
+
+
+# A later line of the same model response counts its usage instead (build.py usage keys).
+_DROP_USAGE = (
+    "UPDATE entries SET input_tokens = NULL, output_tokens = NULL, cache_read_tokens = NULL,"
+    " cache_write_tokens = NULL, premium_requests = NULL, cost = NULL WHERE pk = ?"
 )
 
 
@@ -266,6 +274,8 @@ class FileWrite:
         replaced = [key + offset for key in chunk.replaced]
         found = chunk.look_up_ids and self._indexed_duplicates(chunk.entries, replaced)
         self._delete(replaced)
+        if chunk.superseded:
+            connection.executemany(_DROP_USAGE, [(key + offset,) for key in chunk.superseded])
         rows = chunk.entries
         if not (chunk.chained and not found):
             if self.chains_written:
@@ -317,7 +327,7 @@ class FileWrite:
         # three statements per file).
         offset = self.offset = self.indexer.keys.peek() - self.first_key
         key = f"?+{offset}"
-        marks = ",".join("?" * 20)
+        marks = ",".join("?" * 21)
         self.statements = (
             f"INSERT INTO entries ({_ENTRY_COLUMNS}) VALUES ({key},{self.file_id},{marks},{key})",
             f"INSERT INTO entries_fts (rowid, text) VALUES ({key}, ?)",
@@ -373,34 +383,39 @@ class FileWrite:
     def _write_session(self, chunk: Chunk) -> None:
         if chunk.session is None:
             return
-        header, figures, name = chunk.session
+        header, figures, name, name_source, learnt = chunk.session
         if header is None:
             self.connection.execute(
                 "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
                 " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
                 " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
                 " modified_at = ?, title = coalesce(?, title),"
-                " title_source = coalesce(?, title_source) WHERE file_id = ?",
-                (*figures, name, NAMED_TITLE_SOURCE if name else None, self.file_id),
+                " title_source = iif(? IS NULL, title_source, ?), cwd = coalesce(cwd, ?),"
+                " created_at = coalesce(created_at, ?),"
+                " parent_session_id = coalesce(parent_session_id, ?) WHERE file_id = ?",
+                (*figures, name, name, name_source, *learnt, self.file_id),
             )
             return
-        session_id, cwd, title, title_source, parent_session, version, created_at = header
+        (session_id, cwd, title, title_source, parent_session, version, created_at, agent,
+         parent_session_id) = header  # fmt: skip
         self.connection.execute(
             "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
-            " title_source, parent_session, version, created_at, entry_count, message_count,"
+            " title_source, parent_session, version, created_at, agent, parent_session_id,"
+            " entry_count, message_count,"
             " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
             " cache_write_tokens, premium_requests, cost, compaction_title, modified_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.file_id, session_id, self.seen.path, cwd, self.seen.project_dir, title,
-                title_source, parent_session, version, created_at, *figures,
+                title_source, parent_session, version, created_at, agent, parent_session_id,
+                *figures,
             ),
         )  # fmt: skip
 
     def _write_file_row(self, chunk: Chunk, chained: bool) -> None:
         seen = self.seen
         (indexed_bytes, head_hash, tail_hash, status, next_seq, last_id, legacy, lines,
-         skipped_count, skipped_lines) = chunk.progress  # fmt: skip
+         skipped_count, skipped_lines, agent) = chunk.progress  # fmt: skip
         # Until the last commit of this read, size -1 makes the next sync carry on from here.
         size = seen.size if chunk.final else -1
         self.connection.execute(
@@ -408,11 +423,12 @@ class FileWrite:
             " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
             " legacy = ?, chained = ?, root = ?, project_dir = ?, lines = ?, skipped_count = ?,"
-            " skipped_lines = ? WHERE id = ?",
+            " skipped_lines = ?, agent = ? WHERE id = ?",
             (
                 size, seen.mtime_ns, seen.inode, seen.ctime_ns, indexed_bytes, head_hash,
                 tail_hash, status, iso_now(), next_seq, last_id, legacy, int(chained),
-                seen.root, seen.project_dir, lines, skipped_count, skipped_lines, self.file_id,
+                seen.root, seen.project_dir, lines, skipped_count, skipped_lines, agent,
+                self.file_id,
             ),
         )  # fmt: skip
 
@@ -446,6 +462,21 @@ class _IndexedRows:
             " FROM entries WHERE session = ?1 AND id = ?2",
             (self.file_id, parent_id),
         ).fetchall()
+
+    def usage_of(self, usage_key: str) -> tuple[int, tuple[Any, ...]] | None:
+        found = self.connection.execute(
+            "SELECT pk, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+            " premium_requests, cost FROM entries"
+            " WHERE session = ? AND usage_key = ? AND input_tokens IS NOT NULL",
+            (self.file_id, usage_key),
+        ).fetchall()
+        return (found[0][0], tuple(found[0][1:])) if found else None
+
+    def turn_parents(self, entry_id: str) -> list[str | None]:
+        from xcsh_store.index.tree import entry_path  # tree imports us
+
+        path = entry_path(self.connection, self.file_id, entry_id)
+        return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
 
     def default_after(self, entry_id: str) -> tuple[Any, bool]:
         """The default model after an entry of an earlier read, from its path in the index:
@@ -492,6 +523,10 @@ def _resumed_state(
         ids=synthetic_ids_for(path),
         chained=known.chained,
     )
+    if reader_named(known.agent) is not None:
+        state.agent = known.agent
+        state.session = _session_facts(connection, known.id, path)
+        state.session_written = True
     row = connection.execute(
         "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
         " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
@@ -509,6 +544,29 @@ def _resumed_state(
     state.lines = lines
     state.skipped = SkippedLines(skipped_count, orjson.loads(skipped_lines or "[]"))
     return state
+
+
+def _session_facts(connection: apsw.Connection, file_id: int, path: str) -> SessionFacts:
+    """What an earlier read of another agent's file learnt of its session, as the index holds
+    it (the reader carries on from there)."""
+    facts = SessionFacts(path)
+    found = connection.execute(
+        "SELECT session_id, cwd, created_at, parent_session, parent_session_id FROM sessions"
+        " WHERE file_id = ?",
+        (file_id,),
+    ).fetchall()
+    if found:
+        (facts.session_id, facts.cwd, facts.created_at, facts.parent_session,
+         facts.parent_session_id) = found[0]  # fmt: skip
+        if facts.parent_session_id is not None and facts.created_at is not None:
+            facts.replay_second = facts.created_at[:19]
+    model = connection.execute(
+        "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
+        " ORDER BY seq DESC LIMIT 1",
+        (file_id,),
+    ).fetchall()
+    facts.model = model[0][0] if model else None
+    return facts
 
 
 def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:

@@ -38,7 +38,7 @@ def session_outline(
     """
     info = index.find_session(session) if isinstance(session, str) else session
     tree = index.tree(info)
-    values = read_entries(info.path, list(tree.entries.values()), None)
+    values = read_entries(info.path, list(tree.entries.values()), None, info.agent)
     entries = {row_id: value for row_id, value in zip(tree.entries, values, strict=True)}
     leaf = leaf_id or info.last_entry_id
     active = [row.id for row in index.branch(info, leaf)] if leaf else []

@@ -1,21 +1,30 @@
-"""The prompt history inside the index: mirrored from history.db, searched with session prompts."""
+"""The prompt history inside the index: mirrored from history.db and from Claude Code's and
+Codex's history.jsonl, searched with session prompts."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 import apsw
 
+from xcsh_store.agents import reader_named
 from xcsh_store.errors import HistoryError
+from xcsh_store.files import open_regular_file
+from xcsh_store.format.jsonl import iter_lines, parse_line
 from xcsh_store.history.store import normalize_limit
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
 from xcsh_store.index.rows import prompt_hash
+from xcsh_store.index.sessions import agents_condition
 from xcsh_store.index.texts import entry_texts
+from xcsh_store.js import well_formed
 from xcsh_store.times import timestamp_to_millis
+
+log = logging.getLogger("xcsh_store")
 
 MIRROR_BATCH = 5_000
 
@@ -74,19 +83,60 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
         source.close()
 
 
+def mirror_agent_history(connection: apsw.Connection, files: dict[str, str | None]) -> int:
+    """Copy the prompts of other agents' history files (agent -> path), each read again whole
+    when it changed, opened read-only; the prompts of a missing file (or of None: not to be
+    read) go. Returns how many prompts were copied. A line that is not a prompt is skipped."""
+    copied = 0
+    for agent, path in files.items():
+        reader = reader_named(agent)
+        assert reader is not None
+        key = f"agent_history_signature:{agent}"
+        signature = None if path is None else _file_signature(path)
+        if signature == get_meta(connection, key):
+            continue
+        prompts = []
+        if path is not None and signature is not None:
+            try:
+                with open_regular_file(path) as stream:
+                    for _, line in iter_lines(stream):
+                        for value in parse_line(line):
+                            found = reader.history_prompt(value)
+                            if found is not None:
+                                prompts.append(found)
+            except OSError as error:
+                log.warning("%s could not be read: %s", path, error)
+                continue
+        with transaction(connection):
+            connection.execute("DELETE FROM agent_prompts WHERE agent = ?", (agent,))
+            connection.executemany(
+                "INSERT INTO agent_prompts (agent, prompt, created_at, cwd, session_id,"
+                " prompt_hash) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (agent, well_formed(found.prompt), found.created_at, found.cwd,
+                     found.session_id, prompt_hash(found.prompt))
+                    for found in prompts
+                ],
+            )  # fmt: skip
+            set_meta(connection, key, signature)
+        copied += len(prompts)
+    return copied
+
+
+def _file_signature(path: str) -> str | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
+
+
 def _signature(history_db: str) -> str | None:
     """Size and mtime of history.db and its WAL; None when there is no history.db."""
-    parts = []
-    for path in (history_db, history_db + "-wal"):
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            if path == history_db:
-                return None
-            parts.append("-")
-            continue
-        parts.append(f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}")
-    return " ".join(parts)
+    database = _file_signature(history_db)
+    if database is None:
+        return None
+    return f"{database} {_file_signature(history_db + '-wal') or '-'}"
 
 
 @contextlib.contextmanager
@@ -110,6 +160,9 @@ class PromptHit:
     session_id: str | None
     session_path: str | None
     entry_id: str | None
+    # Whose prompt: history.db's are xcsh's; Claude Code's and Codex's history.jsonl, and
+    # session prompts, say their agent.
+    agent: str = "xcsh"
 
 
 def _prompt_query(query: str | None) -> str | None:
@@ -132,8 +185,10 @@ def recall_prompts(
     query: str | None,
     limit: int,
     local_path: Callable[[str], str] | None = None,
+    agents: Collection[str] | None = None,
 ) -> list[PromptHit]:
-    """Newest first: history prompts (linked to their session) and session-only user prompts.
+    """Newest first: history prompts (history.db's, Claude Code's and Codex's; linked to their
+    session) and session-only user prompts; ``agents``: only these agents' prompts.
 
     ``limit`` is clamped to 0..1000 as history.db's own lists are. A session prompt's text is
     read from its file (``local_path`` as for entry_texts); one whose file no longer holds it,
@@ -148,30 +203,56 @@ def recall_prompts(
     links = ", ".join(
         _SESSION_OF_HASH.format(column=column) for column in ("s.session_id", "s.path", "e.id")
     )
-    history_filter = "h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?)"
-    history_rows = connection.execute(
-        f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
-        f" {'WHERE ' + history_filter if match else ''}"
+    wanted = set(agents) if agents else None
+    hits: list[PromptHit] = []
+    if wanted is None or "xcsh" in wanted:
+        history_filter = "h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?)"
+        history_rows = connection.execute(
+            f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
+            f" {'WHERE ' + history_filter if match else ''}"
+            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+            (match, limit) if match else (limit,),
+        ).fetchall()
+        hits += [
+            PromptHit(prompt, created_at, cwd, "history", history_id, session_id, path, entry_id)
+            for history_id, prompt, created_at, cwd, session_id, path, entry_id in history_rows
+        ]
+    conditions, arguments = [], []
+    if match:
+        conditions.append(
+            "h.id IN (SELECT rowid FROM agent_prompts_fts WHERE agent_prompts_fts MATCH ?)"
+        )
+        arguments.append(match)
+    only = agents_condition("h.agent", agents)
+    if only is not None:
+        conditions.append(only[0])
+        arguments += only[1]
+    agent_rows = connection.execute(
+        f"SELECT h.prompt, h.created_at, h.cwd, h.agent, {links} FROM agent_prompts AS h"
+        f"{' WHERE ' + ' AND '.join(conditions) if conditions else ''}"
         " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-        (match, limit) if match else (limit,),
+        (*arguments, limit),
     ).fetchall()
+    hits += [
+        PromptHit(prompt, created_at, cwd, "history", None, session_id, path, entry_id, agent)
+        for prompt, created_at, cwd, agent, session_id, path, entry_id in agent_rows
+    ]
     session_filter = "e.pk IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) AND"
+    only = agents_condition("s.agent", agents)
     session_rows = connection.execute(
-        "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id"
+        "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id, s.agent"
         " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
         f" WHERE {session_filter if match else ''} e.role = 'user' AND e.prompt_hash IS NOT NULL"
+        f"{' AND ' + only[0] if only else ''}"
         " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
+        " AND NOT EXISTS (SELECT 1 FROM agent_prompts AS h WHERE h.prompt_hash = e.prompt_hash)"
         " ORDER BY e.timestamp DESC LIMIT ?",
-        (match, limit) if match else (limit,),
+        (*((match,) if match else ()), *(only[1] if only else ()), limit),
     ).fetchall()
-    hits = [
-        PromptHit(prompt, created_at, cwd, "history", history_id, session_id, path, entry_id)
-        for history_id, prompt, created_at, cwd, session_id, path, entry_id in history_rows
-    ]
     texts = entry_texts(connection, [row[0] for row in session_rows], local_path)
     hits += [
-        PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id)
-        for pk, timestamp, cwd, session_id, path, entry_id in session_rows
+        PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id, agent)
+        for pk, timestamp, cwd, session_id, path, entry_id, agent in session_rows
         if (text := texts.get(pk)) is not None
     ]
     hits.sort(key=lambda hit: hit.created_at, reverse=True)

@@ -103,6 +103,7 @@ class KnownFile:
     last_id: str | None
     legacy: bool
     chained: bool
+    agent: str = "xcsh"
 
 
 def sha1_hex(data: bytes) -> str:
@@ -148,9 +149,12 @@ class KnownStats:
     unchanged: set[str] = field(default_factory=set)
 
 
-def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) -> Iterator[SeenFile]:
+def scan_root(
+    root: str, report: SyncReport, known: KnownStats | None = None, temp_files: bool = True
+) -> Iterator[SeenFile]:
     """Every session file below ``root`` (but the unchanged ones of ``known``); follows
-    folder symlinks once, never in a loop.
+    folder symlinks once, never in a loop. ``temp_files``: whether to report the stale temp
+    files of xcsh's rewrites (for the sync to remove); never in another agent's folder.
 
     A file's project folder is the first folder below the root (empty for files in the root).
     """
@@ -168,7 +172,11 @@ def scan_root(root: str, report: SyncReport, known: KnownStats | None = None) ->
         for entry in entries:
             name = entry.name
             if name[0] == ".":
-                if SESSION_TEMP_NAME.fullmatch(name) and _modified_before(entry, stale):
+                if (
+                    temp_files
+                    and SESSION_TEMP_NAME.fullmatch(name)
+                    and _modified_before(entry, stale)
+                ):
                     report.stale_temp_files.append(entry.path)
             elif name.endswith(".jsonl") or ".jsonl.invalid-" in name:
                 named.append(entry)  # is_session_file_name, inlined for the hot loop
@@ -292,12 +300,12 @@ def is_under_any(path: str, roots: list[str]) -> bool:
 
 _KNOWN_COLUMNS = (
     "id, path, size, mtime_ns, inode, indexed_bytes, head_hash, tail_hash, status, next_seq,"
-    " last_id, legacy, chained"
+    " last_id, legacy, chained, agent"
 )
 
 
 def _known_file(row: tuple[Any, ...]) -> KnownFile:
-    return KnownFile(*row[:11], bool(row[11]), bool(row[12]))
+    return KnownFile(*row[:11], bool(row[11]), bool(row[12]), row[13])
 
 
 def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,6 +12,7 @@ import apsw
 
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
+from xcsh_store.index.sessions import agents_condition
 from xcsh_store.index.texts import TEXT_SOURCE, texts_of
 from xcsh_store.times import iso_millis
 
@@ -201,6 +202,8 @@ class SearchHit:
     score: float
     file_id: int
     pk: int
+    # Which agent wrote the session (xcsh, pi, omp, claude, codex).
+    agent: str = "xcsh"
 
 
 def _time_bound(value: datetime | str | None) -> str | None:
@@ -222,6 +225,7 @@ def search_entries(
     limit: int = 20,
     highlight: tuple[str, str] = ("[", "]"),
     local_path: Callable[[str], str] | None = None,
+    agents: Collection[str] | None = None,
 ) -> list[SearchHit]:
     """Ranked hits across every session: bm25, then newest first (index/ranking.py).
 
@@ -231,6 +235,7 @@ def search_entries(
     case; ``model`` is a model id or the ``provider/model`` form of usage. SearchQueryError:
     the query has no word to search for, or ``role`` is not one of SEARCH_ROLES.
     ``local_path`` maps stored paths to where the files are now (see entry_texts).
+    ``agents``: only sessions of these agents (xcsh, pi, omp, claude, codex).
     """
     tokens = FtsTokens(connection)
     parsed = parse_search_query(query, tokens)
@@ -266,6 +271,10 @@ def search_entries(
         provider, _, name = model.partition("/")
         conditions.append("(e.model = ? OR (e.provider = ? AND e.model = ?))")
         arguments += [model, provider, name]
+    agents_only = agents_condition("s.agent", agents)
+    if agents_only is not None:
+        conditions.append(agents_only[0])
+        arguments += agents_only[1]
     if since is not None:
         conditions.append("e.timestamp >= ?")
         arguments.append(_time_bound(since))
@@ -282,7 +291,7 @@ def search_entries(
     # The newest WINDOW matches are ranked; only the best few are joined to their sessions.
     rows = connection.execute(
         "SELECT c.pk, c.score, s.session_id, s.path, s.title, s.cwd, e.id, e.type, e.role,"
-        f" e.model, e.timestamp, e.session, {TEXT_SOURCE} FROM ("
+        f" e.model, e.timestamp, e.session, s.agent, {TEXT_SOURCE} FROM ("
         "  SELECT pk, score FROM ("
         f"   SELECT f.rowid AS pk, xcsh_rank(entries_fts, ?, ?{marks}) AS score"
         f"   FROM entries_fts AS f {joins} WHERE entries_fts MATCH ?{where}"
@@ -300,7 +309,7 @@ def search_entries(
     while start < len(rows) and len(hits) < limit:
         chunk = rows[start : start + limit - len(hits)]
         start += len(chunk)
-        texts = texts_of((row[12:] for row in chunk), local_path)
+        texts = texts_of((row[13:] for row in chunk), local_path)
         hits += [
             SearchHit(
                 session_id=row[2],
@@ -316,6 +325,7 @@ def search_entries(
                 score=row[1],
                 file_id=row[11],
                 pk=row[0],
+                agent=row[12],
             )
             for row in chunk
             if row[0] in texts

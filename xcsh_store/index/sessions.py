@@ -5,6 +5,7 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import apsw
 import orjson
 
+from xcsh_store.agents import AGENTS
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -67,6 +69,8 @@ _DETAILS = (
     "s.cache_write_tokens",
     "s.premium_requests",
     "f.legacy",
+    "s.agent",
+    "s.parent_session_id",
 )
 _CREATED, _FIRST_MESSAGE, _LEGACY = (
     _DETAILS.index(column) for column in ("s.created_at", "s.first_message", "f.legacy")
@@ -198,6 +202,10 @@ class IndexedSession:
     project_dir: str | None = _detail("s.project_dir")
     title_source: str | None = _detail("s.title_source")
     parent_session_path: str | None = _detail("s.parent_session")
+    # Which agent wrote it (xcsh, pi, omp, claude, codex), and the session id of the session
+    # it is a subagent or fork of (Claude Code and Codex say so).
+    agent: str = _detail("s.agent")
+    parent_session_id: str | None = _detail("s.parent_session_id")
     version: int | None = _detail("s.version")
     entry_count: int = _detail("s.entry_count")
     last_entry_id: str | None = _detail("s.last_entry_id")
@@ -285,12 +293,25 @@ def _select_sessions(clauses: str, extra_column: str | None = None) -> str:
     return f"SELECT {columns}{_FROM}{clauses}"
 
 
+def agents_condition(column: str, agents: Collection[str] | None) -> tuple[str, list[str]] | None:
+    """SQL that keeps the rows whose ``column`` is one of ``agents`` (None or empty: all);
+    ValueError names the agents there are when one is not."""
+    if not agents:
+        return None
+    unknown = sorted(set(agents) - set(AGENTS))
+    if unknown:
+        raise ValueError(f"Unknown agent {unknown[0]!r}; agents are: {', '.join(AGENTS)}")
+    names = sorted(set(agents))
+    return f"{column} IN ({','.join('?' * len(names))})", names
+
+
 def list_sessions(
     index: SessionIndex,
     cwd: str | None = None,
     project: str | None = None,
     limit: int | None = None,
     order: str = "modified",
+    agents: Collection[str] | None = None,
 ) -> list[IndexedSession]:
     """The sessions (of one cwd or project folder), newest first or by ``created``/``title``.
 
@@ -306,6 +327,10 @@ def list_sessions(
     if project is not None:
         conditions.append("s.project_dir = ?")
         arguments.append(project)
+    agents_only = agents_condition("s.agent", agents)
+    if agents_only is not None:
+        conditions.append(agents_only[0])
+        arguments += agents_only[1]
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[order]}"
     if limit is not None:
@@ -373,7 +398,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
         for row in entry_rows(connection, session.file_id)
         if row.type == "message" and row.role in ("user", "assistant")
     ]
-    values = read_entries(session.path, rows, None)
+    values = read_entries(session.path, rows, None, session.agent)
     texts = [
         content_text(value["message"].get("content"))
         for value in values

@@ -11,7 +11,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -28,6 +28,8 @@ from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
     get_agent_dir,
+    get_agent_history_files,
+    get_agent_session_roots,
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
@@ -181,7 +183,8 @@ class SessionIndex:
 
     @_entry_point
     def roots(self) -> list[str]:
-        """The sessions folder of the agent dir, then every registered extra root."""
+        """The sessions folder of the agent dir, then every registered extra root, then the
+        Claude Code and Codex folders that exist (unless turned off)."""
         from xcsh_store.index.scan import is_under_any
 
         extra = [
@@ -193,14 +196,53 @@ class SessionIndex:
         for folder in read_session_roots(self.agent_dir):
             if not is_under_any(folder, roots):
                 roots.append(folder)
+        for folder in self._found_agent_roots():
+            if not is_under_any(folder, roots):
+                roots.append(folder)
         return roots
 
     @_entry_point
-    def add_root(self, path: str) -> None:
+    def agent_roots(self) -> dict[str, str]:
+        """The roots of other agents' files (read-only: a sync never writes there), by path:
+        those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by themselves."""
+        found = {folder: agent for agent, folder in get_agent_session_roots().items()}
+        roots = {folder: found[folder] for folder in self._found_agent_roots()}
+        for path, agent in self.connection.execute(
+            "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
+        ):
+            roots[self.local_path(path)] = agent
+        return roots
+
+    def _found_agent_roots(self) -> list[str]:
+        if not self.finds_agent_roots:
+            return []
+        return [folder for folder in get_agent_session_roots().values() if os.path.isdir(folder)]
+
+    @property
+    def finds_agent_roots(self) -> bool:
+        """Whether sync indexes ~/.claude/projects and ~/.codex/sessions when they exist."""
+        return database.get_meta(self.connection, "agent_roots") != "off"
+
+    @_entry_point
+    def find_agent_roots(self, enabled: bool) -> None:
+        """Turn the Claude Code and Codex folders found by themselves on or off (remembered;
+        a sync then drops the rows of the ones turned off)."""
+        self._require_writable()
+        with database.transaction(self.connection):
+            if enabled:
+                self.connection.execute("DELETE FROM meta WHERE key = 'agent_roots'")
+            else:
+                database.set_meta(self.connection, "agent_roots", "off")
+
+    @_entry_point
+    def add_root(self, path: str, agent: str | None = None) -> None:
+        """Index the files under ``path`` too; ``agent`` names whose files they are when they
+        are another agent's (``claude``, ``codex``): then the folder is only ever read."""
         with database.transaction(self.connection):
             self.connection.execute(
-                "INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)",
-                (os.path.abspath(path), iso_now()),
+                "INSERT INTO roots (path, added_at, agent) VALUES (?, ?, ?)"
+                " ON CONFLICT (path) DO UPDATE SET agent = coalesce(excluded.agent, agent)",
+                (os.path.abspath(path), iso_now(), agent),
             )
 
     @_entry_point
@@ -250,7 +292,7 @@ class SessionIndex:
     def _sync_once(
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
-        from xcsh_store.index.prompts import mirror_history
+        from xcsh_store.index.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.sync import sync_files
 
         self._settle_location()
@@ -258,7 +300,13 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
-            self.connection, self.roots(), full or resync is not None, progress, indexed, workers
+            self.connection,
+            self.roots(),
+            full or resync is not None,
+            progress,
+            indexed,
+            workers,
+            read_only_roots=set(self.agent_roots()),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
         if resync is not None:
@@ -279,6 +327,10 @@ class SessionIndex:
         except HistoryError as error:
             report.history_error = str(error)
             log.warning("%s", report.history_error)
+        histories: dict[str, str | None] = dict(get_agent_history_files())
+        if not self.finds_agent_roots:
+            histories = dict.fromkeys(histories)  # turned off: their prompts go
+        report.history_mirrored += mirror_agent_history(self.connection, histories)
         with database.transaction(self.connection):
             database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
@@ -331,9 +383,11 @@ class SessionIndex:
         project: str | None = None,
         limit: int | None = None,
         order: str = "modified",
+        agents: Collection[str] | None = None,
     ) -> list[IndexedSession]:
-        """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``)."""
-        return sessions.list_sessions(self, cwd, project, limit, order)
+        """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
+        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex)."""
+        return sessions.list_sessions(self, cwd, project, limit, order, agents)
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
@@ -395,7 +449,7 @@ class SessionIndex:
         from xcsh_store.index.tree import read_entries
 
         info = self._session(session)
-        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store)
+        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store, info.agent)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
@@ -414,7 +468,7 @@ class SessionIndex:
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         return context_from_index(
-            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store
+            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store, info.agent
         )
 
     # -- search -----------------------------------------------------------------------------
@@ -432,13 +486,14 @@ class SessionIndex:
         model: str | None = None,
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
+        agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
         from xcsh_store.index.search import search_entries
 
         return search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
             until=until, model=model, limit=limit, highlight=highlight,
-            local_path=self._path_mapping(),
+            local_path=self._path_mapping(), agents=agents,
         )  # fmt: skip
 
     @_entry_point
@@ -450,19 +505,23 @@ class SessionIndex:
         return any(row.id == hit.entry_id for row in self.branch(info))
 
     @_entry_point
-    def history_search(self, query: str, limit: int = 20) -> list[PromptHit]:
+    def history_search(
+        self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
+    ) -> list[PromptHit]:
         from xcsh_store.index.prompts import recall_prompts
 
         return self._local_prompts(
-            recall_prompts(self.connection, query, limit, self._path_mapping())
+            recall_prompts(self.connection, query, limit, self._path_mapping(), agents)
         )
 
     @_entry_point
-    def history_recent(self, limit: int = 20) -> list[PromptHit]:
+    def history_recent(
+        self, limit: int = 20, *, agents: Collection[str] | None = None
+    ) -> list[PromptHit]:
         from xcsh_store.index.prompts import recall_prompts
 
         return self._local_prompts(
-            recall_prompts(self.connection, None, limit, self._path_mapping())
+            recall_prompts(self.connection, None, limit, self._path_mapping(), agents)
         )
 
     def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
@@ -485,8 +544,11 @@ class SessionIndex:
         by: str | Sequence[str] = "day",
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once.
+        """Token and cost sums per group; an entry copied into a fork counts once; ``agents``:
+        only these agents' sessions (costs of Claude Code and Codex are estimates: see each
+        row's ``estimated`` and ``unpriced``).
 
         ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
@@ -494,7 +556,7 @@ class SessionIndex:
         """
         from xcsh_store.index.usage import usage_rows
 
-        return usage_rows(self.connection, by, since, until)
+        return usage_rows(self.connection, by, since, until, agents)
 
     # -- blobs ------------------------------------------------------------------------------
 

@@ -55,8 +55,13 @@ def sync_files(
     progress: Progress | None = None,
     indexed: IndexedFiles | None = None,
     workers: int | None = None,
+    *,
+    read_only_roots: Set[str] = frozenset(),
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
+
+    ``read_only_roots`` hold other agents' files: nothing there is ever removed (the stale
+    temp files of xcsh's rewrites are looked for only in the other roots).
 
     ``indexed`` is the files table as read before (it is read here when not given).
     ``workers``: how many processes may read files whole (default: one per core); 1 reads
@@ -74,7 +79,9 @@ def sync_files(
             report.missing_roots.append(root)
             continue
         scanned_roots.append(root)
-        for item in scan_root(root, report, None if full else known):
+        for item in scan_root(
+            root, report, None if full else known, temp_files=root not in read_only_roots
+        ):
             seen[item.path] = item
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged

@@ -13,19 +13,21 @@ from typing import Any
 
 import apsw
 
+from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.rows import EntryFacts, storable_values
 
-# (pk, entry id, offset, length, part) of one entry row, by the path of its file; the id is
-# None where it cannot be checked against the line.
-_Source = tuple[int, str | None, int, int, int]
+# (pk, entry id, offset, length, part, agent) of one entry row, by the path of its file; the
+# id is None where it cannot be checked against the line.
+_Source = tuple[int, str | None, int, int, int, str]
 
 # SQLite allows 32,766 parameters; chunks of this many keep each IN list small.
 _CHUNK = 500
 
 # What texts_of needs of an entry, from ``entries AS e JOIN files AS f``: the ids of a v1/v2
-# file are the migration's, not the file's (files.legacy), so they cannot be checked.
-TEXT_SOURCE = "f.path, e.pk, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part"
+# file are the migration's, not the file's (files.legacy), so they cannot be checked; the agent
+# says which reader derives the text of another agent's line (agents/).
+TEXT_SOURCE = "f.path, e.pk, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent"
 
 
 def entry_texts(
@@ -76,7 +78,9 @@ def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
     except OSError:
         return dict.fromkeys((source[0] for source in sources), None)
     with stream:
-        for pk, entry_id, offset, length, part in sorted(sources, key=lambda source: source[2]):
+        for pk, entry_id, offset, length, part, agent in sorted(
+            sources, key=lambda source: source[2]
+        ):
             try:
                 line = os.pread(stream.fileno(), length, offset)
             except OSError:
@@ -85,6 +89,9 @@ def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
             if part >= len(values):
                 continue
             value = values[part]
+            reader = reader_named(agent)
+            if reader is not None:
+                value = reader.read(value, SessionFacts(path)).entry
             # Repaired ids live in the index, not in the file (compatibility: Deterministic ids
             # for files without them): a line without an id still is the entry.
             if entry_id is not None and value.get("id", entry_id) != entry_id:

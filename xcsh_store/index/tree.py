@@ -10,6 +10,7 @@ from typing import Any
 
 import apsw
 
+from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
@@ -302,9 +303,11 @@ def _line_ranges(rows: list[IndexedEntry]) -> list[tuple[int, int, list[IndexedE
 
 
 def read_entries(
-    path: str, rows: list[IndexedEntry], blob_store: BlobStore | None
+    path: str, rows: list[IndexedEntry], blob_store: BlobStore | None, agent: str | None = None
 ) -> list[dict[str, Any]]:
-    """The JSON objects of ``rows``, read from the file by byte offset, ready for use."""
+    """The JSON objects of ``rows``, read from the file by byte offset, ready for use; those
+    of another agent's file (``agent``: claude, codex) as entries of the xcsh model."""
+    reader = reader_named(agent)
     values: dict[int, dict[str, Any]] = {}
     with open_regular_file(path) as stream:
         for start, end, members in _line_ranges(rows):
@@ -315,6 +318,8 @@ def read_entries(
                 if row.part >= len(parsed):
                     raise FileChangedError(path)
                 value = parsed[row.part]
+                if reader is not None:
+                    value = reader.read(value, SessionFacts(path)).entry
                 if row.id is not None:
                     # Repaired ids live in the index, not in the file (compatibility:
                     # Deterministic ids for files without them).
@@ -347,12 +352,15 @@ def context_from_index(
     leaf_id: str | None,
     legacy: bool,
     blobs: BlobStore | None,
+    agent: str | None = None,
 ) -> SessionContext:
     """``build_session_context`` of one leaf, reading only the lines that can matter.
 
     The path comes from the index. Behind the newest compaction, only the entries it keeps and
     the state changes (thinking level, models, mode, rules) are read; of the rest, the context
-    only takes the model of the newest assistant message, which the index knows.
+    only takes the model of the newest assistant message, which the index knows. ``agent``
+    names the reader of another agent's file: its compactions (a Claude Code compact summary,
+    a Codex ``compacted`` line) are what the model saw of the path before them.
     """
     if legacy:
         # v1/v2 files: ids exist only after migration, which needs the whole file.
@@ -364,9 +372,9 @@ def context_from_index(
     path = entry_path(connection, file_id, leaf_id)
     newest = next(path.rows(types=("compaction",), newest_first=True), None)
     if newest is None:
-        return context_of_path(read_entries(file, [row for _, row in path.rows()], blobs))
+        return context_of_path(read_entries(file, [row for _, row in path.rows()], blobs, agent))
     start, compaction_row = newest
-    (compaction,) = read_entries(file, [compaction_row], blobs)
+    (compaction,) = read_entries(file, [compaction_row], blobs, agent)
     first_kept = compaction.get("firstKeptEntryId")
     if compaction_keeps_history(compaction) and isinstance(first_kept, str):
         kept = path.position_of(first_kept)
@@ -376,7 +384,7 @@ def context_from_index(
     # messages count there, and the index knows those models.
     state = list(path.rows(before=start, types=STATE_TYPES))
     tail = [row for _, row in path.rows(since=start)]
-    values = read_entries(file, [row for _, row in state] + tail, blobs)
+    values = read_entries(file, [row for _, row in state] + tail, blobs, agent)
     earlier = [(position, value) for (position, _), value in zip(state, values, strict=False)]
     earlier += [(position, _stand_in(row)) for position, row in _named_assistants(path, start)]
     earlier.sort(key=lambda item: item[0])

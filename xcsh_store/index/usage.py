@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import apsw
 
+from xcsh_store.agents import OTHER_AGENTS
+from xcsh_store.index.sessions import agents_condition
 from xcsh_store.times import iso_millis
+
+# The agents whose costs are the index's estimates, as an SQL list.
+_ESTIMATED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
 
 # Each grouping as the SQL expression over ``usage_entries`` that makes its key.
 USAGE_GROUPS = {
@@ -20,6 +25,10 @@ USAGE_GROUPS = {
     "provider": "coalesce(provider, '?')",
     "project": "project_dir",
     "session": "session_id",
+    "agent": "agent",
+    # A subagent's or fork's usage under the session it came from (one level up: a Claude
+    # subagent file, a Codex fork or spawned thread), its replayed prefix not counted again.
+    "root-session": "coalesce(parent_session_id, session_id)",
 }
 
 
@@ -34,6 +43,10 @@ class UsageRow:
     cost: float
     # One key per grouping when usage was grouped by several (``key`` then joins them).
     keys: tuple[str | None, ...] = ()
+    # Entries whose cost the index estimated (Claude Code and Codex write none:
+    # agents/pricing.py), and entries of a model without a price (their cost is not in ``cost``).
+    estimated: int = 0
+    unpriced: int = 0
 
 
 def usage_rows(
@@ -41,8 +54,10 @@ def usage_rows(
     by: str | Sequence[str],
     since: datetime | str | None,
     until: datetime | str | None,
+    agents: Collection[str] | None = None,
 ) -> list[UsageRow]:
-    """Token and cost sums per group of ``by`` (one grouping or several), in key order."""
+    """Token and cost sums per group of ``by`` (one grouping or several), in key order;
+    ``agents``: only the usage of these agents' sessions."""
     groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
     if not groups or any(group not in USAGE_GROUPS for group in groups):
         raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
@@ -51,18 +66,30 @@ def usage_rows(
         if bound is not None:
             conditions.append(f"timestamp {operator} ?")
             arguments.append(bound if isinstance(bound, str) else iso_millis(bound))
+    agents_only = agents_condition("agent", agents)
+    if agents_only is not None:
+        conditions.append(agents_only[0])
+        arguments += agents_only[1]
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
     names = ", ".join(f"key{number}" for number in range(len(groups)))
     rows = connection.execute(
         f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
-        " sum(cache_read_tokens), sum(cache_write_tokens), sum(cost)"
+        " sum(cache_read_tokens), sum(cache_write_tokens), total(cost),"
+        f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL)"
         f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
         arguments,
     )
     width = len(groups)
     return [
-        UsageRow(_joined_key(row[:width]), *row[width:], keys=tuple(row[:width])) for row in rows
+        UsageRow(
+            _joined_key(row[:width]),
+            *row[width : width + 6],
+            keys=tuple(row[:width]),
+            estimated=row[width + 6],
+            unpriced=row[width + 7],
+        )
+        for row in rows
     ]
 
 

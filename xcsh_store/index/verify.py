@@ -20,14 +20,15 @@ ORPHAN_SEARCH_ROWS = "SELECT id FROM entries_fts_docsize WHERE id NOT IN (SELECT
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
     " length, part, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-    " premium_requests, cost, prompt_hash,"
+    " premium_requests, cost, usage_key, prompt_hash,"
     # A chain is the pk of its first entry, and pks differ between indexes: compare that seq.
     " (SELECT head.seq FROM entries AS head WHERE head.pk = entries.chain)"
 )
 _COMPARED_SESSION_COLUMNS = (
     "session_id, path, cwd, project_dir, title, title_source, parent_session, version, created_at,"
     " entry_count, message_count, first_message, last_entry_id, input_tokens, output_tokens,"
-    " cache_read_tokens, cache_write_tokens, premium_requests, cost, compaction_title"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost, compaction_title, agent,"
+    " parent_session_id"
 )
 
 

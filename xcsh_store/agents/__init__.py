@@ -1,0 +1,59 @@
+"""Readers of other agents' session files, one module per format, behind one interface
+(base.py): what the index reads of Claude Code and Codex sessions. Adding an agent is one more
+module and one more entry in READERS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xcsh_store.agents.base import AgentEntry, AgentReader, HistoryPrompt, SessionFacts
+from xcsh_store.agents.claude import READER as CLAUDE
+from xcsh_store.agents.codex import READER as CODEX
+
+# The xcsh format family: the header does not say which of them wrote a file (pi, oh-my-pi and
+# xcsh write the same one); the folder they live in does.
+XCSH_AGENTS = ("xcsh", "pi", "omp")
+READERS: tuple[AgentReader, ...] = (CLAUDE, CODEX)
+# The agents whose files a reader here reads: their folders are only ever read, and their files
+# hold no costs (the index estimates them: agents/pricing.py).
+OTHER_AGENTS = tuple(reader.name for reader in READERS)
+AGENTS = (*XCSH_AGENTS, *OTHER_AGENTS)
+
+__all__ = [
+    "AGENTS",
+    "OTHER_AGENTS",
+    "READERS",
+    "XCSH_AGENTS",
+    "AgentEntry",
+    "AgentReader",
+    "HistoryPrompt",
+    "SessionFacts",
+    "reader_for",
+    "reader_named",
+    "xcsh_agent_of",
+]
+
+
+def reader_for(first: dict[str, Any]) -> AgentReader | None:
+    """The reader of a file whose first object is ``first`` (None: not another agent's)."""
+    for reader in READERS:
+        if reader.recognizes(first):
+            return reader
+    return None
+
+
+def reader_named(name: str | None) -> AgentReader | None:
+    for reader in READERS:
+        if reader.name == name:
+            return reader
+    return None
+
+
+def xcsh_agent_of(path: str) -> str:
+    """Which of the xcsh family wrote a file with a session header, by its folder: pi keeps
+    sessions in ``~/.pi/``, oh-my-pi in ``~/.omp/`` (the same rule as migration 0009)."""
+    if "/.pi/" in path:
+        return "pi"
+    if "/.omp/" in path:
+        return "omp"
+    return "xcsh"

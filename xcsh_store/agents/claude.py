@@ -1,0 +1,213 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``): no header line;
+each ``user``/``assistant``/``system`` line has ``uuid`` and ``parentUuid`` (the tree), and
+``sessionId``, ``cwd``, ``timestamp``.
+
+* A ``compact_boundary`` line has ``parentUuid: null``; its ``logicalParentUuid`` is the edge
+  kept, so the tree stays whole across a compaction. The ``isCompactSummary`` user line after it
+  is the summary the model saw from then on: a ``compaction`` entry.
+* ``isSidechain`` lines (a Task's conversation, inline in 1.0.x files, and every line of a
+  subagent file ``<session>/subagents/agent-<id>.jsonl``) are qualified ``sidechain``.
+* One API response is written as several ``assistant`` lines sharing ``message.id`` (one
+  content block each), each repeating ``usage``, the earlier ones partial in 1.0.x: their usage
+  key is ``message.id`` + ``requestId``, and the last line's usage is what counts.
+* ``summary``, ``ai-title`` and ``custom-title`` lines title the session (the last one wins).
+* Every other line (``progress``, ``file-history-snapshot``, ``queue-operation``, ``attachment``,
+  types yet unknown) is an entry of its own type without text.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from xcsh_store.agents.base import AgentEntry, HistoryPrompt, SessionFacts, number, text_of
+from xcsh_store.agents.pricing import estimated_cost
+from xcsh_store.format.entries import NAMED_TITLE_SOURCE
+
+# Types only Claude Code writes as the first line of a file (a user or assistant line also
+# has uuid and sessionId, which is what recognizes() checks first).
+_OWN_TYPES = frozenset(
+    {
+        "summary", "file-history-snapshot", "queue-operation", "progress", "attachment",
+        "ai-title", "custom-title", "last-prompt", "permission-mode", "mode", "system",
+        "user", "assistant",
+    }
+)  # fmt: skip
+# Title lines: the key holding the title, and who set it.
+_TITLES = {
+    "summary": ("summary", "auto"),
+    "ai-title": ("aiTitle", "auto"),
+    "custom-title": ("customTitle", NAMED_TITLE_SOURCE),
+}
+SUBAGENT_PREFIX = "agent-"
+
+
+class ClaudeReader:
+    name = "claude"
+    has_ids = True
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        if "payload" in value:
+            return False
+        if isinstance(value.get("uuid"), str) and isinstance(value.get("sessionId"), str):
+            return True
+        return value.get("type") in _OWN_TYPES
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        _learn_session(value, session)
+        kind = value.get("type")
+        kind = kind if isinstance(kind, str) else None
+        entry: dict[str, Any] = {"type": kind}
+        uuid = text_of(value.get("uuid"))
+        if uuid is not None:
+            entry["id"] = uuid
+            parent = value.get("parentUuid")
+            if parent is None and kind == "system":
+                parent = value.get("logicalParentUuid")
+            entry["parentId"] = text_of(parent)
+        timestamp = text_of(value.get("timestamp"))
+        if timestamp is not None:
+            entry["timestamp"] = timestamp
+        found = AgentEntry(entry)
+        if value.get("isSidechain") is True:
+            found.qualifier = "sidechain"
+        message = value.get("message")
+        if kind in ("user", "assistant") and type(message) is dict:
+            if kind == "assistant":
+                _assistant(found, value, message)
+            else:
+                _user(found, value, message)
+        elif kind == "system":
+            found.qualifier = text_of(value.get("subtype")) or found.qualifier
+        elif kind in _TITLES:
+            key, source = _TITLES[kind]
+            found.title = text_of(value.get(key))
+            found.title_source = source if found.title else None
+        return found
+
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        """``{"display", "timestamp" (ms), "project", "sessionId"?}``."""
+        prompt, timestamp = text_of(value.get("display")), value.get("timestamp")
+        if prompt is None or type(timestamp) not in (int, float):
+            return None
+        return HistoryPrompt(
+            prompt, timestamp / 1000, text_of(value.get("project")), text_of(value.get("sessionId"))
+        )
+
+
+def _learn_session(value: dict[str, Any], session: SessionFacts) -> None:
+    if session.session_id is None:
+        # Claude Code names each file by its session id (a subagent's by its agent id), and
+        # the name is known before any line: a sync that reads the file in parts agrees.
+        session.session_id = os.path.basename(session.path).removesuffix(".jsonl")
+        folder = os.path.dirname(session.path)
+        if (
+            session.session_id.startswith(SUBAGENT_PREFIX)
+            and os.path.basename(folder) == "subagents"
+        ):
+            parent_folder = os.path.dirname(folder)
+            session.parent_session_id = os.path.basename(parent_folder)
+            session.parent_session = parent_folder + ".jsonl"
+    if session.parent_session_id is None and "agentId" in value:
+        named = text_of(value.get("sessionId"))
+        if named is not None and named != session.session_id:
+            session.parent_session_id = named  # an older agent-*.jsonl beside its parent
+    if session.cwd is None:
+        session.cwd = text_of(value.get("cwd"))
+    if session.created_at is None:
+        session.created_at = text_of(value.get("timestamp"))
+
+
+def _assistant(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
+    content = message.get("content")
+    blocks = []
+    for block in content if type(content) is list else [content]:
+        if isinstance(block, str):
+            blocks.append({"type": "text", "text": block})
+        elif type(block) is dict:
+            kind = block.get("type")
+            if kind == "text" or kind == "thinking":
+                text = block.get(kind)
+                if isinstance(text, str):
+                    blocks.append({"type": kind, kind: text})
+            elif kind == "tool_use":
+                blocks.append(
+                    {"type": "toolCall", "name": block.get("name"), "arguments": block.get("input")}
+                )
+    model = text_of(message.get("model"))
+    found.entry.update(type="message", message={"role": "assistant", "content": blocks})
+    found.model, found.provider = model, "anthropic"
+    usage = message.get("usage")
+    if type(usage) is dict:
+        found.usage = claude_usage(usage, model)
+        message_id = text_of(message.get("id"))
+        if message_id is not None:
+            found.usage_key = f"{message_id}:{value.get('requestId') or ''}"
+
+
+def claude_usage(usage: dict[str, Any], model: str | None) -> tuple[Any, ...]:
+    """(input, output, cache read, cache write, premium requests, cost) of a usage object."""
+    figures = (
+        number(usage.get("input_tokens")),
+        number(usage.get("output_tokens")),
+        number(usage.get("cache_read_input_tokens")),
+        number(usage.get("cache_creation_input_tokens")),
+    )
+    return (*figures, 0, estimated_cost(model, *figures))
+
+
+def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
+    content = message.get("content")
+    blocks = content if type(content) is list else [content]
+    results = [
+        block for block in blocks if type(block) is dict and block.get("type") == "tool_result"
+    ]
+    if results and len(results) == len(blocks):
+        texts = []
+        for block in results:
+            texts += _texts(block.get("content"))
+        found.entry.update(
+            type="message", message={"role": "toolResult", "content": _text_blocks(texts)}
+        )
+        return
+    texts = []
+    for block in blocks:
+        texts += _texts(
+            block.get("content")
+            if type(block) is dict and block.get("type") == "tool_result"
+            else [block]
+        )
+    if value.get("isCompactSummary") is True:
+        found.entry.update(type="compaction", summary="\n".join(texts))
+    elif value.get("isMeta") is True:
+        # Text the agent put in the user's turn (command output, caveats): not a prompt.
+        found.entry.update(type="custom_message", customType="meta", content=_text_blocks(texts))
+        found.qualifier = found.qualifier or "meta"
+    else:
+        found.entry.update(type="message", message={"role": "user", "content": _text_blocks(texts)})
+
+
+def _texts(content: Any) -> list[str]:
+    """The strings of a content value: a string, or its ``text`` blocks."""
+    if isinstance(content, str):
+        return [content]
+    if type(content) is not list:
+        return []
+    texts = []
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+        elif (
+            type(block) is dict
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
+            texts.append(block["text"])
+    return texts
+
+
+def _text_blocks(texts: list[str]) -> list[dict[str, str]]:
+    return [{"type": "text", "text": text} for text in texts]
+
+
+READER = ClaudeReader()
