@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from session_builder import append, flux_records, message, sessions_dir, write_session
+from session_builder import FIXTURES, append, flux_records, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex
 
@@ -120,3 +120,19 @@ def test_an_unknown_session_is_an_error_result_not_a_crash(agent_dir, branched):
     )
     assert missing[0] == "error" and "no-such-session" in missing[1]
     assert after["hits"][0]["entry_id"] == "a1"
+
+
+def test_a_claude_code_session_is_read_as_entries_of_the_xcsh_model(agent_dir, tmp_path):
+    # The compact_boundary fixture's second line is the compaction summary (isCompactSummary).
+    root = tmp_path / "claude-projects" / "-Users-robcmills-src-openclaw"
+    root.mkdir(parents=True)
+    fixture = FIXTURES / "claude" / "robcmills__cc.nvim__compact_boundary.jsonl"
+    (root / fixture.name).write_bytes(fixture.read_bytes())
+    sessions_dir(agent_dir).mkdir(parents=True, exist_ok=True)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.add_root(str(root.parent), agent="claude")
+        index.sync()
+    _tools, [page] = call_tools(agent_dir, [("get_session", {"session": fixture.stem})])
+    kinds = {item["id"][:8]: item["kind"] for item in page["entries"]}
+    assert kinds["86f56821"] == "compaction"
+    assert any("continued from a previous" in item["text"] for item in page["entries"])

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from session_builder import (
+    FIXTURES,
     append,
     flux_records,
     header,
@@ -209,3 +210,19 @@ def test_the_branch_walked_up_the_tree_is_the_index_branch(agent_dir, seed):
         tree = index.tree(str(path))
         for leaf in tree.leaves:
             assert branch_of(tree, leaf) == index.branch(str(path), leaf)
+
+
+def test_a_claude_code_session_is_shown_as_entries_of_the_xcsh_model(agent_dir, client, tmp_path):
+    # The fixture's second line is the isCompactSummary user line after a compact_boundary:
+    # the page shows it as the compaction it is, with its summary text.
+    root = tmp_path / "claude-projects" / "-Users-robcmills-src-openclaw"
+    root.mkdir(parents=True)
+    fixture = FIXTURES / "claude" / "robcmills__cc.nvim__compact_boundary.jsonl"
+    (root / fixture.name).write_bytes(fixture.read_bytes())
+    sessions_dir(agent_dir).mkdir(parents=True, exist_ok=True)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.add_root(str(root.parent), agent="claude")
+        index.sync()
+    html = client.get("/session", params={"path": str(root / fixture.name)}).text
+    assert "continued from a previous conversation" in html
+    assert re.search(r'<article class="entry [^"]*" id="entry-86f56821', html)

@@ -105,7 +105,7 @@ def get_session(
     page = rows[offset : offset + limit]
     on_path = {row.id for row in index.branch(info, leaf)} if view == "tree" else None
     entries = []
-    for row, value in zip(page, read_entries(info.path, page, None), strict=True):
+    for row, value in zip(page, read_entries(info.path, page, None, info.agent), strict=True):
         kind, text = entry_summary(value)
         item = {
             "id": row.id,

@@ -232,7 +232,10 @@ def _labels(session: IndexedSession, tree: SessionTree) -> dict[str, str]:
     """Target id -> label, from the label entries alone."""
     return labels_of(
         read_entries(
-            session.path, [row for row in tree.entries.values() if row.type == "label"], None
+            session.path,
+            [row for row in tree.entries.values() if row.type == "label"],
+            None,
+            session.agent,
         )
     )
 
@@ -264,7 +267,7 @@ def _shown(
     labels: dict[str, str],
 ) -> list[ShownEntry]:
     shown = []
-    for row, value in zip(rows, read_entries(session.path, rows, None), strict=True):
+    for row, value in zip(rows, read_entries(session.path, rows, None, session.agent), strict=True):
         kind, summary = entry_summary(value)
         shown.append(
             ShownEntry(
