@@ -132,7 +132,16 @@ def test_a_claude_code_session_is_read_as_entries_of_the_xcsh_model(agent_dir, t
     with SessionIndex.open(str(agent_dir)) as index:
         index.add_root(str(root.parent), agent="claude")
         index.sync()
-    _tools, [page] = call_tools(agent_dir, [("get_session", {"session": fixture.stem})])
+    _tools, [page, claude, codex] = call_tools(
+        agent_dir,
+        [
+            ("get_session", {"session": fixture.stem}),
+            ("search_sessions", {"query": "Hammerspoon", "agent": "claude"}),
+            ("search_sessions", {"query": "Hammerspoon", "agent": "codex"}),
+        ],
+    )
+    assert page["agent"] == "claude"
+    assert {hit["agent"] for hit in claude["hits"]} == {"claude"} and codex["hits"] == []
     kinds = {item["id"][:8]: item["kind"] for item in page["entries"]}
     assert kinds["86f56821"] == "compaction"
     assert any("continued from a previous" in item["text"] for item in page["entries"])

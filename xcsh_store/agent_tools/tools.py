@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from xcsh_store.agents import AGENTS
 from xcsh_store.index import (
     USAGE_GROUPS,
     IndexedSession,
@@ -41,18 +42,22 @@ def search_sessions(
     since: str | None = None,
     until: str | None = None,
     limit: int = 10,
+    agent: str | None = None,
 ) -> dict[str, Any]:
     """Full-text search over every session (all words must match; "phrases", -excluded).
     Filters: project folder, role (user, assistant, toolResult…), model, since/until (ISO
-    date or time). Each hit names its session and entry id. At most 50 hits."""
+    date or time), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry
+    id. At most 50 hits."""
     limit = _bounded(limit, MAX_HITS)
     hits = index.search(
-        query, project=project, role=role, model=model, since=since, until=until, limit=limit
-    )
+        query, project=project, role=role, model=model, since=since, until=until, limit=limit,
+        agents=_agents(agent),
+    )  # fmt: skip
     return {
         "hits": [
             {
                 "session": hit.session_id,
+                "agent": hit.agent,
                 "path": hit.path,
                 "title": hit.title,
                 "cwd": hit.cwd,
@@ -68,10 +73,19 @@ def search_sessions(
     }
 
 
+def _agents(agent: str | None) -> list[str] | None:
+    if agent is None:
+        return None
+    if agent not in AGENTS:
+        raise ValueError(f"agent must be one of {', '.join(AGENTS)}, not {agent!r}")
+    return [agent]
+
+
 def _session_fields(index: SessionIndex, session: str) -> tuple[IndexedSession, dict[str, Any]]:
     info = index.find_session(session)
     return info, {
         "session": info.id,
+        "agent": info.agent,
         "path": info.path,
         "cwd": info.cwd,
         "title": info.title,
@@ -162,12 +176,18 @@ def get_context(
 
 
 def recall_prompts(
-    index: SessionIndex, query: str | None = None, limit: int = 20
+    index: SessionIndex, query: str | None = None, limit: int = 20, agent: str | None = None
 ) -> dict[str, Any]:
     """Prompts typed before (prompt history and user messages of sessions), newest first:
-    all of them, or those holding every word of query. At most 50."""
+    all of them, or those holding every word of query; agent: only that agent's (xcsh, pi,
+    omp, claude, codex). At most 50."""
     limit = _bounded(limit, MAX_HITS)
-    hits = index.history_search(query, limit) if query else index.history_recent(limit)
+    agents = _agents(agent)
+    hits = (
+        index.history_search(query, limit, agents=agents)
+        if query
+        else index.history_recent(limit, agents=agents)
+    )
     return {
         "prompts": [
             {
@@ -175,6 +195,7 @@ def recall_prompts(
                 "created_at": hit.created_at,
                 "cwd": hit.cwd,
                 "source": hit.source,
+                "agent": hit.agent,
                 "session": hit.session_id,
                 "entry_id": hit.entry_id,
             }
@@ -185,15 +206,17 @@ def recall_prompts(
 
 def usage(
     index: SessionIndex,
-    by: Literal["day", "week", "month", "model", "provider", "project", "session"] = "day",
+    by: Literal["day", "week", "month", "model", "provider", "project", "session", "agent"] = "day",
     since: str | None = None,
     until: str | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
-    """Tokens and cost per day, week, month, model, provider, project or session (the last
-    200 groups) with the totals of all groups."""
+    """Tokens and cost per day, week, month, model, provider, project, session or agent (the
+    last 200 groups) with the totals of all groups; agent: only that agent's sessions. Costs
+    of Claude Code and Codex sessions are estimates from list prices."""
     if by not in USAGE_GROUPS:
         raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, not {by!r}")
-    rows = index.usage(by, since, until)
+    rows = index.usage(by, since, until, _agents(agent))
     columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens", "cost")
     return {
         "by": by,
