@@ -226,3 +226,23 @@ def test_a_claude_code_session_is_shown_as_entries_of_the_xcsh_model(agent_dir, 
     html = client.get("/session", params={"path": str(root / fixture.name)}).text
     assert "continued from a previous conversation" in html
     assert re.search(r'<article class="entry [^"]*" id="entry-86f56821', html)
+
+
+def test_the_list_and_the_search_filter_by_agent_and_mark_estimated_costs(
+    agent_dir, client, branched, tmp_path
+):
+    root = tmp_path / "claude-projects" / "-Users-nicksol-Desktop-agentic-wallet"
+    root.mkdir(parents=True)
+    fixture = FIXTURES / "claude" / "thejamesnick__agentic-wallet__claude-session.jsonl"
+    (root / fixture.name).write_bytes(fixture.read_bytes())
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.add_root(str(root.parent), agent="claude")
+        index.sync()
+    listed = client.get("/", params={"agent": "claude"}).text
+    assert fixture.stem in listed and "sess-branched" not in listed
+    # Its one model (claude-opus-4-6) has no list price here: tokens, but no cost shown as $0.
+    assert re.search(r'<td class="number">\?</td>', listed)
+    assert "sess-branched" in client.get("/", params={"agent": "xcsh"}).text
+    found = client.get("/search", params={"q": "Superteam", "agent": "xcsh"}).text
+    assert fixture.stem not in found
+    assert fixture.stem in client.get("/search", params={"q": "Superteam", "agent": "claude"}).text

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
@@ -51,7 +50,7 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "cost": session.cost,
         # Claude Code and Codex record no costs: theirs is estimated from list prices, and
         # leaves out the tokens of models without one (`usage` counts those).
-        "cost_estimated": session.agent in OTHER_AGENTS,
+        "cost_estimated": session.cost_kind != "recorded",
         "id_shared": session.id_shared,
     }
 
@@ -59,11 +58,8 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
 def session_cost(session: IndexedSession) -> str:
     """A session's cost as shown: ``~$1.20`` when it is an estimate (Claude Code and Codex
     record none), ``?`` when it has tokens but no price at all; never a silent ``$0``."""
-    if session.agent not in OTHER_AGENTS:
-        return money(session.cost)
-    if not session.cost and session.input_tokens + session.output_tokens:
-        return "?"
-    return "~" + money(session.cost)
+    kind = session.cost_kind
+    return "?" if kind == "unpriced" else ("~" if kind == "estimated" else "") + money(session.cost)
 
 
 def plain_snippet(snippet: str) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import apsw
 import orjson
 
-from xcsh_store.agents import AGENTS
+from xcsh_store.agents import AGENTS, OTHER_AGENTS
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -216,6 +216,17 @@ class IndexedSession:
     @property
     def id(self) -> str:
         return self._row[1]
+
+    @property
+    def cost_kind(self) -> str:
+        """``recorded`` (the agent wrote its costs), ``estimated`` (Claude Code and Codex write
+        none: theirs come from list prices) or ``unpriced`` (tokens, but no model with a known
+        price): never show an unknown cost as $0."""
+        if self.agent not in OTHER_AGENTS:
+            return "recorded"
+        if not self.cost and self.input_tokens + self.output_tokens:
+            return "unpriced"
+        return "estimated"
 
     @property
     def cwd(self) -> str:

@@ -27,6 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from xcsh_store.agents import AGENTS
 from xcsh_store.artifacts.urls import InternalUrlError, read_internal_url
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import (
@@ -166,6 +167,10 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
         key = request.query_params.get("path") or request.path_params.get("session", "")
         return index.find_session(key)
 
+    def agents_of(query: Any) -> list[str] | None:
+        agent = query.get("agent")
+        return [agent] if agent in AGENTS else None
+
     def integer(request: Request, name: str, default: int) -> int:
         text = request.query_params.get(name, "")
         return int(text) if text.isdigit() and len(text) < 10 else default
@@ -179,6 +184,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
                 index,
                 project=query.get("project") or None,
                 cwd=query.get("cwd") or None,
+                agents=agents_of(query),
                 since=pages.since_of(query.get("since", "")),
                 sort=sort,
                 descending=query.get("dir", "desc") != "asc",
@@ -187,7 +193,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
             projects, _models = filter_choices(index)
             return render(
                 "sessions.html", listing=listing, projects=projects, sort=sort,
-                query=query,
+                query=query, agents=AGENTS,
             )  # fmt: skip
 
     def search(request: Request) -> Response:
@@ -204,6 +210,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
                         project=query.get("project") or None,
                         role=role if role in SEARCH_ROLES else None,
                         model=query.get("model") or None,
+                        agents=agents_of(query),
                         since=pages.since_of(query.get("since", "")),
                         limit=min(integer(request, "limit", 50), 200),
                         highlight=(pages.MARK_START, pages.MARK_END),
@@ -213,7 +220,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
             projects, models = filter_choices(index)
             return render(
                 "search.html", q=text, hits=hits, error=error, query=query,
-                projects=projects, models=models, roles=sorted(SEARCH_ROLES),
+                projects=projects, models=models, roles=sorted(SEARCH_ROLES), agents=AGENTS,
                 pieces=pages.snippet_pieces,
             )  # fmt: skip
 

@@ -60,18 +60,19 @@ def sessions_page(
     *,
     project: str | None = None,
     cwd: str | None = None,
+    agents: list[str] | None = None,
     since: datetime | None = None,
     sort: str = "modified",
     descending: bool = True,
     page: int = 1,
 ) -> SessionsPage:
-    """The sessions ``ls`` lists (project, cwd), modified since ``since``, sorted, one page.
+    """The sessions ``ls`` lists (project, cwd, agents), modified since ``since``, sorted, one page.
 
     The page's sessions come from a listing of the sessions up to that page, in an order the
     index keeps (newest, created, title): their other fields (path, project, created) are then
     read for those sessions only, not for all of them.
     """
-    listed = index.list_sessions(cwd=cwd, project=project)
+    listed = index.list_sessions(cwd=cwd, project=project, agents=agents)
     if since is not None:
         listed = [session for session in listed if session.modified >= since]
     pages = max(1, -(-len(listed) // SESSIONS_PAGE))
@@ -81,7 +82,7 @@ def sessions_page(
     kept_order = (sort, descending) in (("modified", True), ("created", True), ("title", False))
     if kept_order and (since is None or sort == "modified"):
         upto = index.list_sessions(
-            cwd=cwd, project=project, limit=start + SESSIONS_PAGE, order=sort
+            cwd=cwd, project=project, limit=start + SESSIONS_PAGE, order=sort, agents=agents
         )
         shown = [session for session in upto[start:] if since is None or session.modified >= since]
     else:
