@@ -60,6 +60,7 @@ VERB_MODULES = {
     "history": "prompts",
     "ls": "listing",
     "migrate": "maintenance",
+    "push": "team",
     "search": "sessions",
     "show": "sessions",
     "sql": "sql",

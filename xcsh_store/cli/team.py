@@ -1,0 +1,108 @@
+"""``push`` (this machine's index into the team index) and ``export parquet``."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Any
+
+import click
+
+from xcsh_store.cli.app import Settings, cli, echo, emit_json, json_option, pass_settings
+from xcsh_store.cli.params import Duration
+from xcsh_store.cli.render import plural
+
+_TIERS = ("usage", "meta", "full")
+
+
+def require(module: str, verb: str) -> None:
+    """Exit 2 with one line when the ``team`` extra is not installed."""
+    if importlib.util.find_spec(module) is None:
+        raise click.UsageError(f"xcsh-store {verb} needs {module}: pip install 'xcsh-store[team]'")
+
+
+@cli.command("push")
+@click.argument("url", envvar="XCSH_STORE_DB")
+@click.option("--host", help="Name of this machine on the server (default: the remembered one,"
+              " else the hostname); remembered.")  # fmt: skip
+@click.option(
+    "--tier",
+    type=click.Choice(_TIERS),
+    help="What leaves the machine: usage (counts, tokens, cost, models, projects, times), meta"
+    " (and titles, first prompts), full (and every entry's text and JSON, prompts). Default:"
+    " the host's tier on the server, full for a new host.",
+)
+@click.option(
+    "--watch",
+    "every",
+    type=Duration(),
+    metavar="INTERVAL",
+    help="Sync and push again every INTERVAL (30s, 5m) until interrupted.",
+)
+@json_option
+@pass_settings
+def push_command(
+    settings: Settings,
+    url: str,
+    host: str | None,
+    tier: str | None,
+    every: Any,
+    as_json: bool,
+) -> None:
+    """Push this machine's index to a PostgreSQL team index (URL: postgresql://…).
+
+    Incremental (only the files changed since this host's last push), idempotent and safe to
+    interrupt: each file is replaced in one transaction. Each host writes only its own rows.
+    Run `xcsh-store sync` first, or use --watch, which syncs before each push.
+
+    \b
+    Examples:
+      xcsh-store push postgresql://team@db.example/xcsh
+      xcsh-store push "$XCSH_STORE_DB" --tier usage --host ci-runner-3
+      xcsh-store push "$XCSH_STORE_DB" --watch 5m
+    """
+    require("psycopg", "push")
+    from xcsh_store.team import push
+
+    while True:
+        if every is not None:
+            _sync(settings)
+        report = push(settings.agent_dir, url, host=host, tier=tier)
+        host = report.host
+        if as_json:
+            emit_json(_report_json(report))
+        else:
+            echo(_report_line(report))
+        if every is None:
+            return
+        time.sleep(every.total_seconds())
+
+
+def _sync(settings: Settings) -> None:
+    from xcsh_store.index import SessionIndex
+
+    with SessionIndex.open(settings.agent_dir) as index:
+        index.sync()
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    return {
+        "host": report.host,
+        "tier": report.tier,
+        "lowered_from": report.lowered_from,
+        "files": report.files,
+        "pushed": report.pushed,
+        "unchanged": report.unchanged,
+        "deleted": report.deleted,
+        "entries": report.entries,
+        "history": report.history,
+    }
+
+
+def _report_line(report: Any) -> str:
+    lowered = f" (lowered from {report.lowered_from})" if report.lowered_from else ""
+    return (
+        f"Pushed {plural(report.pushed, 'file')} ({plural(report.entries, 'entry', 'entries')}),"
+        f" deleted {report.deleted}, {report.unchanged:,} unchanged, as {report.host}"
+        f" · tier {report.tier}{lowered}"
+    )
