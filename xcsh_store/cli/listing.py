@@ -15,11 +15,11 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
+    team_only_filter,
 )
-from xcsh_store.cli.params import count_type, cwd_option, project_option
+from xcsh_store.cli.params import count_type, cwd_option, host_option, project_option
 from xcsh_store.cli.render import cut_left, home_relative, human_count, money, short_time
 from xcsh_store.cli.shapes import session_json
-from xcsh_store.index import unique_id_prefixes
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
@@ -52,6 +52,7 @@ SHARED_ID_MARK = "*"
     show_default=True,
     help="Newest modified, newest created, or by title.",
 )
+@host_option
 @json_option
 @pass_settings
 def ls_command(
@@ -60,6 +61,7 @@ def ls_command(
     project: str | None,
     limit: int,
     order: str,
+    host: str | None,
     as_json: bool,
 ) -> None:
     """List sessions, newest first.
@@ -74,8 +76,9 @@ def ls_command(
             project=project,
             limit=limit + 1 if limit else None,
             order=order,
+            **team_only_filter(settings, host),
         )
-        ids = unique_id_prefixes(index, (session.session_id for session in sessions))
+        ids = index.unique_id_prefixes(session.session_id for session in sessions)
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:

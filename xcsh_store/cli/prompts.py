@@ -25,7 +25,7 @@ from xcsh_store.cli.params import count_type, days_type
 from xcsh_store.cli.render import short_time
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import PromptHit, SessionIndex, unique_id_prefixes
+from xcsh_store.index import PromptHit, SessionIndex
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -118,7 +118,7 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
 
 
 def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
-    return unique_id_prefixes(index, (hit.session_id for hit in hits if hit.session_id))
+    return index.unique_id_prefixes(hit.session_id for hit in hits if hit.session_id)
 
 
 @history_group.command("add")
@@ -151,7 +151,7 @@ def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool
       xcsh-store history recent --limit 5
       xcsh-store history recent --sessions --json
     """
-    if sessions:
+    if sessions or settings.db:
         with open_index(settings) as index:
             hits = index.history_recent(limit)
             ids = _session_prefixes(index, hits)
@@ -188,7 +188,7 @@ def search_command(
       xcsh-store history search fix migr --rank
       xcsh-store history search deploy --sessions
     """
-    if sessions:
+    if sessions or settings.db:
         if rank:
             raise click.UsageError("--rank works on history.db alone; drop it or --sessions")
         with open_index(settings) as index:

@@ -20,12 +20,14 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
+    team_only_filter,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
 from xcsh_store.cli.listing import where
 from xcsh_store.cli.params import (
     count_type,
     cwd_option,
+    host_option,
     project_option,
     since_option,
     until_option,
@@ -56,8 +58,6 @@ from xcsh_store.index import (
     entry_summary,
     message_summary,
     search_role,
-    session_outline,
-    unique_id_prefixes,
 )
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.session.context import SessionContext
@@ -106,7 +106,7 @@ def show_command(
         skipped = index.skipped_lines(info).get(info.path)
         leaf_id = leaf or info.last_entry_id
         if view == "tree":
-            outline = session_outline(index, info, leaf)
+            outline = index.outline(info, leaf)
             payload: dict[str, Any] = tree_json(outline)
         elif view == "context":
             context = index.context(info, leaf)
@@ -327,6 +327,7 @@ def _search_role(value: str | None) -> str | None:
 @since_option
 @until_option
 @click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
+@host_option
 @json_option
 @pass_settings
 def search_command(
@@ -339,6 +340,7 @@ def search_command(
     since: str | None,
     until: str | None,
     limit: int,
+    host: str | None,
     as_json: bool,
 ) -> None:
     """Full-text search over every session: best match first, newest breaking ties.
@@ -365,11 +367,12 @@ def search_command(
                 until=until,
                 limit=limit,
                 highlight=(MARK_OPEN, MARK_CLOSE),
+                **team_only_filter(settings, host),
             )
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None
         active = [index.on_active_branch(hit) for hit in hits]
-        ids = unique_id_prefixes(index, (hit.session_id for hit in hits))
+        ids = index.unique_id_prefixes(hit.session_id for hit in hits)
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return

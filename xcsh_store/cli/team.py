@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any
 
 import click
 
-from xcsh_store.cli.app import Settings, cli, echo, emit_json, json_option, pass_settings
+from xcsh_store.cli.app import (
+    TEAM_DB_ENV,
+    Settings,
+    cli,
+    echo,
+    emit_json,
+    json_option,
+    pass_settings,
+    require_extra,
+)
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import plural
 
 _TIERS = ("usage", "meta", "full")
 
 
-def require(module: str, verb: str) -> None:
-    """Exit 2 with one line when the ``team`` extra is not installed."""
-    if importlib.util.find_spec(module) is None:
-        raise click.UsageError(f"xcsh-store {verb} needs {module}: pip install 'xcsh-store[team]'")
-
-
 @cli.command("push")
-@click.argument("url", envvar="XCSH_STORE_DB")
+@click.argument("url", envvar=TEAM_DB_ENV)
 @click.option("--host", help="Name of this machine on the server (default: the remembered one,"
               " else the hostname); remembered.")  # fmt: skip
 @click.option(
@@ -61,7 +63,7 @@ def push_command(
       xcsh-store push "$XCSH_STORE_DB" --tier usage --host ci-runner-3
       xcsh-store push "$XCSH_STORE_DB" --watch 5m
     """
-    require("psycopg", "push")
+    require_extra("psycopg", "push")
     from xcsh_store.team import push
 
     while True:

@@ -17,6 +17,7 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
+    team_only,
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
 from xcsh_store.cli.params import since_option, until_option
@@ -58,7 +59,7 @@ def _labels(row: UsageRow) -> list[str]:
 @cli.command("usage")
 @click.option(
     "--by",
-    type=click.Choice(list(USAGE_GROUPS)),
+    type=click.Choice([*USAGE_GROUPS, "host"]),
     multiple=True,
     default=("day",),
     show_default=True,
@@ -106,6 +107,7 @@ def usage_command(
       xcsh-store usage --by week --html usage.html
     """
     groups = list(dict.fromkeys(by))
+    team_only(settings, "host" in groups, "--by host")
     name = ",".join(groups)
     with open_index(settings) as index:
         rows = index.usage(by=groups, since=since, until=until)

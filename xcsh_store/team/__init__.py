@@ -19,13 +19,14 @@ __getattr__, __dir__ = lazy_exports(
     {
         "xcsh_store.team.server": ("TeamIndexError", "connect", "schema_version"),
         "xcsh_store.team.upload": ("TIERS", "PushReport", "push", "remembered_host"),
-        "xcsh_store.team.reader": ("TeamIndex", "TeamSession"),
+        "xcsh_store.team.reader": ("USAGE_GROUPS", "TeamIndex", "TeamSession"),
         "xcsh_store.team.parquet": ("ExportReport", "export_parquet"),
     },
 )
 
 __all__ = [
     "TIERS",
+    "USAGE_GROUPS",
     "ExportReport",
     "PushReport",
     "TeamIndex",

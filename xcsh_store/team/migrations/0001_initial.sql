@@ -63,9 +63,11 @@ CREATE INDEX sessions_id ON sessions (lower(session_id) text_pattern_ops);
 -- One row per entry of a session file, in file order (seq). text and raw are NULL below the
 -- full tier. raw is the entry's JSON object as text, not jsonb: jsonb reorders keys and
 -- refuses \u0000, and a tree or context is rebuilt from exactly what the file said.
--- search is the text's tsvector ('simple': no stemming and no stop words, as the local index's
--- unicode61 tokenizer); the first 100,000 characters of a text are indexed (a tsvector holds
--- at most 1 MB).
+-- search is the text's tsvector, made to split words as the local index's unicode61 tokenizer
+-- does: 'simple' (no stemming, no stop words) over the text with every run of characters that
+-- are not letters or digits made a space (PostgreSQL's parser would keep `a.md`, `/tmp/x` and
+-- `a-b` as words of their own, which the local search never sees). The first 100,000
+-- characters of a text are indexed (a tsvector holds at most 1 MB).
 CREATE TABLE entries (
     host text NOT NULL,
     path text NOT NULL,
@@ -89,7 +91,10 @@ CREATE TABLE entries (
     text text,
     raw text,
     search tsvector GENERATED ALWAYS AS (
-        to_tsvector('simple'::regconfig, left(coalesce(text, ''), 100000))
+        to_tsvector(
+            'simple'::regconfig,
+            regexp_replace(left(coalesce(text, ''), 100000), '[^[:alnum:]]+', ' ', 'g')
+        )
     ) STORED,
     PRIMARY KEY (host, path, seq),
     FOREIGN KEY (host, path) REFERENCES files (host, path) ON DELETE CASCADE
@@ -117,7 +122,9 @@ CREATE TABLE history (
     cwd text,
     prompt_hash text NOT NULL,
     search tsvector GENERATED ALWAYS AS (
-        to_tsvector('simple'::regconfig, left(prompt, 100000))
+        to_tsvector(
+            'simple'::regconfig, regexp_replace(left(prompt, 100000), '[^[:alnum:]]+', ' ', 'g')
+        )
     ) STORED,
     PRIMARY KEY (host, id)
 );
