@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -107,9 +106,10 @@ def test_hosts_write_only_their_own_rows(tmp_path: Path, agent_dir: Path, team_u
     other = planted_host(tmp_path / "other", range(5, 7))
     push(str(agent_dir), team_url, host="laptop")
     push(str(other), team_url, host="ci")
-    shutil.rmtree(agent_dir / "sessions")
+    for path in (agent_dir / "sessions").rglob("*.jsonl"):
+        path.unlink()
     sync(agent_dir)
-    push(str(agent_dir), team_url, host="laptop")
+    assert push(str(agent_dir), team_url, host="laptop").deleted > 5
     assert server_rows(team_url, "laptop") == local_rows(agent_dir)
     assert server_rows(team_url, "ci") == local_rows(other)
     assert server_rows(team_url, "ci")["entries"]

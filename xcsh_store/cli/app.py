@@ -62,6 +62,7 @@ VERB_MODULES = {
     "cat": "sessions",
     "demo": "demo",
     "doctor": "maintenance",
+    "export": "team",
     "gc": "maintenance",
     "history": "prompts",
     "ls": "listing",

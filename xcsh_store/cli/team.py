@@ -108,3 +108,59 @@ def _report_line(report: Any) -> str:
         f" deleted {report.deleted}, {report.unchanged:,} unchanged, as {report.host}"
         f" · tier {report.tier}{lowered}"
     )
+
+
+@cli.group("export")
+def export_group() -> None:
+    """Export the index for other tools."""
+
+
+@export_group.command("parquet")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--host", help="Host partition to write (default: as for push); remembered.")
+@click.option(
+    "--tier",
+    type=click.Choice(_TIERS),
+    default="full",
+    show_default=True,
+    help="What the files hold, as for push: usage, meta (and titles) or full (and text).",
+)
+@json_option
+@pass_settings
+def export_parquet_command(
+    settings: Settings, folder: str, host: str | None, tier: str, as_json: bool
+) -> None:
+    """Write sessions, entries and usage as Parquet files under FOLDER, partitioned by host
+    and month (Hive layout: FOLDER/entries/host=H/month=2026-01/data.parquet).
+
+    Incremental: only the partitions holding a new, changed or deleted session are written
+    again, each replaced atomically; FOLDER/_xcsh_manifest.json says what was exported.
+
+    \b
+    Examples:
+      xcsh-store export parquet ~/xcsh-parquet
+      duckdb -c "SELECT host, month, sum(cost) FROM read_parquet(
+          '$HOME/xcsh-parquet/usage/**/*.parquet', hive_partitioning = true) GROUP BY ALL"
+    """
+    require_extra("pyarrow", "export parquet")
+    from xcsh_store.team import export_parquet
+
+    report = export_parquet(settings.agent_dir, folder, tier=tier, host=host)
+    if as_json:
+        emit_json(
+            {
+                "folder": folder,
+                "host": report.host,
+                "tier": report.tier,
+                "sessions": report.sessions,
+                "changed": report.changed,
+                "partitions": report.partitions,
+                "rows": report.rows,
+            }
+        )
+        return
+    echo(
+        f"Exported {plural(report.changed, 'changed session')} of {report.sessions:,}:"
+        f" {plural(report.partitions, 'partition file')}, {plural(report.rows, 'row')}"
+        f" → {folder} (host {report.host}, tier {report.tier})"
+    )

@@ -31,6 +31,11 @@ ENTRY_COLUMNS = (
     "premium_requests", "cost", "prompt_hash",
 )  # fmt: skip
 HISTORY_COLUMNS = ("id", "prompt", "created_at", "cwd", "prompt_hash")
+# The usage_entries view's columns (each entry with usage, a fork's copies counted once).
+USAGE_COLUMNS = (
+    "session_id", "project_dir", "cwd", "id", "timestamp", "provider", "model", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests", "cost",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,18 +47,19 @@ class FileState:
     path: str
     state: str
     indexed_bytes: int
+    created_at: str | None
 
 
 def session_files(index: SessionIndex) -> dict[str, FileState]:
     """Every indexed file that is a session (a valid header), by its stored path."""
     rows = index.connection.execute(
-        "SELECT f.id, f.path, f.indexed_bytes, f.size, f.head_hash, f.tail_hash, f.indexed_at,"
-        " f.lines, s.modified_at, s.entry_count"
+        "SELECT f.id, f.path, s.created_at, f.indexed_bytes, f.size, f.head_hash, f.tail_hash,"
+        " f.indexed_at, f.lines, s.modified_at, s.entry_count"
         " FROM files AS f JOIN sessions AS s ON s.file_id = f.id"
     )
     return {
-        path: FileState(file_id, path, ":".join(map(str, state)), state[0])
-        for file_id, path, *state in rows
+        path: FileState(file_id, path, ":".join(map(str, state)), state[0], created_at)
+        for file_id, path, created_at, *state in rows
     }
 
 
@@ -105,6 +111,13 @@ def entry_rows(index: SessionIndex, file_id: int, with_text: bool) -> Iterator[E
 
 def _raw_json(line: bytes, value: dict[str, Any]) -> str:
     return line.decode("utf-8") if line else orjson.dumps(value).decode("utf-8")
+
+
+def usage_rows(index: SessionIndex, file_id: int) -> list[tuple[Any, ...]]:
+    """The USAGE_COLUMNS of one file's entries that usage counts."""
+    return index.connection.execute(
+        f"SELECT {', '.join(USAGE_COLUMNS)} FROM usage_entries WHERE session = ?", (file_id,)
+    ).fetchall()
 
 
 def history_rows(index: SessionIndex) -> list[tuple[Any, ...]]:

@@ -29,7 +29,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.export import ENTRY_COLUMNS, SESSION_COLUMNS, entry_rows, session_files
+from xcsh_store.index.export import (
+    ENTRY_COLUMNS,
+    SESSION_COLUMNS,
+    USAGE_COLUMNS,
+    FileState,
+    entry_rows,
+    session_files,
+    session_row,
+    usage_rows,
+)
 from xcsh_store.paths import ensure_private_dir
 from xcsh_store.team.server import TeamIndexError
 from xcsh_store.team.upload import META_COLUMNS, TEXT_HASH_COLUMNS, TIERS, remembered_host
@@ -45,10 +54,6 @@ _INTEGERS = {
     "cache_read_tokens", "cache_write_tokens", "seq",
 }  # fmt: skip
 _FLOATS = {"premium_requests", "cost"}
-USAGE_COLUMNS = (
-    "session_id", "project_dir", "cwd", "id", "timestamp", "provider", "model", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests", "cost",
-)  # fmt: skip
 
 
 def _schema(columns: tuple[str, ...]) -> pa.Schema:
@@ -105,11 +110,7 @@ def export_parquet(
     with SessionIndex.open(agent_dir, read_only=True) as index:
         local = session_files(index)
         report.sessions = len(local)
-        months = dict(
-            index.connection.execute("SELECT f.path, s.created_at FROM files AS f"
-                                     " JOIN sessions AS s ON s.file_id = f.id")
-        )  # fmt: skip
-        now = {path: {"state": state.state, "month": month_of(months[path])}
+        now = {path: {"state": state.state, "month": month_of(state.created_at)}
                for path, state in local.items()}  # fmt: skip
         changed = {path for path in now.keys() | before.keys() if now.get(path) != before.get(path)}
         report.changed = len(changed)
@@ -135,7 +136,7 @@ def _write_month(
     tier: str,
     month: str,
     paths: list[str],
-    local: dict[str, Any],
+    local: dict[str, FileState],
 ) -> int:
     """Write (or remove, when no session is left) the month's file of each table."""
     columns: dict[str, dict[str, list[Any]]] = {
@@ -146,11 +147,7 @@ def _write_month(
     with_text = tier == "full"
     for path in paths:
         state = local[path]
-        row = index.connection.execute(
-            f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE file_id = ?",
-            (state.file_id,),
-        ).fetchone()
-        session = dict(zip(SESSION_COLUMNS, row, strict=True))
+        session = dict(zip(SESSION_COLUMNS, session_row(index, state.file_id), strict=True))
         _add(columns["sessions"], {"path": path, **session}, hidden)
         for entry in entry_rows(index, state.file_id, with_text=with_text):
             values = dict(zip(ENTRY_COLUMNS, entry.values, strict=True))
@@ -159,10 +156,7 @@ def _write_month(
                 {"path": path, "session_id": session["session_id"], **values, "text": entry.text},
                 hidden_entry,
             )
-        for usage in index.connection.execute(
-            f"SELECT {', '.join(USAGE_COLUMNS)} FROM usage_entries WHERE session = ?",
-            (state.file_id,),
-        ):
+        for usage in usage_rows(index, state.file_id):
             _add(columns["usage"], {"path": path, **dict(zip(USAGE_COLUMNS, usage, strict=True))})
     written = 0
     for table in TABLES:
@@ -176,9 +170,11 @@ def _write_month(
     return written
 
 
-def _add(columns: dict[str, list[Any]], row: dict[str, Any], hidden: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+def _add(
+    columns: dict[str, list[Any]], row: dict[str, Any], hidden: set[str] | None = None
+) -> None:
     for name, values in columns.items():
-        values.append(None if name in hidden else row.get(name))
+        values.append(None if hidden and name in hidden else row.get(name))
 
 
 def _replace(target: str, data: pa.Table) -> None:
