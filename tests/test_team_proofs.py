@@ -50,22 +50,28 @@ def finish(process: subprocess.Popen[bytes]) -> tuple[int, str]:
 def test_concurrent_hosts_one_killed_again_and_again_end_equal(
     tmp_path: Path, team_url: str
 ) -> None:
-    hosts = {f"host{seed}": host_dir(tmp_path / f"agent{seed}", seed) for seed in range(3)}
+    hosts = {
+        f"host{seed}": host_dir(tmp_path / f"agent{seed}", seed, 60 if seed == 0 else 25)
+        for seed in range(3)
+    }
     steady = [
         start_push(folder, team_url, host) for host, folder in hosts.items() if host != "host0"
     ]
     chaos = random.Random(17)
     kills = 0
-    for _attempt in range(6):
-        # Killed once the server shows a few more of its files than before (each file is a
-        # transaction), a moment later: at a random point of a later file, or between files.
-        target = _files_of(team_url, "host0") + chaos.randint(1, 4)
+    for attempt in range(6):
+        # Killed a random moment after start, or after the server shows the next of its
+        # transactions committed (a few files each), at a random point of the one after.
         victim = start_push(hosts["host0"], team_url, "host0")
-        deadline = time.monotonic() + DEADLINE
-        while victim.poll() is None and _files_of(team_url, "host0") < target:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        time.sleep(chaos.uniform(0, 0.02))
+        if attempt == 0:
+            time.sleep(chaos.uniform(0.05, 0.4))
+        else:
+            target = _files_of(team_url, "host0") + 1
+            deadline = time.monotonic() + DEADLINE
+            while victim.poll() is None and _files_of(team_url, "host0") < target:
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            time.sleep(chaos.uniform(0, 0.05))
         if victim.poll() is None:
             victim.send_signal(signal.SIGKILL)
             kills += 1
@@ -98,7 +104,7 @@ def _blocked_push(url: str) -> int | None:
 def test_a_connection_cut_mid_file_leaves_nothing_half_written(
     agent_dir: Path, team_url: str
 ) -> None:
-    host_dir(agent_dir, 7, sessions=12)
+    host_dir(agent_dir, 7, sessions=30)
     assert finish(start_push(agent_dir, team_url, "cut"))[0] == 0
     old = local_rows(agent_dir)
     paths = sorted(path for path, *_ in old["sessions"])
@@ -107,7 +113,8 @@ def test_a_connection_cut_mid_file_leaves_nothing_half_written(
     sync(agent_dir)
     new = local_rows(agent_dir)
     middle = paths[len(paths) // 2]
-    # Hold the middle file's watermark row: the push blocks inside that file's transaction.
+    # Hold the middle file's watermark row: the push blocks inside the transaction that
+    # replaces it (after the files before it were committed, in earlier transactions).
     holder = psycopg.connect(team_url)
     holder.execute("SELECT 1 FROM files WHERE host = 'cut' AND path = %s FOR UPDATE", (middle,))
     process = start_push(agent_dir, team_url, "cut")

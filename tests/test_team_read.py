@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from team_server import team_server, team_url
+from team_server import psycopg, team_server, team_url
 from test_team_push import PLANTED, planted_host
 
 from xcsh_store.cli import cli
@@ -128,3 +128,26 @@ def test_host_options_need_a_team_index(agent_dir: Path) -> None:
         result = CliRunner().invoke(cli, arguments)
         assert result.exit_code == 2
         assert "needs a team index: --db postgresql://" in result.output
+
+
+@pytest.mark.parametrize("since", [None, "2026-01-02", "2026-01-02T00:30:00Z"])
+def test_usage_from_the_rollup_and_from_the_entries_agree(
+    two_hosts: dict[str, Path], team_url: str, since: str | None
+) -> None:
+    arguments = ["usage", "--by", "host", "--by", "model", "--by", "week"]
+    arguments += ["--since", since] if since else []
+    fresh = run("--db", team_url, *arguments)
+    with psycopg.connect(team_url) as connection:
+        connection.execute("UPDATE hosts SET usage_stale = true WHERE host = 'ci'")
+    stale = run("--db", team_url, *arguments)
+    assert [_counts(row) for row in stale["rows"]] == [_counts(row) for row in fresh["rows"]]
+    local = run("--agent-dir", str(two_hosts["ci"]), "usage", *arguments[3:])["rows"]
+    ours = [row for row in fresh["rows"] if row["keys"][0] == "ci"]
+    assert [(row["keys"][1:], *_counts(row)[1:]) for row in ours] == [
+        (row["keys"], *_counts(row)[1:]) for row in local
+    ]
+
+
+def _counts(row: dict[str, Any]) -> tuple[Any, ...]:
+    """A usage row's keys and counts, its cost rounded (sums of floats in another order)."""
+    return (row["keys"], row["entries"], row["total_tokens"], round(row["cost"], 9))

@@ -20,7 +20,6 @@ Tiers as for ``push``: below ``full`` no text, below ``meta`` no titles or first
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,12 +92,13 @@ def export_parquet(
     folder: str,
     tier: str = "full",
     host: str | None = None,
-    progress: Callable[[ExportReport], None] | None = None,
+    db_path: str | None = None,
 ) -> ExportReport:
-    """Export the agent dir's index into ``folder`` (created if needed), incrementally."""
+    """Export the agent dir's index (``db_path``, default its index.db) into ``folder``
+    (created if needed), incrementally."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
-    host = remembered_host(agent_dir, host)
+    host = remembered_host(agent_dir, host, db_path)
     if "/" in host or host.startswith("."):
         raise TeamIndexError(f"Host name {host!r} cannot name a partition folder")
     ensure_private_dir(folder)
@@ -107,7 +107,7 @@ def export_parquet(
     if manifest.get("host") == host and manifest.get("tier") == tier:
         before = manifest.get("files", {})
     report = ExportReport(host=host, tier=tier)
-    with SessionIndex.open(agent_dir, read_only=True) as index:
+    with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
         local = session_files(index)
         report.sessions = len(local)
         now = {path: {"state": state.state, "month": month_of(state.created_at)}
@@ -122,8 +122,6 @@ def export_parquet(
             paths = sorted(path for path, item in now.items() if item["month"] == month)
             report.rows += _write_month(folder, index, host, tier, month, paths, local)
             report.partitions += len(TABLES)
-            if progress is not None:
-                progress(report)
     _write_manifest(folder, {"version": MANIFEST_VERSION, "host": host, "tier": tier,
                              "files": now})  # fmt: skip
     return report

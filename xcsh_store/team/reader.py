@@ -31,6 +31,7 @@ from xcsh_store.errors import (
 from xcsh_store.index import IndexedEntry, PromptHit, SearchHit, SkippedLines, UsageRow
 from xcsh_store.index.names import MIN_PREFIX
 from xcsh_store.index.outline import SessionOutline, labels_of
+from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
 from xcsh_store.index.tree import SessionTree, build_tree
 from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
@@ -51,6 +52,7 @@ USAGE_GROUPS = {
     "host": "host",
 }
 _EPOCH = datetime.fromtimestamp(0, UTC)
+_SUMMED = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
 _SESSION_COLUMNS = (
     "host, path, session_id, cwd, project_dir, coalesce(nullif(title, ''), compaction_title),"
     " title_source, parent_session, version, created_at, modified_at, entry_count,"
@@ -371,19 +373,26 @@ class TeamIndex:
             "options": f'StartSel="{start}", StopSel="{stop}", MaxWords=14, MinWords=6,'
             ' MaxFragments=1, FragmentDelimiter=" … "',
         }
+        # As the local search (index/ranking.py WINDOW), only the newest matches are ranked:
+        # a common word matches most entries, and ranking reads every match's tsvector.
         rows = self._rows(
-            f"WITH q AS (SELECT {tsquery} AS q)"
-            " SELECT hit.*, ts_headline('simple', left(e.text, 20000), q.q, %(options)s)"
-            " FROM q, (SELECT e.host, e.path, e.seq, s.session_id, coalesce(nullif(s.title, ''),"
-            "  s.compaction_title), s.cwd, e.id, e.type, e.role, e.model, e.timestamp,"
-            "  ts_rank_cd(e.search, q.q) AS score"
-            "  FROM q, entries AS e JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
+            f"WITH q AS (SELECT {tsquery} AS q),"
+            " recent AS (SELECT e.host, e.path, e.seq FROM q, entries AS e"
+            "  JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
             f"  WHERE e.search @@ q.q{where}"
+            "  ORDER BY e.timestamp DESC NULLS LAST, e.host, e.path, e.seq LIMIT %(window)s),"
+            " hit AS (SELECT e.host, e.path, e.seq, s.session_id,"
+            "  coalesce(nullif(s.title, ''), s.compaction_title) AS title, s.cwd, e.id, e.type,"
+            "  e.role, e.model, e.timestamp, ts_rank_cd(e.search, q.q) AS score"
+            "  FROM q, recent JOIN entries AS e USING (host, path, seq)"
+            "  JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
             "  ORDER BY score DESC, e.timestamp DESC NULLS LAST, e.host, e.path, e.seq"
-            "  LIMIT %(limit)s) AS hit"
-            " JOIN entries AS e ON (e.host, e.path, e.seq) = (hit.host, hit.path, hit.seq)"
-            " ORDER BY hit.score DESC, hit.timestamp DESC NULLS LAST, hit.host, hit.path, hit.seq",
-            arguments,
+            "  LIMIT %(limit)s)"
+            " SELECT hit.*, ts_headline('simple', left(e.text, 20000), q.q, %(options)s)"
+            " FROM q, hit JOIN entries AS e USING (host, path, seq)"
+            " ORDER BY hit.score DESC, hit.timestamp DESC NULLS LAST, hit.host, hit.path,"
+            " hit.seq",
+            arguments | {"window": WINDOW},
         )
         return [
             TeamHit(
@@ -443,24 +452,41 @@ class TeamIndex:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
     ) -> list[UsageRow]:
-        """As SessionIndex.usage, over every host; ``host`` is one more grouping."""
+        """As SessionIndex.usage, over every host; ``host`` is one more grouping.
+
+        Summed from usage_rollup (a few rows per session) where the bounds are whole days (or
+        none) and the host's rollup is up to date; from usage_entries otherwise.
+        """
         groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
         if not groups or any(group not in USAGE_GROUPS for group in groups):
             raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
-        conditions, arguments = [], []
-        for operator, bound in ((">=", since), ("<", until)):
-            if bound is not None:
-                conditions.append(f"timestamp {operator} %s")
-                arguments.append(bound if isinstance(bound, str) else iso_millis(bound))
-        where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        bounds = [
+            (operator, bound if isinstance(bound, str) else iso_millis(bound))
+            for operator, bound in ((">=", since), ("<", until))
+            if bound is not None
+        ]
         keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{n}" for n, group in enumerate(groups))
         names = ", ".join(f"key{n}" for n in range(len(groups)))
-        rows = self._rows(
-            f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
-            " sum(cache_read_tokens), sum(cache_write_tokens), sum(cost)"
-            f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
-            arguments,
-        )
+        sums = "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+        sums += " sum(cache_write_tokens), sum(cost)"
+        if all(bound.endswith("T00:00:00.000Z") for _, bound in bounds):
+            days = "".join(f" AND day {operator} %s" for operator, _ in bounds)
+            stale = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
+            source = (
+                "(SELECT host, day AS timestamp, provider, model, project_dir, session_id,"
+                f" entries, {_SUMMED} FROM usage_rollup WHERE host IN (SELECT host FROM hosts"
+                f" WHERE NOT usage_stale){days}"
+                " UNION ALL SELECT host, timestamp, provider, model, project_dir, session_id, 1,"
+                f" {_SUMMED} FROM usage_entries WHERE host IN (SELECT host FROM hosts"
+                f" WHERE usage_stale){stale}) AS usage"
+            )
+            arguments = [bound[:10] for _, bound in bounds] + [bound for _, bound in bounds]
+            sql = f"SELECT {keys}, sum(entries), {sums} FROM {source} GROUP BY {names}"
+        else:
+            where = " WHERE " + " AND ".join(f"timestamp {operator} %s" for operator, _ in bounds)
+            arguments = [bound for _, bound in bounds]
+            sql = f"SELECT {keys}, count(*), {sums} FROM usage_entries{where} GROUP BY {names}"
+        rows = self._rows(f"{sql} ORDER BY {names}", arguments)
         width = len(groups)
         return [
             UsageRow(

@@ -1,10 +1,11 @@
 """``push``: copy what this machine's index holds into the team index, one file at a time.
 
 Each file's rows and its watermark (``files.state``: what the local index said of the file
-when it was pushed) are replaced in one transaction, so a push killed at any point leaves every
-file on the server either as the previous push left it or as the index has it now, and the
-next push sends exactly the files whose watermark differs: no duplicate, no gap. A file the
-index no longer holds is deleted from the server the same way. A host's pushes take an
+when it was pushed) are replaced in one transaction (a few files share one), so a push killed
+at any point leaves every file on the server either as the previous push left it or as the
+index has it now, and the next push sends exactly the files whose watermark differs: no
+duplicate, no gap. The files the index no longer holds are deleted from the server the same
+way. A host's pushes take an
 advisory lock on its name, so two pushes of one host run one after the other; pushes of
 different hosts touch different rows and never wait for each other.
 
@@ -18,8 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -50,6 +50,7 @@ TEXT_HASH_COLUMNS = ("prompt_hash",)
 # Where the remembered --host lives: beside index.db.
 HOST_FILE_NAME = "team-host"
 
+_FILE_COPY = "COPY files (host, path, state, tier, indexed_bytes) FROM STDIN"
 _SESSION_COPY = f"COPY sessions (host, path, {', '.join(SESSION_COLUMNS)}) FROM STDIN"
 _ENTRY_COPY = f"COPY entries (host, path, {', '.join(ENTRY_COLUMNS)}, text, raw) FROM STDIN"
 _REF_COPY = "COPY blob_refs (host, path, seq, hash) FROM STDIN"
@@ -71,13 +72,12 @@ class PushReport:
     entries: int = 0  # entry rows written
     history: int = 0  # prompts written (full tier)
     lowered_from: str | None = None  # the tier the host had before, when this push lowered it
-    pushed_paths: list[str] = field(default_factory=list, repr=False)
 
 
-def remembered_host(agent_dir: str, host: str | None) -> str:
+def remembered_host(agent_dir: str, host: str | None, db_path: str | None = None) -> str:
     """``host`` (then remembered beside index.db), else the remembered one, else the machine's
     hostname."""
-    path = os.path.join(os.path.dirname(get_index_db_path(agent_dir)), HOST_FILE_NAME)
+    path = os.path.join(os.path.dirname(db_path or get_index_db_path(agent_dir)), HOST_FILE_NAME)
     if host is not None:
         host = host.strip()
         if not host:
@@ -102,22 +102,23 @@ def push(
     url: str,
     host: str | None = None,
     tier: str | None = None,
-    progress: Callable[[PushReport], None] | None = None,
+    db_path: str | None = None,
 ) -> PushReport:
-    """Push the agent dir's index to the team index at ``url`` as ``host``.
+    """Push the agent dir's index (``db_path``, default its index.db) to the team index at
+    ``url`` as ``host``.
 
     ``tier`` defaults to the tier the host pushed with last (``full`` for a new host), so a
     push without ``--tier`` never raises what a host shares.
     """
     if tier is not None and tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
-    host = remembered_host(agent_dir, host)
-    with SessionIndex.open(agent_dir, read_only=True) as index:
+    host = remembered_host(agent_dir, host, db_path)
+    with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
         local = session_files(index)
         connection = connect(url)
         try:
             with server_errors(url, "pushing"):
-                return _push(connection, index, local, host, tier, progress)
+                return _push(connection, index, local, host, tier)
         finally:
             connection.close()
 
@@ -128,9 +129,11 @@ def _push(
     local: dict[str, FileState],
     host: str,
     tier: str | None,
-    progress: Callable[[PushReport], None] | None,
 ) -> PushReport:
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
+    # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
+    # few commits, rows and watermarks together, and the next push sends those files again.
+    connection.execute("SET synchronous_commit = off")
     connection.commit()
     report = _set_tier(connection, host, tier)
     report.files = len(local)
@@ -140,25 +143,113 @@ def _push(
         ).fetchall()
     )
     connection.commit()
-    for path in sorted(remote.keys() - local.keys()):
+    gone = sorted(remote.keys() - local.keys())
+    if gone:
         with connection.transaction():
-            connection.execute("DELETE FROM files WHERE host = %s AND path = %s", (host, path))
-        report.deleted += 1
+            connection.execute("DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, gone))
+            _usage_changed(connection, host)
+        report.deleted = len(gone)
+    batch = _Batch(host, report.tier)
     for path, state in sorted(local.items()):
         if remote.get(path) == f"{state.state} {report.tier}":
             report.unchanged += 1
             continue
-        with connection.transaction():
-            report.entries += _push_file(connection, index, host, report.tier, state)
-        report.pushed += 1
-        report.pushed_paths.append(path)
-        if progress is not None:
-            progress(report)
+        batch.add(index, state)
+        if batch.full():
+            report.entries += batch.write(connection)
+            report.pushed += len(batch.files)
+            batch = _Batch(host, report.tier)
+    report.entries += batch.write(connection)
+    report.pushed += len(batch.files)
     if report.tier == "full":
         report.history = _push_history(connection, index, host)
     with connection.transaction():
         connection.execute("UPDATE hosts SET pushed_at = now() WHERE host = %s", (host,))
+        _roll_up_usage(connection, host)
     return report
+
+
+def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
+    """The host's usage_rollup rows made again, when its rows changed since they were made."""
+    stale = connection.execute("SELECT usage_stale FROM hosts WHERE host = %s", (host,)).fetchone()
+    if not stale or not stale[0]:
+        return
+    connection.execute("DELETE FROM usage_rollup WHERE host = %s", (host,))
+    connection.execute(
+        "INSERT INTO usage_rollup SELECT host, CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}'"
+        " THEN substr(timestamp, 1, 10) END AS day, provider, model, project_dir, session_id,"
+        " count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+        " sum(cache_write_tokens), sum(cost) FROM usage_entries WHERE host = %s"
+        " GROUP BY host, day, provider, model, project_dir, session_id",
+        (host,),
+    )
+    connection.execute("UPDATE hosts SET usage_stale = false WHERE host = %s", (host,))
+
+
+class _Batch:
+    """The rows of a few changed files, written in one transaction: each file's old rows and
+    watermark replaced by its new ones, whole, or (the transaction lost) not at all."""
+
+    # A transaction holds about this many entries (a bigger file makes one of its own):
+    # fewer commits, and memory that stays small.
+    ENTRIES = 2_000
+    FILES = 200
+
+    def __init__(self, host: str, tier: str) -> None:
+        self.host = host
+        self.tier = tier
+        self.files: list[tuple[Any, ...]] = []
+        self.sessions: list[tuple[Any, ...]] = []
+        self.entries: list[tuple[Any, ...]] = []
+        self.refs: list[tuple[Any, ...]] = []
+
+    def full(self) -> bool:
+        return len(self.entries) >= self.ENTRIES or len(self.files) >= self.FILES
+
+    def add(self, index: SessionIndex, state: FileState) -> None:
+        host, path, tier = self.host, state.path, self.tier
+        self.files.append((host, path, state.state, tier, state.indexed_bytes))
+        session = list(session_row(index, state.file_id))
+        if tier == "usage":
+            for position in _META_POSITIONS:
+                session[position] = None
+        self.sessions.append((host, path, *map(server_text, session)))
+        for row in entry_rows(index, state.file_id, with_text=tier == "full"):
+            values = list(row.values)
+            if tier == "usage":
+                for position in _HASH_POSITIONS:
+                    values[position] = None
+            text, raw = server_text(row.text), server_text(row.raw)
+            self.entries.append((host, path, *map(server_text, values), text, raw))
+            self.refs += ((host, path, values[0], digest) for digest in row.blob_refs)
+
+    def write(self, connection: psycopg.Connection[Any]) -> int:
+        if not self.files:
+            return 0
+        paths = [row[1] for row in self.files]
+        with connection.transaction():
+            connection.execute(
+                "DELETE FROM files WHERE host = %s AND path = ANY(%s)", (self.host, paths)
+            )
+            cursor = connection.cursor()
+            for statement, rows in (
+                (_FILE_COPY, self.files),
+                (_SESSION_COPY, self.sessions),
+                (_ENTRY_COPY, self.entries),
+                (_REF_COPY, self.refs),
+            ):
+                with cursor.copy(statement) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            _usage_changed(connection, self.host)
+        return len(self.entries)
+
+
+def _usage_changed(connection: psycopg.Connection[Any], host: str) -> None:
+    """Mark the host's usage_rollup rows out of date (in the transaction that made them so)."""
+    connection.execute(
+        "UPDATE hosts SET usage_stale = true WHERE host = %s AND NOT usage_stale", (host,)
+    )
 
 
 def _set_tier(connection: psycopg.Connection[Any], host: str, tier: str | None) -> PushReport:
@@ -199,48 +290,6 @@ def _scrub(connection: psycopg.Connection[Any], host: str, tier: str) -> None:
         "UPDATE hosts SET tier = %s, history_state = NULL WHERE host = %s", (tier, host)
     )
     connection.execute("UPDATE files SET tier = %s WHERE host = %s", (tier, host))
-
-
-def _push_file(
-    connection: psycopg.Connection[Any],
-    index: SessionIndex,
-    host: str,
-    tier: str,
-    state: FileState,
-) -> int:
-    """Replace one file's rows and watermark (inside the caller's transaction)."""
-    path = state.path
-    connection.execute("DELETE FROM files WHERE host = %s AND path = %s", (host, path))
-    connection.execute(
-        "INSERT INTO files (host, path, state, tier, indexed_bytes) VALUES (%s, %s, %s, %s, %s)",
-        (host, path, state.state, tier, state.indexed_bytes),
-    )
-    session = list(session_row(index, state.file_id))
-    if tier == "usage":
-        for position in _META_POSITIONS:
-            session[position] = None
-    cursor = connection.cursor()
-    with cursor.copy(_SESSION_COPY) as copy:
-        copy.write_row((host, path, *map(server_text, session)))
-    full = tier == "full"
-    refs: list[tuple[str, str, int, str]] = []
-    count = 0
-    with cursor.copy(_ENTRY_COPY) as copy:
-        for row in entry_rows(index, state.file_id, with_text=full):
-            values = list(row.values)
-            if tier == "usage":
-                for position in _HASH_POSITIONS:
-                    values[position] = None
-            copy.write_row(
-                (host, path, *map(server_text, values), server_text(row.text), server_text(row.raw))
-            )
-            refs += ((host, path, values[0], digest) for digest in row.blob_refs)
-            count += 1
-    if refs:
-        with cursor.copy(_REF_COPY) as copy:
-            for ref in refs:
-                copy.write_row(ref)
-    return count
 
 
 def _push_history(connection: psycopg.Connection[Any], index: SessionIndex, host: str) -> int:

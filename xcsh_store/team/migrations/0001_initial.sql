@@ -8,10 +8,12 @@
 -- tier: 'usage' (counts, tokens, cost, models, projects, times), 'meta' (and titles, first
 -- prompts), 'full' (and every entry's text and raw JSON, the prompt history).
 -- history_state: what the local index's history mirror was when it was last pushed.
+-- usage_stale: the host's rows changed since its usage_rollup rows were made.
 CREATE TABLE hosts (
     host text PRIMARY KEY,
     tier text NOT NULL CHECK (tier IN ('usage', 'meta', 'full')),
     history_state text,
+    usage_stale boolean NOT NULL DEFAULT false,
     pushed_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -147,3 +149,23 @@ SELECT * FROM (
     WHERE e.input_tokens IS NOT NULL
 ) AS numbered
 WHERE copy_number = 1;
+
+-- usage_entries summed per host, day, provider, model, project and session: every grouping of
+-- `usage` is a sum of these rows, a few per session instead of one per entry. A push that
+-- changed a host's rows makes them again, in one transaction, at its end; until then (and for
+-- a host whose push was cut short) hosts.usage_stale sends readers to usage_entries instead.
+CREATE TABLE usage_rollup (
+    host text NOT NULL REFERENCES hosts (host),
+    day text,
+    provider text,
+    model text,
+    project_dir text,
+    session_id text,
+    entries bigint NOT NULL,
+    input_tokens bigint,
+    output_tokens bigint,
+    cache_read_tokens bigint,
+    cache_write_tokens bigint,
+    cost double precision
+);
+CREATE INDEX usage_rollup_host ON usage_rollup (host, day);
