@@ -146,3 +146,26 @@ def test_a_connection_cut_mid_file_leaves_nothing_half_written(
 
     assert finish(start_push(agent_dir, team_url, "cut"))[0] == 0
     assert server_rows(team_url, "cut") == new
+
+
+def test_push_watch_syncs_and_pushes_what_arrives(agent_dir: Path, team_url: str) -> None:
+    folder = host_dir(agent_dir, 3, sessions=2)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(folder), "push", team_url,
+         "--host", "watched", "--watch", "1s", "--json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        new = folder / "sessions" / "--host-3--" / "2026-02-01T00-00-00-000Z_late.jsonl"
+        deadline = time.monotonic() + DEADLINE
+        while _files_of(team_url, "watched") < 2:
+            assert time.monotonic() < deadline and watcher.poll() is None
+            time.sleep(0.1)
+        random_tree_session(new, 99, 20)
+        while _files_of(team_url, "watched") < 3:
+            assert time.monotonic() < deadline and watcher.poll() is None
+            time.sleep(0.1)
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=DEADLINE)
+    assert server_rows(team_url, "watched") == local_rows(folder)

@@ -13,12 +13,15 @@ from xcsh_store.cli.app import (
     cli,
     echo,
     emit_json,
+    error_line,
     json_option,
     pass_settings,
     require_extra,
 )
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import plural
+from xcsh_store.errors import XcshStoreError
+from xcsh_store.index import SessionIndex
 
 _TIERS = ("usage", "meta", "full")
 
@@ -66,25 +69,28 @@ def push_command(
     require_extra("psycopg", "push")
     from xcsh_store.team import push
 
+    if every is None:
+        _show(push(settings.agent_dir, url, host=host, tier=tier), as_json)
+        return
     while True:
-        if every is not None:
-            _sync(settings)
-        report = push(settings.agent_dir, url, host=host, tier=tier)
-        host = report.host
-        if as_json:
-            emit_json(_report_json(report))
+        # Watching, a failed round (the server away for a while) is reported and retried.
+        try:
+            with SessionIndex.open(settings.agent_dir) as index:
+                index.sync()
+            report = push(settings.agent_dir, url, host=host, tier=tier)
+        except XcshStoreError as error:
+            echo(f"Error: {error_line(error)}", err=True)
         else:
-            echo(_report_line(report))
-        if every is None:
-            return
+            host = report.host
+            _show(report, as_json)
         time.sleep(every.total_seconds())
 
 
-def _sync(settings: Settings) -> None:
-    from xcsh_store.index import SessionIndex
-
-    with SessionIndex.open(settings.agent_dir) as index:
-        index.sync()
+def _show(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(_report_json(report))
+    else:
+        echo(_report_line(report))
 
 
 def _report_json(report: Any) -> dict[str, Any]:
