@@ -108,8 +108,19 @@ def _path_of(folder: Path, session_id: str) -> str:
     return item["path"]
 
 
-def test_history_search_reads_every_host(two_hosts: dict[str, Path], team_url: str) -> None:
-    assert run("--db", team_url, "history", "search", "anything") == []
+def test_history_search_reads_every_host(tmp_path: Path, agent_dir: Path, team_url: str) -> None:
+    hosts = {"laptop": agent_dir, "ci": tmp_path / "ci"}
+    for host, folder in hosts.items():
+        for prompt in (f"deploy the {host} build", "unrelated"):
+            CliRunner().invoke(cli, ["--agent-dir", str(folder), "history", "add", prompt])
+        planted_host(folder)
+        push(str(folder), team_url, host=host)
+    found = run("--db", team_url, "history", "search", "deplo")
+    assert {(hit["host"], hit["prompt"]) for hit in found} == {
+        ("laptop", "deploy the laptop build"),
+        ("ci", "deploy the ci build"),
+    }
+    assert len(run("--db", team_url, "history", "recent")) == 4
 
 
 def test_sql_runs_read_only(two_hosts: dict[str, Path], team_url: str) -> None:

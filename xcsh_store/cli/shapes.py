@@ -17,39 +17,37 @@ if TYPE_CHECKING:
     from xcsh_store.session.context import SessionContext
 
 
-def with_host(record: Any, shape: dict[str, Any]) -> dict[str, Any]:
-    """A shape plus the ``host`` of a record from the team index (``--db``)."""
+def host_of(record: Any) -> dict[str, str]:
+    """``{"host": …}`` for a record of the team index (``--db``), else nothing."""
     host = getattr(record, "host", None)
-    return shape if host is None else {**shape, "host": host}
+    return {} if host is None else {"host": host}
 
 
 def session_json(session: IndexedSession) -> dict[str, Any]:
-    return with_host(
-        session,
-        {
-            "id": session.session_id,
-            "path": session.path,
-            "cwd": session.cwd or None,
-            "project": session.project_dir,
-            "title": session.title,
-            "title_source": session.title_source,
-            "parent_session": session.parent_session_path,
-            "version": session.version,
-            "created": iso_millis(session.created),
-            "modified": iso_millis(session.modified),
-            "entry_count": session.entry_count,
-            "message_count": session.message_count,
-            "first_message": session.first_message,
-            "last_entry_id": session.last_entry_id,
-            "input_tokens": session.input_tokens,
-            "output_tokens": session.output_tokens,
-            "cache_read_tokens": session.cache_read_tokens,
-            "cache_write_tokens": session.cache_write_tokens,
-            "premium_requests": session.premium_requests,
-            "cost": session.cost,
-            "id_shared": session.id_shared,
-        },
-    )
+    return {
+        "id": session.session_id,
+        "path": session.path,
+        "cwd": session.cwd or None,
+        "project": session.project_dir,
+        "title": session.title,
+        "title_source": session.title_source,
+        "parent_session": session.parent_session_path,
+        "version": session.version,
+        "created": iso_millis(session.created),
+        "modified": iso_millis(session.modified),
+        "entry_count": session.entry_count,
+        "message_count": session.message_count,
+        "first_message": session.first_message,
+        "last_entry_id": session.last_entry_id,
+        "input_tokens": session.input_tokens,
+        "output_tokens": session.output_tokens,
+        "cache_read_tokens": session.cache_read_tokens,
+        "cache_write_tokens": session.cache_write_tokens,
+        "premium_requests": session.premium_requests,
+        "cost": session.cost,
+        "id_shared": session.id_shared,
+        **host_of(session),
+    }
 
 
 def plain_snippet(snippet: str) -> str:
@@ -58,23 +56,21 @@ def plain_snippet(snippet: str) -> str:
 
 
 def hit_json(hit: SearchHit, on_active_branch: bool) -> dict[str, Any]:
-    return with_host(
-        hit,
-        {
-            "session_id": hit.session_id,
-            "path": hit.path,
-            "title": hit.title,
-            "cwd": hit.cwd,
-            "entry_id": hit.entry_id,
-            "type": hit.type,
-            "role": hit.role,
-            "model": hit.model,
-            "timestamp": hit.timestamp,
-            "snippet": plain_snippet(hit.snippet),
-            "score": hit.score,
-            "on_active_branch": on_active_branch,
-        },
-    )
+    return {
+        "session_id": hit.session_id,
+        "path": hit.path,
+        "title": hit.title,
+        "cwd": hit.cwd,
+        "entry_id": hit.entry_id,
+        "type": hit.type,
+        "role": hit.role,
+        "model": hit.model,
+        "timestamp": hit.timestamp,
+        "snippet": plain_snippet(hit.snippet),
+        "score": hit.score,
+        "on_active_branch": on_active_branch,
+        **host_of(hit),
+    }
 
 
 def prompt_json(
@@ -104,19 +100,16 @@ def prompt_json(
 
 
 def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
-    return with_host(
-        hit,
-        prompt_json(
-            hit.prompt,
-            hit.created_at,
-            hit.cwd,
-            history_id=hit.history_id,
-            source=hit.source,
-            session_id=hit.session_id,
-            session_path=hit.session_path,
-            entry_id=hit.entry_id,
-        ),
-    )
+    return prompt_json(
+        hit.prompt,
+        hit.created_at,
+        hit.cwd,
+        history_id=hit.history_id,
+        source=hit.source,
+        session_id=hit.session_id,
+        session_path=hit.session_path,
+        entry_id=hit.entry_id,
+    ) | host_of(hit)
 
 
 def usage_json(row: UsageRow) -> dict[str, Any]:
