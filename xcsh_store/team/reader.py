@@ -12,6 +12,7 @@ which only the ``full`` tier carries.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from xcsh_store.index.names import MIN_PREFIX
 from xcsh_store.index.outline import SessionOutline, labels_of
 from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
-from xcsh_store.index.tree import SessionTree, build_tree
+from xcsh_store.index.tree import build_tree
 from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
 from xcsh_store.team.server import TeamIndexError, connect, server_errors
 from xcsh_store.times import iso_millis, parse_iso
@@ -120,10 +121,6 @@ class TeamSession:
     def first_message(self) -> str:
         return self.first_message_text or "(no messages)"
 
-    @property
-    def legacy(self) -> bool:
-        return (self.version or 3) < 3
-
 
 def _session(row: Sequence[Any]) -> TeamSession:
     return TeamSession(row[0], row[1], row[2], row[3] or "", *row[4:])
@@ -183,11 +180,10 @@ class TeamIndex:
     ) -> list[TeamSession]:
         if order not in _ORDERS:
             raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
-        conditions, arguments = _equal({"cwd": cwd, "project_dir": project, "host": host})
-        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s{conditions} ORDER BY {_ORDERS[order]}"
-        if limit is not None:
-            sql += " LIMIT %s"
-            arguments.append(limit)
+        arguments: dict[str, Any] = {"limit": limit}
+        where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
+        sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
 
     def find_session(self, prefix: str) -> TeamSession:
@@ -241,15 +237,9 @@ class TeamIndex:
             length = minimum
             for neighbour in (below, above):
                 if neighbour is not None:
-                    common = next(
-                        (
-                            i
-                            for i, pair in enumerate(zip(key, neighbour, strict=False))
-                            if pair[0] != pair[1]
-                        ),
-                        min(len(key), len(neighbour)),
-                    )
-                    length = max(length, common + 1)
+                    # Character by character, as the ids are compared (not a path).
+                    shared = os.path.commonprefix([key, neighbour])  # noqa: RUF071
+                    length = max(length, len(shared) + 1)
             prefixes[session_id] = session_id[:length]
         return prefixes
 
@@ -280,16 +270,9 @@ class TeamIndex:
             entries.append((IndexedEntry(seq, seq, *fields, 0, 0, 0), value))
         return [(row, value) for row, value in entries if value.get("type") != "session"]
 
-    def tree(self, session: TeamSession) -> SessionTree:
-        return build_tree([row for row, _ in self._entries(session) if row.id is not None])
-
     def branch_entries(self, session: TeamSession, leaf_id: str | None = None) -> list[Any]:
         values = [value for _, value in self._entries(session)]
         return _path(values, leaf_id or session.last_entry_id)
-
-    def branch(self, session: TeamSession, leaf_id: str | None = None) -> list[IndexedEntry]:
-        rows = {row.id: row for row, _ in self._entries(session) if row.id is not None}
-        return [rows[value["id"]] for value in self.branch_entries(session, leaf_id)]
 
     def context(self, session: TeamSession, leaf_id: str | None = None) -> SessionContext:
         values = [value for _, value in self._entries(session)]
@@ -354,11 +337,9 @@ class TeamIndex:
         """Ranked hits across every host's sessions (see the module docstring)."""
         role = search_role(role) if role is not None else None
         tsquery, arguments = _tsquery(query)
-        where, more = _equal(
-            {"s.cwd": cwd, "s.project_dir": project, "e.role": role, "e.host": host}, "AND"
+        where = _equal(
+            {"s.cwd": cwd, "s.project_dir": project, "e.role": role, "e.host": host}, arguments
         )
-        arguments |= {f"v{number}": value for number, value in enumerate(more)}
-        where = _numbered(where)
         if model is not None:
             provider, _, name = model.partition("/")
             where += " AND (e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
@@ -543,20 +524,14 @@ def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]
     return path_to_root(by_id[leaf], by_id)
 
 
-def _equal(pairs: dict[str, Any], joiner: str = "WHERE") -> tuple[str, list[Any]]:
-    """``column = %s`` for each given value (``WHERE`` … or `` AND`` … for ``joiner``)."""
-    given = [(column, value) for column, value in pairs.items() if value is not None]
-    if not given:
-        return "", []
-    clauses = " AND ".join(f"{column} = %s" for column, _ in given)
-    prefix = " WHERE " if joiner == "WHERE" else " AND "
-    return prefix + clauses, [value for _, value in given]
-
-
-def _numbered(where: str) -> str:
-    """Positional ``%s`` marks as the ``%(vN)s`` names a keyword query needs."""
-    counter = iter(range(where.count("%s")))
-    return re.sub(r"%s", lambda _match: f"%(v{next(counter)})s", where)
+def _equal(pairs: dict[str, Any], arguments: dict[str, Any]) -> str:
+    """`` AND column = %(name)s`` for each given value, its value added to ``arguments``."""
+    where = ""
+    for number, (column, value) in enumerate(pairs.items()):
+        if value is not None:
+            where += f" AND {column} = %(equal{number})s"
+            arguments[f"equal{number}"] = value
+    return where
 
 
 def _tsquery(query: str) -> tuple[str, dict[str, Any]]:
