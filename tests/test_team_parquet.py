@@ -134,3 +134,19 @@ def test_export_verb_json(tmp_path: Path, agent_dir: Path) -> None:
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
     assert body["sessions"] == body["changed"] > 0
+
+
+def test_hosts_share_one_export_folder(tmp_path: Path, agent_dir: Path) -> None:
+    planted_host(agent_dir)
+    other = planted_host(tmp_path / "ci", range(4, 6))
+    out = tmp_path / "out"
+    for _round in range(2):
+        reports = [
+            export_parquet(str(agent_dir), str(out), host="laptop"),
+            export_parquet(str(other), str(out), host="ci"),
+        ]
+    assert [report.partitions for report in reports] == [0, 0]
+    assert read(out, "sessions", "host, count(*)", "GROUP BY host") == {
+        ("laptop", len(local(agent_dir, "SELECT path FROM sessions"))),
+        ("ci", len(local(other, "SELECT path FROM sessions"))),
+    }

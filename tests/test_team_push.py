@@ -241,3 +241,9 @@ def test_a_newer_server_schema_is_refused(agent_dir: Path, team_url: str) -> Non
     assert "has schema version 999, newer than this xcsh-store knows (1)" in line
     with pytest.raises(TeamIndexError, match="upgrade xcsh-store"):
         push(str(agent_dir), team_url, host="h0")
+
+
+def test_a_push_without_an_index_says_so(agent_dir: Path, team_url: str) -> None:
+    line = _push_error(agent_dir, team_url)
+    assert line.startswith("Error: No index at") and "xcsh-store sync" in line
+    assert not agent_dir.exists()

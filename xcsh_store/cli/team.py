@@ -140,7 +140,7 @@ def export_parquet_command(
     and month (Hive layout: FOLDER/entries/host=H/month=2026-01/data.parquet).
 
     Incremental: only the partitions holding a new, changed or deleted session are written
-    again, each replaced atomically; FOLDER/_xcsh_manifest.json says what was exported.
+    again, each replaced atomically; FOLDER/_xcsh_manifests/HOST.json says what was exported.
 
     \b
     Examples:

@@ -6,7 +6,7 @@ Layout (Hive partitions, one file per partition):
     DIR/sessions/host=<host>/month=<YYYY-MM>/data.parquet
     DIR/entries/host=<host>/month=<YYYY-MM>/data.parquet
     DIR/usage/host=<host>/month=<YYYY-MM>/data.parquet
-    DIR/_xcsh_manifest.json
+    DIR/_xcsh_manifests/<host>.json
 
 A session, its entries and its usage live in the partition of the month the session was
 created in, so a changed session rewrites one partition of each table. The manifest remembers
@@ -42,7 +42,8 @@ from xcsh_store.paths import ensure_private_dir
 from xcsh_store.team.server import TeamIndexError
 from xcsh_store.team.upload import META_COLUMNS, TEXT_HASH_COLUMNS, TIERS, remembered_host
 
-MANIFEST = "_xcsh_manifest.json"
+# One manifest per host, so that hosts can export into one shared folder.
+MANIFESTS = "_xcsh_manifests"
 MANIFEST_VERSION = 1
 TABLES = ("sessions", "entries", "usage")
 # The month of a session whose header has no usable time.
@@ -98,16 +99,16 @@ def export_parquet(
     (created if needed), incrementally."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
-    host = remembered_host(agent_dir, host, db_path)
-    if "/" in host or host.startswith("."):
-        raise TeamIndexError(f"Host name {host!r} cannot name a partition folder")
-    ensure_private_dir(folder)
-    manifest = _read_manifest(folder)
-    before: dict[str, dict[str, str]] = {}
-    if manifest.get("host") == host and manifest.get("tier") == tier:
-        before = manifest.get("files", {})
-    report = ExportReport(host=host, tier=tier)
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
+        host = remembered_host(agent_dir, host, db_path)
+        if "/" in host or host.startswith("."):
+            raise TeamIndexError(f"Host name {host!r} cannot name a partition folder")
+        ensure_private_dir(folder)
+        manifest = _read_manifest(_manifest_path(folder, host))
+        before: dict[str, dict[str, str]] = {}
+        if manifest.get("host") == host and manifest.get("tier") == tier:
+            before = manifest.get("files", {})
+        report = ExportReport(host=host, tier=tier)
         local = session_files(index)
         report.sessions = len(local)
         now = {path: {"state": state.state, "month": month_of(state.created_at)}
@@ -122,8 +123,8 @@ def export_parquet(
             paths = sorted(path for path, item in now.items() if item["month"] == month)
             report.rows += _write_month(folder, index, host, tier, month, paths, local)
             report.partitions += len(TABLES)
-    _write_manifest(folder, {"version": MANIFEST_VERSION, "host": host, "tier": tier,
-                             "files": now})  # fmt: skip
+    exported = {"version": MANIFEST_VERSION, "host": host, "tier": tier, "files": now}
+    _write_manifest(_manifest_path(folder, host), exported)
     return report
 
 
@@ -208,9 +209,13 @@ def _months_on_disk(folder: str, host: str) -> list[str]:
     return sorted(found)
 
 
-def _read_manifest(folder: str) -> dict[str, Any]:
+def _manifest_path(folder: str, host: str) -> str:
+    return os.path.join(folder, MANIFESTS, f"{host}.json")
+
+
+def _read_manifest(path: str) -> dict[str, Any]:
     try:
-        with open(os.path.join(folder, MANIFEST), "rb") as handle:
+        with open(path, "rb") as handle:
             manifest = orjson.loads(handle.read())
     except FileNotFoundError:
         return {}
@@ -221,8 +226,8 @@ def _read_manifest(folder: str) -> dict[str, Any]:
     return manifest
 
 
-def _write_manifest(folder: str, manifest: dict[str, Any]) -> None:
-    target = os.path.join(folder, MANIFEST)
+def _write_manifest(target: str, manifest: dict[str, Any]) -> None:
+    ensure_private_dir(os.path.dirname(target))
     temporary = f"{target}.{os.getpid()}.tmp"
     with open(temporary, "wb") as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

@@ -1,13 +1,12 @@
-"""``push``: copy what this machine's index holds into the team index, one file at a time.
+"""``push``: copy what this machine's index holds into the team index, file by file.
 
 Each file's rows and its watermark (``files.state``: what the local index said of the file
 when it was pushed) are replaced in one transaction (a few files share one), so a push killed
 at any point leaves every file on the server either as the previous push left it or as the
 index has it now, and the next push sends exactly the files whose watermark differs: no
 duplicate, no gap. The files the index no longer holds are deleted from the server the same
-way. A host's pushes take an
-advisory lock on its name, so two pushes of one host run one after the other; pushes of
-different hosts touch different rows and never wait for each other.
+way. A host's pushes take an advisory lock on its name, so two pushes of one host run one after
+the other; pushes of different hosts touch different rows and never wait for each other.
 
 Privacy tiers (``TIERS``): below ``full`` no entry text, raw JSON or prompt history leaves the
 machine; below ``meta`` no title or first message either. Lowering a host's tier scrubs its
@@ -16,7 +15,6 @@ rows on the server in one transaction before anything else is pushed.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 from dataclasses import dataclass
@@ -38,8 +36,6 @@ from xcsh_store.index.export import (
 )
 from xcsh_store.paths import get_index_db_path, write_private_file
 from xcsh_store.team.server import TeamIndexError, connect, server_errors
-
-logger = logging.getLogger("xcsh_store")
 
 TIERS = ("usage", "meta", "full")
 DEFAULT_TIER = "full"
@@ -78,23 +74,19 @@ def remembered_host(agent_dir: str, host: str | None, db_path: str | None = None
     """``host`` (then remembered beside index.db), else the remembered one, else the machine's
     hostname."""
     path = os.path.join(os.path.dirname(db_path or get_index_db_path(agent_dir)), HOST_FILE_NAME)
-    if host is not None:
-        host = host.strip()
-        if not host:
-            raise TeamIndexError("--host needs a name")
-        try:
-            with open(path, encoding="utf-8") as handle:
-                if handle.read().strip() == host:
-                    return host
-        except OSError:
-            pass
-        write_private_file(path, f"{host}\n".encode())
-        return host
     try:
         with open(path, encoding="utf-8") as handle:
-            return handle.read().strip() or socket.gethostname()
+            remembered = handle.read().strip()
     except FileNotFoundError:
-        return socket.gethostname()
+        remembered = ""
+    if host is None:
+        return remembered or socket.gethostname()
+    host = host.strip()
+    if not host:
+        raise TeamIndexError("--host needs a name")
+    if host != remembered:
+        write_private_file(path, f"{host}\n".encode())
+    return host
 
 
 def push(
@@ -112,8 +104,8 @@ def push(
     """
     if tier is not None and tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
-    host = remembered_host(agent_dir, host, db_path)
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
+        host = remembered_host(agent_dir, host, db_path)
         local = session_files(index)
         connection = connect(url)
         try:
