@@ -247,3 +247,10 @@ def test_a_push_without_an_index_says_so(agent_dir: Path, team_url: str) -> None
     line = _push_error(agent_dir, team_url)
     assert line.startswith("Error: No index at") and "xcsh-store sync" in line
     assert not agent_dir.exists()
+
+
+def test_the_cli_offers_the_tiers_push_knows() -> None:
+    from xcsh_store.cli import team as team_verbs
+    from xcsh_store.team import TIERS
+
+    assert team_verbs._TIERS == TIERS

@@ -23,6 +23,7 @@ from xcsh_store.cli.render import plural
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex
 
+# team.TIERS, named here so that `--help` needs no import of the team part (nor of psycopg).
 _TIERS = ("usage", "meta", "full")
 
 
@@ -69,6 +70,8 @@ def push_command(
     require_extra("psycopg", "push")
     from xcsh_store.team import push
 
+    if every is not None and every.total_seconds() < 1:
+        raise click.UsageError("--watch needs an interval of a second or more")
     if every is None:
         _show(push(settings.agent_dir, url, host=host, tier=tier), as_json)
         return
@@ -81,7 +84,6 @@ def push_command(
         except XcshStoreError as error:
             echo(f"Error: {error_line(error)}", err=True)
         else:
-            host = report.host
             _show(report, as_json)
         time.sleep(every.total_seconds())
 
