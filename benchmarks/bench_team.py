@@ -47,7 +47,8 @@ from xcsh_store.team import TeamIndex, connect, export_parquet, push
 # The team tables in the order their foreign keys allow loading them, with the columns a COPY
 # writes (the tsvector columns are generated).
 TABLES = {
-    "hosts": "host, tier, history_state, pushed_at",
+    "hosts": "host, tier, history_state, usage_stale, pushed_at",
+    "usage_rollup": None,
     "files": "host, path, state, tier, indexed_bytes, pushed_at",
     "sessions": None,
     "entries": None,

@@ -337,9 +337,13 @@ class TeamIndex:
         """Ranked hits across every host's sessions (see the module docstring)."""
         role = search_role(role) if role is not None else None
         tsquery, arguments = _tsquery(query)
-        where = _equal(
-            {"s.cwd": cwd, "s.project_dir": project, "e.role": role, "e.host": host}, arguments
-        )
+        where = _equal({"e.role": role, "e.host": host}, arguments)
+        by_session = _equal({"s.cwd": cwd, "s.project_dir": project}, arguments)
+        if by_session:
+            where += (
+                " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.host = e.host"
+                f" AND s.path = e.path{by_session})"
+            )
         if model is not None:
             provider, _, name = model.partition("/")
             where += " AND (e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
@@ -355,13 +359,15 @@ class TeamIndex:
             ' MaxFragments=1, FragmentDelimiter=" … "',
         }
         # As the local search (index/ranking.py WINDOW), only the newest matches are ranked:
-        # a common word matches most entries, and ranking reads every match's tsvector.
+        # a common word matches most entries, and ranking reads every match's tsvector. The
+        # newest come from entries_timestamp, newest first, for a word that most entries hold,
+        # or from the GIN index and a sort, for a rarer one: the planner weighs the two, so
+        # the query is written out where it filters (a constant it can estimate).
         rows = self._rows(
             f"WITH q AS (SELECT {tsquery} AS q),"
-            " recent AS (SELECT e.host, e.path, e.seq FROM q, entries AS e"
-            "  JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
-            f"  WHERE e.search @@ q.q{where}"
-            "  ORDER BY e.timestamp DESC NULLS LAST, e.host, e.path, e.seq LIMIT %(window)s),"
+            " recent AS (SELECT e.host, e.path, e.seq FROM entries AS e"
+            f"  WHERE e.search @@ ({tsquery}){where}"
+            "  ORDER BY e.timestamp DESC NULLS LAST LIMIT %(window)s),"
             " hit AS (SELECT e.host, e.path, e.seq, s.session_id,"
             "  coalesce(nullif(s.title, ''), s.compaction_title) AS title, s.cwd, e.id, e.type,"
             "  e.role, e.model, e.timestamp, ts_rank_cd(e.search, q.q) AS score"
@@ -450,23 +456,28 @@ class TeamIndex:
         names = ", ".join(f"key{n}" for n in range(len(groups)))
         sums = "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
         sums += " sum(cache_write_tokens), sum(cost)"
+        entries = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
         if all(bound.endswith("T00:00:00.000Z") for _, bound in bounds):
+            stale = [host for (host,) in self._rows("SELECT host FROM hosts WHERE usage_stale")]
             days = "".join(f" AND day {operator} %s" for operator, _ in bounds)
-            stale = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
             source = (
-                "(SELECT host, day AS timestamp, provider, model, project_dir, session_id,"
-                f" entries, {_SUMMED} FROM usage_rollup WHERE host IN (SELECT host FROM hosts"
-                f" WHERE NOT usage_stale){days}"
-                " UNION ALL SELECT host, timestamp, provider, model, project_dir, session_id, 1,"
-                f" {_SUMMED} FROM usage_entries WHERE host IN (SELECT host FROM hosts"
-                f" WHERE usage_stale){stale}) AS usage"
+                "SELECT host, day AS timestamp, provider, model, project_dir, session_id,"
+                f" entries, {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%s){days}"
             )
-            arguments = [bound[:10] for _, bound in bounds] + [bound for _, bound in bounds]
-            sql = f"SELECT {keys}, sum(entries), {sums} FROM {source} GROUP BY {names}"
+            arguments = [stale, *(bound[:10] for _, bound in bounds)]
+            if stale:  # only then: the view is expensive even when it yields nothing
+                source += (
+                    " UNION ALL SELECT host, timestamp, provider, model, project_dir,"
+                    f" session_id, 1, {_SUMMED} FROM usage_entries WHERE host = ANY(%s){entries}"
+                )
+                arguments += [stale, *(bound for _, bound in bounds)]
+            sql = f"SELECT {keys}, sum(entries), {sums} FROM ({source}) AS usage GROUP BY {names}"
         else:
-            where = " WHERE " + " AND ".join(f"timestamp {operator} %s" for operator, _ in bounds)
             arguments = [bound for _, bound in bounds]
-            sql = f"SELECT {keys}, count(*), {sums} FROM usage_entries{where} GROUP BY {names}"
+            sql = (
+                f"SELECT {keys}, count(*), {sums} FROM usage_entries WHERE true{entries}"
+                f" GROUP BY {names}"
+            )
         rows = self._rows(f"{sql} ORDER BY {names}", arguments)
         width = len(groups)
         return [

@@ -102,7 +102,8 @@ CREATE TABLE entries (
     FOREIGN KEY (host, path) REFERENCES files (host, path) ON DELETE CASCADE
 );
 CREATE INDEX entries_search ON entries USING gin (search);
-CREATE INDEX entries_timestamp ON entries (timestamp);
+-- Newest first: search ranks the newest matches of a common word, found in this order.
+CREATE INDEX entries_timestamp ON entries (timestamp DESC NULLS LAST);
 CREATE INDEX entries_parent ON entries (host, path, parent_id);
 
 -- The blobs each entry references (hashes only: the blob store stays on its host).
