@@ -113,11 +113,15 @@ def _raw_json(line: bytes, value: dict[str, Any]) -> str:
     return line.decode("utf-8") if line else orjson.dumps(value).decode("utf-8")
 
 
-def usage_rows(index: SessionIndex, file_id: int) -> list[tuple[Any, ...]]:
-    """The USAGE_COLUMNS of one file's entries that usage counts."""
-    return index.connection.execute(
-        f"SELECT {', '.join(USAGE_COLUMNS)} FROM usage_entries WHERE session = ?", (file_id,)
-    ).fetchall()
+def usage_rows(index: SessionIndex) -> dict[int, list[tuple[Any, ...]]]:
+    """The USAGE_COLUMNS of the entries that usage counts, by file. One query for them all: the
+    view decides which copy of a forked entry counts by looking at every session."""
+    rows: dict[int, list[tuple[Any, ...]]] = {}
+    for file_id, *values in index.connection.execute(
+        f"SELECT session, {', '.join(USAGE_COLUMNS)} FROM usage_entries"
+    ):
+        rows.setdefault(file_id, []).append(tuple(values))
+    return rows
 
 
 def history_rows(index: SessionIndex) -> list[tuple[Any, ...]]:

@@ -119,9 +119,11 @@ def export_parquet(
                  if item is not None}  # fmt: skip
         if not before:  # another host or tier before, or none: every partition of ours anew
             dirty |= set(_months_on_disk(folder, host)) | {item["month"] for item in now.values()}
+        usage = usage_rows(index) if dirty else {}
         for month in sorted(dirty):
             paths = sorted(path for path, item in now.items() if item["month"] == month)
-            report.rows += _write_month(folder, index, host, tier, month, paths, local)
+            states = [local[path] for path in paths]
+            report.rows += _write_month(folder, index, host, tier, month, states, usage)
             report.partitions += len(TABLES)
     exported = {"version": MANIFEST_VERSION, "host": host, "tier": tier, "files": now}
     _write_manifest(_manifest_path(folder, host), exported)
@@ -134,8 +136,8 @@ def _write_month(
     host: str,
     tier: str,
     month: str,
-    paths: list[str],
-    local: dict[str, FileState],
+    states: list[FileState],
+    usage: dict[int, list[tuple[Any, ...]]],
 ) -> int:
     """Write (or remove, when no session is left) the month's file of each table."""
     columns: dict[str, dict[str, list[Any]]] = {
@@ -144,8 +146,8 @@ def _write_month(
     hidden = set(META_COLUMNS) if tier == "usage" else set()
     hidden_entry = set(TEXT_HASH_COLUMNS) if tier == "usage" else set()
     with_text = tier == "full"
-    for path in paths:
-        state = local[path]
+    for state in states:
+        path = state.path
         session = dict(zip(SESSION_COLUMNS, session_row(index, state.file_id), strict=True))
         _add(columns["sessions"], {"path": path, **session}, hidden)
         for entry in entry_rows(index, state.file_id, with_text=with_text):
@@ -155,12 +157,12 @@ def _write_month(
                 {"path": path, "session_id": session["session_id"], **values, "text": entry.text},
                 hidden_entry,
             )
-        for usage in usage_rows(index, state.file_id):
-            _add(columns["usage"], {"path": path, **dict(zip(USAGE_COLUMNS, usage, strict=True))})
+        for values in usage.get(state.file_id, []):
+            _add(columns["usage"], {"path": path, **dict(zip(USAGE_COLUMNS, values, strict=True))})
     written = 0
     for table in TABLES:
         target = os.path.join(folder, table, f"host={host}", f"month={month}", "data.parquet")
-        if not paths:
+        if not states:
             _remove(target)
             continue
         data = pa.table(columns[table], schema=SCHEMAS[table])
