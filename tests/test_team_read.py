@@ -162,3 +162,11 @@ def test_usage_from_the_rollup_and_from_the_entries_agree(
 def _counts(row: dict[str, Any]) -> tuple[Any, ...]:
     """A usage row's keys and counts, its cost rounded (sums of floats in another order)."""
     return (row["keys"], row["entries"], row["total_tokens"], round(row["cost"], 9))
+
+
+def test_verbs_of_the_local_index_refuse_db(agent_dir: Path) -> None:
+    planted_host(agent_dir)
+    for verb in (["verify"], ["sync"], ["gc"], ["cat", "artifact://0", "--session", "planted"]):
+        result = CliRunner().invoke(cli, ["--db", "postgresql://nowhere/x", *verb])
+        assert result.exit_code == 2, result.output
+        assert f"--db is for ls, search, show, usage, history and sql; {verb[0]}" in result.output

@@ -280,16 +280,20 @@ def echo_text(text: str, newline: bool = True) -> None:
     click.echo(visible_text(text), nl=newline)
 
 
-def open_index(settings: Settings, read_only: bool = True) -> SessionIndex:
+def open_index(settings: Settings, read_only: bool = True, team: bool = False) -> SessionIndex:
     """The agent dir's index; read-only for the verbs that only look (they never block a sync).
 
-    With ``--db`` the read verbs get the team index instead, which answers the same questions
-    with the same kinds of records (xcsh_store.team.TeamIndex), each with its host.
+    With ``--db``, the verbs that can (``team``) get the team index instead, which answers the
+    same questions with the same kinds of records (xcsh_store.team.TeamIndex), each with its
+    host; the others refuse ``--db``.
     """
     if settings.db is None:
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
-    if not read_only:
-        raise click.UsageError("--db names a team index to read; this verb works on index.db")
+    if not team:
+        verb = click.get_current_context().info_name
+        raise click.UsageError(
+            f"--db is for ls, search, show, usage, history and sql; {verb} works on index.db"
+        )
     require_extra("psycopg", "--db")
     from xcsh_store.team import TeamIndex
 

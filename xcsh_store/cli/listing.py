@@ -70,7 +70,7 @@ def ls_command(
     Example:
       xcsh-store ls --cwd . --limit 10
     """
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         sessions = index.list_sessions(
             cwd=os.path.abspath(cwd) if cwd else None,
             project=project,

@@ -152,7 +152,7 @@ def recent_command(settings: Settings, limit: int, sessions: bool, as_json: bool
       xcsh-store history recent --sessions --json
     """
     if sessions or settings.db:
-        with open_index(settings) as index:
+        with open_index(settings, team=True) as index:
             hits = index.history_recent(limit)
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
@@ -191,7 +191,7 @@ def search_command(
     if sessions or settings.db:
         if rank:
             raise click.UsageError("--rank works on history.db alone; drop it or --sessions")
-        with open_index(settings) as index:
+        with open_index(settings, team=True) as index:
             hits = index.history_search(" ".join(query), limit)
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)

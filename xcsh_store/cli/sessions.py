@@ -100,7 +100,7 @@ def show_command(
     if tree and context_view:
         raise click.UsageError("--tree and --context are two views: give one of them")
     view = "tree" if tree else "context" if context_view else None
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         info = index.find_session(session)
         leaf = index.find_entry_id(info, leaf) if leaf is not None else None
         skipped = index.skipped_lines(info).get(info.path)
@@ -355,7 +355,7 @@ def search_command(
       xcsh-store search '"connection refused"' --role toolResult --since 7d
       xcsh-store search -- -draft release notes
     """
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         try:
             hits = index.search(
                 " ".join(query),

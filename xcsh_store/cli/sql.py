@@ -89,7 +89,7 @@ def sql_command(
       xcsh-store sql "SELECT path FROM sessions WHERE cwd = :cwd" -p cwd ~/src/app
     """
     if settings.db is not None:
-        with open_index(settings) as team:
+        with open_index(settings, team=True) as team:
             stream = team.query(query, dict(parameters), timeout=timeout or None)
             if as_json:
                 _stream_json(stream)

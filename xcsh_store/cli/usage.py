@@ -109,7 +109,7 @@ def usage_command(
     groups = list(dict.fromkeys(by))
     team_only(settings, "host" in groups, "--by host")
     name = ",".join(groups)
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         rows = index.usage(by=groups, since=since, until=until)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
