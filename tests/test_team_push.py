@@ -254,3 +254,13 @@ def test_the_cli_offers_the_tiers_push_knows() -> None:
     from xcsh_store.team import TIERS
 
     assert team_verbs._TIERS == TIERS
+
+
+def test_a_watch_ends_on_an_error_retrying_cannot_mend(agent_dir: Path) -> None:
+    planted_host(agent_dir)
+    result = CliRunner().invoke(cli, ["push", "mysql://elsewhere/db", "--watch", "1h"])
+    assert result.exit_code == 1
+    assert (
+        result.output.strip()
+        == "Error: Not a PostgreSQL URL: mysql://elsewhere/db (postgresql://…)"
+    )

@@ -20,7 +20,6 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.render import plural
-from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex
 
 # team.TIERS, named here so that `--help` needs no import of the team part (nor of psycopg).
@@ -68,7 +67,7 @@ def push_command(
       xcsh-store push "$XCSH_STORE_DB" --watch 5m
     """
     require_extra("psycopg", "push")
-    from xcsh_store.team import push
+    from xcsh_store.team import TeamConnectionError, push
 
     if every is not None and every.total_seconds() < 1:
         raise click.UsageError("--watch needs an interval of a second or more")
@@ -76,12 +75,13 @@ def push_command(
         _show(push(settings.agent_dir, url, host=host, tier=tier), as_json)
         return
     while True:
-        # Watching, a failed round (the server away for a while) is reported and retried.
+        # Watching, a round the server was away for is reported and retried; any other
+        # error (a wrong URL, a newer schema, no permission) ends the watch.
         try:
             with SessionIndex.open(settings.agent_dir) as index:
                 index.sync()
             report = push(settings.agent_dir, url, host=host, tier=tier)
-        except XcshStoreError as error:
+        except TeamConnectionError as error:
             echo(f"Error: {error_line(error)}", err=True)
         else:
             _show(report, as_json)

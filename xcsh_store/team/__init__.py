@@ -17,7 +17,12 @@ from xcsh_store.lazy import lazy_exports
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "xcsh_store.team.server": ("TeamIndexError", "connect", "schema_version"),
+        "xcsh_store.team.server": (
+            "TeamConnectionError",
+            "TeamIndexError",
+            "connect",
+            "schema_version",
+        ),
         "xcsh_store.team.upload": ("TIERS", "PushReport", "push", "remembered_host"),
         "xcsh_store.team.reader": ("USAGE_GROUPS", "TeamIndex", "TeamSession"),
         "xcsh_store.team.parquet": ("ExportReport", "export_parquet"),
@@ -29,6 +34,7 @@ __all__ = [
     "USAGE_GROUPS",
     "ExportReport",
     "PushReport",
+    "TeamConnectionError",
     "TeamIndex",
     "TeamIndexError",
     "TeamSession",

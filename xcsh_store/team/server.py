@@ -30,6 +30,10 @@ class TeamIndexError(XcshStoreError):
     """The team index cannot be reached, read or written; the message says why in a line."""
 
 
+class TeamConnectionError(TeamIndexError):
+    """The server cannot be reached, or the connection was lost: trying again may work."""
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, SQL) of each shipped team migration, in order."""
     folder = resources.files("xcsh_store.team") / "migrations"
@@ -59,7 +63,7 @@ def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
     try:
         connection = psycopg.connect(url, connect_timeout=10, application_name="xcsh-store")
     except psycopg.Error as error:
-        raise TeamIndexError(f"Cannot connect to {redacted(url)}: {one_line(error)}") from None
+        raise TeamConnectionError(f"Cannot connect to {redacted(url)}: {one_line(error)}") from None
     try:
         if read_only:
             _check_version(connection, url, required=True)
@@ -88,7 +92,7 @@ def server_errors(url: str, doing: str) -> Iterator[None]:
             " (the role needs INSERT, UPDATE and DELETE on the team tables)"
         ) from None
     except psycopg.OperationalError as error:
-        raise TeamIndexError(
+        raise TeamConnectionError(
             f"Lost the connection to {redacted(url)} {doing}: {one_line(error)}"
             " (nothing half-written is kept; run it again)"
         ) from None
