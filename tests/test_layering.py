@@ -1,13 +1,15 @@
 """The layering of the package: each part imports only from itself and the parts below it, and
-the CLI reaches the index only through the index package's front, ``xcsh_store.index``.
+the CLI reaches the index and the team index only through their fronts, ``xcsh_store.index``
+and ``xcsh_store.team``.
 
 The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
 history/, artifacts/ and agents/ (other agents' formats) over format; session/ over format,
 history and artifacts; index/ over session, format, history and agents; watch/ (the live index)
 over the index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP
-server) over the index; cli/ over everything. The top-level ``xcsh_store`` re-exports the
-public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
-counts, also one inside a function or under ``TYPE_CHECKING``.
+server) over the index; team/ (the PostgreSQL team index, the Parquet export) over the index;
+cli/ over everything, reaching team/ through its front. The top-level ``xcsh_store``
+re-exports the public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI.
+Every import counts, also one inside a function or under ``TYPE_CHECKING``.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ BELOW = {
     "watch": {"leaves", "format", "history", "session", "agents", "index"},
     "web": {"leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"},
     "agent_tools": {"leaves", "format", "history", "artifacts", "session", "agents", "index"},
+    "team": {"leaves", "format", "history", "session", "agents", "index"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
     "cli": {
         *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
-        *("watch", "web", "agent_tools"),
+        *("watch", "web", "agent_tools", "team"),
     },
     "main": {"cli"},
 }
@@ -100,7 +103,7 @@ def arrows() -> frozenset[tuple[str, str]]:
 def breaks_the_rule(importer: str, imported: str) -> bool:
     above, below = part_of(importer), part_of(imported)
     assert above is not None and below is not None
-    if above == "cli" and imported.startswith("xcsh_store.index."):
+    if above == "cli" and imported.startswith(("xcsh_store.index.", "xcsh_store.team.")):
         return True
     return above != below and below not in BELOW[above]
 

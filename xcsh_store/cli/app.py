@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +20,9 @@ from xcsh_store.cli.safe import visible, visible_line, visible_text
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex, SQLiteError
 from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
+
+# The team index the read verbs read when it is set (--db).
+TEAM_DB_ENV = "XCSH_STORE_DB"
 
 COMPLETION_HELP = """\b
 Shell completion:
@@ -45,6 +49,8 @@ class Settings:
 
     agent_dir: str
     color: bool = False
+    # --db: the team index (postgresql://…) the read verbs read instead of index.db.
+    db: str | None = None
 
     def style(self, text: str, **styles: Any) -> str:
         return click.style(text, **styles) if self.color else text
@@ -56,11 +62,13 @@ VERB_MODULES = {
     "cat": "sessions",
     "demo": "demo",
     "doctor": "maintenance",
+    "export": "team",
     "gc": "maintenance",
     "history": "prompts",
     "ls": "listing",
     "mcp": "live",
     "migrate": "maintenance",
+    "push": "team",
     "search": "sessions",
     "serve": "live",
     "show": "sessions",
@@ -184,9 +192,16 @@ def error_line(error: BaseException) -> str:
     show_default=True,
     help="Colour the output; auto colours a terminal unless NO_COLOR is set.",
 )
+@click.option(
+    "--db",
+    envvar=TEAM_DB_ENV,
+    metavar="URL",
+    help=f"Read a team index (postgresql://…, env ${TEAM_DB_ENV}) instead of this machine's"
+    " index: ls, search, show, usage, history and sql.",
+)
 @click.version_option(__version__, prog_name="xcsh-store")
 @click.pass_context
-def cli(ctx: click.Context, agent_dir: str | None, color: str) -> None:
+def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -> None:
     """Store coding-agent sessions and search them through a SQLite index.
 
     The JSONL session files stay the source of truth; index.db is a mirror that `sync` keeps up
@@ -201,6 +216,7 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str) -> None:
     ctx.obj = Settings(
         agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir(),
         color=color_enabled(color, is_terminal, os.environ),
+        db=db or None,
     )
     ctx.color = ctx.obj.color
 
@@ -267,6 +283,39 @@ def echo_text(text: str, newline: bool = True) -> None:
     click.echo(visible_text(text), nl=newline)
 
 
-def open_index(settings: Settings, read_only: bool = True) -> SessionIndex:
-    """The agent dir's index; read-only for the verbs that only look (they never block a sync)."""
-    return SessionIndex.open(settings.agent_dir, read_only=read_only)
+def open_index(settings: Settings, read_only: bool = True, team: bool = False) -> SessionIndex:
+    """The agent dir's index; read-only for the verbs that only look (they never block a sync).
+
+    With ``--db``, the verbs that can (``team``) get the team index instead, which answers the
+    same questions with the same kinds of records (xcsh_store.team.TeamIndex), each with its
+    host; the others refuse ``--db``.
+    """
+    if settings.db is None:
+        return SessionIndex.open(settings.agent_dir, read_only=read_only)
+    if not team:
+        verb = click.get_current_context().info_name
+        raise click.UsageError(
+            f"--db is for ls, search, show, usage, history and sql; {verb} works on index.db"
+        )
+    require_extra("psycopg", "--db")
+    from xcsh_store.team import TeamIndex
+
+    return TeamIndex.open(settings.db)  # type: ignore[return-value]
+
+
+def require_extra(module: str, what: str) -> None:
+    """Exit 2 with one line when the ``team`` extra is not installed."""
+    if importlib.util.find_spec(module) is None:
+        raise click.UsageError(f"xcsh-store {what} needs {module}: pip install 'xcsh-store[team]'")
+
+
+def team_only(settings: Settings, value: object, option: str) -> None:
+    """An option only the team index answers (``--host``, ``--by host``)."""
+    if value and settings.db is None:
+        raise click.UsageError(f"{option} needs a team index: --db postgresql://…")
+
+
+def team_only_filter(settings: Settings, host: str | None) -> dict[str, str]:
+    """The ``host`` keyword of a team index's listing or search, when ``--host`` was given."""
+    team_only(settings, host, "--host")
+    return {} if host is None else {"host": host}

@@ -15,11 +15,17 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
+    team_only_filter,
 )
-from xcsh_store.cli.params import agent_option, count_type, cwd_option, project_option
+from xcsh_store.cli.params import (
+    agent_option,
+    count_type,
+    cwd_option,
+    host_option,
+    project_option,
+)
 from xcsh_store.cli.render import cut_left, home_relative, human_count, short_time
 from xcsh_store.cli.shapes import session_cost, session_json
-from xcsh_store.index import unique_id_prefixes
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
@@ -53,6 +59,7 @@ SHARED_ID_MARK = "*"
     help="Newest modified, newest created, or by title.",
 )
 @agent_option
+@host_option
 @json_option
 @pass_settings
 def ls_command(
@@ -62,6 +69,7 @@ def ls_command(
     limit: int,
     order: str,
     agents: tuple[str, ...],
+    host: str | None,
     as_json: bool,
 ) -> None:
     """List sessions, newest first: xcsh's, and Claude Code's and Codex's once synced.
@@ -71,15 +79,16 @@ def ls_command(
       xcsh-store ls --cwd . --limit 10
       xcsh-store ls --agent claude --agent codex
     """
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         sessions = index.list_sessions(
             cwd=os.path.abspath(cwd) if cwd else None,
             project=project,
             limit=limit + 1 if limit else None,
             order=order,
             agents=agents,
+            **team_only_filter(settings, host),
         )
-        ids = unique_id_prefixes(index, (session.session_id for session in sessions))
+        ids = index.unique_id_prefixes(session.session_id for session in sessions)
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:

@@ -165,3 +165,8 @@ until_option = click.option(
     callback=_in_order,
     help="Only before this time (same forms as --since).",
 )
+
+
+host_option = click.option(
+    "--host", metavar="NAME", help="Only the sessions of this host (on a team index, --db)."
+)

@@ -25,7 +25,7 @@ from xcsh_store.cli.params import agent_option, count_type, days_type
 from xcsh_store.cli.render import short_time
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import PromptHit, SessionIndex, unique_id_prefixes
+from xcsh_store.index import PromptHit, SessionIndex
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -118,7 +118,7 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
 
 
 def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
-    return unique_id_prefixes(index, (hit.session_id for hit in hits if hit.session_id))
+    return index.unique_id_prefixes(hit.session_id for hit in hits if hit.session_id)
 
 
 @history_group.command("add")
@@ -158,8 +158,8 @@ def recent_command(
       xcsh-store history recent --sessions --json
       xcsh-store history recent --agent claude
     """
-    if sessions or agents:
-        with open_index(settings) as index:
+    if sessions or agents or settings.db:
+        with open_index(settings, team=True) as index:
             hits = index.history_recent(limit, agents=agents)
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
@@ -198,12 +198,12 @@ def search_command(
       xcsh-store history search deploy --sessions
       xcsh-store history search deploy --agent codex
     """
-    if sessions or agents:
+    if sessions or agents or settings.db:
         if rank:
             raise click.UsageError(
-                "--rank works on history.db alone; drop it or --sessions and --agent"
+                "--rank works on history.db alone; drop it or --sessions, --agent and --db"
             )
-        with open_index(settings) as index:
+        with open_index(settings, team=True) as index:
             hits = index.history_search(" ".join(query), limit, agents=agents)
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)

@@ -20,6 +20,7 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
+    team_only_filter,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
 from xcsh_store.cli.listing import where
@@ -27,6 +28,7 @@ from xcsh_store.cli.params import (
     agent_option,
     count_type,
     cwd_option,
+    host_option,
     project_option,
     since_option,
     until_option,
@@ -63,8 +65,6 @@ from xcsh_store.index import (
     entry_summary,
     message_summary,
     search_role,
-    session_outline,
-    unique_id_prefixes,
 )
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.session.context import SessionContext
@@ -107,13 +107,13 @@ def show_command(
     if tree and context_view:
         raise click.UsageError("--tree and --context are two views: give one of them")
     view = "tree" if tree else "context" if context_view else None
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         info = index.find_session(session)
         leaf = index.find_entry_id(info, leaf) if leaf is not None else None
         skipped = index.skipped_lines(info).get(info.path)
         leaf_id = leaf or info.last_entry_id
         if view == "tree":
-            outline = session_outline(index, info, leaf)
+            outline = index.outline(info, leaf)
             payload: dict[str, Any] = tree_json(outline)
         elif view == "context":
             context = index.context(info, leaf)
@@ -335,6 +335,7 @@ def _search_role(value: str | None) -> str | None:
 @until_option
 @agent_option
 @click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
+@host_option
 @json_option
 @pass_settings
 def search_command(
@@ -348,6 +349,7 @@ def search_command(
     until: str | None,
     agents: tuple[str, ...],
     limit: int,
+    host: str | None,
     as_json: bool,
 ) -> None:
     """Full-text search over every session: best match first, newest breaking ties.
@@ -362,7 +364,7 @@ def search_command(
       xcsh-store search '"connection refused"' --role toolResult --since 7d
       xcsh-store search -- -draft release notes
     """
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         try:
             hits = index.search(
                 " ".join(query),
@@ -375,11 +377,12 @@ def search_command(
                 limit=limit,
                 highlight=(MARK_OPEN, MARK_CLOSE),
                 agents=agents,
+                **team_only_filter(settings, host),
             )
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None
         active = [index.on_active_branch(hit) for hit in hits]
-        ids = unique_id_prefixes(index, (hit.session_id for hit in hits))
+        ids = index.unique_id_prefixes(hit.session_id for hit in hits)
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return

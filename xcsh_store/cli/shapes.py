@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from xcsh_store.session.context import SessionContext
 
 
+def host_of(record: Any) -> dict[str, str]:
+    """``{"host": …}`` for a record of the team index (``--db``), else nothing."""
+    host = getattr(record, "host", None)
+    return {} if host is None else {"host": host}
+
+
 def session_json(session: IndexedSession) -> dict[str, Any]:
     return {
         "id": session.session_id,
@@ -52,6 +58,7 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         # leaves out the tokens of models without one (`usage` counts those).
         "cost_estimated": session.cost_kind != "recorded",
         "id_shared": session.id_shared,
+        **host_of(session),
     }
 
 
@@ -82,6 +89,7 @@ def hit_json(hit: SearchHit, on_active_branch: bool) -> dict[str, Any]:
         "snippet": plain_snippet(hit.snippet),
         "score": hit.score,
         "on_active_branch": on_active_branch,
+        **host_of(hit),
     }
 
 
@@ -124,7 +132,7 @@ def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
         session_path=hit.session_path,
         entry_id=hit.entry_id,
         agent=hit.agent,
-    )
+    ) | host_of(hit)
 
 
 def usage_json(row: UsageRow) -> dict[str, Any]:

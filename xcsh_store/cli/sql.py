@@ -20,6 +20,7 @@ from xcsh_store.cli.app import (
     echo,
     json_default,
     json_option,
+    open_index,
     pass_settings,
     print_table,
 )
@@ -87,6 +88,14 @@ def sql_command(
       xcsh-store sql "SELECT * FROM usage_by_day ORDER BY day DESC LIMIT 7" --json
       xcsh-store sql "SELECT path FROM sessions WHERE cwd = :cwd" -p cwd ~/src/app
     """
+    if settings.db is not None:
+        with open_index(settings, team=True) as team:
+            stream = team.query(query, dict(parameters), timeout=timeout or None)
+            if as_json:
+                _stream_json(stream)
+            else:
+                _print_rows(stream, limit)
+        return
     path = get_index_db_path(settings.agent_dir)
     try:
         with (

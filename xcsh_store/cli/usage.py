@@ -18,6 +18,7 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
+    team_only,
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
 from xcsh_store.cli.params import agent_option, since_option, until_option
@@ -74,7 +75,7 @@ def _labels(row: UsageRow) -> list[str]:
 @cli.command("usage")
 @click.option(
     "--by",
-    type=click.Choice(list(USAGE_GROUPS)),
+    type=click.Choice([*USAGE_GROUPS, "host"]),
     multiple=True,
     default=("day",),
     show_default=True,
@@ -128,8 +129,9 @@ def usage_command(
       xcsh-store usage --by agent --agent claude --agent codex
     """
     groups = list(dict.fromkeys(by))
+    team_only(settings, "host" in groups, "--by host")
     name = ",".join(groups)
-    with open_index(settings) as index:
+    with open_index(settings, team=True) as index:
         rows = index.usage(by=groups, since=since, until=until, agents=agents)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"

@@ -11,7 +11,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.index.blob_folder import BlobFolder
     from xcsh_store.index.gc import GcReport, SessionWatch
+    from xcsh_store.index.outline import SessionOutline
     from xcsh_store.index.prompts import PromptHit
     from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
@@ -408,6 +409,13 @@ class SessionIndex:
         return self.find_session(session)
 
     @_entry_point
+    def unique_id_prefixes(self, session_ids: Iterable[str]) -> dict[str, str]:
+        """names.unique_id_prefixes over this index (the team index answers the same)."""
+        from xcsh_store.index.names import unique_id_prefixes
+
+        return unique_id_prefixes(self, session_ids)
+
+    @_entry_point
     def all_messages_text(self, session: IndexedSession) -> str:
         return sessions.all_messages_text(self.connection, session)
 
@@ -457,6 +465,13 @@ class SessionIndex:
 
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))
+
+    @_entry_point
+    def outline(self, session: str | IndexedSession, leaf_id: str | None = None) -> SessionOutline:
+        """outline.session_outline of this index (the team index answers the same)."""
+        from xcsh_store.index.outline import session_outline
+
+        return session_outline(self, session, leaf_id)
 
     @_entry_point
     def context(

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import apsw
 
 from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.files import open_regular_file
-from xcsh_store.index.rows import EntryFacts, storable_values
+from xcsh_store.index.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
 # (pk, entry id, offset, length, part, agent) of one entry row, by the path of its file; the
 # id is None where it cannot be checked against the line.
@@ -70,13 +70,30 @@ def texts_of(
 
 
 def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
-    texts: dict[int, str | None] = {}
+    return {
+        pk: None if value is None else EntryFacts(value, False).text
+        for pk, value, _line in entry_values(path, sources)
+    }
+
+
+def entry_values(
+    path: str, sources: Iterable[_Source]
+) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
+    """(key, JSON object, its JSON as the file wrote it) of each entry the file at ``path`` still
+    holds, in file order. The JSON is the stripped line when the object is all of it, and empty
+    where the line holds several objects (old files), a lone surrogate the index repaired, or
+    another agent's object (the object is then the xcsh entry its reader made of it). The
+    object is None (and the JSON empty) for every entry of a file that exists but cannot be
+    read now. An entry whose line is no longer that entry is left out, as is every
+    entry of a file that is gone."""
     try:
         stream = open_regular_file(path)
     except FileNotFoundError:
-        return texts  # gone since the last sync: its hits are stale
+        return  # gone since the last sync: its rows are stale
     except OSError:
-        return dict.fromkeys((source[0] for source in sources), None)
+        for source in sources:
+            yield source[0], None, b""
+        return
     with stream:
         for pk, entry_id, offset, length, part, agent in sorted(
             sources, key=lambda source: source[2]
@@ -85,16 +102,22 @@ def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
                 line = os.pread(stream.fileno(), length, offset)
             except OSError:
                 continue
-            values = storable_values(line, b"\\u" in line) if len(line) == length else []
+            escaped = b"\\u" in line
+            values = storable_values(line, escaped) if len(line) == length else []
             if part >= len(values):
                 continue
             value = values[part]
             reader = reader_named(agent)
             if reader is not None:
+                # Another agent's line, as an entry of the xcsh model (its JSON is that entry's).
                 value = reader.read(value, SessionFacts(path)).entry
+            whole = (
+                reader is None
+                and len(values) == 1
+                and not (escaped and SURROGATE_ESCAPE.search(line))
+            )
             # Repaired ids live in the index, not in the file (compatibility: Deterministic ids
             # for files without them): a line without an id still is the entry.
             if entry_id is not None and value.get("id", entry_id) != entry_id:
                 continue
-            texts[pk] = EntryFacts(value, False).text
-    return texts
+            yield pk, value, line.strip() if whole else b""

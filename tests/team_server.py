@@ -1,0 +1,107 @@
+"""The PostgreSQL server the team-index tests talk to (never a mock), and what they compare.
+
+``team_server``: a fresh database (unique name) on $XCSH_TEST_PG (default: the local server,
+postgres user) for the whole test session, dropped after it. Unreachable: with CI=true the
+tests fail, elsewhere they are skipped with a one-line reason. ``team_url``: that database
+emptied for one test.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg", reason="the team tests need psycopg (the team extra)")
+
+PG_ENV = "XCSH_TEST_PG"
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def database_url(base: str, name: str) -> str:
+    parts = urlsplit(base)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+
+
+@pytest.fixture(scope="session")
+def team_server() -> Iterator[str]:
+    base = os.environ.get(PG_ENV, DEFAULT_PG)
+    try:
+        admin = psycopg.connect(base, autocommit=True, connect_timeout=5)
+    except psycopg.Error as error:
+        reason = f"PostgreSQL unreachable at {base} (set {PG_ENV}): {str(error).strip()[:200]}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    name = f"xcsh_test_{os.getpid()}_{secrets.token_hex(4)}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield database_url(base, name)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def team_url(team_server: str) -> str:
+    with psycopg.connect(team_server, autocommit=True) as connection:
+        connection.execute("DROP SCHEMA public CASCADE")
+        connection.execute("CREATE SCHEMA public")
+    return team_server
+
+
+def server_rows(url: str, host: str) -> dict[str, set[tuple[Any, ...]]]:
+    """The host's sessions, entries (without text) and blob refs on the server."""
+    with psycopg.connect(url) as connection:
+        return {
+            "sessions": set(connection.execute(
+                "SELECT path, session_id, cwd, modified_at, entry_count, message_count,"
+                " input_tokens, output_tokens, cost FROM sessions WHERE host = %s", (host,))),
+            "entries": set(connection.execute(
+                "SELECT path, seq, id, parent_id, type, timestamp, role, model, input_tokens,"
+                " output_tokens, cost FROM entries WHERE host = %s", (host,))),
+            "blob_refs": set(connection.execute(
+                "SELECT path, seq, hash FROM blob_refs WHERE host = %s", (host,))),
+        }  # fmt: skip
+
+
+def local_rows(agent_dir: Path) -> dict[str, set[tuple[Any, ...]]]:
+    """The same rows as the agent dir's index.db holds them (read with the sqlite3 module)."""
+    connection = sqlite3.connect(f"file:{agent_dir / 'index.db'}?mode=ro", uri=True)
+    try:
+        return {
+            "sessions": set(connection.execute(
+                "SELECT path, session_id, cwd, modified_at, entry_count, message_count,"
+                " input_tokens, output_tokens, cost FROM sessions")),
+            "entries": set(connection.execute(
+                "SELECT s.path, e.seq, e.id, e.parent_id, e.type, e.timestamp, e.role, e.model,"
+                " e.input_tokens, e.output_tokens, e.cost"
+                " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session")),
+            "blob_refs": set(connection.execute(
+                "SELECT s.path, e.seq, r.hash FROM blob_refs AS r JOIN entries AS e"
+                " ON e.pk = r.entry JOIN sessions AS s ON s.file_id = e.session")),
+        }  # fmt: skip
+    finally:
+        connection.close()
+
+
+def text_values(url: str) -> Iterator[tuple[str, str, str]]:
+    """(table, column, value) of every text, json or tsvector value in every table."""
+    with psycopg.connect(url) as connection:
+        columns = connection.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = 'public' AND data_type IN ('text', 'json', 'jsonb',"
+            " 'tsvector', 'character varying') AND table_name IN (SELECT table_name"
+            " FROM information_schema.tables WHERE table_type = 'BASE TABLE')"
+        ).fetchall()
+        for table, column in columns:
+            for (value,) in connection.execute(
+                f'SELECT "{column}"::text FROM "{table}" WHERE "{column}" IS NOT NULL'
+            ):
+                yield table, column, value

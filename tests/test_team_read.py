@@ -1,0 +1,172 @@
+"""The read verbs over the team index (``--db``): per host, the same answers as the local
+index, in the same ``--json`` shapes plus ``host``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from team_server import psycopg, team_server, team_url
+from test_team_push import PLANTED, planted_host
+
+from xcsh_store.cli import cli
+from xcsh_store.team import push
+
+__all__ = ["team_server", "team_url"]
+
+
+@pytest.fixture
+def two_hosts(tmp_path: Path, agent_dir: Path, team_url: str) -> dict[str, Path]:
+    hosts = {"laptop": planted_host(agent_dir), "ci": planted_host(tmp_path / "ci", range(4, 7))}
+    for name, folder in hosts.items():
+        push(str(folder), team_url, host=name)
+    return hosts
+
+
+def run(*arguments: str) -> Any:
+    result = CliRunner().invoke(cli, [*arguments, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def by_path(item: dict[str, Any]) -> str:
+    return item["path"]
+
+
+def without_host(items: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
+    assert all(item.pop("host") == host for item in items)
+    return items
+
+
+def test_ls_of_each_host_equals_its_local_ls(two_hosts: dict[str, Path], team_url: str) -> None:
+    for host, folder in two_hosts.items():
+        team = run("--db", team_url, "ls", "--limit", "0", "--host", host)
+        local = run("--agent-dir", str(folder), "ls", "--limit", "0")
+        # Ids shared across hosts (the same fixture files) are shared on the server only.
+        for item in team + local:
+            item.pop("id_shared")
+        assert [item["modified"] for item in team] == [item["modified"] for item in local]
+        # Sessions modified at the same moment: the local index orders them by file id.
+        assert sorted(without_host(team, host), key=by_path) == sorted(local, key=by_path)
+    assert len(run("--db", team_url, "ls", "--limit", "0")) == sum(
+        len(run("--agent-dir", str(folder), "ls", "--limit", "0")) for folder in two_hosts.values()
+    )
+
+
+def _hit_keys(hits: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+    return {(hit["path"], hit["entry_id"], hit["role"], hit["on_active_branch"]) for hit in hits}
+
+
+@pytest.mark.parametrize(
+    "query", ["word12", "summary", PLANTED[2], "answer marmo", '"first prompt" -zebra']
+)
+def test_search_of_each_host_finds_what_its_local_search_finds(
+    two_hosts: dict[str, Path], team_url: str, query: str
+) -> None:
+    for host, folder in two_hosts.items():
+        team = run("--db", team_url, "search", query, "--host", host, "--limit", "1000")
+        local = run("--agent-dir", str(folder), "search", query, "--limit", "1000")
+        assert local
+        assert _hit_keys(without_host(team, host)) == _hit_keys(local)
+
+
+def test_search_snippets_mark_the_match(two_hosts: dict[str, Path], team_url: str) -> None:
+    (hit,) = run("--db", team_url, "search", PLANTED[2], "--host", "laptop")
+    assert f"«{PLANTED[2]}»" in hit["snippet"]
+
+
+def test_usage_by_host_equals_each_local_usage(two_hosts: dict[str, Path], team_url: str) -> None:
+    team = run("--db", team_url, "usage", "--by", "host", "--by", "day", "--by", "model")
+    for host, folder in two_hosts.items():
+        local = run("--agent-dir", str(folder), "usage", "--by", "day", "--by", "model")["rows"]
+        mine = [row for row in team["rows"] if row["keys"][0] == host]
+        assert [row["keys"][1:] for row in mine] == [row["keys"] for row in local]
+        for ours, theirs in zip(mine, local, strict=True):
+            assert ours["entries"] == theirs["entries"]
+            assert ours["total_tokens"] == theirs["total_tokens"]
+            assert ours["cost"] == pytest.approx(theirs["cost"])
+
+
+def test_show_rebuilds_branch_tree_and_context(two_hosts: dict[str, Path], team_url: str) -> None:
+    session = "planted"
+    team = f"laptop:{_path_of(two_hosts['laptop'], session)}"
+    local = ["--agent-dir", str(two_hosts["laptop"]), "show", session]
+    for view in ([], ["--tree"], ["--context"]):
+        ours = run("--db", team_url, "show", team, *view)
+        theirs = run(*local, *view)
+        assert ours["session"].pop("host") == "laptop"
+        for body in (ours, theirs):
+            body["session"].pop("id_shared")
+        assert ours == theirs
+
+
+def _path_of(folder: Path, session_id: str) -> str:
+    (item,) = [s for s in run("--agent-dir", str(folder), "ls", "-n", "0") if s["id"] == session_id]
+    return item["path"]
+
+
+def test_history_search_reads_every_host(tmp_path: Path, agent_dir: Path, team_url: str) -> None:
+    hosts = {"laptop": agent_dir, "ci": tmp_path / "ci"}
+    for host, folder in hosts.items():
+        for prompt in (f"deploy the {host} build", "unrelated"):
+            CliRunner().invoke(cli, ["--agent-dir", str(folder), "history", "add", prompt])
+        planted_host(folder)
+        push(str(folder), team_url, host=host)
+    found = run("--db", team_url, "history", "search", "deplo")
+    assert {(hit["host"], hit["prompt"]) for hit in found} == {
+        ("laptop", "deploy the laptop build"),
+        ("ci", "deploy the ci build"),
+    }
+    assert len(run("--db", team_url, "history", "recent")) == 4
+
+
+def test_sql_runs_read_only(two_hosts: dict[str, Path], team_url: str) -> None:
+    rows = run("--db", team_url, "sql", "SELECT host, count(*) AS n FROM sessions GROUP BY host"
+               " ORDER BY host")  # fmt: skip
+    assert [row["host"] for row in rows] == ["ci", "laptop"]
+    result = CliRunner().invoke(cli, ["--db", team_url, "sql", "DELETE FROM sessions"])
+    assert result.exit_code == 1
+    assert "read-only transaction" in result.output
+    assert len(run("--db", team_url, "ls", "-n", "0")) == sum(row["n"] for row in rows)
+
+
+def test_host_options_need_a_team_index(agent_dir: Path) -> None:
+    planted_host(agent_dir)
+    for arguments in (["ls", "--host", "x"], ["usage", "--by", "host"]):
+        result = CliRunner().invoke(cli, arguments)
+        assert result.exit_code == 2
+        assert "needs a team index: --db postgresql://" in result.output
+
+
+@pytest.mark.parametrize("since", [None, "2026-01-02", "2026-01-02T00:30:00Z"])
+def test_usage_from_the_rollup_and_from_the_entries_agree(
+    two_hosts: dict[str, Path], team_url: str, since: str | None
+) -> None:
+    arguments = ["usage", "--by", "host", "--by", "model", "--by", "week"]
+    arguments += ["--since", since] if since else []
+    fresh = run("--db", team_url, *arguments)
+    with psycopg.connect(team_url) as connection:
+        connection.execute("UPDATE hosts SET usage_stale = true WHERE host = 'ci'")
+    stale = run("--db", team_url, *arguments)
+    assert [_counts(row) for row in stale["rows"]] == [_counts(row) for row in fresh["rows"]]
+    local = run("--agent-dir", str(two_hosts["ci"]), "usage", *arguments[3:])["rows"]
+    ours = [row for row in fresh["rows"] if row["keys"][0] == "ci"]
+    assert [(row["keys"][1:], *_counts(row)[1:]) for row in ours] == [
+        (row["keys"], *_counts(row)[1:]) for row in local
+    ]
+
+
+def _counts(row: dict[str, Any]) -> tuple[Any, ...]:
+    """A usage row's keys and counts, its cost rounded (sums of floats in another order)."""
+    return (row["keys"], row["entries"], row["total_tokens"], round(row["cost"], 9))
+
+
+def test_verbs_of_the_local_index_refuse_db(agent_dir: Path) -> None:
+    planted_host(agent_dir)
+    for verb in (["verify"], ["sync"], ["gc"], ["cat", "artifact://0", "--session", "planted"]):
+        result = CliRunner().invoke(cli, ["--db", "postgresql://nowhere/x", *verb])
+        assert result.exit_code == 2, result.output
+        assert f"--db is for ls, search, show, usage, history and sql; {verb[0]}" in result.output

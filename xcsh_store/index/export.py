@@ -1,0 +1,139 @@
+"""The index as rows for another store (the team index, the Parquet export): each session
+file's state, its session row, its entries with their text and raw JSON read again from the
+file (index/texts.py), its blob references, and the mirrored prompt history.
+
+Column names are the index's own (README, "Index schema"), so a copy reads like the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from xcsh_store.index.rows import EntryFacts
+from xcsh_store.index.texts import entry_values
+
+if TYPE_CHECKING:
+    from xcsh_store.index.store import SessionIndex
+
+SESSION_COLUMNS = (
+    "session_id", "cwd", "project_dir", "title", "title_source", "parent_session", "version",
+    "created_at", "modified_at", "entry_count", "message_count", "first_message",
+    "last_entry_id", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "premium_requests", "cost", "compaction_title",
+)  # fmt: skip
+ENTRY_COLUMNS = (
+    "seq", "id", "parent_id", "type", "timestamp", "role", "provider", "model", "tool_name",
+    "custom_type", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "premium_requests", "cost", "prompt_hash",
+)  # fmt: skip
+HISTORY_COLUMNS = ("id", "prompt", "created_at", "cwd", "prompt_hash")
+# The usage_entries view's columns (each entry with usage, a fork's copies counted once).
+USAGE_COLUMNS = (
+    "session_id", "project_dir", "cwd", "id", "timestamp", "provider", "model", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests", "cost",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A session file as the index last read it. ``state`` changes whenever the rows derived
+    from the file may have: new bytes, a rewrite, a re-read after a migration."""
+
+    file_id: int
+    path: str
+    state: str
+    indexed_bytes: int
+    created_at: str | None
+
+
+def session_files(index: SessionIndex) -> dict[str, FileState]:
+    """Every indexed file that is a session (a valid header), by its stored path."""
+    rows = index.connection.execute(
+        "SELECT f.id, f.path, s.created_at, f.indexed_bytes, f.size, f.head_hash, f.tail_hash,"
+        " f.indexed_at, f.lines, s.modified_at, s.entry_count"
+        " FROM files AS f JOIN sessions AS s ON s.file_id = f.id"
+    )
+    return {
+        path: FileState(file_id, path, ":".join(map(str, state)), state[0], created_at)
+        for file_id, path, created_at, *state in rows
+    }
+
+
+def session_row(index: SessionIndex, file_id: int) -> tuple[Any, ...]:
+    """The SESSION_COLUMNS of one file's session."""
+    return index.connection.execute(
+        f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE file_id = ?", (file_id,)
+    ).fetchone()
+
+
+@dataclass(slots=True)
+class EntryRow:
+    """One entry: its ENTRY_COLUMNS, and (when asked for) the text search reads and the JSON
+    object as the file holds it; both None when the file no longer holds the entry."""
+
+    values: tuple[Any, ...]
+    blob_refs: list[str]
+    text: str | None = None
+    raw: str | None = None
+
+
+def entry_rows(index: SessionIndex, file_id: int, with_text: bool) -> Iterator[EntryRow]:
+    """The entries of one file in file order."""
+    connection = index.connection
+    rows = connection.execute(
+        f"SELECT e.pk, f.path, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent,"
+        f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
+        " FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?"
+        " ORDER BY e.seq",
+        (file_id,),
+    ).fetchall()
+    refs: dict[int, list[str]] = {}
+    for pk, digest in connection.execute(
+        "SELECT r.entry, r.hash FROM blob_refs AS r JOIN entries AS e ON e.pk = r.entry"
+        " WHERE e.session = ? ORDER BY r.hash",
+        (file_id,),
+    ):
+        refs.setdefault(pk, []).append(digest)
+    found: dict[int, tuple[str | None, str | None]] = {}
+    if with_text and rows:
+        path = index.local_path(rows[0][1])
+        for pk, value, line in entry_values(path, [(row[0], *row[2:7]) for row in rows]):
+            if value is not None:
+                found[pk] = (EntryFacts(value, False).text, _raw_json(line, value))
+    for row in rows:
+        text, raw = found.get(row[0], (None, None))
+        yield EntryRow(tuple(row[7:]), refs.get(row[0], []), text, raw)
+
+
+def _raw_json(line: bytes, value: dict[str, Any]) -> str:
+    return line.decode("utf-8") if line else orjson.dumps(value).decode("utf-8")
+
+
+def usage_rows(index: SessionIndex) -> dict[int, list[tuple[Any, ...]]]:
+    """The USAGE_COLUMNS of the entries that usage counts, by file. One query for them all: the
+    view decides which copy of a forked entry counts by looking at every session."""
+    rows: dict[int, list[tuple[Any, ...]]] = {}
+    for file_id, *values in index.connection.execute(
+        f"SELECT session, {', '.join(USAGE_COLUMNS)} FROM usage_entries"
+    ):
+        rows.setdefault(file_id, []).append(tuple(values))
+    return rows
+
+
+def history_rows(index: SessionIndex) -> list[tuple[Any, ...]]:
+    """The mirrored prompt history (HISTORY_COLUMNS), oldest first."""
+    return index.connection.execute(
+        f"SELECT {', '.join(HISTORY_COLUMNS)} FROM history ORDER BY id"
+    ).fetchall()
+
+
+def history_state(index: SessionIndex) -> str:
+    """Changes whenever the mirrored history does (the mirror only appends, or starts over)."""
+    count, last, total = index.connection.execute(
+        "SELECT count(*), max(id), total(length(prompt)) FROM history"
+    ).fetchone()
+    return f"{count}:{last}:{total}"

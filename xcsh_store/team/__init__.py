@@ -1,0 +1,46 @@
+"""The team index: the local indexes of several hosts pushed into one PostgreSQL database, read
+by the same verbs as the local index (``--db``), and the Parquet export for analytics engines.
+
+Modules:
+
+* ``server``: the connection, the schema's migrations (team/migrations/*.sql), one-line errors.
+* ``upload``: ``push``, this host's index copied into the team index file by file, per tier.
+* ``reader``: ``TeamIndex``, the reading side of ``SessionIndex`` answered by the server.
+* ``parquet``: sessions, entries and usage as Hive-partitioned Parquet files.
+
+psycopg and pyarrow (the ``team`` extra) are imported only by the modules that need them, on
+first use of a name from this front.
+"""
+
+from xcsh_store.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "xcsh_store.team.server": (
+            "TeamConnectionError",
+            "TeamIndexError",
+            "connect",
+            "schema_version",
+        ),
+        "xcsh_store.team.upload": ("TIERS", "PushReport", "push", "remembered_host"),
+        "xcsh_store.team.reader": ("USAGE_GROUPS", "TeamIndex", "TeamSession"),
+        "xcsh_store.team.parquet": ("ExportReport", "export_parquet"),
+    },
+)
+
+__all__ = [
+    "TIERS",
+    "USAGE_GROUPS",
+    "ExportReport",
+    "PushReport",
+    "TeamConnectionError",
+    "TeamIndex",
+    "TeamIndexError",
+    "TeamSession",
+    "connect",
+    "export_parquet",
+    "push",
+    "remembered_host",
+    "schema_version",
+]

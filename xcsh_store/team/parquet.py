@@ -1,0 +1,238 @@
+"""``export parquet DIR``: the index's sessions, entries and usage as Parquet files that DuckDB,
+Spark, Trino or BigQuery read as they are.
+
+Layout (Hive partitions, one file per partition):
+
+    DIR/sessions/host=<host>/month=<YYYY-MM>/data.parquet
+    DIR/entries/host=<host>/month=<YYYY-MM>/data.parquet
+    DIR/usage/host=<host>/month=<YYYY-MM>/data.parquet
+    DIR/_xcsh_manifests/<host>.json
+
+A session, its entries and its usage live in the partition of the month the session was
+created in, so a changed session rewrites one partition of each table. The manifest remembers
+each exported file's state (index/export.py FileState); an export rewrites only the partitions
+that hold a new, changed or deleted session. A partition file is written beside its final name
+and renamed over it, so a reader sees the old file or the new one, never half of one; the
+manifest is replaced last, so an export killed at any point is redone by the next one.
+Tiers as for ``push``: below ``full`` no text, below ``meta`` no titles or first messages.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.export import (
+    ENTRY_COLUMNS,
+    SESSION_COLUMNS,
+    USAGE_COLUMNS,
+    FileState,
+    entry_rows,
+    session_files,
+    session_row,
+    usage_rows,
+)
+from xcsh_store.paths import ensure_private_dir
+from xcsh_store.team.server import TeamIndexError
+from xcsh_store.team.upload import META_COLUMNS, TEXT_HASH_COLUMNS, TIERS, remembered_host
+
+# One manifest per host, so that hosts can export into one shared folder.
+MANIFESTS = "_xcsh_manifests"
+MANIFEST_VERSION = 1
+TABLES = ("sessions", "entries", "usage")
+# The month of a session whose header has no usable time.
+NO_MONTH = "unknown"
+
+_INTEGERS = {
+    "version", "entry_count", "message_count", "input_tokens", "output_tokens",
+    "cache_read_tokens", "cache_write_tokens", "seq",
+}  # fmt: skip
+_FLOATS = {"premium_requests", "cost"}
+
+
+def _schema(columns: tuple[str, ...]) -> pa.Schema:
+    def kind(column: str) -> pa.DataType:
+        if column in _INTEGERS:
+            return pa.int64()
+        return pa.float64() if column in _FLOATS else pa.string()
+
+    return pa.schema([("path", pa.string()), *((column, kind(column)) for column in columns)])
+
+
+SCHEMAS = {
+    "sessions": _schema(SESSION_COLUMNS),
+    "entries": _schema(("session_id", *ENTRY_COLUMNS, "text")),
+    "usage": _schema(USAGE_COLUMNS),
+}
+
+
+@dataclass
+class ExportReport:
+    host: str
+    tier: str
+    sessions: int = 0  # sessions the index holds
+    changed: int = 0  # sessions new, changed or deleted since the last export
+    partitions: int = 0  # partition files written or removed
+    rows: int = 0  # rows written (all tables)
+
+
+def month_of(created_at: str | None) -> str:
+    if created_at and len(created_at) >= 7 and created_at[4] == "-":
+        return created_at[:7]
+    return NO_MONTH
+
+
+def export_parquet(
+    agent_dir: str,
+    folder: str,
+    tier: str = "full",
+    host: str | None = None,
+    db_path: str | None = None,
+) -> ExportReport:
+    """Export the agent dir's index (``db_path``, default its index.db) into ``folder``
+    (created if needed), incrementally."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {', '.join(TIERS)}")
+    with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
+        host = remembered_host(agent_dir, host, db_path)
+        if "/" in host or host.startswith("."):
+            raise TeamIndexError(f"Host name {host!r} cannot name a partition folder")
+        ensure_private_dir(folder)
+        manifest = _read_manifest(_manifest_path(folder, host))
+        before: dict[str, dict[str, str]] = {}
+        if manifest.get("host") == host and manifest.get("tier") == tier:
+            before = manifest.get("files", {})
+        report = ExportReport(host=host, tier=tier)
+        local = session_files(index)
+        report.sessions = len(local)
+        now = {path: {"state": state.state, "month": month_of(state.created_at)}
+               for path, state in local.items()}  # fmt: skip
+        changed = {path for path in now.keys() | before.keys() if now.get(path) != before.get(path)}
+        report.changed = len(changed)
+        dirty = {item["month"] for path in changed for item in (now.get(path), before.get(path))
+                 if item is not None}  # fmt: skip
+        if not before:  # another host or tier before, or none: every partition of ours anew
+            dirty |= set(_months_on_disk(folder, host)) | {item["month"] for item in now.values()}
+        usage = usage_rows(index) if dirty else {}
+        for month in sorted(dirty):
+            paths = sorted(path for path, item in now.items() if item["month"] == month)
+            states = [local[path] for path in paths]
+            report.rows += _write_month(folder, index, host, tier, month, states, usage)
+            report.partitions += len(TABLES)
+    exported = {"version": MANIFEST_VERSION, "host": host, "tier": tier, "files": now}
+    _write_manifest(_manifest_path(folder, host), exported)
+    return report
+
+
+def _write_month(
+    folder: str,
+    index: SessionIndex,
+    host: str,
+    tier: str,
+    month: str,
+    states: list[FileState],
+    usage: dict[int, list[tuple[Any, ...]]],
+) -> int:
+    """Write (or remove, when no session is left) the month's file of each table."""
+    columns: dict[str, dict[str, list[Any]]] = {
+        table: {name: [] for name in SCHEMAS[table].names} for table in TABLES
+    }
+    hidden = set(META_COLUMNS) if tier == "usage" else set()
+    hidden_entry = set(TEXT_HASH_COLUMNS) if tier == "usage" else set()
+    with_text = tier == "full"
+    for state in states:
+        path = state.path
+        session = dict(zip(SESSION_COLUMNS, session_row(index, state.file_id), strict=True))
+        _add(columns["sessions"], {"path": path, **session}, hidden)
+        for entry in entry_rows(index, state.file_id, with_text=with_text):
+            values = dict(zip(ENTRY_COLUMNS, entry.values, strict=True))
+            _add(
+                columns["entries"],
+                {"path": path, "session_id": session["session_id"], **values, "text": entry.text},
+                hidden_entry,
+            )
+        for values in usage.get(state.file_id, []):
+            _add(columns["usage"], {"path": path, **dict(zip(USAGE_COLUMNS, values, strict=True))})
+    written = 0
+    for table in TABLES:
+        target = os.path.join(folder, table, f"host={host}", f"month={month}", "data.parquet")
+        if not states:
+            _remove(target)
+            continue
+        data = pa.table(columns[table], schema=SCHEMAS[table])
+        _replace(target, data)
+        written += data.num_rows
+    return written
+
+
+def _add(
+    columns: dict[str, list[Any]], row: dict[str, Any], hidden: set[str] | None = None
+) -> None:
+    for name, values in columns.items():
+        values.append(None if hidden and name in hidden else row.get(name))
+
+
+def _replace(target: str, data: pa.Table) -> None:
+    ensure_private_dir(os.path.dirname(target))
+    temporary = f"{target}.{os.getpid()}.tmp"
+    try:
+        pq.write_table(data, temporary, compression="zstd")
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def _remove(target: str) -> None:
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        return
+    for folder in (os.path.dirname(target), os.path.dirname(os.path.dirname(target))):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            break
+
+
+def _months_on_disk(folder: str, host: str) -> list[str]:
+    found = set()
+    for table in TABLES:
+        base = os.path.join(folder, table, f"host={host}")
+        if os.path.isdir(base):
+            found |= {name.removeprefix("month=") for name in os.listdir(base)
+                      if name.startswith("month=")}  # fmt: skip
+    return sorted(found)
+
+
+def _manifest_path(folder: str, host: str) -> str:
+    return os.path.join(folder, MANIFESTS, f"{host}.json")
+
+
+def _read_manifest(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            manifest = orjson.loads(handle.read())
+    except FileNotFoundError:
+        return {}
+    except (OSError, orjson.JSONDecodeError):
+        return {}  # unreadable: every partition is written again, which repairs it
+    if not isinstance(manifest, dict) or manifest.get("version") != MANIFEST_VERSION:
+        return {}
+    return manifest
+
+
+def _write_manifest(target: str, manifest: dict[str, Any]) -> None:
+    ensure_private_dir(os.path.dirname(target))
+    temporary = f"{target}.{os.getpid()}.tmp"
+    with open(temporary, "wb") as handle:
+        handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, target)

@@ -1,0 +1,584 @@
+"""``TeamIndex``: the reading side of ``SessionIndex`` answered by the team index, so that the
+read verbs (``ls``, ``search``, ``show``, ``usage``, ``history``) run unchanged over it
+(``--db postgresql://…``). It returns the index's own kinds of records, each with the host it
+came from: sessions with the fields of IndexedSession, SearchHit, UsageRow, PromptHit.
+
+Search is PostgreSQL's full-text search: the ``search`` tsvector of each entry (GIN index),
+``websearch_to_tsquery`` for the words, phrases and -exclusions (the last plain word also as a
+prefix, as the local search reads it), ``ts_rank_cd`` then recency for the order and
+``ts_headline`` for the snippet. Trees and contexts are rebuilt from the entries' raw JSON,
+which only the ``full`` tier carries.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import psycopg
+
+from xcsh_store.errors import (
+    AmbiguousEntryError,
+    AmbiguousSessionError,
+    EntryNotFoundError,
+    SearchQueryError,
+    SessionNotFoundError,
+)
+from xcsh_store.index import IndexedEntry, PromptHit, SearchHit, SkippedLines, UsageRow
+from xcsh_store.index.names import MIN_PREFIX
+from xcsh_store.index.outline import SessionOutline, labels_of
+from xcsh_store.index.ranking import WINDOW
+from xcsh_store.index.search import search_role
+from xcsh_store.index.tree import build_tree
+from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
+from xcsh_store.team.server import TeamIndexError, connect, server_errors
+from xcsh_store.times import iso_millis, parse_iso
+
+# The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
+# index/usage.py, plus host). Timestamps are ISO 8601 text, as in the local index.
+_DAY = "CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}' THEN substr(timestamp, 1, 10) END"
+USAGE_GROUPS = {
+    "day": f"({_DAY})",
+    "week": f"to_char(date_trunc('week', ({_DAY})::date), 'YYYY-MM-DD')",
+    "month": f"substr(({_DAY}), 1, 7)",
+    "model": "coalesce(provider || '/', '') || coalesce(model, '?')",
+    "provider": "coalesce(provider, '?')",
+    "project": "project_dir",
+    "session": "session_id",
+    "host": "host",
+}
+_EPOCH = datetime.fromtimestamp(0, UTC)
+_SUMMED = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
+_SESSION_COLUMNS = (
+    "host, path, session_id, cwd, project_dir, coalesce(nullif(title, ''), compaction_title),"
+    " title_source, parent_session, version, created_at, modified_at, entry_count,"
+    " message_count, first_message, last_entry_id, input_tokens, output_tokens,"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost,"
+    " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
+    " AND (twin.host, twin.path) <> (s.host, s.path))"
+)
+_ORDERS = {
+    "modified": "modified_at DESC, host, path",
+    "created": "created_at DESC, host, path",
+    "title": "nullif(trim(coalesce(title, compaction_title)), '') IS NULL,"
+    " lower(nullif(trim(coalesce(title, compaction_title)), '')), modified_at DESC, host, path",
+}
+_PLAIN_WORD = re.compile(r"^[^\W_]+$")
+# What the search column makes a space (migrations/0001): all but letters and digits. A query
+# loses the same characters, keeping its websearch syntax: quotes and a leading minus.
+_SEPARATORS = re.compile(r"(?:[^\w\s\"-]|_|(?<=\w)-)+")
+
+
+def _time(text: str | None) -> datetime:
+    return (parse_iso(text) if text else None) or _EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class TeamSession:
+    """A session on the team index: the fields of IndexedSession, and its host."""
+
+    host: str
+    path: str
+    session_id: str
+    cwd: str
+    project_dir: str | None
+    title: str | None
+    title_source: str | None
+    parent_session_path: str | None
+    version: int | None
+    created_at: str | None
+    modified_at: str | None
+    entry_count: int
+    message_count: int
+    first_message_text: str | None
+    last_entry_id: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    premium_requests: float
+    cost: float
+    id_shared: bool
+
+    @property
+    def id(self) -> str:
+        return self.session_id
+
+    @property
+    def created(self) -> datetime:
+        return _time(self.created_at)
+
+    @property
+    def modified(self) -> datetime:
+        return _time(self.modified_at)
+
+    @property
+    def first_message(self) -> str:
+        return self.first_message_text or "(no messages)"
+
+
+def _session(row: Sequence[Any]) -> TeamSession:
+    return TeamSession(row[0], row[1], row[2], row[3] or "", *row[4:])
+
+
+@dataclass(frozen=True, slots=True)
+class TeamHit(SearchHit):
+    """A search hit on the team index, with its host."""
+
+    host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TeamPromptHit(PromptHit):
+    """A prompt of a host's history on the team index."""
+
+    host: str = ""
+
+
+class TeamIndex:
+    """The read verbs' questions, answered by the team index at ``url``."""
+
+    def __init__(self, connection: psycopg.Connection[Any], url: str) -> None:
+        self.connection = connection
+        self.url = url
+
+    @classmethod
+    def open(cls, url: str) -> TeamIndex:
+        connection = connect(url, read_only=True)
+        connection.read_only = True
+        return cls(connection, url)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> TeamIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _rows(self, sql: str, arguments: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        with server_errors(self.url, "reading"):
+            rows = self.connection.execute(sql, arguments).fetchall()
+            self.connection.rollback()
+        return rows
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        project: str | None = None,
+        limit: int | None = None,
+        order: str = "modified",
+        host: str | None = None,
+    ) -> list[TeamSession]:
+        if order not in _ORDERS:
+            raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
+        arguments: dict[str, Any] = {"limit": limit}
+        where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
+        sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
+        return [_session(row) for row in self._rows(sql, arguments)]
+
+    def find_session(self, prefix: str) -> TeamSession:
+        """As SessionIndex.find_session, over every host: a path (``host:path`` to pick one
+        host's file), else an id or file-name prefix that one file matches."""
+        text = prefix.strip()
+        if not text:
+            raise SessionNotFoundError("No session matches an empty id")
+        host, _, path = text.partition(":") if ":/" in text else ("", "", text)
+        if path.startswith("/") or path.endswith(".jsonl"):
+            found = self._rows(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE path = %s"
+                " AND (%s = '' OR host = %s) ORDER BY host",
+                (path, host, host),
+            )
+        else:
+            folded = text.lower()
+            found = self._rows(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions AS s"
+                " WHERE lower(session_id) LIKE %s ESCAPE '\\'"
+                " OR lower(regexp_replace(path, '^.*/', '')) LIKE %s ESCAPE '\\'"
+                " OR lower(regexp_replace(path, '^.*/[^_]*_', '')) LIKE %s ESCAPE '\\'"
+                " ORDER BY modified_at DESC, host, path LIMIT 21",
+                (_like_prefix(folded),) * 3,
+            )
+            whole = [
+                row for row in found if row[2].lower() == folded or _file_name(row[1]) == folded
+            ]
+            found = whole or found
+        if not found:
+            raise SessionNotFoundError(f"No session matches {text!r} on the team index")
+        if len(found) > 1:
+            candidates = [f"{row[0]}:{row[1]}" for row in found[:20]]
+            raise AmbiguousSessionError(
+                f"{text!r} matches {len(found)} sessions; give host:path of one", candidates
+            )
+        return _session(found[0])
+
+    def unique_id_prefixes(
+        self, session_ids: Iterable[str], minimum: int = MIN_PREFIX
+    ) -> dict[str, str]:
+        """As index.unique_id_prefixes: the shortest prefix no other session on any host has."""
+        prefixes = {}
+        for session_id in set(session_ids):
+            key = session_id.lower()
+            (below, above), = self._rows(
+                "SELECT (SELECT max(lower(session_id)) FROM sessions WHERE lower(session_id) < %s),"
+                " (SELECT min(lower(session_id)) FROM sessions WHERE lower(session_id) > %s)",
+                (key, key),
+            )  # fmt: skip
+            length = minimum
+            for neighbour in (below, above):
+                if neighbour is not None:
+                    # Character by character, as the ids are compared (not a path).
+                    shared = os.path.commonprefix([key, neighbour])  # noqa: RUF071
+                    length = max(length, len(shared) + 1)
+            prefixes[session_id] = session_id[:length]
+        return prefixes
+
+    def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]:
+        """The team index keeps no skipped lines: only the entries of the files."""
+        return {}
+
+    # -- trees ------------------------------------------------------------------------------
+
+    def _entries(self, info: TeamSession) -> list[tuple[IndexedEntry, dict[str, Any]]]:
+        """Every entry of the session as a tree row and its JSON (from raw: full tier only)."""
+        rows = self._rows(
+            "SELECT seq, id, parent_id, type, timestamp, role, provider, model, tool_name,"
+            " custom_type, raw FROM entries WHERE host = %s AND path = %s ORDER BY seq",
+            (info.host, info.path),
+        )
+        if rows and all(row[10] is None for row in rows):
+            raise TeamIndexError(
+                f"{info.host} pushes at a tier below full: the entries of its sessions have no"
+                " JSON on the team index (push with --tier full to see them)"
+            )
+        entries = []
+        for seq, *fields, raw in rows:
+            value = orjson.loads(raw) if raw is not None else {"type": fields[2]}
+            if fields[0] is not None:  # ids a v1/v2 file lacks come from its migration
+                value.setdefault("id", fields[0])
+                value.setdefault("parentId", fields[1])
+            entries.append((IndexedEntry(seq, seq, *fields, 0, 0, 0), value))
+        return [(row, value) for row, value in entries if value.get("type") != "session"]
+
+    def branch_entries(self, session: TeamSession, leaf_id: str | None = None) -> list[Any]:
+        values = [value for _, value in self._entries(session)]
+        return _path(values, leaf_id or session.last_entry_id)
+
+    def context(self, session: TeamSession, leaf_id: str | None = None) -> SessionContext:
+        values = [value for _, value in self._entries(session)]
+        leaf = leaf_id or session.last_entry_id
+        return build_session_context(values, leaf) if values and leaf else SessionContext()
+
+    def outline(self, session: TeamSession, leaf_id: str | None = None) -> SessionOutline:
+        entries = self._entries(session)
+        tree = build_tree([row for row, _ in entries if row.id is not None])
+        by_id = {row.id: value for row, value in entries if row.id is not None}
+        leaf = leaf_id or session.last_entry_id
+        active = [value["id"] for value in _path(list(by_id.values()), leaf)]
+        return SessionOutline(session, tree, by_id, labels_of(by_id.values()), leaf, active)  # type: ignore[arg-type]
+
+    def find_entry_id(self, session: TeamSession, text: str) -> str:
+        ids = [
+            row[0]
+            for row in self._rows(
+                "SELECT id FROM entries WHERE host = %s AND path = %s AND id LIKE %s ESCAPE '\\'"
+                " ORDER BY seq LIMIT 21",
+                (session.host, session.path, _like_prefix(text)),
+            )
+        ]
+        if text in ids:
+            return text
+        if not ids:
+            raise EntryNotFoundError(text)
+        if len(ids) > 1:
+            raise AmbiguousEntryError(f"Entry id {text!r} is ambiguous", ids[:20])
+        return ids[0]
+
+    def on_active_branch(self, hit: TeamHit) -> bool:
+        info = self.find_session(f"{hit.host}:{hit.path}")
+        if hit.entry_id is None or info.last_entry_id is None:
+            return False
+        found = self._rows(
+            "WITH RECURSIVE up (id, parent_id) AS ("
+            " SELECT id, parent_id FROM entries WHERE host = %(h)s AND path = %(p)s AND id = %(l)s"
+            " UNION SELECT e.id, e.parent_id FROM entries AS e JOIN up ON e.id = up.parent_id"
+            " WHERE e.host = %(h)s AND e.path = %(p)s)"
+            " SELECT 1 FROM up WHERE id = %(e)s",
+            {"h": hit.host, "p": hit.path, "l": info.last_entry_id, "e": hit.entry_id},
+        )  # fmt: skip
+        return bool(found)
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        project: str | None = None,
+        role: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        model: str | None = None,
+        limit: int = 20,
+        highlight: tuple[str, str] = ("[", "]"),
+        host: str | None = None,
+    ) -> list[TeamHit]:
+        """Ranked hits across every host's sessions (see the module docstring)."""
+        role = search_role(role) if role is not None else None
+        tsquery, arguments = _tsquery(query)
+        where = _equal({"e.role": role, "e.host": host}, arguments)
+        by_session = _equal({"s.cwd": cwd, "s.project_dir": project}, arguments)
+        if by_session:
+            where += (
+                " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.host = e.host"
+                f" AND s.path = e.path{by_session})"
+            )
+        if model is not None:
+            provider, _, name = model.partition("/")
+            where += " AND (e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
+            arguments |= {"model": model, "pr": provider, "mn": name}
+        for operator, name, bound in ((">=", "since", since), ("<", "until", until)):
+            if bound is not None:
+                where += f" AND e.timestamp {operator} %({name})s"
+                arguments[name] = bound if isinstance(bound, str) else iso_millis(bound)
+        start, stop = (mark.replace('"', "") for mark in highlight)
+        arguments |= {
+            "limit": limit,
+            "options": f'StartSel="{start}", StopSel="{stop}", MaxWords=14, MinWords=6,'
+            ' MaxFragments=1, FragmentDelimiter=" … "',
+        }
+        # As the local search (index/ranking.py WINDOW), only the newest matches are ranked:
+        # a common word matches most entries, and ranking reads every match's tsvector. The
+        # newest come from entries_timestamp, newest first, for a word that most entries hold,
+        # or from the GIN index and a sort, for a rarer one: the planner weighs the two, so
+        # the query is written out where it filters (a constant it can estimate).
+        rows = self._rows(
+            f"WITH q AS (SELECT {tsquery} AS q),"
+            " recent AS (SELECT e.host, e.path, e.seq FROM entries AS e"
+            f"  WHERE e.search @@ ({tsquery}){where}"
+            "  ORDER BY e.timestamp DESC NULLS LAST LIMIT %(window)s),"
+            " hit AS (SELECT e.host, e.path, e.seq, s.session_id,"
+            "  coalesce(nullif(s.title, ''), s.compaction_title) AS title, s.cwd, e.id, e.type,"
+            "  e.role, e.model, e.timestamp, ts_rank_cd(e.search, q.q) AS score"
+            "  FROM q, recent JOIN entries AS e USING (host, path, seq)"
+            "  JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
+            "  ORDER BY score DESC, e.timestamp DESC NULLS LAST, e.host, e.path, e.seq"
+            "  LIMIT %(limit)s)"
+            " SELECT hit.*, ts_headline('simple', left(e.text, 20000), q.q, %(options)s)"
+            " FROM q, hit JOIN entries AS e USING (host, path, seq)"
+            " ORDER BY hit.score DESC, hit.timestamp DESC NULLS LAST, hit.host, hit.path,"
+            " hit.seq",
+            arguments | {"window": WINDOW},
+        )
+        return [
+            TeamHit(
+                session_id=row[3],
+                path=row[1],
+                title=row[4],
+                cwd=row[5],
+                entry_id=row[6],
+                type=row[7],
+                role=row[8],
+                model=row[9],
+                timestamp=row[10],
+                snippet=row[12],
+                score=-row[11],
+                file_id=0,
+                pk=row[2],
+                host=row[0],
+            )
+            for row in rows
+        ]
+
+    # -- prompts ----------------------------------------------------------------------------
+
+    def history_search(self, query: str, limit: int = 20) -> list[TeamPromptHit]:
+        words = _SEPARATORS.sub(" ", query).replace('"', " ").split()
+        if not words:
+            return []
+        return self._prompts(
+            "WHERE h.search @@ to_tsquery('simple', %(q)s)",
+            {"q": " & ".join(_prefix_term(word) for word in words), "limit": limit},
+        )
+
+    def history_recent(self, limit: int = 20) -> list[TeamPromptHit]:
+        return self._prompts("", {"limit": limit})
+
+    def _prompts(self, where: str, arguments: dict[str, Any]) -> list[TeamPromptHit]:
+        rows = self._rows(
+            "SELECT h.host, h.id, h.prompt, h.created_at, h.cwd, l.session_id, l.path, l.id"
+            f" FROM history AS h LEFT JOIN LATERAL (SELECT s.session_id, s.path, e.id"
+            "  FROM entries AS e JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
+            "  WHERE e.host = h.host AND e.prompt_hash = h.prompt_hash"
+            "  ORDER BY e.timestamp LIMIT 1) AS l ON true"
+            f" {where} ORDER BY h.created_at DESC, h.host, h.id DESC LIMIT %(limit)s",
+            arguments,
+        )
+        return [
+            TeamPromptHit(prompt, created, cwd, "history", history_id, session_id, path, entry,
+                          host=host)
+            for host, history_id, prompt, created, cwd, session_id, path, entry in rows
+        ]  # fmt: skip
+
+    # -- usage ------------------------------------------------------------------------------
+
+    def usage(
+        self,
+        by: str | Sequence[str] = "day",
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> list[UsageRow]:
+        """As SessionIndex.usage, over every host; ``host`` is one more grouping.
+
+        Summed from usage_rollup (a few rows per session) where the bounds are whole days (or
+        none) and the host's rollup is up to date; from usage_entries otherwise.
+        """
+        groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
+        if not groups or any(group not in USAGE_GROUPS for group in groups):
+            raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
+        bounds = [
+            (operator, bound if isinstance(bound, str) else iso_millis(bound))
+            for operator, bound in ((">=", since), ("<", until))
+            if bound is not None
+        ]
+        keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{n}" for n, group in enumerate(groups))
+        names = ", ".join(f"key{n}" for n in range(len(groups)))
+        sums = "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+        sums += " sum(cache_write_tokens), sum(cost)"
+        entries = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
+        if all(bound.endswith("T00:00:00.000Z") for _, bound in bounds):
+            stale = [host for (host,) in self._rows("SELECT host FROM hosts WHERE usage_stale")]
+            days = "".join(f" AND day {operator} %s" for operator, _ in bounds)
+            source = (
+                "SELECT host, day AS timestamp, provider, model, project_dir, session_id,"
+                f" entries, {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%s){days}"
+            )
+            arguments = [stale, *(bound[:10] for _, bound in bounds)]
+            if stale:  # only then: the view is expensive even when it yields nothing
+                source += (
+                    " UNION ALL SELECT host, timestamp, provider, model, project_dir,"
+                    f" session_id, 1, {_SUMMED} FROM usage_entries WHERE host = ANY(%s){entries}"
+                )
+                arguments += [stale, *(bound for _, bound in bounds)]
+            sql = f"SELECT {keys}, sum(entries), {sums} FROM ({source}) AS usage GROUP BY {names}"
+        else:
+            arguments = [bound for _, bound in bounds]
+            sql = (
+                f"SELECT {keys}, count(*), {sums} FROM usage_entries WHERE true{entries}"
+                f" GROUP BY {names}"
+            )
+        rows = self._rows(f"{sql} ORDER BY {names}", arguments)
+        width = len(groups)
+        return [
+            UsageRow(
+                _joined(row[:width]),
+                *(int(value or 0) for value in row[width:-1]),
+                row[-1] or 0.0,
+                keys=tuple(row[:width]),
+            )
+            for row in rows
+        ]
+
+    # -- sql --------------------------------------------------------------------------------
+
+    def query(
+        self, sql: str, parameters: dict[str, Any], timeout: float | None = None
+    ) -> TeamQuery:
+        """One statement in a READ ONLY transaction (the connection's), streamed. ``:name``
+        binds a parameter, as on SQLite."""
+        text = re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql.replace("%", "%%"))
+        with server_errors(self.url, "running the query"):
+            if timeout:
+                self.connection.execute(
+                    "SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout * 1000)}",)
+                )
+            # Rows of a query stream through a server-side cursor, which only a query can have;
+            # any other statement (refused by the READ ONLY transaction) runs as it is.
+            streams = re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE)
+            cursor = self.connection.cursor(name="xcsh_sql" if streams else None)  # type: ignore[call-overload]
+            cursor.execute(text, parameters)
+        return TeamQuery(self.url, cursor)
+
+
+class TeamQuery:
+    """The rows of a query on the team index as they arrive, and their column names."""
+
+    def __init__(self, url: str, cursor: psycopg.Cursor[Any]) -> None:
+        self.url = url
+        self.cursor = cursor
+        with server_errors(url, "running the query"):
+            first = cursor.fetchmany(1)
+        self.columns = [column.name for column in cursor.description or []]
+        self._first = first
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        yield from self._first
+        with server_errors(self.url, "running the query"):
+            yield from self.cursor
+
+
+def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]]:
+    by_id = {value["id"]: value for value in values if isinstance(value.get("id"), str)}
+    if leaf is None or leaf not in by_id:
+        return []
+    return path_to_root(by_id[leaf], by_id)
+
+
+def _equal(pairs: dict[str, Any], arguments: dict[str, Any]) -> str:
+    """`` AND column = %(name)s`` for each given value, its value added to ``arguments``."""
+    where = ""
+    for number, (column, value) in enumerate(pairs.items()):
+        if value is not None:
+            where += f" AND {column} = %(equal{number})s"
+            arguments[f"equal{number}"] = value
+    return where
+
+
+def _tsquery(query: str) -> tuple[str, dict[str, Any]]:
+    """The tsquery SQL of a search and its arguments: websearch syntax for the words, phrases
+    and -exclusions, the last plain word also matching as a prefix."""
+    words = _SEPARATORS.sub(" ", query).split()
+    if not words or not any(re.search(r"\w", word) for word in words if not word.startswith("-")):
+        raise SearchQueryError(
+            "Nothing to search for: give at least one word"
+            " (punctuation is not searchable, and -excluded words only narrow a search)"
+        )
+    last = words[-1]
+    if _PLAIN_WORD.match(last) and query.count('"') % 2 == 0:
+        head = " ".join(words[:-1])
+        prefix = _prefix_term(last)
+        if head:
+            sql = "websearch_to_tsquery('simple', %(head)s) && to_tsquery('simple', %(prefix)s)"
+            return sql, {"head": head, "prefix": prefix}
+        return "to_tsquery('simple', %(prefix)s)", {"prefix": prefix}
+    return "websearch_to_tsquery('simple', %(head)s)", {"head": " ".join(words)}
+
+
+def _prefix_term(word: str) -> str:
+    """A to_tsquery term matching ``word`` as a prefix, whatever characters it holds."""
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "':*"
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1].lower().removesuffix(".jsonl")
+
+
+def _joined(keys: Sequence[Any]) -> str | None:
+    if len(keys) == 1:
+        return keys[0]
+    return " · ".join("?" if key is None else str(key) for key in keys)
