@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from session_builder import FIXTURES
 from team_server import psycopg, team_server, team_url
 from test_team_push import PLANTED, planted_host
 
@@ -170,3 +171,58 @@ def test_verbs_of_the_local_index_refuse_db(agent_dir: Path) -> None:
         result = CliRunner().invoke(cli, ["--db", "postgresql://nowhere/x", *verb])
         assert result.exit_code == 2, result.output
         assert f"--db is for ls, search, show, usage, history and sql; {verb[0]}" in result.output
+
+
+@pytest.fixture
+def host_with_claude_and_codex(tmp_path: Path, agent_dir: Path, team_url: str) -> Path:
+    """An xcsh agent dir with a Claude Code and a Codex root beside it, pushed as "laptop"."""
+    folder = planted_host(agent_dir)
+    for agent in ("claude", "codex"):
+        root = tmp_path / f"{agent}-root" / "project"
+        root.mkdir(parents=True)
+        for fixture in sorted((FIXTURES / agent).glob("*.jsonl")):
+            (root / fixture.name).write_bytes(fixture.read_bytes())
+        run("--agent-dir", str(folder), "sync", "--add-root", f"{agent}:{root.parent}")
+    push(str(folder), team_url, host="laptop")
+    return folder
+
+
+def test_other_agents_sessions_read_the_same_on_the_team_index(
+    host_with_claude_and_codex: Path, team_url: str
+) -> None:
+    local_dir = ["--agent-dir", str(host_with_claude_and_codex)]
+    for agent in ("claude", "codex", "xcsh"):
+        team = run("--db", team_url, "ls", "-n", "0", "--agent", agent)
+        local = run(*local_dir, "ls", "-n", "0", "--agent", agent)
+        assert local and {item["agent"] for item in team} == {agent}
+        for item in team + local:
+            item.pop("id_shared")
+        assert sorted(without_host(team, "laptop"), key=by_path) == sorted(local, key=by_path)
+    team_hits = run("--db", team_url, "search", "error", "--agent", "codex", "-n", "1000")
+    local_hits = run(*local_dir, "search", "error", "--agent", "codex", "-n", "1000")
+    assert local_hits and {hit["agent"] for hit in team_hits} == {"codex"}
+    assert _hit_keys(without_host(team_hits, "laptop")) == _hit_keys(local_hits)
+    fields = ("keys", "entries", "total_tokens", "estimated_cost_entries", "unpriced_entries")
+    team_usage = run("--db", team_url, "usage", "--by", "agent", "--by", "model")["rows"]
+    local_usage = run(*local_dir, "usage", "--by", "agent", "--by", "model")["rows"]
+    assert [[row[field] for field in fields] for row in team_usage] == [
+        [row[field] for field in fields] for row in local_usage
+    ]
+    assert [round(row["cost"], 9) for row in team_usage] == [
+        round(row["cost"], 9) for row in local_usage
+    ]
+    claude = run("--db", team_url, "usage", "--by", "agent", "--agent", "claude")["rows"]
+    assert [row["key"] for row in claude] == ["claude"] and claude[0]["estimated_cost_entries"]
+
+
+def test_a_claude_code_session_is_rebuilt_on_the_team_index(
+    host_with_claude_and_codex: Path, team_url: str
+) -> None:
+    session = "robcmills__cc.nvim__compact_boundary"
+    for view in (["--tree"], ["--context"]):
+        ours = run("--db", team_url, "show", session, *view)
+        theirs = run("--agent-dir", str(host_with_claude_and_codex), "show", session, *view)
+        assert ours["session"].pop("host") == "laptop"
+        for body in (ours, theirs):
+            body["session"].pop("id_shared")
+        assert ours == theirs

@@ -28,10 +28,20 @@ __all__ = [
     "AgentReader",
     "HistoryPrompt",
     "SessionFacts",
+    "cost_kind",
     "reader_for",
     "reader_named",
     "xcsh_agent_of",
 ]
+
+
+def cost_kind(agent: str, cost: float | None, tokens: int) -> str:
+    """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
+    (Claude Code and Codex write none: theirs come from list prices) or ``unpriced`` (tokens,
+    but no model with a known price): never show an unknown cost as $0."""
+    if agent not in OTHER_AGENTS:
+        return "recorded"
+    return "unpriced" if not cost and tokens else "estimated"
 
 
 def reader_for(first: dict[str, Any]) -> AgentReader | None:

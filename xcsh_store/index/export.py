@@ -23,7 +23,7 @@ SESSION_COLUMNS = (
     "session_id", "cwd", "project_dir", "title", "title_source", "parent_session", "version",
     "created_at", "modified_at", "entry_count", "message_count", "first_message",
     "last_entry_id", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "premium_requests", "cost", "compaction_title",
+    "premium_requests", "cost", "compaction_title", "agent", "parent_session_id",
 )  # fmt: skip
 ENTRY_COLUMNS = (
     "seq", "id", "parent_id", "type", "timestamp", "role", "provider", "model", "tool_name",
@@ -35,6 +35,7 @@ HISTORY_COLUMNS = ("id", "prompt", "created_at", "cwd", "prompt_hash")
 USAGE_COLUMNS = (
     "session_id", "project_dir", "cwd", "id", "timestamp", "provider", "model", "input_tokens",
     "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests", "cost",
+    "agent",
 )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import apsw
 import orjson
 
-from xcsh_store.agents import AGENTS, OTHER_AGENTS
+from xcsh_store.agents import AGENTS, cost_kind
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -219,14 +219,8 @@ class IndexedSession:
 
     @property
     def cost_kind(self) -> str:
-        """``recorded`` (the agent wrote its costs), ``estimated`` (Claude Code and Codex write
-        none: theirs come from list prices) or ``unpriced`` (tokens, but no model with a known
-        price): never show an unknown cost as $0."""
-        if self.agent not in OTHER_AGENTS:
-            return "recorded"
-        if not self.cost and self.input_tokens + self.output_tokens:
-            return "unpriced"
-        return "estimated"
+        """recorded, estimated or unpriced (agents.cost_kind)."""
+        return cost_kind(self.agent, self.cost, self.input_tokens + self.output_tokens)
 
     @property
     def cwd(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import psycopg
 
+from xcsh_store.agents import OTHER_AGENTS, cost_kind
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -50,6 +51,8 @@ USAGE_GROUPS = {
     "provider": "coalesce(provider, '?')",
     "project": "project_dir",
     "session": "session_id",
+    "agent": "agent",
+    "root-session": "coalesce(parent_session_id, session_id)",
     "host": "host",
 }
 _EPOCH = datetime.fromtimestamp(0, UTC)
@@ -58,7 +61,7 @@ _SESSION_COLUMNS = (
     "host, path, session_id, cwd, project_dir, coalesce(nullif(title, ''), compaction_title),"
     " title_source, parent_session, version, created_at, modified_at, entry_count,"
     " message_count, first_message, last_entry_id, input_tokens, output_tokens,"
-    " cache_read_tokens, cache_write_tokens, premium_requests, cost,"
+    " cache_read_tokens, cache_write_tokens, premium_requests, cost, agent, parent_session_id,"
     " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
     " AND (twin.host, twin.path) <> (s.host, s.path))"
 )
@@ -103,6 +106,8 @@ class TeamSession:
     cache_write_tokens: int
     premium_requests: float
     cost: float
+    agent: str
+    parent_session_id: str | None
     id_shared: bool
 
     @property
@@ -120,6 +125,10 @@ class TeamSession:
     @property
     def first_message(self) -> str:
         return self.first_message_text or "(no messages)"
+
+    @property
+    def cost_kind(self) -> str:
+        return cost_kind(self.agent, self.cost, self.input_tokens + self.output_tokens)
 
 
 def _session(row: Sequence[Any]) -> TeamSession:
@@ -176,12 +185,14 @@ class TeamIndex:
         project: str | None = None,
         limit: int | None = None,
         order: str = "modified",
+        agents: Collection[str] | None = None,
         host: str | None = None,
     ) -> list[TeamSession]:
         if order not in _ORDERS:
             raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
         arguments: dict[str, Any] = {"limit": limit}
         where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
+        where += _any_agent("agent", agents, arguments)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
         sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
@@ -332,6 +343,7 @@ class TeamIndex:
         model: str | None = None,
         limit: int = 20,
         highlight: tuple[str, str] = ("[", "]"),
+        agents: Collection[str] | None = None,
         host: str | None = None,
     ) -> list[TeamHit]:
         """Ranked hits across every host's sessions (see the module docstring)."""
@@ -339,6 +351,7 @@ class TeamIndex:
         tsquery, arguments = _tsquery(query)
         where = _equal({"e.role": role, "e.host": host}, arguments)
         by_session = _equal({"s.cwd": cwd, "s.project_dir": project}, arguments)
+        by_session += _any_agent("s.agent", agents, arguments)
         if by_session:
             where += (
                 " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.host = e.host"
@@ -370,7 +383,7 @@ class TeamIndex:
             "  ORDER BY e.timestamp DESC NULLS LAST LIMIT %(window)s),"
             " hit AS (SELECT e.host, e.path, e.seq, s.session_id,"
             "  coalesce(nullif(s.title, ''), s.compaction_title) AS title, s.cwd, e.id, e.type,"
-            "  e.role, e.model, e.timestamp, ts_rank_cd(e.search, q.q) AS score"
+            "  e.role, e.model, e.timestamp, ts_rank_cd(e.search, q.q) AS score, s.agent"
             "  FROM q, recent JOIN entries AS e USING (host, path, seq)"
             "  JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
             "  ORDER BY score DESC, e.timestamp DESC NULLS LAST, e.host, e.path, e.seq"
@@ -392,10 +405,11 @@ class TeamIndex:
                 role=row[8],
                 model=row[9],
                 timestamp=row[10],
-                snippet=row[12],
+                snippet=row[13],
                 score=-row[11],
                 file_id=0,
                 pk=row[2],
+                agent=row[12],
                 host=row[0],
             )
             for row in rows
@@ -403,16 +417,23 @@ class TeamIndex:
 
     # -- prompts ----------------------------------------------------------------------------
 
-    def history_search(self, query: str, limit: int = 20) -> list[TeamPromptHit]:
+    # The team index holds each host's history.db: xcsh's prompts only.
+    def history_search(
+        self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
+    ) -> list[TeamPromptHit]:
         words = _SEPARATORS.sub(" ", query).replace('"', " ").split()
-        if not words:
+        if not words or (agents and "xcsh" not in agents):
             return []
         return self._prompts(
             "WHERE h.search @@ to_tsquery('simple', %(q)s)",
             {"q": " & ".join(_prefix_term(word) for word in words), "limit": limit},
         )
 
-    def history_recent(self, limit: int = 20) -> list[TeamPromptHit]:
+    def history_recent(
+        self, limit: int = 20, *, agents: Collection[str] | None = None
+    ) -> list[TeamPromptHit]:
+        if agents and "xcsh" not in agents:
+            return []
         return self._prompts("", {"limit": limit})
 
     def _prompts(self, where: str, arguments: dict[str, Any]) -> list[TeamPromptHit]:
@@ -438,6 +459,7 @@ class TeamIndex:
         by: str | Sequence[str] = "day",
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
     ) -> list[UsageRow]:
         """As SessionIndex.usage, over every host; ``host`` is one more grouping.
 
@@ -454,38 +476,49 @@ class TeamIndex:
         ]
         keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{n}" for n, group in enumerate(groups))
         names = ", ".join(f"key{n}" for n in range(len(groups)))
-        sums = "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
-        sums += " sum(cache_write_tokens), sum(cost)"
+        sums = "sum(entries), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+        sums += " sum(cache_write_tokens), sum(cost), sum(estimated), sum(unpriced)"
+        # usage_entries' rows as usage_rollup's: one entry each, its cost estimated or unknown.
+        per_entry = (
+            "SELECT host, timestamp, provider, model, project_dir, session_id, agent,"
+            " parent_session_id, 1 AS entries, (agent = ANY(%s) AND cost IS NOT NULL)::int"
+            f" AS estimated, (cost IS NULL)::int AS unpriced, {_SUMMED} FROM usage_entries"
+        )
         entries = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
+        others = list(OTHER_AGENTS)
         if all(bound.endswith("T00:00:00.000Z") for _, bound in bounds):
             stale = [host for (host,) in self._rows("SELECT host FROM hosts WHERE usage_stale")]
             days = "".join(f" AND day {operator} %s" for operator, _ in bounds)
             source = (
-                "SELECT host, day AS timestamp, provider, model, project_dir, session_id,"
-                f" entries, {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%s){days}"
+                "SELECT host, day AS timestamp, provider, model, project_dir, session_id, agent,"
+                " parent_session_id, entries, estimated, unpriced,"
+                f" {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%s){days}"
             )
-            arguments = [stale, *(bound[:10] for _, bound in bounds)]
+            arguments: list[Any] = [stale, *(bound[:10] for _, bound in bounds)]
             if stale:  # only then: the view is expensive even when it yields nothing
-                source += (
-                    " UNION ALL SELECT host, timestamp, provider, model, project_dir,"
-                    f" session_id, 1, {_SUMMED} FROM usage_entries WHERE host = ANY(%s){entries}"
-                )
-                arguments += [stale, *(bound for _, bound in bounds)]
-            sql = f"SELECT {keys}, sum(entries), {sums} FROM ({source}) AS usage GROUP BY {names}"
+                source += f" UNION ALL {per_entry} WHERE host = ANY(%s){entries}"
+                arguments += [others, stale, *(bound for _, bound in bounds)]
         else:
-            arguments = [bound for _, bound in bounds]
-            sql = (
-                f"SELECT {keys}, count(*), {sums} FROM usage_entries WHERE true{entries}"
-                f" GROUP BY {names}"
-            )
-        rows = self._rows(f"{sql} ORDER BY {names}", arguments)
+            source = f"{per_entry} WHERE true{entries}"
+            arguments = [others, *(bound for _, bound in bounds)]
+        agents_only = ""
+        if agents:
+            agents_only = " WHERE agent = ANY(%s)"
+            arguments.append(list(agents))
+        rows = self._rows(
+            f"SELECT {keys}, {sums} FROM ({source}) AS usage{agents_only}"
+            f" GROUP BY {names} ORDER BY {names}",
+            arguments,
+        )
         width = len(groups)
         return [
             UsageRow(
                 _joined(row[:width]),
-                *(int(value or 0) for value in row[width:-1]),
-                row[-1] or 0.0,
+                *(int(value or 0) for value in row[width : width + 5]),
+                row[width + 5] or 0.0,
                 keys=tuple(row[:width]),
+                estimated=int(row[width + 6] or 0),
+                unpriced=int(row[width + 7] or 0),
             )
             for row in rows
         ]
@@ -533,6 +566,14 @@ def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]
     if leaf is None or leaf not in by_id:
         return []
     return path_to_root(by_id[leaf], by_id)
+
+
+def _any_agent(column: str, agents: Collection[str] | None, arguments: dict[str, Any]) -> str:
+    """`` AND column = ANY(%(agents)s)`` when only some agents' sessions are asked for."""
+    if not agents:
+        return ""
+    arguments["agents"] = list(agents)
+    return f" AND {column} = ANY(%(agents)s)"
 
 
 def _equal(pairs: dict[str, Any], arguments: dict[str, Any]) -> str:

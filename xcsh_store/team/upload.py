@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.export import (
     ENTRY_COLUMNS,
@@ -170,10 +171,14 @@ def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
     connection.execute(
         "INSERT INTO usage_rollup SELECT host, CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}'"
         " THEN substr(timestamp, 1, 10) END AS day, provider, model, project_dir, session_id,"
-        " count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+        " agent, parent_session_id, count(*),"
+        " count(*) FILTER (WHERE agent = ANY(%s) AND cost IS NOT NULL),"
+        " count(*) FILTER (WHERE cost IS NULL),"
+        " sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
         " sum(cache_write_tokens), sum(cost) FROM usage_entries WHERE host = %s"
-        " GROUP BY host, day, provider, model, project_dir, session_id",
-        (host,),
+        " GROUP BY host, day, provider, model, project_dir, session_id, agent,"
+        " parent_session_id",
+        (list(OTHER_AGENTS), host),
     )
     connection.execute("UPDATE hosts SET usage_stale = false WHERE host = %s", (host,))
 

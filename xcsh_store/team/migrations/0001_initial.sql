@@ -31,7 +31,7 @@ CREATE TABLE files (
     PRIMARY KEY (host, path)
 );
 
--- One row per session file. A new column (the agent that wrote the session, say) is one
+-- One row per session file. A new column is one
 -- ALTER TABLE ... ADD COLUMN in a later migration: no reader selects * from this table.
 CREATE TABLE sessions (
     host text NOT NULL,
@@ -56,6 +56,10 @@ CREATE TABLE sessions (
     premium_requests double precision NOT NULL DEFAULT 0,
     cost double precision NOT NULL DEFAULT 0,
     compaction_title text,
+    -- Which agent wrote it (xcsh, pi, omp, claude, codex), and the session id of the session
+    -- it is a subagent or fork of (local migration 0009).
+    agent text NOT NULL,
+    parent_session_id text,
     PRIMARY KEY (host, path),
     FOREIGN KEY (host, path) REFERENCES files (host, path) ON DELETE CASCADE
 );
@@ -141,7 +145,7 @@ SELECT * FROM (
     SELECT
         e.host, e.path, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
         e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-        e.premium_requests, e.cost,
+        e.premium_requests, e.cost, s.agent, s.parent_session_id,
         row_number() OVER (
             PARTITION BY e.host, e.id, e.timestamp ORDER BY s.created_at, e.path
         ) AS copy_number
@@ -162,7 +166,13 @@ CREATE TABLE usage_rollup (
     model text,
     project_dir text,
     session_id text,
+    agent text NOT NULL,
+    parent_session_id text,
     entries bigint NOT NULL,
+    -- Entries whose cost is estimated (Claude Code and Codex write none), and entries of a
+    -- model without a known price (as the local UsageRow's estimated and unpriced).
+    estimated bigint NOT NULL,
+    unpriced bigint NOT NULL,
     input_tokens bigint,
     output_tokens bigint,
     cache_read_tokens bigint,
