@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify as dumps
 
 PROJECT = "--work-demo--"
@@ -89,6 +90,19 @@ def copy_fixtures(agent_dir: Path, max_bytes: int | None = None) -> list[Path]:
         for path in PI_FIXTURES
         if max_bytes is None or path.stat().st_size <= max_bytes
     ]
+
+
+def index_other_agents_file(agent_dir: Path, root: Path, agent: str, name: str) -> Path:
+    """Copy the real ``agent`` (claude, codex) fixture ``name`` into a project folder of
+    ``root``, index ``root`` as that agent's root beside ``agent_dir`` and sync; the copy."""
+    project = root / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    copy = Path(shutil.copy(FIXTURES / agent / name, project / name))
+    sessions_dir(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.add_root(str(root), agent=agent)
+        index.sync()
+    return copy
 
 
 def random_tree_session(

@@ -9,7 +9,14 @@ from typing import Any
 
 import anyio
 import pytest
-from session_builder import FIXTURES, append, flux_records, message, sessions_dir, write_session
+from session_builder import (
+    append,
+    flux_records,
+    index_other_agents_file,
+    message,
+    sessions_dir,
+    write_session,
+)
 
 from xcsh_store.index import SessionIndex
 
@@ -124,14 +131,9 @@ def test_an_unknown_session_is_an_error_result_not_a_crash(agent_dir, branched):
 
 def test_a_claude_code_session_is_read_as_entries_of_the_xcsh_model(agent_dir, tmp_path):
     # The compact_boundary fixture's second line is the compaction summary (isCompactSummary).
-    root = tmp_path / "claude-projects" / "-Users-robcmills-src-openclaw"
-    root.mkdir(parents=True)
-    fixture = FIXTURES / "claude" / "robcmills__cc.nvim__compact_boundary.jsonl"
-    (root / fixture.name).write_bytes(fixture.read_bytes())
-    sessions_dir(agent_dir).mkdir(parents=True, exist_ok=True)
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.add_root(str(root.parent), agent="claude")
-        index.sync()
+    fixture = index_other_agents_file(
+        agent_dir, tmp_path / "claude", "claude", "robcmills__cc.nvim__compact_boundary.jsonl"
+    )
     _tools, [page, claude, codex] = call_tools(
         agent_dir,
         [

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from session_builder import (
-    FIXTURES,
     append,
     flux_records,
     header,
+    index_other_agents_file,
     message,
     random_tree_session,
     sessions_dir,
@@ -215,15 +215,10 @@ def test_the_branch_walked_up_the_tree_is_the_index_branch(agent_dir, seed):
 def test_a_claude_code_session_is_shown_as_entries_of_the_xcsh_model(agent_dir, client, tmp_path):
     # The fixture's second line is the isCompactSummary user line after a compact_boundary:
     # the page shows it as the compaction it is, with its summary text.
-    root = tmp_path / "claude-projects" / "-Users-robcmills-src-openclaw"
-    root.mkdir(parents=True)
-    fixture = FIXTURES / "claude" / "robcmills__cc.nvim__compact_boundary.jsonl"
-    (root / fixture.name).write_bytes(fixture.read_bytes())
-    sessions_dir(agent_dir).mkdir(parents=True, exist_ok=True)
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.add_root(str(root.parent), agent="claude")
-        index.sync()
-    html = client.get("/session", params={"path": str(root / fixture.name)}).text
+    fixture = index_other_agents_file(
+        agent_dir, tmp_path / "claude", "claude", "robcmills__cc.nvim__compact_boundary.jsonl"
+    )
+    html = client.get("/session", params={"path": str(fixture)}).text
     assert "continued from a previous conversation" in html
     assert re.search(r'<article class="entry [^"]*" id="entry-86f56821', html)
 
@@ -231,13 +226,12 @@ def test_a_claude_code_session_is_shown_as_entries_of_the_xcsh_model(agent_dir, 
 def test_the_list_and_the_search_filter_by_agent_and_mark_estimated_costs(
     agent_dir, client, branched, tmp_path
 ):
-    root = tmp_path / "claude-projects" / "-Users-nicksol-Desktop-agentic-wallet"
-    root.mkdir(parents=True)
-    fixture = FIXTURES / "claude" / "thejamesnick__agentic-wallet__claude-session.jsonl"
-    (root / fixture.name).write_bytes(fixture.read_bytes())
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.add_root(str(root.parent), agent="claude")
-        index.sync()
+    fixture = index_other_agents_file(
+        agent_dir,
+        tmp_path / "claude",
+        "claude",
+        "thejamesnick__agentic-wallet__claude-session.jsonl",
+    )
     listed = client.get("/", params={"agent": "claude"}).text
     assert fixture.stem in listed and "sess-branched" not in listed
     # Its one model (claude-opus-4-6) has no list price here: tokens, but no cost shown as $0.
