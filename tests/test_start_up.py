@@ -107,15 +107,22 @@ def test_help_and_ls_import_none_of_the_live_verbs_packages(agent_dir, two_sessi
 
 
 @pytest.mark.parametrize(
-    ("verb", "package", "extra"),
-    [("watch", "watchfiles", "web"), ("serve", "starlette", "web"), ("mcp", "mcp", "mcp")],
+    ("arguments", "verb", "package", "extra"),
+    [
+        ("watch", "watch", "watchfiles", "web"),
+        ("serve", "serve", "starlette", "web"),
+        ("mcp", "mcp", "mcp", "mcp"),
+        ("push postgresql://127.0.0.1/team", "push", "psycopg", "team"),
+        ("export parquet out", "export parquet", "pyarrow", "team"),
+        ("--db postgresql://127.0.0.1/team ls", "--db", "psycopg", "team"),
+    ],
 )
-def test_a_live_verb_without_its_extra_says_how_to_get_it(
-    agent_dir, two_sessions, verb, package, extra
+def test_a_verb_without_its_extra_says_how_to_get_it(
+    agent_dir, two_sessions, arguments, verb, package, extra
 ):
     script = (
         f"import sys\nsys.modules[{package!r}] = None\nfrom xcsh_store.cli import cli\n"
-        f"cli(['--agent-dir', {str(agent_dir)!r}, {verb!r}])"
+        f"cli(['--agent-dir', {str(agent_dir)!r}, *{arguments.split()!r}])"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import importlib
-import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -297,16 +296,23 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
         raise click.UsageError(
             f"--db is for ls, search, show, usage, history and sql; {verb} works on index.db"
         )
-    require_extra("psycopg", "--db")
+    require_extra("--db", "team", "psycopg")
     from xcsh_store.team import TeamIndex
 
     return TeamIndex.open(settings.db)  # type: ignore[return-value]
 
 
-def require_extra(module: str, what: str) -> None:
-    """Exit 2 with one line when the ``team`` extra is not installed."""
-    if importlib.util.find_spec(module) is None:
-        raise click.UsageError(f"xcsh-store {what} needs {module}: pip install 'xcsh-store[team]'")
+def require_extra(verb: str, extra: str, *modules: str) -> None:
+    """Import ``modules``; the first missing one ends the verb with the one line that says how
+    to get it (exit 2)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            click.echo(
+                f"xcsh-store {verb} needs {module}: pip install 'xcsh-store[{extra}]'", err=True
+            )
+            sys.exit(2)
 
 
 def team_only(settings: Settings, given: bool, option: str) -> None:

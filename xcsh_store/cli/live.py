@@ -5,7 +5,6 @@ packages only when it runs, and says in one line how to install them when they a
 from __future__ import annotations
 
 import contextlib
-import importlib
 import signal
 import sys
 import threading
@@ -15,25 +14,20 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
-from xcsh_store.cli.app import Settings, cli, echo, json_option, open_index, pass_settings
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    echo,
+    json_option,
+    open_index,
+    pass_settings,
+    require_extra,
+)
 from xcsh_store.cli.maintenance import require_agent_dir
 from xcsh_store.cli.render import home_relative, local_time
 
 if TYPE_CHECKING:
     from xcsh_store.watch import AppliedChange
-
-
-def needs(verb: str, extra: str, *modules: str) -> None:
-    """Import ``modules``; the first missing one ends the verb with the one line that says how
-    to get it (exit 2)."""
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            click.echo(
-                f"xcsh-store {verb} needs {module}: pip install 'xcsh-store[{extra}]'", err=True
-            )
-            sys.exit(2)
 
 
 @contextlib.contextmanager
@@ -103,7 +97,7 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
       xcsh-store watch
       xcsh-store watch --json | jq -c 'select(.change == "indexed")'
     """
-    needs("watch", "web", "watchfiles")
+    require_extra("watch", "web", "watchfiles")
     from xcsh_store.watch import IndexWatcher, WatchOptions
 
     require_agent_dir(settings)
@@ -129,7 +123,7 @@ def mcp_command(settings: Settings) -> None:
     recall_prompts, usage; JSON results of bounded size. Add it to an agent's MCP config as
     the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
     """
-    needs("mcp", "mcp", "mcp")
+    require_extra("mcp", "mcp", "mcp")
     from xcsh_store.agent_tools import serve_stdio
 
     open_index(settings).close()  # no index yet: say so now, not on the first call
@@ -166,7 +160,9 @@ def serve_command(
       xcsh-store serve --watch
       xcsh-store serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
     """
-    needs("serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else []))
+    require_extra(
+        "serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else [])
+    )
     from xcsh_store.web import serve
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:

@@ -66,7 +66,7 @@ def push_command(
       xcsh-store push "$XCSH_STORE_DB" --tier usage --host ci-runner-3
       xcsh-store push "$XCSH_STORE_DB" --watch 5m
     """
-    require_extra("psycopg", "push")
+    require_extra("push", "team", "psycopg")
     from xcsh_store.team import TeamConnectionError, push
 
     if every is not None and every.total_seconds() < 1:
@@ -150,7 +150,7 @@ def export_parquet_command(
       duckdb -c "SELECT host, month, sum(cost) FROM read_parquet(
           '$HOME/xcsh-parquet/usage/**/*.parquet', hive_partitioning = true) GROUP BY ALL"
     """
-    require_extra("pyarrow", "export parquet")
+    require_extra("export parquet", "team", "pyarrow")
     from xcsh_store.team import export_parquet
 
     report = export_parquet(settings.agent_dir, folder, tier=tier, host=host)
