@@ -10,7 +10,7 @@ rows, as bench_index_sync does for xcsh files; then search and ``ls --agent`` on
   thinking and tool_use blocks, tool results, progress and file-history-snapshot lines) and
   Codex rollouts (session_meta, turn_context, user_message events, response items: messages,
   reasoning summaries, function calls and outputs, token_count events), written once under
-  /work/bench-data/agents-* (or $XCSH_BENCH_DATA) and reused;
+  $XCSH_BENCH_DATA/agents-* (default benchmarks/.data) and reused;
 * full sync, 1 worker and the default: ``SessionIndex.sync`` from an empty index;
 * the floor: orjson-parse every line, then insert exactly the rows the sync produced
   (bench_index_sync.floor): the work a sync in one process cannot avoid;
@@ -36,12 +36,13 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_index_sync import _sync_rows, build_chunks, floor
-from benchmarks.corpus import parse_size
+from benchmarks.corpus import DATA_DIR, parse_size
 from benchmarks.harness import compare, measure_in_child, print_table, time_call
 from benchmarks.index_common import WORK_DIR, fresh_db_path
+from benchmarks.index_common import agent_corpus as xcsh_corpus
 from xcsh_store.index import SessionIndex
 
-DATA = Path(os.environ.get("XCSH_BENCH_DATA", "/work/bench-data"))
+DATA = Path(os.environ.get("XCSH_BENCH_DATA", DATA_DIR))
 WORDS = (Path(__file__).parent / "words.txt").read_text().split()
 
 
@@ -364,10 +365,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument(
         "--mixed-xcsh",
-        default=str(DATA / "agent-200mb-10000"),
-        help="the xcsh agent dir of the mixed index (only read)",
+        help="the xcsh agent dir of the mixed index (only read; default: generated once)",
     )
     options = parser.parse_args()
+    options.mixed_xcsh = options.mixed_xcsh or xcsh_corpus("200MB", 10_000).agent_dir
     size = parse_size(options.size)
     rows = throughput("claude", size, options.sessions) + throughput(
         "codex", size, options.sessions

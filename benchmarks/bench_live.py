@@ -1,19 +1,20 @@
 """watch and serve: freshness, idle cost and page times, each beside a baseline of the same run.
 
-    python benchmarks/bench_live.py [--work /work/bench-data/live-work] [--appends 200]
+    python benchmarks/bench_live.py [--work DIR] [--appends 200]
                                     [--idle 60] [--requests 40]
 
 * Freshness (issue 19: p95 ≤ 250 ms): ``xcsh-store watch`` over a copy of the 10,000-file
-  corpus (/work/bench-data/agent-200mb-10000) while one writer appends a message with a new
-  word to a session every 50 ms; each append's time until a search (a read-only index in this
-  process, polled every 2 ms) finds the word. Baseline: the same append made searchable by one
-  incremental ``sync`` in this process (the work itself, without events and debounce).
+  corpus (agent-200mb-10000 of index_common.agent_corpus) while one writer appends a
+  message with a new word to a session every 50 ms; each append's time until a search (a
+  read-only index in this process, polled every 2 ms) finds the word. Baseline: the same
+  append made searchable by one incremental ``sync`` in this process (the work itself,
+  without events and debounce).
 * Idle cost (≤ 1 % of one core, no session bytes read, RSS ≤ 80 MB): the same watcher left alone
   for ``--idle`` seconds: CPU time from /proc/<pid>/stat, bytes read from /proc/<pid>/io
   (``rchar``: every read system call, cached or not), RSS. Baseline: a Python interpreter that
   imported the same modules and sleeps.
 * Web (server time p95 ≤ 50 ms): the app's list, search and session pages over a copy of the
-  1 GB corpus (/work/bench-data/agent-1gb-2000, indexed once), requested in process through the
+  1 GB corpus (agent-1gb-2000, indexed once), requested in process through the
   ASGI test client (no sockets); baseline: the library calls that answer the same question
   (list_sessions, search, branch rows) without the HTML.
 
@@ -39,10 +40,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import compare, io_counters, percentile, print_table
+from benchmarks.index_common import WORK_DIR, agent_corpus
 from xcsh_store.index import SessionIndex
 
-SMALL = "/work/bench-data/agent-200mb-10000"
-LARGE = "/work/bench-data/agent-1gb-2000"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -251,7 +251,7 @@ def web_times(agent_dir: str, requests: int) -> list[tuple[str, list[float], lis
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", default="/work/bench-data/live-work")
+    parser.add_argument("--work", default=str(WORK_DIR / "live"))
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--idle", type=float, default=60.0)
     parser.add_argument("--requests", type=int, default=40)
@@ -260,10 +260,10 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     print("load before:", os.getloadavg())
 
-    small = copied(SMALL, work, "w10k")
+    small = copied(agent_corpus("200MB", 10_000).agent_dir, work, "w10k")
     latencies, baseline = freshness(small, options.appends)
     idle = idle_cost(small, options.idle)
-    large = copied(LARGE, work, "w1gb")
+    large = copied(agent_corpus("1GB", 2000).agent_dir, work, "w1gb")
     web = web_times(large, options.requests)
     print("load after:", os.getloadavg())
 

@@ -1,7 +1,7 @@
 """The team index and the Parquet export on the benchmark corpora, side by side in one run.
 
     python benchmarks/bench_team.py [--pg postgresql://postgres@127.0.0.1:5432/postgres]
-        [--corpus /work/bench-data/agent-1gb-2000] [--small /work/bench-data/agent-200mb-10000]
+        [--corpus DIR] [--small DIR]
 
 Rows (targets of issue 17):
 
@@ -14,8 +14,10 @@ Rows (targets of issue 17):
 * ``usage --by host --by day`` over the three hosts: at most 100 ms;
 * export of the 1 GB corpus to Parquet, and a DuckDB query over it (no target).
 
-The corpora are read, never written: their indexes live in /work/bench-data/team-index-*
-(built when missing). Each run creates its databases (unique names) and drops them after.
+The corpora (by default agent-1gb-2000 and agent-200mb-10000 of index_common.agent_corpus,
+generated once into $XCSH_BENCH_DATA) are read, never written: their indexes live in the
+benchmarks' work folder (built when missing). Each run creates its databases (unique names)
+and drops them after.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import psycopg
 from benchmarks.bench_index_search import middling_words, queries_for
 from benchmarks.corpus import CorpusManifest
 from benchmarks.harness import compare, percentile, print_table, time_interleaved
+from benchmarks.index_common import WORK_DIR, agent_corpus
 from xcsh_store.index import SessionIndex
 from xcsh_store.team import TeamIndex, connect, export_parquet, push
 
@@ -54,7 +57,7 @@ TABLES = {
     "entries": None,
     "blob_refs": "host, path, seq, hash",
 }
-INDEX_HOME = Path("/work/bench-data")
+INDEX_HOME = WORK_DIR
 
 
 def database_url(base: str, name: str) -> str:
@@ -149,9 +152,11 @@ def timed(call: Callable[[], Any]) -> tuple[float, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--corpus", default="/work/bench-data/agent-1gb-2000")
-    parser.add_argument("--small", default="/work/bench-data/agent-200mb-10000")
+    parser.add_argument("--corpus", help="the 1 GB agent dir (default: generated once)")
+    parser.add_argument("--small", help="the 10,000-session agent dir (default: generated once)")
     options = parser.parse_args()
+    options.corpus = options.corpus or agent_corpus("1GB", 2000).agent_dir
+    options.small = options.small or agent_corpus("200MB", 10_000).agent_dir
     print(f"load before: {os.getloadavg()}", flush=True)
     big_db = built_index(options.corpus, "team-index-1gb")
     small_db = built_index(options.small, "team-index-10000")
