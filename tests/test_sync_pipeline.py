@@ -305,17 +305,26 @@ def test_a_killed_worker_stops_the_sync_and_the_next_one_completes(agent_dir, tm
     assert_same_tables(db_path, tmp_path / "clean.db", BY_CONTENT)
 
 
+# A sync that reports each file it starts, and after ``held`` of them waits there, its workers
+# running, until it is signalled: the signal always lands mid-sync, however far the writer got
+# while the test read its reports.
 _WRITER = """
-import sys
+import sys, time
 from xcsh_store.index import SessionIndex, pipeline
 
 pipeline.PARALLEL_MIN_BYTES = 0
 pipeline.WORKER_CHUNK_VALUES = 40
 pipeline.WORKER_CHUNK_BYTES = 16 << 10
 pipeline.OUTBOX_BYTES = 1
+held = int(sys.argv[3])
+started = 0
 
 def progress(done, total, path):
+    global started
+    started += 1
     print("FILE", flush=True)
+    if started == held:
+        time.sleep(600)
 
 with SessionIndex.open(sys.argv[1], db_path=sys.argv[2]) as index:
     index.sync(workers=2, progress=progress)
@@ -323,9 +332,9 @@ print("DONE", flush=True)
 """
 
 
-def _start_writer(agent_dir: Path, db_path: Path) -> subprocess.Popen[str]:
+def _start_writer(agent_dir: Path, db_path: Path, held: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(agent_dir), str(db_path)],
+        [sys.executable, "-c", _WRITER, str(agent_dir), str(db_path), str(held)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -348,7 +357,7 @@ def _after_files(writer: subprocess.Popen[str], count: int) -> list[int]:
 def test_a_killed_writer_leaves_no_worker_and_the_next_sync_completes(agent_dir, tmp_path):
     varied_corpus(agent_dir)
     db_path = tmp_path / "index.db"
-    writer = _start_writer(agent_dir, db_path)
+    writer = _start_writer(agent_dir, db_path, 20)
     workers = _after_files(writer, 20)
     writer.send_signal(signal.SIGKILL)
     writer.communicate()
@@ -363,7 +372,7 @@ def test_a_killed_writer_leaves_no_worker_and_the_next_sync_completes(agent_dir,
 def test_ctrl_c_stops_the_writer_and_its_workers(agent_dir, tmp_path):
     varied_corpus(agent_dir)
     db_path = tmp_path / "index.db"
-    writer = _start_writer(agent_dir, db_path)
+    writer = _start_writer(agent_dir, db_path, 10)
     workers = _after_files(writer, 10)
     os.killpg(writer.pid, signal.SIGINT)  # what a terminal sends the whole process group
     _out, errors = writer.communicate(timeout=120)
