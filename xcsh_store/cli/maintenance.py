@@ -29,7 +29,12 @@ from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
 from xcsh_store.cli.shapes import describe_skipped, skipped_json
 from xcsh_store.index import GcReport, Progress, SyncReport, VerifyReport
-from xcsh_store.paths import ensure_private_dir, get_sessions_dir, is_agent_dir
+from xcsh_store.paths import (
+    ensure_private_dir,
+    get_agent_session_roots,
+    get_sessions_dir,
+    is_agent_dir,
+)
 from xcsh_store.session.upgrade import (
     CURRENT,
     MIGRATED,
@@ -128,6 +133,17 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     if init:
         ensure_private_dir(get_sessions_dir(settings.agent_dir))
     elif not is_agent_dir(settings.agent_dir):
+        found = [
+            f"{home_relative(folder)} ({agent})"
+            for agent, folder in get_agent_session_roots().items()
+            if os.path.isdir(folder)
+        ]
+        if found:
+            # Someone who uses only Claude Code or Codex: the index still lives in an agent dir.
+            raise click.ClickException(
+                f"{settings.agent_dir} is not an agent dir yet; sessions were found in"
+                f" {', '.join(found)}: run `xcsh-store sync --init` to index them there"
+            )
         raise click.ClickException(
             f"{settings.agent_dir} is not an agent dir (no sessions/ folder, no history.db):"
             " check --agent-dir or $XCSH_AGENT_DIR, or run `xcsh-store sync --init` to make it one"
