@@ -38,6 +38,12 @@ def iso_millis(moment: datetime | float) -> str:
     return text.replace("+00:00", "Z")
 
 
+def iso_bound(bound: datetime | str) -> str:
+    """A time bound of a query as the ISO text timestamps are compared with: text as given, a
+    datetime as :func:`iso_millis`."""
+    return bound if isinstance(bound, str) else iso_millis(bound)
+
+
 def iso_seconds(epoch_seconds: float) -> str:
     """``2026-11-16T09:12:03Z``: for times kept in whole seconds (history.db)."""
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

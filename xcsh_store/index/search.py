@@ -14,7 +14,7 @@ from xcsh_store.errors import SearchQueryError
 from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
 from xcsh_store.index.sessions import agents_condition
 from xcsh_store.index.texts import TEXT_SOURCE, texts_of
-from xcsh_store.times import iso_millis
+from xcsh_store.times import iso_bound
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 SNIPPET_TOKENS = 12
@@ -206,12 +206,6 @@ class SearchHit:
     agent: str = "xcsh"
 
 
-def _time_bound(value: datetime | str | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return iso_millis(value)
-
-
 def search_entries(
     connection: apsw.Connection,
     query: str,
@@ -277,10 +271,10 @@ def search_entries(
         arguments += agents_only[1]
     if since is not None:
         conditions.append("e.timestamp >= ?")
-        arguments.append(_time_bound(since))
+        arguments.append(iso_bound(since))
     if until is not None:
         conditions.append("e.timestamp < ?")
-        arguments.append(_time_bound(until))
+        arguments.append(iso_bound(until))
     joins = (
         " JOIN entries AS e ON e.pk = f.rowid JOIN sessions AS s ON s.file_id = e.session"
         if conditions

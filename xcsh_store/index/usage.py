@@ -11,7 +11,7 @@ import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.index.sessions import agents_condition
-from xcsh_store.times import iso_millis
+from xcsh_store.times import iso_bound
 
 # The agents whose costs are the index's estimates, as an SQL list.
 _ESTIMATED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
@@ -65,7 +65,7 @@ def usage_rows(
     for operator, bound in ((">=", since), ("<", until)):
         if bound is not None:
             conditions.append(f"timestamp {operator} ?")
-            arguments.append(bound if isinstance(bound, str) else iso_millis(bound))
+            arguments.append(iso_bound(bound))
     agents_only = agents_condition("agent", agents)
     if agents_only is not None:
         conditions.append(agents_only[0])
@@ -83,7 +83,7 @@ def usage_rows(
     width = len(groups)
     return [
         UsageRow(
-            _joined_key(row[:width]),
+            joined_key(row[:width]),
             *row[width : width + 6],
             keys=tuple(row[:width]),
             estimated=row[width + 6],
@@ -93,7 +93,8 @@ def usage_rows(
     ]
 
 
-def _joined_key(keys: Sequence[str | None]) -> str | None:
+def joined_key(keys: Sequence[str | None]) -> str | None:
+    """A usage row's key: its one grouping's, or each grouping's joined with `` · ``."""
     if len(keys) == 1:
         return keys[0]
     return " · ".join("?" if key is None else key for key in keys)

@@ -36,9 +36,10 @@ from xcsh_store.index.outline import SessionOutline, labels_of
 from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
 from xcsh_store.index.tree import build_tree
+from xcsh_store.index.usage import joined_key
 from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
 from xcsh_store.team.server import TeamIndexError, connect, server_errors
-from xcsh_store.times import iso_millis, parse_iso
+from xcsh_store.times import iso_bound, parse_iso
 
 # The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
 # index/usage.py, plus host). Timestamps are ISO 8601 text, as in the local index.
@@ -364,7 +365,7 @@ class TeamIndex:
         for operator, name, bound in ((">=", "since", since), ("<", "until", until)):
             if bound is not None:
                 where += f" AND e.timestamp {operator} %({name})s"
-                arguments[name] = bound if isinstance(bound, str) else iso_millis(bound)
+                arguments[name] = iso_bound(bound)
         start, stop = (mark.replace('"', "") for mark in highlight)
         arguments |= {
             "limit": limit,
@@ -470,7 +471,7 @@ class TeamIndex:
         if not groups or any(group not in USAGE_GROUPS for group in groups):
             raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
         bounds = [
-            (operator, bound if isinstance(bound, str) else iso_millis(bound))
+            (operator, iso_bound(bound))
             for operator, bound in ((">=", since), ("<", until))
             if bound is not None
         ]
@@ -513,7 +514,7 @@ class TeamIndex:
         width = len(groups)
         return [
             UsageRow(
-                _joined(row[:width]),
+                joined_key(row[:width]),
                 *(int(value or 0) for value in row[width : width + 5]),
                 row[width + 5] or 0.0,
                 keys=tuple(row[:width]),
@@ -617,9 +618,3 @@ def _like_prefix(text: str) -> str:
 
 def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1].lower().removesuffix(".jsonl")
-
-
-def _joined(keys: Sequence[Any]) -> str | None:
-    if len(keys) == 1:
-        return keys[0]
-    return " · ".join("?" if key is None else str(key) for key in keys)
