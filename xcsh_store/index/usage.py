@@ -58,9 +58,7 @@ def usage_rows(
 ) -> list[UsageRow]:
     """Token and cost sums per group of ``by`` (one grouping or several), in key order;
     ``agents``: only the usage of these agents' sessions."""
-    groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
-    if not groups or any(group not in USAGE_GROUPS for group in groups):
-        raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
+    groups = usage_groups(by, USAGE_GROUPS)
     conditions, arguments = [], []
     for operator, bound in ((">=", since), ("<", until)):
         if bound is not None:
@@ -91,6 +89,15 @@ def usage_rows(
         )
         for row in rows
     ]
+
+
+def usage_groups(by: str | Sequence[str], known: Collection[str]) -> list[str]:
+    """The groupings of ``by`` (one or several), each once, in order; ValueError for one not
+    ``known``."""
+    groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
+    if not groups or any(group not in known for group in groups):
+        raise ValueError(f"by must be one or more of {', '.join(known)}")
+    return groups
 
 
 def joined_key(keys: Sequence[str | None]) -> str | None:

@@ -36,7 +36,7 @@ from xcsh_store.index.outline import SessionOutline, labels_of
 from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
 from xcsh_store.index.tree import build_tree
-from xcsh_store.index.usage import joined_key
+from xcsh_store.index.usage import joined_key, usage_groups
 from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
 from xcsh_store.team.server import TeamIndexError, connect, server_errors
 from xcsh_store.times import iso_bound, parse_iso
@@ -467,9 +467,7 @@ class TeamIndex:
         Summed from usage_rollup (a few rows per session) where the bounds are whole days (or
         none) and the host's rollup is up to date; from usage_entries otherwise.
         """
-        groups = list(dict.fromkeys([by] if isinstance(by, str) else by))
-        if not groups or any(group not in USAGE_GROUPS for group in groups):
-            raise ValueError(f"by must be one or more of {', '.join(USAGE_GROUPS)}")
+        groups = usage_groups(by, USAGE_GROUPS)
         bounds = [
             (operator, iso_bound(bound))
             for operator, bound in ((">=", since), ("<", until))
