@@ -9,6 +9,7 @@ line alone; only usage, titles and session facts may use what earlier lines said
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -56,6 +57,11 @@ class AgentEntry:
     # The agent's qualifier of the entry's type (a system line's subtype, ``sidechain``),
     # kept in the custom_type column.
     qualifier: str | None = None
+
+
+def text_blocks(texts: Iterable[str]) -> list[dict[str, str]]:
+    """Message content of the xcsh model: one ``text`` block per string."""
+    return [{"type": "text", "text": text} for text in texts]
 
 
 class AgentReader(Protocol):

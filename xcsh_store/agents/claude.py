@@ -20,7 +20,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from xcsh_store.agents.base import AgentEntry, HistoryPrompt, SessionFacts, number, text_of
+from xcsh_store.agents.base import (
+    AgentEntry,
+    HistoryPrompt,
+    SessionFacts,
+    number,
+    text_blocks,
+    text_of,
+)
 from xcsh_store.agents.pricing import estimated_cost
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 
@@ -167,7 +174,7 @@ def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> 
         for block in results:
             texts += _texts(block.get("content"))
         found.entry.update(
-            type="message", message={"role": "toolResult", "content": _text_blocks(texts)}
+            type="message", message={"role": "toolResult", "content": text_blocks(texts)}
         )
         return
     texts = []
@@ -181,10 +188,10 @@ def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> 
         found.entry.update(type="compaction", summary="\n".join(texts))
     elif value.get("isMeta") is True:
         # Text the agent put in the user's turn (command output, caveats): not a prompt.
-        found.entry.update(type="custom_message", customType="meta", content=_text_blocks(texts))
+        found.entry.update(type="custom_message", customType="meta", content=text_blocks(texts))
         found.qualifier = found.qualifier or "meta"
     else:
-        found.entry.update(type="message", message={"role": "user", "content": _text_blocks(texts)})
+        found.entry.update(type="message", message={"role": "user", "content": text_blocks(texts)})
 
 
 def _texts(content: Any) -> list[str]:
@@ -204,10 +211,6 @@ def _texts(content: Any) -> list[str]:
         ):
             texts.append(block["text"])
     return texts
-
-
-def _text_blocks(texts: list[str]) -> list[dict[str, str]]:
-    return [{"type": "text", "text": text} for text in texts]
 
 
 READER = ClaudeReader()

@@ -28,7 +28,14 @@ from typing import Any
 
 import orjson
 
-from xcsh_store.agents.base import AgentEntry, HistoryPrompt, SessionFacts, number, text_of
+from xcsh_store.agents.base import (
+    AgentEntry,
+    HistoryPrompt,
+    SessionFacts,
+    number,
+    text_blocks,
+    text_of,
+)
 from xcsh_store.agents.pricing import estimated_cost
 
 
@@ -152,18 +159,18 @@ def _output_blocks(output: Any) -> list[dict[str, str]]:
             decoded = None
         if type(decoded) is dict and isinstance(decoded.get("output"), str):
             output = decoded["output"]
-        return [{"type": "text", "text": output}]
+        return text_blocks([output])
     if type(output) is list:
-        return [
-            {"type": "text", "text": part["text"]}
+        return text_blocks(
+            part["text"]
             for part in output
             if type(part) is dict and isinstance(part.get("text"), str)
-        ]
+        )
     return []
 
 
 def _message(role: str, texts: list[str]) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text} for text in texts]}
+    return {"role": role, "content": text_blocks(texts)}
 
 
 def _event(payload: dict[str, Any], timestamp: str | None, session: SessionFacts) -> AgentEntry:
