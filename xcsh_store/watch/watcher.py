@@ -22,6 +22,7 @@ from watchfiles._rust_notify import RustNotify
 
 from xcsh_store.errors import SessionNotFoundError
 from xcsh_store.index import SessionIndex, SyncReport
+from xcsh_store.index.scan import is_under_any
 from xcsh_store.paths import get_blobs_dir, get_history_db_path, get_index_db_path
 from xcsh_store.times import iso_now
 
@@ -144,7 +145,7 @@ class IndexWatcher:
         assert self._index is not None
         if refresh or not self.roots:
             self.roots = self._index.roots()
-        outside = [root for root in self.roots if not _is_under(root, self.agent_dir)]
+        outside = [root for root in self.roots if not is_under_any(root, [self.agent_dir])]
         return [path for path in (self.agent_dir, *outside) if os.path.isdir(path)]
 
     def _relevant(self, paths: Iterable[str]) -> set[str]:
@@ -155,8 +156,8 @@ class IndexWatcher:
             path
             for path in paths
             if path not in own
-            and not _is_under(path, self._blobs_dir)
-            and (path.startswith(self._history_db) or any(_is_under(path, r) for r in self.roots))
+            and not is_under_any(path, [self._blobs_dir])
+            and (path.startswith(self._history_db) or is_under_any(path, self.roots))
         }
 
     # -- the index --------------------------------------------------------------------------
@@ -236,7 +237,3 @@ class IndexWatcher:
         except SessionNotFoundError:
             return None
         return session.id, session.entry_count
-
-
-def _is_under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
