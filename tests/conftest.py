@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_home import RealHome, lay_out_home
 from session_builder import header, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex
@@ -46,3 +47,10 @@ def two_sessions(agent_dir: Path, index: SessionIndex) -> tuple[Path, Path]:
     two = write_session(folder / "two.jsonl", [header("two"), message("u1", None, "user", "beta")])
     index.sync()
     return one, two
+
+
+@pytest.fixture
+def real_home(agent_dir: Path) -> RealHome:
+    """The real Claude Code, Codex, pi and oh-my-pi fixtures where those agents keep them, in
+    the test's $HOME (real_home.py)."""
+    return lay_out_home(agent_dir.parent / "home")
