@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from xcsh_store.agents import AGENTS
+from xcsh_store.artifacts.pages import parse_line_selector
 from xcsh_store.artifacts.urls import read_internal_url
 from xcsh_store.errors import (
     AmbiguousLookupError,
@@ -61,8 +62,9 @@ LIVE_CHECK_SECONDS = 0.5
 PAGES_AT_ONCE = 2
 # No page is longer: pages.py keeps them far shorter, this is the last line of defence.
 PAGE_BYTES = 8 << 20
-# Characters of an artifact or agent:// resource one answer holds; ?part= pages on.
-RESOURCE_PART = 1_000_000
+# Characters of an artifact or agent:// resource one answer holds (the read tool's pages are
+# far shorter: only a JSON extraction, which it gives whole, can be longer).
+RESOURCE_CHARACTERS = 1_000_000
 # A filter's choice longer than a path can be is left out of its menu (?project= still works).
 CHOICE_LIMIT = 4096
 # Blobs are sent in pieces of this size.
@@ -351,20 +353,20 @@ def create_app(
         )
 
     def resource(request: Request) -> Response:
-        """An artifact:// or agent:// URL of a session, as plain text, RESOURCE_PART characters
-        at a time (?part=)."""
+        """An artifact:// or agent:// URL of a session, as plain text, as the read tool pages it
+        (its notes name the next page: ``sel=L3001``, a parameter of this route too); a JSON
+        extraction, which the read tool gives whole, is cut at RESOURCE_CHARACTERS."""
         with open_index() as index:
             info = chosen_session(index, request)
-        link = request.query_params.get("url", "")
-        text = read_internal_url(link, artifacts_dir_for(info.path))
-        part = number(request, "part") or 1
-        shown = text[(part - 1) * RESOURCE_PART : part * RESOURCE_PART]
-        if len(text) > part * RESOURCE_PART:
-            following = url("/resource", info.path, url=link, part=part + 1)
-            shown += (
-                f"\n\n[cut: {len(text) - part * RESOURCE_PART:,} more characters at {following}]"
-            )
-        return PlainTextResponse(well_formed(shown))
+        selector = request.query_params.get("sel")
+        offset, limit = parse_line_selector(selector) if selector else (None, None)
+        text = read_internal_url(
+            request.query_params.get("url", ""), artifacts_dir_for(info.path), offset, limit
+        )
+        if len(text) > RESOURCE_CHARACTERS:
+            rest = len(text) - RESOURCE_CHARACTERS
+            text = f"{text[:RESOURCE_CHARACTERS]}\n\n[cut: {rest:,} more characters not shown]"
+        return PlainTextResponse(well_formed(text))
 
     async def live(request: Request) -> Response:
         """Server-sent events: ``index`` each time a sync commits (after the version ``seen``
