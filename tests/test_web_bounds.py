@@ -139,7 +139,7 @@ def test_a_huge_first_message_makes_a_small_list_and_session_page(agent_dir, cli
 
 def test_a_cut_entry_links_to_its_entry_page_which_pages_through_all_of_it(agent_dir, client):
     words = " ".join(f"word{number}" for number in range(60_000))  # ~530,000 characters
-    write_session(
+    path = write_session(
         sessions_dir(agent_dir) / "long.jsonl",
         [header("sess-long"), message("u1", None, "user", words)],
     )
@@ -153,6 +153,7 @@ def test_a_cut_entry_links_to_its_entry_page_which_pages_through_all_of_it(agent
         joined += texts(part)
         url = link(part, "next-part")
     assert joined == words
+    assert client.get(f"/entry?path={path}").status_code == 400  # which entry?
 
 
 def test_windows_are_bounded_in_bytes_and_reach_every_entry(agent_dir, client):

@@ -13,7 +13,6 @@ front-end build step. This package front is what the CLI uses.
 from xcsh_store.web.access import (
     CONTENT_SECURITY_POLICY,
     LOOPBACK_NAMES,
-    TOKEN_VARIABLE,
     allowed_host_names,
     read_token_file,
 )
@@ -23,7 +22,6 @@ from xcsh_store.web.server import serve
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "LOOPBACK_NAMES",
-    "TOKEN_VARIABLE",
     "allowed_host_names",
     "create_app",
     "read_token_file",

@@ -35,7 +35,6 @@ SECURITY_HEADERS = {
     "cross-origin-resource-policy": "same-origin",
 }
 TOKEN_COOKIE = "xcsh_store_token"
-TOKEN_VARIABLE = "XCSH_STORE_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # A token is a line of text: a longer file is not a token file.
 TOKEN_FILE_LIMIT = 4096

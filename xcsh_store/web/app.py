@@ -87,6 +87,14 @@ def number(request: Request, name: str) -> int | None:
     return int(text)
 
 
+def named(request: Request, name: str) -> str:
+    """The query parameter ``name``, which the page needs."""
+    value = request.query_params.get(name)
+    if not value:
+        raise BadParameterError(f"?{name}= names the entry")
+    return value
+
+
 def bounded_html(chunks: Iterator[str], limit: int = PAGE_BYTES) -> bytes:
     """The page the template writes, as UTF-8 (a lone surrogate in a session becomes U+FFFD),
     cut at ``limit`` bytes with a note saying so."""
@@ -284,11 +292,10 @@ def create_app(
             return render("session.html", page=shown, window=pages.WINDOW)
 
     def entry(request: Request) -> Response:
+        entry_id = named(request, "id")
         with open_index() as index:
             info = chosen_session(index, request)
-            shown = pages.entry_page(
-                index, info, request.query_params.get("id", ""), number(request, "part") or 1
-            )
+            shown = pages.entry_page(index, info, entry_id, number(request, "part") or 1)
             return render("entry.html", page=shown)
 
     def context(request: Request) -> Response:
@@ -321,11 +328,10 @@ def create_app(
 
     def image(request: Request) -> Response:
         """An image held as base64 in a session line (pages link it rather than inline it)."""
+        entry_id, part = named(request, "entry"), number(request, "part") or 0
         with open_index() as index:
             info = chosen_session(index, request)
-            found = pages.entry_image(
-                index, info, request.query_params.get("entry", ""), number(request, "part") or 0
-            )
+            found = pages.entry_image(index, info, entry_id, part)
         if found is None:
             return PlainTextResponse("No such image", 404)
         mime, data = found

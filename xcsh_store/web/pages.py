@@ -247,9 +247,10 @@ class ReadBudget:
 
 
 def window_start(branch: list[IndexedEntry], start: int | None, target: int | None) -> int:
-    """Where the window of ``branch`` starts: at a multiple of WINDOW (``start`` rounded down,
-    or the one holding ``target``), moved to ``target`` itself when the window it starts ends
-    before it; by default the last window, which ends at the branch's end."""
+    """Where the window of ``branch`` starts: at ``start`` when given; for ``target``, at the
+    multiple of WINDOW before it, or at ``target`` itself when that window's bytes end before
+    it; by default at the last multiple of WINDOW, or later when the window from there would
+    end before the branch does (the default window always shows the newest entry)."""
     last = max(0, len(branch) - 1)
     if target is not None:
         aligned = target - target % WINDOW
@@ -346,7 +347,10 @@ def _shown(
     shown = []
     for row in rows:
         value = values.get(row.pk)
-        entry = _entry(session, row, value) if value is not None else _unread(row)
+        if value is None:
+            entry = _unread(row)
+        else:
+            entry = _entry(row, value, _blocks(session, value), 0, ENTRY_SHOWN)
         entry.label = labels.get(entry.id)
         entry.siblings = len(tree.children.get(row.id, []))
         shown.append(entry)
@@ -354,13 +358,11 @@ def _shown(
 
 
 def _entry(
-    session: IndexedSession, row: IndexedEntry, value: dict[str, Any], part: int = 0
+    row: IndexedEntry, value: dict[str, Any], blocks: list[Block], start: int, size: int
 ) -> ShownEntry:
-    """An entry read from its line, showing part ``part`` of its text: ENTRY_SHOWN characters
-    for part 0 (the session page), ENTRY_PART characters a part after that (the entry page)."""
+    """An entry read from its line, showing characters ``start`` to ``start + size`` of the
+    text of its ``blocks``."""
     kind, summary = entry_summary(value)
-    blocks = _blocks(session, value)
-    start, size = (0, ENTRY_SHOWN) if part == 0 else ((part - 1) * ENTRY_PART, ENTRY_PART)
     shown, length = text_part(blocks, start, size)
     return ShownEntry(
         id=row.id or "",
@@ -482,9 +484,11 @@ def _entry_value(
 def entry_page(index: SessionIndex, session: IndexedSession, entry_id: str, part: int) -> EntryPage:
     """Part ``part`` (from 1; past the last: the last) of the text of the entry ``entry_id``."""
     row, value = _entry_value(index, session, entry_id)
-    parts = max(1, -(-sum(block.length for block in _blocks(session, value)) // ENTRY_PART))
+    blocks = _blocks(session, value)
+    parts = max(1, -(-sum(block.length for block in blocks) // ENTRY_PART))
     part = min(max(part, 1), parts)
-    return EntryPage(session, _entry(session, row, value, part), part, parts)
+    shown = _entry(row, value, blocks, (part - 1) * ENTRY_PART, ENTRY_PART)
+    return EntryPage(session, shown, part, parts)
 
 
 def entry_image(

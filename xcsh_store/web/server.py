@@ -3,7 +3,6 @@ beside it, stopped with the server."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Collection
 
@@ -12,8 +11,6 @@ import uvicorn
 from xcsh_store.watch import AppliedChange, IndexWatcher
 from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names
 from xcsh_store.web.app import create_app
-
-log = logging.getLogger("xcsh_store")
 
 
 def serve(
