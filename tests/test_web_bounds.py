@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 
 from xcsh_store.web import create_app
 from xcsh_store.web.app import PAGE_BYTES, RESOURCE_CHARACTERS, bounded_html
-from xcsh_store.web.pages import ENTRY_PART, ENTRY_SHOWN, FOLDED_BRANCHES
+from xcsh_store.web.pages import ENTRY_PART, ENTRY_SHOWN, FOLDED_BRANCHES, FOLDED_BYTES
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -213,6 +213,51 @@ def test_a_branch_point_with_many_branches_folds_a_bounded_number(agent_dir, cli
     page = client.get("/session/sess-retries").text
     assert page.count('<details class="folded">') == FOLDED_BRANCHES
     assert f"{59 - FOLDED_BRANCHES} more branches continue here" in page
+
+
+def test_folded_branches_read_a_bounded_number_of_bytes(agent_dir, client):
+    """Three abandoned branches of 20 entries of 60 KB: their first entries are read until the
+    page's FOLDED_BYTES are spent, not all 60."""
+    records = [message("u0", None, "user", "start")]
+    for branch in range(3):
+        parent = "u0"
+        for number in range(20):
+            records.append(message(f"b{branch}n{number:02d}", parent, "assistant", "f" * 60_000))
+            parent = f"b{branch}n{number:02d}"
+    records.append(message("live", "u0", "user", "the branch kept"))
+    write_session(sessions_dir(agent_dir) / "forks.jsonl", [header("sess-forks"), *records])
+    index_all(agent_dir)
+    page = client.get("/session/sess-forks").text
+    assert page.count('<details class="folded">') == 3
+    folded = re.findall(r'class="entry [^"]*folded-entry" id="entry-([^"]+)"', page)
+    assert 0 < len(folded) <= FOLDED_BYTES // 60_000 and len(page) < 1 << 20
+
+
+def test_labels_of_a_hostile_size_are_not_read(agent_dir, client):
+    labels = [
+        {"type": "label", "id": "l1", "parentId": "e00001", "timestamp": "2026-01-01T00:00:01Z",
+         "targetId": "e00000", "label": "kept"},
+        {"type": "label", "id": "l2", "parentId": "l1", "timestamp": "2026-01-01T00:00:02Z",
+         "targetId": "e00001", "label": "z" * 5_000_000},
+    ]  # fmt: skip
+    write_session(sessions_dir(agent_dir) / "l.jsonl", [header("sess-l"), *linear(2), *labels])
+    index_all(agent_dir)
+    page = client.get("/session/sess-l").text
+    assert '<span class="label">kept</span>' in page and "zzz" not in page
+
+
+def test_a_huge_model_name_is_left_out_of_the_menus_and_cut_on_pages(agent_dir, client):
+    model = "m" * 100_000
+    answer = message("a1", "u1", "assistant", "an answer")
+    answer["message"]["model"] = model
+    write_session(
+        sessions_dir(agent_dir) / "m.jsonl",
+        [header("sess-m"), message("u1", None, "user", "a question"), answer],
+    )
+    index_all(agent_dir)
+    for url in ("/search?q=answer", "/session/sess-m"):
+        response = client.get(url)
+        assert response.status_code == 200 and len(response.content) < 20_000, url
 
 
 def test_the_context_cuts_long_messages(agent_dir, client):

@@ -236,12 +236,14 @@ class ReadBudget:
 
     def take(self, rows: list[IndexedEntry], at_least_one: bool = False) -> list[IndexedEntry]:
         """The leading ``rows`` whose lines fit in what is left (the first one, whatever its
-        size, with ``at_least_one``), taken from the budget."""
+        size, with ``at_least_one``), taken from the budget. A line longer than LINE_READ_LIMIT
+        costs nothing: the page does not read it."""
         taken: list[IndexedEntry] = []
         for row in rows:
-            if row.length > self.left and not (at_least_one and not taken):
+            cost = row.length if row.length <= LINE_READ_LIMIT else 0
+            if cost > self.left and not (at_least_one and not taken):
                 break
-            self.left -= row.length
+            self.left -= cost
             taken.append(row)
         return taken
 
