@@ -181,7 +181,7 @@ def serve_command(
     \b
     Examples:
       xcsh-store serve --watch
-      openssl rand -hex 16 > ~/.xcsh-token && chmod 600 ~/.xcsh-token
+      (umask 077; openssl rand -hex 16 > ~/.xcsh-token)
       xcsh-store serve --host 0.0.0.0 --allow-host my-laptop.lan --token-file ~/.xcsh-token
     """
     require_extra(
