@@ -67,9 +67,13 @@ def index_all(agent_dir: Path) -> None:
         index.sync()
 
 
+# The app answers to loopback's names only (DNS rebinding): the test client names one.
+LOCAL = "http://127.0.0.1:8765"
+
+
 @pytest.fixture
 def client(agent_dir: Path) -> TestClient:
-    return TestClient(create_app(str(agent_dir)))
+    return TestClient(create_app(str(agent_dir)), base_url=LOCAL)
 
 
 def entry_ids(html: str, folded: bool = False) -> list[str]:
@@ -184,7 +188,9 @@ def test_a_session_of_50000_entries_is_shown_a_window_at_a_time(agent_dir, clien
 
 
 def test_with_a_token_every_request_needs_it(agent_dir, branched):
-    client = TestClient(create_app(str(agent_dir), token="s3cret"), follow_redirects=False)
+    client = TestClient(
+        create_app(str(agent_dir), token="s3cret"), base_url=LOCAL, follow_redirects=False
+    )
     assert client.get("/").status_code == 401
     assert client.get("/static/app.css").status_code == 401
     assert client.get("/", headers={"authorization": "Bearer wrong"}).status_code == 401

@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import click
 import orjson
@@ -139,14 +140,36 @@ def mcp_command(settings: Settings) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
     "--token",
-    help="Every request must carry it (?token=, a cookie, or Authorization: Bearer); needed"
-    " for any address but 127.0.0.1.",
+    envvar="XCSH_STORE_TOKEN",
+    help="Every request must carry it (?token= once, then a cookie; or Authorization: Bearer);"
+    " needed for any address but loopback. Given here it shows in `ps`: prefer the"
+    " XCSH_STORE_TOKEN variable or --token-file.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="Read the token from this file (its first line); it must be private (chmod 600).",
+)
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests that name this host (repeatable); loopback's names and --host"
+    " are always answered, any other Host header is refused (DNS rebinding).",
 )
 @click.option("--watch", "live", is_flag=True, help="Also keep index.db current (as `watch`).")
 @json_option
 @pass_settings
 def serve_command(
-    settings: Settings, host: str, port: int, token: str | None, live: bool, as_json: bool
+    settings: Settings,
+    host: str,
+    port: int,
+    token: str | None,
+    token_file: str | None,
+    allowed_hosts: tuple[str, ...],
+    live: bool,
+    as_json: bool,
 ) -> None:
     """A read-only session browser in the web browser, on http://127.0.0.1:8765/.
 
@@ -158,27 +181,57 @@ def serve_command(
     \b
     Examples:
       xcsh-store serve --watch
-      xcsh-store serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+      (umask 077; openssl rand -hex 16 > ~/.xcsh-token)
+      xcsh-store serve --host 0.0.0.0 --allow-host my-laptop.lan --token-file ~/.xcsh-token
     """
     require_extra(
         "serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else [])
     )
-    from xcsh_store.web import serve
+    from xcsh_store.web import LOOPBACK_NAMES, allowed_host_names, read_token_file, serve
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise click.UsageError(f"--host {host} needs --token: anyone who can reach it would read")
+    context = click.get_current_context()
+    typed_token = context.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE
+    if token_file is not None:
+        if typed_token:
+            raise click.UsageError("--token and --token-file: give one")
+        token = read_token_file(token_file)
+    try:
+        allowed_host_names(host, allowed_hosts)
+    except ValueError as error:
+        raise click.UsageError(f"--allow-host: {error}") from None
+    if host not in LOOPBACK_NAMES and not token:
+        raise click.UsageError(
+            f"--host {host} needs a token (--token-file, XCSH_STORE_TOKEN or --token):"
+            " anyone who can reach it would read"
+        )
     if live:
         require_agent_dir(settings)
     else:
         open_index(settings).close()  # no index yet: say so now
 
     def ready(url: str) -> None:
+        # A token typed on the command line is no secret from this terminal; one from the
+        # environment or a file stays out of what is printed (and of any log of it).
+        if token and typed_token:
+            url += "?" + urlencode({"token": token})
         if as_json:
             emit_line({"url": url})
-        else:
-            echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+            return
+        echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+        if token and not typed_token:
+            source = "--token-file" if token_file else "XCSH_STORE_TOKEN"
+            echo(f"Open it once with ?token=<the token of {source}>; a cookie keeps it then.")
 
     # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
     # found: these, so that a stop asked for is a clean exit (0), not a death by signal.
     with stop_on_signals(threading.Event()):
-        serve(settings.agent_dir, host, port, token, live, change_printer(as_json), on_ready=ready)
+        serve(
+            settings.agent_dir,
+            host,
+            port,
+            token,
+            live,
+            change_printer(as_json),
+            on_ready=ready,
+            allowed_hosts=allowed_hosts,
+        )
