@@ -101,6 +101,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "history_error": report.history_error,
         "skipped_lines": skipped_json(report.skipped_lines),
         "resync_reason": report.resync_reason,
+        "repriced": report.repriced,
     }
 
 
@@ -112,6 +113,8 @@ def describe_sync(report: SyncReport) -> list[str]:
         + f" · +{report.entries_added:,}/-{report.entries_removed:,} entries · "
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
+    if report.repriced:
+        lines.append("Prices changed: Claude Code and Codex sessions were priced again")
     if report.history_mirrored:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:

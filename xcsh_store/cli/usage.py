@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from xcsh_store.agents.pricing import PRICES_AS_OF
 from xcsh_store.cli.app import (
     Settings,
     cli,
@@ -47,8 +46,8 @@ def cost_note(totals: UsageRow) -> str:
     parts = []
     if totals.estimated:
         parts.append(
-            f"{totals.estimated:,} entries' cost is estimated from list prices of {PRICES_AS_OF}"
-            " (Claude Code and Codex record tokens, not costs)"
+            f"{totals.estimated:,} entries' cost is estimated (Claude Code and Codex record"
+            " tokens, not costs): `xcsh-store prices` shows each price and its source"
         )
     if totals.unpriced:
         parts.append(f"{totals.unpriced:,} entries of models without a known price add no cost")

@@ -293,11 +293,15 @@ class SessionIndex:
     def _sync_once(
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
+        from xcsh_store.agents.pricing import price_table
+        from xcsh_store.index.prices import price_again_if_changed, record_prices
         from xcsh_store.index.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.sync import sync_files
 
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
+        prices = price_table()
+        repriced = price_again_if_changed(self.connection, prices)
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
@@ -310,6 +314,8 @@ class SessionIndex:
             read_only_roots=set(self.agent_roots()),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
+        record_prices(self.connection, prices)
+        report.repriced = repriced
         if resync is not None:
             # Taken only now: a resync killed part-way is done again in full next time.
             report.resync_reason = resync
