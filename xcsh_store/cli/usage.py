@@ -22,27 +22,13 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.chart import html_chart, terminal_chart
 from xcsh_store.cli.params import agent_option, since_option, until_option
 from xcsh_store.cli.render import human_count, money, terminal_width
-from xcsh_store.cli.shapes import total_tokens, usage_json
-from xcsh_store.index import USAGE_GROUPS, UsageRow
+from xcsh_store.cli.shapes import cost_text, usage_json
+from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
 
-def _totals(rows: list[UsageRow]) -> UsageRow:
-    return UsageRow(
-        key=None,
-        entries=sum(row.entries for row in rows),
-        input_tokens=sum(row.input_tokens or 0 for row in rows),
-        output_tokens=sum(row.output_tokens or 0 for row in rows),
-        cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
-        cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
-        cost=sum(row.cost or 0 for row in rows),
-        estimated=sum(row.estimated for row in rows),
-        unpriced=sum(row.unpriced for row in rows),
-    )
-
-
 def cost_note(totals: UsageRow) -> str:
-    """Which of the costs are the index's estimates, and what has no price."""
+    """Which of the costs are the index's estimates, and how much has no price."""
     parts = []
     if totals.estimated:
         parts.append(
@@ -50,7 +36,10 @@ def cost_note(totals: UsageRow) -> str:
             " tokens, not costs): `xcsh-store prices` shows each price and its source"
         )
     if totals.unpriced:
-        parts.append(f"{totals.unpriced:,} entries of models without a known price add no cost")
+        parts.append(
+            f"at least {money(totals.cost)}, {totals.unpriced:,} entries unpriced"
+            " (models without a price: add them to prices.toml)"
+        )
     return "Note: " + "; ".join(parts) + "."
 
 
@@ -62,8 +51,8 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
         human_count(row.output_tokens),
         human_count(row.cache_read_tokens),
         human_count(row.cache_write_tokens),
-        human_count(total_tokens(row)),
-        money(row.cost),
+        human_count(row.tokens),
+        cost_text(row.cost),
     )
 
 
@@ -143,7 +132,7 @@ def usage_command(
                 "since": since,
                 "until": until,
                 "rows": [usage_json(row) for row in rows],
-                "total": usage_json(_totals(rows)),
+                "total": usage_json(usage_total(rows)),
             }
         )
         return
@@ -155,7 +144,7 @@ def usage_command(
         print_table(
             [
                 *(_row_cells(_labels(row), row) for row in rows),
-                _row_cells(["total", *blanks], _totals(rows)),
+                _row_cells(["total", *blanks], usage_total(rows)),
             ],
             headers=(
                 *groups,
@@ -175,7 +164,7 @@ def usage_command(
         )
     else:
         echo("No usage recorded in that period.")
-    totals = _totals(rows)
+    totals = usage_total(rows)
     if totals.estimated or totals.unpriced:
         echo(cost_note(totals))
     if html_file:

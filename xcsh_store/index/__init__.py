@@ -38,6 +38,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "xcsh_store.index.choices": (
             "Choice",
+            "DuplicateSession",
             "model_choices",
             "project_choices",
             "session_choices",
@@ -77,7 +78,9 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.usage": (
             "USAGE_GROUPS",
+            "DuplicateSession",
             "UsageRow",
+            "usage_total",
         ),
         "xcsh_store.index.verify": ("VerifyReport",),
     },
@@ -120,4 +123,5 @@ __all__ = [
     "session_outline",
     "sqlite_versions",
     "unique_id_prefixes",
+    "usage_total",
 ]

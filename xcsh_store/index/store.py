@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
     from xcsh_store.index.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.usage import UsageRow
+    from xcsh_store.index.usage import DuplicateSession, UsageRow
     from xcsh_store.index.verify import VerifyReport
     from xcsh_store.session.context import SessionContext
 
@@ -578,6 +578,13 @@ class SessionIndex:
         from xcsh_store.index.usage import usage_rows
 
         return usage_rows(self.connection, by, since, until, agents)
+
+    @_entry_point
+    def duplicate_sessions(self) -> list[DuplicateSession]:
+        """Sessions kept in several files, whose usage counts once (usage.duplicate_sessions)."""
+        from xcsh_store.index.usage import duplicate_sessions
+
+        return duplicate_sessions(self.connection)
 
     # -- blobs ------------------------------------------------------------------------------
 
