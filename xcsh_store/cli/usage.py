@@ -4,6 +4,7 @@ as a table, a terminal chart or an HTML page."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import tzinfo
 from typing import Any
 
 import click
@@ -20,7 +21,7 @@ from xcsh_store.cli.app import (
     team_only,
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
-from xcsh_store.cli.params import agent_option, since_option, until_option
+from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
 from xcsh_store.cli.render import human_count, money, terminal_width
 from xcsh_store.cli.shapes import cost_text, usage_json
 from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
@@ -67,9 +68,11 @@ def _labels(row: UsageRow) -> list[str]:
     multiple=True,
     default=("day",),
     show_default=True,
-    help="How to group (days, weeks and months are UTC); repeat it to group by several: "
+    help="How to group (days, weeks from Monday, months: in --timezone); repeat it to group"
+    " by several: "
     "--by day --by model.",
 )
+@timezone_option
 @since_option
 @until_option
 @agent_option
@@ -93,6 +96,7 @@ def _labels(row: UsageRow) -> list[str]:
 def usage_command(
     settings: Settings,
     by: tuple[str, ...],
+    zone: tzinfo | None,
     since: str | None,
     until: str | None,
     agents: tuple[str, ...],
@@ -119,8 +123,11 @@ def usage_command(
     groups = list(dict.fromkeys(by))
     team_only(settings, "host" in groups, "--by host")
     name = ",".join(groups)
+    if zone is not None and settings.db is not None:
+        raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
+    local = {} if settings.db is not None else {"zone": zone}
     with open_index(settings, team=True) as index:
-        rows = index.usage(by=groups, since=since, until=until, agents=agents)
+        rows = index.usage(by=groups, since=since, until=until, agents=agents, **local)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))

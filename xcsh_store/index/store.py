@@ -13,7 +13,7 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
@@ -566,8 +566,11 @@ class SessionIndex:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         agents: Collection[str] | None = None,
+        zone: tzinfo | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once; ``agents``:
+        """Token and cost sums per group; an entry copied into a fork counts once, and so does
+        a session kept in several files; days, weeks and months are ``zone``'s (default: the
+        local time zone); ``agents``:
         only these agents' sessions (costs of Claude Code and Codex are estimates: see each
         row's ``estimated`` and ``unpriced``).
 
@@ -577,7 +580,7 @@ class SessionIndex:
         """
         from xcsh_store.index.usage import usage_rows
 
-        return usage_rows(self.connection, by, since, until, agents)
+        return usage_rows(self.connection, by, since, until, agents, zone)
 
     @_entry_point
     def duplicate_sessions(self) -> list[DuplicateSession]:

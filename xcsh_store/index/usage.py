@@ -4,24 +4,27 @@ several files once (migration 0010: the copy in the file modified last counts)."
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import functools
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 
 import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.index.sessions import agents_condition
-from xcsh_store.times import iso_bound
+from xcsh_store.times import iso_bound, parse_iso
 
 # The agents whose costs are the index's estimates, as an SQL list.
 _ESTIMATED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
 
 # Each grouping as the SQL expression over ``usage_entries`` that makes its key.
+# Days, weeks (from Monday) and months are the user's: usage_period() puts each timestamp in
+# the time zone of the query (the local one unless told), as --since and --until dates are.
 USAGE_GROUPS = {
-    "day": "substr(timestamp, 1, 10)",
-    "week": "date(timestamp, '-6 days', 'weekday 1')",
-    "month": "substr(timestamp, 1, 7)",
+    "day": "usage_period(timestamp, 'day')",
+    "week": "usage_period(timestamp, 'week')",
+    "month": "usage_period(timestamp, 'month')",
     "model": "coalesce(provider || '/', '') || coalesce(model, '?')",
     "provider": "coalesce(provider, '?')",
     "project": "project_dir",
@@ -85,10 +88,13 @@ def usage_rows(
     since: datetime | str | None,
     until: datetime | str | None,
     agents: Collection[str] | None = None,
+    zone: tzinfo | None = None,
 ) -> list[UsageRow]:
     """Token and cost sums per group of ``by`` (one grouping or several), in key order;
-    ``agents``: only the usage of these agents' sessions."""
+    ``agents``: only the usage of these agents' sessions; ``zone``: the time zone of days,
+    weeks and months (default: the local one)."""
     groups = usage_groups(by, USAGE_GROUPS)
+    connection.create_scalar_function("usage_period", _period_in(zone), 2, deterministic=True)
     conditions, arguments = [], []
     for operator, bound in ((">=", since), ("<", until)):
         if bound is not None:
@@ -120,6 +126,30 @@ def usage_rows(
         )
         for row in rows
     ]
+
+
+def _period_in(zone: tzinfo | None) -> Callable[[str | None, str], str | None]:
+    """usage_period(timestamp, 'day' | 'week' | 'month') in ``zone`` (None: the local zone,
+    $TZ's, with its daylight saving time on each day)."""
+
+    @functools.lru_cache(maxsize=65_536)
+    def local_hour(utc_hour: str) -> datetime | None:
+        # A zone's offset changes on the hour (UTC): one conversion per hour of timestamps.
+        moment = parse_iso(utc_hour + ":00:00+00:00")
+        return None if moment is None else moment.astimezone(zone)
+
+    def period(timestamp: str | None, kind: str) -> str | None:
+        if not timestamp or len(timestamp) < 16:
+            return None
+        start = local_hour(timestamp[:13])
+        if start is None:
+            return None
+        day = (start + timedelta(minutes=int(timestamp[14:16]))).date()
+        if kind == "week":
+            return (day - timedelta(days=day.weekday())).isoformat()
+        return day.isoformat()[:7] if kind == "month" else day.isoformat()
+
+    return period
 
 
 def usage_groups(by: str | Sequence[str], known: Collection[str]) -> list[str]:
