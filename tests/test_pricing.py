@@ -293,3 +293,19 @@ def test_a_changed_prices_file_reprices_the_index_at_the_next_sync(
     # And nothing to do the next time.
     assert "priced again" not in run(priced_home, "sync")
     assert os.environ["XDG_CONFIG_HOME"] == str(config_home)
+
+
+def test_prices_lists_each_model_its_price_source_and_the_unpriced(
+    priced_home: Path, config_home: Path
+):
+    prices = run_json(priced_home, "prices")
+    by_model = {(item["agent"], item["model"]): item for item in prices["models"]}
+    opus = by_model[("claude", "claude-opus-4-6")]
+    assert (opus["price"]["input"]["base"], opus["source"]) == (5.0, "genai-prices 0.2.3")
+    assert opus["date"] == "2026-03-13"  # the day its long-context tier ended (dataset)
+    sonnet = by_model[("claude", "claude-sonnet-4-20250514")]
+    assert sonnet["price"]["input"]["tiers"] == [[200000, 6.0]]
+    assert sonnet["source"] == "Anthropic pricing (long context)"
+    assert prices["unpriced"] == [] and prices["index_priced_with_it"]
+    write_prices(config_home, '[models."claude-opus-4-6"]\ninput = 1\noutput = 2\n')
+    assert "priced with another price table" in run(priced_home, "prices")
