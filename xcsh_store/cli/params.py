@@ -124,7 +124,8 @@ class TimeBound(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             zone = ctx.params.get("zone") if ctx is not None else None
-            return parse_time_bound(str(value), zone=zone)
+            # (Unset, click keeps a sentinel there: the local zone then.)
+            return parse_time_bound(str(value), zone=zone if isinstance(zone, tzinfo) else None)
         except ValueError as error:
             self.fail(str(error), param, ctx)
 

@@ -19,7 +19,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.index.prices import ModelSeen, models_seen, priced_with
+from xcsh_store.index import ModelSeen
 from xcsh_store.paths import get_prices_file
 
 _KINDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
@@ -73,8 +73,7 @@ def prices_command(settings: Settings, as_json: bool) -> None:
     """
     table = price_table()
     with open_index(settings) as index:
-        seen = models_seen(index.connection, table)
-        current = priced_with(index.connection) == table.fingerprint
+        seen, current = index.models_seen(table)
     if as_json:
         emit_json(
             {

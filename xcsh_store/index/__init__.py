@@ -70,6 +70,7 @@ __getattr__, __dir__ = lazy_exports(
             "parse_search_query",
             "search_role",
         ),
+        "xcsh_store.index.prices": ("ModelSeen",),
         "xcsh_store.index.sessions": ("IndexedSession",),
         "xcsh_store.index.tree": (
             "IndexedEntry",
@@ -94,6 +95,7 @@ __all__ = [
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
+    "ModelSeen",
     "Progress",
     "PromptHit",
     "QueryInterruptedError",

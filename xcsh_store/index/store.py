@@ -41,10 +41,12 @@ from xcsh_store.times import iso_now
 # The modules behind the other questions are imported by the methods that ask them: a process
 # that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
 if TYPE_CHECKING:
+    from xcsh_store.agents.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.index.blob_folder import BlobFolder
     from xcsh_store.index.gc import GcReport, SessionWatch
     from xcsh_store.index.outline import SessionOutline
+    from xcsh_store.index.prices import ModelSeen
     from xcsh_store.index.prompts import PromptHit
     from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
@@ -581,6 +583,14 @@ class SessionIndex:
         from xcsh_store.index.usage import usage_rows
 
         return usage_rows(self.connection, by, since, until, agents, zone)
+
+    @_entry_point
+    def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
+        """prices.models_seen, and whether the index's costs come from ``table``."""
+        from xcsh_store.index.prices import models_seen, priced_with
+
+        current = priced_with(self.connection) == table.fingerprint
+        return models_seen(self.connection, table), current
 
     @_entry_point
     def duplicate_sessions(self) -> list[DuplicateSession]:
