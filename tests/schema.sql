@@ -26,6 +26,9 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index entries_unpriced on entries
+CREATE INDEX entries_unpriced ON entries (session) WHERE cost IS NULL AND input_tokens IS NOT NULL;
+
 -- index entries_usage_key on entries
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
 
@@ -313,14 +316,31 @@ GROUP BY provider, model;
 CREATE VIEW usage_entries AS
 SELECT * FROM (
     SELECT
-        e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
-        e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-        e.premium_requests, e.cost, s.agent, s.parent_session_id,
+        *,
         row_number() OVER (
-            PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
-        ) AS copy_number
-    FROM entries AS e
-    JOIN sessions AS s ON s.file_id = e.session
-    WHERE e.input_tokens IS NOT NULL
+            PARTITION BY id, timestamp ORDER BY created_at, session
+        ) AS copy_number,
+        row_number() OVER (
+            PARTITION BY
+                session_id, timestamp, input_tokens, output_tokens, cache_read_tokens,
+                cache_write_tokens, occurrence
+            ORDER BY modified_at DESC, session DESC
+        ) AS file_copy
+    FROM (
+        SELECT
+            e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+            e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+            e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+            s.modified_at,
+            row_number() OVER (
+                PARTITION BY
+                    e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,
+                    e.cache_write_tokens
+                ORDER BY e.seq
+            ) AS occurrence
+        FROM entries AS e
+        JOIN sessions AS s ON s.file_id = e.session
+        WHERE e.input_tokens IS NOT NULL
+    )
 )
-WHERE copy_number = 1;
+WHERE copy_number = 1 AND file_copy = 1;

@@ -82,6 +82,18 @@ def get_agent_history_files() -> dict[str, str]:
     }
 
 
+# The user's own prices (negotiated rates, private models): agents/price_file.py reads it.
+PRICES_FILE_NAME = "prices.toml"
+
+
+def get_prices_file() -> str:
+    """``$XDG_CONFIG_HOME/xcsh-store/prices.toml`` (``~/.config/xcsh-store/prices.toml``)."""
+    config = os.environ.get("XDG_CONFIG_HOME")
+    if not config or not os.path.isabs(config):  # the XDG rule: a relative value is ignored
+        config = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(config, "xcsh-store", PRICES_FILE_NAME)
+
+
 def _under_agent_dir(name: str, agent_dir: str | None) -> str:
     return os.path.join(agent_dir if agent_dir is not None else get_agent_dir(), name)
 

@@ -15,6 +15,7 @@ from xcsh_store.index import (
     entry_summary,
     message_summary,
     read_entries,
+    usage_total,
 )
 
 # The tools, in the order the server lists them.
@@ -217,13 +218,18 @@ def usage(
     if by not in USAGE_GROUPS:
         raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, not {by!r}")
     rows = index.usage(by, since, until, _agents(agent))
+    total = usage_total(rows)
     columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens", "cost")
     return {
         "by": by,
         "groups": len(rows),
         "rows": [
-            {"key": row.key} | {column: getattr(row, column) for column in columns}
+            {"key": row.key}
+            | {column: getattr(row, column) for column in columns}
+            | {"total_tokens": row.tokens}
             for row in rows[-MAX_PAGE:]
         ],
-        "totals": {column: sum(getattr(row, column) for row in rows) for column in columns},
+        # cost: null where no entry has a price; unpriced_entries: those left out of it.
+        "totals": {column: getattr(total, column) for column in columns}
+        | {"total_tokens": total.tokens, "unpriced_entries": total.unpriced},
     }

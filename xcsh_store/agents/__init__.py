@@ -35,13 +35,16 @@ __all__ = [
 ]
 
 
-def cost_kind(agent: str, cost: float | None, tokens: int) -> str:
+def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
-    (Claude Code and Codex write none: theirs come from list prices) or ``unpriced`` (tokens,
-    but no model with a known price): never show an unknown cost as $0."""
+    (Claude Code and Codex write none: the index prices their tokens), ``partial`` (estimated,
+    but some entries are of a model without a price: the cost is a lower bound) or
+    ``unpriced`` (no entry adds a cost and some have no price): never an unknown cost as $0."""
     if agent not in OTHER_AGENTS:
         return "recorded"
-    return "unpriced" if not cost and tokens else "estimated"
+    if not unpriced_entries:
+        return "estimated"
+    return "partial" if cost else "unpriced"
 
 
 def reader_for(first: dict[str, Any]) -> AgentReader | None:

@@ -28,7 +28,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import estimated_cost
+from xcsh_store.agents.pricing import Request, price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 
 # Types only Claude Code writes as the first line of a file (a user or assistant line also
@@ -143,24 +143,35 @@ def _assistant(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]
                 )
     model = text_of(message.get("model"))
     found.entry.update(type="message", message={"role": "assistant", "content": blocks})
-    found.model, found.provider = model, "anthropic"
+    # Claude Code also runs other providers' models (through their Anthropic-compatible APIs,
+    # or a proxy): the provider is the one the model's name tells, none when it tells none.
+    found.model, found.provider = model, price_table().provider_of(model)
     usage = message.get("usage")
     if type(usage) is dict:
-        found.usage = claude_usage(usage, model)
+        found.usage = claude_usage(usage, model, text_of(value.get("timestamp")))
         message_id = text_of(message.get("id"))
         if message_id is not None:
             found.usage_key = f"{message_id}:{value.get('requestId') or ''}"
 
 
-def claude_usage(usage: dict[str, Any], model: str | None) -> tuple[Any, ...]:
-    """(input, output, cache read, cache write, premium requests, cost) of a usage object."""
+def claude_usage(
+    usage: dict[str, Any], model: str | None, timestamp: str | None
+) -> tuple[Any, ...]:
+    """(input, output, cache read, cache write, premium requests, cost) of a usage object.
+
+    ``cache_creation`` splits the cache writes by lifetime: ``ephemeral_1h_input_tokens`` are
+    billed at the 1-hour rate (2x input), the rest at the 5-minute one (1.25x).
+    """
     figures = (
         number(usage.get("input_tokens")),
         number(usage.get("output_tokens")),
         number(usage.get("cache_read_input_tokens")),
         number(usage.get("cache_creation_input_tokens")),
     )
-    return (*figures, 0, estimated_cost(model, *figures))
+    split = usage.get("cache_creation")
+    one_hour = number(split.get("ephemeral_1h_input_tokens")) if type(split) is dict else 0
+    request = Request(model, timestamp, *figures, cache_write_1h=min(one_hour, figures[3]))
+    return (*figures, 0, price_table().cost(request))
 
 
 def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:

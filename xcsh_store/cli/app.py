@@ -67,6 +67,7 @@ VERB_MODULES = {
     "ls": "listing",
     "mcp": "live",
     "migrate": "maintenance",
+    "prices": "prices",
     "push": "team",
     "search": "sessions",
     "serve": "live",

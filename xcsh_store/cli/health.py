@@ -12,6 +12,7 @@ from xcsh_store import __version__
 from xcsh_store.cli.demo_dir import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import (
+    DuplicateSession,
     IndexStats,
     SessionIndex,
     SkippedLines,
@@ -69,6 +70,8 @@ class Diagnosis:
     # Lines of indexed files that hold no JSON object: listed, not a problem (readers skip them
     # and the file is left as it is).
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
+    # Sessions kept in several files (a migrated or restored copy): usage counts each once.
+    duplicates: list[DuplicateSession] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -151,6 +154,7 @@ def _check_index(diagnosis: Diagnosis) -> None:
         with SessionIndex.open(diagnosis.paths["agent_dir"], read_only=True) as index:
             diagnosis.index = index.stats()
             diagnosis.skipped_lines = index.skipped_lines()
+            diagnosis.duplicates = index.duplicate_sessions()
     except (XcshStoreError, SQLiteError) as error:
         diagnosis.index_error = str(error)
         diagnosis.problems.append(

@@ -104,7 +104,7 @@ def ls_command(
                 short_time(session.modified),
                 where(session.cwd),
                 session.message_count,
-                human_count(session.input_tokens + session.output_tokens),
+                human_count(session.tokens),
                 session_cost(session),
                 session.title or session.first_message,
             )

@@ -101,6 +101,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "history_error": report.history_error,
         "skipped_lines": skipped_json(report.skipped_lines),
         "resync_reason": report.resync_reason,
+        "repriced": report.repriced,
     }
 
 
@@ -112,6 +113,8 @@ def describe_sync(report: SyncReport) -> list[str]:
         + f" · +{report.entries_added:,}/-{report.entries_removed:,} entries · "
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
+    if report.repriced:
+        lines.append("Prices changed: Claude Code and Codex sessions were priced again")
     if report.history_mirrored:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:
@@ -568,6 +571,15 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
         ],
         "more_permission_problems": diagnosis.more_permission_problems,
         "skipped_lines": skipped_json(diagnosis.skipped_lines),
+        "duplicate_sessions": [
+            {
+                "session_id": duplicate.session_id,
+                "counted": duplicate.counted,
+                "copies": list(duplicate.copies),
+                "entries": duplicate.entries,
+            }
+            for duplicate in diagnosis.duplicates
+        ],
         "problems": diagnosis.problems,
     }
 
@@ -637,6 +649,14 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
         echo(style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)")
         for line in describe_skipped(diagnosis.skipped_lines):
             echo(f"  {line}")
+    if diagnosis.duplicates:
+        echo(style("Sessions in several files", bold=True) + " (their usage counts once)")
+        for duplicate in diagnosis.duplicates:
+            echo(
+                f"  {duplicate.session_id}: {plural(duplicate.entries, 'entry', 'entries')}"
+                f" with usage counted in {home_relative(duplicate.counted)}, not in "
+                + ", ".join(home_relative(path) for path in duplicate.copies)
+            )
     if diagnosis.problems:
         echo(style("Problems", bold=True, fg="red"))
         for problem in diagnosis.problems:

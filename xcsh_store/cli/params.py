@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
@@ -80,11 +81,12 @@ class Duration(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
-def parse_time_bound(text: str, now: datetime | None = None) -> str:
+def parse_time_bound(text: str, now: datetime | None = None, zone: tzinfo | None = None) -> str:
     """A point in time as an index timestamp (ISO 8601 UTC, milliseconds, ``Z``).
 
-    Accepts a date (``2026-11-01``, local midnight), a date and time (local unless it has an
-    offset or ``Z``), or an age such as ``7d`` / ``12h`` meaning that long before now.
+    Accepts a date (``2026-11-01``, midnight), a date and time (unless it has an offset or
+    ``Z``, in ``zone``: by default the local time zone), or an age such as ``7d`` / ``12h``
+    meaning that long before now.
     """
     stripped = text.strip()
     now = now or datetime.now(UTC)
@@ -95,21 +97,23 @@ def parse_time_bound(text: str, now: datetime | None = None) -> str:
     except ValueError:
         age = None  # not an age: a date or a time
     try:
-        moment = now - age if age is not None else _parse_moment(text, stripped)
+        moment = now - age if age is not None else _parse_moment(text, stripped, zone)
         return iso_millis(moment)
     except OverflowError:
         raise ValueError(f"{text!r} is outside the years 1 to 9999") from None
 
 
-def _parse_moment(text: str, stripped: str) -> datetime:
+def _parse_moment(text: str, stripped: str, zone: tzinfo | None) -> datetime:
     try:
         moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(
             f"{text!r} is not a date (2026-11-01), a time (2026-11-01T09:30) or an age (7d, 12h)"
         ) from None
-    # A time without an offset is in the local zone, as people type dates.
-    return moment if moment.tzinfo else moment.astimezone()
+    # A time without an offset is in the user's zone, as people type dates.
+    if moment.tzinfo:
+        return moment
+    return moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
 
 
 class TimeBound(click.ParamType):
@@ -119,7 +123,9 @@ class TimeBound(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
-            return parse_time_bound(str(value))
+            zone = ctx.params.get("zone") if ctx is not None else None
+            # (Unset, click keeps a sentinel there: the local zone then.)
+            return parse_time_bound(str(value), zone=zone if isinstance(zone, tzinfo) else None)
         except ValueError as error:
             self.fail(str(error), param, ctx)
 
@@ -169,4 +175,30 @@ until_option = click.option(
 
 host_option = click.option(
     "--host", metavar="NAME", help="Only the sessions of this host (on a team index, --db)."
+)
+
+
+class TimeZone(click.ParamType):
+    """An IANA time zone name (``Europe/Paris``, ``UTC``)."""
+
+    name = "zone"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tzinfo):
+            return value
+        try:
+            return ZoneInfo(str(value))
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(f"{value!r} is not a time zone (an IANA name: Europe/Paris, UTC)", param, ctx)
+
+
+# Processed before --since and --until, whose dates are midnights of this zone.
+timezone_option = click.option(
+    "--timezone",
+    "-z",
+    "zone",
+    type=TimeZone(),
+    is_eager=True,
+    help="Time zone of days, weeks and months, and of --since/--until dates (IANA name:"
+    " Europe/Paris, UTC; default: the local one, $TZ).",
 )

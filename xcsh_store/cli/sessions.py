@@ -176,7 +176,8 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
             "Usage",
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · {session_cost(info)}",
+            f"cache write {human_count(info.cache_write_tokens)} · "
+            f"total {human_count(info.tokens)} · {session_cost(info)}",
         ),
     ]
     if info.parent_session_path:

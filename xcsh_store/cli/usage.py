@@ -4,11 +4,11 @@ as a table, a terminal chart or an HTML page."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import tzinfo
 from typing import Any
 
 import click
 
-from xcsh_store.agents.pricing import PRICES_AS_OF
 from xcsh_store.cli.app import (
     Settings,
     cli,
@@ -21,37 +21,26 @@ from xcsh_store.cli.app import (
     team_only,
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
-from xcsh_store.cli.params import agent_option, since_option, until_option
+from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
 from xcsh_store.cli.render import human_count, money, terminal_width
-from xcsh_store.cli.shapes import total_tokens, usage_json
-from xcsh_store.index import USAGE_GROUPS, UsageRow
+from xcsh_store.cli.shapes import cost_text, usage_json
+from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
 
-def _totals(rows: list[UsageRow]) -> UsageRow:
-    return UsageRow(
-        key=None,
-        entries=sum(row.entries for row in rows),
-        input_tokens=sum(row.input_tokens or 0 for row in rows),
-        output_tokens=sum(row.output_tokens or 0 for row in rows),
-        cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
-        cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
-        cost=sum(row.cost or 0 for row in rows),
-        estimated=sum(row.estimated for row in rows),
-        unpriced=sum(row.unpriced for row in rows),
-    )
-
-
 def cost_note(totals: UsageRow) -> str:
-    """Which of the costs are the index's estimates, and what has no price."""
+    """Which of the costs are the index's estimates, and how much has no price."""
     parts = []
     if totals.estimated:
         parts.append(
-            f"{totals.estimated:,} entries' cost is estimated from list prices of {PRICES_AS_OF}"
-            " (Claude Code and Codex record tokens, not costs)"
+            f"{totals.estimated:,} entries' cost is estimated (Claude Code and Codex record"
+            " tokens, not costs): `xcsh-store prices` shows each price and its source"
         )
     if totals.unpriced:
-        parts.append(f"{totals.unpriced:,} entries of models without a known price add no cost")
+        parts.append(
+            f"at least {money(totals.cost)}, {totals.unpriced:,} entries unpriced"
+            " (models without a price: add them to prices.toml)"
+        )
     return "Note: " + "; ".join(parts) + "."
 
 
@@ -63,8 +52,8 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
         human_count(row.output_tokens),
         human_count(row.cache_read_tokens),
         human_count(row.cache_write_tokens),
-        human_count(total_tokens(row)),
-        money(row.cost),
+        human_count(row.tokens),
+        cost_text(row.cost),
     )
 
 
@@ -79,9 +68,11 @@ def _labels(row: UsageRow) -> list[str]:
     multiple=True,
     default=("day",),
     show_default=True,
-    help="How to group (days, weeks and months are UTC); repeat it to group by several: "
+    help="How to group (days, weeks from Monday, months: in --timezone); repeat it to group"
+    " by several: "
     "--by day --by model.",
 )
+@timezone_option
 @since_option
 @until_option
 @agent_option
@@ -105,6 +96,7 @@ def _labels(row: UsageRow) -> list[str]:
 def usage_command(
     settings: Settings,
     by: tuple[str, ...],
+    zone: tzinfo | None,
     since: str | None,
     until: str | None,
     agents: tuple[str, ...],
@@ -131,8 +123,11 @@ def usage_command(
     groups = list(dict.fromkeys(by))
     team_only(settings, "host" in groups, "--by host")
     name = ",".join(groups)
+    if zone is not None and settings.db is not None:
+        raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
+    local = {} if settings.db is not None else {"zone": zone}
     with open_index(settings, team=True) as index:
-        rows = index.usage(by=groups, since=since, until=until, agents=agents)
+        rows = index.usage(by=groups, since=since, until=until, agents=agents, **local)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -144,7 +139,7 @@ def usage_command(
                 "since": since,
                 "until": until,
                 "rows": [usage_json(row) for row in rows],
-                "total": usage_json(_totals(rows)),
+                "total": usage_json(usage_total(rows)),
             }
         )
         return
@@ -156,7 +151,7 @@ def usage_command(
         print_table(
             [
                 *(_row_cells(_labels(row), row) for row in rows),
-                _row_cells(["total", *blanks], _totals(rows)),
+                _row_cells(["total", *blanks], usage_total(rows)),
             ],
             headers=(
                 *groups,
@@ -176,7 +171,7 @@ def usage_command(
         )
     else:
         echo("No usage recorded in that period.")
-    totals = _totals(rows)
+    totals = usage_total(rows)
     if totals.estimated or totals.unpriced:
         echo(cost_note(totals))
     if html_file:

@@ -38,6 +38,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "xcsh_store.index.choices": (
             "Choice",
+            "DuplicateSession",
             "model_choices",
             "project_choices",
             "session_choices",
@@ -69,6 +70,7 @@ __getattr__, __dir__ = lazy_exports(
             "parse_search_query",
             "search_role",
         ),
+        "xcsh_store.index.prices": ("ModelSeen",),
         "xcsh_store.index.sessions": ("IndexedSession",),
         "xcsh_store.index.tree": (
             "IndexedEntry",
@@ -77,7 +79,9 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.usage": (
             "USAGE_GROUPS",
+            "DuplicateSession",
             "UsageRow",
+            "usage_total",
         ),
         "xcsh_store.index.verify": ("VerifyReport",),
     },
@@ -91,6 +95,7 @@ __all__ = [
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
+    "ModelSeen",
     "Progress",
     "PromptHit",
     "QueryInterruptedError",
@@ -120,4 +125,5 @@ __all__ = [
     "session_outline",
     "sqlite_versions",
     "unique_id_prefixes",
+    "usage_total",
 ]

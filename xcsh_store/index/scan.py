@@ -68,6 +68,9 @@ class SyncReport:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     # Why this sync read every file again (an index upgrade asked for it), else None.
     resync_reason: str | None = None
+    # Whether the prices changed since the index was priced, so Claude Code's and Codex's
+    # files were read again (index/prices.py).
+    repriced: bool = False
 
     @property
     def complete(self) -> bool:

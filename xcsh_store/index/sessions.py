@@ -71,6 +71,9 @@ _DETAILS = (
     "f.legacy",
     "s.agent",
     "s.parent_session_id",
+    # Entries of a model without a price (migration 0010's index holds just those).
+    "(SELECT count(*) FROM entries AS e WHERE e.session = s.file_id AND e.cost IS NULL"
+    " AND e.input_tokens IS NOT NULL)",
 )
 _CREATED, _FIRST_MESSAGE, _LEGACY = (
     _DETAILS.index(column) for column in ("s.created_at", "s.first_message", "f.legacy")
@@ -212,15 +215,23 @@ class IndexedSession:
     cache_read_tokens: int = _detail("s.cache_read_tokens")
     cache_write_tokens: int = _detail("s.cache_write_tokens")
     premium_requests: float = _detail("s.premium_requests")
+    unpriced_entries: int = property(lambda session: session._details()[-1])
 
     @property
     def id(self) -> str:
         return self._row[1]
 
     @property
+    def tokens(self) -> int:
+        """Every token of its requests: input, output, cache reads and writes (what ``usage``
+        sums as its total, UsageRow.tokens)."""
+        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
+        return sum(figures) + self.cache_write_tokens
+
+    @property
     def cost_kind(self) -> str:
-        """recorded, estimated or unpriced (agents.cost_kind)."""
-        return cost_kind(self.agent, self.cost, self.input_tokens + self.output_tokens)
+        """recorded, estimated, partial or unpriced (agents.cost_kind)."""
+        return cost_kind(self.agent, self.cost, self.unpriced_entries)
 
     @property
     def cwd(self) -> str:

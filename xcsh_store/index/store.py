@@ -13,7 +13,7 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
@@ -41,15 +41,17 @@ from xcsh_store.times import iso_now
 # The modules behind the other questions are imported by the methods that ask them: a process
 # that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
 if TYPE_CHECKING:
+    from xcsh_store.agents.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.index.blob_folder import BlobFolder
     from xcsh_store.index.gc import GcReport, SessionWatch
     from xcsh_store.index.outline import SessionOutline
+    from xcsh_store.index.prices import ModelSeen
     from xcsh_store.index.prompts import PromptHit
     from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
     from xcsh_store.index.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.usage import UsageRow
+    from xcsh_store.index.usage import DuplicateSession, UsageRow
     from xcsh_store.index.verify import VerifyReport
     from xcsh_store.session.context import SessionContext
 
@@ -293,11 +295,15 @@ class SessionIndex:
     def _sync_once(
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
+        from xcsh_store.agents.pricing import price_table
+        from xcsh_store.index.prices import price_again_if_changed, record_prices
         from xcsh_store.index.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.sync import sync_files
 
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
+        prices = price_table()
+        repriced = price_again_if_changed(self.connection, prices)
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
@@ -310,6 +316,8 @@ class SessionIndex:
             read_only_roots=set(self.agent_roots()),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
+        record_prices(self.connection, prices)
+        report.repriced = repriced
         if resync is not None:
             # Taken only now: a resync killed part-way is done again in full next time.
             report.resync_reason = resync
@@ -560,8 +568,11 @@ class SessionIndex:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         agents: Collection[str] | None = None,
+        zone: tzinfo | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once; ``agents``:
+        """Token and cost sums per group; an entry copied into a fork counts once, and so does
+        a session kept in several files; days, weeks and months are ``zone``'s (default: the
+        local time zone); ``agents``:
         only these agents' sessions (costs of Claude Code and Codex are estimates: see each
         row's ``estimated`` and ``unpriced``).
 
@@ -571,7 +582,22 @@ class SessionIndex:
         """
         from xcsh_store.index.usage import usage_rows
 
-        return usage_rows(self.connection, by, since, until, agents)
+        return usage_rows(self.connection, by, since, until, agents, zone)
+
+    @_entry_point
+    def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
+        """prices.models_seen, and whether the index's costs come from ``table``."""
+        from xcsh_store.index.prices import models_seen, priced_with
+
+        current = priced_with(self.connection) == table.fingerprint
+        return models_seen(self.connection, table), current
+
+    @_entry_point
+    def duplicate_sessions(self) -> list[DuplicateSession]:
+        """Sessions kept in several files, whose usage counts once (usage.duplicate_sessions)."""
+        from xcsh_store.index.usage import duplicate_sessions
+
+        return duplicate_sessions(self.connection)
 
     # -- blobs ------------------------------------------------------------------------------
 

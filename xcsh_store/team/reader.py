@@ -64,7 +64,9 @@ _SESSION_COLUMNS = (
     " message_count, first_message, last_entry_id, input_tokens, output_tokens,"
     " cache_read_tokens, cache_write_tokens, premium_requests, cost, agent, parent_session_id,"
     " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
-    " AND (twin.host, twin.path) <> (s.host, s.path))"
+    " AND (twin.host, twin.path) <> (s.host, s.path)),"
+    " (SELECT count(*) FROM entries AS e WHERE e.host = s.host AND e.path = s.path"
+    " AND e.cost IS NULL AND e.input_tokens IS NOT NULL)"
 )
 _ORDERS = {
     "modified": "modified_at DESC, host, path",
@@ -110,6 +112,8 @@ class TeamSession:
     agent: str
     parent_session_id: str | None
     id_shared: bool
+    # Entries of a model without a price (as IndexedSession's).
+    unpriced_entries: int
 
     @property
     def id(self) -> str:
@@ -128,8 +132,13 @@ class TeamSession:
         return self.first_message_text or "(no messages)"
 
     @property
+    def tokens(self) -> int:
+        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
+        return sum(figures) + self.cache_write_tokens
+
+    @property
     def cost_kind(self) -> str:
-        return cost_kind(self.agent, self.cost, self.input_tokens + self.output_tokens)
+        return cost_kind(self.agent, self.cost, self.unpriced_entries)
 
 
 def _session(row: Sequence[Any]) -> TeamSession:
@@ -514,7 +523,8 @@ class TeamIndex:
             UsageRow(
                 joined_key(row[:width]),
                 *(int(value or 0) for value in row[width : width + 5]),
-                row[width + 5] or 0.0,
+                # None when no entry of the group has a price (as the local index says).
+                None if int(row[width + 7] or 0) >= row[width] else row[width + 5] or 0.0,
                 keys=tuple(row[:width]),
                 estimated=int(row[width + 6] or 0),
                 unpriced=int(row[width + 7] or 0),

@@ -310,7 +310,7 @@ def create_app(
         by = by if by in ("day", "week", "month") else "day"
         metric = request.query_params.get("metric", "tokens")
         metric = metric if metric in ("tokens", "cost") else "tokens"
-        value_of = pages.tokens if metric == "tokens" else (lambda row: row.cost)
+        value_of = pages.tokens if metric == "tokens" else (lambda row: row.cost or 0.0)
         with open_index() as index:
             over_time = index.usage(by)
             models = sorted(index.usage("model"), key=value_of)

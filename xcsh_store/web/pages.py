@@ -24,6 +24,7 @@ from xcsh_store.index import (
     labels_of,
     message_summary,
     read_entries,
+    usage_total,
 )
 
 SESSIONS_PAGE = 50
@@ -620,12 +621,14 @@ def tokens(row: Any) -> int:
     return row.input_tokens + row.output_tokens + row.cache_read_tokens + row.cache_write_tokens
 
 
-def usage_totals(rows: list[Any]) -> dict[str, float]:
+def usage_totals(rows: list[Any]) -> dict[str, float | None]:
     """The sums of every column of the usage table."""
     columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens")
     totals: dict[str, float] = {
         column: sum(getattr(row, column) for row in rows)
-        for column in (*columns, "cache_write_tokens", "cost")
+        for column in (*columns, "cache_write_tokens")
     }
     totals["tokens"] = sum(tokens(row) for row in rows)
+    total = usage_total(rows)
+    totals["cost"], totals["unpriced"] = total.cost, total.unpriced
     return totals
