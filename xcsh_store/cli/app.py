@@ -14,8 +14,8 @@ import click
 import orjson
 
 from xcsh_store import __version__
-from xcsh_store.cli.render import fit_table, one_line
-from xcsh_store.cli.safe import visible, visible_line, visible_text
+from xcsh_store.cli.render import fit_table
+from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex, SQLiteError
 from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
@@ -51,8 +51,9 @@ class Settings:
     # --db: the team index (postgresql://…) the read verbs read instead of index.db.
     db: str | None = None
 
-    def style(self, text: str, **styles: Any) -> str:
-        return click.style(text, **styles) if self.color else text
+    def style(self, text: str, **styles: Any) -> Shown:
+        """``text`` escaped, then coloured when colour is on (safe.styled)."""
+        return styled(text, self.color, **styles)
 
 
 # The module that defines each verb, imported when the verb is asked for: `xcsh-store ls`
@@ -265,16 +266,14 @@ def print_table(
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
-    cells = ([visible(one_line(value)) for value in row] for row in rows)
-    click.echo(
-        fit_table(cells, headers, flexible=flexible, right=right, styles=styles, keep_end=keep_end)
-    )
+    echo(fit_table(rows, headers, flexible=flexible, right=right, styles=styles, keep_end=keep_end))
 
 
 def echo(text: str = "", err: bool = False) -> None:
-    """One line for people, through the sanitiser: the verb's own colours are all that stays."""
-    context = click.get_current_context(silent=True)
-    click.echo(visible_line(text, bool(context and context.color)), err=err)
+    """One line for people: :class:`Shown` text as it is (the verb's own colours on escaped
+    content), any other text escaped whole."""
+    # A plain str again: click adds the newline with `+`, which Shown would escape.
+    click.echo(str(shown(text)), err=err)
 
 
 def echo_text(text: str, newline: bool = True) -> None:

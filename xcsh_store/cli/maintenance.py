@@ -609,10 +609,11 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     )
     echo(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
-        echo(f"  {name:<11} {home_relative(path)}  {ok if diagnosis.exists[name] else bad}")
+        echo(f"  {name:<11} {home_relative(path)}  " + (ok if diagnosis.exists[name] else bad))
     for root in diagnosis.session_roots:
         found = ok if os.path.isdir(root) else bad
-        echo(f"  {'root':<11} {home_relative(root)}  {found} (recorded by the session manager)")
+        recorded = " (recorded by the session manager)"
+        echo(f"  {'root':<11} {home_relative(root)}  " + found + recorded)
     echo(style("Index", bold=True))
     stats = diagnosis.index
     if stats is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from xcsh_store.cli.safe import visible_line
+from xcsh_store.cli.safe import Shown, shown, visible
 from xcsh_store.times import parse_iso
 
 # Cells are cut to this when the output is not a terminal (a pipe, a file).
@@ -105,9 +105,10 @@ def cut_left(text: str, width: int) -> str:
 _STYLE_CODE = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def cut_styled(text: str, width: int) -> str:
-    """Like :func:`cut`, for text holding colour codes: they are kept, take no room, and a
-    colour left open by the cut is reset."""
+def cut_styled(text: str, width: int) -> Shown:
+    """Like :func:`cut`, for a line for the terminal (:func:`~xcsh_store.cli.safe.shown`): its
+    colour codes are kept and take no room, and a colour left open by the cut is reset."""
+    text = shown(text)
     if display_width(text) <= width:
         return text
     out: list[str] = []
@@ -127,7 +128,8 @@ def cut_styled(text: str, width: int) -> str:
         out.append(text[position])
         used += cells
         position += 1
-    return "".join(out) + (ELLIPSIS if width > 0 else "") + ("\x1b[0m" if styled else "")
+    end = (ELLIPSIS if width > 0 else "") + ("\x1b[0m" if styled else "")
+    return Shown("".join(out) + end)
 
 
 def cut_marked(text: str, width: int) -> str:
@@ -159,22 +161,22 @@ def cut_marked(text: str, width: int) -> str:
     return "".join(out)
 
 
-def show_marks(text: str, color: bool) -> str:
-    """Highlight marks as bold colour on a terminal, as ``«…»`` otherwise."""
+def show_marks(text: str, color: bool) -> Shown:
+    """Highlight marks as bold colour on a terminal, as ``«…»`` otherwise (``text`` is escaped
+    first: the marks are no control characters)."""
+    text = shown(text)
     if color:
         start = click.style("", bold=True, fg="yellow", reset=False)
-        return text.replace(MARK_OPEN, start).replace(MARK_CLOSE, "\x1b[0m")
-    return text.replace(MARK_OPEN, PLAIN_MARKS[0]).replace(MARK_CLOSE, PLAIN_MARKS[1])
+        return Shown(text.replace(MARK_OPEN, start).replace(MARK_CLOSE, "\x1b[0m"))
+    return Shown(text.replace(MARK_OPEN, PLAIN_MARKS[0]).replace(MARK_CLOSE, PLAIN_MARKS[1]))
 
 
-def fit_line(text: str, width: int | None) -> str:
+def fit_line(text: str, width: int | None) -> Shown:
     """One line of output through the sanitiser, then cut to the terminal (uncut in a pipe).
 
     Sanitising first makes the escapes that stand for control characters count in the width.
     """
-    context = click.get_current_context(silent=True)
-    text = visible_line(text, bool(context and context.color))
-    return text if width is None else cut_styled(text, width)
+    return shown(text) if width is None else cut_styled(text, width)
 
 
 def _give_way(
@@ -241,18 +243,20 @@ def fit_table(
     styles: Callable[[int, int, str], str] | None = None,
     width: int | None = -1,
     keep_end: Sequence[int] = (),
-) -> str:
+) -> Shown:
     """An aligned plain table (tabulate's "simple" layout) that fits the terminal.
 
     On a terminal, when the table is too wide, cells are cut with an ellipsis: the
     ``flexible`` columns (free text) give way first, the widest first, and every line fits
     however narrow the terminal. In a pipe every cell is cut at :data:`PIPE_CELL_WIDTH`.
+    Cells and headers are escaped (:func:`~xcsh_store.cli.safe.visible`) before anything else;
     ``styles(row, column, text)`` colours a cell after it was cut; the ``keep_end`` columns
     (folders) are cut at their start. Widths are terminal cells (:func:`display_width`).
     ``width=-1`` means "ask the terminal".
     """
     available = terminal_width() if width == -1 else width
-    cells = [[one_line(value) for value in row] for row in rows]
+    cells = [[visible(one_line(value)) for value in row] for row in rows]
+    headers = [visible(one_line(header)) for header in headers]
     flexible = [flexible] if isinstance(flexible, int) else list(flexible)
     if available is None:
         limits = [PIPE_CELL_WIDTH] * len(headers)
@@ -274,16 +278,18 @@ def fit_table(
         widths = [min(size, limit) for size, limit in zip(widths, limits, strict=True)]
     if not cells:
         right = ()  # as tabulate, which aligns an empty table's headers left
-    gap = " " * COLUMN_GAP
+    gap = Shown(" " * COLUMN_GAP)
     lines = [
-        gap.join(
-            pad(text, widths[column], column in right) for column, text in enumerate(line)
-        ).rstrip()
+        Shown(
+            gap.join(
+                pad(text, widths[column], column in right) for column, text in enumerate(line)
+            ).rstrip()
+        )
         for line in (heads, ["-" * size for size in widths], *cells)
     ]
     if available is not None:
         lines = [cut_styled(line, available) for line in lines]
-    return "\n".join(lines)
+    return Shown("\n").join(lines)
 
 
 def human_count(value: float | int | None) -> str:

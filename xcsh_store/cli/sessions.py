@@ -48,6 +48,7 @@ from xcsh_store.cli.render import (
     show_marks,
     terminal_width,
 )
+from xcsh_store.cli.safe import Shown, visible
 from xcsh_store.cli.shapes import (
     context_json,
     hit_json,
@@ -128,7 +129,7 @@ def show_command(
         return
     print_header(settings, info)
     if skipped is not None:
-        echo(f"{settings.style('Skipped ', bold=True)} {skipped_note(skipped)}")
+        echo(settings.style("Skipped ", bold=True) + f" {skipped_note(skipped)}")
     echo()
     if view == "tree":
         for line in draw_tree(settings, outline):
@@ -161,7 +162,7 @@ _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", 
 def print_header(settings: Settings, info: IndexedSession) -> None:
     label = settings.style
     title = f' · "{info.title}"' if info.title else ""
-    lines = [
+    lines: list[tuple[str, str]] = [
         ("Session", label(info.session_id, fg="cyan", bold=True) + title),
         ("File", home_relative(info.path)),
         ("Cwd", home_relative(info.cwd)),
@@ -183,7 +184,7 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
         lines.append(("Parent", home_relative(info.parent_session_path)))
     width = terminal_width()
     for name, value in lines:
-        echo(fit_line(f"{label(f'{name:<8}', bold=True)} {value}", width))
+        echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))
 
 
 def print_context(settings: Settings, context: SessionContext, leaf_id: str | None) -> None:
@@ -275,7 +276,9 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
         width,
     )
     for lead, entry_id in tree_lines(outline):
-        kind, text = entry_summary(outline.entries[entry_id])
+        # Escaped before they are measured and cut: an escape is wider than what it stands for.
+        kind, text = (visible(part) for part in entry_summary(outline.entries[entry_id]))
+        shown_id = visible(entry_id)
         on_path = entry_id in active
         marker = "●" if on_path else "○"
         tags = []
@@ -286,15 +289,15 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             tags.append(style("◀ leaf", fg="green", bold=True))
         elif entry_id in leaves:
             tags.append(style("◁ leaf", dim=True))
-        tag_text = (" " + " ".join(tags)) if tags else ""
-        start = f"{lead}{marker} {entry_id} {kind}" + (": " if text else "")
+        tag_text = (" " + Shown(" ").join(tags)) if tags else ""
+        start = f"{lead}{marker} {shown_id} {kind}" + (": " if text else "")
         room = None if width is None else width - display_width(start + tag_text)
         body = cut(text, room if room is not None else 100)
         line = (
             style(lead, dim=True)
             + style(marker, fg="green" if on_path else None, dim=not on_path)
             + " "
-            + style(entry_id, fg="cyan", dim=not on_path)
+            + style(shown_id, fg="cyan", dim=not on_path)
             + " "
             + style(kind + (":" if text else ""), bold=on_path, dim=not on_path)
             + (" " + style(body, dim=not on_path) if text else "")
