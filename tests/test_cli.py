@@ -23,7 +23,6 @@ from xcsh_store.cli import cli
 from xcsh_store.cli.app import Settings, color_enabled
 from xcsh_store.cli.demo_dir import DEMO_MARKER, build_demo, prepare_demo_dir
 from xcsh_store.cli.maintenance import progress_bar
-from xcsh_store.cli.params import parse_duration, parse_time_bound
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
@@ -39,6 +38,7 @@ from xcsh_store.format.versions import find_header_index
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_blobs_dir
 from xcsh_store.session.context import build_session_context
+from xcsh_store.times import parse_duration, parse_time_bound
 
 # The demo's story then happens between 2026-02-13 and 2026-03-15 (UTC).
 DEMO_NOW = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)

@@ -4,23 +4,18 @@
 from __future__ import annotations
 
 import math
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import click
 
 from xcsh_store.agents import AGENTS
 from xcsh_store.cli.complete import complete_project
-from xcsh_store.times import iso_millis
+from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # The most a count option takes: far more rows than any store holds, and well inside SQLite's
 # 64-bit integers (a limit is passed on to a query, sometimes plus one).
 MAX_COUNT = 1_000_000_000
-# The longest duration or age: 10,000 years (datetime and timedelta end before 10,000 more).
-MAX_DAYS = 3_652_425
 
 
 def count_type(minimum: int = 0) -> click.IntRange:
@@ -43,29 +38,6 @@ def days_type() -> FiniteRange:
     return FiniteRange(min=0, max=MAX_DAYS)
 
 
-class DurationTooLongError(ValueError):
-    """A duration past :data:`MAX_DAYS` (timedelta and datetime arithmetic would overflow)."""
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30m``, ``1h``, ``2d``, ``1w``, ``1h30m``, ``0s``; a unit is always required."""
-    compact = text.strip().lower().replace(" ", "")
-    if not compact:
-        raise ValueError("empty duration")
-    position = 0
-    seconds = 0.0
-    for match in _DURATION_PART.finditer(compact):
-        if match.start() != position:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2).lower()]
-        position = match.end()
-    if position != len(compact):
-        raise ValueError(f"{text!r} is not a duration like 30m, 1h, 2d or 1h30m")
-    if seconds > MAX_DAYS * 86400:
-        raise DurationTooLongError(f"{text!r} is longer than {MAX_DAYS:,} days (10,000 years)")
-    return timedelta(seconds=seconds)
-
-
 class Duration(click.ParamType):
     """A length of time: ``30m``, ``1h``, ``2d``, ``1w`` or combinations such as ``1h30m``."""
 
@@ -78,38 +50,6 @@ class Duration(click.ParamType):
             return parse_duration(str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
-
-
-def parse_time_bound(text: str, now: datetime | None = None) -> str:
-    """A point in time as an index timestamp (ISO 8601 UTC, milliseconds, ``Z``).
-
-    Accepts a date (``2026-11-01``, local midnight), a date and time (local unless it has an
-    offset or ``Z``), or an age such as ``7d`` / ``12h`` meaning that long before now.
-    """
-    stripped = text.strip()
-    now = now or datetime.now(UTC)
-    try:
-        age: timedelta | None = parse_duration(stripped)
-    except DurationTooLongError:
-        raise
-    except ValueError:
-        age = None  # not an age: a date or a time
-    try:
-        moment = now - age if age is not None else _parse_moment(text, stripped)
-        return iso_millis(moment)
-    except OverflowError:
-        raise ValueError(f"{text!r} is outside the years 1 to 9999") from None
-
-
-def _parse_moment(text: str, stripped: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a date (2026-11-01), a time (2026-11-01T09:30) or an age (7d, 12h)"
-        ) from None
-    # A time without an offset is in the local zone, as people type dates.
-    return moment if moment.tzinfo else moment.astimezone()
 
 
 class TimeBound(click.ParamType):
@@ -128,11 +68,10 @@ def _in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     """``--since`` after ``--until`` can match nothing: a usage error, whichever comes first."""
     bounds = {"since": ctx.params.get("since"), "until": ctx.params.get("until")}
     bounds[param.name or ""] = value
-    since, until = bounds["since"], bounds["until"]
-    # Both are ISO 8601 UTC with milliseconds, so text order is time order.
-    if since and until and since > until:
+    problem = time_order_problem(bounds["since"], bounds["until"])
+    if problem:
         raise click.BadParameter(
-            f"--since {since} is after --until {until}; nothing could match", ctx, param
+            problem.replace("since ", "--since ").replace("until ", "--until "), ctx, param
         )
     return value
 
