@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import difflib
 import importlib
 import os
 import sys
@@ -18,6 +19,7 @@ from xcsh_store.cli.render import fit_table
 from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex, SQLiteError
+from xcsh_store.js import well_formed
 from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
 
 # The team index the read verbs read when it is set (--db).
@@ -80,9 +82,31 @@ VERB_MODULES = {
 }
 
 
-class StoreGroup(click.Group):
+class SuggestingGroup(click.Group):
+    """A group that answers a mistyped verb with the verbs it may have meant, as click does
+    for options (click's own suggestion, where it makes one, knows only the verbs imported)."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            typed = args[0] if args else ""
+            if typed.startswith("-") or self.get_command(ctx, typed) is not None:
+                raise  # an option, or an error of the verb itself
+            close = difflib.get_close_matches(typed, self.list_commands(ctx), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise click.UsageError(f"No such command {typed!r}.{hint}", ctx) from None
+
+
+class StoreGroup(SuggestingGroup):
     """A group whose verbs report library and OS errors as one line with exit code 1, and
     whose verbs are imported when they are first asked for (VERB_MODULES)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[ARGUMENTS_KEY] = list(args)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *VERB_MODULES})
@@ -105,6 +129,8 @@ class StoreGroup(click.Group):
             raise
         except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
+        except UnicodeError as error:
+            raise click.ClickException(not_utf8(ctx.meta.get(ARGUMENTS_KEY, []), error)) from None
 
     def main(
         self,
@@ -128,6 +154,22 @@ class StoreGroup(click.Group):
             emit_error_json({"error": {"type": "Aborted", "message": "interrupted"}})
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+# Where the group keeps its command line (ctx.meta) for the errors that name an argument.
+ARGUMENTS_KEY = "xcsh_store.arguments"
+
+
+def not_utf8(arguments: Sequence[str], error: UnicodeError) -> str:
+    """The one line for text that is not UTF-8 where only UTF-8 can go (a SQL query, a file
+    name SQLite or Parquet is to open): the argument that holds it, when one does.
+
+    Python hands over bytes of the command line that are not UTF-8 as lone surrogates;
+    such an argument works as a path of this system, but never as text."""
+    for argument in arguments:
+        if well_formed(argument) != argument:
+            return f"the argument {visible(argument)} is not valid UTF-8 text: give it in UTF-8"
+    return f"text that is not valid UTF-8 cannot be used here ({visible(str(error.reason))})"
 
 
 def wants_json(arguments: Sequence[str]) -> bool:
@@ -159,7 +201,7 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
 
 def emit_error_json(error: dict[str, Any]) -> None:
     """One line of JSON on stderr; stdout keeps only the data a verb printed before."""
-    sys.stderr.buffer.write(orjson.dumps(error) + b"\n")
+    sys.stderr.buffer.write(json_bytes(error) + b"\n")
     sys.stderr.flush()
 
 
@@ -213,8 +255,16 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
       xcsh-store --agent-dir DIR ls --json
     """
     is_terminal = sys.stdout.isatty()
+    folder = os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir()
+    if well_formed(folder) != folder:
+        # SQLite takes file names as UTF-8: index.db could be neither made nor opened there.
+        raise click.BadParameter(
+            f"{visible(folder)} is not valid UTF-8, which SQLite needs of a folder to keep"
+            " index.db in",
+            param_hint="--agent-dir" if agent_dir else f"${AGENT_DIR_ENV}",
+        )
     ctx.obj = Settings(
-        agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir(),
+        agent_dir=folder,
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
     )
@@ -239,16 +289,33 @@ def json_default(value: Any) -> Any:
     return str(value)
 
 
+def json_bytes(data: Any, option: int = 0) -> bytes:
+    """``data`` as JSON. A string that is not valid UTF-8 (a file name of other bytes, an
+    argument) cannot be written as JSON: its lone surrogates become U+FFFD, as JavaScript's
+    ``toWellFormed`` does, instead of ending the verb."""
+    try:
+        return orjson.dumps(data, option=option, default=json_default)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_well_formed_strings(data), option=option, default=json_default)
+
+
+def _well_formed_strings(data: Any) -> Any:
+    if isinstance(data, str):
+        return well_formed(data)
+    if isinstance(data, dict):
+        return {
+            _well_formed_strings(key): _well_formed_strings(value) for key, value in data.items()
+        }
+    if isinstance(data, (list, tuple)):
+        return [_well_formed_strings(value) for value in data]
+    return data
+
+
 def emit_json(data: Any) -> None:
     """Machine output: indented JSON on stdout, keys as documented per verb."""
     stream = sys.stdout.buffer
-    stream.write(
-        orjson.dumps(
-            data,
-            option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-            default=json_default,
-        )
-    )
+    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+    stream.write(json_bytes(data, option))
     stream.write(b"\n")
     stream.flush()
 

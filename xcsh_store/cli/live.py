@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import click
-import orjson
 
 from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
+    json_bytes,
     json_option,
     open_index,
     pass_settings,
@@ -62,7 +62,7 @@ def describe_change(change: AppliedChange) -> str:
 
 def emit_line(data: dict[str, object]) -> None:
     """One line of JSON on stdout, at once (a reader follows the stream)."""
-    sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
+    sys.stdout.buffer.write(json_bytes(data) + b"\n")
     sys.stdout.flush()
 
 

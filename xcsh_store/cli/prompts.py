@@ -12,6 +12,7 @@ import click
 
 from xcsh_store.cli.app import (
     Settings,
+    SuggestingGroup,
     cli,
     echo,
     emit_json,
@@ -46,7 +47,7 @@ _sessions_option = click.option(
 )
 
 
-@cli.group("history")
+@cli.group("history", cls=SuggestingGroup)
 def history_group() -> None:
     """Prompt history: the prompts typed into the agent, kept in <agent dir>/history.db.
 

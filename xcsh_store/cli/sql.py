@@ -18,13 +18,13 @@ from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
-    json_default,
+    json_bytes,
     json_option,
     open_index,
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
+from xcsh_store.cli.params import FiniteRange, count_type
 from xcsh_store.index import (
     QueryInterruptedError,
     QueryStream,
@@ -32,6 +32,7 @@ from xcsh_store.index import (
     open_query,
 )
 from xcsh_store.paths import get_index_db_path
+from xcsh_store.times import MAX_DAYS
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_TABLE_ROWS = 1000
@@ -132,11 +133,7 @@ def _stream_json(stream: QueryStream) -> None:
     out.write(b"[")
     separator = b"\n"
     for row in stream:
-        item = orjson.dumps(
-            dict(zip(stream.columns, row, strict=True)),
-            option=orjson.OPT_INDENT_2,
-            default=json_default,
-        )
+        item = json_bytes(dict(zip(stream.columns, row, strict=True)), orjson.OPT_INDENT_2)
         # JSON strings hold no raw newline, so every line of the item can be indented.
         out.write(separator + b"\n".join(b"  " + line for line in item.split(b"\n")))
         separator = b",\n"
