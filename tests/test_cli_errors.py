@@ -240,7 +240,9 @@ def test_a_query_that_is_not_utf8_is_named_in_one_line(indexed):
 
 
 def test_an_agent_dir_that_is_not_utf8_is_refused_before_anything_is_made(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
     result = run("--agent-dir", NOT_UTF8, "sync", "--init", code=2)
     assert "is not valid UTF-8, which SQLite needs" in result.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert list(folder.iterdir()) == []
