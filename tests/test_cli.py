@@ -105,7 +105,7 @@ def test_help_lists_every_verb_and_how_to_enable_completion():
     text = invoke(None, "--help").output
     for verb in VERBS:
         assert re.search(rf"^\s+{verb}\s", text, re.MULTILINE), verb
-    assert "_XCSH_STORE_COMPLETE=bash_source xcsh-store" in text
+    assert 'eval "$(xcsh-store completion bash)"' in text
 
 
 @pytest.mark.parametrize(

@@ -25,11 +25,13 @@ from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
 
+# The variable click's completion protocol reads: the shells' scripts set it.
+COMPLETION_VARIABLE = "_XCSH_STORE_COMPLETE"
 COMPLETION_HELP = """\b
-Shell completion:
-  bash  eval "$(_XCSH_STORE_COMPLETE=bash_source xcsh-store)"   (in ~/.bashrc)
-  zsh   eval "$(_XCSH_STORE_COMPLETE=zsh_source xcsh-store)"    (in ~/.zshrc)
-  fish  _XCSH_STORE_COMPLETE=fish_source xcsh-store | source    (in config.fish)"""
+Shell completion (`xcsh-store completion --help`):
+  bash  eval "$(xcsh-store completion bash)"   (in ~/.bashrc)
+  zsh   eval "$(xcsh-store completion zsh)"    (in ~/.zshrc)
+  fish  xcsh-store completion fish | source    (in ~/.config/fish/config.fish)"""
 
 
 def color_enabled(mode: str, is_terminal: bool, environ: dict[str, str] | os._Environ) -> bool:
@@ -62,6 +64,7 @@ class Settings:
 # imports the listing and none of sync, gc, search, usage or the demo.
 VERB_MODULES = {
     "cat": "sessions",
+    "completion": "completion",
     "demo": "demo",
     "doctor": "maintenance",
     "export": "team",
