@@ -246,3 +246,18 @@ def test_an_agent_dir_that_is_not_utf8_is_refused_before_anything_is_made(tmp_pa
     result = run("--agent-dir", NOT_UTF8, "sync", "--init", code=2)
     assert "is not valid UTF-8, which SQLite needs" in result.stderr
     assert list(folder.iterdir()) == []
+
+
+def test_an_ambiguous_uuid_prefix_lists_ten_short_ids_and_counts_the_rest(agent_dir):
+    ids = [f"aaaa{number:04d}-0000-4000-8000-000000000000" for number in range(13)]
+    records: list[dict] = [header("uuid-session")]
+    for number, entry_id in enumerate(ids):
+        records.append(message(entry_id, ids[number - 1] if number else None, "user", "hi"))
+    write_session(sessions_dir(agent_dir) / "uuids.jsonl", records)
+    run("sync")
+    result = run("show", "uuid-session", "--leaf", "aaaa", code=1)
+    assert result.stderr == (
+        "Error: Entry id 'aaaa' is ambiguous: 13 entries start with it ("
+        + ", ".join(entry_id[:8] for entry_id in ids[:10])
+        + ", and 3 more); give more of it\n"
+    )
