@@ -166,7 +166,10 @@ def serve_command(
     from xcsh_store.web import serve
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise click.UsageError(f"--host {host} needs --token: anyone who can reach it would read")
+        raise click.UsageError(
+            f"--host {host} needs --token: without one, anyone who can reach port {port} of"
+            " this machine could read every session"
+        )
     if live:
         require_agent_dir(settings)
     else:
