@@ -269,3 +269,32 @@ def test_serve_on_another_address_without_a_token_says_why_in_a_whole_sentence(a
         "Error: --host 0.0.0.0 needs --token: without one, anyone who can reach port 9999 of"
         " this machine could read every session\n"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Filters that name nothing, and empty listings
+
+
+def test_a_model_or_project_nothing_has_is_named_instead_of_no_matches(indexed):
+    model = run("search", "message", "--model", "gpt-9", code=2)
+    assert "Invalid value for --model: no entry in the index has the model 'gpt-9'" in model.stderr
+    project = run("search", "message", "--project", "nope", code=2)
+    assert "no session in the index is in the folder 'nope'" in project.stderr
+    listed = json_error(run("ls", "--project", "nope", "--json", code=2))
+    assert "no session in the index is in the folder 'nope'" in listed["message"]
+
+
+def test_a_known_model_with_no_hit_is_still_no_matches(indexed):
+    assert run("search", "zebra", "--model", "anthropic/claude-test").stdout == "No matches.\n"
+
+
+def test_an_empty_listing_after_a_sync_says_which_folders_it_read(agent_dir, real_home):
+    run("sync", "--init")
+    result = run("ls", "--agent", "pi")
+    first, hint = result.stdout.splitlines()
+    assert first.startswith("No pi sessions. The last sync (")
+    assert first.endswith(
+        f"read 3 folders: {agent_dir / 'sessions'}, ~/.claude/projects (claude),"
+        " ~/.codex/sessions (codex)."
+    )
+    assert "run `xcsh-store sync`" not in result.stdout and "--add-root" in hint

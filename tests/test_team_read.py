@@ -226,3 +226,13 @@ def test_a_claude_code_session_is_rebuilt_on_the_team_index(
         for body in (ours, theirs):
             body["session"].pop("id_shared")
         assert ours == theirs
+
+
+def test_a_model_or_project_no_host_has_is_named_as_on_the_local_index(
+    two_hosts: dict[str, Path], team_url: str
+) -> None:
+    for option, value in (("--model", "gpt-9"), ("--project", "nope")):
+        result = CliRunner().invoke(cli, ["--db", team_url, "search", "word12", option, value])
+        assert result.exit_code == 2 and f"Invalid value for {option}: no " in result.stderr
+    known = run("--db", team_url, "search", "word12", "--model", "anthropic/claude-test")
+    assert known == run("--db", team_url, "search", "word12", "--model", "claude-test") != []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -24,8 +25,17 @@ from xcsh_store.cli.params import (
     host_option,
     project_option,
 )
-from xcsh_store.cli.render import cut_left, home_relative, human_count, short_time
+from xcsh_store.cli.render import (
+    cut_left,
+    home_relative,
+    human_count,
+    local_time,
+    plural,
+    short_time,
+)
 from xcsh_store.cli.shapes import session_cost, session_json
+from xcsh_store.errors import UnknownFilterError
+from xcsh_store.index import check_filters
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
@@ -34,6 +44,36 @@ DEFAULT_LIST_LIMIT = 30
 
 def where(cwd: str | None) -> str:
     return cut_left(home_relative(cwd), CWD_WIDTH)
+
+
+def known_filters(index: Any, *, model: str | None = None, project: str | None = None) -> None:
+    """After an empty answer: a usage error naming the --model or --project that nothing in
+    the index has, instead of "no matches"."""
+    try:
+        check_filters(index, model=model, project=project)
+    except UnknownFilterError as error:
+        raise click.BadParameter(str(error), param_hint=f"--{error.name}") from None
+
+
+def nothing_listed(settings: Settings, index: Any, agents: tuple[str, ...]) -> list[str]:
+    """What an empty listing says: that nothing was synced yet, or which folders the last sync
+    read (a Claude Code user whose sessions are elsewhere learns where it looked)."""
+    what = f"No {' or '.join(agents)} sessions" if agents else "No sessions"
+    if settings.db is not None:
+        return [f"{what}."]
+    last_sync = index.stats().last_sync
+    if last_sync is None:
+        return [f"{what}: nothing was synced yet; run `xcsh-store sync`."]
+    agents_of = index.agent_roots()
+    roots = [
+        home_relative(root) + (f" ({agents_of[root]})" if root in agents_of else "")
+        for root in index.roots()
+    ]
+    return [
+        f"{what}. The last sync ({local_time(last_sync)}) read {plural(len(roots), 'folder')}:"
+        f" {', '.join(roots)}.",
+        "(`xcsh-store sync --add-root DIR` adds a folder of sessions.)",
+    ]
 
 
 # Marks an id that several files share: the id alone cannot select one of them.
@@ -89,13 +129,17 @@ def ls_command(
             **team_only_filter(settings, host),
         )
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
+        if not sessions:
+            known_filters(index, project=project)
+            nothing = [] if as_json else nothing_listed(settings, index, agents)
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:
         emit_json([session_json(session) for session in sessions])
         return
     if not sessions:
-        echo("No sessions. (Run `xcsh-store sync` after new sessions were written.)")
+        for line in nothing:
+            echo(line)
         return
     print_table(
         (

@@ -23,7 +23,7 @@ from xcsh_store.cli.app import (
     team_only_filter,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
-from xcsh_store.cli.listing import where
+from xcsh_store.cli.listing import known_filters, where
 from xcsh_store.cli.params import (
     agent_option,
     count_type,
@@ -384,6 +384,8 @@ def search_command(
             )
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None
+        if not hits:
+            known_filters(index, model=model, project=project)
         active = [index.on_active_branch(hit) for hit in hits]
         ids = index.unique_id_prefixes(hit.session_id for hit in hits)
     if as_json:

@@ -22,7 +22,8 @@ Modules, from the store object down:
   ``outline``: a session laid out for reading; ``search``: full-text search; ``prompts``: the
   prompt history mirrored and recalled; ``gc``: blob garbage collection; ``watch``: the folder
   watch gc relies on.
-* ``names``, ``choices``: short id prefixes and shell-completion choices; ``query``: the
+* ``names``, ``choices``: short id prefixes, shell-completion choices and the check that a
+  filter names a model or project the index has; ``query``: the
   read-only ad-hoc SQL of the ``sql`` verb.
 """
 
@@ -38,6 +39,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "xcsh_store.index.choices": (
             "Choice",
+            "check_filters",
             "model_choices",
             "project_choices",
             "session_choices",
@@ -105,6 +107,7 @@ __all__ = [
     "SyncReport",
     "UsageRow",
     "VerifyReport",
+    "check_filters",
     "entry_summary",
     "has_fts5",
     "labels_of",

@@ -512,6 +512,18 @@ class SessionIndex:
         )  # fmt: skip
 
     @_entry_point
+    def has_model(self, model: str) -> bool:
+        """Whether an entry of the index is of ``model`` (an id, or ``provider/model``), as
+        ``search(model=…)`` matches it."""
+        from xcsh_store.index.search import model_condition
+
+        condition, values = model_condition("e", model)
+        found = self.connection.execute(
+            f"SELECT 1 FROM entries AS e WHERE {condition} LIMIT 1", values
+        )
+        return found.fetchall() != []
+
+    @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:
         """Whether a hit lies on the path of its session's last entry."""
         info = self._session(hit.file_id)

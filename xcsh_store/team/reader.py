@@ -150,6 +150,16 @@ class TeamPromptHit(PromptHit):
     host: str = ""
 
 
+# An entry of a model: an id, or provider/model as usage prints it (a model id may itself hold a
+# slash, as openrouter's do); as index.search.model_condition.
+_MODEL_CONDITION = "(e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
+
+
+def _model_arguments(model: str) -> dict[str, str]:
+    provider, _, name = model.partition("/")
+    return {"model": model, "pr": provider, "mn": name}
+
+
 class TeamIndex:
     """The read verbs' questions, answered by the team index at ``url``."""
 
@@ -332,6 +342,13 @@ class TeamIndex:
 
     # -- search -----------------------------------------------------------------------------
 
+    def has_model(self, model: str) -> bool:
+        """As SessionIndex.has_model, over every host's entries."""
+        found = self._rows(
+            f"SELECT 1 FROM entries AS e WHERE {_MODEL_CONDITION} LIMIT 1", _model_arguments(model)
+        )
+        return found != []
+
     def search(
         self,
         query: str,
@@ -359,9 +376,8 @@ class TeamIndex:
                 f" AND s.path = e.path{by_session})"
             )
         if model is not None:
-            provider, _, name = model.partition("/")
-            where += " AND (e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
-            arguments |= {"model": model, "pr": provider, "mn": name}
+            where += f" AND {_MODEL_CONDITION}"
+            arguments |= _model_arguments(model)
         for operator, name, bound in ((">=", "since", since), ("<", "until", until)):
             if bound is not None:
                 where += f" AND e.timestamp {operator} %({name})s"
