@@ -4,6 +4,8 @@ out-of-range options, entry id prefixes, empty results, what migrate says it doe
 from __future__ import annotations
 
 import json
+import os
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -298,3 +300,18 @@ def test_an_empty_listing_after_a_sync_says_which_folders_it_read(agent_dir, rea
         " ~/.codex/sessions (codex)."
     )
     assert "run `xcsh-store sync`" not in result.stdout and "--add-root" in hint
+
+
+def test_ls_since_and_until_keep_the_sessions_active_in_that_span(agent_dir):
+    for day in ("2026-03-14", "2026-03-15", "2026-03-16"):
+        start = header(f"day-{day}")
+        start["timestamp"] = f"{day}T09:00:00.000Z"
+        path = write_session(sessions_dir(agent_dir) / f"{day}.jsonl", [start])
+        end = datetime.fromisoformat(f"{day}T18:00:00+00:00").timestamp()
+        os.utime(path, (end, end))
+    run("sync")
+    listed = json.loads(
+        run("ls", "--since", "2026-03-15T00:00Z", "--until", "2026-03-16T00:00Z", "--json").stdout
+    )
+    assert [session["id"] for session in listed] == ["day-2026-03-15"]
+    assert "is after --until" in run("ls", "--since", "2d", "--until", "9d", code=2).stderr

@@ -19,10 +19,12 @@ from xcsh_store.cli.app import (
     team_only_filter,
 )
 from xcsh_store.cli.params import (
+    TimeBound,
     agent_option,
     count_type,
     cwd_option,
     host_option,
+    in_order,
     project_option,
 )
 from xcsh_store.cli.render import (
@@ -98,6 +100,18 @@ SHARED_ID_MARK = "*"
     show_default=True,
     help="Newest modified, newest created, or by title.",
 )
+@click.option(
+    "--since",
+    type=TimeBound(),
+    callback=in_order,
+    help="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
+)
+@click.option(
+    "--until",
+    type=TimeBound(),
+    callback=in_order,
+    help="Only sessions started before this time (same forms as --since).",
+)
 @agent_option
 @host_option
 @json_option
@@ -108,6 +122,8 @@ def ls_command(
     project: str | None,
     limit: int,
     order: str,
+    since: str | None,
+    until: str | None,
     agents: tuple[str, ...],
     host: str | None,
     as_json: bool,
@@ -118,6 +134,7 @@ def ls_command(
     Examples:
       xcsh-store ls --cwd . --limit 10
       xcsh-store ls --agent claude --agent codex
+      xcsh-store ls --since 2026-11-16 --until 2026-11-17   (what was I doing that day?)
     """
     with open_index(settings, team=True) as index:
         sessions = index.list_sessions(
@@ -126,6 +143,8 @@ def ls_command(
             limit=limit + 1 if limit else None,
             order=order,
             agents=agents,
+            since=since,
+            until=until,
             **team_only_filter(settings, host),
         )
         ids = index.unique_id_prefixes(session.session_id for session in sessions)

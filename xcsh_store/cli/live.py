@@ -119,8 +119,9 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
 def mcp_command(settings: Settings) -> None:
     """Serve the index to agents over stdio (Model Context Protocol), read-only.
 
-    Tools: search_sessions, get_session (active branch or tree, paged), get_context,
-    recall_prompts, usage; JSON results of bounded size. Add it to an agent's MCP config as
+    Tools: list_sessions, search_sessions, get_session (active branch or tree, paged),
+    get_entry (one entry whole, paged), get_context, read_url (artifact:// and agent://),
+    recall_prompts, usage; compact JSON of bounded size. Add it to an agent's MCP config as
     the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
     """
     require_extra("mcp", "mcp", "mcp")

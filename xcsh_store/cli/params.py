@@ -64,7 +64,7 @@ class TimeBound(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
-def _in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--since`` after ``--until`` can match nothing: a usage error, whichever comes first."""
     bounds = {"since": ctx.params.get("since"), "until": ctx.params.get("until")}
     bounds[param.name or ""] = value
@@ -95,13 +95,13 @@ agent_option = click.option(
 since_option = click.option(
     "--since",
     type=TimeBound(),
-    callback=_in_order,
+    callback=in_order,
     help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.",
 )
 until_option = click.option(
     "--until",
     type=TimeBound(),
-    callback=_in_order,
+    callback=in_order,
     help="Only before this time (same forms as --since).",
 )
 

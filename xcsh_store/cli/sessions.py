@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import click
 
+from xcsh_store.artifacts.pages import retold_paging_hint
 from xcsh_store.artifacts.urls import read_internal_url, resolve_internal_url
 from xcsh_store.cli.app import (
     Settings,
@@ -469,16 +469,7 @@ def cat_command(
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
-    echo_text(_cli_paging_hint(text), newline=not text.endswith("\n"))
-
-
-_PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")
-
-
-def _cli_paging_hint(text: str) -> str:
-    """The reader's notices speak to the agent's read tool (``sel=L5``); say ``--offset 5``."""
-    head, separator, last = text.rpartition("\n")
-    return head + separator + _PAGING_HINT.sub(r"Use --offset \1 to \2", last)
+    echo_text(retold_paging_hint(text, "--offset"), newline=not text.endswith("\n"))
 
 
 def _session_path(settings: Settings, session: str) -> str:

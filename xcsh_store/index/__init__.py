@@ -49,6 +49,7 @@ __getattr__, __dir__ = lazy_exports(
         "xcsh_store.index.outline": (
             "SessionOutline",
             "entry_summary",
+            "entry_text",
             "labels_of",
             "message_summary",
             "session_outline",
@@ -109,6 +110,7 @@ __all__ = [
     "VerifyReport",
     "check_filters",
     "entry_summary",
+    "entry_text",
     "has_fts5",
     "labels_of",
     "message_summary",

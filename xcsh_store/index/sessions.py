@@ -21,7 +21,7 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index.names import unique_entry_prefixes, unique_id_prefixes
-from xcsh_store.times import parse_iso
+from xcsh_store.times import iso_bound, parse_iso
 
 if TYPE_CHECKING:
     from xcsh_store.index.scan import SkippedLines
@@ -319,8 +319,12 @@ def list_sessions(
     limit: int | None = None,
     order: str = "modified",
     agents: Collection[str] | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
 ) -> list[IndexedSession]:
-    """The sessions (of one cwd or project folder), newest first or by ``created``/``title``.
+    """The sessions (of one cwd or project folder), newest first or by ``created``/``title``;
+    with ``since``/``until``, those active in that span: modified at or after ``since``,
+    started before ``until``.
 
     SQLite does the filtering, ordering and limit, from indexes that hold the sessions in
     that order; only the columns a listing shows are read (see IndexedSession).
@@ -338,6 +342,10 @@ def list_sessions(
     if agents_only is not None:
         conditions.append(agents_only[0])
         arguments += agents_only[1]
+    for condition, bound in (("s.modified_at >= ?", since), ("s.created_at < ?", until)):
+        if bound is not None:
+            conditions.append(condition)
+            arguments.append(iso_bound(bound))
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[order]}"
     if limit is not None:

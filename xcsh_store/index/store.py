@@ -385,10 +385,15 @@ class SessionIndex:
         limit: int | None = None,
         order: str = "modified",
         agents: Collection[str] | None = None,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> list[IndexedSession]:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
-        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex)."""
-        return sessions.list_sessions(self, cwd, project, limit, order, agents)
+        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
+        ``since``/``until``: only those active in that span (modified at or after ``since``,
+        started before ``until``)."""
+        return sessions.list_sessions(self, cwd, project, limit, order, agents, since, until)
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:

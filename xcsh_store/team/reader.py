@@ -198,12 +198,22 @@ class TeamIndex:
         order: str = "modified",
         agents: Collection[str] | None = None,
         host: str | None = None,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> list[TeamSession]:
         if order not in _ORDERS:
             raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
         arguments: dict[str, Any] = {"limit": limit}
         where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
         where += _any_agent("agent", agents, arguments)
+        for condition, name, bound in (
+            ("modified_at >=", "since", since),
+            ("created_at <", "until", until),
+        ):
+            if bound is not None:
+                where += f" AND {condition} %({name})s"
+                arguments[name] = iso_bound(bound)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
         sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
