@@ -7,7 +7,7 @@ import difflib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +15,9 @@ import click
 import orjson
 
 from xcsh_store import __version__
-from xcsh_store.cli.render import fit_table
+from xcsh_store.cli.render import terminal_width, wrap
 from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
+from xcsh_store.cli.table import Cut, Header, fit_table
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index import SessionIndex, SQLiteError
 from xcsh_store.js import well_formed
@@ -253,8 +254,8 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
     to date and you can always delete. Global options go before the verb:
 
     \b
-      xcsh-store demo                      build a sample agent dir and take the tour
-      xcsh-store sync                      index ~/.xcsh/agent
+      xcsh-store demo                  build a sample agent dir and take the tour
+      xcsh-store sync                  index ~/.xcsh/agent
       xcsh-store --agent-dir DIR ls --json
     """
     is_terminal = sys.stdout.isatty()
@@ -325,18 +326,33 @@ def emit_json(data: Any) -> None:
 
 def print_table(
     rows: Iterable[Sequence[Any]],
-    headers: Sequence[str],
+    headers: Sequence[Header],
     *,
     flexible: int | Sequence[int] = (),
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
-    keep_end: Sequence[int] = (),
+    cuts: Mapping[int, Cut] | None = None,
+    optional: Sequence[int] = (),
 ) -> None:
-    """An aligned table cut to the terminal (the ``flexible`` columns give way, widest first).
+    """An aligned table cut to the terminal (table.fit_table: the first ``flexible`` column
+    keeps its room longest, the ``optional`` ones go first).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
-    echo(fit_table(rows, headers, flexible=flexible, right=right, styles=styles, keep_end=keep_end))
+    echo(
+        fit_table(
+            rows, headers, flexible=flexible, right=right, styles=styles, cuts=cuts,
+            optional=optional,
+        )
+    )  # fmt: skip
+
+
+def echo_wrapped(text: str = "", err: bool = False) -> None:
+    """A line of prose for people, wrapped at the terminal's width (render.wrap); the lines
+    after the first are indented two more spaces than it is."""
+    indent = " " * (len(text) - len(text.lstrip(" ")) + 2)
+    for line in wrap(text, terminal_width(), indent):
+        echo(line, err=err)
 
 
 def echo(text: str = "", err: bool = False) -> None:

@@ -10,7 +10,7 @@ import click
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -28,7 +28,7 @@ from xcsh_store.cli.params import (
     project_option,
 )
 from xcsh_store.cli.render import (
-    cut_left,
+    cut_path,
     home_relative,
     human_count,
     local_time,
@@ -45,7 +45,8 @@ DEFAULT_LIST_LIMIT = 30
 
 
 def where(cwd: str | None) -> str:
-    return cut_left(home_relative(cwd), CWD_WIDTH)
+    """A cwd as a cell: home-relative, its last components when it is long."""
+    return cut_path(home_relative(cwd), CWD_WIDTH)
 
 
 def known_filters(index: Any, *, model: str | None = None, project: str | None = None) -> None:
@@ -134,7 +135,7 @@ def ls_command(
     Examples:
       xcsh-store ls --cwd . --limit 10
       xcsh-store ls --agent claude --agent codex
-      xcsh-store ls --since 2026-11-16 --until 2026-11-17   (what was I doing that day?)
+      xcsh-store ls --since 2026-11-16 --until 2026-11-17
     """
     with open_index(settings, team=True) as index:
         sessions = index.list_sessions(
@@ -158,7 +159,7 @@ def ls_command(
         return
     if not sessions:
         for line in nothing:
-            echo(line)
+            echo_wrapped(line)
         return
     print_table(
         (
@@ -175,11 +176,12 @@ def ls_command(
         ),
         headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
         flexible=(6, 2),
-        keep_end=(2,),
+        cuts={2: cut_path},
+        optional=(2,),
         right=(3, 4, 5),
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
     )
     if any(session.id_shared for session in sessions):
-        echo(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
+        echo_wrapped(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
     if more:
-        echo(f"(showing {limit}; --limit 0 lists all)")
+        echo_wrapped(f"(showing {limit}; --limit 0 lists all)")

@@ -16,7 +16,7 @@ import click
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     json_bytes,
     json_option,
     open_index,
@@ -70,7 +70,7 @@ def change_printer(as_json: bool) -> Callable[[AppliedChange], None]:
     """What prints each change applied: a line of JSON, or a line for people."""
     if as_json:
         return lambda change: emit_line(change.as_json())
-    return lambda change: echo(describe_change(change))
+    return lambda change: echo_wrapped(describe_change(change))
 
 
 @cli.command("watch")
@@ -180,7 +180,7 @@ def serve_command(
         if as_json:
             emit_line({"url": url})
         else:
-            echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+            echo_wrapped(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
 
     # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
     # found: these, so that a stop asked for is a clean exit (0), not a death by signal.

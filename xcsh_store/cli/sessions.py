@@ -66,6 +66,7 @@ from xcsh_store.index import (
     entry_summary,
     message_summary,
     search_role,
+    unique_prefixes,
 )
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.session.context import SessionContext
@@ -116,34 +117,44 @@ def show_command(
         if view == "tree":
             outline = index.outline(info, leaf)
             payload: dict[str, Any] = tree_json(outline)
+            # Every entry id is at hand: the shortest prefixes that tell them apart.
+            short = unique_prefixes(outline.tree.entries)
         elif view == "context":
             context = index.context(info, leaf)
             payload = {"context": context_json(context)}
         else:
             entries = index.branch_entries(info, leaf)
             payload = {"entries": entries}
+        if view != "tree" and not as_json:
+            shown_ids = [leaf_id, info.last_entry_id]
+            shown_ids += [entry.get("id") for entry in payload.get("entries", [])]
+            short = index.entry_id_prefixes(info, [i for i in shown_ids if isinstance(i, str)])
     if as_json:
         header = {"session": session_json(info), "view": view or "branch", "leaf_id": leaf_id}
         header["skipped_lines"] = skipped_json({info.path: skipped or SkippedLines()})[info.path]
         emit_json({**header, **payload})
         return
-    print_header(settings, info)
+    print_header(settings, info, short)
     if skipped is not None:
         echo(settings.style("Skipped ", bold=True) + f" {skipped_note(skipped)}")
     echo()
     if view == "tree":
-        for line in draw_tree(settings, outline):
+        for line in draw_tree(settings, outline, short):
             echo(line)
     elif view == "context":
-        print_context(settings, context, leaf_id)
+        print_context(settings, context, short.get(leaf_id or "", leaf_id))
     else:
         print_table(
             (
-                (entry.get("id"), short_time(entry.get("timestamp")), *entry_summary(entry))
+                (
+                    short.get(entry.get("id") or "", entry.get("id")),
+                    short_time(entry.get("timestamp")),
+                    *entry_summary(entry),
+                )
                 for entry in entries
             ),
             headers=("id", "time", "kind", "text"),
-            flexible=3,
+            flexible=(3, 2),
             styles=lambda row, column, text: _kind_style(settings, column, text),
         )
 
@@ -159,8 +170,10 @@ def _kind_style(settings: Settings, column: int, text: str) -> str:
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
 
 
-def print_header(settings: Settings, info: IndexedSession) -> None:
+def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]) -> None:
+    """The session's header lines; entry ids as their ``short`` prefixes."""
     label = settings.style
+    last = info.last_entry_id
     title = f' · "{info.title}"' if info.title else ""
     lines: list[tuple[str, str]] = [
         ("Session", label(info.session_id, fg="cyan", bold=True) + title),
@@ -170,7 +183,7 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
         (
             "Entries",
             f"{plural(info.entry_count, 'entry', 'entries')} · "
-            f"{plural(info.message_count, 'message')} · leaf {info.last_entry_id or '-'}"
+            f"{plural(info.message_count, 'message')} · leaf {short.get(last or '', last) or '-'}"
             + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
         ),
         (
@@ -259,7 +272,8 @@ def tree_lines(outline: SessionOutline) -> Iterator[tuple[str, str]]:
             stack.append((kid, base + continuation, "└─ " if position == len(kids) - 1 else "├─ "))
 
 
-def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
+def draw_tree(settings: Settings, outline: SessionOutline, short: dict[str, str]) -> Iterator[str]:
+    """The tree's lines, each entry by its ``short`` id."""
     style = settings.style
     active = set(outline.active_path)
     leaves = set(outline.tree.leaves)
@@ -270,7 +284,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
             f"{plural(len(leaves), 'leaf', 'leaves')} · "
             f"{plural(len(branch_points), 'branch point')} · "
-            f"● active path to {outline.leaf_id or '-'}",
+            f"● active path to {short.get(outline.leaf_id or '', outline.leaf_id) or '-'}",
             dim=True,
         ),
         width,
@@ -278,7 +292,7 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
     for lead, entry_id in tree_lines(outline):
         # Escaped before they are measured and cut: an escape is wider than what it stands for.
         kind, text = (visible(part) for part in entry_summary(outline.entries[entry_id]))
-        shown_id = visible(entry_id)
+        shown_id = visible(short.get(entry_id, entry_id))
         on_path = entry_id in active
         marker = "●" if on_path else "○"
         tags = []
@@ -388,6 +402,12 @@ def search_command(
             known_filters(index, model=model, project=project)
         active = [index.on_active_branch(hit) for hit in hits]
         ids = index.unique_id_prefixes(hit.session_id for hit in hits)
+        entries = [
+            index.entry_id_prefixes(hit, [hit.entry_id]).get(hit.entry_id, hit.entry_id)
+            if hit.entry_id is not None
+            else None
+            for hit in hits
+        ]
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return
@@ -398,16 +418,17 @@ def search_command(
         (
             (
                 ids[hit.session_id],
-                hit.entry_id,
+                entry,
                 short_time(hit.timestamp),
                 (hit.role or hit.type or "") + ("" if on_branch else " (side)"),
                 one_line(hit.title) or where(hit.cwd),
                 hit.snippet,
             )
-            for hit, on_branch in zip(hits, active, strict=True)
+            for hit, on_branch, entry in zip(hits, active, entries, strict=True)
         ),
         headers=("session", "entry", "when", "role", "title / cwd", "match"),
-        flexible=(4, 5),
+        flexible=(5, 4),
+        optional=(4,),
         styles=lambda row, column, text: _hit_style(settings, column, text),
     )
 

@@ -17,7 +17,7 @@ import orjson
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     json_bytes,
     json_option,
     open_index,
@@ -110,7 +110,7 @@ def sql_command(
     except QueryTimeoutError as error:
         raise click.ClickException(f"{error} (raise --timeout, or 0 for no limit)") from None
     except QueryInterruptedError as error:
-        echo(f"Error: {error}", err=True)
+        echo_wrapped(f"Error: {error}", err=True)
         raise click.exceptions.Exit(INTERRUPTED_EXIT) from None
 
 
@@ -146,11 +146,13 @@ def _print_rows(stream: QueryStream, limit: int) -> None:
     rows = list(islice(iterator, limit))
     more = sum(1 for _row in iterator)
     if not stream.columns:
-        echo("(no result)")
+        echo_wrapped("(no result)")
         return
     print_table(rows, headers=stream.columns, flexible=_widest(rows, stream.columns))
     shown = f"({len(rows):,} row{'' if len(rows) == 1 else 's'}"
-    echo(shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")"))
+    echo_wrapped(
+        shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")")
+    )
 
 
 def _widest(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:

@@ -45,7 +45,7 @@ __getattr__, __dir__ = lazy_exports(
             "session_choices",
         ),
         "xcsh_store.index.gc": ("GcReport",),
-        "xcsh_store.index.names": ("unique_id_prefixes",),
+        "xcsh_store.index.names": ("unique_id_prefixes", "unique_prefixes"),
         "xcsh_store.index.outline": (
             "SessionOutline",
             "entry_summary",
@@ -125,4 +125,5 @@ __all__ = [
     "session_outline",
     "sqlite_versions",
     "unique_id_prefixes",
+    "unique_prefixes",
 ]

@@ -449,6 +449,15 @@ class SessionIndex:
         return branch_rows(self.connection, info.file_id, leaf)
 
     @_entry_point
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
+        """Each entry id of the file of ``where`` (a session or a search hit) by the shortest
+        prefix (at least 8 characters) no other entry of that file shares: what find_entry_id
+        resolves to the same entry (Claude Code's and Codex's ids are 36-character UUIDs)."""
+        from xcsh_store.index.names import unique_entry_prefixes
+
+        return unique_entry_prefixes(self.connection, where.file_id, entry_ids)
+
+    @_entry_point
     def find_entry_id(self, session: str | int | IndexedSession, text: str) -> str:
         """The id of the session's entry that is ``text`` or, like session ids, the only one
         that starts with it; :class:`AmbiguousEntryError` lists the candidates."""

@@ -12,7 +12,6 @@ which only the ``full`` tier carries.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index import IndexedEntry, PromptHit, SearchHit, SkippedLines, UsageRow
-from xcsh_store.index.names import MIN_PREFIX
+from xcsh_store.index.names import MIN_PREFIX, prefix_apart
 from xcsh_store.index.outline import SessionOutline, labels_of
 from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
@@ -266,13 +265,21 @@ class TeamIndex:
                 " (SELECT min(lower(session_id)) FROM sessions WHERE lower(session_id) > %s)",
                 (key, key),
             )  # fmt: skip
-            length = minimum
-            for neighbour in (below, above):
-                if neighbour is not None:
-                    # Character by character, as the ids are compared (not a path).
-                    shared = os.path.commonprefix([key, neighbour])  # noqa: RUF071
-                    length = max(length, len(shared) + 1)
-            prefixes[session_id] = session_id[:length]
+            prefixes[session_id] = session_id[: len(prefix_apart(key, (below, above), minimum))]
+        return prefixes
+
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
+        """As SessionIndex.entry_id_prefixes, in the file of ``where`` (a session or a hit:
+        its host and path)."""
+        prefixes = {}
+        for entry_id in set(entry_ids):
+            (below, above), = self._rows(
+                "SELECT (SELECT max(id) FROM entries WHERE host = %(h)s AND path = %(p)s"
+                " AND id < %(e)s), (SELECT min(id) FROM entries WHERE host = %(h)s"
+                " AND path = %(p)s AND id > %(e)s)",
+                {"h": where.host, "p": where.path, "e": entry_id},
+            )  # fmt: skip
+            prefixes[entry_id] = prefix_apart(entry_id, (below, above))
         return prefixes
 
     def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]:
