@@ -25,6 +25,7 @@ from session_builder import (
 
 from xcsh_store import HistoryStorage
 from xcsh_store.agents import AGENTS
+from xcsh_store.cli.demo_dir import write_demo
 from xcsh_store.index import USAGE_GROUPS, SessionIndex
 
 mcp = pytest.importorskip("mcp")
@@ -343,3 +344,18 @@ def test_the_literal_choices_are_the_librarys():
 
     assert typing.get_args(tools.Agent) == AGENTS
     assert typing.get_args(tools.UsageGroup) == tuple(USAGE_GROUPS)
+
+
+def test_read_url_reads_a_subagents_output_and_a_part_of_its_json(tmp_path):
+    demo = tmp_path / "demo"
+    report = write_demo(str(demo))
+    orders = Path(report.sessions["orders"]).stem.split("_", 1)[1]
+    _tools, [finding, whole] = call_tools(
+        demo,
+        [
+            ("read_url", {"session": orders, "url": "agent://1-Review/findings/0"}),
+            ("read_url", {"session": orders, "url": "agent://1-Review", "limit": 3}),
+        ],
+    )
+    assert json.loads(finding["text"])["severity"] == "high"
+    assert whole["text"].count("\n") >= 3 and "Use offset=4 to continue" in whole["text"]
