@@ -118,3 +118,25 @@ def test_a_damaged_index_offers_nothing_quietly(agent_dir):
     agent_dir.mkdir()
     (agent_dir / "index.db").write_bytes(b"this is not a database" * 100)
     assert complete("zsh", "xcsh-store show 01", agent_dir).stdout.strip() == ""
+
+
+def test_the_completion_verb_prints_a_script_bash_loads_and_completes_with(indexed):
+    script = subprocess.run(
+        [CLI, "completion", "bash"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    # The script runs the command it completes (xcsh-store) from the PATH.
+    path = str(Path(CLI).parent) + os.pathsep + os.environ["PATH"]
+    completed = subprocess.run(
+        ["bash", "-c", 'eval "$1"; COMP_WORDS=(xcsh-store se); COMP_CWORD=1;'
+         ' _xcsh_store_completion xcsh-store; printf "%s\\n" "${COMPREPLY[@]}"', "-", script],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["search", "serve"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_the_completion_verb_prints_the_script_of_each_shell(shell):
+    result = subprocess.run([CLI, "completion", shell], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert f"_XCSH_STORE_COMPLETE={shell}_complete" in result.stdout

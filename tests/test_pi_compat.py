@@ -532,8 +532,9 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(agent_dir):
     run_json("sync")
     result = run("show", "0195")
     assert result.exit_code == 1
-    assert "0195aaaa" in result.output and "0195bbbb" in result.output
-    assert str(paths[0]) in result.output and "Traceback" not in result.output
+    # Each by the short id that selects it and its title (here its first message).
+    assert '0195aaaa "a.jsonl"' in result.output and '0195bbbb "b.jsonl"' in result.output
+    assert "Traceback" not in result.output
 
 
 def test_files_sharing_a_session_id_are_told_apart_by_file_name_or_path(agent_dir):
@@ -563,13 +564,14 @@ def test_ls_marks_ids_shared_by_several_files(agent_dir):
     assert "*" not in run("ls").output
 
 
-def test_an_ambiguous_prefix_lists_at_most_twenty_candidates(agent_dir):
-    _sessions(agent_dir, *((f"s{number:02d}.jsonl", f"0196{number:04d}") for number in range(22)))
+def test_an_ambiguous_prefix_lists_ten_candidates_in_one_line_and_counts_the_rest(agent_dir):
+    _sessions(agent_dir, *((f"s{number:02d}.jsonl", f"0196{number:04d}") for number in range(23)))
     run_json("sync")
     result = run("show", "0196")
     assert result.exit_code == 1
-    assert "matches more than 20 session files" in result.output
-    assert result.output.count("0196") == 21  # the argument and twenty candidates
+    assert "matches 23 session files" in result.output and result.output.endswith(", and 13 more\n")
+    assert result.output.count("0196") == 11  # the argument and ten candidates
+    assert result.output.count("\n") == 1
 
 
 def test_recent_sessions_are_named_by_a_session_info_entry_in_their_first_bytes(agent_dir):

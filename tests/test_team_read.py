@@ -226,3 +226,24 @@ def test_a_claude_code_session_is_rebuilt_on_the_team_index(
         for body in (ours, theirs):
             body["session"].pop("id_shared")
         assert ours == theirs
+
+
+def test_a_model_or_project_no_host_has_is_named_as_on_the_local_index(
+    two_hosts: dict[str, Path], team_url: str
+) -> None:
+    for option, value in (("--model", "gpt-9"), ("--project", "nope")):
+        result = CliRunner().invoke(cli, ["--db", team_url, "search", "word12", option, value])
+        assert result.exit_code == 2 and f"Invalid value for {option}: no " in result.stderr
+    known = run("--db", team_url, "search", "word12", "--model", "anthropic/claude-test")
+    assert known == run("--db", team_url, "search", "word12", "--model", "claude-test") != []
+
+
+def test_ls_since_and_until_filter_the_team_index_as_the_local_one(
+    two_hosts: dict[str, Path], team_url: str
+) -> None:
+    folder = two_hosts["laptop"]
+    for span in (["--since", "2000-01-01"], ["--until", "2000-01-01"], ["--since", "9000-01-01"]):
+        team = run("--db", team_url, "ls", "-n", "0", "--host", "laptop", *span)
+        local = run("--agent-dir", str(folder), "ls", "-n", "0", *span)
+        assert sorted(item["path"] for item in team) == sorted(item["path"] for item in local)
+    assert run("--db", team_url, "ls", "-n", "0", "--since", "2000-01-01")

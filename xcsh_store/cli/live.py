@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import click
-import orjson
 
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
+    json_bytes,
     json_option,
     open_index,
     pass_settings,
@@ -63,7 +63,7 @@ def describe_change(change: AppliedChange) -> str:
 
 def emit_line(data: dict[str, object]) -> None:
     """One line of JSON on stdout, at once (a reader follows the stream)."""
-    sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
+    sys.stdout.buffer.write(json_bytes(data) + b"\n")
     sys.stdout.flush()
 
 
@@ -71,7 +71,7 @@ def change_printer(as_json: bool) -> Callable[[AppliedChange], None]:
     """What prints each change applied: a line of JSON, or a line for people."""
     if as_json:
         return lambda change: emit_line(change.as_json())
-    return lambda change: echo(describe_change(change))
+    return lambda change: echo_wrapped(describe_change(change))
 
 
 @cli.command("watch")
@@ -120,8 +120,9 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
 def mcp_command(settings: Settings) -> None:
     """Serve the index to agents over stdio (Model Context Protocol), read-only.
 
-    Tools: search_sessions, get_session (active branch or tree, paged), get_context,
-    recall_prompts, usage; JSON results of bounded size. Add it to an agent's MCP config as
+    Tools: list_sessions, search_sessions, get_session (active branch or tree, paged),
+    get_entry (one entry whole, paged), get_context, read_url (artifact:// and agent://),
+    recall_prompts, usage; compact JSON of bounded size. Add it to an agent's MCP config as
     the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
     """
     require_extra("mcp", "mcp", "mcp")
@@ -202,7 +203,8 @@ def serve_command(
     if host not in LOOPBACK_NAMES and not token:
         raise click.UsageError(
             f"--host {host} needs a token (--token-file, XCSH_STORE_TOKEN or --token):"
-            " anyone who can reach it would read"
+            f" without one, anyone who can reach port {port} of this machine could read every"
+            " session"
         )
     if live:
         require_agent_dir(settings)
@@ -217,10 +219,12 @@ def serve_command(
         if as_json:
             emit_line({"url": url})
             return
-        echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+        echo_wrapped(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
         if token and not typed_token:
             source = "--token-file" if token_file else "XCSH_STORE_TOKEN"
-            echo(f"Open it once with ?token=<the token of {source}>; a cookie keeps it then.")
+            echo_wrapped(
+                f"Open it once with ?token=<the token of {source}>; a cookie keeps it then."
+            )
 
     # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
     # found: these, so that a stop asked for is a clean exit (0), not a death by signal.

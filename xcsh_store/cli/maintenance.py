@@ -16,7 +16,7 @@ from xcsh_store.artifacts.output import format_bytes
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -223,7 +223,9 @@ def sync_command(
     with open_index(settings, read_only=False) as index:
         upgrade = index.pending_upgrade()
         if upgrade is not None:
-            echo(f"Upgrading index.db ({upgrade}): every session file is read once more", err=True)
+            echo_wrapped(
+                f"Upgrading index.db ({upgrade}): every session file is read once more", err=True
+            )
         with progress_bar(settings, "Indexing") as bar:
             for path, agent in roots:
                 index.add_root(path, agent)
@@ -236,7 +238,7 @@ def sync_command(
         emit_json(sync_json(report))
         return
     for line in describe_sync(report):
-        echo(line)
+        echo_wrapped(line)
 
 
 def _agent_root(text: str) -> tuple[str, str | None]:
@@ -310,25 +312,27 @@ def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool)
 
 
 def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
-    echo(
+    echo_wrapped(
         f"Blob store: {plural(report.blobs_on_disk, 'blob')} on disk, "
         f"{report.referenced:,} referenced, {report.kept_recent:,} unreferenced but newer "
         f"than the {_duration(grace)} grace period"
     )
     count = len(report.deleted if report.applied else report.candidates)
     if report.applied:
-        echo(f"Deleted {plural(count, 'unreferenced blob')} ({format_bytes(report.bytes_freed)}).")
+        echo_wrapped(
+            f"Deleted {plural(count, 'unreferenced blob')} ({format_bytes(report.bytes_freed)})."
+        )
     elif report.candidates:
-        echo(
+        echo_wrapped(
             f"{plural(count, 'unreferenced blob')} ({format_bytes(report.candidate_bytes)}) "
             + ("would be deleted; run with --apply to delete them:" if not report.refused else ":")
         )
         for digest in report.candidates:
-            echo(f"  {digest}")
+            echo_wrapped(f"  {digest}")
     else:
-        echo("Nothing to delete.")
+        echo_wrapped("Nothing to delete.")
     if report.dangling:
-        echo(
+        echo_wrapped(
             settings.style(
                 f"{plural(len(report.dangling), 'dangling reference')} (entries point at blobs "
                 "that are missing):",
@@ -336,9 +340,9 @@ def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
             )
         )
         for digest in report.dangling:
-            echo(f"  {digest}")
+            echo_wrapped(f"  {digest}")
     for name in report.skipped:
-        echo(f"Warning: skipped blobs/{name}: not a regular file", err=True)
+        echo_wrapped(f"Warning: skipped blobs/{name}: not a regular file", err=True)
 
 
 def _duration(value: timedelta) -> str:
@@ -410,28 +414,28 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
 
 def _print_verify(settings: Settings, report: VerifyReport) -> None:
     if report.clean:
-        echo(
+        echo_wrapped(
             settings.style("Index matches the files", fg="green")
             + f" ({report.files_checked:,} checked)."
         )
     else:
-        echo(f"Checked {plural(report.files_checked, 'file')}:")
+        echo_wrapped(f"Checked {plural(report.files_checked, 'file')}:")
     for path, problems in report.differences.items():
         state = " (repaired)" if path in report.repaired else ""
-        echo(settings.style(home_relative(path), bold=True) + state)
+        echo_wrapped(settings.style(home_relative(path), bold=True) + state)
         for problem in problems:
-            echo(f"  {problem}")
+            echo_wrapped(f"  {problem}")
     if report.changed_since_sync:
-        echo("Changed since the last sync (not compared):")
+        echo_wrapped("Changed since the last sync (not compared):")
         for path, change in report.changed_since_sync.items():
             state = ", indexed now" if path in report.repaired else ""
-            echo(f"  {home_relative(path)} ({change}{state})")
+            echo_wrapped(f"  {home_relative(path)} ({change}{state})")
     for problem in [*report.refcount_errors, *report.search_errors]:
-        echo(problem)
+        echo_wrapped(problem)
     if report.skipped_lines:
-        echo("Skipped lines (no JSON object; every reader skips them):")
+        echo_wrapped("Skipped lines (no JSON object; every reader skips them):")
         for line in describe_skipped(report.skipped_lines):
-            echo(f"  {line}")
+            echo_wrapped(f"  {line}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,7 +510,7 @@ def _print_migrations(results: list[FileMigration], sessions_dir: str) -> None:
     for item in results:
         counts[item.status] = counts.get(item.status, 0) + 1
     counts = {status: count for status, count in counts.items() if count}
-    echo(
+    echo_wrapped(
         f"{plural(len(results), 'file')}: "
         + ", ".join(f"{count:,} {_summary_word(status)}" for status, count in counts.items())
         + (
@@ -609,57 +613,62 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     style = settings.style
     versions = diagnosis.versions
     ok, bad = style("ok", fg="green"), style("missing", fg="yellow")
-    echo(style("Versions", bold=True))
-    echo(
+    echo_wrapped(style("Versions", bold=True))
+    echo_wrapped(
         f"  xcsh-store {versions['xcsh_store']} · Python {versions['python']} · "
         f"SQLite {versions['sqlite']} (apsw {versions['apsw']}, FTS5 "
         f"{'yes' if diagnosis.fts5 else 'NO'})"
     )
-    echo(
+    echo_wrapped(
         f"  stdlib sqlite3 (used by sqlite-utils and Datasette on index.db): SQLite "
         f"{versions['stdlib_sqlite3']} · sqlite-utils {versions['sqlite_utils']}"
     )
-    echo(style("Paths", bold=True))
+    echo_wrapped(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
-        echo(f"  {name:<11} {home_relative(path)}  {ok if diagnosis.exists[name] else bad}")
+        echo_wrapped(
+            f"  {name:<11} {home_relative(path)}  " + (ok if diagnosis.exists[name] else bad)
+        )
     for root in diagnosis.session_roots:
         found = ok if os.path.isdir(root) else bad
-        echo(f"  {'root':<11} {home_relative(root)}  {found} (recorded by the session manager)")
-    echo(style("Index", bold=True))
+        recorded = " (recorded by the session manager)"
+        echo_wrapped(f"  {'root':<11} {home_relative(root)}  " + found + recorded)
+    echo_wrapped(style("Index", bold=True))
     stats = diagnosis.index
     if stats is None:
-        echo(f"  {diagnosis.index_error or 'not checked'}")
+        echo_wrapped(f"  {diagnosis.index_error or 'not checked'}")
     else:
-        echo(
+        echo_wrapped(
             f"  {plural(stats.sessions, 'session')} · {plural(stats.entries, 'entry', 'entries')}"
             f" · {plural(stats.history_prompts, 'prompt')} · {format_bytes(stats.db_bytes)}"
             f" · last sync {local_time(stats.last_sync) or 'never'}"
         )
-    echo(style("Permissions", bold=True))
+    echo_wrapped(style("Permissions", bold=True))
     if not diagnosis.permission_problems:
-        echo(f"  {plural(diagnosis.checked, 'path')} checked: all private " + ok)
+        echo_wrapped(f"  {plural(diagnosis.checked, 'path')} checked: all private " + ok)
     for problem in diagnosis.permission_problems:
-        echo(
+        echo_wrapped(
             f"  {home_relative(problem.path)}  {problem.mode:04o}, want {problem.expected:04o}"
             f"  → {problem.fix}"
         )
     if diagnosis.more_permission_problems:
-        echo(f"  … and {diagnosis.more_permission_problems:,} more")
+        echo_wrapped(f"  … and {diagnosis.more_permission_problems:,} more")
     if diagnosis.skipped_lines:
-        echo(style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)")
+        echo_wrapped(
+            style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)"
+        )
         for line in describe_skipped(diagnosis.skipped_lines):
-            echo(f"  {line}")
+            echo_wrapped(f"  {line}")
     if diagnosis.duplicates:
-        echo(style("Sessions in several files", bold=True) + " (their usage counts once)")
+        echo_wrapped(style("Sessions in several files", bold=True) + " (their usage counts once)")
         for duplicate in diagnosis.duplicates:
-            echo(
+            echo_wrapped(
                 f"  {duplicate.session_id}: {plural(duplicate.entries, 'entry', 'entries')}"
                 f" with usage counted in {home_relative(duplicate.counted)}, not in "
                 + ", ".join(home_relative(path) for path in duplicate.copies)
             )
     if diagnosis.problems:
-        echo(style("Problems", bold=True, fg="red"))
+        echo_wrapped(style("Problems", bold=True, fg="red"))
         for problem in diagnosis.problems:
-            echo(f"  • {problem}")
+            echo_wrapped(f"  • {problem}")
     else:
-        echo(style("No problems found.", fg="green"))
+        echo_wrapped(style("No problems found.", fg="green"))

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import math
-import re
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -13,15 +12,11 @@ import click
 
 from xcsh_store.agents import AGENTS
 from xcsh_store.cli.complete import complete_project
-from xcsh_store.times import iso_millis
+from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # The most a count option takes: far more rows than any store holds, and well inside SQLite's
 # 64-bit integers (a limit is passed on to a query, sometimes plus one).
 MAX_COUNT = 1_000_000_000
-# The longest duration or age: 10,000 years (datetime and timedelta end before 10,000 more).
-MAX_DAYS = 3_652_425
 
 
 def count_type(minimum: int = 0) -> click.IntRange:
@@ -44,29 +39,6 @@ def days_type() -> FiniteRange:
     return FiniteRange(min=0, max=MAX_DAYS)
 
 
-class DurationTooLongError(ValueError):
-    """A duration past :data:`MAX_DAYS` (timedelta and datetime arithmetic would overflow)."""
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30m``, ``1h``, ``2d``, ``1w``, ``1h30m``, ``0s``; a unit is always required."""
-    compact = text.strip().lower().replace(" ", "")
-    if not compact:
-        raise ValueError("empty duration")
-    position = 0
-    seconds = 0.0
-    for match in _DURATION_PART.finditer(compact):
-        if match.start() != position:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2).lower()]
-        position = match.end()
-    if position != len(compact):
-        raise ValueError(f"{text!r} is not a duration like 30m, 1h, 2d or 1h30m")
-    if seconds > MAX_DAYS * 86400:
-        raise DurationTooLongError(f"{text!r} is longer than {MAX_DAYS:,} days (10,000 years)")
-    return timedelta(seconds=seconds)
-
-
 class Duration(click.ParamType):
     """A length of time: ``30m``, ``1h``, ``2d``, ``1w`` or combinations such as ``1h30m``."""
 
@@ -79,41 +51,6 @@ class Duration(click.ParamType):
             return parse_duration(str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
-
-
-def parse_time_bound(text: str, now: datetime | None = None, zone: tzinfo | None = None) -> str:
-    """A point in time as an index timestamp (ISO 8601 UTC, milliseconds, ``Z``).
-
-    Accepts a date (``2026-11-01``, midnight), a date and time (unless it has an offset or
-    ``Z``, in ``zone``: by default the local time zone), or an age such as ``7d`` / ``12h``
-    meaning that long before now.
-    """
-    stripped = text.strip()
-    now = now or datetime.now(UTC)
-    try:
-        age: timedelta | None = parse_duration(stripped)
-    except DurationTooLongError:
-        raise
-    except ValueError:
-        age = None  # not an age: a date or a time
-    try:
-        moment = now - age if age is not None else _parse_moment(text, stripped, zone)
-        return iso_millis(moment)
-    except OverflowError:
-        raise ValueError(f"{text!r} is outside the years 1 to 9999") from None
-
-
-def _parse_moment(text: str, stripped: str, zone: tzinfo | None) -> datetime:
-    try:
-        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a date (2026-11-01), a time (2026-11-01T09:30) or an age (7d, 12h)"
-        ) from None
-    # A time without an offset is in the user's zone, as people type dates.
-    if moment.tzinfo:
-        return moment
-    return moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
 
 
 class TimeBound(click.ParamType):
@@ -130,15 +67,14 @@ class TimeBound(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
-def _in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--since`` after ``--until`` can match nothing: a usage error, whichever comes first."""
     bounds = {"since": ctx.params.get("since"), "until": ctx.params.get("until")}
     bounds[param.name or ""] = value
-    since, until = bounds["since"], bounds["until"]
-    # Both are ISO 8601 UTC with milliseconds, so text order is time order.
-    if since and until and since > until:
+    problem = time_order_problem(bounds["since"], bounds["until"])
+    if problem:
         raise click.BadParameter(
-            f"--since {since} is after --until {until}; nothing could match", ctx, param
+            problem.replace("since ", "--since ").replace("until ", "--until "), ctx, param
         )
     return value
 
@@ -162,13 +98,13 @@ agent_option = click.option(
 since_option = click.option(
     "--since",
     type=TimeBound(),
-    callback=_in_order,
+    callback=in_order,
     help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.",
 )
 until_option = click.option(
     "--until",
     type=TimeBound(),
-    callback=_in_order,
+    callback=in_order,
     help="Only before this time (same forms as --since).",
 )
 

@@ -17,14 +17,14 @@ import orjson
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
-    json_default,
+    echo_wrapped,
+    json_bytes,
     json_option,
     open_index,
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
+from xcsh_store.cli.params import FiniteRange, count_type
 from xcsh_store.index import (
     QueryInterruptedError,
     QueryStream,
@@ -32,6 +32,7 @@ from xcsh_store.index import (
     open_query,
 )
 from xcsh_store.paths import get_index_db_path
+from xcsh_store.times import MAX_DAYS
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_TABLE_ROWS = 1000
@@ -109,7 +110,7 @@ def sql_command(
     except QueryTimeoutError as error:
         raise click.ClickException(f"{error} (raise --timeout, or 0 for no limit)") from None
     except QueryInterruptedError as error:
-        echo(f"Error: {error}", err=True)
+        echo_wrapped(f"Error: {error}", err=True)
         raise click.exceptions.Exit(INTERRUPTED_EXIT) from None
 
 
@@ -132,11 +133,7 @@ def _stream_json(stream: QueryStream) -> None:
     out.write(b"[")
     separator = b"\n"
     for row in stream:
-        item = orjson.dumps(
-            dict(zip(stream.columns, row, strict=True)),
-            option=orjson.OPT_INDENT_2,
-            default=json_default,
-        )
+        item = json_bytes(dict(zip(stream.columns, row, strict=True)), orjson.OPT_INDENT_2)
         # JSON strings hold no raw newline, so every line of the item can be indented.
         out.write(separator + b"\n".join(b"  " + line for line in item.split(b"\n")))
         separator = b",\n"
@@ -149,11 +146,13 @@ def _print_rows(stream: QueryStream, limit: int) -> None:
     rows = list(islice(iterator, limit))
     more = sum(1 for _row in iterator)
     if not stream.columns:
-        echo("(no result)")
+        echo_wrapped("(no result)")
         return
     print_table(rows, headers=stream.columns, flexible=_widest(rows, stream.columns))
     shown = f"({len(rows):,} row{'' if len(rows) == 1 else 's'}"
-    echo(shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")"))
+    echo_wrapped(
+        shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")")
+    )
 
 
 def _widest(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:

@@ -11,7 +11,7 @@ from xcsh_store.cli.app import (
     TEAM_DB_ENV,
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     error_line,
     json_option,
@@ -82,7 +82,7 @@ def push_command(
                 index.sync()
             report = push(settings.agent_dir, url, host=host, tier=tier)
         except TeamConnectionError as error:
-            echo(f"Error: {error_line(error)}", err=True)
+            echo_wrapped(f"Error: {error_line(error)}", err=True)
         else:
             _show(report, as_json)
         time.sleep(every.total_seconds())
@@ -92,7 +92,7 @@ def _show(report: Any, as_json: bool) -> None:
     if as_json:
         emit_json(_report_json(report))
     else:
-        echo(_report_line(report))
+        echo_wrapped(_report_line(report))
 
 
 def _report_json(report: Any) -> dict[str, Any]:
@@ -148,7 +148,8 @@ def export_parquet_command(
     Examples:
       xcsh-store export parquet ~/xcsh-parquet
       duckdb -c "SELECT host, month, sum(cost) FROM read_parquet(
-          '$HOME/xcsh-parquet/usage/**/*.parquet', hive_partitioning = true) GROUP BY ALL"
+        '$HOME/xcsh-parquet/usage/**/*.parquet', hive_partitioning = true)
+        GROUP BY ALL"
     """
     require_extra("export parquet", "team", "pyarrow")
     from xcsh_store.team import export_parquet
@@ -167,7 +168,7 @@ def export_parquet_command(
             }
         )
         return
-    echo(
+    echo_wrapped(
         f"Exported {plural(report.changed, 'changed session')} of {report.sessions:,}:"
         f" {plural(report.partitions, 'partition file')}, {plural(report.rows, 'row')}"
         f" → {folder} (host {report.host}, tier {report.tier})"

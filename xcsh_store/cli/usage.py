@@ -13,6 +13,7 @@ from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -22,8 +23,17 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
 from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
-from xcsh_store.cli.render import human_count, money, terminal_width
+from xcsh_store.cli.render import (
+    cut,
+    cut_left,
+    cut_middle,
+    display_width,
+    human_count,
+    money,
+    terminal_width,
+)
 from xcsh_store.cli.shapes import cost_text, usage_json
+from xcsh_store.cli.table import Cut
 from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
@@ -55,6 +65,32 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
         human_count(row.tokens),
         cost_text(row.cost),
     )
+
+
+# The number columns, each with the short form of its header for a narrow terminal.
+NUMBER_HEADERS = (
+    "entries", "input", "output", ("cache read", "c.read"), ("cache write", "c.write"), "total",
+    "cost",
+)  # fmt: skip
+
+
+def label_cut(group: str, labels: list[str]) -> Cut:
+    """How a label of ``group`` is cut on a narrow terminal, so labels stay apart: a model
+    loses its provider when the names stay unique without it, then its middle (names differ at
+    their end: ``…-4-5``, ``…-20250929``); a project keeps its end (the folder's name)."""
+    if group == "project":
+        return cut_left
+    if group != "model":
+        return cut
+    names = {label.split("/", 1)[-1] for label in labels}
+    drop_provider = len(names) == len(set(labels))
+
+    def cut_model(text: str, width: int) -> str:
+        if display_width(text) > width and drop_provider:
+            text = text.split("/", 1)[-1]
+        return cut_middle(text, width)
+
+    return cut_model
 
 
 def _labels(row: UsageRow) -> list[str]:
@@ -148,23 +184,23 @@ def usage_command(
             echo(line)
     elif rows:
         blanks = [""] * (len(groups) - 1)
+        labels = [_labels(row) for row in rows]
+        widest = sorted(range(len(groups)), key=lambda i: -max(len(row[i]) for row in labels))
         print_table(
             [
-                *(_row_cells(_labels(row), row) for row in rows),
+                *(
+                    _row_cells(row_labels, row)
+                    for row_labels, row in zip(labels, rows, strict=True)
+                ),
                 _row_cells(["total", *blanks], usage_total(rows)),
             ],
-            headers=(
-                *groups,
-                "entries",
-                "input",
-                "output",
-                "cache read",
-                "cache write",
-                "total",
-                "cost",
-            ),
-            right=range(len(groups), len(groups) + 7),
-            flexible=range(len(groups)),
+            headers=(*groups, *NUMBER_HEADERS),
+            right=range(len(groups), len(groups) + len(NUMBER_HEADERS)),
+            # The widest labels keep their room longest; numbers and headers give way first.
+            flexible=widest,
+            cuts={
+                i: label_cut(group, [row[i] for row in labels]) for i, group in enumerate(groups)
+            },
             styles=lambda row, column, text: (
                 settings.style(text, bold=True) if row == len(rows) else text
             ),
@@ -173,6 +209,6 @@ def usage_command(
         echo("No usage recorded in that period.")
     totals = usage_total(rows)
     if totals.estimated or totals.unpriced:
-        echo(cost_note(totals))
+        echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")

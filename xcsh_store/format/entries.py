@@ -182,6 +182,19 @@ def set_optional(target: dict[str, Any], key: str, value: Any) -> None:
         target[key] = value
 
 
+def set_title_after_id(header: dict[str, Any], title: str, title_source: str | None) -> None:
+    """Put ``title`` and ``titleSource`` right after the header's ``id``, in place: where the
+    header of ``fork()`` holds them (as undefined, not serialised) from its start, so that a
+    later name keeps that place (reference.md, the header and fork() sections)."""
+    fields = [(key, value) for key, value in header.items() if key not in ("title", "titleSource")]
+    header.clear()
+    for key, value in fields:
+        header[key] = value
+        if key == "id":
+            header["title"] = title
+            set_optional(header, "titleSource", title_source)
+
+
 def build_header(
     session_id: str,
     cwd: str,

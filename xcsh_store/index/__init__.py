@@ -22,7 +22,8 @@ Modules, from the store object down:
   ``outline``: a session laid out for reading; ``search``: full-text search; ``prompts``: the
   prompt history mirrored and recalled; ``gc``: blob garbage collection; ``watch``: the folder
   watch gc relies on.
-* ``names``, ``choices``: short id prefixes and shell-completion choices; ``query``: the
+* ``names``, ``choices``: short id prefixes, shell-completion choices and the check that a
+  filter names a model or project the index has; ``query``: the
   read-only ad-hoc SQL of the ``sql`` verb.
 """
 
@@ -38,16 +39,17 @@ __getattr__, __dir__ = lazy_exports(
     {
         "xcsh_store.index.choices": (
             "Choice",
-            "DuplicateSession",
+            "check_filters",
             "model_choices",
             "project_choices",
             "session_choices",
         ),
         "xcsh_store.index.gc": ("GcReport",),
-        "xcsh_store.index.names": ("unique_id_prefixes",),
+        "xcsh_store.index.names": ("unique_id_prefixes", "unique_prefixes"),
         "xcsh_store.index.outline": (
             "SessionOutline",
             "entry_summary",
+            "entry_text",
             "labels_of",
             "message_summary",
             "session_outline",
@@ -110,7 +112,9 @@ __all__ = [
     "SyncReport",
     "UsageRow",
     "VerifyReport",
+    "check_filters",
     "entry_summary",
+    "entry_text",
     "has_fts5",
     "labels_of",
     "message_summary",
@@ -125,5 +129,6 @@ __all__ = [
     "session_outline",
     "sqlite_versions",
     "unique_id_prefixes",
+    "unique_prefixes",
     "usage_total",
 ]

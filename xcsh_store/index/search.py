@@ -206,6 +206,18 @@ class SearchHit:
     agent: str = "xcsh"
 
 
+def model_condition(table: str, model: str) -> tuple[str, list[str]]:
+    """The condition (and its values) an entry of ``table`` meets when it is of ``model``: a
+    model id, or ``provider/model`` as usage prints it (a model id may itself hold a slash, as
+    openrouter's do)."""
+    provider, _, name = model.partition("/")
+    return f"({table}.model = ? OR ({table}.provider = ? AND {table}.model = ?))", [
+        model,
+        provider,
+        name,
+    ]
+
+
 def search_entries(
     connection: apsw.Connection,
     query: str,
@@ -261,10 +273,9 @@ def search_entries(
             conditions.append(f"{column} = ?")
             arguments.append(value)
     if model is not None:
-        # usage prints provider/model; a model id may itself hold a slash (openrouter's do).
-        provider, _, name = model.partition("/")
-        conditions.append("(e.model = ? OR (e.provider = ? AND e.model = ?))")
-        arguments += [model, provider, name]
+        condition, values = model_condition("e", model)
+        conditions.append(condition)
+        arguments += values
     agents_only = agents_condition("s.agent", agents)
     if agents_only is not None:
         conditions.append(agents_only[0])

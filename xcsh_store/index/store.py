@@ -393,10 +393,15 @@ class SessionIndex:
         limit: int | None = None,
         order: str = "modified",
         agents: Collection[str] | None = None,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> list[IndexedSession]:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
-        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex)."""
-        return sessions.list_sessions(self, cwd, project, limit, order, agents)
+        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
+        ``since``/``until``: only those active in that span (modified at or after ``since``,
+        started before ``until``)."""
+        return sessions.list_sessions(self, cwd, project, limit, order, agents, since, until)
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
@@ -450,6 +455,15 @@ class SessionIndex:
         if leaf is None:
             return []
         return branch_rows(self.connection, info.file_id, leaf)
+
+    @_entry_point
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
+        """Each entry id of the file of ``where`` (a session or a search hit) by the shortest
+        prefix (at least 8 characters) no other entry of that file shares: what find_entry_id
+        resolves to the same entry (Claude Code's and Codex's ids are 36-character UUIDs)."""
+        from xcsh_store.index.names import unique_entry_prefixes
+
+        return unique_entry_prefixes(self.connection, where.file_id, entry_ids)
 
     @_entry_point
     def find_entry_id(self, session: str | int | IndexedSession, text: str) -> str:
@@ -518,6 +532,18 @@ class SessionIndex:
             until=until, model=model, limit=limit, highlight=highlight,
             local_path=self._path_mapping(), agents=agents,
         )  # fmt: skip
+
+    @_entry_point
+    def has_model(self, model: str) -> bool:
+        """Whether an entry of the index is of ``model`` (an id, or ``provider/model``), as
+        ``search(model=…)`` matches it."""
+        from xcsh_store.index.search import model_condition
+
+        condition, values = model_condition("e", model)
+        found = self.connection.execute(
+            f"SELECT 1 FROM entries AS e WHERE {condition} LIMIT 1", values
+        )
+        return found.fetchall() != []
 
     @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:

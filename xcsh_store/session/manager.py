@@ -30,6 +30,7 @@ from xcsh_store.format.entries import (
     effective_title,
     message_usage,
     set_optional,
+    set_title_after_id,
 )
 from xcsh_store.format.loader import LoadedSession, load_session
 from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
@@ -122,6 +123,9 @@ class SessionManager:
         # header, then every other record.
         self._leading: list[dict[str, Any]] = []
         self._header: dict[str, Any] = {}
+        # The header fork() made: it holds title/titleSource right after its id even while
+        # they are unset, so a name set later goes there, not at the end.
+        self._title_after_id = False
         self._entries: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
         self._labels: dict[str, str] = {}
@@ -546,7 +550,9 @@ class SessionManager:
     def _set_title(self, title: str | None, source: str | None) -> None:
         self._session_name = title
         self._title_source = source if title is not None else None
-        if title is not None:
+        if title is not None and self._title_after_id:
+            set_title_after_id(self._header, title, self._title_source)
+        elif title is not None:
             self._header["title"] = title
             set_optional(self._header, "titleSource", self._title_source)
 
@@ -565,12 +571,14 @@ class SessionManager:
         self._session_id = new_session_id()
         self._leading = []
         self._header = build_header(self._session_id, self._cwd, parent_session)
+        self._title_after_id = False
 
     def _adopt(self, records: list[dict[str, Any]]) -> None:
         """Take over a loaded file's records (title records, header, entries)."""
         leading, header, rest = split_header(records)
         assert header is not None
         self._leading, self._header, self._entries = leading, header, rest
+        self._title_after_id = False
         self._session_id = header["id"]
         self._session_name, self._title_source = effective_title(header, leading)
         self._rebuild_index()
@@ -682,6 +690,7 @@ class SessionManager:
             self._session_name if title is None else title,
             self._title_source if title_source is None else title_source,
         )
+        self._title_after_id = True
         self._leading = []
         self._artifacts = None
         new_file = self._new_file_path()

@@ -12,7 +12,6 @@ which only the ``full`` tier carries.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index import IndexedEntry, PromptHit, SearchHit, SkippedLines, UsageRow
-from xcsh_store.index.names import MIN_PREFIX
+from xcsh_store.index.names import MIN_PREFIX, prefix_apart
 from xcsh_store.index.outline import SessionOutline, labels_of
 from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
@@ -159,6 +158,16 @@ class TeamPromptHit(PromptHit):
     host: str = ""
 
 
+# An entry of a model: an id, or provider/model as usage prints it (a model id may itself hold a
+# slash, as openrouter's do); as index.search.model_condition.
+_MODEL_CONDITION = "(e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
+
+
+def _model_arguments(model: str) -> dict[str, str]:
+    provider, _, name = model.partition("/")
+    return {"model": model, "pr": provider, "mn": name}
+
+
 class TeamIndex:
     """The read verbs' questions, answered by the team index at ``url``."""
 
@@ -197,12 +206,22 @@ class TeamIndex:
         order: str = "modified",
         agents: Collection[str] | None = None,
         host: str | None = None,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> list[TeamSession]:
         if order not in _ORDERS:
             raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
         arguments: dict[str, Any] = {"limit": limit}
         where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
         where += _any_agent("agent", agents, arguments)
+        for condition, name, bound in (
+            ("modified_at >=", "since", since),
+            ("created_at <", "until", until),
+        ):
+            if bound is not None:
+                where += f" AND {condition} %({name})s"
+                arguments[name] = iso_bound(bound)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
         sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
@@ -255,13 +274,21 @@ class TeamIndex:
                 " (SELECT min(lower(session_id)) FROM sessions WHERE lower(session_id) > %s)",
                 (key, key),
             )  # fmt: skip
-            length = minimum
-            for neighbour in (below, above):
-                if neighbour is not None:
-                    # Character by character, as the ids are compared (not a path).
-                    shared = os.path.commonprefix([key, neighbour])  # noqa: RUF071
-                    length = max(length, len(shared) + 1)
-            prefixes[session_id] = session_id[:length]
+            prefixes[session_id] = session_id[: len(prefix_apart(key, (below, above), minimum))]
+        return prefixes
+
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
+        """As SessionIndex.entry_id_prefixes, in the file of ``where`` (a session or a hit:
+        its host and path)."""
+        prefixes = {}
+        for entry_id in set(entry_ids):
+            (below, above), = self._rows(
+                "SELECT (SELECT max(id) FROM entries WHERE host = %(h)s AND path = %(p)s"
+                " AND id < %(e)s), (SELECT min(id) FROM entries WHERE host = %(h)s"
+                " AND path = %(p)s AND id > %(e)s)",
+                {"h": where.host, "p": where.path, "e": entry_id},
+            )  # fmt: skip
+            prefixes[entry_id] = prefix_apart(entry_id, (below, above))
         return prefixes
 
     def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]:
@@ -341,6 +368,13 @@ class TeamIndex:
 
     # -- search -----------------------------------------------------------------------------
 
+    def has_model(self, model: str) -> bool:
+        """As SessionIndex.has_model, over every host's entries."""
+        found = self._rows(
+            f"SELECT 1 FROM entries AS e WHERE {_MODEL_CONDITION} LIMIT 1", _model_arguments(model)
+        )
+        return found != []
+
     def search(
         self,
         query: str,
@@ -368,9 +402,8 @@ class TeamIndex:
                 f" AND s.path = e.path{by_session})"
             )
         if model is not None:
-            provider, _, name = model.partition("/")
-            where += " AND (e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
-            arguments |= {"model": model, "pr": provider, "mn": name}
+            where += f" AND {_MODEL_CONDITION}"
+            arguments |= _model_arguments(model)
         for operator, name, bound in ((">=", "since", since), ("<", "until", until)):
             if bound is not None:
                 where += f" AND e.timestamp {operator} %({name})s"
