@@ -268,8 +268,9 @@ def test_an_ambiguous_uuid_prefix_lists_ten_short_ids_and_counts_the_rest(agent_
 def test_serve_on_another_address_without_a_token_says_why_in_a_whole_sentence(agent_dir):
     result = run("serve", "--host", "0.0.0.0", "--port", "9999", code=2)
     assert result.stderr.endswith(
-        "Error: --host 0.0.0.0 needs --token: without one, anyone who can reach port 9999 of"
-        " this machine could read every session\n"
+        "Error: --host 0.0.0.0 needs a token (--token-file, XCSH_STORE_TOKEN or --token):"
+        " without one, anyone who can reach port 9999 of this machine could read every"
+        " session\n"
     )
 
 
