@@ -183,7 +183,8 @@ def serve_command(
     Examples:
       xcsh-store serve --watch
       (umask 077; openssl rand -hex 16 > ~/.xcsh-token)
-      xcsh-store serve --host 0.0.0.0 --allow-host my-laptop.lan --token-file ~/.xcsh-token
+      xcsh-store serve --host 0.0.0.0 --allow-host my-laptop.lan \\
+        --token-file ~/.xcsh-token
     """
     require_extra(
         "serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else [])
