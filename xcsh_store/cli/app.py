@@ -17,8 +17,9 @@ from xcsh_store import __version__
 from xcsh_store.cli.render import fit_table, one_line
 from xcsh_store.cli.safe import visible, visible_line, visible_text
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex, SQLiteError
-from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
+from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
@@ -182,7 +183,8 @@ def error_line(error: BaseException) -> str:
 @click.option(
     "--agent-dir",
     type=click.Path(file_okay=False),
-    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent).",
+    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent once xcsh was"
+    " used here, else ~/.local/share/xcsh-store: $XDG_DATA_HOME/xcsh-store).",
 )
 @click.option(
     "--color",
@@ -208,12 +210,12 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
 
     \b
       xcsh-store demo                      build a sample agent dir and take the tour
-      xcsh-store sync                      index ~/.xcsh/agent
+      xcsh-store sync                      index this machine's sessions
       xcsh-store --agent-dir DIR ls --json
     """
     is_terminal = sys.stdout.isatty()
     ctx.obj = Settings(
-        agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir(),
+        agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_store_dir(),
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
     )
@@ -290,6 +292,10 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
     host; the others refuse ``--db``.
     """
     if settings.db is None:
+        if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
+            from xcsh_store.cli.places import no_index_yet
+
+            raise click.ClickException(no_index_yet(settings.agent_dir))
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
         verb = click.get_current_context().info_name

@@ -158,6 +158,9 @@ class ReadState:
     agent: str | None = None
     session: SessionFacts | None = None
     session_written: bool = False
+    # Which of the xcsh family wrote a file of that format (agents.xcsh_agent_of), decided
+    # when the line that decides validity is read; a resumed read keeps the index's.
+    family_agent: str | None = None
 
 
 class _DefaultModels:
@@ -430,6 +433,7 @@ class RowBuilder:
             else:
                 valid = kind == HEADER_TYPE and isinstance(value.get("id"), str)
                 state.status = "ok" if valid else "invalid_header"
+                state.family_agent = xcsh_agent_of(state.path, state.leading_title is not None)
                 if valid:
                     is_header_record = True
                     self.header_row = value
@@ -667,7 +671,7 @@ class RowBuilder:
             state.status or "invalid_header", state.next_seq, state.last_id, int(state.legacy),
             state.lines, skipped.count,
             orjson.dumps(skipped.lines).decode() if skipped.count else None,
-            state.agent or xcsh_agent_of(state.path),
+            state.agent or state.family_agent or xcsh_agent_of(state.path),
         )  # fmt: skip
         chunk = Chunk(
             rows,
@@ -728,7 +732,7 @@ class RowBuilder:
         columns = (
             header["id"], _text(header.get("cwd")), title, title_source,
             _text(header.get("parentSession")), state.version, _text(header.get("timestamp")),
-            xcsh_agent_of(state.path), None,
+            state.family_agent, None,
         )  # fmt: skip
         return columns, figures, name, source, (None, None, None)
 

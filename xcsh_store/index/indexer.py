@@ -527,6 +527,8 @@ def _resumed_state(
         state.agent = known.agent
         state.session = _session_facts(connection, known.id, path)
         state.session_written = True
+    else:
+        state.family_agent = known.agent
     row = connection.execute(
         "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
         " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
