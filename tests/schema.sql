@@ -229,7 +229,7 @@ CREATE TABLE sessions (
     cost REAL NOT NULL DEFAULT 0,
     -- The newest compaction shortSummary: the title shown when the header has none.
     compaction_title TEXT
-, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT);
+, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT);
 
 -- trigger agent_prompts_ad on agent_prompts
 CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN

@@ -39,7 +39,7 @@ from xcsh_store.format.versions import (
 from xcsh_store.index.rows import EntryFacts, blob_refs_in, storable_values
 from xcsh_store.index.scan import SkippedLines, sha1_hex
 from xcsh_store.js import stringify
-from xcsh_store.times import iso_millis
+from xcsh_store.times import canonical_iso, iso_millis
 
 HEAD_BYTES = 1024
 TAIL_BYTES = 4096
@@ -130,6 +130,9 @@ class Totals:
     # before.
     session_name: str | None = None
     session_name_source: str | None = None
+    # The newest timestamp of the file's lines (UTC, times.canonical_iso): the session's last
+    # activity, its modified time (the file's mtime only where no line has one).
+    activity_at: str | None = None
 
 
 @dataclass
@@ -540,6 +543,12 @@ class RowBuilder:
         entry_id = facts.id
         key = self.next_key
         self.next_key = key + 1
+        stamp = facts.timestamp
+        if stamp is not None:
+            stamp = canonical_iso(stamp)
+            totals = state.totals
+            if stamp is not None and (totals.activity_at is None or stamp > totals.activity_at):
+                totals.activity_at = stamp
         chain = None if entry_id is None else self._chain(entry_id, facts.parent_id, key)
         entry_rows = self.entry_rows
         entry_rows.append(
@@ -709,7 +718,8 @@ class RowBuilder:
         totals = state.totals
         figures = (
             totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
-            *totals.usage, totals.compaction_title, self.modified_at,
+            *totals.usage, totals.compaction_title, totals.activity_at or self.modified_at,
+            totals.activity_at,
         )  # fmt: skip
         name, source = totals.session_name, totals.session_name_source
         facts = state.session

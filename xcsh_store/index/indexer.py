@@ -389,7 +389,7 @@ class FileWrite:
                 "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
                 " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
                 " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
-                " modified_at = ?, title = coalesce(?, title),"
+                " modified_at = ?, activity_at = ?, title = coalesce(?, title),"
                 " title_source = iif(? IS NULL, title_source, ?), cwd = coalesce(cwd, ?),"
                 " created_at = coalesce(created_at, ?),"
                 " parent_session_id = coalesce(parent_session_id, ?) WHERE file_id = ?",
@@ -403,8 +403,8 @@ class FileWrite:
             " title_source, parent_session, version, created_at, agent, parent_session_id,"
             " entry_count, message_count,"
             " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at,"
+            " activity_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.file_id, session_id, self.seen.path, cwd, self.seen.project_dir, title,
                 title_source, parent_session, version, created_at, agent, parent_session_id,
@@ -532,14 +532,15 @@ def _resumed_state(
     row = connection.execute(
         "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
         " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-        " compaction_title FROM sessions WHERE file_id = ?",
+        " compaction_title, activity_at FROM sessions WHERE file_id = ?",
         (known.id,),
     ).fetchall()
     if row:
         values = row[0]
         state.totals = Totals(
-            values[0], values[1], values[2], values[3], list(values[4:10]), values[10]
-        )
+            values[0], values[1], values[2], values[3], list(values[4:10]), values[10],
+            activity_at=values[11],
+        )  # fmt: skip
     ((lines, skipped_count, skipped_lines),) = connection.execute(
         "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
     ).fetchall()
