@@ -5,6 +5,14 @@
 -- file gets a new mtime, not a new history. activity_at keeps that newest timestamp apart
 -- (NULL: no line has one), for the sync that reads on from where the last one stopped.
 ALTER TABLE sessions ADD COLUMN activity_at TEXT;
+-- The title a session's own lines give it in file order (a header's, a title record's, pi's
+-- session_info, Claude Code's ai-title and custom-title, Codex's thread name): sessions.title
+-- is this, unless oh-my-pi's title_change on the active branch renames the session (D28).
+ALTER TABLE sessions ADD COLUMN file_title TEXT;
+ALTER TABLE sessions ADD COLUMN file_title_source TEXT;
+UPDATE sessions SET file_title = title, file_title_source = title_source;
+-- Whether a file has title_change entries, without reading its rows: only oh-my-pi's have.
+CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';
 -- Read every file again: the modified times above, which of pi and oh-my-pi wrote a file (its
 -- leading title record says oh-my-pi, agents.xcsh_agent_of), oh-my-pi's title_change names,
 -- the first prompts of Claude sessions started with a slash command.

@@ -26,6 +26,9 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index entries_title_change on entries
+CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';
+
 -- index entries_usage_key on entries
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
 
@@ -229,7 +232,7 @@ CREATE TABLE sessions (
     cost REAL NOT NULL DEFAULT 0,
     -- The newest compaction shortSummary: the title shown when the header has none.
     compaction_title TEXT
-, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT);
+, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT, file_title TEXT, file_title_source TEXT);
 
 -- trigger agent_prompts_ad on agent_prompts
 CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN

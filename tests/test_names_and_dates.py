@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from real_home import RealHome
 from session_builder import append, header, message, sessions_dir, write_session
 
+from xcsh_store import SessionManager
 from xcsh_store.cli.app import cli
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.index import SessionIndex
@@ -113,3 +114,141 @@ def test_a_file_whose_lines_have_no_time_is_modified_when_its_file_was(
     index.sync()
     assert iso_millis(index.find_session("untimed").modified) == "2026-01-01T00:02:00.000Z"
     assert index.verify().clean
+
+
+# --------------------------------------------------------------------------------------------
+# 7. oh-my-pi's title_change renames the session (decisions D28)
+
+OMP_V3 = "astral303__rearview__omp-v3.jsonl"
+
+
+def branch_name(path: Path) -> str | None:
+    """The title of the newest title_change on the path from the file's last entry to its
+    root; None when there is none."""
+    entries = [value for value in objects(path) if isinstance(value.get("id"), str)]
+    entries = [value for value in entries if value.get("type") != "session"]
+    by_id = {value["id"]: value for value in entries}
+    current: dict[str, Any] | None = entries[-1]
+    seen = set()
+    while current is not None and current["id"] not in seen:
+        seen.add(current["id"])
+        if current.get("type") == "title_change" and current.get("title"):
+            return current["title"]
+        current = by_id.get(current.get("parentId") or "")
+    return None
+
+
+def names_everywhere(path: Path) -> tuple[str | None, ...]:
+    """The session's name in ls, in show, in the library's listing and in the manager."""
+    (listed,) = [item for item in run_json("ls", "--limit", "0") if item["path"] == str(path)]
+    shown = run_json("show", str(path))
+    # (The library lists the sessions of one agent dir: oh-my-pi's here.)
+    listing = SessionManager.list_all(agent_dir=str(path.parents[2]))
+    (found,) = [item for item in listing if item.path == str(path)]
+    manager = SessionManager.open(str(path))
+    return listed["title"], shown["session"]["title"], found.title, manager.get_session_name()
+
+
+def test_title_change_on_the_active_branch_names_the_session(
+    real_home: RealHome, index: SessionIndex
+):
+    path = real_home.files[OMP_V3]
+    index.sync()
+    assert branch_name(path) == "Updated OMP title"
+    assert names_everywhere(path) == ("Updated OMP title",) * 4
+    assert run_json("search", "updated omp title")[0]["session_id"] == "omp_session_custom_id"
+    # A later line continues from the branch before the rename: the first line's title again.
+    append(path, message("back", "abandoned", "user", "carry on there"))
+    assert index.sync().files_reindexed == 0
+    assert branch_name(path) is None
+    assert names_everywhere(path) == ("OMP fixture title",) * 4
+    # Renamed on that branch.
+    rename = {"type": "title_change", "id": "t2", "parentId": "back", "title": "Second name"}
+    append(path, rename | {"timestamp": "2026-01-02T03:05:00.000Z", "source": "auto"})
+    index.sync()
+    assert names_everywhere(path) == ("Second name",) * 4
+    assert index.find_session(str(path)).title_source == "auto"
+    assert index.verify().clean
+
+
+# --------------------------------------------------------------------------------------------
+# 8. The first prompt is what the user typed
+
+D_KIMUSON = "d-kimuson__claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+LARGE = "sheurich__episodic-memory__claude-large-conversation.jsonl"
+INJECTED = ("<command-", "<local-command-", "<system-reminder>", "<bash-")
+
+
+def user_texts(index: SessionIndex, path: Path) -> list[tuple[str, str]]:
+    """(type, text) of every user message and every meta entry of a session, in file order."""
+    from xcsh_store.format.entries import content_text
+    from xcsh_store.index.tree import entry_rows, read_entries
+
+    session = index.find_session(str(path))
+    rows = [
+        row
+        for row in entry_rows(index.connection, session.file_id)
+        if row.role == "user" or row.custom_type == "meta"
+    ]
+    values = read_entries(session.path, rows, None, session.agent)
+    return [
+        (value["type"], content_text((value.get("message") or value)["content"]))
+        for value in values
+    ]
+
+
+def test_a_slash_command_is_the_first_prompt_as_typed(real_home: RealHome, index: SessionIndex):
+    index.sync()
+    path = real_home.files[D_KIMUSON]
+    (listed,) = [item for item in run_json("ls", "--limit", "0") if item["path"] == str(path)]
+    assert listed["first_message"] == "/orchestrator create TODO app by Next.js"
+    for claude in real_home.of("claude").values():
+        first = index.find_session(str(claude)).first_message
+        assert not first.startswith(INJECTED), (claude.name, first)
+
+
+def test_local_commands_are_prompts_and_their_output_is_not(
+    real_home: RealHome, index: SessionIndex
+):
+    index.sync()
+    texts = user_texts(index, real_home.files[LARGE])
+    prompts = [text for kind, text in texts if kind == "message"]
+    assert "/context" in prompts
+    assert not [text for text in prompts if INJECTED[1] in text or INJECTED[0] in text]
+    outputs = [text for kind, text in texts if kind == "custom_message"]
+    assert any(text.startswith("<local-command-stdout>") for text in outputs)
+
+
+def claude_line(uuid: str, parent: str | None, content: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "parentUuid": parent, "isSidechain": False, "type": "user", "cwd": "/work/app",
+        "sessionId": "typed", "uuid": uuid, "timestamp": f"2026-05-01T10:00:0{uuid}.000Z",
+        "message": {"role": "user", "content": content}, **extra,
+    }  # fmt: skip
+
+
+def test_markup_claude_code_adds_to_the_users_turn_is_not_a_prompt(
+    real_home: RealHome, index: SessionIndex
+):
+    reminder = "<system-reminder>The user opened app.py in the IDE.</system-reminder>"
+    lines = [
+        claude_line("1", None, "<local-command-caveat>Caveat: the messages below…"),
+        claude_line("2", "1", [{"type": "text", "text": reminder}]),
+        claude_line("3", "2", "<command-name>/model</command-name>\n<command-args></command-args>"),
+        claude_line("4", "3", "<local-command-stdout>Set model to opus</local-command-stdout>"),
+        claude_line("5", "4", "<bash-input>make test</bash-input>"),
+        claude_line("6", "5", "<bash-stdout>ok</bash-stdout><bash-stderr></bash-stderr>"),
+        claude_line("7", "6", [{"type": "text", "text": reminder}, {"type": "text", "text": "go"}]),
+    ]
+    path = write_session(real_home.claude_dir / "projects" / "-work-app" / "typed.jsonl", lines)
+    index.sync()
+    assert index.find_session("typed").first_message == "/model"
+    assert user_texts(index, path) == [
+        ("custom_message", "<local-command-caveat>Caveat: the messages below…"),
+        ("custom_message", reminder),
+        ("message", "/model"),
+        ("custom_message", "<local-command-stdout>Set model to opus</local-command-stdout>"),
+        ("message", "!make test"),
+        ("custom_message", "<bash-stdout>ok</bash-stdout><bash-stderr></bash-stderr>"),
+        ("message", "go"),
+    ]

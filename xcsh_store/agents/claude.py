@@ -18,6 +18,7 @@ each ``user``/``assistant``/``system`` line has ``uuid`` and ``parentUuid`` (the
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from xcsh_store.agents.base import (
@@ -184,14 +185,55 @@ def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> 
             if type(block) is dict and block.get("type") == "tool_result"
             else [block]
         )
+    typed = None if value.get("isMeta") is True else typed_prompt(texts)
     if value.get("isCompactSummary") is True:
         found.entry.update(type="compaction", summary="\n".join(texts))
-    elif value.get("isMeta") is True:
-        # Text the agent put in the user's turn (command output, caveats): not a prompt.
+    elif typed is None:
+        # Text the agent put in the user's turn (command output, caveats, reminders): not a
+        # prompt, but searchable.
         found.entry.update(type="custom_message", customType="meta", content=text_blocks(texts))
         found.qualifier = found.qualifier or "meta"
     else:
-        found.entry.update(type="message", message={"role": "user", "content": text_blocks(texts)})
+        found.entry.update(type="message", message={"role": "user", "content": text_blocks(typed)})
+
+
+# How Claude Code writes what the user typed. A slash command: ``<command-name>/review
+# </command-name>`` with ``<command-message>`` and ``<command-args>``, in either order; a shell
+# command typed after ``!``: ``<bash-input>``.
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
+# What it writes into the user's turn that the user did not type: a local command's output, the
+# output of a ``!`` command, a background task's notice, a hook's output.
+_INJECTED = re.compile(
+    r"\s*<(local-command-std(?:out|err)|local-command-caveat|bash-std(?:out|err)"
+    r"|task-notification|user-prompt-submit-hook)>"
+)
+# Reminders it adds to a prompt (files opened in the IDE, the todo list).
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def typed_prompt(texts: list[str]) -> list[str] | None:
+    """The text blocks of a user line as the user typed them: a slash command as ``/name
+    args`` (not its markup), a shell command as ``!command``, a prompt without the reminders
+    added to it; None for a line the user typed none of."""
+    joined = "\n".join(texts)
+    command = _COMMAND_NAME.search(joined)
+    if command is not None:
+        name = command.group(1).strip()
+        arguments = _COMMAND_ARGS.search(joined)
+        typed = f"{'' if name.startswith('/') else '/'}{name}"
+        rest = arguments.group(1).strip() if arguments is not None else ""
+        return [f"{typed} {rest}" if rest else typed]
+    shell = _BASH_INPUT.search(joined)
+    if shell is not None:
+        return [f"!{shell.group(1)}"]
+    if _INJECTED.match(joined):
+        return None
+    if "<system-reminder>" not in joined:
+        return texts
+    kept = [without for text in texts if (without := _REMINDER.sub("", text).strip())]
+    return kept or None
 
 
 def _texts(content: Any) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -299,6 +299,8 @@ class FileWrite:
         self._count_read(chunk)
         self.keys_end = chunk.keys_end
         if chunk.final:
+            if chunk.progress[-1] in XCSH_AGENTS:
+                self._rename_by_branch()
             self._finish()
         elif self.batch.full:
             self.batch.commit_within_file()
@@ -333,6 +335,27 @@ class FileWrite:
             f"INSERT INTO entries_fts (rowid, text) VALUES ({key}, ?)",
             f"INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES ({key}, ?)",
         )
+
+    def _rename_by_branch(self) -> None:
+        """An oh-my-pi ``title_change`` on the branch of the session's last entry names it
+        (D28), over the file's own title; whenever the file has one, the branch is walked
+        again (a later line may have moved the leaf off it, or onto another)."""
+        from xcsh_store.index.tree import branch_name_of  # tree imports us
+
+        connection = self.connection
+        renamed = connection.execute(
+            "SELECT s.last_entry_id FROM sessions AS s WHERE s.file_id = ?1 AND EXISTS"
+            " (SELECT 1 FROM entries WHERE session = ?1 AND type = 'title_change')",
+            (self.file_id,),
+        ).fetchall()
+        if not renamed or renamed[0][0] is None:
+            return
+        named = branch_name_of(connection, self.file_id, self.seen.path, renamed[0][0])
+        if named is not None:
+            connection.execute(
+                "UPDATE sessions SET title = ?, title_source = ? WHERE file_id = ?",
+                (*named, self.file_id),
+            )
 
     def _finish(self) -> None:
         if self.in_savepoint:
@@ -385,30 +408,34 @@ class FileWrite:
             return
         header, figures, name, name_source, learnt = chunk.session
         if header is None:
+            # (SET reads the row as it was: the title falls back on the file's own.)
             self.connection.execute(
-                "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
-                " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
-                " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
-                " modified_at = ?, activity_at = ?, title = coalesce(?, title),"
-                " title_source = iif(? IS NULL, title_source, ?), cwd = coalesce(cwd, ?),"
-                " created_at = coalesce(created_at, ?),"
-                " parent_session_id = coalesce(parent_session_id, ?) WHERE file_id = ?",
-                (*figures, name, name, name_source, *learnt, self.file_id),
+                "UPDATE sessions SET entry_count = ?1, message_count = ?2, first_message = ?3,"
+                " last_entry_id = ?4, input_tokens = ?5, output_tokens = ?6,"
+                " cache_read_tokens = ?7, cache_write_tokens = ?8, premium_requests = ?9,"
+                " cost = ?10, compaction_title = ?11, modified_at = ?12, activity_at = ?13,"
+                " file_title = coalesce(?14, file_title),"
+                " file_title_source = iif(?14 IS NULL, file_title_source, ?15),"
+                " title = coalesce(?14, file_title),"
+                " title_source = iif(?14 IS NULL, file_title_source, ?15),"
+                " cwd = coalesce(cwd, ?16), created_at = coalesce(created_at, ?17),"
+                " parent_session_id = coalesce(parent_session_id, ?18) WHERE file_id = ?19",
+                (*figures, name, name_source, *learnt, self.file_id),
             )
             return
         (session_id, cwd, title, title_source, parent_session, version, created_at, agent,
          parent_session_id) = header  # fmt: skip
         self.connection.execute(
             "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
-            " title_source, parent_session, version, created_at, agent, parent_session_id,"
-            " entry_count, message_count,"
+            " title_source, file_title, file_title_source, parent_session, version, created_at,"
+            " agent, parent_session_id, entry_count, message_count,"
             " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
             " cache_write_tokens, premium_requests, cost, compaction_title, modified_at,"
-            " activity_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " activity_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.file_id, session_id, self.seen.path, cwd, self.seen.project_dir, title,
-                title_source, parent_session, version, created_at, agent, parent_session_id,
-                *figures,
+                title_source, title, title_source, parent_session, version, created_at, agent,
+                parent_session_id, *figures,
             ),
         )  # fmt: skip
 

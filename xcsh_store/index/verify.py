@@ -28,7 +28,7 @@ _COMPARED_SESSION_COLUMNS = (
     "session_id, path, cwd, project_dir, title, title_source, parent_session, version, created_at,"
     " entry_count, message_count, first_message, last_entry_id, input_tokens, output_tokens,"
     " cache_read_tokens, cache_write_tokens, premium_requests, cost, compaction_title, agent,"
-    " parent_session_id, modified_at, activity_at"
+    " parent_session_id, modified_at, activity_at, file_title, file_title_source"
 )
 
 
