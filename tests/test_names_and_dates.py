@@ -252,3 +252,105 @@ def test_markup_claude_code_adds_to_the_users_turn_is_not_a_prompt(
         ("custom_message", "<bash-stdout>ok</bash-stdout><bash-stderr></bash-stderr>"),
         ("message", "go"),
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# 6. A Claude summary line titles the session that holds its leaf
+
+TINY = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"
+
+
+def summary_titles(claude: dict[str, Path]) -> dict[str, str | None]:
+    """Each Claude file -> the summary naming its latest entry that one names, of the summary
+    lines of the files of its folder (None: no summary names one of its entries)."""
+    summaries: dict[Path, dict[str, list[str]]] = {}
+    for path in claude.values():
+        for value in objects(path):
+            if value.get("type") == "summary" and value.get("leafUuid") and value.get("summary"):
+                by_leaf = summaries.setdefault(path.parent, {})
+                by_leaf.setdefault(value["leafUuid"], []).append(value["summary"])
+    titles: dict[str, str | None] = {}
+    for name, path in claude.items():
+        by_leaf = summaries.get(path.parent, {})
+        named = [value["uuid"] for value in objects(path) if value.get("uuid") in by_leaf]
+        titles[name] = min(by_leaf[named[-1]]) if named else None
+    return titles
+
+
+def claude_titles(index: SessionIndex, claude: dict[str, Path]) -> dict[str, tuple[Any, Any]]:
+    found = {}
+    for name, path in claude.items():
+        session = index.find_session(str(path))
+        found[name] = (session.title, session.title_source)
+    return found
+
+
+def test_a_summary_titles_the_session_that_holds_its_leaf(real_home: RealHome, index: SessionIndex):
+    claude = real_home.of("claude")
+    index.sync()
+    expected = summary_titles(claude)
+    assert expected[TINY] == "Clarifying AI Assistant's Action-Taking Guidelines"
+    assert expected[LARGE] is None and expected[D_KIMUSON] is None  # unknown leaves
+    titles = claude_titles(index, claude)
+    for name, title in expected.items():
+        if title is not None:
+            assert titles[name] == (title, "summary"), name
+        else:
+            assert titles[name][1] != "summary", name
+    listed = {item["path"]: item for item in run_json("ls", "--limit", "0")}
+    assert listed[str(claude[LARGE])]["title"] is None
+    assert listed[str(claude[TINY])]["title_source"] == "summary"
+    assert index.verify().clean
+
+
+def test_summary_titles_do_not_depend_on_the_order_files_are_found(
+    real_home: RealHome, tmp_path: Path
+):
+    claude = real_home.of("claude")
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    results = []
+    # All at once; the summary's file in a first sync, the leaf's in a later one; the other way.
+    for held_back in ((), (TINY,), (LARGE,)):
+        for name in held_back:
+            claude[name].rename(aside / name)
+        with SessionIndex.open(str(tmp_path / f"store-{len(results)}")) as index:
+            index.sync()
+            for name in held_back:
+                (aside / name).rename(claude[name])
+            index.sync()
+            results.append(claude_titles(index, claude))
+            assert index.verify().clean
+    assert results[0] == results[1] == results[2]
+    assert results[0][TINY] == ("Clarifying AI Assistant's Action-Taking Guidelines", "summary")
+
+
+def test_a_summary_title_goes_with_its_file_and_yields_to_the_sessions_own(
+    real_home: RealHome, index: SessionIndex, tmp_path: Path
+):
+    claude = real_home.of("claude")
+    index.sync()
+    large = claude[LARGE].read_bytes()
+    claude[LARGE].unlink()
+    index.sync()
+    assert index.find_session(str(claude[TINY])).title is None
+    assert index.verify().clean
+    claude[LARGE].write_bytes(large)
+    index.sync()
+    assert index.find_session(str(claude[TINY])).title_source == "summary"
+    named = {"type": "custom-title", "customTitle": "Mine", "sessionId": "x"}
+    append(claude[TINY], named)
+    index.sync()
+    session = index.find_session(str(claude[TINY]))
+    assert (session.title, session.title_source) == ("Mine", "user")
+    assert index.verify().clean
+    # The same leaf summarised in another project folder names nothing here.
+    other = real_home.claude_dir / "projects" / "-elsewhere"
+    other.mkdir()
+    leaf = objects(claude[TINY])[-2]["uuid"]
+    write_session(other / "x.jsonl", [{"type": "summary", "summary": "Far", "leafUuid": leaf}])
+    claude[TINY].write_bytes(claude[TINY].read_bytes().rsplit(b"\n", 2)[0] + b"\n")
+    index.sync()
+    assert index.find_session(str(claude[TINY])).title_source == "summary"
+    assert index.find_session(str(claude[TINY])).title != "Far"
+    assert index.verify().clean

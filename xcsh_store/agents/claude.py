@@ -10,7 +10,14 @@ each ``user``/``assistant``/``system`` line has ``uuid`` and ``parentUuid`` (the
 * One API response is written as several ``assistant`` lines sharing ``message.id`` (one
   content block each), each repeating ``usage``, the earlier ones partial in 1.0.x: their usage
   key is ``message.id`` + ``requestId``, and the last line's usage is what counts.
-* ``summary``, ``ai-title`` and ``custom-title`` lines title the session (the last one wins).
+* ``ai-title`` and ``custom-title`` lines title their session (the last one wins). A
+  ``summary`` line (``summary``, ``leafUuid``) is the summary of the conversation that ends at
+  ``leafUuid``, most often another file's (a resumed conversation's file opens with the
+  summaries of those it continues): it titles the session that holds that entry
+  (index/summaries.py), not its own.
+* A user line is what the user typed: a slash command written as ``<command-name>`` markup is
+  ``/name args``; output, caveats and reminders Claude Code put in the user's turn are meta
+  entries (typed_prompt).
 * Every other line (``progress``, ``file-history-snapshot``, ``queue-operation``, ``attachment``,
   types yet unknown) is an entry of its own type without text.
 """
@@ -43,7 +50,6 @@ _OWN_TYPES = frozenset(
 )  # fmt: skip
 # Title lines: the key holding the title, and who set it.
 _TITLES = {
-    "summary": ("summary", "auto"),
     "ai-title": ("aiTitle", "auto"),
     "custom-title": ("customTitle", NAMED_TITLE_SOURCE),
 }
@@ -91,6 +97,9 @@ class ClaudeReader:
             key, source = _TITLES[kind]
             found.title = text_of(value.get(key))
             found.title_source = source if found.title else None
+        elif kind == "summary":
+            leaf, summary = text_of(value.get("leafUuid")), text_of(value.get("summary"))
+            found.leaf_summary = (leaf, summary) if leaf and summary else None
         return found
 
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:

@@ -94,6 +94,8 @@ class Chunk(NamedTuple):
     skipped: list[int]
     # Keys of rows whose usage a later line of the same response replaced (see usage_key).
     superseded: list[int]
+    # (seq, leaf entry id, summary) of the lines that summarise a conversation by its leaf.
+    leaf_summaries: list[tuple[int, str, str]]
 
 
 class IndexedRows(Protocol):
@@ -370,6 +372,7 @@ class RowBuilder:
         self.usage_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.chunk_first_key = first_key
         self.superseded: list[int] = []
+        self.leaf_summaries: list[tuple[int, str, str]] = []
         # Of a format without ids: the parent of each user turn on the current path, oldest
         # first (what a rollback goes back to). A resumed read starts with this read's turns
         # and puts the earlier ones of the path in front only when a rollback reaches them.
@@ -492,6 +495,8 @@ class RowBuilder:
         if found.title is not None:
             state.totals.session_name = found.title
             state.totals.session_name_source = found.title_source
+        if found.leaf_summary is not None:
+            self.leaf_summaries.append((seq, *found.leaf_summary))
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
         if usage_key is not None:
             self._supersede_usage(usage_key, key, found.usage)
@@ -697,6 +702,7 @@ class RowBuilder:
             tally.bytes - self.bytes_reported,
             self.skipped,
             self.superseded,
+            self.leaf_summaries,
         )
         self.bytes_reported = tally.bytes
         run_keys = self.run_keys
@@ -707,6 +713,7 @@ class RowBuilder:
             state.chained = False
         self.entry_rows, self.text_rows, self.blob_rows, self.skipped = [], [], [], []
         self.superseded = []
+        self.leaf_summaries = []
         self.chunk_first_key = self.next_key
         self.batch_ids = {}
         self.pending_bytes = 0

@@ -276,6 +276,11 @@ class FileWrite:
         self._delete(replaced)
         if chunk.superseded:
             connection.executemany(_DROP_USAGE, [(key + offset,) for key in chunk.superseded])
+        if chunk.leaf_summaries:
+            connection.executemany(
+                "INSERT INTO leaf_summaries (file_id, seq, leaf_id, summary) VALUES (?, ?, ?, ?)",
+                [(self.file_id, *summary) for summary in chunk.leaf_summaries],
+            )
         rows = chunk.entries
         if not (chunk.chained and not found):
             if self.chains_written:
@@ -612,6 +617,7 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
         (file_id,),
     )
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
+    connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).

@@ -330,8 +330,14 @@ class SessionIndex:
         untouched = self.connection.total_changes() == changes
         if not untouched:
             from xcsh_store.index.ranking import refresh_term_counts
+            from xcsh_store.index.scan import file_ids
+            from xcsh_store.index.summaries import resolve_summary_titles
 
             refresh_term_counts(self.connection)
+            with database.transaction(self.connection):
+                resolve_summary_titles(
+                    self.connection, file_ids(self.connection, report.read_paths)
+                )
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)
