@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from real_home import RealHome
+from real_home import RealHome, claude_project_folder
 from session_builder import append, header, message, sessions_dir, write_session
 
 from xcsh_store import SessionManager
@@ -354,3 +354,41 @@ def test_a_summary_title_goes_with_its_file_and_yields_to_the_sessions_own(
     assert index.find_session(str(claude[TINY])).title_source == "summary"
     assert index.find_session(str(claude[TINY])).title != "Far"
     assert index.verify().clean
+
+
+# --------------------------------------------------------------------------------------------
+# 9. A session's project is its working directory, for every agent
+
+
+def recorded_cwd(path: Path) -> str | None:
+    """The working directory a session file records: the header's (xcsh, pi, oh-my-pi), the
+    first line's that has one (Claude Code), session_meta's (Codex)."""
+    for value in objects(path):
+        if value.get("type") == "session_meta":
+            return value["payload"].get("cwd")
+        if value.get("type") == "session" or (isinstance(value.get("cwd"), str) and value["cwd"]):
+            return value.get("cwd")
+    return None
+
+
+STREAMING = "/Users/testuser/Documents/GitHub/projects/example-project"
+
+
+def test_the_project_of_every_session_is_its_cwd(real_home: RealHome, index: SessionIndex):
+    index.sync()
+    listed = run_json("ls", "--limit", "0")
+    expected = {str(path): recorded_cwd(path) for path in real_home.files.values()}
+    assert {item["path"]: item["project"] for item in listed} == expected
+    # Not the folder a file is in: Codex's year ("2025"), Claude Code's "-Users-…".
+    folders = {item["project_dir"] for item in listed}
+    assert {"2025", claude_project_folder(f"{STREAMING}/.worktrees/streaming")} <= folders
+    assert not folders & {item["project"] for item in listed}
+    # A project holds the sessions started in its folder and the folders inside it.
+    inside = {item["path"] for item in run_json("ls", "--project", STREAMING, "--limit", "0")}
+    assert inside == {
+        path for path, cwd in expected.items() if cwd and cwd.startswith(STREAMING + "/")
+    }
+    # (Two episodic-memory conversations, in a worktree of the project.)
+    assert {str(real_home.files[name]) for name in (TINY, LARGE)} <= inside
+    by_project = {row["key"] for row in run_json("usage", "--by", "project")["rows"]}
+    assert by_project <= {*expected.values(), None}

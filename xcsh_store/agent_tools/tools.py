@@ -45,9 +45,9 @@ def search_sessions(
     agent: str | None = None,
 ) -> dict[str, Any]:
     """Full-text search over every session (all words must match; "phrases", -excluded).
-    Filters: project folder, role (user, assistant, toolResult…), model, since/until (ISO
-    date or time), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry
-    id. At most 50 hits."""
+    Filters: project (a working directory, with the folders inside it), role (user, assistant,
+    toolResult…), model, since/until (ISO date or time), agent (xcsh, pi, omp, claude, codex).
+    Each hit names its session and entry id. At most 50 hits."""
     limit = _bounded(limit, MAX_HITS)
     hits = index.search(
         query, project=project, role=role, model=model, since=since, until=until, limit=limit,
