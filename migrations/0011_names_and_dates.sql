@@ -25,7 +25,7 @@ CREATE TABLE leaf_summaries (
     leaf_id TEXT NOT NULL,
     summary TEXT NOT NULL,
     PRIMARY KEY (file_id, seq)
-);
+) WITHOUT ROWID;
 CREATE INDEX leaf_summaries_leaf ON leaf_summaries (leaf_id);
 ALTER TABLE sessions ADD COLUMN summary_from INTEGER;
 CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from IS NOT NULL;

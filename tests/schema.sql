@@ -77,8 +77,6 @@ CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from
 
 -- index sqlite_autoindex_files_1 on files
 
--- index sqlite_autoindex_leaf_summaries_1 on leaf_summaries
-
 -- index sqlite_autoindex_meta_1 on meta
 
 -- index sqlite_autoindex_roots_1 on roots
@@ -198,7 +196,7 @@ CREATE TABLE leaf_summaries (
     leaf_id TEXT NOT NULL,
     summary TEXT NOT NULL,
     PRIMARY KEY (file_id, seq)
-);
+) WITHOUT ROWID;
 
 -- table meta on meta
 CREATE TABLE meta (
