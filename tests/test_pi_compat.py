@@ -121,8 +121,9 @@ def path_to(entry: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[dic
 def expected_title(records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     """(title, source): the newest title_change with a title on the path of the last entry
     (its source, else user), then the last session_info naming the session, then the header's
-    title, a leading title record's, the newest compaction summary (decisions D28;
-    compatibility: pi's session_info names the session; Title records before the header)."""
+    title, a leading title record's, the newest compaction summary (compatibility: oh-my-pi's
+    title_change renames the session; pi's session_info names the session; Title records before
+    the header)."""
     start = find_header_index(records)
     body = records[start + 1 :]
     by_id = {entry["id"]: entry for entry in body if isinstance(entry.get("id"), str)}
