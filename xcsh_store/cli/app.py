@@ -16,7 +16,7 @@ import orjson
 from xcsh_store import __version__
 from xcsh_store.cli.render import fit_table, one_line
 from xcsh_store.cli.safe import visible, visible_line, visible_text
-from xcsh_store.errors import XcshStoreError
+from xcsh_store.errors import IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex, SQLiteError
 from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
@@ -295,7 +295,7 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
         if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
             from xcsh_store.cli.places import no_index_yet
 
-            raise click.ClickException(no_index_yet(settings.agent_dir))
+            raise IndexDatabaseError(no_index_yet(settings.agent_dir))
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
         verb = click.get_current_context().info_name
