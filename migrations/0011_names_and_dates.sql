@@ -29,9 +29,6 @@ CREATE TABLE leaf_summaries (
 CREATE INDEX leaf_summaries_leaf ON leaf_summaries (leaf_id);
 ALTER TABLE sessions ADD COLUMN summary_from INTEGER;
 CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from IS NOT NULL;
--- A session's project is its working directory, for every agent (ls --project, usage --by
--- project): the listing by project reads sessions_cwd, and the index of the folder names goes.
-DROP INDEX sessions_project;
 -- Read every file again: the modified times above, which of pi and oh-my-pi wrote a file (its
 -- leading title record says oh-my-pi, agents.xcsh_agent_of), oh-my-pi's title_change names,
 -- the summary lines of Claude sessions, the first prompts of those started with a slash command.

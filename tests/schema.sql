@@ -65,6 +65,9 @@ CREATE INDEX sessions_listing ON sessions (
 -- index sessions_parent on sessions
 CREATE INDEX sessions_parent ON sessions (parent_session_id) WHERE parent_session_id IS NOT NULL;
 
+-- index sessions_project on sessions
+CREATE INDEX sessions_project ON sessions (project_dir, modified_at DESC, file_id);
+
 -- index sessions_session_id on sessions
 CREATE INDEX sessions_session_id ON sessions (session_id);
 

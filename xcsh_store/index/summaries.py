@@ -64,15 +64,18 @@ def resolve_summary_titles(connection: apsw.Connection, changed: Collection[int]
             (ids,),
         )
     }
+    # From the summary lines of the changed files to the sessions of their folders (CROSS JOIN
+    # keeps that order: the work grows with what changed, not with every Claude session).
     concerned |= {
         session
         for (session,) in connection.execute(
-            "SELECT DISTINCT s.file_id FROM leaf_summaries AS ls"
-            " JOIN files AS lf ON lf.id = ls.file_id"
-            " JOIN sessions AS s ON s.project_dir = lf.project_dir AND s.agent = 'claude'"
+            "SELECT DISTINCT s.file_id FROM json_each(?1) AS changed"
+            " CROSS JOIN leaf_summaries AS ls ON ls.file_id = changed.value"
+            " CROSS JOIN files AS lf ON lf.id = ls.file_id"
+            " CROSS JOIN sessions AS s ON s.project_dir = lf.project_dir"
             " JOIN files AS f ON f.id = s.file_id AND f.root = lf.root"
-            " WHERE ls.file_id IN (SELECT value FROM json_each(?1))"
-            " AND s.file_id NOT IN (SELECT value FROM json_each(?1))"
+            # (+: the folder's index finds them, not the agent's, which holds every session.)
+            " WHERE +s.agent = 'claude' AND s.file_id NOT IN (SELECT value FROM json_each(?1))"
             " AND EXISTS (SELECT 1 FROM entries AS e WHERE e.session = s.file_id"
             " AND e.id = ls.leaf_id)",
             (ids,),
