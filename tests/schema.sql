@@ -26,6 +26,9 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index entries_title_change on entries
+CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';
+
 -- index entries_unpriced on entries
 CREATE INDEX entries_unpriced ON entries (session) WHERE cost IS NULL AND input_tokens IS NOT NULL;
 
@@ -40,6 +43,9 @@ CREATE INDEX history_prompt_hash ON history (prompt_hash);
 
 -- index idx_history_created_at on history
 CREATE INDEX idx_history_created_at ON history (created_at DESC);
+
+-- index leaf_summaries_leaf on leaf_summaries
+CREATE INDEX leaf_summaries_leaf ON leaf_summaries (leaf_id);
 
 -- index sessions_agent on sessions
 CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
@@ -67,6 +73,9 @@ CREATE INDEX sessions_project ON sessions (project_dir, modified_at DESC, file_i
 
 -- index sessions_session_id on sessions
 CREATE INDEX sessions_session_id ON sessions (session_id);
+
+-- index sessions_summary_from on sessions
+CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from IS NOT NULL;
 
 -- index sqlite_autoindex_entries_1 on entries
 
@@ -186,6 +195,15 @@ CREATE TABLE history (
 -- table history_fts on history_fts
 CREATE VIRTUAL TABLE history_fts USING fts5 (prompt, content = 'history', content_rowid = 'id');
 
+-- table leaf_summaries on leaf_summaries
+CREATE TABLE leaf_summaries (
+    file_id INTEGER NOT NULL REFERENCES files (id),
+    seq INTEGER NOT NULL,
+    leaf_id TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    PRIMARY KEY (file_id, seq)
+) WITHOUT ROWID;
+
 -- table meta on meta
 CREATE TABLE meta (
     key TEXT PRIMARY KEY,
@@ -232,7 +250,7 @@ CREATE TABLE sessions (
     cost REAL NOT NULL DEFAULT 0,
     -- The newest compaction shortSummary: the title shown when the header has none.
     compaction_title TEXT
-, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT);
+, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT, file_title TEXT, file_title_source TEXT, summary_from INTEGER);
 
 -- trigger agent_prompts_ad on agent_prompts
 CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from isolation import isolated_environment
+
 import xcsh_store
 from xcsh_store import (
     SessionContext,
@@ -247,7 +249,7 @@ def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
     (root reads any file whatever its mode); returns stdout, fails with stderr."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(agent_dir.parent),
+        **isolated_environment(agent_dir.parent),
         "XCSH_AGENT_DIR": str(agent_dir),
         "XCSH_TERMINAL_ID": "unreadable-test",
         "PYTHONPATH": str(readable_package()),

@@ -272,7 +272,8 @@ def test_ls_json_shape(demo):
     assert login["id"] == session_id(demo["login"])
     assert login["path"] == demo["login"]
     assert login["cwd"] == "/home/alex/src/webapp"
-    assert login["project"] == "--home-alex-src-webapp--"
+    assert login["project"] == "/home/alex/src/webapp"  # its cwd
+    assert login["project_dir"] == "--home-alex-src-webapp--"
     assert login["message_count"] == 18 and login["version"] == 3
     assert login["created"] == "2026-03-03T09:14:00.000Z"
     assert login["cost"] > 0 and login["input_tokens"] > 0
@@ -281,8 +282,11 @@ def test_ls_json_shape(demo):
 def test_ls_filters_limit_and_order(demo):
     api = as_json(demo["agent"], "ls", "--cwd", "/home/alex/src/api")
     assert len(api) == 5 and {item["cwd"] for item in api} == {"/home/alex/src/api"}
-    infra = as_json(demo["agent"], "ls", "--project", "--home-alex-src-infra--")
+    infra = as_json(demo["agent"], "ls", "--project", "/home/alex/src/infra")
     assert len(infra) == 2
+    # A project is a folder with the folders inside it.
+    everything = as_json(demo["agent"], "ls", "--project", "/home/alex/src/", "--limit", "0")
+    assert {item["cwd"] for item in everything} >= {"/home/alex/src/api", "/home/alex/src/infra"}
     titles = [item["title"] for item in as_json(demo["agent"], "ls", "--order", "title")]
     named = [title for title in titles if title]
     assert named == sorted(named, key=str.lower) and len(named) == 5

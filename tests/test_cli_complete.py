@@ -29,7 +29,7 @@ def indexed(agent_dir: Path) -> Path:
     for number, (project, session_id, title, model) in enumerate(SESSIONS):
         provider = "openai" if model.startswith("gpt") else "anthropic"
         records = [
-            header(session_id, title=title),
+            header(session_id, title=title, cwd=f"/work/{project.strip('-').split('-')[-1]}"),
             message(f"u{number}000000", None, "user", f"please: {title}"),
             message(f"a{number}000000", f"u{number}000000", "assistant", "done",
                     provider=provider, model=model),
@@ -79,11 +79,12 @@ def test_a_prefix_longer_than_the_unique_one_is_kept(indexed):
     assert items == [("0199eeee-00", "Dark mode toggle")]
 
 
-def test_fish_completes_project_folders_with_their_session_counts(indexed):
+def test_fish_completes_projects_with_their_session_counts(indexed):
+    # A project is the folder the sessions were started in.
     result = complete("fish", "xcsh-store ls --project ", indexed)
     assert sorted(result.stdout.splitlines()) == [
-        "plain,--work-api--\t2 sessions",
-        "plain,--work-web--\t1 session",
+        "plain,/work/api\t2 sessions",
+        "plain,/work/web\t1 session",
     ]
 
 

@@ -119,10 +119,18 @@ def path_to(entry: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[dic
 
 
 def expected_title(records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    """(title, source): the last session_info naming the session wins over the header, then the
-    header's title, a leading title record's, the newest compaction summary (compatibility: pi's
-    session_info names the session; Title records before the header)."""
+    """(title, source): the newest title_change with a title on the path of the last entry
+    (its source, else user), then the last session_info naming the session, then the header's
+    title, a leading title record's, the newest compaction summary (compatibility: oh-my-pi's
+    title_change renames the session; pi's session_info names the session; Title records before
+    the header)."""
     start = find_header_index(records)
+    body = records[start + 1 :]
+    by_id = {entry["id"]: entry for entry in body if isinstance(entry.get("id"), str)}
+    leaf = [entry for entry in body if isinstance(entry.get("id"), str)][-1:]
+    for entry in reversed(path_to(leaf[0], by_id) if leaf else []):
+        if entry.get("type") == "title_change" and _text(entry.get("title")):
+            return entry["title"], _text(entry.get("source")) or "user"
     names = [
         name
         for entry in records[start + 1 :]

@@ -125,10 +125,10 @@ def test_the_context_view_shows_what_the_model_saw(client, branched):
 
 def test_the_list_filters_sorts_and_pages(agent_dir, client):
     for number in range(60):
-        folder = "--alpha--" if number % 2 else "--beta--"
+        folder = "alpha" if number % 2 else "beta"
         write_session(
-            agent_dir / "sessions" / folder / f"s{number:02d}.jsonl",
-            [header(f"s{number:02d}", title=f"title {number:02d}"),
+            agent_dir / "sessions" / f"--{folder}--" / f"s{number:02d}.jsonl",
+            [header(f"s{number:02d}", title=f"title {number:02d}", cwd=f"/work/{folder}"),
              message("u1", None, "user", "hi")],
         )  # fmt: skip
     index_all(agent_dir)
@@ -136,7 +136,7 @@ def test_the_list_filters_sorts_and_pages(agent_dir, client):
     assert len(titles) == 50
     second = client.get("/?page=2").text
     assert len(re.findall('class="session-link"', second)) == 10 and "page 2 of 2" in second
-    ordered = client.get("/?sort=title&dir=asc&project=--alpha--").text
+    ordered = client.get("/?sort=title&dir=asc&project=/work/alpha").text
     titles = re.findall(r'class="session-link" href="[^"]+">([^<]+)<', ordered)
     assert titles == [f"title {number:02d}" for number in range(1, 60, 2)]
 

@@ -51,6 +51,26 @@ def iso_seconds(epoch_seconds: float) -> str:
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def is_canonical_iso(text: str) -> bool:
+    """Whether ``text`` has the shape of :func:`iso_millis` (``2026-11-16T09:12:03.123Z``, what
+    agents write), in which text order is time order: a quick look, no parse."""
+    return len(text) == 24 and text[23] == "Z" and text[10] == "T" and text[19] == "."
+
+
+def canonical_iso(text: str) -> str | None:
+    """An ISO 8601 timestamp as :func:`iso_millis` writes it (UTC, milliseconds, ``Z``), so that
+    timestamps compare as text; None when it is not one."""
+    if is_canonical_iso(text):
+        return text
+    moment = parse_iso(text.strip())
+    if moment is None:
+        return None
+    try:
+        return iso_millis(moment)
+    except OverflowError:
+        return None
+
+
 def parse_iso(text: str) -> datetime | None:
     """An ISO 8601 timestamp as an aware datetime (naive read as UTC); None if unreadable."""
     try:

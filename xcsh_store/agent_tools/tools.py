@@ -169,10 +169,10 @@ def search_sessions(
     agent: Agent | None = None,
 ) -> dict[str, Any]:
     """Full-text search over every session (all words must match; "phrases", -excluded).
-    Filters: project folder, role (user, assistant, toolResult…), model (an id or
-    provider/id), since/until (a date, a time or an age such as 7d), agent (xcsh, pi, omp,
-    claude, codex). Each hit names its session and entry id (get_entry reads it whole). At
-    most 50 hits."""
+    Filters: project (a working directory, with the folders inside it), role (user, assistant,
+    toolResult…), model (an id or provider/id), since/until (a date, a time or an age such as
+    7d), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry id
+    (get_entry reads it whole). At most 50 hits."""
     start, end = _span(since, until)
     limit = _bounded(limit, MAX_HITS)
     hits = index.search(

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from xcsh_store.agents.price_file import PriceFile, read_price_file
 from xcsh_store.agents.pricing_model import ModelPrice, Rate, Rates
-from xcsh_store.paths import get_prices_file
+from xcsh_store.homes import get_prices_file
 
 if TYPE_CHECKING:
     from genai_prices.data_snapshot import DataSnapshot

@@ -18,10 +18,11 @@ from xcsh_store import __version__
 from xcsh_store.cli.render import terminal_width, wrap
 from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
 from xcsh_store.cli.table import Cut, Header, fit_table
-from xcsh_store.errors import XcshStoreError
+from xcsh_store.errors import IndexDatabaseError, XcshStoreError
+from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex, SQLiteError
 from xcsh_store.js import well_formed
-from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
+from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
@@ -230,7 +231,8 @@ def error_line(error: BaseException) -> str:
 @click.option(
     "--agent-dir",
     type=click.Path(file_okay=False),
-    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent).",
+    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent once xcsh was"
+    " used here, else ~/.local/share/xcsh-store: $XDG_DATA_HOME/xcsh-store).",
 )
 @click.option(
     "--color",
@@ -255,12 +257,12 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
     to date and you can always delete. Global options go before the verb:
 
     \b
-      xcsh-store demo                  build a sample agent dir and take the tour
-      xcsh-store sync                  index ~/.xcsh/agent
+      xcsh-store demo                      build a sample agent dir and take the tour
+      xcsh-store sync                      index this machine's sessions
       xcsh-store --agent-dir DIR ls --json
     """
     is_terminal = sys.stdout.isatty()
-    folder = os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir()
+    folder = os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_store_dir()
     if well_formed(folder) != folder:
         # SQLite takes file names as UTF-8: index.db could be neither made nor opened there.
         raise click.BadParameter(
@@ -376,6 +378,10 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
     host; the others refuse ``--db``.
     """
     if settings.db is None:
+        if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
+            from xcsh_store.cli.places import no_index_yet
+
+            raise IndexDatabaseError(no_index_yet(settings.agent_dir))
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
         verb = click.get_current_context().info_name

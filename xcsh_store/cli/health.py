@@ -11,6 +11,7 @@ from importlib import metadata
 from xcsh_store import __version__
 from xcsh_store.cli.demo_dir import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
     DuplicateSession,
     IndexStats,
@@ -113,13 +114,17 @@ def diagnose(agent_dir: str) -> Diagnosis:
     )
     if not diagnosis.fts5:
         diagnosis.problems.append("the SQLite inside apsw has no FTS5: reinstall apsw from PyPI")
+    # The index of someone who uses only other agents: it has no sessions/ of its own.
+    in_data_dir = agent_dir == get_data_store_dir()
     if not diagnosis.exists["agent_dir"]:
         diagnosis.problems.append(
-            f"{agent_dir} does not exist: no agent has written sessions here yet "
+            f"no index yet at {agent_dir}: run `xcsh-store sync`"
+            if in_data_dir
+            else f"{agent_dir} does not exist: no agent has written sessions here yet "
             "(try `xcsh-store demo` for a sample)"
         )
         return diagnosis
-    if not diagnosis.exists["sessions"]:
+    if not diagnosis.exists["sessions"] and not in_data_dir:
         diagnosis.problems.append(
             f"{paths['sessions']} is missing: this is not an agent dir (check --agent-dir or"
             " $XCSH_AGENT_DIR); `xcsh-store sync --init` makes it one"

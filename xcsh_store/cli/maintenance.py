@@ -25,13 +25,15 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.health import Diagnosis, diagnose
 from xcsh_store.cli.params import Duration
+from xcsh_store.cli.places import found_session_folders, nothing_to_index
 from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
 from xcsh_store.cli.shapes import describe_skipped, skipped_json
+from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import GcReport, Progress, SyncReport, VerifyReport
 from xcsh_store.paths import (
     ensure_private_dir,
-    get_agent_session_roots,
+    get_index_db_path,
     get_sessions_dir,
     is_agent_dir,
 )
@@ -130,25 +132,31 @@ def describe_sync(report: SyncReport) -> list[str]:
     return lines
 
 
-def require_agent_dir(settings: Settings, init: bool = False) -> None:
+def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool = False) -> None:
     """Refuse to write an index into a folder no agent uses (a mistyped --agent-dir), unless
-    ``init`` asks to make it an agent dir (with an empty ``sessions/``)."""
+    ``init`` asks to make it an agent dir (with an empty ``sessions/``). Where there is no
+    xcsh agent dir, the index goes to the data dir (homes.get_data_store_dir), made here when
+    there are sessions to index (found, or in roots being added)."""
+    folder = settings.agent_dir
     if init:
-        ensure_private_dir(get_sessions_dir(settings.agent_dir))
-    elif not is_agent_dir(settings.agent_dir):
-        found = [
-            f"{home_relative(folder)} ({agent})"
-            for agent, folder in get_agent_session_roots().items()
-            if os.path.isdir(folder)
-        ]
+        ensure_private_dir(get_sessions_dir(folder))
+    elif is_agent_dir(folder) or os.path.isfile(get_index_db_path(folder)):
+        return
+    elif folder == get_data_store_dir():
+        if not found_session_folders(folder) and not adding_roots:
+            raise click.ClickException(f"Nothing to sync: {nothing_to_index(folder)}")
+        ensure_private_dir(folder)
+    else:
+        found = found_session_folders(folder)
         if found:
-            # Someone who uses only Claude Code or Codex: the index still lives in an agent dir.
             raise click.ClickException(
-                f"{settings.agent_dir} is not an agent dir yet; sessions were found in"
-                f" {', '.join(found)}: run `xcsh-store sync --init` to index them there"
+                f"{folder} is not an agent dir; sessions were found in {', '.join(found)}: run"
+                " `xcsh-store sync` without --agent-dir (and $XCSH_AGENT_DIR) to index them in"
+                f" {home_relative(get_data_store_dir())}, or `xcsh-store sync --init` to make"
+                " this folder an agent dir and index them there"
             )
         raise click.ClickException(
-            f"{settings.agent_dir} is not an agent dir (no sessions/ folder, no history.db):"
+            f"{folder} is not an agent dir (no sessions/ folder, no history.db):"
             " check --agent-dir or $XCSH_AGENT_DIR, or run `xcsh-store sync --init` to make it one"
         )
 
@@ -181,8 +189,9 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects) and ~/.codex/sessions"
-    " ($CODEX_HOME/sessions) when they exist (the default), or stop (remembered).",
+    help="Index the sessions folders of Claude Code, Codex, pi and oh-my-pi (~/.claude/projects,"
+    " ~/.codex/sessions, ~/.pi/agent/sessions, ~/.omp/agent/sessions, or where their variables"
+    " move them) when they exist (the default), or stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -205,10 +214,12 @@ def sync_command(
 ) -> None:
     """Bring index.db up to date with the session files and history.db.
 
-    Only new bytes are read: an unchanged file costs one stat, a grown file is read from where
-    the last sync stopped. Extra roots are remembered in the index; a registered root that is
-    missing later makes `gc --apply` refuse. A folder with neither sessions/ nor history.db
-    is refused (a mistyped --agent-dir) unless --init makes it an agent dir.
+    Indexes xcsh's sessions and those of Claude Code, Codex, pi and oh-my-pi found on this
+    machine; without an xcsh agent dir, index.db lives in ~/.local/share/xcsh-store. Only new
+    bytes are read: an unchanged file costs one stat, a grown file is read from where the last
+    sync stopped. Extra roots are remembered in the index; a registered root that is missing
+    later makes `gc --apply` refuse. A folder given with --agent-dir that holds neither
+    sessions/ nor history.db is refused (mistyped?) unless --init makes it an agent dir.
 
     \b
     Examples:
@@ -219,7 +230,7 @@ def sync_command(
       xcsh-store sync --add-root claude:~/old-machine/.claude/projects
     """
     roots = [_agent_root(root) for root in add_roots]
-    require_agent_dir(settings, init)
+    require_agent_dir(settings, init, adding_roots=bool(roots))
     with open_index(settings, read_only=False) as index:
         upgrade = index.pending_upgrade()
         if upgrade is not None:

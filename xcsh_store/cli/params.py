@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 from datetime import timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -81,10 +82,18 @@ def in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 # The folder filters of the verbs that list sessions or hits (ls, search).
 cwd_option = click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+
+
+def _folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A folder named on the command line, as sessions record theirs: absolute."""
+    return os.path.abspath(os.path.expanduser(value)) if value else None
+
+
 project_option = click.option(
     "--project",
-    metavar="NAME",
-    help="Only this folder under sessions/.",
+    metavar="DIR",
+    callback=_folder,
+    help="Only sessions of this project: started in DIR or a folder inside it.",
     shell_complete=complete_project,
 )
 # Which agents' sessions a verb looks at (ls, search, usage, history).

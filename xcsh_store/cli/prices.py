@@ -19,8 +19,8 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.homes import get_prices_file
 from xcsh_store.index import ModelSeen
-from xcsh_store.paths import get_prices_file
 
 _KINDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 

@@ -36,7 +36,10 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "agent": session.agent,
         "path": session.path,
         "cwd": session.cwd or None,
-        "project": session.project_dir,
+        # A session's project is its working directory, for every agent; project_dir is the
+        # folder its file is in (below sessions/, Claude Code's projects/, Codex's sessions/).
+        "project": session.cwd or None,
+        "project_dir": session.project_dir,
         "title": session.title,
         "title_source": session.title_source,
         "parent_session": session.parent_session_path,

@@ -45,11 +45,11 @@ def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -
 
 
 def project_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> list[Choice]:
-    """Folders under ``sessions/`` that start with ``typed``, with their session counts."""
+    """Projects (the sessions' working directories) that start with ``typed``, with their
+    session counts."""
     rows = index.connection.execute(
-        "SELECT project_dir, count(*) FROM sessions"
-        " WHERE project_dir >= ?1 AND project_dir < ?1 || ?2"
-        " GROUP BY project_dir ORDER BY max(modified_at) DESC LIMIT ?3",
+        "SELECT cwd, count(*) FROM sessions WHERE cwd >= ?1 AND cwd < ?1 || ?2"
+        " GROUP BY cwd ORDER BY max(modified_at) DESC LIMIT ?3",
         (typed, _LAST, limit),
     ).fetchall()
     return [

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xcsh_store.format.entries import SESSION_INFO_TYPE, model_change_model, session_info_name
+from xcsh_store.format.entries import (
+    SESSION_INFO_TYPE,
+    TITLE_CHANGE_TYPE,
+    model_change_model,
+    session_info_name,
+    title_change_name,
+)
 from xcsh_store.index.tree import SessionTree, read_entries
 from xcsh_store.js import stringify
 
@@ -224,6 +230,9 @@ def _gist(entry: dict[str, Any]) -> tuple[str, str]:
         kind, text = "session init", str(entry.get("task") or "")
     elif kind == SESSION_INFO_TYPE:
         kind, text = "session name", session_info_name(entry) or ""
+    elif kind == TITLE_CHANGE_TYPE:
+        renamed = title_change_name(entry)
+        kind, text = "session name", "" if renamed is None else renamed[0]
     elif kind == "mode_change":
         kind, text = "mode", str(entry.get("mode") or "")
     return kind, text

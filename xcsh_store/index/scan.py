@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import Any
 
 import apsw
+import orjson
 
 from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
@@ -315,3 +316,12 @@ def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:
     rows = connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files WHERE path = ?", (path,))
     row = rows.fetchall()
     return _known_file(row[0]) if row else None
+
+
+def file_ids(connection: apsw.Connection, paths: list[str]) -> list[int]:
+    """The ids of the indexed files at ``paths`` (those indexed)."""
+    rows = connection.execute(
+        "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(paths).decode(),),
+    )
+    return [file_id for (file_id,) in rows]

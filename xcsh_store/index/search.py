@@ -12,7 +12,7 @@ import apsw
 
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
-from xcsh_store.index.sessions import agents_condition
+from xcsh_store.index.sessions import agents_condition, project_condition
 from xcsh_store.index.texts import TEXT_SOURCE, texts_of
 from xcsh_store.times import iso_bound
 
@@ -264,14 +264,14 @@ def search_entries(
     avgdl, group_idf, idfs = phrase_idfs(connection, *parsed.ranked_phrases(completions))
     conditions: list[str] = []
     arguments: list[Any] = [avgdl, group_idf, *idfs, expression]
-    for column, value in (
-        ("s.cwd", cwd),
-        ("s.project_dir", project),
-        ("e.role", role),
-    ):
+    for column, value in (("s.cwd", cwd), ("e.role", role)):
         if value is not None:
             conditions.append(f"{column} = ?")
             arguments.append(value)
+    if project is not None:
+        condition, values = project_condition("s.cwd", project)
+        conditions.append(condition)
+        arguments += values
     if model is not None:
         condition, values = model_condition("e", model)
         conditions.append(condition)

@@ -311,6 +311,17 @@ def _select_sessions(clauses: str, extra_column: str | None = None) -> str:
     return f"SELECT {columns}{_FROM}{clauses}"
 
 
+def project_condition(column: str, project: str) -> tuple[str, list[Any]]:
+    """SQL that keeps the sessions of a project: those whose working directory (``column``) is
+    the folder ``project`` or one inside it. A session's project is its cwd, for every agent
+    (not the folder its file is in: Claude Code names those after the cwd, Codex by date)."""
+    if not project:
+        return f"{column} = ?", [project]  # (no folder: only a session without a cwd)
+    folder = project.rstrip("/") or "/"
+    inside = folder if folder.endswith("/") else folder + "/"
+    return f"({column} = ? OR substr({column}, 1, ?) = ?)", [folder, len(inside), inside]
+
+
 def agents_condition(column: str, agents: Collection[str] | None) -> tuple[str, list[str]] | None:
     """SQL that keeps the rows whose ``column`` is one of ``agents`` (None or empty: all);
     ValueError names the agents there are when one is not."""
@@ -333,9 +344,9 @@ def list_sessions(
     since: datetime | str | None = None,
     until: datetime | str | None = None,
 ) -> list[IndexedSession]:
-    """The sessions (of one cwd or project folder), newest first or by ``created``/``title``;
-    with ``since``/``until``, those active in that span: modified at or after ``since``,
-    started before ``until``.
+    """The sessions (of one cwd, or of a project: a folder and those inside it), newest first or
+    by ``created``/``title``; with ``since``/``until``, those active in that span: modified at
+    or after ``since``, started before ``until``.
 
     SQLite does the filtering, ordering and limit, from indexes that hold the sessions in
     that order; only the columns a listing shows are read (see IndexedSession).
@@ -347,8 +358,9 @@ def list_sessions(
         conditions.append("s.cwd = ?")
         arguments.append(cwd)
     if project is not None:
-        conditions.append("s.project_dir = ?")
-        arguments.append(project)
+        condition, values = project_condition("s.cwd", project)
+        conditions.append(condition)
+        arguments += values
     agents_only = agents_condition("s.agent", agents)
     if agents_only is not None:
         conditions.append(agents_only[0])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import apsw
 
 from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index import sessions
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
@@ -27,9 +28,6 @@ from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
-    get_agent_dir,
-    get_agent_history_files,
-    get_agent_session_roots,
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
@@ -122,7 +120,7 @@ class SessionIndex:
         cls, agent_dir: str | None = None, db_path: str | None = None, read_only: bool = False
     ) -> SessionIndex:
         """Open (creating or migrating) the index; a damaged file is moved aside and rebuilt."""
-        agent_dir = os.path.abspath(agent_dir) if agent_dir else get_agent_dir()
+        agent_dir = os.path.abspath(agent_dir) if agent_dir else get_store_dir()
         db_path = db_path or get_index_db_path(agent_dir)
         with database.errors_explained(db_path):
             if read_only:
@@ -186,15 +184,15 @@ class SessionIndex:
 
     @_entry_point
     def roots(self) -> list[str]:
-        """The sessions folder of the agent dir, then every registered extra root, then the
-        Claude Code and Codex folders that exist (unless turned off)."""
+        """The sessions folder of the agent dir (unless it has none), then every registered
+        extra root, then the other agents' folders that exist (unless turned off)."""
         from xcsh_store.index.scan import is_under_any
 
         extra = [
             self.local_path(row[0])
             for row in self.connection.execute("SELECT path FROM roots ORDER BY path")
         ]
-        roots = [self.sessions_root, *extra]
+        roots = [self.sessions_root, *extra] if self._keeps_sessions() else extra
         # Folders of sessions made elsewhere by the manager, unless a root covers them already.
         for folder in read_session_roots(self.agent_dir):
             if not is_under_any(folder, roots):
@@ -204,11 +202,24 @@ class SessionIndex:
                 roots.append(folder)
         return roots
 
+    def _keeps_sessions(self) -> bool:
+        """Whether the agent dir's own ``sessions/`` is a root: it is there (a symbolic link to
+        something missing too), or files were indexed from it (its absence is then a missing
+        root, which gc must not take for no sessions at all). An index in the data dir, of
+        someone who uses only other agents, has none."""
+        root = self.sessions_root
+        if os.path.lexists(root):
+            return True
+        stored = root if self.relocation is None else self.relocation.to_stored(root)
+        found = self.connection.execute("SELECT 1 FROM files WHERE root = ? LIMIT 1", (stored,))
+        return bool(found.fetchall())
+
     @_entry_point
     def agent_roots(self) -> dict[str, str]:
-        """The roots of other agents' files (read-only: a sync never writes there), by path:
-        those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by themselves."""
-        found = {folder: agent for agent, folder in get_agent_session_roots().items()}
+        """The roots of other agents' files (read-only: a sync never writes there) -> their
+        agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
+        themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
+        found = get_agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
             "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
@@ -219,17 +230,17 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
-        return [folder for folder in get_agent_session_roots().values() if os.path.isdir(folder)]
+        return [folder for folder in get_agent_session_roots() if os.path.isdir(folder)]
 
     @property
     def finds_agent_roots(self) -> bool:
-        """Whether sync indexes ~/.claude/projects and ~/.codex/sessions when they exist."""
+        """Whether sync indexes the other agents' folders (homes.py) when they exist."""
         return database.get_meta(self.connection, "agent_roots") != "off"
 
     @_entry_point
     def find_agent_roots(self, enabled: bool) -> None:
-        """Turn the Claude Code and Codex folders found by themselves on or off (remembered;
-        a sync then drops the rows of the ones turned off)."""
+        """Turn the other agents' folders found by themselves on or off (remembered; a sync
+        then drops the rows of the ones turned off)."""
         self._require_writable()
         with database.transaction(self.connection):
             if enabled:
@@ -327,8 +338,14 @@ class SessionIndex:
         untouched = self.connection.total_changes() == changes
         if not untouched:
             from xcsh_store.index.ranking import refresh_term_counts
+            from xcsh_store.index.scan import file_ids
+            from xcsh_store.index.summaries import resolve_summary_titles
 
             refresh_term_counts(self.connection)
+            with database.transaction(self.connection):
+                resolve_summary_titles(
+                    self.connection, file_ids(self.connection, report.read_paths)
+                )
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)

@@ -27,7 +27,8 @@ USAGE_GROUPS = {
     "month": "usage_period(timestamp, 'month')",
     "model": "coalesce(provider || '/', '') || coalesce(model, '?')",
     "provider": "coalesce(provider, '?')",
-    "project": "project_dir",
+    # A session's project is its working directory (sessions.project_condition).
+    "project": "cwd",
     "session": "session_id",
     "agent": "agent",
     # A subagent's or fork's usage under the session it came from (one level up: a Claude
