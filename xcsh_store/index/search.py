@@ -275,10 +275,9 @@ def search_entries(
     if until is not None:
         conditions.append("e.timestamp < ?")
         arguments.append(iso_bound(until))
-    joins = (
-        " JOIN entries AS e ON e.pk = f.rowid JOIN sessions AS s ON s.file_id = e.session"
-        if conditions
-        else ""
+    # The join to entries leaves out the stale rows of entries that are gone (stale_search.py).
+    joins = " JOIN entries AS e ON e.pk = f.rowid" + (
+        " JOIN sessions AS s ON s.file_id = e.session" if conditions else ""
     )
     where = "".join(f" AND {condition}" for condition in conditions)
     marks = ", ?" * len(idfs)
