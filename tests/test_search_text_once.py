@@ -1,6 +1,7 @@
 """Search text stored once (migration 0007): entries_fts keeps no text; hits, snippets and
 prompts read it from the session files (the hits of a file that cannot be read now keep no
-snippet: tests/test_reliability_hostile.py); rewritten and truncated files leave nothing stale;
+snippet: tests/test_reliability_hostile.py); rewritten and truncated files leave no stale hit,
+and their stale search rows go once they are a tenth of the index (tests/test_stale_search.py);
 verify probes the postings; the ranking is bm25 at a cost that does not grow with the index;
 an index of the previous schema is upgraded in place."""
 
@@ -47,7 +48,7 @@ def test_a_rewritten_file_leaves_no_stale_postings_and_no_stale_hits(agent_dir, 
     os.utime(path, ns=(1, 1))  # the size changed anyway; the mtime must not matter
     # Before a sync the index still points at lines that are no longer those entries.
     assert index.search("alpha") == []
-    index.sync()
+    index.sync()  # 2 of 3 texts stale: over a tenth, so they go at once
     assert index.search("alpha") == [] and index.search("beta") == []
     assert [hit.entry_id for hit in index.search("gamma")] == ["one-0"]
     ((words,),) = index.connection.execute(

@@ -11,7 +11,7 @@ from typing import Any
 
 import apsw
 import pytest
-from session_builder import copy_fixtures, header, message, sessions_dir, write_session
+from session_builder import append, copy_fixtures, header, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex, stale_search
 
@@ -53,6 +53,18 @@ def test_rows_of_gone_entries_are_counted_hidden_and_deleted_at_a_tenth(agent_di
     index.sync()
     assert stale_search.stale_count(index.connection) == 0 == _stale_rows(index)
     assert not {"xword", "yword", "zword"} & _terms(index)
+    assert index.verify().clean
+
+
+def test_an_entry_replaced_by_a_later_line_leaves_its_row_behind(agent_dir, index):
+    """The same id again, appended: the later line wins, and the first one's row is stale."""
+    path = _session(agent_dir, "one", *[f"line{number} words" for number in range(30)])
+    index.sync()
+    append(path, message("one-3", "one-29", "user", "replacement words"))
+    index.sync()
+    assert stale_search.stale_count(index.connection) == 1 == _stale_rows(index)
+    assert index.search("line3") == []
+    assert [hit.entry_id for hit in index.search("replacement")] == ["one-3"]
     assert index.verify().clean
 
 

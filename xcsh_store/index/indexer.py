@@ -375,7 +375,7 @@ class FileWrite:
             return
         self.batch.write_texts()  # a row replaced may be one still waiting
         connection = self.connection
-        leave_behind(connection, ",".join("?" * len(keys)), tuple(keys))
+        leave_behind(connection, "SELECT value FROM json_each(?)", (orjson.dumps(keys).decode(),))
         for pk in keys:
             connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
             connection.execute("DELETE FROM entries WHERE pk = ?", (pk,))

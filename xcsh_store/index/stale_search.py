@@ -11,8 +11,9 @@ Once the stale rows are STALE_SHARE of the texts indexed, a sync deletes them al
 (:func:`delete_stale_rows`) with their terms, read back from the index itself: an
 ``fts5vocab`` table of kind ``instance`` lists every term of every row, once per occurrence,
 which is exactly what the row was indexed from, token for token (the terms are already
-tokenized and folded, so the tokenizer reads each as itself). Reading it walks the whole index
-once (about a second per GB of sessions), hence the batches.
+tokenized and folded, so the tokenizer reads each as itself). Reading it walks every term of
+every row once (13 million for 300 MB of sessions: seconds; README, Benchmarks), whatever the
+number of stale rows, hence the batches.
 """
 
 from __future__ import annotations
