@@ -56,6 +56,20 @@ def test_rows_of_gone_entries_are_counted_hidden_and_deleted_at_a_tenth(agent_di
     assert index.verify().clean
 
 
+def test_stale_rows_that_rank_first_do_not_crowd_out_the_hits(agent_dir, index):
+    """The newest and best matches are stale: search still finds as many hits as asked for."""
+    for number in range(10):
+        _session(agent_dir, f"old{number}", *[f"common word{n}" for n in range(30)])
+    gone = _session(agent_dir, "gone", *["common common common"] * 25)
+    index.sync()
+    gone.unlink()
+    index.sync()
+    assert stale_search.stale_count(index.connection) == 25  # below a tenth of 325
+    hits = index.search("common", limit=10)
+    assert len(hits) == 10 and all(hit.session_id.startswith("old") for hit in hits)
+    assert len(index.search("common", limit=10, project="--work-demo--")) == 10
+
+
 def test_an_entry_replaced_by_a_later_line_leaves_its_row_behind(agent_dir, index):
     """The same id again, appended: the later line wins, and the first one's row is stale."""
     path = _session(agent_dir, "one", *[f"line{number} words" for number in range(30)])
