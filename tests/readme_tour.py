@@ -177,6 +177,8 @@ _SAME_AS_README = (
     re.compile(r"\(\d+(?:\.\d+)?s in all\)"),
     # doctor: the versions of Python, SQLite and the libraries installed.
     re.compile(r"^Versions\n(?:  .*\n)+", re.MULTILINE),
+    # doctor: the SQLite readers on the machine and their versions, Datasette's if installed.
+    re.compile(r"^Outside readers of index\.db\n(?:  .*\n)+", re.MULTILINE),
     # doctor: when the index was last synced (the clock).
     re.compile(r"last sync \d{4}-\d\d-\d\d \d\d:\d\d"),
 )

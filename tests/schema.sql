@@ -154,7 +154,6 @@ CREATE TABLE entries (
 CREATE VIRTUAL TABLE entries_fts USING fts5 (
     text,
     content = '',
-    contentless_delete = 1,
     tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co Sm So' separators '+<=>|~'"
 );
 

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -273,3 +274,39 @@ def hand_over(folder: Path) -> None:
         return
     for path in [folder, *folder.rglob("*")]:
         os.lchown(path, NOBODY, NOBODY)
+
+
+# Python's own sqlite3 (SQLite 3.40 on Debian 12), in a child process (index.md: one SQLite
+# library per process): every row of every table and view, then a full-text query.
+_STDLIB_READER = """
+import json, sqlite3, sys
+from urllib.parse import quote
+db = sqlite3.connect(f"file:{quote(sys.argv[1])}?mode=ro", uri=True)
+kinds = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+names = [row[0] for row in db.execute(kinds)]
+counts, errors = {}, {}
+for name in names:
+    try:
+        counts[name] = len(db.execute(f'SELECT * FROM "{name}"').fetchall())
+    except sqlite3.Error as error:
+        errors[name] = str(error)
+try:
+    hits = [row[0] for row in db.execute(
+        "SELECT e.id FROM entries_fts JOIN entries AS e ON e.pk = entries_fts.rowid"
+        " WHERE entries_fts MATCH ? ORDER BY e.pk", (sys.argv[2],))]
+except sqlite3.Error as error:
+    hits = str(error)
+print(json.dumps({"version": sqlite3.sqlite_version, "counts": counts, "errors": errors,
+                  "hits": hits}))
+"""
+
+
+def stdlib_reads(db_path: Path, match: str = '"xcsh"') -> dict[str, Any]:
+    """What Python's sqlite3 reads of ``db_path``: its SQLite ``version``, the rows of each table
+    and view it read (``counts``), the ``errors`` of those it could not, and the entry ids
+    ``match`` finds in entries_fts (or the error)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _STDLIB_READER, str(db_path), match],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(result.stdout)

@@ -15,9 +15,11 @@ from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
     DuplicateSession,
     IndexStats,
+    OutsideReaders,
     SessionIndex,
     SkippedLines,
     SQLiteError,
+    check_outside_readers,
     has_fts5,
     sqlite_versions,
 )
@@ -62,6 +64,8 @@ class Diagnosis:
     exists: dict[str, bool]
     index: IndexStats | None = None
     index_error: str | None = None
+    # What Python's sqlite3 and the sqlite3 command can do with index.db (None: no index.db).
+    outside_readers: OutsideReaders | None = None
     # Session folders outside sessions/ that the manager recorded (session_roots.py).
     session_roots: list[str] = field(default_factory=list)
     checked: int = 0
@@ -131,6 +135,9 @@ def diagnose(agent_dir: str) -> Diagnosis:
         )
     _check_session_roots(diagnosis)
     _check_index(diagnosis)
+    if diagnosis.exists["index_db"]:
+        # After _check_index has closed its connection: the readers open index.db themselves.
+        diagnosis.outside_readers = check_outside_readers(paths["index_db"])
     _check_permissions(diagnosis)
     return diagnosis
 

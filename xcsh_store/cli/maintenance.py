@@ -30,7 +30,7 @@ from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
 from xcsh_store.cli.shapes import describe_skipped, skipped_json
 from xcsh_store.homes import get_data_store_dir
-from xcsh_store.index import GcReport, Progress, SyncReport, VerifyReport
+from xcsh_store.index import GcReport, OutsideReaders, Progress, SyncReport, VerifyReport
 from xcsh_store.paths import (
     ensure_private_dir,
     get_index_db_path,
@@ -573,6 +573,7 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             "last_sync": stats.last_sync,
         },
         "index_error": diagnosis.index_error,
+        "outside_readers": outside_readers_json(diagnosis.outside_readers),
         "permissions_checked": diagnosis.checked,
         "permission_problems": [
             {
@@ -596,6 +597,27 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             for duplicate in diagnosis.duplicates
         ],
         "problems": diagnosis.problems,
+    }
+
+
+def outside_readers_json(found: OutsideReaders | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "readers": [
+            {
+                "reader": reader.name,
+                "sqlite": reader.sqlite_version,
+                "error": reader.error,
+                "reads_every_table": reader.reads_every_table,
+                "unreadable": reader.unreadable,
+                "search": reader.searches,
+                "search_error": reader.match_error,
+            }
+            for reader in found.readers
+        ],
+        "datasette": found.datasette_version,
+        "datasette_plugin": found.plugin,
     }
 
 
@@ -630,10 +652,6 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
         f"SQLite {versions['sqlite']} (apsw {versions['apsw']}, FTS5 "
         f"{'yes' if diagnosis.fts5 else 'NO'})"
     )
-    echo_wrapped(
-        f"  stdlib sqlite3 (used by sqlite-utils and Datasette on index.db): SQLite "
-        f"{versions['stdlib_sqlite3']} · sqlite-utils {versions['sqlite_utils']}"
-    )
     echo_wrapped(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
         echo_wrapped(
@@ -653,6 +671,8 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
             f" · {plural(stats.history_prompts, 'prompt')} · {format_bytes(stats.db_bytes)}"
             f" · last sync {local_time(stats.last_sync) or 'never'}"
         )
+    if diagnosis.outside_readers is not None:
+        _print_outside_readers(settings, diagnosis.outside_readers)
     echo_wrapped(style("Permissions", bold=True))
     if not diagnosis.permission_problems:
         echo_wrapped(f"  {plural(diagnosis.checked, 'path')} checked: all private " + ok)
@@ -683,3 +703,42 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
             echo_wrapped(f"  • {problem}")
     else:
         echo_wrapped(style("No problems found.", fg="green"))
+
+
+def _print_outside_readers(settings: Settings, found: OutsideReaders) -> None:
+    """What sqlite-utils, Datasette and the sqlite3 command can do with index.db here."""
+    style = settings.style
+    ok = style("ok", fg="green")
+    echo_wrapped(style("Outside readers of index.db", bold=True))
+    for reader in found.readers:
+        users = " (sqlite-utils, Datasette)" if reader.name == "Python sqlite3" else ""
+        if reader.error is not None:
+            verdict = style(f"cannot open it: {reader.error}", fg="yellow")
+        else:
+            tables = (
+                f"every table {ok}"
+                if not reader.unreadable
+                else style("cannot read " + "; ".join(
+                    f"{name} ({error})" for name, error in reader.unreadable.items()
+                ), fg="yellow")
+            )  # fmt: skip
+            search = ok if reader.searches else style(f"no ({reader.match_error})", fg="yellow")
+            verdict = f"{tables} · search {search}"
+        echo_wrapped(f"  {reader.name}{users}, SQLite {reader.sqlite_version}: {verdict}")
+    if found.datasette_version is None:
+        echo_wrapped(
+            "  Datasette: not installed here; `pip install 'xcsh-store[datasette]'` adds it with"
+            " xcsh-store's plugin (search with text and snippets)"
+        )
+    elif found.plugin:
+        echo_wrapped(
+            f"  Datasette {found.datasette_version} with xcsh-store's plugin: search with text"
+            f" and snippets {ok}"
+        )
+    else:
+        echo_wrapped(
+            f"  Datasette {found.datasette_version}: "
+            + style("without xcsh-store's plugin", fg="yellow")
+            + " (install xcsh-store where Datasette runs)"
+        )
+    echo_wrapped("  `xcsh-store sql`: search with entry_text() and entry_snippet() " + ok)

@@ -23,8 +23,11 @@ Modules, from the store object down:
   prompt history mirrored and recalled; ``gc``: blob garbage collection; ``watch``: the folder
   watch gc relies on.
 * ``names``, ``choices``: short id prefixes, shell-completion choices and the check that a
-  filter names a model or project the index has; ``query``: the
-  read-only ad-hoc SQL of the ``sql`` verb.
+  filter names a model or project the index has; ``query``: the read-only ad-hoc SQL of the
+  ``sql`` verb; ``sql_functions``: entry_text() and the other SQL functions of search;
+  ``stale_search``: search rows of entries that are gone.
+* ``outside_readers``: what Python's sqlite3 and the sqlite3 command can do with index.db;
+  ``datasette_plugin``: xcsh-store's Datasette plugin (Datasette loads it, nothing here does).
 """
 
 # What every use of the index needs: the store and its connection.
@@ -53,6 +56,11 @@ __getattr__, __dir__ = lazy_exports(
             "labels_of",
             "message_summary",
             "session_outline",
+        ),
+        "xcsh_store.index.outside_readers": (
+            "OutsideReader",
+            "OutsideReaders",
+            "check_outside_readers",
         ),
         "xcsh_store.index.prompts": ("PromptHit",),
         "xcsh_store.index.query": (
@@ -98,6 +106,8 @@ __all__ = [
     "IndexedEntry",
     "IndexedSession",
     "ModelSeen",
+    "OutsideReader",
+    "OutsideReaders",
     "Progress",
     "PromptHit",
     "QueryInterruptedError",
@@ -113,6 +123,7 @@ __all__ = [
     "UsageRow",
     "VerifyReport",
     "check_filters",
+    "check_outside_readers",
     "entry_summary",
     "entry_text",
     "has_fts5",

@@ -34,6 +34,7 @@ from xcsh_store.index.scan import (
     SyncReport,
     sha1_hex,
 )
+from xcsh_store.index.stale_search import leave_behind
 from xcsh_store.times import iso_now
 
 COMMIT_EVERY_VALUES = 20_000
@@ -402,9 +403,9 @@ class FileWrite:
             return
         self.batch.write_texts()  # a row replaced may be one still waiting
         connection = self.connection
+        leave_behind(connection, "SELECT value FROM json_each(?)", (orjson.dumps(keys).decode(),))
         for pk in keys:
             connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
-            connection.execute("DELETE FROM entries_fts WHERE rowid = ?", (pk,))
             connection.execute("DELETE FROM entries WHERE pk = ?", (pk,))
         self.report.entries_removed += len(keys)
 
@@ -612,10 +613,7 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
         "DELETE FROM blob_refs WHERE entry IN (SELECT pk FROM entries WHERE session = ?)",
         (file_id,),
     )
-    connection.execute(
-        "DELETE FROM entries_fts WHERE rowid IN (SELECT pk FROM entries WHERE session = ?)",
-        (file_id,),
-    )
+    leave_behind(connection, "SELECT pk FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
@@ -644,7 +642,8 @@ def indexed_windows(
 
 
 def max_pk(connection: apsw.Connection) -> int:
-    """The highest entry key in use, counting search rows (a damaged index may have orphans)."""
+    """The highest entry key in use, counting search rows: the stale rows of entries that are
+    gone (stale_search.py) keep their keys until they are deleted."""
     # ORDER BY rowid DESC LIMIT 1 is answered by FTS5 itself; max(rowid) would scan the table.
     return connection.execute(
         "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"

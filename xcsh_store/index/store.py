@@ -315,12 +315,15 @@ class SessionIndex:
         resync = database.get_meta(self.connection, "resync_required")
         prices = price_table()
         repriced = price_again_if_changed(self.connection, prices)
+        whole = full or resync is not None
+        if whole:
+            self._forget_search_text()
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
             self.connection,
             self.roots(),
-            full or resync is not None,
+            whole,
             progress,
             indexed,
             workers,
@@ -329,18 +332,21 @@ class SessionIndex:
         report.recorded_roots = read_session_roots(self.agent_dir)
         record_prices(self.connection, prices)
         report.repriced = repriced
-        if resync is not None:
+        if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
             report.resync_reason = resync
             with database.transaction(self.connection):
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
-            database.compact_if_sparse(self.connection)
+            if resync is not None:
+                database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
         if not untouched:
             from xcsh_store.index.ranking import refresh_term_counts
             from xcsh_store.index.scan import file_ids
+            from xcsh_store.index.stale_search import delete_stale_rows_if_many
             from xcsh_store.index.summaries import resolve_summary_titles
 
+            delete_stale_rows_if_many(self.connection)
             refresh_term_counts(self.connection)
             with database.transaction(self.connection):
                 resolve_summary_titles(
@@ -361,6 +367,20 @@ class SessionIndex:
             database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    def _forget_search_text(self) -> None:
+        """Empty entries_fts before a sync that reads every file whole (its rows could only go
+        stale, stale_search.py), and make sure that such a sync killed part-way is done in full
+        by the next one, which then finds all of them without search text."""
+        from xcsh_store.index.stale_search import forget_all
+
+        with database.transaction(self.connection):
+            self.connection.execute(
+                "INSERT INTO meta (key, value) VALUES ('resync_required', ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                ("a full sync had not finished",),
+            )
+            forget_all(self.connection)
 
     @_entry_point
     def pending_upgrade(self) -> str | None:
