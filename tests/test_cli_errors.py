@@ -282,9 +282,10 @@ def test_a_model_or_project_nothing_has_is_named_instead_of_no_matches(indexed):
     model = run("search", "message", "--model", "gpt-9", code=2)
     assert "Invalid value for --model: no entry in the index has the model 'gpt-9'" in model.stderr
     project = run("search", "message", "--project", "nope", code=2)
-    assert "no session in the index is in the folder 'nope'" in project.stderr
+    unknown = f"no session in the index was started in {os.path.abspath('nope')} or a folder"
+    assert unknown in project.stderr
     listed = json_error(run("ls", "--project", "nope", "--json", code=2))
-    assert "no session in the index is in the folder 'nope'" in listed["message"]
+    assert unknown in listed["message"]
 
 
 def test_a_known_model_with_no_hit_is_still_no_matches(indexed):
@@ -293,12 +294,12 @@ def test_a_known_model_with_no_hit_is_still_no_matches(indexed):
 
 def test_an_empty_listing_after_a_sync_says_which_folders_it_read(agent_dir, real_home):
     run("sync", "--init")
-    result = run("ls", "--agent", "pi")
+    result = run("ls", "--agent", "xcsh")
     first, hint = result.stdout.splitlines()
-    assert first.startswith("No pi sessions. The last sync (")
+    assert first.startswith("No xcsh sessions. The last sync (")
     assert first.endswith(
-        f"read 3 folders: {agent_dir / 'sessions'}, ~/.claude/projects (claude),"
-        " ~/.codex/sessions (codex)."
+        f"read 5 folders: {agent_dir / 'sessions'}, ~/.claude/projects (claude),"
+        " ~/.codex/sessions (codex), ~/.pi/agent/sessions (pi), ~/.omp/agent/sessions (omp)."
     )
     assert "run `xcsh-store sync`" not in result.stdout and "--add-root" in hint
 

@@ -200,7 +200,7 @@ def test_bad_arguments_are_one_line_errors_as_the_cli_says_them(agent_dir, branc
     assert "is after until" in messages[4] and "nothing could match" in messages[4]
     assert "Unknown role 'wizard'" in messages[5]
     assert messages[6].endswith("no entry in the index has the model 'gpt-9'")
-    assert messages[7].endswith("no session in the index is in the folder 'nope'")
+    assert messages[7].endswith("no session in the index was started in nope or a folder inside it")
     assert messages[8].startswith("list_sessions: agent: 'emacs' is not one of 'xcsh'")
     assert messages[9].startswith("get_session: view: 'forest' is not one of 'branch'")
     assert messages[10].startswith("get_session: limit: ") and "'many'" in messages[10]
