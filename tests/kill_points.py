@@ -26,6 +26,7 @@ Kill points (each one a loop of that operation, with appends in between):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -289,8 +290,10 @@ def kill_once(point: str, agent_dir: Path, seed: int) -> Reports:
     orphans: list[int] = []
     if point == "sync-worker":
         workers = worker_pids(process.pid)
-        if workers:
-            os.kill(rng.choice(workers), signal.SIGKILL)
+        # A worker may end between the listing and the kill: as if none had been found.
+        with contextlib.suppress(ProcessLookupError):
+            if workers:
+                os.kill(rng.choice(workers), signal.SIGKILL)
         before += _until_the_sync_ends(process, point, kill_in_round)
     elif point == "sync-writer":
         orphans = worker_pids(process.pid)

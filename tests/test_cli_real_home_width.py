@@ -91,9 +91,10 @@ def test_at_80_columns_model_names_stay_apart(synced):
 def test_at_80_columns_the_title_gets_the_room(synced):
     headers, rows = _table(run(80, "ls"))
     assert headers[-1].startswith("title")
-    assert max(len(row[-1]) for row in rows) >= 30
-    # The cwd gave way first: dropped.
-    assert "cwd" not in headers
+    # (pi's test ids need 17 characters to stay apart: "test-pi-session-0…")
+    assert max(len(row[-1]) for row in rows) >= 28
+    # The cwd, then the message count, gave way first: dropped.
+    assert "cwd" not in headers and "msgs" not in headers
 
 
 def test_at_120_columns_the_cwd_shows_its_last_components(synced):
@@ -101,7 +102,8 @@ def test_at_120_columns_the_cwd_shows_its_last_components(synced):
     assert "cwd" in headers
     cwds = [row[headers.index("cwd")] for row in rows if row[headers.index("cwd")]]
     assert any(cwd.startswith("…/") for cwd in cwds)
-    assert all(cwd.startswith(("…/", "/", "~", "…")) for cwd in cwds)
+    # (a pi session started on Windows keeps its Windows cwd: Z:\temp)
+    assert all(re.match(r"…/|/|~|…|[A-Z]:\\", cwd) for cwd in cwds), cwds
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex"])

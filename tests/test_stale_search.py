@@ -67,7 +67,7 @@ def test_stale_rows_that_rank_first_do_not_crowd_out_the_hits(agent_dir, index):
     assert stale_search.stale_count(index.connection) == 25  # below a tenth of 325
     hits = index.search("common", limit=10)
     assert len(hits) == 10 and all(hit.session_id.startswith("old") for hit in hits)
-    assert len(index.search("common", limit=10, project="--work-demo--")) == 10
+    assert len(index.search("common", limit=10, project="/work/demo")) == 10
 
 
 def test_an_entry_replaced_by_a_later_line_leaves_its_row_behind(agent_dir, index):

@@ -257,8 +257,8 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
     to date and you can always delete. Global options go before the verb:
 
     \b
-      xcsh-store demo                      build a sample agent dir and take the tour
-      xcsh-store sync                      index this machine's sessions
+      xcsh-store demo                  build a sample agent dir and take the tour
+      xcsh-store sync                  index this machine's sessions
       xcsh-store --agent-dir DIR ls --json
     """
     is_terminal = sys.stdout.isatty()

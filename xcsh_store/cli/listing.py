@@ -177,7 +177,8 @@ def ls_command(
         headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
         flexible=(6, 2),
         cuts={2: cut_path},
-        optional=(2,),
+        # On a narrow terminal the cwd, then the message count, give way to the title.
+        optional=(2, 3),
         right=(3, 4, 5),
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
     )

@@ -715,16 +715,15 @@ def _print_outside_readers(settings: Settings, found: OutsideReaders) -> None:
         if reader.error is not None:
             verdict = style(f"cannot open it: {reader.error}", fg="yellow")
         else:
+            unreadable = "; ".join(f"{name} ({error})" for name, error in reader.unreadable.items())
             tables = (
-                f"every table {ok}"
+                "every table " + ok
                 if not reader.unreadable
-                else style("cannot read " + "; ".join(
-                    f"{name} ({error})" for name, error in reader.unreadable.items()
-                ), fg="yellow")
-            )  # fmt: skip
+                else style("cannot read " + unreadable, fg="yellow")
+            )
             search = ok if reader.searches else style(f"no ({reader.match_error})", fg="yellow")
-            verdict = f"{tables} · search {search}"
-        echo_wrapped(f"  {reader.name}{users}, SQLite {reader.sqlite_version}: {verdict}")
+            verdict = tables + " · search " + search
+        echo_wrapped(f"  {reader.name}{users}, SQLite {reader.sqlite_version}: " + verdict)
     if found.datasette_version is None:
         echo_wrapped(
             "  Datasette: not installed here; `pip install 'xcsh-store[datasette]'` adds it with"
@@ -733,7 +732,7 @@ def _print_outside_readers(settings: Settings, found: OutsideReaders) -> None:
     elif found.plugin:
         echo_wrapped(
             f"  Datasette {found.datasette_version} with xcsh-store's plugin: search with text"
-            f" and snippets {ok}"
+            " and snippets " + ok
         )
     else:
         echo_wrapped(

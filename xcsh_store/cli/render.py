@@ -94,14 +94,15 @@ def cut_left(text: str, width: int) -> str:
     return ELLIPSIS + "".join(reversed(_fill(reversed(text), width - 1)))
 
 
-def cut_middle(text: str, width: int) -> str:
+def cut_middle(text: str, width: int, end_share: float = 0.5) -> str:
     """Like :func:`cut`, keeping both ends and cutting the middle: names that differ at their
-    end (``claude-sonnet-4-5-20250929``, ``gpt-5.1-codex``) stay apart."""
+    end (``claude-sonnet-4-5-20250929``, ``gpt-5.1-codex``) stay apart. ``end_share``: the
+    part of the room the end keeps."""
     if width <= 0:
         return ""
     if display_width(text) <= width:
         return text
-    end = "".join(reversed(_fill(reversed(text), (width - 1) // 2)))
+    end = "".join(reversed(_fill(reversed(text), int((width - 1) * end_share))))
     return "".join(_fill(text, width - 1 - display_width(end))) + ELLIPSIS + end
 
 

@@ -3,6 +3,8 @@ as a table, a terminal chart or an HTML page."""
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Sequence
 from datetime import tzinfo
 from typing import Any
@@ -75,20 +77,34 @@ NUMBER_HEADERS = (
 
 
 def label_cut(group: str, labels: list[str]) -> Cut:
-    """How a label of ``group`` is cut on a narrow terminal, so labels stay apart: a model
-    loses its provider when the names stay unique without it, then its middle (names differ at
-    their end: ``…-4-5``, ``…-20250929``); a project keeps its end (the folder's name)."""
+    """How a label of ``group`` is cut on a narrow terminal, so labels stay apart: once the
+    column must be cut, a model loses its provider where its name alone is unique, then its
+    middle, keeping as much of the end as it takes for no two labels to read alike (names
+    differ at their end: ``…-4-5``, ``…-20250929``); a project keeps its end (the folder's
+    name)."""
     if group == "project":
         return cut_left
     if group != "model":
         return cut
-    names = {label.split("/", 1)[-1] for label in labels}
-    drop_provider = len(names) == len(set(labels))
+    names = Counter(label.split("/", 1)[-1] for label in labels)
+    short = {
+        label: name if names[name] == 1 else label
+        for label in labels
+        for name in (label.split("/", 1)[-1],)
+    }
+
+    @functools.cache
+    def cut_labels(width: int) -> dict[str, str]:
+        if all(display_width(label) <= width for label in labels):
+            return {label: label for label in labels}
+        for end_share in (0.5, 0.6, 0.7, 0.8, 0.9):
+            shown = {label: cut_middle(short[label], width, end_share) for label in labels}
+            if len(set(shown.values())) == len(shown):
+                break
+        return shown
 
     def cut_model(text: str, width: int) -> str:
-        if display_width(text) > width and drop_provider:
-            text = text.split("/", 1)[-1]
-        return cut_middle(text, width)
+        return cut_labels(width).get(text) or cut_middle(text, width)
 
     return cut_model
 

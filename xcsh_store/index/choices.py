@@ -77,8 +77,8 @@ def model_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> 
 
 
 def check_filters(index: Any, *, model: str | None = None, project: str | None = None) -> None:
-    """UnknownFilterError when ``model`` is no entry's model or ``project`` no session's project (its cwd or a folder above it)
-    in ``index`` (a SessionIndex or the team index): the reason a search or listing with them
+    """UnknownFilterError when ``model`` is no entry's model or ``project`` holds no session's
+    cwd in ``index`` (a SessionIndex or the team index): the reason a search or listing with them
     found nothing, said instead of "no matches". Meant for after an empty answer, so that it
     costs nothing when there are matches."""
     if model is not None and not index.has_model(model):
