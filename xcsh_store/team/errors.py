@@ -1,0 +1,27 @@
+"""The team index's errors: each says in one line what failed and what to do, and none quotes
+a password (conninfo.py)."""
+
+from __future__ import annotations
+
+from xcsh_store.errors import XcshStoreError
+
+
+class TeamIndexError(XcshStoreError):
+    """The team index cannot be reached, read or written; the message says why in a line."""
+
+
+class TeamConnectionError(TeamIndexError):
+    """The server cannot be reached, or the connection was lost: trying again may work."""
+
+
+class TeamTimeoutError(TeamIndexError):
+    """A time limit (``sql --timeout``, the role's statement_timeout or lock_timeout) stopped
+    a statement on the server."""
+
+
+class ConnectionStringError(TeamIndexError):
+    """The connection string cannot be read; the message quotes none of it."""
+
+
+class PrivilegedRoleError(TeamIndexError):
+    """``sql --db`` refused a role that can run programs or read or write files on the server."""
