@@ -148,7 +148,8 @@ def _push(
     if staged:
         for table in _COLUMNS:
             connection.execute(
-                f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGED}{table} (LIKE {table})"
+                f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGED}{table}"
+                f" (LIKE {table} INCLUDING DEFAULTS)"
                 " ON COMMIT DELETE ROWS"
             )
     connection.commit()
