@@ -21,7 +21,10 @@ folder holds no digest or size of a session file.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,14 +129,31 @@ def export_parquet(
         if not before:  # another host or tier before, or none: every partition of ours anew
             dirty |= set(_months_on_disk(folder, host)) | {item["month"] for item in now.values()}
         usage = usage_rows(index) if dirty else {}
-        for month in sorted(dirty):
-            states = sorted((path, state) for path, state in local.items()
-                            if now[path]["month"] == month)  # fmt: skip
-            report.rows += _write_month(folder, index, host, disclosure, month, states, usage)
-            report.partitions += len(TABLES)
+        with _full_disk_explained(folder):
+            for month in sorted(dirty):
+                states = sorted((path, state) for path, state in local.items()
+                                if now[path]["month"] == month)  # fmt: skip
+                report.rows += _write_month(folder, index, host, disclosure, month, states, usage)
+                report.partitions += len(TABLES)
     exported = {"version": MANIFEST_VERSION, **choices, "files": now}
-    _write_manifest(_manifest_path(folder, host), exported)
+    with _full_disk_explained(folder):
+        _write_manifest(_manifest_path(folder, host), exported)
     return report
+
+
+@contextlib.contextmanager
+def _full_disk_explained(folder: str) -> Iterator[None]:
+    """A full disk, said so with what the export leaves behind."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        raise TeamIndexError(
+            f"No space left on the disk holding {folder}: the partitions written before are"
+            " whole (each file is replaced at once) and the manifest is the previous export's,"
+            " so the next export writes the rest; free some space and export again"
+        ) from None
 
 
 def _write_month(

@@ -145,17 +145,28 @@ def explained(error: psycopg.Error, url: str, doing: str, needs: str) -> TeamInd
     return TeamIndexError(f"PostgreSQL error {doing} at {where}: {reason}")
 
 
-def _installed_version(connection: psycopg.Connection[Any]) -> int | None:
-    exists = connection.execute("SELECT to_regclass('xcsh_schema') IS NOT NULL").fetchone()
-    if not exists or not exists[0]:
+def _installed_version(connection: psycopg.Connection[Any], url: str, needs: str) -> int | None:
+    """The schema's version, None when there is no schema yet. A role that may not use the
+    schema sees no table in it: that is said, not taken for a database nobody pushed to."""
+    usable, exists = connection.execute(
+        "SELECT current_schema() IS NOT NULL, to_regclass('xcsh_schema') IS NOT NULL"
+    ).fetchone()
+    if not usable:
+        raise TeamIndexError(
+            f"No permission to use the schema of the team index at {Target.parse(url).shown}"
+            f" ({_PRIVILEGES[needs]})"
+        )
+    if not exists:
         return None
     row = connection.execute("SELECT max(version) FROM xcsh_schema").fetchone()
     return row[0] if row else None
 
 
-def _check_version(connection: psycopg.Connection[Any], url: str, required: bool) -> int:
+def _check_version(
+    connection: psycopg.Connection[Any], url: str, required: bool, needs: str = "read"
+) -> int:
     with server_errors(url, "reading the schema version"):
-        installed = _installed_version(connection)
+        installed = _installed_version(connection, url, needs)
         connection.rollback()
     known = schema_version()
     if installed is not None and installed > known:
@@ -172,7 +183,7 @@ def _check_version(connection: psycopg.Connection[Any], url: str, required: bool
 
 def migrate(connection: psycopg.Connection[Any], url: str) -> None:
     """Apply the migrations the database lacks, all in one transaction."""
-    if _check_version(connection, url, required=False) == schema_version():
+    if _check_version(connection, url, required=False, needs="write") == schema_version():
         return  # the common case: no lock, no write
     with server_errors(url, "creating the team schema", needs="schema"), connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -181,7 +192,7 @@ def migrate(connection: psycopg.Connection[Any], url: str) -> None:
             " version integer PRIMARY KEY, name text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        installed = _installed_version(connection) or 0
+        installed = _installed_version(connection, url, "schema") or 0
         for version, name, sql in migrations():
             if version > installed:
                 connection.execute(sql)
