@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,7 +136,7 @@ def test_the_servers_full_disk_is_said_and_nothing_is_half_written(
     assert line.startswith("Error: The team server's disk is full (pushing at postgresql://")
     assert "No space left on device" in line
     assert line.endswith(
-        "the files pushed before it are kept and nothing is half-written; push again to send"
+        "the files pushed before it are kept and nothing is half-written: push again to send"
         " the rest once its admin frees space"
     )
     # Each file as it was or as it is now: the ones before are all there, none half.
@@ -149,3 +151,28 @@ def test_the_servers_full_disk_is_said_and_nothing_is_half_written(
         connection.execute("ALTER TABLE entries SET TABLESPACE pg_default")  # space again
     push(str(agent_dir), team_url, host="laptop")
     assert server_rows(team_url, "laptop") == local_rows(agent_dir)
+
+
+def test_push_watch_retries_a_round_that_timed_out(agent_dir: Path, team_url: str) -> None:
+    """A round stopped by a time limit (lock_timeout: the host's lock held elsewhere) is
+    reported and tried again: watching goes on."""
+    planted_host(agent_dir)
+    limited = f"{team_url}?options=-c%20lock_timeout%3D300"
+    with psycopg.connect(team_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtext('xcsh-store push watched'))")
+        watcher = subprocess.Popen(
+            [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent_dir), "push", limited,
+             "--host", "watched", "--watch", "1s"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert watcher.stderr is not None and watcher.stdout is not None
+            line = watcher.stderr.readline()
+            assert line.startswith("Error: Timed out pushing at"), line
+            assert "canceling statement due to lock timeout" in line
+            holder.execute("SELECT pg_advisory_unlock_all()")
+            assert watcher.stdout.readline().startswith("Pushed ")
+        finally:
+            watcher.terminate()
+            watcher.wait(timeout=60)
+    assert server_rows(team_url, "watched") == local_rows(agent_dir)

@@ -311,7 +311,7 @@ def warn_of_visible_password(
     """A warning on stderr when a connection string given on the command line (``parameter``
     of ``context``, default the verb's) holds a password: every user of the machine sees the
     command line in `ps`."""
-    from xcsh_store.team.conninfo import Target
+    from xcsh_store.team import Target
 
     context = context or click.get_current_context()
     if context.get_parameter_source(parameter) is not ParameterSource.COMMANDLINE:

@@ -78,7 +78,7 @@ def push_command(
       xcsh-store push --watch 5m
     """
     require_extra("push", "team", "psycopg")
-    from xcsh_store.team import TeamConnectionError, push
+    from xcsh_store.team import TeamUnavailableError, push
 
     if every is not None and every.total_seconds() < 1:
         raise click.UsageError("--watch needs an interval of a second or more")
@@ -88,13 +88,14 @@ def push_command(
         _show(push(settings.agent_dir, url, **choices), as_json)
         return
     while True:
-        # Watching, a round the server was away for is reported and retried; any other
-        # error (a wrong URL, a newer schema, no permission) ends the watch.
+        # Watching, a round the server could not do (away, out of time, its disk full) is
+        # reported and retried; any other error (a wrong URL, a newer schema, no permission)
+        # ends the watch.
         try:
             with SessionIndex.open(settings.agent_dir) as index:
                 index.sync()
             report = push(settings.agent_dir, url, **choices)
-        except TeamConnectionError as error:
+        except TeamUnavailableError as error:
             echo(f"Error: {error_line(error)}", err=True)
         else:
             _show(report, as_json)
@@ -216,8 +217,7 @@ def team_migrate_command(url: str, as_json: bool) -> None:
     own (docs/security.md, Per-host roles) need the admin to run this once after an upgrade.
     """
     require_extra("team migrate", "team", "psycopg")
-    from xcsh_store.team import connect, schema_version
-    from xcsh_store.team.conninfo import Target
+    from xcsh_store.team import Target, connect, schema_version
 
     warn_of_visible_password(url, "url")
     connect(url).close()

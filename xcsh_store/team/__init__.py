@@ -3,7 +3,9 @@ by the same verbs as the local index (``--db``), and the Parquet export for anal
 
 Modules:
 
-* ``conninfo``: the connection string, checked, shown without its password, scrubbed from messages.
+* ``errors``: the one-line errors of the team index.
+* ``conninfo``: the connection string checked, shown without its password, scrubbed from
+  messages.
 * ``server``: the connection, the schema's migrations (team/migrations/*.sql), one-line errors.
 * ``disclosure``: what leaves the machine at each tier, keyed watermarks, path labels.
 * ``upload``: ``push``, this host's index copied into the team index file by file, per tier.
@@ -25,7 +27,9 @@ __getattr__, __dir__ = lazy_exports(
             "TeamConnectionError",
             "TeamIndexError",
             "TeamTimeoutError",
+            "TeamUnavailableError",
         ),
+        "xcsh_store.team.conninfo": ("Target",),
         "xcsh_store.team.server": ("connect", "schema_version"),
         "xcsh_store.team.disclosure": ("TIERS",),
         "xcsh_store.team.upload": ("PushReport", "push", "remembered_host"),
@@ -41,6 +45,7 @@ __all__ = [
     "ExportReport",
     "PrivilegedRoleError",
     "PushReport",
+    "Target",
     "TeamConnectionError",
     "TeamIndex",
     "TeamIndexError",

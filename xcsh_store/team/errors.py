@@ -10,11 +10,16 @@ class TeamIndexError(XcshStoreError):
     """The team index cannot be reached, read or written; the message says why in a line."""
 
 
-class TeamConnectionError(TeamIndexError):
-    """The server cannot be reached, or the connection was lost: trying again may work."""
+class TeamUnavailableError(TeamIndexError):
+    """The server could not do it now (unreachable, the connection lost, a time limit, its
+    disk full): trying again later may work, as ``push --watch`` does."""
 
 
-class TeamTimeoutError(TeamIndexError):
+class TeamConnectionError(TeamUnavailableError):
+    """The server cannot be reached, or the connection was lost."""
+
+
+class TeamTimeoutError(TeamUnavailableError):
     """A time limit (``sql --timeout``, the role's statement_timeout or lock_timeout) stopped
     a statement on the server."""
 

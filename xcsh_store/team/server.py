@@ -19,7 +19,12 @@ from typing import Any
 import psycopg
 
 from xcsh_store.team.conninfo import Target
-from xcsh_store.team.errors import TeamConnectionError, TeamIndexError, TeamTimeoutError
+from xcsh_store.team.errors import (
+    TeamConnectionError,
+    TeamIndexError,
+    TeamTimeoutError,
+    TeamUnavailableError,
+)
 
 # The advisory lock key every migration takes (any constant no other user of the database
 # takes: the bytes of "xcsh" as an integer).
@@ -87,19 +92,19 @@ _PRIVILEGES = {
     "schema": "the team schema is created and migrated by its owner (the admin):"
     " `xcsh-store team migrate URL` as that role",
 }
-# What is left behind when a statement fails, by what it was doing.
+# What is left behind when a statement fails, and what to do then, by what it was doing.
 _KEPT = {
     "read": "nothing was changed",
-    "write": "the files pushed before it are kept and nothing is half-written; push again to"
-    " send the rest",
+    "write": "the files pushed before it are kept and nothing is half-written",
     "schema": "the schema is as it was",
 }
-# What to do when a time limit stopped a statement, by what it was doing.
+_AGAIN = {"read": "run it again", "write": "push again to send the rest", "schema": "run it again"}
+# What to do when a time limit stopped a statement.
 _TIMED_OUT = {
-    "read": "nothing was changed: raise `sql --timeout` (0 for no limit), or ask the admin to"
-    " raise the role's statement_timeout",
-    "write": f"{_KEPT['write']}, or ask the admin to raise the role's statement_timeout",
-    "schema": f"{_KEPT['schema']}: run it again when the server is less busy",
+    "read": "raise `sql --timeout` (0 for no limit), or ask the admin to raise the role's"
+    " statement_timeout",
+    "write": f"{_AGAIN['write']}, or ask the admin to raise the role's statement_timeout",
+    "schema": "run it again when the server is less busy",
 }
 # SQLSTATEs of a connection that is gone: class 08, and the server shutting down or crashing.
 _LOST = ("08", "57P01", "57P02", "57P03")
@@ -118,14 +123,17 @@ def server_errors(url: str, doing: str, needs: str = "read") -> Iterator[None]:
 def explained(error: psycopg.Error, url: str, doing: str, needs: str) -> TeamIndexError:
     """The one line that says what ``error`` means and what to do."""
     target = Target.parse(url)
-    reason, where, kept = target.scrub(one_line(error)), target.shown, _KEPT[needs]
+    reason, where = target.scrub(one_line(error)), target.shown
+    kept, again = _KEPT[needs], _AGAIN[needs]
     state = error.sqlstate or ""
     if isinstance(error, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable):
-        return TeamTimeoutError(f"Timed out {doing} at {where} ({reason}); {_TIMED_OUT[needs]}")
+        return TeamTimeoutError(
+            f"Timed out {doing} at {where} ({reason}); {kept}: {_TIMED_OUT[needs]}"
+        )
     if isinstance(error, psycopg.errors.DiskFull):
-        return TeamIndexError(
-            f"The team server's disk is full ({doing} at {where}: {reason}); {kept} once its"
-            " admin frees space"
+        return TeamUnavailableError(
+            f"The team server's disk is full ({doing} at {where}: {reason}); {kept}: {again}"
+            " once its admin frees space"
         )
     if isinstance(error, psycopg.errors.InsufficientPrivilege):
         if "row-level security" in reason:
@@ -140,7 +148,7 @@ def explained(error: psycopg.Error, url: str, doing: str, needs: str) -> TeamInd
         return TeamIndexError(f"No permission {doing} at {where}: {reason} ({hint})")
     if state.startswith(_LOST) or (not state and isinstance(error, psycopg.OperationalError)):
         return TeamConnectionError(
-            f"Lost the connection to {where} {doing}: {reason} ({kept}; run it again)"
+            f"Lost the connection to {where} {doing}: {reason} ({kept}; {again})"
         )
     return TeamIndexError(f"PostgreSQL error {doing} at {where}: {reason}")
 
