@@ -22,7 +22,8 @@ from test_team_push import planted_host, sync
 
 from xcsh_store.cli import cli
 from xcsh_store.js import stringify
-from xcsh_store.team import export_parquet, push
+from xcsh_store.team import connect, export_parquet, push
+from xcsh_store.team.server import migrations
 
 __all__ = ["team_server", "team_url"]
 
@@ -218,3 +219,41 @@ def test_redact_paths_in_the_export(tmp_path: Path, agent_dir: Path) -> None:
         for column in pq.read_table(path).to_pydict().values():
             values += [str(value) for value in column if value is not None]
     assert not [value for value in values if "/home/ana" in value or str(agent_dir) in value]
+
+
+def test_migration_2_drops_the_digests_an_older_push_left(agent_dir: Path, team_url: str) -> None:
+    """A team index written before keyed watermarks: its SHA-1 watermarks and sizes, and the
+    digests below the full tier, are gone once a client migrates it; the next push of each
+    host sends its files again."""
+    (_, _, first), *_ = migrations()
+    digest = hashlib.sha1(b"head").hexdigest()
+    with psycopg.connect(team_url, autocommit=True) as connection:
+        connection.execute(first)
+        connection.execute(
+            "CREATE TABLE xcsh_schema (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now());"
+            " INSERT INTO xcsh_schema (version, name) VALUES (1, '0001_initial.sql')"
+        )
+        for host, tier in (("laptop", "usage"), ("ci", "meta"), ("desk", "full")):
+            values = {"h": host, "t": tier, "d": digest, "state": f"4242:4242:{digest}"}
+            for statement in (
+                "INSERT INTO hosts (host, tier) VALUES (%(h)s, %(t)s)",
+                "INSERT INTO files VALUES (%(h)s, '/s.jsonl', %(state)s, %(t)s, 4242)",
+                "INSERT INTO sessions (host, path, session_id, agent)"
+                " VALUES (%(h)s, '/s.jsonl', 's', 'xcsh')",
+                "INSERT INTO entries (host, path, seq, prompt_hash)"
+                " VALUES (%(h)s, '/s.jsonl', 1, %(d)s)",
+                "INSERT INTO blob_refs VALUES (%(h)s, '/s.jsonl', 1, %(d)s)",
+            ):
+                connection.execute(statement, values)
+    connect(team_url).close()
+    assert "4242" not in all_values(team_url)
+    with psycopg.connect(team_url) as connection:
+        assert connection.execute("SELECT DISTINCT state FROM files").fetchall() == [("",)]
+        assert connection.execute(
+            "SELECT host FROM blob_refs UNION SELECT host FROM entries"
+            " WHERE prompt_hash IS NOT NULL"
+        ).fetchall() == [("desk",)]
+    planted_host(agent_dir)
+    report = push(str(agent_dir), team_url, host="laptop")
+    assert report.tier == "usage" and report.pushed == report.files
