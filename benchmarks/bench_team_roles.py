@@ -8,7 +8,7 @@ Rows:
 * a full push as a per-host role (docs/security.md: row-level security, the rows staged in
   temporary tables and inserted from them) against the same push as the tables' owner (plain
   COPY, no row-level security), interleaved, each into its own database, a new host each time;
-* a no-change push of 10,000 files (each file's watermark is now an HMAC under the host key):
+* a no-change push of 10,000 files (each file's watermark is now a MAC under the host key):
   at most 200 ms, as issue 17 set it.
 
 The corpora (agent-200mb-2000 and small-10000 of index_common, generated once into

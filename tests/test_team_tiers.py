@@ -23,6 +23,7 @@ from test_team_push import planted_host, sync
 from xcsh_store.cli import cli
 from xcsh_store.js import stringify
 from xcsh_store.team import connect, export_parquet, push
+from xcsh_store.team.disclosure import host_key
 from xcsh_store.team.server import migrations
 
 __all__ = ["team_server", "team_url"]
@@ -257,3 +258,11 @@ def test_migration_2_drops_the_digests_an_older_push_left(agent_dir: Path, team_
     planted_host(agent_dir)
     report = push(str(agent_dir), team_url, host="laptop")
     assert report.tier == "usage" and report.pushed == report.files
+
+
+def test_an_unreadable_host_key_is_kept_aside_and_replaced(tmp_path: Path) -> None:
+    (tmp_path / "team-key").write_bytes(b"not a key\n")
+    key = host_key(str(tmp_path))
+    assert len(key) == 32 and host_key(str(tmp_path)) == key
+    assert (tmp_path / "team-key.unreadable").read_bytes() == b"not a key\n"
+    assert (tmp_path / "team-key").stat().st_mode & 0o777 == 0o600

@@ -1,7 +1,7 @@
 -- What the usage tier sent that said something of the text (issue 26): each file's watermark
 -- held SHA-1 digests of its first 1 KiB and last 4 KiB and its size, and files.indexed_bytes
 -- its size again; from those and a few guesses one could confirm a prompt. Watermarks are now
--- HMACs under a key that never leaves the host (team/disclosure.py); the old ones are dropped
+-- MACs under a key that never leaves the host (team/disclosure.py); the old ones are dropped
 -- here, so each host's next push sends its files once more and writes keyed ones.
 ALTER TABLE files DROP COLUMN indexed_bytes;
 UPDATE files SET state = '';
