@@ -55,6 +55,8 @@ class Target:
             parts = conninfo_to_dict(conninfo)
         except ProgrammingError as error:
             reason = _QUOTED.sub('"…"', str(error).strip().splitlines()[0])
+        except UnicodeEncodeError:
+            reason = "it holds characters that are not text (lone surrogates)"
         else:
             return cls(conninfo, parts)
         # Raised here, not in the handler: libpq's error, which may quote the password, is not
