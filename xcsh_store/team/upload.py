@@ -61,8 +61,9 @@ _COLUMNS = {
     "history": f"host, {', '.join(HISTORY_COLUMNS)}",
 }
 # Where a role under row-level security (a per-host role, migration 0003) copies its rows
-# first: PostgreSQL refuses COPY FROM into a table with row-level security, and an INSERT of
-# the staged rows applies the policies once per statement. Emptied by each commit.
+# first: PostgreSQL refuses COPY FROM into a table with row-level security; one INSERT of the
+# staged rows looks up the hosts the role may write once, and checks each row. Emptied by each
+# commit.
 _STAGED = "xcsh_staged_"
 _HISTORY_PROMPT = HISTORY_COLUMNS.index("prompt")
 _HISTORY_CWD = HISTORY_COLUMNS.index("cwd")
