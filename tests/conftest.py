@@ -14,6 +14,7 @@ import pytest
 from isolation import REMOVED, isolate, isolated_environment
 from real_home import RealHome, lay_out_home
 from session_builder import header, message, sessions_dir, write_session
+from store_checks import SmallDisk, mount_small_disk
 
 from xcsh_store.index import SessionIndex
 
@@ -68,3 +69,15 @@ def real_home(agent_dir: Path) -> RealHome:
     """The real Claude Code, Codex, pi and oh-my-pi fixtures where those agents keep them, in
     the test's $HOME (real_home.py)."""
     return lay_out_home(agent_dir.parent / "home")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallDisk]:
+    """A real 2 MiB file system (a tmpfs) holding the test's agent dir; skipped where this
+    machine does not let the tests mount one."""
+    disk = mount_small_disk(tmp_path / "disk", 2048)
+    if disk is None:
+        pytest.skip("this machine does not let the tests mount a tmpfs")
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(disk.path / "agent"))
+    yield disk
+    disk.unmount()

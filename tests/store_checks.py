@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import errno
 import functools
 import hashlib
 import json
@@ -174,12 +175,18 @@ def age(path: Path, seconds: float) -> None:
 
 
 class SmallDisk:
-    """A tmpfs of a few hundred KiB mounted for one test; ``grow`` frees space by remounting."""
+    """A tmpfs of a few hundred KiB mounted for one test; ``grow`` frees space by remounting.
+    ``owner``: the (uid, gid) its root belongs to (default: root's)."""
 
-    def __init__(self, mount_point: Path, size_kib: int) -> None:
+    def __init__(
+        self, mount_point: Path, size_kib: int, owner: tuple[int, int] | None = None
+    ) -> None:
         self.path = mount_point
         mount_point.mkdir(parents=True, exist_ok=True)
-        self._mount("-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs")
+        options = f"size={size_kib}k,mode=0700"
+        if owner is not None:
+            options += f",uid={owner[0]},gid={owner[1]}"
+        self._mount("-t", "tmpfs", "-o", options, "tmpfs")
 
     def _mount(self, *arguments: str) -> None:
         subprocess.run(
@@ -193,14 +200,34 @@ class SmallDisk:
         subprocess.run(["umount", "-l", str(self.path)], check=False, timeout=30)
 
 
-def mount_small_disk(mount_point: Path, size_kib: int) -> SmallDisk | None:
+def mount_small_disk(
+    mount_point: Path, size_kib: int, owner: tuple[int, int] | None = None
+) -> SmallDisk | None:
     """A mounted :class:`SmallDisk`, or None where this process may not mount one."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return None
     try:
-        return SmallDisk(mount_point, size_kib)
+        return SmallDisk(mount_point, size_kib, owner)
     except (subprocess.CalledProcessError, OSError):
         return None
+
+
+def fill_disk(folder: Path, leave: int = 0) -> Path:
+    """A file that takes every free byte of ``folder``'s file system but ``leave``."""
+    filler = folder / "filler"
+    found = os.statvfs(folder)
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if leave:
+            os.write(descriptor, b"\0" * max(found.f_bavail * found.f_frsize - leave, 0))
+        else:
+            while os.write(descriptor, b"\0" * 4096):
+                pass
+    except OSError as error:
+        assert error.errno == errno.ENOSPC
+    finally:
+        os.close(descriptor)
+    return filler
 
 
 NOBODY = 65534

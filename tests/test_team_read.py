@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from session_builder import FIXTURES
-from team_server import psycopg, team_server, team_url
+from team_server import Roles, psycopg, roles, team_server, team_url
 from test_team_push import PLANTED, planted_host
 
 from xcsh_store.cli import cli
 from xcsh_store.team import push
 
-__all__ = ["team_server", "team_url"]
+__all__ = ["roles", "team_server", "team_url"]
 
 
 @pytest.fixture
@@ -124,13 +124,15 @@ def test_history_search_reads_every_host(tmp_path: Path, agent_dir: Path, team_u
     assert len(run("--db", team_url, "history", "recent")) == 4
 
 
-def test_sql_runs_read_only(two_hosts: dict[str, Path], team_url: str) -> None:
-    rows = run("--db", team_url, "sql", "SELECT host, count(*) AS n FROM sessions GROUP BY host"
+def test_sql_runs_read_only(two_hosts: dict[str, Path], team_url: str, roles: Roles) -> None:
+    reader = roles.run("reader")["xcsh_reader"]  # as docs/security.md says to run it
+    rows = run("--db", reader, "sql", "SELECT host, count(*) AS n FROM sessions GROUP BY host"
                " ORDER BY host")  # fmt: skip
     assert [row["host"] for row in rows] == ["ci", "laptop"]
-    result = CliRunner().invoke(cli, ["--db", team_url, "sql", "DELETE FROM sessions"])
-    assert result.exit_code == 1
-    assert "read-only transaction" in result.output
+    for url, options in ((reader, []), (team_url, ["--allow-privileged-role"])):
+        result = CliRunner().invoke(cli, ["--db", url, "sql", "DELETE FROM sessions", *options])
+        assert result.exit_code == 1
+        assert "read-only transaction" in result.output
     assert len(run("--db", team_url, "ls", "-n", "0")) == sum(row["n"] for row in rows)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 import orjson
+from click.core import ParameterSource
 
 from xcsh_store import __version__
 from xcsh_store.cli.render import terminal_width, wrap
@@ -82,6 +83,7 @@ VERB_MODULES = {
     "show": "sessions",
     "sql": "sql",
     "sync": "maintenance",
+    "team": "team",
     "usage": "usage",
     "verify": "maintenance",
     "watch": "live",
@@ -391,7 +393,28 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
     require_extra("--db", "team", "psycopg")
     from xcsh_store.team import TeamIndex
 
+    warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
     return TeamIndex.open(settings.db)  # type: ignore[return-value]
+
+
+def warn_of_visible_password(
+    conninfo: str, parameter: str, context: click.Context | None = None
+) -> None:
+    """A warning on stderr when a connection string given on the command line (``parameter``
+    of ``context``, default the verb's) holds a password: every user of the machine sees the
+    command line in `ps`."""
+    from xcsh_store.team import Target
+
+    context = context or click.get_current_context()
+    if context.get_parameter_source(parameter) is not ParameterSource.COMMANDLINE:
+        return
+    if Target.parse(conninfo).has_password:
+        echo(
+            "Warning: a password on the command line is visible to every user of this machine"
+            " (ps) and stays in your shell history: put it in ~/.pgpass or PGPASSWORD, or the"
+            f" URL in ${TEAM_DB_ENV} (docs/security.md)",
+            err=True,
+        )
 
 
 def require_extra(verb: str, extra: str, *modules: str) -> None:

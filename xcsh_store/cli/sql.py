@@ -67,6 +67,13 @@ INTERRUPTED_EXIT = 130
     show_default=True,
     help="Most rows the table shows (the rest are counted); --json streams every row.",
 )
+@click.option(
+    "--allow-privileged-role",
+    is_flag=True,
+    help="With --db: run the statement even as a superuser, or a role that may run programs"
+    " or read or write files on the database host (refused otherwise: READ ONLY does not stop"
+    " those). Prints a warning.",
+)
 @json_option
 @pass_settings
 def sql_command(
@@ -75,6 +82,7 @@ def sql_command(
     parameters: tuple[tuple[str, str], ...],
     timeout: float,
     limit: int,
+    allow_privileged_role: bool,
     as_json: bool,
 ) -> None:
     """Run one read-only SQL statement QUERY on index.db (opened with SQLite's read-only flag).
@@ -90,13 +98,10 @@ def sql_command(
       xcsh-store sql "SELECT path FROM sessions WHERE cwd = :cwd" -p cwd ~/src/app
     """
     if settings.db is not None:
-        with open_index(settings, team=True) as team:
-            stream = team.query(query, dict(parameters), timeout=timeout or None)
-            if as_json:
-                _stream_json(stream)
-            else:
-                _print_rows(stream, limit)
+        _team_sql(settings, query, dict(parameters), timeout, limit, allow_privileged_role, as_json)
         return
+    if allow_privileged_role:
+        raise click.UsageError("--allow-privileged-role is for a team index (--db)")
     path = get_index_db_path(settings.agent_dir)
     try:
         with (
@@ -112,6 +117,32 @@ def sql_command(
     except QueryInterruptedError as error:
         echo_wrapped(f"Error: {error}", err=True)
         raise click.exceptions.Exit(INTERRUPTED_EXIT) from None
+
+
+def _team_sql(
+    settings: Settings,
+    query: str,
+    parameters: dict[str, str],
+    timeout: float,
+    limit: int,
+    allow_privileged: bool,
+    as_json: bool,
+) -> None:
+    """The statement on the team index (``--db``), as a reader role should run it."""
+    with open_index(settings, team=True) as team:
+        if allow_privileged and (powers := team.powers()):  # type: ignore[attr-defined]
+            echo_wrapped(
+                f"Warning: --allow-privileged-role: running as a role with {', '.join(powers)};"
+                " this statement can run programs and read or write files on the database host",
+                err=True,
+            )
+        stream = team.query(  # type: ignore[attr-defined]
+            query, parameters, timeout=timeout or None, allow_privileged=allow_privileged
+        )
+        if as_json:
+            _stream_json(stream)
+        else:
+            _print_rows(stream, limit)
 
 
 @contextmanager

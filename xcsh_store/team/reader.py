@@ -37,7 +37,8 @@ from xcsh_store.index.search import search_role
 from xcsh_store.index.tree import build_tree
 from xcsh_store.index.usage import joined_key, usage_groups
 from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
-from xcsh_store.team.server import TeamIndexError, connect, server_errors
+from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
+from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import iso_bound, parse_iso
 
 # The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
@@ -56,6 +57,14 @@ USAGE_GROUPS = {
     "host": "host",
 }
 _EPOCH = datetime.fromtimestamp(0, UTC)
+# The predefined roles whose members reach beyond the database: a shell command on the database
+# host (COPY … TO PROGRAM), and its files (COPY … FROM/TO a file, pg_read_file, lo_import); and
+# the functions that read its files or reload its configuration (a superuser's unless granted).
+SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+SERVER_FUNCTIONS = (
+    "pg_read_file(text)", "pg_read_binary_file(text)", "pg_ls_dir(text)", "lo_import(text)",
+    "lo_export(oid, text)", "pg_reload_conf()",
+)  # fmt: skip
 _SUMMED = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
 _SESSION_COLUMNS = (
     "host, path, session_id, cwd, project_dir, coalesce(nullif(title, ''), compaction_title),"
@@ -228,12 +237,15 @@ class TeamIndex:
 
     def find_session(self, prefix: str) -> TeamSession:
         """As SessionIndex.find_session, over every host: a path (``host:path`` to pick one
-        host's file), else an id or file-name prefix that one file matches."""
+        host's file; a path pushed with --redact-paths starts with its folder's label), else an
+        id or file-name prefix that one file matches."""
         text = prefix.strip()
         if not text:
             raise SessionNotFoundError("No session matches an empty id")
-        host, _, path = text.partition(":") if ":/" in text else ("", "", text)
-        if path.startswith("/") or path.endswith(".jsonl"):
+        host, colon, path = text.partition(":")
+        if not (colon and "/" not in host and _is_path(path)):
+            host, path = "", text
+        if _is_path(path):
             found = self._rows(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE path = %s"
                 " AND (%s = '' OR host = %s) ORDER BY host",
@@ -567,11 +579,46 @@ class TeamIndex:
 
     # -- sql --------------------------------------------------------------------------------
 
+    def powers(self) -> list[str]:
+        """What the connected role may do on the database host beyond reading rows: be a
+        superuser, be a member (directly or not, inheriting or not: SET ROLE reaches it) of a
+        role that runs programs or reads or writes the server's files, or execute a function
+        that reads its files or reloads its configuration."""
+        checks = ["rolsuper"]
+        checks += ["pg_has_role(current_user, %s, 'MEMBER')"] * len(SERVER_ROLES)
+        checks += ["has_function_privilege(current_user, %s, 'EXECUTE')"] * len(SERVER_FUNCTIONS)
+        (row,) = self._rows(
+            f"SELECT {', '.join(checks)} FROM pg_roles WHERE rolname = current_user",
+            (*SERVER_ROLES, *SERVER_FUNCTIONS),
+        )
+        if row[0]:
+            return ["superuser"]
+        names = (*SERVER_ROLES, *(f"EXECUTE on {name}" for name in SERVER_FUNCTIONS))
+        return [name for name, held in zip(names, row[1:], strict=True) if held]
+
     def query(
-        self, sql: str, parameters: dict[str, Any], timeout: float | None = None
+        self,
+        sql: str,
+        parameters: dict[str, Any],
+        timeout: float | None = None,
+        allow_privileged: bool = False,
     ) -> TeamQuery:
         """One statement in a READ ONLY transaction (the connection's), streamed. ``:name``
-        binds a parameter, as on SQLite."""
+        binds a parameter, as on SQLite.
+
+        READ ONLY does not stop a superuser's ``COPY … TO PROGRAM`` or ``pg_read_file``: a
+        role with such powers (``powers``) is refused unless ``allow_privileged``. The
+        statement is sent alone (the extended protocol), so ``COMMIT; DELETE …`` cannot end
+        the transaction and write after it.
+        """
+        if not allow_privileged and (powers := self.powers()):
+            role = self._rows("SELECT current_user")[0][0]
+            raise PrivilegedRoleError(
+                f"Refusing to run SQL as {role} ({', '.join(powers)}): READ ONLY does not stop"
+                " such a role from running programs or reading and writing files on the"
+                " database host. Connect as a reader role (docs/security.md, Roles), or pass"
+                " --allow-privileged-role if you mean it"
+            )
         text = re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql.replace("%", "%%"))
         with server_errors(self.url, "running the query"):
             if timeout:
@@ -579,10 +626,14 @@ class TeamIndex:
                     "SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout * 1000)}",)
                 )
             # Rows of a query stream through a server-side cursor, which only a query can have;
-            # any other statement (refused by the READ ONLY transaction) runs as it is.
-            streams = re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE)
-            cursor = self.connection.cursor(name="xcsh_sql" if streams else None)  # type: ignore[call-overload]
-            cursor.execute(text, parameters)
+            # any other statement (refused by the READ ONLY transaction) runs as it is. Both
+            # are sent with the extended protocol, which takes one statement.
+            if re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE):
+                cursor = self.connection.cursor(name="xcsh_sql")
+                cursor.execute(text, parameters)
+            else:
+                cursor = self.connection.cursor()
+                cursor.execute(text, parameters, prepare=True)
         return TeamQuery(self.url, cursor)
 
 
@@ -655,6 +706,10 @@ def _prefix_term(word: str) -> str:
 
 def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _is_path(text: str) -> bool:
+    return text.startswith("/") or text.endswith(".jsonl")
 
 
 def _file_name(path: str) -> str:
