@@ -74,7 +74,7 @@ def push_command(
     \b
     Examples:
       xcsh-store push postgresql://team@db.example/xcsh
-      xcsh-store push --tier usage --redact-paths --host ci-3   # URL: $XCSH_STORE_DB
+      xcsh-store push --tier usage --redact-paths --host ci-3  # $XCSH_STORE_DB
       xcsh-store push --watch 5m
     """
     require_extra("push", "team", "psycopg")
