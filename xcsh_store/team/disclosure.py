@@ -26,7 +26,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from xcsh_store.index.export import ENTRY_COLUMNS, SESSION_COLUMNS, USAGE_COLUMNS, EntryRow
+from xcsh_store.index import ENTRY_COLUMNS, SESSION_COLUMNS, USAGE_COLUMNS, EntryRow
 from xcsh_store.paths import write_private_file
 
 TIERS = ("usage", "meta", "full")

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import open_regular_file
-from xcsh_store.index.build import Chunk, FileStat, read_from_start
+from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
 
 # Below this many bytes to read whole, a sync reads in its own process: starting interpreters
 # would cost more than the second core saves.
@@ -179,7 +179,7 @@ class Workers:
 # --------------------------------------------------------------------------------------------
 # The worker's side
 
-_WORKER_CODE = "from xcsh_store.index.pipeline import worker_main; worker_main()"
+_WORKER_CODE = "from xcsh_store.index.write.pipeline import worker_main; worker_main()"
 
 
 class _Outbox:
