@@ -3,12 +3,12 @@ nothing imports in a circle inside a part, no package folder holds more than 15 
 side, and the parts above the index reach it (the CLI the team index too) only through its
 front, ``xcsh_store.index`` (``xcsh_store.team``).
 
-The parts, from the bottom: the leaves (errors, files, homes, lazy, migrate, paths, js, times);
-format/; history/, artifacts/ and agents/ (other agents' formats) over format; session/ over
-format, history and artifacts; index/ over format, history and agents (its rooms: write/, read/,
-upkeep/, under the store and database core at its top); watch/ (the live index) over the index;
-web/ (the local web app) over the index and watch; agent_tools/ (the MCP server) over the
-index; team/ (the PostgreSQL team index, the Parquet export) over the index; cli/ over
+The parts, from the bottom: the leaves (errors, files, homes, lazy, paths, js, sql_migrations,
+times); format/; history/, artifacts/ and agents/ (other agents' formats) over format; session/
+over format, history and artifacts; index/ over format, history and agents (its rooms: write/,
+read/, upkeep/, under the store and database core at its top); watch/ (the live index) over the
+index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP server) over
+the index; team/ (the PostgreSQL team index, the Parquet export) over the index; cli/ over
 everything. The top-level ``xcsh_store`` re-exports the public API from the parts below the
 CLI; ``python -m xcsh_store`` runs the CLI. Every import counts, also one inside a function or
 under ``TYPE_CHECKING``, and so does each module a lazy front names (``lazy_exports``).
@@ -24,7 +24,7 @@ from pathlib import Path
 import xcsh_store
 
 PACKAGE = Path(xcsh_store.__file__).resolve().parent
-LEAVES = {"errors", "files", "homes", "lazy", "migrate", "paths", "js", "times"}
+LEAVES = {"errors", "files", "homes", "lazy", "paths", "js", "sql_migrations", "times"}
 
 # The parts each part may import from, besides itself.
 BELOW = {

@@ -11,7 +11,7 @@ At the top, the store and the database core:
   rebuilding a damaged file), the sync lock, the sync, gc and verify entry points, and every
   question handed to the module of a room below that knows its query. The modules it calls
   never import it (no import circle: tests/test_layering.py); see read/'s docstring.
-* ``db``: connections, the migrations (run by xcsh_store/migrate.py), transactions, damage
+* ``db``: connections, the migrations (run by xcsh_store/sql_migrations.py), transactions, damage
   detection; ``engine``: the SQLite library's versions and error class; ``location``:
   following an agent dir that was copied or moved; ``sql_functions``: entry_text() and the
   other SQL functions of search, on every connection.
