@@ -267,11 +267,8 @@ def test_a_file_with_every_migration_but_no_record_is_adopted_without_running_on
     executed: list[str] = []
     connection.exec_trace = lambda cursor, statement, bindings: executed.append(statement) or True
     try:
-        ledger = SQLiteLedger(
-            connection,
-            migrations,
-            functools.partial(adopt, migrations=migrations, db_path=str(db_path)),
-        )
+        adopted = functools.partial(adopt, migrations=migrations, db_path=str(db_path))
+        ledger = SQLiteLedger(connection, migrations, adopted, dated=False)
         assert apply_pending(ledger, migrations, Refusals(str(db_path))) == []
     finally:
         connection.close()
@@ -300,7 +297,7 @@ def test_xcsh_opens_a_migrated_file_as_is(history, db_path):
     ("change", "refusal"),
     [
         (
-            "INSERT INTO schema_migrations VALUES ('0099_from_the_future', 'x', 'now')",
+            "INSERT INTO schema_migrations VALUES ('0099_from_the_future', 'x')",
             r"was written by a newer xcsh-store \(schema 0099_from_the_future.*upgrade",
         ),
         (

@@ -167,19 +167,23 @@ def immediate_transaction(connection: apsw.Connection) -> Iterator[None]:
     connection.execute("COMMIT")
 
 
+# {}: the applied_at column of a dated ledger.
 _LEDGER_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
-    " name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    " name TEXT PRIMARY KEY, checksum TEXT NOT NULL{})"
 )
 
 
 class SQLiteLedger:
-    """The ``schema_migrations`` table (name, checksum, applied_at) of a SQLite database.
+    """The ``schema_migrations`` table of a SQLite database: name, checksum (and applied_at).
 
     ``adopt``: for a database that has no such table yet, called in the transaction that makes
     it, before anything is recorded: it brings what is there to the schema of the first N
     migrations (a database made by another program, or before its migrations were recorded)
     and returns N, and those N are recorded as applied without running.
+
+    ``dated``: whether each record says when it was applied. Without it (history.db) a file
+    made by the same steps is the same file byte for byte, whenever it was made.
     """
 
     def __init__(
@@ -187,10 +191,13 @@ class SQLiteLedger:
         connection: apsw.Connection,
         migrations: Sequence[Migration],
         adopt: Callable[[apsw.Connection], int] | None = None,
+        *,
+        dated: bool = True,
     ) -> None:
         self.connection = connection
         self.migrations = migrations
         self.adopt = adopt
+        self.dated = dated
 
     def _has_table(self) -> bool:
         found = self.connection.execute(
@@ -209,7 +216,8 @@ class SQLiteLedger:
         with immediate_transaction(self.connection):
             if not self._has_table():
                 adopted = self.adopt(self.connection) if self.adopt else 0
-                self.connection.execute(_LEDGER_TABLE)
+                dated = ", applied_at TEXT NOT NULL" if self.dated else ""
+                self.connection.execute(_LEDGER_TABLE.format(dated))
                 for migration in self.migrations[:adopted]:
                     self.record(migration)
             yield
@@ -218,7 +226,13 @@ class SQLiteLedger:
         self.connection.execute(sql)
 
     def record(self, migration: Migration) -> None:
-        self.connection.execute(
-            "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
-            (migration.name, migration.checksum, iso_now()),
-        )
+        if self.dated:
+            self.connection.execute(
+                "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
+                (migration.name, migration.checksum, iso_now()),
+            )
+        else:
+            self.connection.execute(
+                "INSERT INTO schema_migrations (name, checksum) VALUES (?, ?)",
+                (migration.name, migration.checksum),
+            )

@@ -468,9 +468,8 @@ def _prepare_schema(connection: apsw.Connection, db_path: str) -> None:
         # busy_timeout, the reference's third pragma, is set on every connection we open.
         connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         migrations = history_migrations()
-        ledger = SQLiteLedger(
-            connection, migrations, functools.partial(adopt, migrations=migrations, db_path=db_path)
-        )
+        adopted = functools.partial(adopt, migrations=migrations, db_path=db_path)
+        ledger = SQLiteLedger(connection, migrations, adopted, dated=False)
         apply_pending(ledger, migrations, Refusals(db_path))
     except apsw.Error as error:
         raise _history_error(db_path, "open", error) from error
