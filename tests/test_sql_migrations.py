@@ -9,11 +9,11 @@ test_team_migrations.py.)"""
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 
 import apsw
 import pytest
+from workers import held_at_first_begin
 
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.sql_migrations import (
@@ -193,29 +193,12 @@ def test_a_database_from_before_the_record_is_adopted_once_by_two_connections(
     first, second = apsw.Connection(path), apsw.Connection(path)
     for connection in (first, second):
         connection.set_busy_timeout(10_000)
-    about_to_lock, first_done = threading.Event(), threading.Event()
 
-    def pause_before_locking(cursor: apsw.Cursor, statement: str, bindings: object) -> bool:
-        if statement.startswith("BEGIN") and not first_done.is_set():
-            about_to_lock.set()
-            first_done.wait(10)
-        return True
+    def migrate(connection: apsw.Connection) -> list[Migration]:
+        return apply_pending(SQLiteLedger(connection, migrations, adopt), migrations, Refusals())
 
-    second.exec_trace = pause_before_locking
-    results: list[object] = []
-    thread = threading.Thread(
-        target=lambda: results.append(
-            apply_pending(SQLiteLedger(second, migrations, adopt), migrations, Refusals())
-        )
-    )
-    thread.start()
-    assert about_to_lock.wait(10), "the second connection never reached its first migration"
-    assert (
-        apply_pending(SQLiteLedger(first, migrations, adopt), migrations, Refusals())
-        == (migrations[1:])
-    )
-    first_done.set()
-    thread.join(10)
-    assert results == [[]]
+    with held_at_first_begin(second, lambda: migrate(second)) as second_applied:
+        assert migrate(first) == migrations[1:]
+    assert second_applied == [[]]
     assert adopted == [path]
     assert recorded(second) == [(m.name, m.checksum) for m in migrations]
