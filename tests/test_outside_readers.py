@@ -1,8 +1,8 @@
 """Outside readers of index.db (index.md, guarantee 5): with the SQLite of this machine (3.40 on
 Debian 12), the sqlite3 command, sqlite-utils and Datasette read every table and search the
 full-text index; Datasette, with xcsh-store's plugin, shows the text and snippets of hits; the
-recipes of docs/recipes.md run as written; doctor says what works. Every reader runs in a child process
-(guarantee 6: this one holds the index through apsw)."""
+recipes of docs/recipes.md run as written; doctor says what works. Every reader runs in a child
+process (guarantee 6: this one holds the index through apsw)."""
 
 from __future__ import annotations
 
