@@ -1,10 +1,13 @@
-"""The README's tour, run for real, so the README can never drift from the program.
+"""The tours of the README and of docs/tour.md, run for real, so neither can drift from the
+program.
 
-Every ``$ xcsh-store …`` line in the text blocks of "A tour of the command line" and the script
-of "The Python API in brief" run, in the README's order, on a fresh demo in a temporary folder,
-each in a real terminal (a pty) of :data:`COLUMNS` columns. ``tests/test_readme_tour.py``
-compares what they print with the README; ``python tests/readme_tour.py --write`` writes it into
-README.md instead (after a change of output, then review the diff).
+Each document in :data:`TOURS` has a tour section: every ``$ xcsh-store …`` line in its text
+blocks, and the script of its Python API section (docs/tour.md has one), run in the document's
+order on a fresh demo in a temporary folder, each in a real terminal (a pty) of :data:`COLUMNS`
+columns. A tour that does not begin with ``xcsh-store demo`` (the README's shows it) runs on the
+demo written first. ``tests/test_readme_tour.py`` compares what they print with the documents;
+``python tests/readme_tour.py --write`` writes it into them instead (after a change of output,
+then review the diff).
 
 In a text block a ``$ xcsh-store`` line starts a command and its output runs to the blank line
 before the next one, except for ``xcsh-store demo``, whose output (it runs and prints commands
@@ -33,9 +36,8 @@ from isolation import isolated_environment
 
 from xcsh_store.cli.demo_dir import DEMO_NOW
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-TOUR_HEADING = "## A tour of the command line"
-API_HEADING = "## The Python API in brief"
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_COMMAND = "xcsh-store demo"
 DEMO_FOLDER = "xcsh-store-demo"
 COLUMNS = 100
 ROWS = 50
@@ -44,11 +46,31 @@ COMMAND_TIMEOUT = 120
 _BLOCK = re.compile(r"^```(text|python)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
+@dataclass(frozen=True)
+class Tour:
+    """A document with a tour: the ``## `` section whose text blocks hold the commands, and the
+    one whose Python script runs after them (when it has one)."""
+
+    path: Path
+    heading: str
+    api_heading: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.relative_to(ROOT).as_posix()
+
+
+TOURS = (
+    Tour(ROOT / "README.md", "## A short tour"),
+    Tour(ROOT / "docs" / "tour.md", "## More of the command line", "## The Python API in brief"),
+)
+
+
 @dataclass
 class Step:
-    """One command (or the API script) and the README text of its output.
+    """One command (or the API script) and the document's text of its output.
 
-    ``start``/``end`` are the output's offsets in the README text.
+    ``start``/``end`` are the output's offsets in the document's text.
     """
 
     command: str
@@ -59,20 +81,22 @@ class Step:
 
 
 def section(text: str, heading: str) -> tuple[int, int]:
-    """Offsets of a ``## `` section's body in the README."""
+    """Offsets of a ``## `` section's body in a document."""
     start = text.index("\n" + heading + "\n") + len(heading) + 2
     following = text.find("\n## ", start)
     return start, len(text) if following < 0 else following
 
 
-def tour_steps(text: str) -> list[Step]:
-    """The tour's commands and the API script, in the README's order."""
+def tour_steps(text: str, tour: Tour) -> list[Step]:
+    """The tour's commands and the API script, in the document's order."""
     steps: list[Step] = []
-    start, end = section(text, TOUR_HEADING)
+    start, end = section(text, tour.heading)
     for block in _BLOCK.finditer(text, start, end):
         if block.group(1) == "text":
             steps.extend(_block_steps(block.group(2), block.start(2)))
-    start, end = section(text, API_HEADING)
+    if tour.api_heading is None:
+        return steps
+    start, end = section(text, tour.api_heading)
     blocks = list(_BLOCK.finditer(text, start, end))
     for script, output in itertools.pairwise(blocks):
         if script.group(1) == "python" and output.group(1) == "text":
@@ -105,7 +129,7 @@ def _block_steps(body: str, offset: int) -> list[Step]:
 
 
 def environment(root: Path) -> dict[str, str]:
-    """The terminal the README's outputs come from: its width, UTC, no colour, the demo's
+    """The terminal the tours' outputs come from: its width, UTC, no colour, the demo's
     "now" as the current year (``SOURCE_DATE_EPOCH``), ``$HOME`` above the demo folder (so
     paths read ``~/xcsh-store-demo``) and the agent dir the tour exports."""
     return {
@@ -166,12 +190,17 @@ def run_step(step: Step, root: Path) -> str:
         script = root / "api_example.py"
         script.write_text(step.script, encoding="utf-8")
         return run_in_terminal([sys.executable, str(script)], root)
-    argv = shlex.split(step.command)
-    assert argv[0] == "xcsh-store", step.command
+    return run_command(step.command, root)
+
+
+def run_command(command: str, root: Path) -> str:
+    """What an ``xcsh-store …`` command line prints in the tours' terminal."""
+    argv = shlex.split(command)
+    assert argv[0] == "xcsh-store", command
     return run_in_terminal([sys.executable, "-m", "xcsh_store", *argv[1:]], root)
 
 
-# What may differ between a run and the README, and why; each is taken over from the README.
+# What may differ between a run and the document, and why; each is taken over from the document.
 _SAME_AS_README = (
     # The demo's own timing.
     re.compile(r"\(\d+(?:\.\d+)?s in all\)"),
@@ -209,44 +238,47 @@ def _take_over(pattern: re.Pattern[str], actual: str, expected: str) -> str:
     return pattern.sub(lambda _: next(replacements), actual)
 
 
-def run_tour(text: str, root: Path) -> list[tuple[Step, str]]:
-    """Every step of the README's tour run in ``root`` (which should be empty), in order, with
-    what it printed."""
-    return [(step, run_step(step, root)) for step in tour_steps(text)]
+def run_tour(text: str, tour: Tour, root: Path) -> list[tuple[Step, str]]:
+    """Every step of the document's tour run in ``root`` (which should be empty), in order,
+    with what it printed; after the demo when the tour does not show it."""
+    steps = tour_steps(text, tour)
+    if steps and steps[0].command != DEMO_COMMAND:
+        run_command(DEMO_COMMAND, root)
+    return [(step, run_step(step, root)) for step in steps]
 
 
-def differences(text: str, root: Path) -> list[str]:
-    """A unified diff per step whose output is not the README's (after :func:`normalise`)."""
+def differences(text: str, tour: Tour, root: Path) -> list[str]:
+    """A unified diff per step whose output is not the document's (after :func:`normalise`)."""
     problems = []
-    for step, actual in run_tour(text, root):
+    for step, actual in run_tour(text, tour, root):
         actual = normalise(actual, step.expected)
         if actual != step.expected:
             diff = difflib.unified_diff(
                 step.expected.splitlines(keepends=True),
                 actual.splitlines(keepends=True),
-                "README.md",
+                tour.name,
                 "the program",
             )
             problems.append(f"$ {step.command}\n{''.join(diff)}")
     return problems
 
 
-def rewrite(text: str, root: Path) -> str:
-    """The README with every output of the tour replaced by what the program prints now."""
+def rewrite(text: str, tour: Tour, root: Path) -> str:
+    """The document with every output of its tour replaced by what the program prints now."""
     pieces = []
     position = 0
-    for step, actual in run_tour(text, root):
+    for step, actual in run_tour(text, tour, root):
         pieces += [text[position : step.start], actual]
         position = step.end
     return "".join(pieces) + text[position:]
 
 
-def wide_lines(text: str) -> list[str]:
+def wide_lines(text: str, tour: Tour) -> list[str]:
     """Output lines of the tour wider than the terminal the tour is run in (a table or a line
     that does not fit it yet)."""
     return [
-        f"{len(line)} columns, after `$ {step.command}`: {line[:60]}…"
-        for step in tour_steps(text)
+        f"{tour.name}: {len(line)} columns, after `$ {step.command}`: {line[:60]}…"
+        for step in tour_steps(text, tour)
         for line in step.expected.splitlines()
         if len(line) > COLUMNS
     ]
@@ -255,26 +287,32 @@ def wide_lines(text: str) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--write", action="store_true", help="write the outputs into README.md (else compare)"
+        "--write", action="store_true", help="write the outputs into the documents (else compare)"
     )
     parser.add_argument(
         "--wide", action="store_true", help=f"list output lines wider than {COLUMNS} columns"
     )
     arguments = parser.parse_args()
-    text = README.read_text(encoding="utf-8")
-    if arguments.wide:
-        print("\n".join(wide_lines(text)) or f"every line fits {COLUMNS} columns")
-        return 0
-    with tempfile.TemporaryDirectory(prefix="readme-tour-") as folder:
-        if arguments.write:
-            README.write_text(rewrite(text, Path(folder)), encoding="utf-8")
-            print(f"rewrote the tour's outputs in {README}")
-            return 0
-        problems = differences(text, Path(folder))
-    for problem in problems:
-        print(problem)
-    print(f"{len(problems)} of {len(tour_steps(text))} outputs differ from {README}")
-    return 1 if problems else 0
+    failed = 0
+    for tour in TOURS:
+        text = tour.path.read_text(encoding="utf-8")
+        if arguments.wide:
+            print(
+                "\n".join(wide_lines(text, tour))
+                or f"{tour.name}: every line fits {COLUMNS} columns"
+            )
+            continue
+        with tempfile.TemporaryDirectory(prefix="readme-tour-") as folder:
+            if arguments.write:
+                tour.path.write_text(rewrite(text, tour, Path(folder)), encoding="utf-8")
+                print(f"rewrote the tour's outputs in {tour.name}")
+                continue
+            problems = differences(text, tour, Path(folder))
+        for problem in problems:
+            print(problem)
+        print(f"{len(problems)} of {len(tour_steps(text, tour))} outputs differ from {tour.name}")
+        failed += bool(problems)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

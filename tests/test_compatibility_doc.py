@@ -15,7 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "compatibility.md"
 CITING_FOLDERS = ("xcsh_store", "tests", "benchmarks", "migrations")
 CITING_SUFFIXES = (".py", ".sql")
-LINKING_FILES = ("README.md", "benchmarks/README.md", "docs/compatibility.md")
+# The Markdown files that may link to its sections: the READMEs and every page of the manual.
+LINKING_FILES = (
+    "README.md",
+    "benchmarks/README.md",
+    *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")),
+)
 
 CITATION = re.compile(r"\(compatibility: ([^()]*)\)")
 # A line's leading indent and comment marker, so a citation wrapped over comment lines joins up.

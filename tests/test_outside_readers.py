@@ -1,8 +1,8 @@
 """Outside readers of index.db (index.md, guarantee 5): with the SQLite of this machine (3.40 on
 Debian 12), the sqlite3 command, sqlite-utils and Datasette read every table and search the
 full-text index; Datasette, with xcsh-store's plugin, shows the text and snippets of hits; the
-README's recipes run as written; doctor says what works. Every reader runs in a child process
-(guarantee 6: this one holds the index through apsw)."""
+recipes of docs/recipes.md run as written; doctor says what works. Every reader runs in a child
+process (guarantee 6: this one holds the index through apsw)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from xcsh_store.cli import cli
 from xcsh_store.cli.demo_dir import DEMO_NOW, build_demo, prepare_demo_dir
 from xcsh_store.index import SessionIndex
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+RECIPES = Path(__file__).resolve().parent.parent / "docs" / "recipes.md"
 BIN = Path(sys.executable).parent
 CHILD = Path(__file__).with_name("datasette_child.py")
 # A bound for a hang (Datasette's start-up), never a measurement.
@@ -41,7 +41,7 @@ MATCHES = (
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A home whose agent dir (``~/.xcsh/agent``, as the README writes it) holds the indexed
+    """A home whose agent dir (``~/.xcsh/agent``, as the recipes write it) holds the indexed
     demo."""
     home = tmp_path_factory.mktemp("readers") / "home"
     agent = home / ".xcsh" / "agent"
@@ -119,18 +119,17 @@ def test_sqlite_utils_reads_every_table_and_searches(home):
 
 
 # --------------------------------------------------------------------------------------------
-# The README's recipes
+# The recipes of docs/recipes.md
 
 
 def _recipes() -> list[str]:
-    """The shell blocks of the README's "Recipes"."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Recipes\n") : text.index("\n## Team index")]
-    return re.findall(r"^```sh\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    """The shell blocks of docs/recipes.md."""
+    text = RECIPES.read_text(encoding="utf-8")
+    return re.findall(r"^```sh\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
 
 
 @sqlite3_command
-def test_the_readme_recipes_run_as_written(home, tmp_path):
+def test_the_recipes_run_as_written(home, tmp_path):
     """Every recipe but Datasette's (a server: next test), in a shell, on the demo."""
     blocks = [block for block in _recipes() if "datasette" not in block]
     assert len(blocks) == 2
@@ -148,7 +147,7 @@ def _datasette_command() -> str:
     return command
 
 
-def test_datasette_starts_as_the_readme_says_browses_and_searches(home, tmp_path):
+def test_datasette_starts_as_the_recipes_say_browses_and_searches(home, tmp_path):
     """The real `datasette` command, with the stdlib SQLite of this machine."""
     sock = tmp_path / "datasette.sock"
     process = subprocess.Popen(

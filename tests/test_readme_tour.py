@@ -1,8 +1,9 @@
-"""The README's tour works as written: each command it shows prints what the README says.
+"""The tours of the README and of docs/tour.md work as written: each command they show prints
+what the document says.
 
 The commands run on a fresh demo, each in a real terminal of 100 columns (see
 ``tests/readme_tour.py``); after a change of output, ``python tests/readme_tour.py --write``
-brings the README up to date.
+brings both documents up to date.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 from readme_tour import (
-    API_HEADING,
-    README,
-    TOUR_HEADING,
+    DEMO_COMMAND,
+    TOURS,
+    Tour,
     differences,
     normalise,
     section,
@@ -23,33 +25,52 @@ from readme_tour import (
 from xcsh_store.cli.demo_dir import DEMO_NOW
 from xcsh_store.cli.render import short_time
 
+README, DOCS_TOUR = TOURS
 
-def test_the_readme_tour_is_what_the_program_prints(tmp_path):
+
+@pytest.mark.parametrize("tour", TOURS, ids=lambda tour: tour.name)
+def test_the_tour_is_what_the_program_prints(tour: Tour, tmp_path):
     root = tmp_path / "tour"
     root.mkdir()
-    problems = differences(README.read_text(encoding="utf-8"), root)
+    problems = differences(tour.path.read_text(encoding="utf-8"), tour, root)
     assert not problems, (
-        "The README's tour differs from what the program prints; if the change is intended, "
-        "run `python tests/readme_tour.py --write` and review the diff.\n\n" + "\n".join(problems)
+        f"The tour of {tour.name} differs from what the program prints; if the change is "
+        "intended, run `python tests/readme_tour.py --write` and review the diff.\n\n"
+        + "\n".join(problems)
     )
 
 
-def test_every_command_of_the_tour_and_the_api_script_is_run():
-    text = README.read_text(encoding="utf-8")
-    steps = tour_steps(text)
-    start, end = section(text, TOUR_HEADING)
+@pytest.mark.parametrize("tour", TOURS, ids=lambda tour: tour.name)
+def test_every_command_of_the_tour_is_run(tour: Tour):
+    text = tour.path.read_text(encoding="utf-8")
+    steps = tour_steps(text, tour)
+    start, end = section(text, tour.heading)
     shown = re.findall(r"^\$ xcsh-store .*$", text[start:end], re.MULTILINE)
     # The demo prints the commands it runs itself; they are part of its output.
-    printed_by_demo = re.findall(r"^\$ xcsh-store .*$", steps[0].expected, re.MULTILINE)
-    assert steps[0].command == "xcsh-store demo"
+    printed_by_demo = (
+        re.findall(r"^\$ xcsh-store .*$", steps[0].expected, re.MULTILINE)
+        if steps[0].command == DEMO_COMMAND
+        else []
+    )
     assert [f"$ {step.command}" for step in steps if step.script is None] == [
         line for line in shown if line not in printed_by_demo
     ]
-    assert len(steps) >= 14
-    api = [step for step in steps if step.script is not None]
-    start, end = section(text, API_HEADING)
+
+
+def test_the_readme_shows_the_demo_and_docs_tour_the_rest_with_the_api_script():
+    readme = tour_steps(README.path.read_text(encoding="utf-8"), README)
+    assert readme[0].command == DEMO_COMMAND and len(readme) >= 2
+    text = DOCS_TOUR.path.read_text(encoding="utf-8")
+    docs = tour_steps(text, DOCS_TOUR)
+    assert DEMO_COMMAND not in [step.command for step in docs]
+    assert len(readme) + len(docs) >= 14
+    api = [step for step in docs if step.script is not None]
+    assert DOCS_TOUR.api_heading is not None
+    start, end = section(text, DOCS_TOUR.api_heading)
     assert len(api) == 1 and api[0].script in text[start:end]
     assert "SessionIndex.open(agent_dir)" in api[0].script
+    # The site shows the README's short tour at the top of docs/tour.md.
+    assert '--8<-- "README.md:tour"' in text
 
 
 def test_normalising_takes_over_only_what_must_differ():

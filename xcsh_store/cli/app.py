@@ -286,7 +286,7 @@ json_option = click.option(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print JSON (the shape is documented in the README); errors too, on stderr.",
+    help="Print JSON (the shape is documented in docs/json.md); errors too, on stderr.",
 )
 
 

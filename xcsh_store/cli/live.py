@@ -123,7 +123,7 @@ def mcp_command(settings: Settings) -> None:
     Tools: list_sessions, search_sessions, get_session (active branch or tree, paged),
     get_entry (one entry whole, paged), get_context, read_url (artifact:// and agent://),
     recall_prompts, usage; compact JSON of bounded size. Add it to an agent's MCP config as
-    the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
+    the command `xcsh-store mcp` (see docs/live.md). Run `sync` or `watch` to keep it current.
     """
     require_extra("mcp", "mcp", "mcp")
     from xcsh_store.agent_tools import serve_stdio

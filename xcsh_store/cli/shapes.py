@@ -1,6 +1,6 @@
 """The ``--json`` shapes: one function per kind of record, so every verb prints the same keys.
 
-These shapes are a public contract documented in the README ("JSON output"); add keys, never
+These shapes are a public contract documented in docs/json.md; add keys, never
 rename or remove them.
 """
 

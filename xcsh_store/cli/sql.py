@@ -87,7 +87,7 @@ def sql_command(
 ) -> None:
     """Run one read-only SQL statement QUERY on index.db (opened with SQLite's read-only flag).
 
-    The tables and views are documented in the README ("Index schema"). Writing is refused,
+    The tables and views are documented in docs/schema.md. Writing is refused,
     and so are several statements at once. Rows are streamed; Ctrl-C stops the statement.
     JSON: a list of objects, one per row, keyed by column name, written as rows arrive.
 

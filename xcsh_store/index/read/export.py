@@ -2,7 +2,7 @@
 file's state, its session row, its entries with their text and raw JSON read again from the
 file (index/read/texts.py), its blob references, and the mirrored prompt history.
 
-Column names are the index's own (README, "Index schema"), so a copy reads like the original.
+Column names are the index's own (docs/schema.md), so a copy reads like the original.
 """
 
 from __future__ import annotations

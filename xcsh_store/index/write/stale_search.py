@@ -12,7 +12,7 @@ Once the stale rows are STALE_SHARE of the texts indexed, a sync deletes them al
 ``fts5vocab`` table of kind ``instance`` lists every term of every row, once per occurrence,
 which is exactly what the row was indexed from, token for token (the terms are already
 tokenized and folded, so the tokenizer reads each as itself). Reading it walks every term of
-every row once (13 million for 300 MB of sessions: seconds; README, Benchmarks), whatever the
+every row once (13 million for 300 MB of sessions: seconds; benchmarks/README.md), whatever the
 number of stale rows, hence the batches.
 """
 
