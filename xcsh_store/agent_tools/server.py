@@ -2,7 +2,9 @@
 official SDK.
 
 Each call opens the index read-only (it never waits for a sync and always answers from the
-last one), so a ``watch`` running beside the server keeps the answers current."""
+last one), so a ``watch`` running beside the server keeps the answers current. Every answer
+goes to an agent and from there to its model's provider: its secrets are redacted
+(xcsh_store.secrets) unless the server was built without."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from mcp.server.fastmcp import FastMCP
 
 from xcsh_store.agent_tools import tools
 from xcsh_store.index import SessionIndex
+from xcsh_store.secrets import Redactor
 
 INSTRUCTIONS = (
     "Recall past coding-agent sessions from the xcsh-store index: search_sessions finds "
@@ -25,13 +28,17 @@ INSTRUCTIONS = (
 )
 
 
-def _tool(agent_dir: str, question: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
-    """``question`` without its first parameter (the index), which each call opens."""
+def _tool(
+    agent_dir: str, question: Callable[..., dict[str, Any]], redactor: Redactor | None
+) -> Callable[..., Any]:
+    """``question`` without its first parameter (the index), which each call opens; its
+    answer redacted by ``redactor``."""
 
     @functools.wraps(question)
     def call(**arguments: Any) -> dict[str, Any]:
         with SessionIndex.open(agent_dir, read_only=True) as index:
-            return question(index, **arguments)
+            answer = question(index, **arguments)
+        return answer if redactor is None else redactor.value(answer)
 
     hints = typing.get_type_hints(question)
     parameters = [
@@ -44,14 +51,16 @@ def _tool(agent_dir: str, question: Callable[..., dict[str, Any]]) -> Callable[.
     return call
 
 
-def build_server(agent_dir: str) -> FastMCP:
-    """The MCP server over the index of ``agent_dir``."""
+def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
+    """The MCP server over the index of ``agent_dir``; its answers' secrets redacted unless
+    ``redact`` is false."""
     server = FastMCP("xcsh-store", instructions=INSTRUCTIONS)
+    redactor = Redactor() if redact else None
     for name in tools.TOOLS:
-        server.add_tool(_tool(agent_dir, getattr(tools, name)), name=name)
+        server.add_tool(_tool(agent_dir, getattr(tools, name), redactor), name=name)
     return server
 
 
-def serve_stdio(agent_dir: str) -> None:
+def serve_stdio(agent_dir: str, redact: bool = True) -> None:
     """Serve until the client closes stdin."""
-    build_server(agent_dir).run("stdio")
+    build_server(agent_dir, redact).run("stdio")

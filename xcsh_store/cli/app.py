@@ -68,6 +68,7 @@ VERB_MODULES = {
     "mcp": "live",
     "migrate": "maintenance",
     "push": "team",
+    "secrets": "redaction",
     "search": "sessions",
     "serve": "live",
     "show": "sessions",

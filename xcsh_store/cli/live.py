@@ -24,6 +24,7 @@ from xcsh_store.cli.app import (
     require_extra,
 )
 from xcsh_store.cli.maintenance import require_agent_dir
+from xcsh_store.cli.redaction import no_redact_option, redaction
 from xcsh_store.cli.render import home_relative, local_time
 
 if TYPE_CHECKING:
@@ -115,19 +116,23 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
 
 
 @cli.command("mcp")
+@no_redact_option
 @pass_settings
-def mcp_command(settings: Settings) -> None:
+def mcp_command(settings: Settings, no_redact: bool) -> None:
     """Serve the index to agents over stdio (Model Context Protocol), read-only.
 
     Tools: search_sessions, get_session (active branch or tree, paged), get_context,
     recall_prompts, usage; JSON results of bounded size. Add it to an agent's MCP config as
     the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
+    Secrets in the answers (which reach the agent's model provider) are replaced by
+    [REDACTED:<kind>].
     """
     require_extra("mcp", "mcp", "mcp")
+    redact = redaction("mcp", no_redact)
     from xcsh_store.agent_tools import serve_stdio
 
     open_index(settings).close()  # no index yet: say so now, not on the first call
-    serve_stdio(settings.agent_dir)
+    serve_stdio(settings.agent_dir, redact)
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,17 +148,33 @@ def mcp_command(settings: Settings) -> None:
     " for any address but 127.0.0.1.",
 )
 @click.option("--watch", "live", is_flag=True, help="Also keep index.db current (as `watch`).")
+@click.option(
+    "--redact",
+    "always_redact",
+    is_flag=True,
+    help="Replace secrets by [REDACTED:<kind>] on 127.0.0.1 too (always done on any other"
+    " address).",
+)
+@no_redact_option
 @json_option
 @pass_settings
 def serve_command(
-    settings: Settings, host: str, port: int, token: str | None, live: bool, as_json: bool
+    settings: Settings,
+    host: str,
+    port: int,
+    token: str | None,
+    live: bool,
+    always_redact: bool,
+    no_redact: bool,
+    as_json: bool,
 ) -> None:
     """A read-only session browser in the web browser, on http://127.0.0.1:8765/.
 
     Sessions list, search, each session read as its active branch with the branch points
     marked and the abandoned branches folded, contexts, usage charts. Pages update while
     `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}, then with
-    --watch each change applied as `watch --json` prints it.
+    --watch each change applied as `watch --json` prints it. On any address but loopback,
+    secrets are replaced by [REDACTED:<kind>] in every page (--redact: on 127.0.0.1 too).
 
     \b
     Examples:
@@ -165,8 +186,14 @@ def serve_command(
     )
     from xcsh_store.web import serve
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not token:
         raise click.UsageError(f"--host {host} needs --token: anyone who can reach it would read")
+    if always_redact and no_redact:
+        raise click.UsageError("--redact and --no-redact ask for opposite things")
+    # Beyond loopback, pages go to other machines: their secrets are taken out.
+    wanted = always_redact or not loopback
+    redact = redaction("serve", no_redact) if wanted or no_redact else False
     if live:
         require_agent_dir(settings)
     else:
@@ -181,4 +208,7 @@ def serve_command(
     # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
     # found: these, so that a stop asked for is a clean exit (0), not a death by signal.
     with stop_on_signals(threading.Event()):
-        serve(settings.agent_dir, host, port, token, live, change_printer(as_json), on_ready=ready)
+        serve(
+            settings.agent_dir, host, port, token, live, change_printer(as_json),
+            on_ready=ready, redact=redact,
+        )  # fmt: skip

@@ -19,6 +19,7 @@ from xcsh_store.cli.app import (
     require_extra,
 )
 from xcsh_store.cli.params import Duration
+from xcsh_store.cli.redaction import no_redact_option, redaction
 from xcsh_store.cli.render import plural
 from xcsh_store.index import SessionIndex
 
@@ -44,6 +45,7 @@ _TIERS = ("usage", "meta", "full")
     metavar="INTERVAL",
     help="Sync and push again every INTERVAL (30s, 5m) until interrupted.",
 )
+@no_redact_option
 @json_option
 @pass_settings
 def push_command(
@@ -52,13 +54,15 @@ def push_command(
     host: str | None,
     tier: str | None,
     every: Any,
+    no_redact: bool,
     as_json: bool,
 ) -> None:
     """Push this machine's index to a PostgreSQL team index (URL: postgresql://…).
 
     Incremental (only the files changed since this host's last push), idempotent and safe to
     interrupt: each file is replaced in one transaction. Each host writes only its own rows.
-    Run `xcsh-store sync` first, or use --watch, which syncs before each push.
+    Run `xcsh-store sync` first, or use --watch, which syncs before each push. Secrets in the
+    text sent are replaced by [REDACTED:<kind>] (`xcsh-store secrets` lists them).
 
     \b
     Examples:
@@ -67,12 +71,13 @@ def push_command(
       xcsh-store push "$XCSH_STORE_DB" --watch 5m
     """
     require_extra("push", "team", "psycopg")
+    redact = redaction("push", no_redact)
     from xcsh_store.team import TeamConnectionError, push
 
     if every is not None and every.total_seconds() < 1:
         raise click.UsageError("--watch needs an interval of a second or more")
     if every is None:
-        _show(push(settings.agent_dir, url, host=host, tier=tier), as_json)
+        _show(push(settings.agent_dir, url, host=host, tier=tier, redact=redact), as_json)
         return
     while True:
         # Watching, a round the server was away for is reported and retried; any other
@@ -80,7 +85,7 @@ def push_command(
         try:
             with SessionIndex.open(settings.agent_dir) as index:
                 index.sync()
-            report = push(settings.agent_dir, url, host=host, tier=tier)
+            report = push(settings.agent_dir, url, host=host, tier=tier, redact=redact)
         except TeamConnectionError as error:
             echo(f"Error: {error_line(error)}", err=True)
         else:
@@ -133,16 +138,18 @@ def export_group() -> None:
     show_default=True,
     help="What the files hold, as for push: usage, meta (and titles) or full (and text).",
 )
+@no_redact_option
 @json_option
 @pass_settings
 def export_parquet_command(
-    settings: Settings, folder: str, host: str | None, tier: str, as_json: bool
+    settings: Settings, folder: str, host: str | None, tier: str, no_redact: bool, as_json: bool
 ) -> None:
     """Write sessions, entries and usage as Parquet files under FOLDER, partitioned by host
     and month (Hive layout: FOLDER/entries/host=H/month=2026-01/data.parquet).
 
     Incremental: only the partitions holding a new, changed or deleted session are written
     again, each replaced atomically; FOLDER/_xcsh_manifests/HOST.json says what was exported.
+    Secrets in titles and text are replaced by [REDACTED:<kind>], as for push.
 
     \b
     Examples:
@@ -151,9 +158,10 @@ def export_parquet_command(
           '$HOME/xcsh-parquet/usage/**/*.parquet', hive_partitioning = true) GROUP BY ALL"
     """
     require_extra("export parquet", "team", "pyarrow")
+    redact = redaction("export parquet", no_redact)
     from xcsh_store.team import export_parquet
 
-    report = export_parquet(settings.agent_dir, folder, tier=tier, host=host)
+    report = export_parquet(settings.agent_dir, folder, tier=tier, host=host, redact=redact)
     if as_json:
         emit_json(
             {

@@ -15,6 +15,8 @@ that hold a new, changed or deleted session. A partition file is written beside 
 and renamed over it, so a reader sees the old file or the new one, never half of one; the
 manifest is replaced last, so an export killed at any point is redone by the next one.
 Tiers as for ``push``: below ``full`` no text, below ``meta`` no titles or first messages.
+Secrets in titles, first messages and text are redacted as for ``push``; the manifest says
+whether, and an export that redacts rewrites what one that did not wrote.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from xcsh_store.index.export import (
     usage_rows,
 )
 from xcsh_store.paths import ensure_private_dir
+from xcsh_store.secrets import Redactor
 from xcsh_store.team.server import TeamIndexError
 from xcsh_store.team.upload import META_COLUMNS, TEXT_HASH_COLUMNS, TIERS, remembered_host
 
@@ -94,11 +97,13 @@ def export_parquet(
     tier: str = "full",
     host: str | None = None,
     db_path: str | None = None,
+    redact: bool = True,
 ) -> ExportReport:
     """Export the agent dir's index (``db_path``, default its index.db) into ``folder``
-    (created if needed), incrementally."""
+    (created if needed), incrementally; its secrets redacted unless ``redact`` is false."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
+    redactor = Redactor() if redact else None
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
         host = remembered_host(agent_dir, host, db_path)
         if "/" in host or host.startswith("."):
@@ -106,7 +111,8 @@ def export_parquet(
         ensure_private_dir(folder)
         manifest = _read_manifest(_manifest_path(folder, host))
         before: dict[str, dict[str, str]] = {}
-        if manifest.get("host") == host and manifest.get("tier") == tier:
+        written_as = (manifest.get("host"), manifest.get("tier"), manifest.get("redacted", False))
+        if written_as == (host, tier, redact):
             before = manifest.get("files", {})
         report = ExportReport(host=host, tier=tier)
         local = session_files(index)
@@ -123,9 +129,11 @@ def export_parquet(
         for month in sorted(dirty):
             paths = sorted(path for path, item in now.items() if item["month"] == month)
             states = [local[path] for path in paths]
-            report.rows += _write_month(folder, index, host, tier, month, states, usage)
+            report.rows += _write_month(folder, index, host, tier, month, states, usage, redactor)
             report.partitions += len(TABLES)
-    exported = {"version": MANIFEST_VERSION, "host": host, "tier": tier, "files": now}
+    exported = {
+        "version": MANIFEST_VERSION, "host": host, "tier": tier, "redacted": redact, "files": now,
+    }  # fmt: skip
     _write_manifest(_manifest_path(folder, host), exported)
     return report
 
@@ -138,6 +146,7 @@ def _write_month(
     month: str,
     states: list[FileState],
     usage: dict[int, list[tuple[Any, ...]]],
+    redactor: Redactor | None,
 ) -> int:
     """Write (or remove, when no session is left) the month's file of each table."""
     columns: dict[str, dict[str, list[Any]]] = {
@@ -149,12 +158,18 @@ def _write_month(
     for state in states:
         path = state.path
         session = dict(zip(SESSION_COLUMNS, session_row(index, state.file_id), strict=True))
+        if redactor is not None:
+            meta = redactor.texts([session[column] for column in META_COLUMNS])
+            session.update(zip(META_COLUMNS, meta, strict=True))
         _add(columns["sessions"], {"path": path, **session}, hidden)
         for entry in entry_rows(index, state.file_id, with_text=with_text):
             values = dict(zip(ENTRY_COLUMNS, entry.values, strict=True))
+            text = entry.text
+            if redactor is not None:
+                text, _raw = redactor.entry(text, entry.raw)
             _add(
                 columns["entries"],
-                {"path": path, "session_id": session["session_id"], **values, "text": entry.text},
+                {"path": path, "session_id": session["session_id"], **values, "text": text},
                 hidden_entry,
             )
         for values in usage.get(state.file_id, []):

@@ -11,6 +11,11 @@ the other; pushes of different hosts touch different rows and never wait for eac
 Privacy tiers (``TIERS``): below ``full`` no entry text, raw JSON or prompt history leaves the
 machine; below ``meta`` no title or first message either. Lowering a host's tier scrubs its
 rows on the server in one transaction before anything else is pushed.
+
+Secrets in the text that leaves (titles, first messages, entry text and JSON, prompts) are
+replaced by ``[REDACTED:<kind>]`` (xcsh_store.secrets) unless the caller asks for the text as
+it is; a file's watermark says which, so a push that redacts sends again what one that did not
+had sent.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from xcsh_store.index.export import (
     session_row,
 )
 from xcsh_store.paths import get_index_db_path, write_private_file
+from xcsh_store.secrets import Redactor
 from xcsh_store.team.server import TeamIndexError, connect, server_errors
 
 TIERS = ("usage", "meta", "full")
@@ -46,6 +52,9 @@ META_COLUMNS = ("title", "first_message", "compaction_title")
 TEXT_HASH_COLUMNS = ("prompt_hash",)
 # Where the remembered --host lives: beside index.db.
 HOST_FILE_NAME = "team-host"
+# Appended to the watermark of a file pushed redacted (with the version of the redaction): a
+# file pushed before redaction existed, or with --no-redact, differs and is pushed again.
+REDACTED_MARK = "+redacted1"
 
 _FILE_COPY = "COPY files (host, path, state, tier, indexed_bytes) FROM STDIN"
 _SESSION_COPY = f"COPY sessions (host, path, {', '.join(SESSION_COLUMNS)}) FROM STDIN"
@@ -96,22 +105,24 @@ def push(
     host: str | None = None,
     tier: str | None = None,
     db_path: str | None = None,
+    redact: bool = True,
 ) -> PushReport:
     """Push the agent dir's index (``db_path``, default its index.db) to the team index at
-    ``url`` as ``host``.
+    ``url`` as ``host``, its secrets redacted unless ``redact`` is false.
 
     ``tier`` defaults to the tier the host pushed with last (``full`` for a new host), so a
     push without ``--tier`` never raises what a host shares.
     """
     if tier is not None and tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
+    redactor = Redactor() if redact else None
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
         host = remembered_host(agent_dir, host, db_path)
         local = session_files(index)
         connection = connect(url)
         try:
             with server_errors(url, "pushing"):
-                return _push(connection, index, local, host, tier)
+                return _push(connection, index, local, host, tier, redactor)
         finally:
             connection.close()
 
@@ -122,6 +133,7 @@ def _push(
     local: dict[str, FileState],
     host: str,
     tier: str | None,
+    redactor: Redactor | None,
 ) -> PushReport:
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
@@ -142,20 +154,20 @@ def _push(
             connection.execute("DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, gone))
             _usage_changed(connection, host)
         report.deleted = len(gone)
-    batch = _Batch(host, report.tier)
+    batch = _Batch(host, report.tier, redactor)
     for path, state in sorted(local.items()):
-        if remote.get(path) == f"{state.state} {report.tier}":
+        if remote.get(path) == f"{batch.watermark(state)} {report.tier}":
             report.unchanged += 1
             continue
         batch.add(index, state)
         if batch.full():
             report.entries += batch.write(connection)
             report.pushed += len(batch.files)
-            batch = _Batch(host, report.tier)
+            batch = _Batch(host, report.tier, redactor)
     report.entries += batch.write(connection)
     report.pushed += len(batch.files)
     if report.tier == "full":
-        report.history = _push_history(connection, index, host)
+        report.history = _push_history(connection, index, host, redactor)
     with connection.transaction():
         connection.execute("UPDATE hosts SET pushed_at = now() WHERE host = %s", (host,))
         _roll_up_usage(connection, host)
@@ -192,9 +204,10 @@ class _Batch:
     ENTRIES = 2_000
     FILES = 200
 
-    def __init__(self, host: str, tier: str) -> None:
+    def __init__(self, host: str, tier: str, redactor: Redactor | None) -> None:
         self.host = host
         self.tier = tier
+        self.redactor = redactor
         self.files: list[tuple[Any, ...]] = []
         self.sessions: list[tuple[Any, ...]] = []
         self.entries: list[tuple[Any, ...]] = []
@@ -203,20 +216,30 @@ class _Batch:
     def full(self) -> bool:
         return len(self.entries) >= self.ENTRIES or len(self.files) >= self.FILES
 
+    def watermark(self, state: FileState) -> str:
+        return state.state + (REDACTED_MARK if self.redactor is not None else "")
+
     def add(self, index: SessionIndex, state: FileState) -> None:
         host, path, tier = self.host, state.path, self.tier
-        self.files.append((host, path, state.state, tier, state.indexed_bytes))
+        self.files.append((host, path, self.watermark(state), tier, state.indexed_bytes))
         session = list(session_row(index, state.file_id))
         if tier == "usage":
             for position in _META_POSITIONS:
                 session[position] = None
+        elif self.redactor is not None:
+            meta = self.redactor.texts([session[position] for position in _META_POSITIONS])
+            for position, text in zip(_META_POSITIONS, meta, strict=True):
+                session[position] = text
         self.sessions.append((host, path, *map(server_text, session)))
         for row in entry_rows(index, state.file_id, with_text=tier == "full"):
             values = list(row.values)
             if tier == "usage":
                 for position in _HASH_POSITIONS:
                     values[position] = None
-            text, raw = server_text(row.text), server_text(row.raw)
+            text, raw = row.text, row.raw
+            if self.redactor is not None:
+                text, raw = self.redactor.entry(text, raw)
+            text, raw = server_text(text), server_text(raw)
             self.entries.append((host, path, *map(server_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in row.blob_refs)
 
@@ -289,14 +312,23 @@ def _scrub(connection: psycopg.Connection[Any], host: str, tier: str) -> None:
     connection.execute("UPDATE files SET tier = %s WHERE host = %s", (tier, host))
 
 
-def _push_history(connection: psycopg.Connection[Any], index: SessionIndex, host: str) -> int:
-    """The host's prompt history, replaced whole when the local mirror changed."""
-    state = history_state(index)
+def _push_history(
+    connection: psycopg.Connection[Any],
+    index: SessionIndex,
+    host: str,
+    redactor: Redactor | None,
+) -> int:
+    """The host's prompt history, replaced whole when the local mirror changed (or was pushed
+    redacted where it is not now, or the other way round)."""
+    state = history_state(index) + (REDACTED_MARK if redactor is not None else "")
     row = connection.execute("SELECT history_state FROM hosts WHERE host = %s", (host,)).fetchone()
     connection.commit()
     if row and row[0] == state:
         return 0
     rows = history_rows(index)
+    if redactor is not None:
+        prompt = HISTORY_COLUMNS.index("prompt")
+        rows = [(*row[:prompt], redactor.text(row[prompt]), *row[prompt + 1 :]) for row in rows]
     with connection.transaction():
         connection.execute("DELETE FROM history WHERE host = %s", (host,))
         with connection.cursor().copy(_HISTORY_COPY) as copy:

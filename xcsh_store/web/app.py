@@ -1,7 +1,9 @@
 """The Starlette app of ``xcsh-store serve``: routes, the token check, the security headers, the
 live-update stream. Read-only: every request opens index.db read-only and answers from the last
 sync; with ``watch`` (or ``serve --watch``) running, pages learn of new syncs through
-server-sent events and reload what they show."""
+server-sent events and reload what they show. With ``redact`` (serve beyond loopback), every
+value a page prints and every resource passes through the secret redaction first
+(xcsh_store.secrets)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from xcsh_store.index import (
     project_choices,
 )
 from xcsh_store.paths import artifacts_dir_for, get_index_db_path
+from xcsh_store.secrets import Redactor
 from xcsh_store.web import pages
 
 # No inline script or style anywhere: a session's text cannot run, whatever it holds.
@@ -117,19 +120,30 @@ def index_version(db_path: str) -> str:
     return "-".join(map(str, version))
 
 
-def create_app(agent_dir: str, token: str | None = None) -> Starlette:
-    """The app over the index of ``agent_dir``; with ``token``, every request must carry it.
+def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -> Starlette:
+    """The app over the index of ``agent_dir``; with ``token``, every request must carry it;
+    with ``redact``, no secret of a session is in a page or a resource.
 
     The pages are plain functions, which Starlette runs in its thread pool: a slow query
     never holds up the event loop, and with it the live streams of other pages."""
     agent_dir = os.path.abspath(agent_dir)
     db_path = get_index_db_path(agent_dir)
+    redactor = Redactor() if redact else None
+
+    def shown(value: Any) -> Any:
+        """What a template prints: a text with its secrets redacted (before it is escaped)."""
+        if redactor is None or not isinstance(value, str):
+            return value
+        redacted = redactor.text(value)
+        return value if redacted == value else type(value)(redacted)
+
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("xcsh_store.web", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=shown,
     )
 
     def url(route: str, path: str, **parameters: Any) -> str:
@@ -285,7 +299,7 @@ def create_app(agent_dir: str, token: str | None = None) -> Starlette:
             )
         except InternalUrlError as problem:
             return PlainTextResponse(str(problem), 404)
-        return PlainTextResponse(text)
+        return PlainTextResponse(shown(text))
 
     async def live(request: Request) -> Response:
         """Server-sent events: ``index`` each time a sync commits (after the version ``seen``

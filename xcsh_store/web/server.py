@@ -25,12 +25,14 @@ def serve(
     watch: bool = False,
     on_change: Callable[[AppliedChange], None] | None = None,
     on_ready: Callable[[str], None] | None = None,
+    redact: bool | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``."""
+    """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``. ``redact``
+    (default: on any address but loopback) takes the secrets out of every page."""
     if host not in LOOPBACK and not token:
         raise ValueError(f"serving on {host} needs a token")
     config = uvicorn.Config(
-        create_app(agent_dir, token),
+        create_app(agent_dir, token, host not in LOOPBACK if redact is None else redact),
         host=host,
         port=port,
         log_level="warning",

@@ -1,0 +1,101 @@
+"""Where the secrets are: each session file read line by line, every secret in a line's
+strings named with its kind, the session and entry, the file and line number, and a masked
+preview, so that its owner can rotate it (``xcsh-store secrets``). Never the secret itself.
+
+Lines are scanned a chunk at a time (one call of the detector for many lines); a chunk in
+which something was found is looked at line by line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import orjson
+
+from xcsh_store.files import open_regular_file
+from xcsh_store.index import IndexedSession, SessionIndex
+from xcsh_store.secrets.detect import SEPARATOR, Secret, SecretDetector
+from xcsh_store.secrets.redact import json_strings, mask
+
+# Bytes of lines scanned in one call of the detector.
+CHUNK_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSecret:
+    """A secret in a session file (``preview`` is masked)."""
+
+    kind: str
+    session_id: str
+    agent: str
+    entry_id: str | None
+    path: str
+    line: int
+    preview: str
+
+
+def session_secrets(
+    index: SessionIndex, sessions: Iterable[IndexedSession], detector: SecretDetector
+) -> Iterator[SessionSecret]:
+    """The secrets of ``sessions``, file by file, in line order."""
+    for session in sessions:
+        entry_ids = dict(
+            index.connection.execute(
+                "SELECT offset, id FROM entries WHERE session = ? ORDER BY offset DESC, part DESC",
+                (session.file_id,),
+            ).fetchall()
+        )
+        path = index.local_path(session.path)
+        for number, offset, secret in _file_secrets(path, detector):
+            yield SessionSecret(
+                kind=secret.kind,
+                session_id=session.id,
+                agent=session.agent,
+                entry_id=entry_ids.get(offset),
+                path=session.path,
+                line=number,
+                preview=mask(secret.value),
+            )
+
+
+def _file_secrets(path: str, detector: SecretDetector) -> Iterator[tuple[int, int, Secret]]:
+    """(line number, byte offset of the line, secret) of each secret in the file's lines."""
+    try:
+        stream = open_regular_file(path)
+    except OSError:
+        return  # gone or unreadable since the last sync: nothing to say of it
+    chunk: list[tuple[int, int, str]] = []
+    size = 0
+    with stream:
+        offset = 0
+        for number, line in enumerate(stream, start=1):
+            text = _line_text(line)
+            if text:
+                chunk.append((number, offset, text))
+                size += len(line)
+            offset += len(line)
+            if size >= CHUNK_BYTES:
+                yield from _chunk_secrets(chunk, detector)
+                chunk, size = [], 0
+    yield from _chunk_secrets(chunk, detector)
+
+
+def _chunk_secrets(
+    chunk: list[tuple[int, int, str]], detector: SecretDetector
+) -> Iterator[tuple[int, int, Secret]]:
+    if not chunk or not detector.find_in([text for _number, _offset, text in chunk]):
+        return
+    for number, offset, text in chunk:
+        for secret in detector.find(text):
+            yield number, offset, secret
+
+
+def _line_text(line: bytes) -> str:
+    """A line's strings, each of an object with its key (as redaction reads them); a line
+    that is not JSON as it is."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line.decode("utf-8", "replace").strip()
+    return SEPARATOR.join(json_strings(value))
