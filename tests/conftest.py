@@ -15,10 +15,18 @@ from xcsh_store.index import SessionIndex
 _TERMINAL_VARIABLES = ("KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
 
 
+@pytest.fixture(scope="session")
+def rule_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where Kingfisher keeps its compiled secret rules for the whole run (compiling them takes
+    seconds; it would keep them under $HOME, which is new in every test)."""
+    return tmp_path_factory.mktemp("kingfisher-rules")
+
+
 @pytest.fixture(autouse=True)
-def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule_cache: Path) -> Path:
     """Nothing a test does may touch the real $HOME, the real agent dir or the real Claude Code
     and Codex folders (a sync indexes those when they exist)."""
+    monkeypatch.setenv("KF_RULE_CACHE_DIR", str(rule_cache))
     home = tmp_path / "home"
     home.mkdir()
     agent = tmp_path / "agent"

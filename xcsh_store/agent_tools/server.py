@@ -18,7 +18,7 @@ from mcp.server.fastmcp import FastMCP
 
 from xcsh_store.agent_tools import tools
 from xcsh_store.index import SessionIndex
-from xcsh_store.secrets import Redactor
+from xcsh_store.secrets import FileSecrets, Redactor
 
 INSTRUCTIONS = (
     "Recall past coding-agent sessions from the xcsh-store index: search_sessions finds "
@@ -32,13 +32,21 @@ def _tool(
     agent_dir: str, question: Callable[..., dict[str, Any]], redactor: Redactor | None
 ) -> Callable[..., Any]:
     """``question`` without its first parameter (the index), which each call opens; its
-    answer redacted by ``redactor``."""
+    answer redacted by ``redactor``, with the secrets of the session files it quotes (a text
+    cut short or an excerpt may hold a piece of one)."""
+    file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
 
     @functools.wraps(question)
     def call(**arguments: Any) -> dict[str, Any]:
         with SessionIndex.open(agent_dir, read_only=True) as index:
             answer = question(index, **arguments)
-        return answer if redactor is None else redactor.value(answer)
+            if redactor is None or file_secrets is None:
+                return answer
+            paths = {hit["path"] for hit in answer.get("hits", [])}
+            if arguments.get("session"):
+                paths.add(index.find_session(arguments["session"]).path)
+            known = [found for path in paths for found in file_secrets.of(index.local_path(path))]
+        return redactor.value(answer, known)
 
     hints = typing.get_type_hints(question)
     parameters = [

@@ -7,10 +7,11 @@ The session files and the local index keep every secret: they are the owner's.
 
 from xcsh_store.secrets.detect import Secret, SecretDetector
 from xcsh_store.secrets.redact import REDACTED, Redactor, mask
-from xcsh_store.secrets.scan import SessionSecret, session_secrets
+from xcsh_store.secrets.scan import FileSecrets, SessionSecret, session_secrets
 
 __all__ = [
     "REDACTED",
+    "FileSecrets",
     "Redactor",
     "Secret",
     "SecretDetector",

@@ -13,8 +13,8 @@
 
 Kingfisher scans megabytes a second once called, but a call costs as much as a few kilobytes
 of text: a caller hands over many texts at once (``find_in``) and they are scanned as one. The
-keyword detectors run only where one of their keywords occurs (every entry of detect-secrets'
-deny list holds one of ``KEYWORDS``), on a window of that line.
+keyword detectors run only where one of their keywords occurs (the entries of detect-secrets'
+deny list, as plain words: ``api_key``, ``apikey``, ``password``…), on a window of that line.
 """
 
 from __future__ import annotations
@@ -26,18 +26,30 @@ from dataclasses import dataclass
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+from detect_secrets.plugins.keyword import (
+    CONFIG_DENYLIST_REGEX_TO_GROUP,
+    DENYLIST,
+    KeywordDetector,
+)
 from kingfisher_sdk import Rules, Scanner, shannon_entropy
 
-# What every keyword of detect-secrets' KeywordDetector holds (lower case), and what a URL with
-# credentials holds.
-KEYWORDS = ("key", "pass", "pwd", "secret", "contrase")
-PASSWORD_KEYWORDS = ("pass", "pwd", "contrase")
+# The words of detect-secrets' deny list (``api_?key``: ``apikey`` and ``api_key``), by a
+# stem each holds: a text without the stem is spared looking for its words.
+STEMS = ("key", "pass", "pwd", "secret", "contrase")
+_WORDS = sorted({entry.replace("_?", joint) for entry in DENYLIST for joint in ("", "_")})
+KEYWORDS = {stem: [word for word in _WORDS if stem in word] for stem in STEMS}
+# Each word of a stem, as bytes, with where the stem starts in it.
+_STEM_WORDS = {
+    stem: [(word.encode(), word.encode().find(stem.encode())) for word in words]
+    for stem, words in KEYWORDS.items()
+}
+PASSWORD_STEMS = ("pass", "pwd", "contrase")
 URL_MARK = "://"
 # What every AWS key id starts with (AWSKeyDetector's first pattern).
 AWS_KEY_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")
+_AWS_KEY_PREFIX = re.compile("|".join(AWS_KEY_PREFIXES).encode())
 # A keyword's value is looked for this far around it, on its line.
-WINDOW_BEFORE, WINDOW_AFTER = 80, 600
+WINDOW_BEFORE, WINDOW_AFTER = 60, 300
 # A keyword's value: at least this long, with at least this entropy (bits a character).
 MIN_KEYWORD_VALUE, MIN_KEYWORD_ENTROPY = 8, 3.0
 # Anything shorter is no secret worth the name, and replacing it would cut up common words.
@@ -82,44 +94,48 @@ class SecretDetector:
 
     def find_in(self, texts: Sequence[str]) -> list[Secret]:
         """The secrets in any of ``texts`` (scanned as one), each value once, longest first."""
-        joined = SEPARATOR.join(texts)
+        return self.find_in_bytes(SEPARATOR.join(texts).encode("utf-8", "surrogatepass"))
+
+    def find_in_bytes(self, data: bytes) -> list[Secret]:
+        """The secrets in UTF-8 text, each value once, longest first. Bytes are what the
+        rules read, and a keyword is found in them faster than in a str."""
         found: dict[str, str] = {}
-        data = joined.encode("utf-8", "surrogatepass")
         for finding in self._scanner.scan(data):
             # The text the rule matched: a secret found base64-encoded is its encoded form.
             location = finding.location
             value = data[location["start_offset"] : location["end_offset"]]
-            _keep(found, value.decode("utf-8", "surrogatepass"), kind_of(finding.rule_id))
-        for kind, value in self._keyword_values(joined):
+            _keep(found, _text(value), kind_of(finding.rule_id))
+        for kind, value in self._keyword_values(data):
             _keep(found, value, kind)
-        if any(prefix in joined for prefix in AWS_KEY_PREFIXES):
-            for value in self._aws.analyze_string(joined):
+        if _AWS_KEY_PREFIX.search(data):
+            for value in self._aws.analyze_string(_text(data)):
                 _keep(found, value, "aws-key")
         return [Secret(kind, value) for value, kind in sorted(found.items(), key=_longest_first)]
 
-    def _keyword_values(self, text: str) -> list[tuple[str, str]]:
+    def _keyword_values(self, data: bytes) -> list[tuple[str, str]]:
         """(kind, value) of detect-secrets' keyword and basic-auth detectors, on a window of
         each line that holds one of their keywords."""
-        lowered = text.lower()
-        if len(lowered) != len(text):  # a character whose lower case is longer: keep places
-            lowered = "".join(character.lower()[0] for character in text)
+        lowered = data.lower()  # ASCII letters only: the places stay where they are
         windows: dict[tuple[int, int], str] = {}
-        for word in (*KEYWORDS, URL_MARK):
-            at = lowered.find(word)
+        for stem in (*STEMS, URL_MARK):
+            needle = stem.encode()
+            at = lowered.find(needle)
             while at != -1:
-                line_start = text.rfind("\n", 0, at) + 1
-                line_end = text.find("\n", at)
-                line_end = len(text) if line_end == -1 else line_end
-                bounds = (max(line_start, at - WINDOW_BEFORE), min(line_end, at + WINDOW_AFTER))
-                windows.setdefault(bounds, word)
-                at = lowered.find(word, at + len(word))
+                if stem == URL_MARK or _keyword_at(lowered, at, stem):
+                    line_start = data.rfind(b"\n", 0, at) + 1
+                    line_end = data.find(b"\n", at)
+                    line_end = len(data) if line_end == -1 else line_end
+                    start, end = max(line_start, at - WINDOW_BEFORE), at + WINDOW_AFTER
+                    windows.setdefault((start, min(line_end, end)), stem)
+                at = lowered.find(needle, at + len(needle))
         found = []
-        for (start, end), word in windows.items():
-            window = text[start:end]
-            if word == URL_MARK:
+        for (start, end), stem in windows.items():
+            # A window cut inside a character loses only that character.
+            window = data[start:end].decode("utf-8", "ignore")
+            if stem == URL_MARK:
                 found += (("url-password", value) for value in self._url_passwords(window))
             else:
-                kind = "password" if word in PASSWORD_KEYWORDS else "secret-assignment"
+                kind = "password" if stem in PASSWORD_STEMS else "secret-assignment"
                 found += ((kind, value) for value in self._assigned(window))
         return found
 
@@ -158,6 +174,17 @@ def _filtered(value: str, line: str, plugin: object) -> bool:
         or heuristic.is_indirect_reference(line)
         or heuristic.is_not_alphanumeric_string(value)
     )
+
+
+def _keyword_at(lowered: bytes, at: int, stem: str) -> bool:
+    """Whether the stem found at ``at`` is part of one of its deny-list words."""
+    return any(
+        lowered.startswith(word, at - offset) for word, offset in _STEM_WORDS[stem] if offset <= at
+    )
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
 
 
 def _keep(found: dict[str, str], value: str, kind: str) -> None:

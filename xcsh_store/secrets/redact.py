@@ -7,6 +7,11 @@ secret found in any of them is replaced wherever it occurs in them: an entry's t
 its JSON's strings, so the secret found in the JSON is the one to take out of the text. Each
 string of a JSON object is read as ``key: value``, so that ``{"password": "…"}`` reads as the
 assignment it is.
+
+Entries are first scanned as their JSON texts with the escapes of whitespace and quotes undone
+(``json_view``: no parsing), many at once (``entries``: one call of the detector for about
+CHUNK_BYTES of them); only an entry in which that finds something is parsed and scanned string
+by string, and its secrets replaced.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ import orjson
 from xcsh_store.secrets.detect import MIN_SECRET, SEPARATOR, Secret, SecretDetector
 
 REDACTED = "[REDACTED:{kind}]"
+# The shortest piece of a known secret replaced where a text was cut.
+FRAGMENT = 8
+# Bytes of entries' JSON scanned in one call of the detector.
+CHUNK_BYTES = 1 << 20
+SEPARATOR_BYTES = SEPARATOR.encode()
 
 
 class Redactor:
@@ -35,14 +45,40 @@ class Redactor:
             return list(texts)
         return [_replace(text, secrets) if text else text for text in texts]
 
-    def text(self, text: str) -> str:
-        return self.texts([text])[0] or text
+    def text(self, text: str, known: Sequence[Secret] = ()) -> str:
+        """``text`` redacted; and the ``known`` secrets (found where ``text`` was cut from)
+        replaced, whole or the piece of one at a cut."""
+        redacted = self.texts([text])[0] or text
+        return replace_known(redacted, known) if known else redacted
+
+    def entries(
+        self, pairs: Sequence[tuple[str | None, str | None]]
+    ) -> list[tuple[str | None, str | None]]:
+        """``entry`` of each (text, JSON) pair, the pairs scanned a chunk at a time."""
+        data = [(raw or text or "").encode("utf-8", "surrogatepass") for text, raw in pairs]
+        out: list[tuple[str | None, str | None]] = []
+        start = 0
+        while start < len(pairs):
+            end, size = start + 1, len(data[start])
+            while end < len(pairs) and size + len(data[end]) <= CHUNK_BYTES:
+                size += len(data[end])
+                end += 1
+            chunk = pairs[start:end]
+            view = json_view_bytes(SEPARATOR_BYTES.join(data[start:end]))
+            if self.detector.find_in_bytes(view):
+                out += [self.entry(text, raw) for text, raw in chunk]
+            else:
+                out += chunk
+            start = end
+        return out
 
     def entry(self, text: str | None, raw: str | None) -> tuple[str | None, str | None]:
         """An entry's text and its JSON (as text): the secrets in the JSON's strings replaced
         in both. A JSON that holds one is written again (compact, keys in their order)."""
         if not raw:
             return self.text(text) if text else text, raw
+        if not self.detector.find(json_view(raw)):
+            return text, raw
         value = orjson.loads(raw)
         secrets = self._find(list(json_strings(value)) + ([text] if text else []))
         if not secrets:
@@ -50,10 +86,12 @@ class Redactor:
         redacted = orjson.dumps(_walk(value, secrets)).decode("utf-8")
         return (_replace(text, secrets) if text else text), redacted
 
-    def value(self, value: Any) -> Any:
-        """A JSON-ready value (dicts, lists, strings, numbers) with its strings redacted."""
+    def value(self, value: Any, known: Sequence[Secret] = ()) -> Any:
+        """A JSON-ready value (dicts, lists, strings, numbers) with its strings redacted, and
+        the ``known`` secrets replaced as by ``text``."""
         secrets = self._find(list(json_strings(value)))
-        return _walk(value, secrets) if secrets else value
+        value = _walk(value, secrets) if secrets else value
+        return _walk(value, [], known) if known else value
 
     def _find(self, texts: list[str]) -> list[Secret]:
         if not any(len(text) >= MIN_SECRET for text in texts):
@@ -66,11 +104,22 @@ class Redactor:
 def mask(value: str) -> str:
     """A secret shown without giving it away: its first and last few characters (fewer for a
     short one), ``sk-a…9f``; a private key by its first line."""
-    first_line = value.strip().split("\n", 1)[0]
-    if first_line.startswith("-----BEGIN"):
-        return first_line.rstrip("\\n") + "…"
+    if value.startswith("-----BEGIN"):
+        return value[: value.find("-----", len("-----BEGIN")) + len("-----")] + "…"
     head, tail = min(4, len(value) // 6), min(2, len(value) // 8)
     return value[:head] + "…" + (value[-tail:] if tail else "")
+
+
+def json_view(raw: str) -> str:
+    """JSON text read as the text it holds: escaped newlines, tabs and quotes made what they
+    stand for, so that the rules see a key's value and where a line ends (the JSON itself,
+    ``"password": "…"``, reads as an assignment)."""
+    return json_view_bytes(raw.encode("utf-8", "surrogatepass")).decode("utf-8", "surrogatepass")
+
+
+def json_view_bytes(raw: bytes) -> bytes:
+    """``json_view`` of UTF-8 JSON text."""
+    return raw.replace(b"\\n", b"\n").replace(b"\\t", b"\t").replace(b'\\"', b'"')
 
 
 def json_strings(value: Any, key: str | None = None) -> Iterator[str]:
@@ -85,14 +134,51 @@ def json_strings(value: Any, key: str | None = None) -> Iterator[str]:
             yield from json_strings(item)
 
 
-def _walk(value: Any, secrets: list[Secret]) -> Any:
+def _walk(value: Any, secrets: list[Secret], known: Sequence[Secret] = ()) -> Any:
     if isinstance(value, str):
-        return _replace(value, secrets)
+        return replace_known(_replace(value, secrets), known)
     if isinstance(value, dict):
-        return {name: _walk(item, secrets) for name, item in value.items()}
+        return {name: _walk(item, secrets, known) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_walk(item, secrets) for item in value]
+        return [_walk(item, secrets, known) for item in value]
     return value
+
+
+def replace_known(text: str, secrets: Sequence[Secret]) -> str:
+    """Each of ``secrets`` replaced in a text that may hold only a piece of it (an excerpt, a
+    summary cut short): every line of it, and where a line was cut, the part of it left
+    (at least FRAGMENT characters, from its start or up to its end)."""
+    for secret in secrets:
+        mark = REDACTED.format(kind=secret.kind)
+        for line in secret.value.replace("\\n", "\n").split("\n"):
+            line = line.strip()
+            if len(line) < FRAGMENT:
+                continue
+            if line in text:
+                text = text.replace(line, mark)
+            text = _cut_pieces(text, line, mark)
+    return text
+
+
+def _cut_pieces(text: str, line: str, mark: str) -> str:
+    """The start of ``line`` where a text ends or breaks off, its end where a text begins or
+    resumes: ``sk-proj-zA3h…``, ``…9fKz``."""
+    for probe, forward in ((line[:FRAGMENT], True), (line[-FRAGMENT:], False)):
+        at = text.find(probe)
+        while at != -1:
+            if forward:
+                end = at + FRAGMENT
+                while end < len(text) and end - at < len(line) and text[end] == line[end - at]:
+                    end += 1
+                start = at
+            else:
+                start, end = at, at + FRAGMENT
+                back = len(line) - FRAGMENT
+                while start > 0 and back > 0 and text[start - 1] == line[back - 1]:
+                    start, back = start - 1, back - 1
+            text = text[:start] + mark + text[end:]
+            at = text.find(probe, start + len(mark))
+    return text
 
 
 def _replace(text: str, secrets: list[Secret]) -> str:

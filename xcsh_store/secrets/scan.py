@@ -4,10 +4,15 @@ preview, so that its owner can rotate it (``xcsh-store secrets``). Never the sec
 
 Lines are scanned a chunk at a time (one call of the detector for many lines); a chunk in
 which something was found is looked at line by line.
+
+``FileSecrets``: the secrets of whole files, kept while a file is unchanged, for whoever shows
+pieces of a file (serve, mcp) and must take out a secret its pieces cut in two.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -16,7 +21,7 @@ import orjson
 from xcsh_store.files import open_regular_file
 from xcsh_store.index import IndexedSession, SessionIndex
 from xcsh_store.secrets.detect import SEPARATOR, Secret, SecretDetector
-from xcsh_store.secrets.redact import json_strings, mask
+from xcsh_store.secrets.redact import json_strings, json_view_bytes, mask
 
 # Bytes of lines scanned in one call of the detector.
 CHUNK_BYTES = 256 * 1024
@@ -89,6 +94,49 @@ def _chunk_secrets(
     for number, offset, text in chunk:
         for secret in detector.find(text):
             yield number, offset, secret
+
+
+class FileSecrets:
+    """The secrets in each file asked for (its lines as JSON text, ``json_view``), kept while
+    the file's size and time stay the same. Safe to share between threads."""
+
+    # Files remembered at once.
+    FILES = 256
+
+    def __init__(self, detector: SecretDetector) -> None:
+        self.detector = detector
+        self._found: dict[str, tuple[tuple[int, int], list[Secret]]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, path: str) -> list[Secret]:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return []
+        state = (stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            kept = self._found.get(path)
+        if kept is not None and kept[0] == state:
+            return kept[1]
+        found = self._scan(path)
+        with self._lock:
+            if len(self._found) >= self.FILES:
+                self._found.clear()
+            self._found[path] = (state, found)
+        return found
+
+    def _scan(self, path: str) -> list[Secret]:
+        try:
+            stream = open_regular_file(path)
+        except OSError:
+            return []
+        found: dict[str, Secret] = {}
+        with stream:
+            while chunk := stream.read(CHUNK_BYTES):
+                chunk += stream.readline()  # whole lines: no secret is cut in two
+                for secret in self.detector.find_in_bytes(json_view_bytes(chunk)):
+                    found.setdefault(secret.value, secret)
+        return list(found.values())
 
 
 def _line_text(line: bytes) -> str:

@@ -231,14 +231,15 @@ class _Batch:
             for position, text in zip(_META_POSITIONS, meta, strict=True):
                 session[position] = text
         self.sessions.append((host, path, *map(server_text, session)))
-        for row in entry_rows(index, state.file_id, with_text=tier == "full"):
+        rows = list(entry_rows(index, state.file_id, with_text=tier == "full"))
+        texts = [(row.text, row.raw) for row in rows]
+        if self.redactor is not None:
+            texts = self.redactor.entries(texts)
+        for row, (text, raw) in zip(rows, texts, strict=True):
             values = list(row.values)
             if tier == "usage":
                 for position in _HASH_POSITIONS:
                     values[position] = None
-            text, raw = row.text, row.raw
-            if self.redactor is not None:
-                text, raw = self.redactor.entry(text, raw)
             text, raw = server_text(text), server_text(raw)
             self.entries.append((host, path, *map(server_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in row.blob_refs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import os
+import threading
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
@@ -40,7 +41,7 @@ from xcsh_store.index import (
     project_choices,
 )
 from xcsh_store.paths import artifacts_dir_for, get_index_db_path
-from xcsh_store.secrets import Redactor
+from xcsh_store.secrets import FileSecrets, Redactor, Secret
 from xcsh_store.web import pages
 
 # No inline script or style anywhere: a session's text cannot run, whatever it holds.
@@ -129,13 +130,34 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
     agent_dir = os.path.abspath(agent_dir)
     db_path = get_index_db_path(agent_dir)
     redactor = Redactor() if redact else None
+    file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
+    # The secrets of the files the page being rendered (in this thread) shows pieces of.
+    rendering = threading.local()
 
     def shown(value: Any) -> Any:
-        """What a template prints: a text with its secrets redacted (before it is escaped)."""
+        """What a template prints: a text with its secrets redacted (before it is escaped),
+        and the secrets of the files it was cut from, whole or cut."""
         if redactor is None or not isinstance(value, str):
             return value
-        redacted = redactor.text(value)
+        redacted = redactor.text(value, getattr(rendering, "known", ()))
         return value if redacted == value else type(value)(redacted)
+
+    def secrets_of(index: SessionIndex, paths: Any) -> list[Secret]:
+        """The secrets of the session files a page shows pieces of (their excerpts, summaries
+        and cut texts may hold a secret in part, which no rule can tell)."""
+        if file_secrets is None:
+            return []
+        return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
+
+    def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
+        """A hit's highlighted pieces; redacting, a snippet that holds a secret is shown
+        whole and plain (a piece cut by a highlight would not read as the secret it is)."""
+        if redactor is not None:
+            plain = snippet.replace(pages.MARK_START, "").replace(pages.MARK_END, "")
+            redacted = redactor.text(plain, getattr(rendering, "known", ()))
+            if redacted != plain:
+                return [(False, redacted)]
+        return pages.snippet_pieces(snippet)
 
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("xcsh_store.web", "templates"),
@@ -154,10 +176,16 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
 
     templates.globals["url"] = url
 
-    def render(name: str, status: int = 200, **context: Any) -> Response:
+    def render(
+        name: str, status: int = 200, known: list[Secret] | None = None, **context: Any
+    ) -> Response:
         # The page's live stream tells of any sync after the one the page was made from.
         live = "/live?" + urlencode({"seen": index_version(db_path)})
-        html = templates.get_template(name).render(live=live, **context)
+        rendering.known = known or ()
+        try:
+            html = templates.get_template(name).render(live=live, **context)
+        finally:
+            rendering.known = ()
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     def open_index() -> SessionIndex:
@@ -234,8 +262,9 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
             projects, models = filter_choices(index)
             return render(
                 "search.html", q=text, hits=hits, error=error, query=query,
+                known=secrets_of(index, (hit.path for hit in hits)),
                 projects=projects, models=models, roles=sorted(SEARCH_ROLES), agents=AGENTS,
-                pieces=pages.snippet_pieces,
+                pieces=snippet_pieces,
             )  # fmt: skip
 
     def session(request: Request) -> Response:
@@ -250,7 +279,10 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
                 entry_id=query.get("entry") or None,
                 start=int(start) if start and start.isdigit() else None,
             )
-            return render("session.html", page=page, window=pages.WINDOW)
+            return render(
+                "session.html", page=page, window=pages.WINDOW,
+                known=secrets_of(index, [info.path]),
+            )  # fmt: skip
 
     def context(request: Request) -> Response:
         with open_index() as index:
@@ -258,7 +290,10 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
             page = pages.context_page(
                 index, info, request.query_params.get("leaf") or None, integer(request, "start", 0)
             )
-            return render("context.html", page=page, window=pages.WINDOW)
+            return render(
+                "context.html", page=page, window=pages.WINDOW,
+                known=secrets_of(index, [info.path]),
+            )  # fmt: skip
 
     def usage(request: Request) -> Response:
         by = request.query_params.get("by", "day")

@@ -1,0 +1,362 @@
+"""Secrets never leave the machine (issue 26 item 9): secrets of every kind planted in sessions
+of every agent (an xcsh session, a Claude Code file, a Codex file, the prompt history) never
+reach the team server's rows, the Parquet files, the pages of a server bound beyond loopback
+or the answers of the MCP server; the owner still sees them locally; ``secrets`` names each
+one, masked; ``--no-redact`` says out loud what it does."""
+
+from __future__ import annotations
+
+import html
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from planted_secrets import PLANTED, Planted
+from session_builder import (
+    FIXTURES,
+    copy_fixtures,
+    header,
+    message,
+    sessions_dir,
+    write_session,
+)
+
+from xcsh_store.cli import cli
+from xcsh_store.index import SessionIndex
+from xcsh_store.secrets import Redactor, SecretDetector, mask, session_secrets
+
+NEEDLES = [needle for planted in PLANTED for needle in planted.needles]
+CLAUDE_FIXTURE = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"
+CODEX_FIXTURE = "Shyaar__beam_v1__codex-session.jsonl"
+TOKEN = "test-token-0123456789"
+# Findings in every real fixture session (tests/fixtures: 31 pi/xcsh, 12 Claude Code, 7 Codex
+# files, 15 MB), measured: 6, each an example written into those sessions (SuperSecret123 in a
+# URL, "local-demo" three times in curl -u, abc1234567890 as a made-up key, one
+# env.AUTH0_CLIENT_SECRET read from code). More than this is a flood.
+FIXTURE_FINDINGS_BOUND = 10
+
+
+def leaked(text: str) -> list[str]:
+    """The planted secrets (or pieces of a private key) that ``text`` holds."""
+    return [needle for needle in NEEDLES if needle in text]
+
+
+@pytest.fixture(scope="module")
+def redactor() -> Redactor:
+    return Redactor()
+
+
+# -- the detector -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", PLANTED, ids=[planted.kind for planted in PLANTED])
+def test_every_kind_is_redacted(redactor: Redactor, planted: Planted) -> None:
+    redacted = redactor.text(planted.text)
+    assert not leaked(redacted)
+    assert "[REDACTED:" in redacted
+
+
+def test_an_entry_json_stays_json_and_its_text_loses_the_secret(redactor: Redactor) -> None:
+    secret = PLANTED[0]
+    entry = {"type": "message", "message": {"content": [{"type": "text", "text": secret.text}]}}
+    text, raw = redactor.entry(secret.text, orjson.dumps(entry).decode())
+    assert raw is not None and text is not None
+    assert orjson.loads(raw)["message"]["content"][0]["text"] == text
+    assert not leaked(raw + text)
+
+
+def test_a_masked_preview_shows_only_the_ends() -> None:
+    value = PLANTED[0].needles[0]
+    preview = mask(value)
+    assert preview == value[:4] + "…" + value[-2:]
+
+
+def test_no_false_positive_flood_on_the_real_fixture_sessions(agent_dir, real_home) -> None:
+    copy_fixtures(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        sessions = index.list_sessions()
+        found = list(session_secrets(index, sessions, SecretDetector()))
+    assert {session.agent for session in sessions} >= {"claude", "codex", "xcsh"}
+    assert len(sessions) >= 50
+    assert len(found) <= FIXTURE_FINDINGS_BOUND, [(item.kind, item.path) for item in found]
+
+
+# -- sessions of every agent with every kind planted -------------------------------------------
+
+
+def _xcsh_session(agent_dir: Path) -> Path:
+    """A title, a first message, user messages, a tool call's arguments and its result."""
+    records: list[dict[str, Any]] = [header("sess-planted", title=f"debug {PLANTED[0].text}")]
+    parent = None
+    for number, planted in enumerate(PLANTED):
+        entry_id = f"u{number:03d}"
+        records.append(message(entry_id, parent, "user", planted.text))
+        parent = entry_id
+    call = message("a-call", parent, "assistant", "running it")
+    call["message"]["content"] = [
+        {"type": "toolCall", "id": "t1", "name": "bash", "arguments": {"command": PLANTED[1].text}}
+    ]
+    result = message("t-result", "a-call", "toolResult", PLANTED[-1].text)
+    result["message"] |= {"toolCallId": "t1", "toolName": "bash"}
+    records += [call, result]
+    return write_session(sessions_dir(agent_dir) / "planted.jsonl", records)
+
+
+def _claude_file(root: Path) -> Path:
+    """The real tiny Claude Code transcript with user lines holding the secrets."""
+    source = FIXTURES / "claude" / CLAUDE_FIXTURE
+    lines = source.read_bytes().splitlines()
+    user = orjson.loads(lines[0])
+    parent = orjson.loads(lines[-1])["uuid"]
+    for number, planted in enumerate(PLANTED):
+        line = user | {
+            "uuid": f"00000000-0000-4000-8000-{number:012d}",
+            "parentUuid": parent,
+            "message": {"role": "user", "content": planted.text},
+            "timestamp": f"2025-09-19T18:{number:02d}:00.000Z",
+        }
+        lines.append(orjson.dumps(line))
+        parent = line["uuid"]
+    target = root / "project" / CLAUDE_FIXTURE
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"\n".join(lines) + b"\n")
+    return target
+
+
+def _codex_file(root: Path) -> Path:
+    """The real Codex rollout with user messages and a tool call's arguments holding them."""
+    lines = (FIXTURES / "codex" / CODEX_FIXTURE).read_bytes().splitlines()
+    for number, planted in enumerate(PLANTED):
+        when = f"2026-04-21T10:{number:02d}:00.000Z"
+        lines.append(orjson.dumps({"timestamp": when, "type": "event_msg", "payload": {
+            "type": "user_message", "message": planted.text, "images": []}}))  # fmt: skip
+        arguments = orjson.dumps({"cmd": planted.text}).decode()
+        lines.append(orjson.dumps({"timestamp": when, "type": "response_item", "payload": {
+            "type": "function_call", "name": "exec_command", "arguments": arguments,
+            "call_id": f"call_planted_{number}"}}))  # fmt: skip
+    target = root / "2026" / "04" / "21" / "rollout-2026-04-21T09-51-00-planted.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"\n".join(lines) + b"\n")
+    return target
+
+
+@pytest.fixture
+def planted(agent_dir: Path, tmp_path: Path) -> dict[str, Path]:
+    """Every kind planted in an xcsh session, a Claude Code file, a Codex file and the prompt
+    history, all synced."""
+    files = {
+        "xcsh": _xcsh_session(agent_dir),
+        "claude": _claude_file(tmp_path / "claude-projects"),
+        "codex": _codex_file(tmp_path / "codex-sessions"),
+    }
+    run(agent_dir, "history", "add", PLANTED[2].text)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.add_root(str(tmp_path / "claude-projects"), agent="claude")
+        index.add_root(str(tmp_path / "codex-sessions"), agent="codex")
+        index.sync()
+    return files
+
+
+def run(agent_dir: Path, *arguments: str) -> Any:
+    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), *arguments])
+    assert result.exit_code == 0, result.output + str(result.exception)
+    return result
+
+
+# -- the owner's own view ---------------------------------------------------------------------
+
+
+def test_the_files_and_the_local_index_keep_every_secret(agent_dir, planted) -> None:
+    for path in planted.values():
+        text = path.read_text()
+        assert all(needle in text for needle in PLANTED[0].needles)
+    shown = run(agent_dir, "show", "sess-planted").output
+    assert PLANTED[0].needles[0] in shown
+
+
+def test_secrets_lists_each_one_masked(agent_dir, planted) -> None:
+    output = run(agent_dir, "secrets", "--json").output
+    found = json.loads(output)
+    assert not leaked(output)
+    by_agent = {agent: [item for item in found if item["agent"] == agent] for agent in planted}
+    for agent, path in planted.items():
+        lines = {item["line"] for item in by_agent[agent]}
+        for planted_secret in PLANTED:
+            line = _line_of(path, planted_secret.needles[0])
+            assert line in lines, (agent, planted_secret.kind)
+    assert all("…" in item["preview"] for item in found)
+    # Line 1 is the session's header (its title holds a secret): every other line an entry.
+    assert all(item["entry_id"] for item in by_agent["xcsh"] if item["line"] > 1)
+    assert {item["kind"] for item in found} >= {"openai-api-key", "private-key", "password"}
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if needle in line.replace("\\n", "\n"):
+            return number
+    raise AssertionError(f"{needle[:8]} not in {path}")
+
+
+def test_secrets_filters_by_agent_and_session(agent_dir, planted) -> None:
+    claude = json.loads(run(agent_dir, "secrets", "--agent", "claude", "--json").output)
+    assert claude and {item["agent"] for item in claude} == {"claude"}
+    one = json.loads(run(agent_dir, "secrets", "sess-planted", "--json").output)
+    assert one and {item["session"] for item in one} == {"sess-planted"}
+    table = run(agent_dir, "secrets", "sess-planted").output
+    assert "openai-api-key" in table and not leaked(table)
+
+
+# -- what leaves ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def team(team_url: str) -> str:
+    return team_url
+
+
+from team_server import team_server, team_url  # noqa: E402, F401
+
+
+def _server_text(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT concat_ws(' ', title, first_message, compaction_title) FROM sessions"
+            " UNION ALL SELECT concat_ws(' ', text, raw) FROM entries"
+            " UNION ALL SELECT prompt FROM history"
+        ).fetchall()
+        raws = connection.execute("SELECT raw FROM entries WHERE raw IS NOT NULL").fetchall()
+    for (raw,) in raws:
+        orjson.loads(raw)  # every redacted JSON is still JSON
+    return "\n".join(row[0] or "" for row in rows)
+
+
+def test_push_sends_no_secret_to_the_server(agent_dir, planted, team) -> None:
+    run(agent_dir, "push", team, "--tier", "full")
+    text = _server_text(team)
+    assert not leaked(text)
+    assert text.count("[REDACTED:") >= 3 * len(PLANTED)
+
+
+def test_push_meta_sends_no_secret_in_titles(agent_dir, planted, team) -> None:
+    run(agent_dir, "push", team, "--tier", "meta")
+    text = _server_text(team)
+    assert "[REDACTED:openai-api-key]" in text
+    assert not leaked(text)
+
+
+def test_no_redact_warns_and_a_later_push_takes_the_secrets_back(agent_dir, planted, team):
+    result = CliRunner().invoke(
+        cli, ["--agent-dir", str(agent_dir), "push", team, "--no-redact"]
+    )
+    assert result.exit_code == 0
+    assert "Warning: --no-redact" in result.stderr
+    assert leaked(_server_text(team))
+    run(agent_dir, "push", team)  # every file was sent unredacted: each is sent again
+    assert not leaked(_server_text(team))
+
+
+def test_the_parquet_export_holds_no_secret(agent_dir, planted, tmp_path) -> None:
+    import duckdb
+
+    out = tmp_path / "parquet"
+    run(agent_dir, "export", "parquet", str(out))
+    rows = duckdb.sql(
+        f"SELECT concat_ws(' ', title, first_message, compaction_title) FROM read_parquet("
+        f"'{out}/sessions/**/*.parquet') UNION ALL SELECT text FROM read_parquet("
+        f"'{out}/entries/**/*.parquet')"
+    ).fetchall()
+    text = "\n".join(row[0] or "" for row in rows)
+    assert "[REDACTED:" in text
+    assert not leaked(text)
+    result = CliRunner().invoke(
+        cli, ["--agent-dir", str(agent_dir), "export", "parquet", str(out), "--no-redact"]
+    )
+    assert "Warning: --no-redact" in result.stderr
+    again = duckdb.sql(f"SELECT text FROM read_parquet('{out}/entries/**/*.parquet')").fetchall()
+    assert leaked("\n".join(row[0] or "" for row in again))
+
+
+def _serve(agent_dir: Path, *options: str) -> Iterator[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent_dir), "serve",
+         "--port", str(port), "--json", *options],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        json.loads(process.stdout.readline())
+        base = f"http://127.0.0.1:{port}"
+        end = time.monotonic() + 60
+        while True:
+            try:
+                _fetch(base + "/")
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < end
+                time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _fetch(url: str) -> str:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read().decode("utf-8")
+
+
+def _pages(base: str, agent_dir: Path) -> dict[str, str]:
+    """Every page of every session, the list and searches, by URL, as a browser shows them."""
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        paths = [session.path for session in index.list_sessions()]
+    urls = [base + "/", base + "/search?q=key", base + "/search?q=BEGIN"]
+    for path in paths:
+        query = urllib.parse.urlencode({"path": path})
+        urls += [f"{base}/session?{query}", f"{base}/context?{query}"]
+    return {url: html.unescape(_fetch(url)) for url in urls}
+
+
+def test_serve_beyond_loopback_shows_no_secret(agent_dir, planted) -> None:
+    for base in _serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
+        pages = _pages(base, agent_dir)
+        assert "[REDACTED:" in "".join(pages.values())
+        assert {url: leaked(page) for url, page in pages.items() if leaked(page)} == {}
+
+
+def test_serve_on_loopback_shows_the_owner_everything(agent_dir, planted) -> None:
+    for base in _serve(agent_dir):
+        assert PLANTED[0].needles[0] in "".join(_pages(base, agent_dir).values())
+
+
+def test_mcp_answers_hold_no_secret(agent_dir, planted) -> None:
+    from test_mcp import call_tools
+
+    calls = [
+        ("get_session", {"session": "sess-planted", "limit": 200}),
+        ("get_context", {"session": "sess-planted", "limit": 200}),
+        ("search_sessions", {"query": "key", "limit": 50}),
+        ("search_sessions", {"query": "BEGIN", "limit": 50}),  # excerpts of private keys
+        ("recall_prompts", {"limit": 50}),
+    ]
+    calls += [("get_session", {"session": str(path), "limit": 200}) for path in planted.values()]
+    _tools, results = call_tools(agent_dir, calls)
+    text = json.dumps(results)
+    assert "[REDACTED:" in text
+    assert not leaked(text)
