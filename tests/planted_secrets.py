@@ -82,7 +82,11 @@ def _planted() -> list[Planted]:
     plant("openai", openai, "export OPENAI_API_KEY={secret}")
     anthropic = f"sk-ant-api03-{_chars(_URLSAFE, 93)}AA"
     plant("anthropic", anthropic, "the key is {secret} — why does the SDK say 401?")
-    plant("github", _github_token("ghp"), "git remote set-url origin https://x:{secret}@github.com/a/b")
+    plant(
+        "github",
+        _github_token("ghp"),
+        "git remote set-url origin https://x:{secret}@github.com/a/b",
+    )
     plant("github", _github_token("gho"), "gh auth status shows token {secret}")
     fine_grained = f"github_pat_{_chars(_ALNUM, 22)}_{_chars(_ALNUM, 59)}"
     plant("github", fine_grained, 'GITHUB_TOKEN="{secret}" npm publish')
@@ -99,7 +103,8 @@ def _planted() -> list[Planted]:
     plant("stripe", "sk_live_" + _chars(_ALNUM, 99), "Stripe.api_key = '{secret}'")
     plant("stripe", "rk_live_" + _chars(_ALNUM, 24), "STRIPE_RESTRICTED_KEY={secret}")
     plant("npm", "npm_" + _chars(_ALNUM, 36), "//registry.npmjs.org/:_authToken={secret}")
-    plant("huggingface", "hf_" + _chars(string.ascii_letters, 34), "HF_TOKEN={secret} python train.py")
+    huggingface = "hf_" + _chars(string.ascii_letters, 34)
+    plant("huggingface", huggingface, "HF_TOKEN={secret} python train.py")
     sendgrid = f"SG.{_chars(_URLSAFE, 22)}.{_chars(_URLSAFE, 43)}"
     plant("sendgrid", sendgrid, "SENDGRID_API_KEY='{secret}'")
     plant("gitlab", "glpat-" + _chars(_URLSAFE, 20), "GITLAB_TOKEN={secret}")
@@ -107,7 +112,9 @@ def _planted() -> list[Planted]:
     plant("jwt", _jwt(), "Authorization: Bearer {secret}")
     password = _password()
     plant("url-password", password, "psql postgresql://deploy:{secret}@db.internal:5432/app")
-    plant("url-password", _password(), "REDIS_URL=redis://default:{secret}@cache-7.prod.acme.io:6379")
+    plant(
+        "url-password", _password(), "REDIS_URL=redis://default:{secret}@cache-7.prod.acme.io:6379"
+    )
     plant("env-password", _password(), "DB_PASSWORD={secret}")
     plant("env-password", _password(), 'MYSQL_ROOT_PASSWORD="{secret}"')
     plant("assignment", _chars(_ALNUM, 32), 'client_secret = "{secret}"')

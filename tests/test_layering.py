@@ -8,8 +8,9 @@ history and artifacts; index/ over session, format, history and agents; watch/ (
 over the index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP
 server) over the index; team/ (the PostgreSQL team index, the Parquet export) over the index;
 secrets/ (finding and redacting secrets in session text) over the index, beneath web/,
-agent_tools/ and team/, which redact what they send; cli/ over everything, reaching team/ through its front. The top-level ``xcsh_store``
-re-exports the public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI.
+agent_tools/ and team/, which redact what they send; cli/ over everything, reaching team/
+through its front. The top-level ``xcsh_store`` re-exports the public API from the parts below
+the CLI; ``python -m xcsh_store`` runs the CLI.
 Every import counts, also one inside a function or under ``TYPE_CHECKING``.
 """
 

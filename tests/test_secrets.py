@@ -30,10 +30,13 @@ from session_builder import (
     sessions_dir,
     write_session,
 )
+from team_server import team_server, team_url
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.secrets import Redactor, SecretDetector, mask, session_secrets
+
+__all__ = ["team_server", "team_url"]
 
 NEEDLES = [needle for planted in PLANTED for needle in planted.needles]
 CLAUDE_FIXTURE = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"
@@ -220,14 +223,6 @@ def test_secrets_filters_by_agent_and_session(agent_dir, planted) -> None:
 # -- what leaves ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def team(team_url: str) -> str:
-    return team_url
-
-
-from team_server import team_server, team_url  # noqa: E402, F401
-
-
 def _server_text(url: str) -> str:
     import psycopg
 
@@ -243,29 +238,29 @@ def _server_text(url: str) -> str:
     return "\n".join(row[0] or "" for row in rows)
 
 
-def test_push_sends_no_secret_to_the_server(agent_dir, planted, team) -> None:
-    run(agent_dir, "push", team, "--tier", "full")
-    text = _server_text(team)
+def test_push_sends_no_secret_to_the_server(agent_dir, planted, team_url) -> None:
+    run(agent_dir, "push", team_url, "--tier", "full")
+    text = _server_text(team_url)
     assert not leaked(text)
     assert text.count("[REDACTED:") >= 3 * len(PLANTED)
 
 
-def test_push_meta_sends_no_secret_in_titles(agent_dir, planted, team) -> None:
-    run(agent_dir, "push", team, "--tier", "meta")
-    text = _server_text(team)
+def test_push_meta_sends_no_secret_in_titles(agent_dir, planted, team_url) -> None:
+    run(agent_dir, "push", team_url, "--tier", "meta")
+    text = _server_text(team_url)
     assert "[REDACTED:openai-api-key]" in text
     assert not leaked(text)
 
 
-def test_no_redact_warns_and_a_later_push_takes_the_secrets_back(agent_dir, planted, team):
+def test_no_redact_warns_and_a_later_push_takes_the_secrets_back(agent_dir, planted, team_url):
     result = CliRunner().invoke(
-        cli, ["--agent-dir", str(agent_dir), "push", team, "--no-redact"]
+        cli, ["--agent-dir", str(agent_dir), "push", team_url, "--no-redact"]
     )
     assert result.exit_code == 0
     assert "Warning: --no-redact" in result.stderr
-    assert leaked(_server_text(team))
-    run(agent_dir, "push", team)  # every file was sent unredacted: each is sent again
-    assert not leaked(_server_text(team))
+    assert leaked(_server_text(team_url))
+    run(agent_dir, "push", team_url)  # every file was sent unredacted: each is sent again
+    assert not leaked(_server_text(team_url))
 
 
 def test_the_parquet_export_holds_no_secret(agent_dir, planted, tmp_path) -> None:
