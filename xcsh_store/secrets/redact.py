@@ -32,11 +32,10 @@ SEPARATOR_BYTES = SEPARATOR.encode()
 
 
 class Redactor:
-    """Replaces secrets with ``[REDACTED:<kind>]``; ``redacted`` counts the secrets replaced."""
+    """Replaces secrets with ``[REDACTED:<kind>]``."""
 
     def __init__(self, detector: SecretDetector | None = None) -> None:
         self.detector = detector or SecretDetector()
-        self.redacted = 0
 
     def texts(self, texts: Sequence[str | None]) -> list[str | None]:
         """``texts`` with every secret found in any of them replaced in all of them."""
@@ -77,10 +76,15 @@ class Redactor:
         in both. A JSON that holds one is written again (compact, keys in their order)."""
         if not raw:
             return self.text(text) if text else text, raw
-        if not self.detector.find(json_view(raw)):
+        seen = self.detector.find(json_view(raw))
+        if not seen:
             return text, raw
         value = orjson.loads(raw)
+        # What the strings hold, and what only the JSON's text showed (a value read across
+        # an escape): each replaced where it occurs.
         secrets = self._find(list(json_strings(value)) + ([text] if text else []))
+        secrets += [secret for secret in seen if secret not in secrets]
+        secrets.sort(key=lambda secret: -len(secret.value))  # a longer one first, whole
         if not secrets:
             return text, raw
         redacted = orjson.dumps(_walk(value, secrets)).decode("utf-8")
@@ -96,9 +100,7 @@ class Redactor:
     def _find(self, texts: list[str]) -> list[Secret]:
         if not any(len(text) >= MIN_SECRET for text in texts):
             return []
-        secrets = self.detector.find_in(texts)
-        self.redacted += len(secrets)
-        return secrets
+        return self.detector.find_in(texts)
 
 
 def mask(value: str) -> str:
