@@ -29,12 +29,14 @@ INSTRUCTIONS = (
 
 
 def _tool(
-    agent_dir: str, question: Callable[..., dict[str, Any]], redactor: Redactor | None
+    agent_dir: str,
+    question: Callable[..., dict[str, Any]],
+    redactor: Redactor | None,
+    file_secrets: FileSecrets | None,
 ) -> Callable[..., Any]:
     """``question`` without its first parameter (the index), which each call opens; its
     answer redacted by ``redactor``, with the secrets of the session files it quotes (a text
     cut short or an excerpt may hold a piece of one)."""
-    file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
 
     @functools.wraps(question)
     def call(**arguments: Any) -> dict[str, Any]:
@@ -64,8 +66,10 @@ def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
     ``redact`` is false."""
     server = FastMCP("xcsh-store", instructions=INSTRUCTIONS)
     redactor = Redactor() if redact else None
+    file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
     for name in tools.TOOLS:
-        server.add_tool(_tool(agent_dir, getattr(tools, name), redactor), name=name)
+        question = getattr(tools, name)
+        server.add_tool(_tool(agent_dir, question, redactor, file_secrets), name=name)
     return server
 
 
