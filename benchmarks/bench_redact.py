@@ -8,8 +8,9 @@ team databases, one with ``redact=False`` and one with ``redact=True``, in alter
 the first row is the best redacted time against the best plain one (target: at most 2x, "must
 not halve push throughput"). The push times move with the machine's load, so the redaction's
 own cost is measured too: ``Redactor.entries`` over every entry's text and JSON (read from the
-files beforehand, as push reads them), against the reading itself. The corpus (index_common.agent_corpus, generated once into $XCSH_BENCH_DATA) is
-read, never written; its index lives in the benchmarks' work folder.
+files beforehand, as push reads them), against the reading itself. The corpus
+(index_common.agent_corpus, generated once into $XCSH_BENCH_DATA) is read, never written; its
+index lives in the benchmarks' work folder.
 """
 
 from __future__ import annotations
