@@ -284,7 +284,7 @@ def test_the_parquet_export_holds_no_secret(agent_dir, planted, tmp_path) -> Non
     assert leaked("\n".join(row[0] or "" for row in again))
 
 
-def _serve(agent_dir: Path, *options: str) -> Iterator[str]:
+def _serve(agent_dir: Path, *options: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -305,7 +305,7 @@ def _serve(agent_dir: Path, *options: str) -> Iterator[str]:
             except OSError:
                 assert process.poll() is None and time.monotonic() < end
                 time.sleep(0.1)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -329,15 +329,24 @@ def _pages(base: str, agent_dir: Path) -> dict[str, str]:
 
 
 def test_serve_beyond_loopback_shows_no_secret(agent_dir, planted) -> None:
-    for base in _serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
+    for base, _process in _serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
         pages = _pages(base, agent_dir)
         assert "[REDACTED:" in "".join(pages.values())
         assert {url: leaked(page) for url, page in pages.items() if leaked(page)} == {}
 
 
 def test_serve_on_loopback_shows_the_owner_everything(agent_dir, planted) -> None:
-    for base in _serve(agent_dir):
+    for base, _process in _serve(agent_dir):
         assert PLANTED[0].needles[0] in "".join(_pages(base, agent_dir).values())
+
+
+def test_serve_no_redact_warns_and_shows_everything(agent_dir, planted) -> None:
+    options = ("--host", "0.0.0.0", "--token", TOKEN, "--no-redact")
+    for base, process in _serve(agent_dir, *options):
+        assert PLANTED[0].needles[0] in "".join(_pages(base, agent_dir).values())
+        process.terminate()
+        _out, errors = process.communicate(timeout=30)
+        assert b"Warning: --no-redact" in errors
 
 
 def test_mcp_answers_hold_no_secret(agent_dir, planted) -> None:
