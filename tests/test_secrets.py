@@ -34,7 +34,8 @@ from team_server import team_server, team_url
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
-from xcsh_store.secrets import Redactor, SecretDetector, mask, session_secrets
+from xcsh_store.secrets import Redactor, Secret, SecretDetector, mask, session_secrets
+from xcsh_store.secrets.redact import replace_known
 
 __all__ = ["team_server", "team_url"]
 
@@ -76,6 +77,17 @@ def test_an_entry_json_stays_json_and_its_text_loses_the_secret(redactor: Redact
     assert raw is not None and text is not None
     assert orjson.loads(raw)["message"]["content"][0]["text"] == text
     assert not leaked(raw + text)
+
+
+def test_a_known_secret_cut_by_an_excerpt_is_taken_out() -> None:
+    key = next(planted for planted in PLANTED if planted.kind == "openai").needles[0]
+    pem = next(planted for planted in PLANTED if planted.kind == "private-key")
+    known = [Secret("openai-api-key", key), Secret("private-key", pem.text.split("\n", 1)[1])]
+    excerpt = f"…{key[40:]} and {key[:30]}… then {pem.needles[2]}\n{pem.needles[3][:20]}…"
+    redacted = replace_known(excerpt, known)
+    assert redacted.count("[REDACTED:openai-api-key]") == 2
+    assert redacted.count("[REDACTED:private-key]") == 2
+    assert key[40:50] not in redacted and pem.needles[3][:20] not in redacted
 
 
 def test_a_masked_preview_shows_only_the_ends() -> None:
