@@ -70,15 +70,12 @@ def _file_secrets(path: str, detector: SecretDetector) -> Iterator[tuple[int, in
         stream = open_regular_file(path)
     except OSError:
         return  # gone or unreadable since the last sync: nothing to say of it
-    chunk: list[tuple[int, int, str]] = []
-    size = 0
+    chunk: list[tuple[int, int, bytes]] = []
+    size = offset = 0
     with stream:
-        offset = 0
         for number, line in enumerate(stream, start=1):
-            text = _line_text(line)
-            if text:
-                chunk.append((number, offset, text))
-                size += len(line)
+            chunk.append((number, offset, line))
+            size += len(line)
             offset += len(line)
             if size >= CHUNK_BYTES:
                 yield from _chunk_secrets(chunk, detector)
@@ -87,12 +84,15 @@ def _file_secrets(path: str, detector: SecretDetector) -> Iterator[tuple[int, in
 
 
 def _chunk_secrets(
-    chunk: list[tuple[int, int, str]], detector: SecretDetector
+    chunk: list[tuple[int, int, bytes]], detector: SecretDetector
 ) -> Iterator[tuple[int, int, Secret]]:
-    if not chunk or not detector.find_in([text for _number, _offset, text in chunk]):
+    """The chunk's lines scanned as one (their JSON text, ``json_view``); where that finds
+    something, each line's strings one line at a time."""
+    lines = b"".join(line for _number, _offset, line in chunk)
+    if not chunk or not detector.find_in_bytes(json_view_bytes(lines)):
         return
-    for number, offset, text in chunk:
-        for secret in detector.find(text):
+    for number, offset, line in chunk:
+        for secret in detector.find(_line_text(line)):
             yield number, offset, secret
 
 
