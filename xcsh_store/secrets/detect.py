@@ -1,7 +1,7 @@
 """Finding secrets in text, with rule sets made for it rather than regexes of our own.
 
-* Kingfisher (MongoDB; ``kingfisher-secret-scanner``): the Betterleaks rules (gitleaks' rule set,
-  carried on by its authors) and Google's Veles rules, several hundred of them, compiled into
+* Kingfisher (MongoDB; ``kingfisher-secret-scanner``): the Betterleaks rules (derived from
+  gitleaks' rule set) and Google's Veles rules, several hundred of them, compiled into
   one vectorscan database: API keys and tokens of the providers (OpenAI, Anthropic, GitHub,
   AWS, GCP, Slack, Stripe, npm, Hugging Face…), private keys, JWTs, credentials in URLs.
 * detect-secrets (Yelp): its AWSKeyDetector (an AWS access key id alone, which Kingfisher
