@@ -111,7 +111,8 @@ def secrets_command(
             for secret in found
         ),
         headers=("kind", "session", "entry", "file:line", "secret"),
-        flexible=(3,),
+        flexible=(3, 4),
+        keep_end=(3,),
     )
     sessions = len({secret.path for secret in found})
     echo(
