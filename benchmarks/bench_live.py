@@ -202,7 +202,7 @@ def web_times(agent_dir: str, requests: int) -> list[tuple[str, list[float], lis
 
     from xcsh_store.web import create_app
 
-    client = TestClient(create_app(agent_dir))
+    client = TestClient(create_app(agent_dir), base_url="http://127.0.0.1")
     with SessionIndex.open(agent_dir, read_only=True) as index:
         sessions = index.list_sessions()
         chosen = random.Random(7).sample(sessions, min(requests, len(sessions)))

@@ -50,9 +50,9 @@ from xcsh_store.team import TeamIndex, connect, export_parquet, push
 # The team tables in the order their foreign keys allow loading them, with the columns a COPY
 # writes (the tsvector columns are generated).
 TABLES = {
-    "hosts": "host, tier, history_state, usage_stale, pushed_at",
+    "hosts": None,
     "usage_rollup": None,
-    "files": "host, path, state, tier, indexed_bytes, pushed_at",
+    "files": None,
     "sessions": None,
     "entries": None,
     "blob_refs": "host, path, seq, hash",

@@ -31,6 +31,7 @@ FULL = [
     ["bench_index_search.py"],
     ["bench_index_context.py"],
     ["bench_index_gc.py"],
+    ["bench_index_churn.py"],
     ["bench_cost_curve.py"],
     ["bench_old_vs_new.py", "--workers", "1,2"],
 ]
@@ -56,6 +57,7 @@ QUICK = {
     "bench_index_search.py": ["--size", "50MB", "--sessions", "100", "--rg-queries", "3"],
     "bench_index_context.py": ["--depth", "2000"],
     "bench_index_gc.py": ["--blobs", "2000", "--size", "20MB", "--sessions", "50"],
+    "bench_index_churn.py": ["--size", "20MB", "--sessions", "50"],
     "bench_cost_curve.py": ["--quick"],
     "bench_old_vs_new.py": ["--size", "30MB", "--sessions", "60", "--repeat", "1", "--rounds", "1"],
 }

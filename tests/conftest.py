@@ -1,41 +1,51 @@
-"""Shared fixtures: every test runs with its own agent dir and a pinned terminal id; an index
-over it, and one with two small sessions synced."""
+"""Shared fixtures: every test runs with its own home, agent dir and agents' folders, none of
+them the machine's (isolation.py), and a pinned terminal id; an index over the agent dir, one
+with two small sessions synced, and the real agents' fixtures laid out in the home."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from isolation import REMOVED, isolate, isolated_environment
 from real_home import RealHome, lay_out_home
 from session_builder import header, message, sessions_dir, write_session
+from store_checks import SmallDisk, mount_small_disk
 
 from xcsh_store.index import SessionIndex
 
-_TERMINAL_VARIABLES = ("KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
+# The home of everything that runs outside a test (collection, module-scoped fixtures).
+_RUN_HOME = Path(tempfile.mkdtemp(prefix="xcsh-store-tests-"))
 
 
-@pytest.fixture(scope="session")
-def rule_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where Kingfisher keeps its compiled secret rules for the whole run (compiling them takes
-    seconds; it would keep them under $HOME, which is new in every test)."""
-    return tmp_path_factory.mktemp("kingfisher-rules")
+def pytest_configure(config: pytest.Config) -> None:
+    isolate(_RUN_HOME / "home", os.environ)
+    os.environ["XCSH_TERMINAL_ID"] = "pytest-terminal"
+    # Kingfisher's compiled secret rules, kept for the whole run (compiling them takes seconds;
+    # by default they go under the cache folder, which is new in every test).
+    os.environ["KF_RULE_CACHE_DIR"] = str(_RUN_HOME / "kingfisher-rules")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_RUN_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
-def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule_cache: Path) -> Path:
-    """Nothing a test does may touch the real $HOME, the real agent dir or the real Claude Code
-    and Codex folders (a sync indexes those when they exist)."""
-    monkeypatch.setenv("KF_RULE_CACHE_DIR", str(rule_cache))
+def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Nothing a test does may touch the real $HOME, the real agent dir or any agent's real
+    folders (a sync indexes those when they exist): all of them are below ``tmp_path``."""
     home = tmp_path / "home"
     home.mkdir()
     agent = tmp_path / "agent"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
-    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    for variable, value in isolated_environment(home).items():
+        monkeypatch.setenv(variable, value)
     monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
     monkeypatch.setenv("XCSH_TERMINAL_ID", "pytest-terminal")
-    for variable in _TERMINAL_VARIABLES:
+    for variable in REMOVED:
         monkeypatch.delenv(variable, raising=False)
     return agent
 
@@ -62,3 +72,15 @@ def real_home(agent_dir: Path) -> RealHome:
     """The real Claude Code, Codex, pi and oh-my-pi fixtures where those agents keep them, in
     the test's $HOME (real_home.py)."""
     return lay_out_home(agent_dir.parent / "home")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallDisk]:
+    """A real 2 MiB file system (a tmpfs) holding the test's agent dir; skipped where this
+    machine does not let the tests mount one."""
+    disk = mount_small_disk(tmp_path / "disk", 2048)
+    if disk is None:
+        pytest.skip("this machine does not let the tests mount a tmpfs")
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(disk.path / "agent"))
+    yield disk
+    disk.unmount()

@@ -18,11 +18,15 @@ Kill points (each one a loop of that operation, with appends in between):
   killed: its workers must exit on their own;
 * ``sync-worker``: the same sync with one of its workers killed instead: the sync must stop
   with an error (``DIED <point> <k>``) and the child's next sync must complete;
+* ``stale``: ``SessionIndex.sync()`` after a quarter of the files lost their last line or got it
+  back: the rows of the ones read whole again go stale, and the sync deletes them
+  (index/stale_search.py; here whatever their share);
 * ``gc``: ``blob_gc(apply=True)`` deleting hundreds of unreferenced blobs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -43,21 +47,21 @@ from session_builder import copy_fixtures, random_tree_session, sessions_dir
 from store_checks import blob_files_are_whole
 
 from xcsh_store import BlobStore, SessionManager, load_entries_from_file
-from xcsh_store.index import SessionIndex, pipeline
+from xcsh_store.index import SessionIndex, pipeline, stale_search
 from xcsh_store.index.gc import QUARANTINE_PREFIX
 from xcsh_store.index.pipeline import SyncWorkerError
 from xcsh_store.js import stringify as dumps
 
 MANAGER_POINTS = ("rewrite", "rename", "move", "fork")
 PARALLEL_SYNC_POINTS = ("sync-writer", "sync-worker")
-INDEX_POINTS = ("sync", *PARALLEL_SYNC_POINTS, "gc")
+INDEX_POINTS = ("sync", *PARALLEL_SYNC_POINTS, "stale", "gc")
 POINTS = MANAGER_POINTS + INDEX_POINTS
 # About how long one operation takes here (seconds): the kill comes at a random moment within
 # that much time after the child says it begins one (for a parallel sync: after its workers
 # are seen).
 OPERATION_SECONDS = {
     "rewrite": 0.03, "rename": 0.005, "move": 0.006, "fork": 0.008, "sync": 0.08,
-    "sync-writer": 0.3, "sync-worker": 0.3, "gc": 0.08,
+    "sync-writer": 0.3, "sync-worker": 0.3, "stale": 0.04, "gc": 0.08,
 }  # fmt: skip
 # How long the parent waits for something that should happen at once (a bound for a hang,
 # never a measurement): a killed writer's workers to exit, a writer to notice a dead worker.
@@ -160,6 +164,31 @@ def _sync_child(agent_dir: str, seed: int, point: str) -> None:
             _Reporter.say(f"DONE {point} {round_number}")
 
 
+def _stale_child(agent_dir: str, seed: int) -> None:
+    rng = random.Random(seed)
+    files = sorted(Path(agent_dir, "sessions").rglob("*.jsonl"))
+    stale_search.STALE_SHARE = 0.0  # every sync that left rows behind deletes them
+    cut: dict[Path, bytes] = {}
+    with SessionIndex.open(agent_dir) as index:
+        _Reporter.say("READY")
+        round_number = 0
+        while True:
+            round_number += 1
+            for path in rng.sample(files, max(1, len(files) // 4)):
+                if path in cut:
+                    with open(path, "ab") as handle:
+                        handle.write(cut.pop(path))
+                    continue
+                data = path.read_bytes()
+                start = data.rstrip(b"\n").rfind(b"\n") + 1
+                if start:
+                    path.write_bytes(data[:start])
+                    cut[path] = data[start:]
+            _Reporter.say(f"BEGIN stale {round_number}")
+            index.sync()
+            _Reporter.say(f"DONE stale {round_number}")
+
+
 def _gc_child(agent_dir: str, seed: int) -> None:
     rng = random.Random(seed)
     blobs = os.path.join(agent_dir, "blobs")
@@ -190,6 +219,8 @@ def child(point: str, agent_dir: str, seed: int) -> None:
         _manager_child(point, agent_dir, seed)
     elif point == "sync" or point in PARALLEL_SYNC_POINTS:
         _sync_child(agent_dir, seed, point)
+    elif point == "stale":
+        _stale_child(agent_dir, seed)
     elif point == "gc":
         _gc_child(agent_dir, seed)
     else:
@@ -259,8 +290,10 @@ def kill_once(point: str, agent_dir: Path, seed: int) -> Reports:
     orphans: list[int] = []
     if point == "sync-worker":
         workers = worker_pids(process.pid)
-        if workers:
-            os.kill(rng.choice(workers), signal.SIGKILL)
+        # A worker may end between the listing and the kill: as if none had been found.
+        with contextlib.suppress(ProcessLookupError):
+            if workers:
+                os.kill(rng.choice(workers), signal.SIGKILL)
         before += _until_the_sync_ends(process, point, kill_in_round)
     elif point == "sync-writer":
         orphans = worker_pids(process.pid)

@@ -29,6 +29,8 @@ import termios
 from dataclasses import dataclass
 from pathlib import Path
 
+from isolation import isolated_environment
+
 from xcsh_store.cli.demo_dir import DEMO_NOW
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -108,7 +110,7 @@ def environment(root: Path) -> dict[str, str]:
     paths read ``~/xcsh-store-demo``) and the agent dir the tour exports."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(root),
+        **isolated_environment(root),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "TZ": "UTC",
@@ -175,6 +177,8 @@ _SAME_AS_README = (
     re.compile(r"\(\d+(?:\.\d+)?s in all\)"),
     # doctor: the versions of Python, SQLite and the libraries installed.
     re.compile(r"^Versions\n(?:  .*\n)+", re.MULTILINE),
+    # doctor: the SQLite readers on the machine and their versions, Datasette's if installed.
+    re.compile(r"^Outside readers of index\.db\n(?:  .*\n)+", re.MULTILINE),
     # doctor: when the index was last synced (the clock).
     re.compile(r"last sync \d{4}-\d\d-\d\d \d\d:\d\d"),
 )

@@ -26,6 +26,12 @@ CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS N
 -- index entries_timestamp on entries
 CREATE INDEX entries_timestamp ON entries (timestamp);
 
+-- index entries_title_change on entries
+CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';
+
+-- index entries_unpriced on entries
+CREATE INDEX entries_unpriced ON entries (session) WHERE cost IS NULL AND input_tokens IS NOT NULL;
+
 -- index entries_usage_key on entries
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
 
@@ -37,6 +43,9 @@ CREATE INDEX history_prompt_hash ON history (prompt_hash);
 
 -- index idx_history_created_at on history
 CREATE INDEX idx_history_created_at ON history (created_at DESC);
+
+-- index leaf_summaries_leaf on leaf_summaries
+CREATE INDEX leaf_summaries_leaf ON leaf_summaries (leaf_id);
 
 -- index sessions_agent on sessions
 CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
@@ -64,6 +73,9 @@ CREATE INDEX sessions_project ON sessions (project_dir, modified_at DESC, file_i
 
 -- index sessions_session_id on sessions
 CREATE INDEX sessions_session_id ON sessions (session_id);
+
+-- index sessions_summary_from on sessions
+CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from IS NOT NULL;
 
 -- index sqlite_autoindex_entries_1 on entries
 
@@ -142,7 +154,6 @@ CREATE TABLE entries (
 CREATE VIRTUAL TABLE entries_fts USING fts5 (
     text,
     content = '',
-    contentless_delete = 1,
     tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co Sm So' separators '+<=>|~'"
 );
 
@@ -182,6 +193,15 @@ CREATE TABLE history (
 
 -- table history_fts on history_fts
 CREATE VIRTUAL TABLE history_fts USING fts5 (prompt, content = 'history', content_rowid = 'id');
+
+-- table leaf_summaries on leaf_summaries
+CREATE TABLE leaf_summaries (
+    file_id INTEGER NOT NULL REFERENCES files (id),
+    seq INTEGER NOT NULL,
+    leaf_id TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    PRIMARY KEY (file_id, seq)
+) WITHOUT ROWID;
 
 -- table meta on meta
 CREATE TABLE meta (
@@ -229,7 +249,7 @@ CREATE TABLE sessions (
     cost REAL NOT NULL DEFAULT 0,
     -- The newest compaction shortSummary: the title shown when the header has none.
     compaction_title TEXT
-, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT);
+, agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT, file_title TEXT, file_title_source TEXT, summary_from INTEGER);
 
 -- trigger agent_prompts_ad on agent_prompts
 CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN
@@ -313,14 +333,31 @@ GROUP BY provider, model;
 CREATE VIEW usage_entries AS
 SELECT * FROM (
     SELECT
-        e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
-        e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-        e.premium_requests, e.cost, s.agent, s.parent_session_id,
+        *,
         row_number() OVER (
-            PARTITION BY e.id, e.timestamp ORDER BY s.created_at, e.session
-        ) AS copy_number
-    FROM entries AS e
-    JOIN sessions AS s ON s.file_id = e.session
-    WHERE e.input_tokens IS NOT NULL
+            PARTITION BY id, timestamp ORDER BY created_at, session
+        ) AS copy_number,
+        row_number() OVER (
+            PARTITION BY
+                session_id, timestamp, input_tokens, output_tokens, cache_read_tokens,
+                cache_write_tokens, occurrence
+            ORDER BY modified_at DESC, session DESC
+        ) AS file_copy
+    FROM (
+        SELECT
+            e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+            e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+            e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+            s.modified_at,
+            row_number() OVER (
+                PARTITION BY
+                    e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,
+                    e.cache_write_tokens
+                ORDER BY e.seq
+            ) AS occurrence
+        FROM entries AS e
+        JOIN sessions AS s ON s.file_id = e.session
+        WHERE e.input_tokens IS NOT NULL
+    )
 )
-WHERE copy_number = 1;
+WHERE copy_number = 1 AND file_copy = 1;

@@ -6,8 +6,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import errno
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from isolation import isolated_environment
 
 import xcsh_store
 from xcsh_store import (
@@ -171,12 +175,18 @@ def age(path: Path, seconds: float) -> None:
 
 
 class SmallDisk:
-    """A tmpfs of a few hundred KiB mounted for one test; ``grow`` frees space by remounting."""
+    """A tmpfs of a few hundred KiB mounted for one test; ``grow`` frees space by remounting.
+    ``owner``: the (uid, gid) its root belongs to (default: root's)."""
 
-    def __init__(self, mount_point: Path, size_kib: int) -> None:
+    def __init__(
+        self, mount_point: Path, size_kib: int, owner: tuple[int, int] | None = None
+    ) -> None:
         self.path = mount_point
         mount_point.mkdir(parents=True, exist_ok=True)
-        self._mount("-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs")
+        options = f"size={size_kib}k,mode=0700"
+        if owner is not None:
+            options += f",uid={owner[0]},gid={owner[1]}"
+        self._mount("-t", "tmpfs", "-o", options, "tmpfs")
 
     def _mount(self, *arguments: str) -> None:
         subprocess.run(
@@ -190,14 +200,34 @@ class SmallDisk:
         subprocess.run(["umount", "-l", str(self.path)], check=False, timeout=30)
 
 
-def mount_small_disk(mount_point: Path, size_kib: int) -> SmallDisk | None:
+def mount_small_disk(
+    mount_point: Path, size_kib: int, owner: tuple[int, int] | None = None
+) -> SmallDisk | None:
     """A mounted :class:`SmallDisk`, or None where this process may not mount one."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return None
     try:
-        return SmallDisk(mount_point, size_kib)
+        return SmallDisk(mount_point, size_kib, owner)
     except (subprocess.CalledProcessError, OSError):
         return None
+
+
+def fill_disk(folder: Path, leave: int = 0) -> Path:
+    """A file that takes every free byte of ``folder``'s file system but ``leave``."""
+    filler = folder / "filler"
+    found = os.statvfs(folder)
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if leave:
+            os.write(descriptor, b"\0" * max(found.f_bavail * found.f_frsize - leave, 0))
+        else:
+            while os.write(descriptor, b"\0" * 4096):
+                pass
+    except OSError as error:
+        assert error.errno == errno.ENOSPC
+    finally:
+        os.close(descriptor)
+    return filler
 
 
 NOBODY = 65534
@@ -247,7 +277,7 @@ def run_python(code: str, agent_dir: Path, *arguments: str) -> str:
     (root reads any file whatever its mode); returns stdout, fails with stderr."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(agent_dir.parent),
+        **isolated_environment(agent_dir.parent),
         "XCSH_AGENT_DIR": str(agent_dir),
         "XCSH_TERMINAL_ID": "unreadable-test",
         "PYTHONPATH": str(readable_package()),
@@ -271,3 +301,39 @@ def hand_over(folder: Path) -> None:
         return
     for path in [folder, *folder.rglob("*")]:
         os.lchown(path, NOBODY, NOBODY)
+
+
+# Python's own sqlite3 (SQLite 3.40 on Debian 12), in a child process (index.md: one SQLite
+# library per process): every row of every table and view, then a full-text query.
+_STDLIB_READER = """
+import json, sqlite3, sys
+from urllib.parse import quote
+db = sqlite3.connect(f"file:{quote(sys.argv[1])}?mode=ro", uri=True)
+kinds = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+names = [row[0] for row in db.execute(kinds)]
+counts, errors = {}, {}
+for name in names:
+    try:
+        counts[name] = len(db.execute(f'SELECT * FROM "{name}"').fetchall())
+    except sqlite3.Error as error:
+        errors[name] = str(error)
+try:
+    hits = [row[0] for row in db.execute(
+        "SELECT e.id FROM entries_fts JOIN entries AS e ON e.pk = entries_fts.rowid"
+        " WHERE entries_fts MATCH ? ORDER BY e.pk", (sys.argv[2],))]
+except sqlite3.Error as error:
+    hits = str(error)
+print(json.dumps({"version": sqlite3.sqlite_version, "counts": counts, "errors": errors,
+                  "hits": hits}))
+"""
+
+
+def stdlib_reads(db_path: Path, match: str = '"xcsh"') -> dict[str, Any]:
+    """What Python's sqlite3 reads of ``db_path``: its SQLite ``version``, the rows of each table
+    and view it read (``counts``), the ``errors`` of those it could not, and the entry ids
+    ``match`` finds in entries_fts (or the error)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _STDLIB_READER, str(db_path), match],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(result.stdout)

@@ -9,6 +9,7 @@ emptied for one test.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import sqlite3
 from collections.abc import Iterator
@@ -105,3 +106,73 @@ def text_values(url: str) -> Iterator[tuple[str, str, str]]:
                 f'SELECT "{column}"::text FROM "{table}" WHERE "{column}" IS NOT NULL'
             ):
                 yield table, column, value
+
+
+def all_values(url: str) -> list[str]:
+    """Every non-NULL value of every column of every table, as text: all the server holds."""
+    with psycopg.connect(url) as connection:
+        columns = connection.execute(
+            "SELECT c.table_name, c.column_name FROM information_schema.columns AS c"
+            " JOIN information_schema.tables AS t USING (table_schema, table_name)"
+            " WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE'"
+        ).fetchall()
+        return [
+            value
+            for table, column in columns
+            for (value,) in connection.execute(
+                f'SELECT "{column}"::text FROM "{table}" WHERE "{column}" IS NOT NULL'
+            )
+        ]
+
+
+SECURITY_DOC = Path(__file__).resolve().parents[1] / "docs" / "security.md"
+
+
+def documented_sql(name: str) -> str:
+    """The SQL block docs/security.md marks ``<!-- sql: NAME -->``: the tests run what the
+    docs tell an admin to run."""
+    found = re.search(rf"<!-- sql: {name} -->\n```sql\n(.*?)```", SECURITY_DOC.read_text(), re.S)
+    assert found, f"docs/security.md has no SQL block {name!r}"
+    return found.group(1)
+
+
+class Roles:
+    """Roles made by the docs' SQL, named uniquely for one test and dropped after it (roles
+    belong to the whole cluster, which other test runs share)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.suffix = f"_{os.getpid()}_{secrets.token_hex(3)}"
+        self.made: list[str] = []
+
+    def run(self, block: str, host: str = "laptop-ana") -> dict[str, str]:
+        """Run the docs' ``block`` (for ``host``, when it makes a host's role); the URL of
+        each role it made, by its name in the docs."""
+        sql = documented_sql(block).replace("laptop-ana", host)
+        sql = sql.replace("laptop_ana", host.replace("-", "_"))
+        sql = re.sub(r"\bxcsh_(?!admin\b)\w+", lambda name: name.group() + self.suffix, sql)
+        sql = sql.replace("DATABASE team", f'DATABASE "{urlsplit(self.url).path[1:]}"')
+        sql = sql.replace("FOR ROLE xcsh_admin", "FOR ROLE postgres")
+        made = re.findall(r"CREATE ROLE (\w+)", sql)
+        self.made += made
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(sql)
+        return {name.removesuffix(self.suffix): self.url_of(name) for name in made}
+
+    def url_of(self, role: str) -> str:
+        parts = urlsplit(self.url)
+        netloc = f"{role}@{parts.hostname}:{parts.port or 5432}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+    def drop(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            for role in reversed(self.made):
+                connection.execute(f'DROP OWNED BY "{role}"')
+                connection.execute(f'DROP ROLE "{role}"')
+
+
+@pytest.fixture
+def roles(team_url: str) -> Iterator[Roles]:
+    made = Roles(team_url)
+    yield made
+    made.drop()

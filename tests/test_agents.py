@@ -45,7 +45,9 @@ CLAUDE = FIXTURES / "claude"
 CODEX = FIXTURES / "codex"
 
 # file: (tree entries, roots, branch points, sidechain entries, title, (input, output,
-# cache read, cache write), a word of an assistant's text, thinking or a tool call)
+# cache read, cache write), a word of an assistant's text, thinking or a tool call). A summary
+# line titles the session holding its leafUuid: the large conversation's second one titles the
+# tiny conversation; its first, and d-kimuson's, name a leaf no file here holds.
 CLAUDE_FILES: dict[str, tuple[int, int, int, int, str | None, tuple[int, ...], str]] = {
     "KaisaLabs__octora__claude-session.jsonl": (5, 1, 0, 0, None, (0, 0, 0, 0), "administrator"),
     "apanloco__random__claude-session.jsonl": (
@@ -55,7 +57,7 @@ CLAUDE_FILES: dict[str, tuple[int, int, int, int, str | None, tuple[int, ...], s
         45, 1, 5, 0, None, (0, 0, 0, 0), "deployment",
     ),
     "d-kimuson__claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (
-        437, 6, 0, 405, "Empty Repo Setup: CLAUDE.md Foundation Created",
+        437, 6, 0, 405, None,
         (818, 51933, 3647854, 137976), "Comprehensive",
     ),
     "ikihin__bhavana__claude-session.jsonl": (
@@ -71,14 +73,15 @@ CLAUDE_FILES: dict[str, tuple[int, int, int, int, str | None, tuple[int, ...], s
     # The compact_boundary's logicalParentUuid is not in this cut of a session: the one root.
     "robcmills__cc.nvim__compact_boundary.jsonl": (3, 1, 0, 0, None, (0, 0, 0, 0), "Hammerspoon"),
     "sheurich__episodic-memory__claude-large-conversation.jsonl": (
-        458, 1, 0, 0, "Clarifying AI Assistant's Action-Taking Guidelines",
+        458, 1, 0, 0, None,
         (360, 22976, 66925567, 2395354), "Backpressure",
     ),
     "sheurich__episodic-memory__claude-long-conversation.jsonl": (
         262, 1, 0, 0, None, (2005, 3675, 4890806, 1129638), "Accessibility",
     ),
     "sheurich__episodic-memory__claude-tiny-conversation.jsonl": (
-        7, 1, 0, 0, None, (14, 3, 76406, 483), "Architectural",
+        7, 1, 0, 0, "Clarifying AI Assistant's Action-Taking Guidelines", (14, 3, 76406, 483),
+        "Architectural",
     ),
     "thejamesnick__agentic-wallet__claude-session.jsonl": (
         11, 1, 1, 0, None, (53272, 135, 0, 0), "Engineering",

@@ -175,13 +175,14 @@ def test_a_claude_folder_is_read_whatever_root_it_was_added_as(
     assert _agents(index) == [("claude", 1)]
 
 
-def test_sync_without_an_agent_dir_says_where_the_other_agents_sessions_are(agent_dir: Path):
-    # Someone who uses only Claude Code and Codex: no xcsh agent dir yet.
+def test_sync_into_a_folder_that_is_no_agent_dir_says_where_the_sessions_are(agent_dir: Path):
+    # An --agent-dir that is no agent dir (mistyped?), and sessions of other agents found.
     _agent_folders()
     refused = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "sync"])
     assert refused.exit_code == 1 and not agent_dir.exists()
     assert "~/.claude/projects (claude), ~/.codex/sessions (codex)" in refused.output
-    assert "run `xcsh-store sync --init` to index them there" in refused.output
+    assert "`xcsh-store sync` without --agent-dir" in refused.output
+    assert "`xcsh-store sync --init` to make this folder an agent dir" in refused.output
     synced = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "sync", "--init", "--json"])
     assert synced.exit_code == 0, synced.output
     assert json.loads(synced.output)["files_changed"] == 2

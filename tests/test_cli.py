@@ -23,22 +23,22 @@ from xcsh_store.cli import cli
 from xcsh_store.cli.app import Settings, color_enabled
 from xcsh_store.cli.demo_dir import DEMO_MARKER, build_demo, prepare_demo_dir
 from xcsh_store.cli.maintenance import progress_bar
-from xcsh_store.cli.params import parse_duration, parse_time_bound
 from xcsh_store.cli.render import (
     MARK_CLOSE,
     MARK_OPEN,
     PIPE_CELL_WIDTH,
     cut_marked,
-    fit_table,
     short_time,
     show_marks,
 )
+from xcsh_store.cli.table import fit_table
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.loader import load_session
 from xcsh_store.format.versions import find_header_index
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_blobs_dir
 from xcsh_store.session.context import build_session_context
+from xcsh_store.times import parse_duration, parse_time_bound
 
 # The demo's story then happens between 2026-02-13 and 2026-03-15 (UTC).
 DEMO_NOW = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
@@ -105,7 +105,7 @@ def test_help_lists_every_verb_and_how_to_enable_completion():
     text = invoke(None, "--help").output
     for verb in VERBS:
         assert re.search(rf"^\s+{verb}\s", text, re.MULTILINE), verb
-    assert "_XCSH_STORE_COMPLETE=bash_source xcsh-store" in text
+    assert 'eval "$(xcsh-store completion bash)"' in text
 
 
 @pytest.mark.parametrize(
@@ -177,21 +177,21 @@ def test_durations_and_time_bounds():
         parse_time_bound("yesterday-ish", now)
 
 
-def test_tables_fit_the_terminal_by_narrowing_the_widest_flexible_column_first():
+def test_tables_fit_the_terminal_and_the_main_column_keeps_its_room_longest():
     rows = [("a1", "a title that is rather long", "the text people came for, long as well")]
-    table = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=60)
+    table = fit_table(rows, ("id", "title", "text"), flexible=(2, 1), width=60)
     lines = table.splitlines()
     assert max(len(line) for line in lines) <= 60
-    # The text, the widest, gives way; the title still fits whole.
+    # The title (not the main column) gives way first, down to 20 cells; then the text.
     assert re.split(r"\s{2,}", lines[2]) == [
         "a1",
-        "a title that is rather long",
-        "the text people came for, …",
+        "a title that is rat…",
+        "the text people came for, long as…",
     ]
-    narrower = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=50)
-    # Once as narrow as the title, both give way together.
-    assert [len(cell) for cell in re.split(r"\s{2,}", narrower.splitlines()[2])] == [2, 22, 22]
-    wide = fit_table(rows, ("id", "title", "text"), flexible=(1, 2), width=200)
+    narrower = fit_table(rows, ("id", "title", "text"), flexible=(2, 1), width=50)
+    # Then the main column, down to 30 cells, before the title goes below 20.
+    assert [len(cell) for cell in re.split(r"\s{2,}", narrower.splitlines()[2])] == [2, 14, 30]
+    wide = fit_table(rows, ("id", "title", "text"), flexible=(2, 1), width=200)
     assert "a title that is rather long" in wide and "long as well" in wide
     piped = fit_table([("x" * 300,)], ("text",), width=None)
     assert piped.splitlines()[2] == "x" * (PIPE_CELL_WIDTH - 1) + "…"
@@ -272,7 +272,8 @@ def test_ls_json_shape(demo):
     assert login["id"] == session_id(demo["login"])
     assert login["path"] == demo["login"]
     assert login["cwd"] == "/home/alex/src/webapp"
-    assert login["project"] == "--home-alex-src-webapp--"
+    assert login["project"] == "/home/alex/src/webapp"  # its cwd
+    assert login["project_dir"] == "--home-alex-src-webapp--"
     assert login["message_count"] == 18 and login["version"] == 3
     assert login["created"] == "2026-03-03T09:14:00.000Z"
     assert login["cost"] > 0 and login["input_tokens"] > 0
@@ -281,8 +282,11 @@ def test_ls_json_shape(demo):
 def test_ls_filters_limit_and_order(demo):
     api = as_json(demo["agent"], "ls", "--cwd", "/home/alex/src/api")
     assert len(api) == 5 and {item["cwd"] for item in api} == {"/home/alex/src/api"}
-    infra = as_json(demo["agent"], "ls", "--project", "--home-alex-src-infra--")
+    infra = as_json(demo["agent"], "ls", "--project", "/home/alex/src/infra")
     assert len(infra) == 2
+    # A project is a folder with the folders inside it.
+    everything = as_json(demo["agent"], "ls", "--project", "/home/alex/src/", "--limit", "0")
+    assert {item["cwd"] for item in everything} >= {"/home/alex/src/api", "/home/alex/src/infra"}
     titles = [item["title"] for item in as_json(demo["agent"], "ls", "--order", "title")]
     named = [title for title in titles if title]
     assert named == sorted(named, key=str.lower) and len(named) == 5

@@ -29,7 +29,7 @@ def indexed(agent_dir: Path) -> Path:
     for number, (project, session_id, title, model) in enumerate(SESSIONS):
         provider = "openai" if model.startswith("gpt") else "anthropic"
         records = [
-            header(session_id, title=title),
+            header(session_id, title=title, cwd=f"/work/{project.strip('-').split('-')[-1]}"),
             message(f"u{number}000000", None, "user", f"please: {title}"),
             message(f"a{number}000000", f"u{number}000000", "assistant", "done",
                     provider=provider, model=model),
@@ -79,11 +79,12 @@ def test_a_prefix_longer_than_the_unique_one_is_kept(indexed):
     assert items == [("0199eeee-00", "Dark mode toggle")]
 
 
-def test_fish_completes_project_folders_with_their_session_counts(indexed):
+def test_fish_completes_projects_with_their_session_counts(indexed):
+    # A project is the folder the sessions were started in.
     result = complete("fish", "xcsh-store ls --project ", indexed)
     assert sorted(result.stdout.splitlines()) == [
-        "plain,--work-api--\t2 sessions",
-        "plain,--work-web--\t1 session",
+        "plain,/work/api\t2 sessions",
+        "plain,/work/web\t1 session",
     ]
 
 
@@ -118,3 +119,25 @@ def test_a_damaged_index_offers_nothing_quietly(agent_dir):
     agent_dir.mkdir()
     (agent_dir / "index.db").write_bytes(b"this is not a database" * 100)
     assert complete("zsh", "xcsh-store show 01", agent_dir).stdout.strip() == ""
+
+
+def test_the_completion_verb_prints_a_script_bash_loads_and_completes_with(indexed):
+    script = subprocess.run(
+        [CLI, "completion", "bash"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    # The script runs the command it completes (xcsh-store) from the PATH.
+    path = str(Path(CLI).parent) + os.pathsep + os.environ["PATH"]
+    completed = subprocess.run(
+        ["bash", "-c", 'eval "$1"; COMP_WORDS=(xcsh-store se); COMP_CWORD=1;'
+         ' _xcsh_store_completion xcsh-store; printf "%s\\n" "${COMPREPLY[@]}"', "-", script],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["search", "secrets", "serve"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_the_completion_verb_prints_the_script_of_each_shell(shell):
+    result = subprocess.run([CLI, "completion", shell], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert f"_XCSH_STORE_COMPLETE={shell}_complete" in result.stdout

@@ -3,15 +3,7 @@ through CliRunner ($COLUMNS) and through a real pty (the window size of a termin
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import os
-import pty
 import re
-import struct
-import subprocess
-import sys
-import termios
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,11 +13,13 @@ from click.testing import CliRunner
 from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pty_terminal import run_in_pty
 from session_builder import copy_fixtures, header, message, write_session
 from tabulate import tabulate
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width, fit_table
+from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width
+from xcsh_store.cli.table import fit_table
 from xcsh_store.history.store import HistoryStorage
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_history_db_path
@@ -110,36 +104,11 @@ def test_every_line_fits_the_columns_given(wide_agent: Path, view: tuple[str, ..
     assert _too_wide(result.output, width) == []
 
 
-def _run_in_pty(agent: Path, width: int, *args: str) -> str:
-    """The installed CLI in a real terminal of ``width`` columns; what it showed."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, width, 0, 0))
-    env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
-    env |= {"TERM": "xterm-256color", "XCSH_AGENT_DIR": str(agent)}
-    env.pop("NO_COLOR", None)
-    command = [str(Path(sys.executable).with_name("xcsh-store")), *args]
-    with subprocess.Popen(command, stdout=follower, stderr=follower, env=env) as child:
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError as error:  # EIO: the child closed the terminal
-                if error.errno != errno.EIO:
-                    raise
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        assert child.wait() == 0
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_real_terminal_gets_lines_no_wider_than_its_window(wide_agent: Path, width: int):
     for view in (("ls", "-n", "0"), ("usage", "--chart"), ("show", "wide-days", "--tree")):
-        shown = _run_in_pty(wide_agent, width, *view)
+        code, shown = run_in_pty(view, width, {"XCSH_AGENT_DIR": str(wide_agent)})
+        assert code == 0, shown
         assert "\x1b[" in shown  # a terminal: coloured, and colour codes take no room
         assert shown.count("\n") > 2
         assert _too_wide(shown, width) == [], view

@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 import pytest
 from session_builder import copy_fixtures
-from store_checks import assert_every_leaf_context_matches
+from store_checks import assert_every_leaf_context_matches, stdlib_reads
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index import SessionIndex
@@ -142,6 +142,38 @@ def test_an_index_from_before_file_identity_learns_its_agent_dir_and_ctimes(agen
         assert index.sync().files_changed == 0
         assert index.verify().clean
         assert_every_leaf_context_matches(index)
+
+
+_TEXT_AGAIN = "0012_search_for_sqlite_3_40: search text indexed again"
+
+
+def test_an_index_of_0009_gives_up_its_search_rows_and_reads_with_sqlite_3_40(agent_dir):
+    """An index written by 0009's xcsh-store, search rows and all: its entries_fts
+    (contentless_delete, SQLite 3.43) is made again without that option, empty, and the next
+    sync indexes every text again; then Python's sqlite3 reads every table and searches."""
+    copy_fixtures(agent_dir)
+    db_path = agent_dir / "index.db"
+    earlier = database.connect(str(db_path))
+    database.apply_migrations(earlier, [m for m in MIGRATIONS if m.number <= 9])
+    bindings = {"sessions": str(agent_dir / "sessions"), "blob": "b" * 64}
+    with database.transaction(earlier):
+        earlier.execute(_ROWS_OF_AN_EARLIER_SCHEMA, bindings)
+    earlier.close()
+    before = stdlib_reads(db_path, '"kenobi"')
+    if tuple(map(int, before["version"].split("."))) < (3, 43):
+        assert before["errors"]["entries_fts"] == 'unrecognized option: "contentless_delete"'
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.pending_upgrade() == _TEXT_AGAIN
+        assert index.connection.execute("SELECT count(*) FROM entries_fts").fetchall() == [(0,)]
+        index.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    migrated = stdlib_reads(db_path, '"kenobi"')
+    assert migrated["errors"] == {} and migrated["hits"] == []
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync().resync_reason == _TEXT_AGAIN
+        assert index.pending_upgrade() is None
+        assert index.verify().clean
+    synced = stdlib_reads(db_path, '"compaction"')
+    assert synced["errors"] == {} and len(synced["hits"]) > 10
 
 
 def test_newer_schema_is_refused_clearly(agent_dir):

@@ -12,7 +12,7 @@ def test_verify_finds_and_repairs_differences(agent_dir, index, two_sessions):
     one, _two = two_sessions
     index.connection.execute("UPDATE entries SET parent_id = 'bogus' WHERE id = 'u1'")
     index.connection.execute("UPDATE blobs SET refcount = 5")
-    index.connection.execute("DELETE FROM entries_fts")
+    index.connection.execute("INSERT INTO entries_fts (entries_fts) VALUES ('delete-all')")
     report = index.verify()
     assert not report.clean
     assert set(report.differences) == {str(one), str(two_sessions[1])}

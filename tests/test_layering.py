@@ -2,7 +2,7 @@
 the CLI reaches the index and the team index only through their fronts, ``xcsh_store.index``
 and ``xcsh_store.team``.
 
-The parts, from the bottom: the leaves (errors, files, lazy, paths, js, times); format/;
+The parts, from the bottom: the leaves (errors, files, homes, lazy, paths, js, times); format/;
 history/, artifacts/ and agents/ (other agents' formats) over format; session/ over format,
 history and artifacts; index/ over session, format, history and agents; watch/ (the live index)
 over the index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP
@@ -24,7 +24,7 @@ from pathlib import Path
 import xcsh_store
 
 PACKAGE = Path(xcsh_store.__file__).resolve().parent
-LEAVES = {"errors", "files", "lazy", "paths", "js", "times"}
+LEAVES = {"errors", "files", "homes", "lazy", "paths", "js", "times"}
 
 # The parts each part may import from, besides itself.
 BELOW = {

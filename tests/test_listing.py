@@ -5,6 +5,7 @@ table) from an index."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from session_builder import append, copy_fixtures, header, message, sessions_dir
 from xcsh_store.errors import SessionNotFoundError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.scan import IndexedFiles
-from xcsh_store.index.sessions import FIRST_MESSAGE_LISTED
+from xcsh_store.index.sessions import FIRST_MESSAGE_LISTED, project_condition
 from xcsh_store.times import parse_iso
 
 FIELDS = (
@@ -165,10 +166,14 @@ def test_a_cwd_or_project_listing_is_the_full_listing_filtered(varied):
         found = varied.list_sessions(cwd=cwd or None)
         if cwd:
             assert [s.file_id for s in found] == [s.file_id for s in listed if s.cwd == cwd]
-    for project in {session.project_dir for session in listed}:
+    # A project: a folder and the folders inside it.
+    cwds = {session.cwd for session in listed if session.cwd}
+    for project in (cwds | {os.path.dirname(cwd) for cwd in cwds}) - {""}:
         found = varied.list_sessions(project=project, limit=3)
         assert [s.file_id for s in found] == [
-            s.file_id for s in listed if s.project_dir == project
+            s.file_id
+            for s in listed
+            if s.cwd == project or s.cwd.startswith(project.rstrip("/") + "/")
         ][:3]
 
 
@@ -234,12 +239,15 @@ def _listing_sql(index: SessionIndex, **options: Any) -> list[str]:
         ({"limit": 3}, "sessions_listing"),
         ({"order": "created"}, "sessions_created"),
         ({"cwd": "/work/demo"}, "sessions_cwd"),
-        ({"project": "--work-demo--", "limit": 2}, "sessions_project"),
+        # (A project's sessions: those of the newest first whose cwd is in that folder.)
+        ({"project": "/work", "limit": 2}, "sessions_listing"),
     ],
 )
 def test_sqlite_serves_each_listing_order_from_an_index(varied, options, index_name):
     (sql,) = _listing_sql(varied, **options)
-    arguments = tuple(value for key, value in options.items() if key in ("cwd", "project"))
+    arguments = tuple(value for key, value in options.items() if key == "cwd")
+    if "project" in options:
+        arguments += tuple(project_condition("s.cwd", options["project"])[1])
     arguments += tuple(value for key, value in options.items() if key == "limit")
     plan = _plan(varied, sql, arguments)
     assert index_name in plan, plan

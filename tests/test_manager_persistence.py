@@ -470,6 +470,36 @@ def test_fork_without_a_title_has_no_title_keys(manager: SessionManager) -> None
     assert list(header) == ["type", "version", "id", "timestamp", "cwd", "parentSession"]
 
 
+FORK_HEADER_ORDER = [
+    "type", "version", "id", "title", "titleSource", "timestamp", "cwd", "parentSession"
+]  # fmt: skip
+
+
+def test_a_name_given_after_fork_keeps_the_place_fork_gives_the_title(
+    manager: SessionManager,
+) -> None:
+    """The reference's fork header holds title/titleSource (undefined) right after id; the
+    later assignment keeps that place (reference.md, the header and fork() sections)."""
+    manager.append_message(assistant())
+    manager.fork()
+    manager.set_session_name("named after the fork", "user")
+    header = read_records(manager.get_session_file())[0]
+    assert list(header) == FORK_HEADER_ORDER
+    assert (header["title"], header["titleSource"]) == ("named after the fork", "user")
+    assert list(manager.get_header()) == FORK_HEADER_ORDER
+
+
+def test_a_header_that_never_had_a_title_gets_it_at_the_end(manager: SessionManager) -> None:
+    manager.append_message(assistant())
+    manager.fork()
+    reopened = SessionManager.open(manager.get_session_file())
+    reopened.set_session_name("named after reopening", "user")
+    header = read_records(reopened.get_session_file())[0]
+    assert list(header) == [
+        "type", "version", "id", "timestamp", "cwd", "parentSession", "title", "titleSource"
+    ]  # fmt: skip
+
+
 def test_fork_copies_the_artifact_folder(manager: SessionManager) -> None:
     manager.append_message(assistant())
     artifact_id = manager.save_artifact("full output", "bash")

@@ -119,10 +119,18 @@ def path_to(entry: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[dic
 
 
 def expected_title(records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    """(title, source): the last session_info naming the session wins over the header, then the
-    header's title, a leading title record's, the newest compaction summary (compatibility: pi's
-    session_info names the session; Title records before the header)."""
+    """(title, source): the newest title_change with a title on the path of the last entry
+    (its source, else user), then the last session_info naming the session, then the header's
+    title, a leading title record's, the newest compaction summary (compatibility: oh-my-pi's
+    title_change renames the session; pi's session_info names the session; Title records before
+    the header)."""
     start = find_header_index(records)
+    body = records[start + 1 :]
+    by_id = {entry["id"]: entry for entry in body if isinstance(entry.get("id"), str)}
+    leaf = [entry for entry in body if isinstance(entry.get("id"), str)][-1:]
+    for entry in reversed(path_to(leaf[0], by_id) if leaf else []):
+        if entry.get("type") == "title_change" and _text(entry.get("title")):
+            return entry["title"], _text(entry.get("source")) or "user"
     names = [
         name
         for entry in records[start + 1 :]
@@ -532,8 +540,9 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(agent_dir):
     run_json("sync")
     result = run("show", "0195")
     assert result.exit_code == 1
-    assert "0195aaaa" in result.output and "0195bbbb" in result.output
-    assert str(paths[0]) in result.output and "Traceback" not in result.output
+    # Each by the short id that selects it and its title (here its first message).
+    assert '0195aaaa "a.jsonl"' in result.output and '0195bbbb "b.jsonl"' in result.output
+    assert "Traceback" not in result.output
 
 
 def test_files_sharing_a_session_id_are_told_apart_by_file_name_or_path(agent_dir):
@@ -563,13 +572,14 @@ def test_ls_marks_ids_shared_by_several_files(agent_dir):
     assert "*" not in run("ls").output
 
 
-def test_an_ambiguous_prefix_lists_at_most_twenty_candidates(agent_dir):
-    _sessions(agent_dir, *((f"s{number:02d}.jsonl", f"0196{number:04d}") for number in range(22)))
+def test_an_ambiguous_prefix_lists_ten_candidates_in_one_line_and_counts_the_rest(agent_dir):
+    _sessions(agent_dir, *((f"s{number:02d}.jsonl", f"0196{number:04d}") for number in range(23)))
     run_json("sync")
     result = run("show", "0196")
     assert result.exit_code == 1
-    assert "matches more than 20 session files" in result.output
-    assert result.output.count("0196") == 21  # the argument and twenty candidates
+    assert "matches 23 session files" in result.output and result.output.endswith(", and 13 more\n")
+    assert result.output.count("0196") == 11  # the argument and ten candidates
+    assert result.output.count("\n") == 1
 
 
 def test_recent_sessions_are_named_by_a_session_info_entry_in_their_first_bytes(agent_dir):

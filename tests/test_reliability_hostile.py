@@ -31,13 +31,12 @@ from session_builder import (
     write_session,
 )
 from store_checks import (
-    SmallDisk,
     assert_index_matches_files,
     assert_store_survives,
     blob_files_are_whole,
     entry_ids,
+    fill_disk,
     hand_over,
-    mount_small_disk,
     no_hang,
     run_python,
     tree_ids,
@@ -248,30 +247,6 @@ class ShortWriteStorage(FileSessionStorage):
         return Writer(path, flags)
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallDisk]:
-    disk = mount_small_disk(tmp_path / "disk", 2048)
-    if disk is None:
-        pytest.skip("this machine does not let the tests mount a tmpfs")
-    monkeypatch.setenv("XCSH_AGENT_DIR", str(disk.path / "agent"))
-    yield disk
-    disk.unmount()
-
-
-def _fill(folder: Path) -> Path:
-    """A file that takes every free byte of ``folder``'s file system."""
-    filler = folder / "filler"
-    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        while os.write(descriptor, b"\0" * 4096):
-            pass
-    except OSError as error:
-        assert error.errno == errno.ENOSPC
-    finally:
-        os.close(descriptor)
-    return filler
-
-
 def _appends_until_the_disk_is_full(manager: SessionManager) -> list[str]:
     """Flushed appends of ~20 KB until persistence fails; the ids that were acknowledged."""
     acknowledged = [manager.append_message(assistant())]
@@ -321,9 +296,9 @@ def test_full_disk_while_indexing_is_a_clear_error_and_sync_resumes(small_disk):
     agent = Path(os.environ["XCSH_AGENT_DIR"])
     copy_fixtures(agent, max_bytes=200_000)
     with SessionIndex.open(str(agent)) as index:
-        filler = _fill(small_disk.path)
+        filler = fill_disk(small_disk.path)
         os.truncate(filler, filler.stat().st_size - 100_000)  # less than the index needs
-        with pytest.raises(IndexDatabaseError, match="No space left"):
+        with pytest.raises(IndexDatabaseError, match="is full"):
             index.sync()
     small_disk.grow(32768)
     assert_index_matches_files(agent).close()
@@ -333,7 +308,7 @@ def test_full_disk_for_history_is_a_clear_error_and_keeps_earlier_prompts(small_
     with HistoryStorage.open() as history:
         history.add("before the disk filled up")
         history.flush()
-        filler = _fill(small_disk.path)
+        filler = fill_disk(small_disk.path)
         for number in range(2000):
             history.add(f"prompt {number} " + "y" * 200)
         with pytest.raises(HistoryError):
@@ -349,7 +324,7 @@ def test_full_disk_for_history_is_a_clear_error_and_keeps_earlier_prompts(small_
 def test_full_disk_for_blobs_leaves_no_partial_or_temp_file(small_disk):
     store = BlobStore(str(Path(os.environ["XCSH_AGENT_DIR"]) / "blobs"))
     kept = store.put(b"stored before").hash
-    filler = _fill(small_disk.path)
+    filler = fill_disk(small_disk.path)
     with pytest.raises(OSError, match="No space left"):
         store.put(os.urandom(200_000))
     assert os.listdir(store.dir) == [kept]

@@ -1,6 +1,7 @@
 """Search text stored once (migration 0007): entries_fts keeps no text; hits, snippets and
 prompts read it from the session files (the hits of a file that cannot be read now keep no
-snippet: tests/test_reliability_hostile.py); rewritten and truncated files leave nothing stale;
+snippet: tests/test_reliability_hostile.py); rewritten and truncated files leave no stale hit,
+and their stale search rows go once they are a tenth of the index (tests/test_stale_search.py);
 verify probes the postings; the ranking is bm25 at a cost that does not grow with the index;
 an index of the previous schema is upgraded in place."""
 
@@ -47,7 +48,7 @@ def test_a_rewritten_file_leaves_no_stale_postings_and_no_stale_hits(agent_dir, 
     os.utime(path, ns=(1, 1))  # the size changed anyway; the mtime must not matter
     # Before a sync the index still points at lines that are no longer those entries.
     assert index.search("alpha") == []
-    index.sync()
+    index.sync()  # 2 of 3 texts stale: over a tenth, so they go at once
     assert index.search("alpha") == [] and index.search("beta") == []
     assert [hit.entry_id for hit in index.search("gamma")] == ["one-0"]
     ((words,),) = index.connection.execute(
@@ -101,12 +102,21 @@ def test_session_prompts_are_read_from_the_file(agent_dir, index):
 # verify
 
 
+def _unindex(index: SessionIndex, entry_id: str, text: str) -> int:
+    """Take an entry's row out of entries_fts (given the text it was indexed from); its key."""
+    ((pk,),) = index.connection.execute(
+        "SELECT pk FROM entries WHERE id = ?", (entry_id,)
+    ).fetchall()
+    index.connection.execute(
+        "INSERT INTO entries_fts (entries_fts, rowid, text) VALUES ('delete', ?, ?)", (pk, text)
+    )
+    return pk
+
+
 def test_verify_finds_an_entry_missing_from_the_full_text_index(agent_dir, index):
     path = _session(agent_dir, "one", "first words", "second words")
     index.sync()
-    index.connection.execute(
-        "DELETE FROM entries_fts WHERE rowid = (SELECT pk FROM entries WHERE id = 'one-1')"
-    )
+    _unindex(index, "one-1", "second words")
     report = index.verify()
     assert list(report.differences) == [str(path)]
     assert "search text" in report.differences[str(path)][0]
@@ -119,8 +129,7 @@ def test_verify_finds_an_entry_indexed_under_words_it_does_not_hold(agent_dir, i
     """The same number of tokens, other words: only probing the postings can tell."""
     path = _session(agent_dir, "one", "apples and pears")
     index.sync()
-    ((pk,),) = index.connection.execute("SELECT pk FROM entries WHERE id = 'one-0'").fetchall()
-    index.connection.execute("DELETE FROM entries_fts WHERE rowid = ?", (pk,))
+    pk = _unindex(index, "one-0", "apples and pears")
     index.connection.execute(
         "INSERT INTO entries_fts (rowid, text) VALUES (?, 'plums and grapes')", (pk,)
     )
@@ -135,7 +144,7 @@ def test_verify_finds_search_rows_of_gone_entries_and_repair_drops_them(agent_di
     index.sync()
     index.connection.execute("INSERT INTO entries_fts (rowid, text) VALUES (999999, 'ghost')")
     report = index.verify()
-    assert report.search_errors == ["search: 1 indexed texts belong to no entry"]
+    assert report.search_errors == ["search: 1 indexed texts belong to no entry, 0 were counted"]
     assert not report.clean
     index.verify(repair=True)
     assert index.verify().clean
@@ -237,7 +246,8 @@ def _as_of_0006(db_path: Path) -> None:
         " INSERT INTO entries_fts (rowid, text)"
         "   SELECT pk, 'old copy of the text ' || pk || printf('%.*c', 3000, 'x') FROM entries;"
         " DELETE FROM meta WHERE key = 'search_terms_rows';"
-        " DELETE FROM schema_migrations WHERE name LIKE '0007%'"
+        # 0012 recreated entries_fts after 0007: neither was applied yet.
+        " DELETE FROM schema_migrations WHERE name LIKE '0007%' OR name LIKE '0012%'"
     )
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
@@ -257,12 +267,12 @@ def test_an_index_of_the_previous_schema_is_upgraded_in_place(agent_dir):
     before = db.stat().st_size
     result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "sync", "--json"])
     assert result.exit_code == 0, result.output
-    assert "Upgrading index.db (0007_text_once: search text is now read from the session" in (
+    assert "Upgrading index.db (0012_search_for_sqlite_3_40: search text indexed again)" in (
         result.stderr
     )
     report = json.loads(result.stdout)
     assert report["files_reindexed"] == 30
-    assert report["resync_reason"].startswith("0007_text_once")
+    assert report["resync_reason"].startswith("0012_search_for_sqlite_3_40")
     with SessionIndex.open(str(agent_dir)) as index:
         assert index.pending_upgrade() is None
         assert index.connection.execute("SELECT text FROM entries_fts LIMIT 1").fetchall() == [
@@ -285,7 +295,7 @@ def test_a_reader_of_an_index_not_yet_upgraded_is_told_to_sync(agent_dir):
     result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "search", "hello"])
     assert result.exit_code == 1
     assert result.stderr.strip().endswith(
-        "was written by an older xcsh-store (it lacks schema 0007_text_once);"
+        "was written by an older xcsh-store (it lacks schema 0012_search_for_sqlite_3_40);"
         " run `xcsh-store sync` to upgrade it"
     )
     assert len(result.stderr.strip().splitlines()) == 1

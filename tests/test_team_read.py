@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from session_builder import FIXTURES
-from team_server import psycopg, team_server, team_url
+from team_server import Roles, psycopg, roles, team_server, team_url
 from test_team_push import PLANTED, planted_host
 
 from xcsh_store.cli import cli
 from xcsh_store.team import push
 
-__all__ = ["team_server", "team_url"]
+__all__ = ["roles", "team_server", "team_url"]
 
 
 @pytest.fixture
@@ -124,13 +124,15 @@ def test_history_search_reads_every_host(tmp_path: Path, agent_dir: Path, team_u
     assert len(run("--db", team_url, "history", "recent")) == 4
 
 
-def test_sql_runs_read_only(two_hosts: dict[str, Path], team_url: str) -> None:
-    rows = run("--db", team_url, "sql", "SELECT host, count(*) AS n FROM sessions GROUP BY host"
+def test_sql_runs_read_only(two_hosts: dict[str, Path], team_url: str, roles: Roles) -> None:
+    reader = roles.run("reader")["xcsh_reader"]  # as docs/security.md says to run it
+    rows = run("--db", reader, "sql", "SELECT host, count(*) AS n FROM sessions GROUP BY host"
                " ORDER BY host")  # fmt: skip
     assert [row["host"] for row in rows] == ["ci", "laptop"]
-    result = CliRunner().invoke(cli, ["--db", team_url, "sql", "DELETE FROM sessions"])
-    assert result.exit_code == 1
-    assert "read-only transaction" in result.output
+    for url, options in ((reader, []), (team_url, ["--allow-privileged-role"])):
+        result = CliRunner().invoke(cli, ["--db", url, "sql", "DELETE FROM sessions", *options])
+        assert result.exit_code == 1
+        assert "read-only transaction" in result.output
     assert len(run("--db", team_url, "ls", "-n", "0")) == sum(row["n"] for row in rows)
 
 
@@ -226,3 +228,24 @@ def test_a_claude_code_session_is_rebuilt_on_the_team_index(
         for body in (ours, theirs):
             body["session"].pop("id_shared")
         assert ours == theirs
+
+
+def test_a_model_or_project_no_host_has_is_named_as_on_the_local_index(
+    two_hosts: dict[str, Path], team_url: str
+) -> None:
+    for option, value in (("--model", "gpt-9"), ("--project", "nope")):
+        result = CliRunner().invoke(cli, ["--db", team_url, "search", "word12", option, value])
+        assert result.exit_code == 2 and f"Invalid value for {option}: no " in result.stderr
+    known = run("--db", team_url, "search", "word12", "--model", "anthropic/claude-test")
+    assert known == run("--db", team_url, "search", "word12", "--model", "claude-test") != []
+
+
+def test_ls_since_and_until_filter_the_team_index_as_the_local_one(
+    two_hosts: dict[str, Path], team_url: str
+) -> None:
+    folder = two_hosts["laptop"]
+    for span in (["--since", "2000-01-01"], ["--until", "2000-01-01"], ["--since", "9000-01-01"]):
+        team = run("--db", team_url, "ls", "-n", "0", "--host", "laptop", *span)
+        local = run("--agent-dir", str(folder), "ls", "-n", "0", *span)
+        assert sorted(item["path"] for item in team) == sorted(item["path"] for item in local)
+    assert run("--db", team_url, "ls", "-n", "0", "--since", "2000-01-01")

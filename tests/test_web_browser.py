@@ -1,8 +1,8 @@
 """The web app in a real headless Chromium (Debian's chromium and chromedriver, driven by
 Selenium), against ``xcsh-store serve --watch`` run as a process: the sessions list, search,
 opening a hit, a folded branch expanded, the leaf switched, a context, the usage charts, a live
-update, and a hostile session that runs nothing. Each step takes a screenshot (into the test's
-temp dir) that must not be blank.
+update, a hostile session that runs nothing, and a site rebound to 127.0.0.1 that reads
+nothing. Each step takes a screenshot (into the test's temp dir) that must not be blank.
 
 One browser for the module. Without chromium the tests skip with the reason, except under CI
 (CI=true), where a missing browser is a failure."""
@@ -12,12 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import struct
-import subprocess
-import sys
 import time
-import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +21,7 @@ from typing import Any
 
 import pytest
 from session_builder import append, flux_records, header, message, sessions_dir, write_session
+from web_server import DEADLINE, running_server
 
 from xcsh_store.index import SessionIndex
 
@@ -35,9 +32,9 @@ from selenium.common.exceptions import (  # noqa: E402
 )
 from selenium.webdriver.common.by import By  # noqa: E402
 
-DEADLINE = 60.0
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+REBOUND = "rebound.example"
 HOSTILE = (
     '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
     '<a href="javascript:window.pwned = 3">click</a>'
@@ -71,29 +68,11 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(agent: Path) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent), "serve", "--watch",
-         "--port", str(port), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None
-    url = json.loads(process.stdout.readline())["url"]
-    # The watcher's first sync, after which no event is due unless a file changes.
-    assert json.loads(process.stdout.readline())["reason"] == "start"
-    end = time.monotonic() + DEADLINE
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < end, process.stderr.read()
-            time.sleep(0.1)
-    yield url.rstrip("/")
-    process.terminate()
-    assert process.wait(timeout=DEADLINE) == 0
+    with running_server(agent, "--watch") as running:
+        assert running.process.stdout is not None
+        # The watcher's first sync, after which no event is due unless a file changes.
+        assert json.loads(running.process.stdout.readline())["reason"] == "start"
+        yield str(running.printed["url"]).rstrip("/")
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +88,8 @@ def browser() -> Iterator[Any]:
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"):
         options.add_argument(argument)
+    # A site whose name resolves to 127.0.0.1, as DNS rebinding makes it.
+    options.add_argument(f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1")
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(DEADLINE)
     yield driver
@@ -229,3 +210,13 @@ def test_an_open_page_updates_when_the_session_grows(browser, server, agent, sho
     wait_until(lambda: shown_entries(browser)[-1:] == ["entry-u4"])
     wait_until(lambda: "great scott" in browser.find_element(By.ID, "entry-u4").text)
     shot("live")
+
+
+def test_a_site_rebound_to_loopback_reads_nothing(browser, server, shot):
+    port = server.rsplit(":", 1)[1]
+    for path in ("/", "/session/sess-branched", "/search?q=plutonium"):
+        browser.get(f"http://{REBOUND}:{port}{path}")
+        text = browser.find_element(By.TAG_NAME, "body").text
+        assert "does not answer to that host name" in text
+        assert "Flux" not in text and "plutonium" not in text
+    shot("rebound")

@@ -116,6 +116,7 @@ _ALSO = {
         "PersistenceError",
         "SearchQueryError",
         "SessionNotFoundError",
+        "UnknownFilterError",
         "XcshStoreError",
     ),
     "xcsh_store.session.discovery": (

@@ -56,6 +56,16 @@ class SearchQueryError(XcshStoreError, ValueError):
     """A search that cannot be run as asked: no word to search for, or an unknown role."""
 
 
+class UnknownFilterError(XcshStoreError, ValueError):
+    """A filter that nothing in the index has (a model no entry used, a project folder no
+    session is in): a search or listing with it can only come back empty. ``name`` is the
+    filter's (``model``, ``project``)."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 class AmbiguousEntryError(AmbiguousLookupError):
     """An entry id prefix that several entries of the session start with; ``candidates`` are
     their ids."""

@@ -1,5 +1,6 @@
 """Reading the file system safely: opening only regular files (a FIFO, socket or device never
-blocks or streams forever), and walking session folders the one way every reader walks them."""
+blocks or streams forever), walking session folders the one way every reader walks them, and
+telling a full disk from other write failures."""
 
 from __future__ import annotations
 
@@ -8,6 +9,21 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
+
+# Below this many bytes free for unprivileged writers, a failed write is the disk being full
+# (SQLite reports one as a disk I/O error when it cannot grow its shared-memory file).
+FULL_BELOW = 1 << 20
+
+
+def free_bytes_if_full(folder: str) -> int | None:
+    """The bytes left on the file system holding ``folder`` when it is (all but) full, else
+    None (also when it cannot be asked)."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return None
+    free = found.f_bavail * found.f_frsize
+    return free if free < FULL_BELOW else None
 
 
 def open_regular_file(path: str) -> BinaryIO:

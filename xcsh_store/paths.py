@@ -44,44 +44,6 @@ def get_agent_dir() -> str:
     return os.path.join(os.path.expanduser("~"), ".xcsh", "agent")
 
 
-# Other agents' folders, which a sync indexes (read-only) when they exist (issue 18).
-CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
-CODEX_HOME_ENV = "CODEX_HOME"
-
-
-def _home_of(variable: str, default: str) -> str:
-    override = os.environ.get(variable)
-    if override:
-        return os.path.abspath(os.path.expanduser(override))
-    return os.path.join(os.path.expanduser("~"), default)
-
-
-def get_claude_dir() -> str:
-    """Claude Code's folder: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
-    return _home_of(CLAUDE_CONFIG_DIR_ENV, ".claude")
-
-
-def get_codex_dir() -> str:
-    """Codex's folder: ``$CODEX_HOME`` or ``~/.codex``."""
-    return _home_of(CODEX_HOME_ENV, ".codex")
-
-
-def get_agent_session_roots() -> dict[str, str]:
-    """Where Claude Code and Codex keep their session files, by agent."""
-    return {
-        "claude": os.path.join(get_claude_dir(), "projects"),
-        "codex": os.path.join(get_codex_dir(), SESSIONS_DIRNAME),
-    }
-
-
-def get_agent_history_files() -> dict[str, str]:
-    """Claude Code's and Codex's prompt history files, by agent."""
-    return {
-        "claude": os.path.join(get_claude_dir(), "history.jsonl"),
-        "codex": os.path.join(get_codex_dir(), "history.jsonl"),
-    }
-
-
 def _under_agent_dir(name: str, agent_dir: str | None) -> str:
     return os.path.join(agent_dir if agent_dir is not None else get_agent_dir(), name)
 

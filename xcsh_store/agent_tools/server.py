@@ -2,30 +2,45 @@
 official SDK.
 
 Each call opens the index read-only (it never waits for a sync and always answers from the
-last one), so a ``watch`` running beside the server keeps the answers current. Every answer
-goes to an agent and from there to its model's provider: its secrets are redacted
-(xcsh_store.secrets) unless the server was built without."""
+last one), so a ``watch`` running beside the server keeps the answers current. An answer is
+one text of compact JSON (no indentation, no second structured copy: an agent's context is
+what it costs); an error is an error result (``isError``) of one line, an argument the schema
+refuses too. Every answer goes to an agent and from there to its model's provider: its secrets
+are redacted (xcsh_store.secrets) unless the server was built without, and so are the pieces of
+a secret that cutting a text left (the secrets of the files an answer quotes are taken out of
+it, whole or cut)."""
 
 from __future__ import annotations
 
 import functools
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import ContentBlock, ToolAnnotations
+from pydantic import ValidationError
 
 from xcsh_store.agent_tools import tools
+from xcsh_store.artifacts.urls import resolve_internal_url
 from xcsh_store.index import SessionIndex
+from xcsh_store.js import stringify
+from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.secrets import FileSecrets, Redactor
 
 INSTRUCTIONS = (
-    "Recall past coding-agent sessions from the xcsh-store index: search_sessions finds "
-    "entries by words; get_session reads a session's active branch (or its whole tree) page by "
-    "page; get_context shows what the model saw at a leaf; recall_prompts finds prompts typed "
-    "before; usage sums tokens and cost. Everything is read-only."
+    "Recall past coding-agent sessions from the xcsh-store index: list_sessions lists them by "
+    "time and folder (what was worked on when); search_sessions finds entries by words; "
+    "get_session reads a session's active branch (or its whole tree) page by page, one line "
+    "per entry; get_entry reads one entry whole; get_context shows what the model saw at a "
+    "leaf; read_url reads a session's artifact:// and agent:// outputs; recall_prompts finds "
+    "prompts typed before; usage sums tokens and cost. Everything is read-only; times are ISO "
+    "8601 UTC."
 )
+# Every tool only reads the index, and the index is all it reads.
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 
 
 def _tool(
@@ -33,43 +48,93 @@ def _tool(
     question: Callable[..., dict[str, Any]],
     redactor: Redactor | None,
     file_secrets: FileSecrets | None,
-) -> Callable[..., Any]:
-    """``question`` without its first parameter (the index), which each call opens; its
-    answer redacted by ``redactor``, with the secrets of the session files it quotes (a text
-    cut short or an excerpt may hold a piece of one)."""
+) -> Callable[..., str]:
+    """``question`` without its first parameter (the index), which each call opens, answering
+    compact JSON; redacted by ``redactor``, with the secrets of the files the answer quotes
+    (``file_secrets``)."""
 
     @functools.wraps(question)
-    def call(**arguments: Any) -> dict[str, Any]:
+    def call(**arguments: Any) -> str:
         with SessionIndex.open(agent_dir, read_only=True) as index:
             answer = question(index, **arguments)
-            if redactor is None or file_secrets is None:
-                return answer
-            paths = {hit["path"] for hit in answer.get("hits", [])}
-            if arguments.get("session"):
-                paths.add(index.find_session(arguments["session"]).path)
-            known = [found for path in paths for found in file_secrets.of(index.local_path(path))]
-        return redactor.value(answer, known)
+            if redactor is not None and file_secrets is not None:
+                files = quoted_files(index, arguments, answer)
+                known = [found for path in files for found in file_secrets.of(path)]
+                answer = redactor.value(answer, known)
+        return stringify(answer).decode()
 
     hints = typing.get_type_hints(question)
     parameters = [
         parameter.replace(annotation=hints[parameter.name])
         for parameter in list(inspect.signature(question).parameters.values())[1:]
     ]
-    call.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])
+    call.__signature__ = inspect.Signature(parameters, return_annotation=str)
     del call.__wrapped__  # the signature above is the one the SDK reads
-    call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict[str, Any]}
+    call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     return call
+
+
+def quoted_files(
+    index: SessionIndex, arguments: dict[str, Any], answer: dict[str, Any]
+) -> set[str]:
+    """The files an answer quotes, whole or cut (a summary, an excerpt, a page of a text): the
+    sessions it lists or names, and the file an artifact:// or agent:// URL reads."""
+    paths = {item["path"] for key in ("hits", "sessions") for item in answer.get(key, [])}
+    files = set()
+    if arguments.get("session"):
+        info = index.find_session(arguments["session"])
+        paths.add(info.path)
+        if arguments.get("url"):
+            resource = resolve_internal_url(arguments["url"], artifacts_dir_for(info.path))
+            files.add(resource.source_path)
+    return files | {index.local_path(path) for path in paths}
+
+
+def one_line(error: ValidationError) -> str:
+    """A refused argument as the CLI says it: ``by: 'x' is not one of 'day', …``."""
+    problems = []
+    for problem in error.errors():
+        name = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        if problem["type"] == "literal_error":
+            expected = problem.get("ctx", {}).get("expected", "")
+            problems.append(f"{name}: {problem['input']!r} is not one of {expected}")
+        elif problem["type"] == "missing":
+            problems.append(f"{name}: missing (it is required)")
+        else:
+            problems.append(f"{name}: {problem['msg']}, not {problem['input']!r}")
+    return "; ".join(problems)
+
+
+class StoreServer(FastMCP):
+    """FastMCP whose refused arguments are one line, not pydantic's report."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> Sequence[ContentBlock] | dict[str, Any]:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                raise ToolError(
+                    f"Error executing tool {name}: {one_line(error.__cause__)}"
+                ) from None
+            raise
 
 
 def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
     """The MCP server over the index of ``agent_dir``; its answers' secrets redacted unless
     ``redact`` is false."""
-    server = FastMCP("xcsh-store", instructions=INSTRUCTIONS)
+    server = StoreServer("xcsh-store", instructions=INSTRUCTIONS)
     redactor = Redactor() if redact else None
+    # One cache of the quoted files' secrets for all the tools.
     file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
     for name in tools.TOOLS:
-        question = getattr(tools, name)
-        server.add_tool(_tool(agent_dir, question, redactor, file_secrets), name=name)
+        server.add_tool(
+            _tool(agent_dir, getattr(tools, name), redactor, file_secrets),
+            name=name,
+            annotations=READ_ONLY,
+            structured_output=False,
+        )
     return server
 
 

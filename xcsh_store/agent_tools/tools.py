@@ -1,28 +1,64 @@
 """The questions the MCP server answers, as plain functions over a read-only index: each
-returns a JSON-ready dict whose size is bounded (pages of entries, capped counts, cut text), so
-that no answer floods an agent's context. Their parameters after the index and their docstrings
-are what the server offers agents (the tool's input schema and description)."""
+returns a JSON-ready dict whose size is bounded (pages of entries and of text, capped counts,
+cut one-line summaries), so that no answer floods an agent's context. Their parameters after
+the index and their docstrings are what the server offers agents (the tool's input schema and
+description).
+
+Arguments are read as the CLI reads its options (``times`` for points in time, the index's
+roles, agents and groupings; a model or project nothing has is named instead of an empty
+answer), and a bad one raises ValueError (or the library's error) with one line that names it.
+Times are ISO 8601 UTC (``2026-11-16T09:12:03.123Z``); costs are dollars, rounded to a
+hundredth of a cent.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from xcsh_store.agents import AGENTS
+from xcsh_store.artifacts.pages import retold_paging_hint
+from xcsh_store.artifacts.urls import read_internal_url
 from xcsh_store.index import (
     USAGE_GROUPS,
     IndexedSession,
     SessionIndex,
+    check_filters,
     entry_summary,
+    entry_text,
     message_summary,
     read_entries,
+    search_role,
+    usage_total,
 )
+from xcsh_store.paths import artifacts_dir_for
+from xcsh_store.times import iso_millis, parse_time_bound, time_order_problem
 
 # The tools, in the order the server lists them.
-TOOLS = ("search_sessions", "get_session", "get_context", "recall_prompts", "usage")
-# Caps: hits and prompts per answer, entries and messages per page, characters per text.
+TOOLS = (
+    "list_sessions",
+    "search_sessions",
+    "get_session",
+    "get_entry",
+    "get_context",
+    "read_url",
+    "recall_prompts",
+    "usage",
+)
+# Caps: sessions, hits and prompts per answer, entries and messages per page, characters per
+# one-line text, characters per page of an entry's whole text.
 MAX_HITS = 50
 MAX_PAGE = 200
 MAX_TEXT = 2000
+TEXT_PAGE = 10_000
+MAX_TEXT_PAGE = 50_000
+# Costs to a hundredth of a cent: finer is noise in an estimate from list prices.
+COST_DIGITS = 4
+
+Agent = Literal["xcsh", "pi", "omp", "claude", "codex"]
+Order = Literal["modified", "created", "title"]
+UsageGroup = Literal[
+    "day", "week", "month", "model", "provider", "project", "session", "agent", "root-session"
+]
 
 
 def _bounded(limit: int, cap: int) -> int:
@@ -31,6 +67,94 @@ def _bounded(limit: int, cap: int) -> int:
 
 def _cut(text: str, chars: int = MAX_TEXT) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _one_of(name: str, value: str, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``; else the CLI's words for a bad choice."""
+    if value not in choices:
+        raise ValueError(f"{name}: {value!r} is not one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def _agents(agent: str | None) -> list[str] | None:
+    return None if agent is None else [_one_of("agent", agent, AGENTS)]
+
+
+def _span(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+    """``since`` and ``until`` as index timestamps, read as ``--since``/``--until`` are."""
+    bounds = []
+    for name, text in (("since", since), ("until", until)):
+        try:
+            bounds.append(None if text is None else parse_time_bound(text))
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from None
+    problem = time_order_problem(bounds[0], bounds[1])
+    if problem:
+        raise ValueError(problem)
+    return bounds[0], bounds[1]
+
+
+def _cost(value: float | None) -> float | None:
+    return None if value is None else round(value, COST_DIGITS)
+
+
+def _time(moment: Any) -> str | None:
+    return None if moment is None else iso_millis(moment)
+
+
+def _session(info: IndexedSession) -> dict[str, Any]:
+    return {
+        "session": info.session_id,
+        "agent": info.agent,
+        "path": info.path,
+        "cwd": info.cwd,
+        "project": info.project_dir,
+        "title": info.title,
+        "created": _time(info.created),
+        "modified": _time(info.modified),
+        "entry_count": info.entry_count,
+        "message_count": info.message_count,
+        "leaf_id": info.last_entry_id,
+    }
+
+
+def list_sessions(
+    index: SessionIndex,
+    since: str | None = None,
+    until: str | None = None,
+    cwd: str | None = None,
+    project: str | None = None,
+    agent: Agent | None = None,
+    order: Order = "modified",
+    limit: int = 20,
+) -> dict[str, Any]:
+    """Sessions, most recently active first (order: modified, created or title), with their
+    title (or first prompt), folder and size. since/until (a date 2026-11-01, a time
+    2026-11-01T09:30, or an age such as 1d or 12h): only sessions active in that span
+    (modified at or after since, started before until): "what did I work on yesterday?" is
+    since=<yesterday's date>, until=<today's date>. Filters: cwd, project folder, agent (xcsh,
+    pi, omp, claude, codex). At most 50."""
+    order = _one_of("order", order, ("modified", "created", "title"))
+    start, end = _span(since, until)
+    limit = _bounded(limit, MAX_HITS)
+    sessions = index.list_sessions(
+        cwd=cwd, project=project, limit=limit + 1, order=order, agents=_agents(agent),
+        since=start, until=end,
+    )  # fmt: skip
+    if not sessions:
+        check_filters(index, project=project)
+    return {
+        "sessions": [
+            _session(info)
+            | {
+                "first_message": None if info.title else _cut(info.first_message, 200),
+                "tokens": info.input_tokens + info.output_tokens,
+                "cost": _cost(info.cost),
+            }
+            for info in sessions[:limit]
+        ],
+        "more": len(sessions) > limit,
+    }
 
 
 def search_sessions(
@@ -42,17 +166,21 @@ def search_sessions(
     since: str | None = None,
     until: str | None = None,
     limit: int = 10,
-    agent: str | None = None,
+    agent: Agent | None = None,
 ) -> dict[str, Any]:
     """Full-text search over every session (all words must match; "phrases", -excluded).
-    Filters: project folder, role (user, assistant, toolResult…), model, since/until (ISO
-    date or time), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry
-    id. At most 50 hits."""
+    Filters: project (a working directory, with the folders inside it), role (user, assistant,
+    toolResult…), model (an id or provider/id), since/until (a date, a time or an age such as
+    7d), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry id
+    (get_entry reads it whole). At most 50 hits."""
+    start, end = _span(since, until)
     limit = _bounded(limit, MAX_HITS)
     hits = index.search(
-        query, project=project, role=role, model=model, since=since, until=until, limit=limit,
-        agents=_agents(agent),
+        query, project=project, role=None if role is None else search_role(role), model=model,
+        since=start, until=end, limit=limit, agents=_agents(agent),
     )  # fmt: skip
+    if not hits:
+        check_filters(index, model=model, project=project)
     return {
         "hits": [
             {
@@ -73,30 +201,6 @@ def search_sessions(
     }
 
 
-def _agents(agent: str | None) -> list[str] | None:
-    if agent is None:
-        return None
-    if agent not in AGENTS:
-        raise ValueError(f"agent must be one of {', '.join(AGENTS)}, not {agent!r}")
-    return [agent]
-
-
-def _session_fields(index: SessionIndex, session: str) -> tuple[IndexedSession, dict[str, Any]]:
-    info = index.find_session(session)
-    return info, {
-        "session": info.id,
-        "agent": info.agent,
-        "path": info.path,
-        "cwd": info.cwd,
-        "title": info.title,
-        "created": info.created.isoformat(),
-        "modified": info.modified.isoformat(),
-        "entry_count": info.entry_count,
-        "message_count": info.message_count,
-        "leaf_id": info.last_entry_id,
-    }
-
-
 def get_session(
     index: SessionIndex,
     session: str,
@@ -107,11 +211,11 @@ def get_session(
 ) -> dict[str, Any]:
     """A session (id prefix or path) page by page: its active branch, root to leaf
     (leaf_id picks another leaf), or with view="tree" every entry in file order with its
-    parent, child count and whether it is on the active branch. At most 200 entries a
-    page; next_offset is the offset of the next page (null at the end)."""
-    if view not in ("branch", "tree"):
-        raise ValueError(f"view must be 'branch' or 'tree', not {view!r}")
-    info, fields = _session_fields(index, session)
+    parent, child count and whether it is on the active branch. Each entry's text is a
+    one-line summary (get_entry reads an entry whole). At most 200 entries a page;
+    next_offset is the offset of the next page (null at the end)."""
+    view = _one_of("view", view, ("branch", "tree"))
+    info = index.find_session(session)
     leaf = index.find_entry_id(info, leaf_id) if leaf_id else info.last_entry_id
     tree = index.tree(info)
     rows = index.branch(info, leaf) if view == "branch" else list(tree.entries.values())
@@ -133,7 +237,7 @@ def get_session(
             item["on_active_branch"] = row.id in on_path
         entries.append(item)
     following = offset + len(page)
-    return fields | {
+    return _session(info) | {
         "view": view,
         "leaf_id": leaf,
         "total": len(rows),
@@ -142,6 +246,39 @@ def get_session(
         "next_offset": following if following < len(rows) else None,
         "branch_points": len(tree.branch_points),
         "leaves": len(tree.leaves),
+    }
+
+
+def get_entry(
+    index: SessionIndex,
+    session: str,
+    entry_id: str,
+    offset: int = 0,
+    limit: int = TEXT_PAGE,
+) -> dict[str, Any]:
+    """One entry of a session whole: its text blocks, thinking, tool calls with their
+    arguments, tool output, summaries; paged by characters (offset, limit: at most 50,000
+    a page; next_offset is null at the end). entry_id may be a unique prefix."""
+    info = index.find_session(session)
+    found = index.find_entry_id(info, entry_id)
+    row = index.tree(info).entries[found]
+    (value,) = read_entries(info.path, [row], None, info.agent)
+    kind, _summary = entry_summary(value)
+    text = entry_text(value)
+    offset, limit = max(0, int(offset)), _bounded(limit, MAX_TEXT_PAGE)
+    following = offset + limit
+    return {
+        "session": info.session_id,
+        "id": found,
+        "parent_id": row.parent_id,
+        "kind": kind,
+        "role": row.role,
+        "model": row.model,
+        "timestamp": row.timestamp,
+        "total_chars": len(text),
+        "offset": offset,
+        "text": text[offset:following],
+        "next_offset": following if following < len(text) else None,
     }
 
 
@@ -161,7 +298,7 @@ def get_context(
     page = context.messages[offset : offset + limit]
     following = offset + len(page)
     return {
-        "session": info.id,
+        "session": info.session_id,
         "leaf_id": leaf or info.last_entry_id,
         "models": context.models,
         "thinking_level": context.thinking_level,
@@ -175,8 +312,24 @@ def get_context(
     }
 
 
+def read_url(
+    index: SessionIndex,
+    session: str,
+    url: str,
+    offset: int | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """An artifact:// (a tool's full output) or agent:// (a subagent's output; agent://
+    <id>/<path> extracts part of its JSON) URL of a session, as the agent's read tool shows it:
+    a page of at most 50 KB, lines from offset (1-based) for limit lines; the last line says
+    how to continue."""
+    info = index.find_session(session)
+    text = read_internal_url(url, artifacts_dir_for(info.path), offset, limit)
+    return {"session": info.session_id, "url": url, "text": retold_paging_hint(text, "offset=")}
+
+
 def recall_prompts(
-    index: SessionIndex, query: str | None = None, limit: int = 20, agent: str | None = None
+    index: SessionIndex, query: str | None = None, limit: int = 20, agent: Agent | None = None
 ) -> dict[str, Any]:
     """Prompts typed before (prompt history and user messages of sessions), newest first:
     all of them, or those holding every word of query; agent: only that agent's (xcsh, pi,
@@ -192,7 +345,7 @@ def recall_prompts(
         "prompts": [
             {
                 "prompt": _cut(hit.prompt),
-                "created_at": hit.created_at,
+                "created": iso_millis(hit.created_at),
                 "cwd": hit.cwd,
                 "source": hit.source,
                 "agent": hit.agent,
@@ -204,26 +357,43 @@ def recall_prompts(
     }
 
 
+_USAGE_COUNTS = (
+    "entries",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "estimated",
+    "unpriced",
+)
+
+
 def usage(
     index: SessionIndex,
-    by: Literal["day", "week", "month", "model", "provider", "project", "session", "agent"] = "day",
+    by: UsageGroup = "day",
     since: str | None = None,
     until: str | None = None,
-    agent: str | None = None,
+    agent: Agent | None = None,
 ) -> dict[str, Any]:
-    """Tokens and cost per day, week, month, model, provider, project, session or agent (the
-    last 200 groups) with the totals of all groups; agent: only that agent's sessions. Costs
-    of Claude Code and Codex sessions are estimates from list prices."""
-    if by not in USAGE_GROUPS:
-        raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, not {by!r}")
-    rows = index.usage(by, since, until, _agents(agent))
-    columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens", "cost")
+    """Tokens and cost per day, week, month, model, provider, project, session, agent or
+    root-session (a subagent's or fork's usage under the session it came from) (the last 200
+    groups) with the totals of all groups; since/until as for search_sessions; agent:
+    only that agent's sessions. estimated counts the entries whose cost is an estimate from
+    list prices (Claude Code and Codex record none), unpriced those of models without a
+    known price, whose cost is not in the sums (cost null: none has a price)."""
+    by = _one_of("by", by, tuple(USAGE_GROUPS))
+    start, end = _span(since, until)
+    rows = index.usage(by, start, end, _agents(agent))
+    total = usage_total(rows)
     return {
         "by": by,
         "groups": len(rows),
         "rows": [
-            {"key": row.key} | {column: getattr(row, column) for column in columns}
+            {"key": row.key}
+            | {column: getattr(row, column) for column in _USAGE_COUNTS}
+            | {"total_tokens": row.tokens, "cost": _cost(row.cost)}
             for row in rows[-MAX_PAGE:]
         ],
-        "totals": {column: sum(getattr(row, column) for row in rows) for column in columns},
+        "totals": {column: getattr(total, column) for column in _USAGE_COUNTS}
+        | {"total_tokens": total.tokens, "cost": _cost(total.cost)},
     }

@@ -4,14 +4,16 @@ module and one more entry in READERS."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from xcsh_store.agents.base import AgentEntry, AgentReader, HistoryPrompt, SessionFacts
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
+from xcsh_store.homes import agent_folders
 
 # The xcsh format family: the header does not say which of them wrote a file (pi, oh-my-pi and
-# xcsh write the same one); the folder they live in does.
+# xcsh write the same one); oh-my-pi's leading title record and the folder do (xcsh_agent_of).
 XCSH_AGENTS = ("xcsh", "pi", "omp")
 READERS: tuple[AgentReader, ...] = (CLAUDE, CODEX)
 # The agents whose files a reader here reads: their folders are only ever read, and their files
@@ -35,13 +37,16 @@ __all__ = [
 ]
 
 
-def cost_kind(agent: str, cost: float | None, tokens: int) -> str:
+def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
-    (Claude Code and Codex write none: theirs come from list prices) or ``unpriced`` (tokens,
-    but no model with a known price): never show an unknown cost as $0."""
+    (Claude Code and Codex write none: the index prices their tokens), ``partial`` (estimated,
+    but some entries are of a model without a price: the cost is a lower bound) or
+    ``unpriced`` (no entry adds a cost and some have no price): never an unknown cost as $0."""
     if agent not in OTHER_AGENTS:
         return "recorded"
-    return "unpriced" if not cost and tokens else "estimated"
+    if not unpriced_entries:
+        return "estimated"
+    return "partial" if cost else "unpriced"
 
 
 def reader_for(first: dict[str, Any]) -> AgentReader | None:
@@ -59,9 +64,17 @@ def reader_named(name: str | None) -> AgentReader | None:
     return None
 
 
-def xcsh_agent_of(path: str) -> str:
-    """Which of the xcsh family wrote a file with a session header, by its folder: pi keeps
-    sessions in ``~/.pi/``, oh-my-pi in ``~/.omp/`` (the same rule as migration 0009)."""
+def xcsh_agent_of(path: str, opens_with_title: bool = False) -> str:
+    """Which of the xcsh family wrote a file with a session header. Its content says it first:
+    a file that begins with a ``title`` record is oh-my-pi's (it keeps its title there, to
+    rewrite it in place; pi and xcsh never write one). Else its place: below the folders pi and
+    oh-my-pi use on this machine (homes.agent_folders), or in a ``.pi`` / ``.omp`` folder
+    anywhere (a copy from another machine); else xcsh. Migration 0009 had the folder rule."""
+    if opens_with_title:
+        return "omp"
+    for folder, agent in agent_folders():
+        if path.startswith(folder.rstrip(os.sep) + os.sep):
+            return agent
     if "/.pi/" in path:
         return "pi"
     if "/.omp/" in path:

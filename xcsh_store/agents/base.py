@@ -45,6 +45,9 @@ class AgentEntry:
     # A title the line gives its session (the last one wins), and who gave it.
     title: str | None = None
     title_source: str | None = None
+    # (leaf entry id, summary): a summary of the conversation that ends at that entry, which
+    # may be another file's (Claude Code's summary lines); it titles the session holding it.
+    leaf_summary: tuple[str, str] | None = None
     # The model of a response (or of the turn a usage figure is of), and its provider.
     model: str | None = None
     provider: str | None = None

@@ -10,7 +10,14 @@ each ``user``/``assistant``/``system`` line has ``uuid`` and ``parentUuid`` (the
 * One API response is written as several ``assistant`` lines sharing ``message.id`` (one
   content block each), each repeating ``usage``, the earlier ones partial in 1.0.x: their usage
   key is ``message.id`` + ``requestId``, and the last line's usage is what counts.
-* ``summary``, ``ai-title`` and ``custom-title`` lines title the session (the last one wins).
+* ``ai-title`` and ``custom-title`` lines title their session (the last one wins). A
+  ``summary`` line (``summary``, ``leafUuid``) is the summary of the conversation that ends at
+  ``leafUuid``, most often another file's (a resumed conversation's file opens with the
+  summaries of those it continues): it titles the session that holds that entry
+  (index/summaries.py), not its own.
+* A user line is what the user typed: a slash command written as ``<command-name>`` markup is
+  ``/name args``; output, caveats and reminders Claude Code put in the user's turn are meta
+  entries (typed_prompt).
 * Every other line (``progress``, ``file-history-snapshot``, ``queue-operation``, ``attachment``,
   types yet unknown) is an entry of its own type without text.
 """
@@ -18,6 +25,7 @@ each ``user``/``assistant``/``system`` line has ``uuid`` and ``parentUuid`` (the
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from xcsh_store.agents.base import (
@@ -28,7 +36,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import estimated_cost
+from xcsh_store.agents.pricing import Request, price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 
 # Types only Claude Code writes as the first line of a file (a user or assistant line also
@@ -42,7 +50,6 @@ _OWN_TYPES = frozenset(
 )  # fmt: skip
 # Title lines: the key holding the title, and who set it.
 _TITLES = {
-    "summary": ("summary", "auto"),
     "ai-title": ("aiTitle", "auto"),
     "custom-title": ("customTitle", NAMED_TITLE_SOURCE),
 }
@@ -90,6 +97,9 @@ class ClaudeReader:
             key, source = _TITLES[kind]
             found.title = text_of(value.get(key))
             found.title_source = source if found.title else None
+        elif kind == "summary":
+            leaf, summary = text_of(value.get("leafUuid")), text_of(value.get("summary"))
+            found.leaf_summary = (leaf, summary) if leaf and summary else None
         return found
 
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
@@ -143,24 +153,35 @@ def _assistant(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]
                 )
     model = text_of(message.get("model"))
     found.entry.update(type="message", message={"role": "assistant", "content": blocks})
-    found.model, found.provider = model, "anthropic"
+    # Claude Code also runs other providers' models (through their Anthropic-compatible APIs,
+    # or a proxy): the provider is the one the model's name tells, none when it tells none.
+    found.model, found.provider = model, price_table().provider_of(model)
     usage = message.get("usage")
     if type(usage) is dict:
-        found.usage = claude_usage(usage, model)
+        found.usage = claude_usage(usage, model, text_of(value.get("timestamp")))
         message_id = text_of(message.get("id"))
         if message_id is not None:
             found.usage_key = f"{message_id}:{value.get('requestId') or ''}"
 
 
-def claude_usage(usage: dict[str, Any], model: str | None) -> tuple[Any, ...]:
-    """(input, output, cache read, cache write, premium requests, cost) of a usage object."""
+def claude_usage(
+    usage: dict[str, Any], model: str | None, timestamp: str | None
+) -> tuple[Any, ...]:
+    """(input, output, cache read, cache write, premium requests, cost) of a usage object.
+
+    ``cache_creation`` splits the cache writes by lifetime: ``ephemeral_1h_input_tokens`` are
+    billed at the 1-hour rate (2x input), the rest at the 5-minute one (1.25x).
+    """
     figures = (
         number(usage.get("input_tokens")),
         number(usage.get("output_tokens")),
         number(usage.get("cache_read_input_tokens")),
         number(usage.get("cache_creation_input_tokens")),
     )
-    return (*figures, 0, estimated_cost(model, *figures))
+    split = usage.get("cache_creation")
+    one_hour = number(split.get("ephemeral_1h_input_tokens")) if type(split) is dict else 0
+    request = Request(model, timestamp, *figures, cache_write_1h=min(one_hour, figures[3]))
+    return (*figures, 0, price_table().cost(request))
 
 
 def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
@@ -184,14 +205,55 @@ def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> 
             if type(block) is dict and block.get("type") == "tool_result"
             else [block]
         )
+    typed = None if value.get("isMeta") is True else typed_prompt(texts)
     if value.get("isCompactSummary") is True:
         found.entry.update(type="compaction", summary="\n".join(texts))
-    elif value.get("isMeta") is True:
-        # Text the agent put in the user's turn (command output, caveats): not a prompt.
+    elif typed is None:
+        # Text the agent put in the user's turn (command output, caveats, reminders): not a
+        # prompt, but searchable.
         found.entry.update(type="custom_message", customType="meta", content=text_blocks(texts))
         found.qualifier = found.qualifier or "meta"
     else:
-        found.entry.update(type="message", message={"role": "user", "content": text_blocks(texts)})
+        found.entry.update(type="message", message={"role": "user", "content": text_blocks(typed)})
+
+
+# How Claude Code writes what the user typed. A slash command: ``<command-name>/review
+# </command-name>`` with ``<command-message>`` and ``<command-args>``, in either order; a shell
+# command typed after ``!``: ``<bash-input>``.
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
+# What it writes into the user's turn that the user did not type: a local command's output, the
+# output of a ``!`` command, a background task's notice, a hook's output.
+_INJECTED = re.compile(
+    r"\s*<(local-command-std(?:out|err)|local-command-caveat|bash-std(?:out|err)"
+    r"|task-notification|user-prompt-submit-hook)>"
+)
+# Reminders it adds to a prompt (files opened in the IDE, the todo list).
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def typed_prompt(texts: list[str]) -> list[str] | None:
+    """The text blocks of a user line as the user typed them: a slash command as ``/name
+    args`` (not its markup), a shell command as ``!command``, a prompt without the reminders
+    added to it; None for a line the user typed none of."""
+    joined = "\n".join(texts)
+    command = _COMMAND_NAME.search(joined)
+    if command is not None:
+        name = command.group(1).strip()
+        arguments = _COMMAND_ARGS.search(joined)
+        typed = f"{'' if name.startswith('/') else '/'}{name}"
+        rest = arguments.group(1).strip() if arguments is not None else ""
+        return [f"{typed} {rest}" if rest else typed]
+    shell = _BASH_INPUT.search(joined)
+    if shell is not None:
+        return [f"!{shell.group(1)}"]
+    if _INJECTED.match(joined):
+        return None
+    if "<system-reminder>" not in joined:
+        return texts
+    kept = [without for text in texts if (without := _REMINDER.sub("", text).strip())]
+    return kept or None
 
 
 def _texts(content: Any) -> list[str]:

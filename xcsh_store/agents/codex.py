@@ -36,7 +36,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import estimated_cost
+from xcsh_store.agents.pricing import Request, price_table
 
 
 class CodexReader:
@@ -214,7 +214,8 @@ def _token_count(
     )
     model = session.model
     found.model, found.provider = model, "openai"
-    found.usage = (*figures, 0, estimated_cost(model, *figures))
+    cost = price_table().cost(Request(model, timestamp, *figures, provider="openai"))
+    found.usage = (*figures, 0, cost)
     total = info.get("total_token_usage")
     if type(total) is dict:
         found.usage_key = "total:" + orjson.dumps(total, option=orjson.OPT_SORT_KEYS).decode()

@@ -14,6 +14,7 @@ from xcsh_store.artifacts.output import (
 from xcsh_store.errors import InternalUrlError
 
 _LINE_SELECTOR = re.compile(r"[Ll]([0-9]+)(?:-[Ll]?([0-9]+))?")
+_PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")
 
 
 def parse_line_selector(selector: str) -> tuple[int, int | None]:
@@ -76,3 +77,13 @@ def page_of(text: str, offset: int | None, limit: int | None) -> str:
             f"{selected}\n\n[{total - end} more lines in resource. Use sel=L{end + 1} to continue]"
         )
     return selected
+
+
+def retold_paging_hint(text: str, option: str) -> str:
+    """A page whose closing notice speaks to the agent's read tool (``Use sel=L5 to
+    continue``) told for another reader: ``option`` names the line, as ``--offset`` (the CLI,
+    ``Use --offset 5``) or ``offset=`` (the MCP tool, ``Use offset=5``). Only the last line is
+    the notice; the page's own text stays as it is."""
+    head, separator, last = text.rpartition("\n")
+    joiner = "" if option.endswith("=") else " "
+    return head + separator + _PAGING_HINT.sub(rf"Use {option}{joiner}\1 to \2", last)

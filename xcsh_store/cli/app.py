@@ -3,31 +3,38 @@
 from __future__ import annotations
 
 import base64
+import difflib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import click
 import orjson
+from click.core import ParameterSource
 
 from xcsh_store import __version__
-from xcsh_store.cli.render import fit_table, one_line
-from xcsh_store.cli.safe import visible, visible_line, visible_text
-from xcsh_store.errors import XcshStoreError
+from xcsh_store.cli.render import terminal_width, wrap
+from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
+from xcsh_store.cli.table import Cut, Header, fit_table
+from xcsh_store.errors import IndexDatabaseError, XcshStoreError
+from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex, SQLiteError
-from xcsh_store.paths import AGENT_DIR_ENV, get_agent_dir
+from xcsh_store.js import well_formed
+from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
 
+# The variable click's completion protocol reads: the shells' scripts set it.
+COMPLETION_VARIABLE = "_XCSH_STORE_COMPLETE"
 COMPLETION_HELP = """\b
-Shell completion:
-  bash  eval "$(_XCSH_STORE_COMPLETE=bash_source xcsh-store)"   (in ~/.bashrc)
-  zsh   eval "$(_XCSH_STORE_COMPLETE=zsh_source xcsh-store)"    (in ~/.zshrc)
-  fish  _XCSH_STORE_COMPLETE=fish_source xcsh-store | source    (in config.fish)"""
+Shell completion (`xcsh-store completion --help`):
+  bash  eval "$(xcsh-store completion bash)"   (in ~/.bashrc)
+  zsh   eval "$(xcsh-store completion zsh)"    (in ~/.zshrc)
+  fish  xcsh-store completion fish | source    (in ~/.config/fish/config.fish)"""
 
 
 def color_enabled(mode: str, is_terminal: bool, environ: dict[str, str] | os._Environ) -> bool:
@@ -51,14 +58,16 @@ class Settings:
     # --db: the team index (postgresql://…) the read verbs read instead of index.db.
     db: str | None = None
 
-    def style(self, text: str, **styles: Any) -> str:
-        return click.style(text, **styles) if self.color else text
+    def style(self, text: str, **styles: Any) -> Shown:
+        """``text`` escaped, then coloured when colour is on (safe.styled)."""
+        return styled(text, self.color, **styles)
 
 
 # The module that defines each verb, imported when the verb is asked for: `xcsh-store ls`
 # imports the listing and none of sync, gc, search, usage or the demo.
 VERB_MODULES = {
     "cat": "sessions",
+    "completion": "completion",
     "demo": "demo",
     "doctor": "maintenance",
     "export": "team",
@@ -67,6 +76,7 @@ VERB_MODULES = {
     "ls": "listing",
     "mcp": "live",
     "migrate": "maintenance",
+    "prices": "prices",
     "push": "team",
     "secrets": "redaction",
     "search": "sessions",
@@ -74,15 +84,38 @@ VERB_MODULES = {
     "show": "sessions",
     "sql": "sql",
     "sync": "maintenance",
+    "team": "team",
     "usage": "usage",
     "verify": "maintenance",
     "watch": "live",
 }
 
 
-class StoreGroup(click.Group):
+class SuggestingGroup(click.Group):
+    """A group that answers a mistyped verb with the verbs it may have meant, as click does
+    for options (click's own suggestion, where it makes one, knows only the verbs imported)."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            typed = args[0] if args else ""
+            if typed.startswith("-") or self.get_command(ctx, typed) is not None:
+                raise  # an option, or an error of the verb itself
+            close = difflib.get_close_matches(typed, self.list_commands(ctx), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise click.UsageError(f"No such command {typed!r}.{hint}", ctx) from None
+
+
+class StoreGroup(SuggestingGroup):
     """A group whose verbs report library and OS errors as one line with exit code 1, and
     whose verbs are imported when they are first asked for (VERB_MODULES)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[ARGUMENTS_KEY] = list(args)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *VERB_MODULES})
@@ -105,6 +138,8 @@ class StoreGroup(click.Group):
             raise
         except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
+        except UnicodeError as error:
+            raise click.ClickException(not_utf8(ctx.meta.get(ARGUMENTS_KEY, []), error)) from None
 
     def main(
         self,
@@ -128,6 +163,22 @@ class StoreGroup(click.Group):
             emit_error_json({"error": {"type": "Aborted", "message": "interrupted"}})
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+# Where the group keeps its command line (ctx.meta) for the errors that name an argument.
+ARGUMENTS_KEY = "xcsh_store.arguments"
+
+
+def not_utf8(arguments: Sequence[str], error: UnicodeError) -> str:
+    """The one line for text that is not UTF-8 where only UTF-8 can go (a SQL query, a file
+    name SQLite or Parquet is to open): the argument that holds it, when one does.
+
+    Python hands over bytes of the command line that are not UTF-8 as lone surrogates;
+    such an argument works as a path of this system, but never as text."""
+    for argument in arguments:
+        if well_formed(argument) != argument:
+            return f"the argument {visible(argument)} is not valid UTF-8 text: give it in UTF-8"
+    return f"text that is not valid UTF-8 cannot be used here ({visible(str(error.reason))})"
 
 
 def wants_json(arguments: Sequence[str]) -> bool:
@@ -159,7 +210,7 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
 
 def emit_error_json(error: dict[str, Any]) -> None:
     """One line of JSON on stderr; stdout keeps only the data a verb printed before."""
-    sys.stderr.buffer.write(orjson.dumps(error) + b"\n")
+    sys.stderr.buffer.write(json_bytes(error) + b"\n")
     sys.stderr.flush()
 
 
@@ -183,7 +234,8 @@ def error_line(error: BaseException) -> str:
 @click.option(
     "--agent-dir",
     type=click.Path(file_okay=False),
-    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent).",
+    help=f"Agent folder to work on (default: ${AGENT_DIR_ENV}, else ~/.xcsh/agent once xcsh was"
+    " used here, else ~/.local/share/xcsh-store: $XDG_DATA_HOME/xcsh-store).",
 )
 @click.option(
     "--color",
@@ -208,13 +260,21 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
     to date and you can always delete. Global options go before the verb:
 
     \b
-      xcsh-store demo                      build a sample agent dir and take the tour
-      xcsh-store sync                      index ~/.xcsh/agent
+      xcsh-store demo                  build a sample agent dir and take the tour
+      xcsh-store sync                  index this machine's sessions
       xcsh-store --agent-dir DIR ls --json
     """
     is_terminal = sys.stdout.isatty()
+    folder = os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_store_dir()
+    if well_formed(folder) != folder:
+        # SQLite takes file names as UTF-8: index.db could be neither made nor opened there.
+        raise click.BadParameter(
+            f"{visible(folder)} is not valid UTF-8, which SQLite needs of a folder to keep"
+            " index.db in",
+            param_hint="--agent-dir" if agent_dir else f"${AGENT_DIR_ENV}",
+        )
     ctx.obj = Settings(
-        agent_dir=os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir(),
+        agent_dir=folder,
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
     )
@@ -239,43 +299,73 @@ def json_default(value: Any) -> Any:
     return str(value)
 
 
+def json_bytes(data: Any, option: int = 0) -> bytes:
+    """``data`` as JSON. A string that is not valid UTF-8 (a file name of other bytes, an
+    argument) cannot be written as JSON: its lone surrogates become U+FFFD, as JavaScript's
+    ``toWellFormed`` does, instead of ending the verb."""
+    try:
+        return orjson.dumps(data, option=option, default=json_default)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_well_formed_strings(data), option=option, default=json_default)
+
+
+def _well_formed_strings(data: Any) -> Any:
+    if isinstance(data, str):
+        return well_formed(data)
+    if isinstance(data, dict):
+        return {
+            _well_formed_strings(key): _well_formed_strings(value) for key, value in data.items()
+        }
+    if isinstance(data, (list, tuple)):
+        return [_well_formed_strings(value) for value in data]
+    return data
+
+
 def emit_json(data: Any) -> None:
     """Machine output: indented JSON on stdout, keys as documented per verb."""
     stream = sys.stdout.buffer
-    stream.write(
-        orjson.dumps(
-            data,
-            option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-            default=json_default,
-        )
-    )
+    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+    stream.write(json_bytes(data, option))
     stream.write(b"\n")
     stream.flush()
 
 
 def print_table(
     rows: Iterable[Sequence[Any]],
-    headers: Sequence[str],
+    headers: Sequence[Header],
     *,
     flexible: int | Sequence[int] = (),
     right: Sequence[int] = (),
     styles: Callable[[int, int, str], str] | None = None,
-    keep_end: Sequence[int] = (),
+    cuts: Mapping[int, Cut] | None = None,
+    optional: Sequence[int] = (),
 ) -> None:
-    """An aligned table cut to the terminal (the ``flexible`` columns give way, widest first).
+    """An aligned table cut to the terminal (table.fit_table: the first ``flexible`` column
+    keeps its room longest, the ``optional`` ones go first).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
-    cells = ([visible(one_line(value)) for value in row] for row in rows)
-    click.echo(
-        fit_table(cells, headers, flexible=flexible, right=right, styles=styles, keep_end=keep_end)
-    )
+    echo(
+        fit_table(
+            rows, headers, flexible=flexible, right=right, styles=styles, cuts=cuts,
+            optional=optional,
+        )
+    )  # fmt: skip
+
+
+def echo_wrapped(text: str = "", err: bool = False) -> None:
+    """A line of prose for people, wrapped at the terminal's width (render.wrap); the lines
+    after the first are indented two more spaces than it is."""
+    indent = " " * (len(text) - len(text.lstrip(" ")) + 2)
+    for line in wrap(text, terminal_width(), indent):
+        echo(line, err=err)
 
 
 def echo(text: str = "", err: bool = False) -> None:
-    """One line for people, through the sanitiser: the verb's own colours are all that stays."""
-    context = click.get_current_context(silent=True)
-    click.echo(visible_line(text, bool(context and context.color)), err=err)
+    """One line for people: :class:`Shown` text as it is (the verb's own colours on escaped
+    content), any other text escaped whole."""
+    # A plain str again: click adds the newline with `+`, which Shown would escape.
+    click.echo(str(shown(text)), err=err)
 
 
 def echo_text(text: str, newline: bool = True) -> None:
@@ -291,6 +381,10 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
     host; the others refuse ``--db``.
     """
     if settings.db is None:
+        if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
+            from xcsh_store.cli.places import no_index_yet
+
+            raise IndexDatabaseError(no_index_yet(settings.agent_dir))
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
         verb = click.get_current_context().info_name
@@ -300,7 +394,28 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
     require_extra("--db", "team", "psycopg")
     from xcsh_store.team import TeamIndex
 
+    warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
     return TeamIndex.open(settings.db)  # type: ignore[return-value]
+
+
+def warn_of_visible_password(
+    conninfo: str, parameter: str, context: click.Context | None = None
+) -> None:
+    """A warning on stderr when a connection string given on the command line (``parameter``
+    of ``context``, default the verb's) holds a password: every user of the machine sees the
+    command line in `ps`."""
+    from xcsh_store.team import Target
+
+    context = context or click.get_current_context()
+    if context.get_parameter_source(parameter) is not ParameterSource.COMMANDLINE:
+        return
+    if Target.parse(conninfo).has_password:
+        echo(
+            "Warning: a password on the command line is visible to every user of this machine"
+            " (ps) and stays in your shell history: put it in ~/.pgpass or PGPASSWORD, or the"
+            f" URL in ${TEAM_DB_ENV} (docs/security.md)",
+            err=True,
+        )
 
 
 def require_extra(verb: str, extra: str, *modules: str) -> None:

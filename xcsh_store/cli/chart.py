@@ -11,7 +11,7 @@ from datetime import date, timedelta
 import click
 
 from xcsh_store.cli.render import cut, cut_styled, display_width, human_count, money, pad
-from xcsh_store.cli.safe import visible
+from xcsh_store.cli.safe import Shown, shown, styled, visible
 from xcsh_store.index import UsageRow
 
 # (name, colour on a terminal, shade without colour, colour in HTML)
@@ -115,7 +115,7 @@ def _cells(values: Sequence[float], scale: float, width: int) -> list[int]:
 
 def terminal_chart(
     rows: Sequence[UsageRow], by: str, metric: str, width: int | None, color: bool
-) -> list[str]:
+) -> list[Shown]:
     """Horizontal bars, one line per group: stacked token kinds, or cost with 1/8-cell precision.
 
     Every line fits ``width`` (100 in a pipe): long labels are cut, and the sparklines sum
@@ -124,7 +124,7 @@ def terminal_chart(
     # Labels come from session data: escaped before they are measured and cut.
     bars = [replace(bar, label=visible(bar.label)) for bar in bars_of(rows, by)]
     if not bars:
-        return ["No usage recorded."]
+        return [shown("No usage recorded.")]
     width = width or 100
     totals = [f"{human_count(bar.total):>6} {money(bar.cost):>9}" for bar in bars]
     totals_width = max(len(text) for text in totals)
@@ -147,7 +147,7 @@ def terminal_chart(
         )
         padding = bar_width - len(click.unstyle(drawn))
         label = pad(cut(bar.label, label_width), label_width, right=True)
-        lines.append(f"{label} ▕{drawn}{' ' * padding}▏ {total:>{totals_width}}")
+        lines.append(shown(f"{label} ▕") + drawn + f"{' ' * padding}▏ {total:>{totals_width}}")
     lines.append("")
     for name, values, total in (
         ("tokens", [bar.total for bar in bars], human_count(sum(bar.total for bar in bars))),
@@ -164,30 +164,30 @@ def terminal_chart(
     return [cut_styled(line, width) for line in lines]
 
 
-def _legend(metric: str, color: bool, width: int) -> str:
+def _legend(metric: str, color: bool, width: int) -> Shown:
     if metric == "cost":
-        return "Cost (bars), tokens and cost per group on the right"
+        return shown("Cost (bars), tokens and cost per group on the right")
     keys = [
-        click.style("█", fg=colour) + f" {name}" if color else f"{shade} {name}"
+        styled("█", color, fg=colour) + f" {name}" if color else shown(f"{shade} {name}")
         for name, colour, shade, _html in SERIES
     ]
-    legend = "Tokens: " + "  ".join(keys)
+    legend = "Tokens: " + Shown("  ").join(keys)
     note = "   (total tokens and cost on the right)"
     # The note goes first on a narrow terminal; the keys say what the shades mean.
     return legend + note if display_width(legend + note) <= width else legend
 
 
-def _token_bar(bar: Bar, scale: float, width: int, color: bool) -> str:
+def _token_bar(bar: Bar, scale: float, width: int, color: bool) -> Shown:
     parts = []
     for (_name, colour, shade, _html), cells in zip(
         SERIES, _cells(bar.values, scale, width), strict=True
     ):
         if cells <= 0:
             continue
-        parts.append(click.style("█" * cells, fg=colour) if color else shade * cells)
+        parts.append(styled("█" * cells, color, fg=colour) if color else shade * cells)
     if not parts and bar.total > 0:
         parts.append("▏")  # something, however small, is not nothing
-    return "".join(parts)
+    return Shown("").join(parts)
 
 
 def _cost_bar(cost: float, scale: float) -> str:

@@ -11,6 +11,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from xcsh_store.cli.render import cut
+from xcsh_store.homes import get_store_dir
 from xcsh_store.index import (
     Choice,
     SessionIndex,
@@ -18,7 +19,7 @@ from xcsh_store.index import (
     project_choices,
     session_choices,
 )
-from xcsh_store.paths import get_agent_dir, get_index_db_path
+from xcsh_store.paths import get_index_db_path
 
 # Completion help is one line in the shell's menu.
 HELP_WIDTH = 60
@@ -28,7 +29,7 @@ Complete = Callable[[click.Context, click.Parameter, str], list[CompletionItem]]
 
 def _agent_dir(ctx: click.Context) -> str:
     agent_dir = ctx.find_root().params.get("agent_dir")
-    return os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_agent_dir()
+    return os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_store_dir()
 
 
 def _completer(choices: Callable[[SessionIndex, str], list[Choice]]) -> Complete:

@@ -10,7 +10,7 @@ from datetime import timedelta
 import click
 from click.core import ParameterSource
 
-from xcsh_store.cli.app import Settings, cli, echo, pass_settings
+from xcsh_store.cli.app import Settings, cli, echo, echo_wrapped, pass_settings
 from xcsh_store.cli.demo_dir import DEMO_DAYS, DEMO_NOW, write_demo
 from xcsh_store.cli.render import plural
 from xcsh_store.index import SessionIndex, unique_id_prefixes
@@ -60,8 +60,8 @@ def demo_command(ctx: click.Context, settings: Settings, demo_dir: str | None) -
     seconds = time.perf_counter() - started
     files = [*report.sessions.values(), report.legacy_file]
     projects = {os.path.basename(os.path.dirname(path)) for path in files}
-    echo(f"Wrote a sample agent dir to {shown_dir} ({seconds:.1f}s in all):")
-    echo(
+    echo_wrapped(f"Wrote a sample agent dir to {shown_dir} ({seconds:.1f}s in all):")
+    echo_wrapped(
         f"  {plural(report.sync.files_seen, 'session')} in {plural(len(projects), 'project')} "
         f"(one an old v1 file), {plural(report.history_prompts, 'prompt')} in history.db, "
         f"{plural(report.sync.entries_added, 'entry', 'entries')} indexed."
@@ -77,11 +77,12 @@ def demo_command(ctx: click.Context, settings: Settings, demo_dir: str | None) -
         ["show", login, "--tree"],
         ["usage", "--since", first_day, "--chart"],
     ):
-        echo()
+        echo_wrapped()
+        # Commands are never wrapped: they are there to be copied.
         echo(settings.style("$ " + shlex.join(base + arguments), bold=True))
         cli.main([*base[1:3], *color, *arguments], prog_name="xcsh-store", standalone_mode=False)
-    echo()
-    echo(settings.style("Try next:", bold=True))
+    echo_wrapped()
+    echo_wrapped(settings.style("Try next:", bold=True))
     for arguments in (
         ["show", login, "--context"],
         ["search", "--role", "toolResult", "failed"],

@@ -11,11 +11,15 @@ from importlib import metadata
 from xcsh_store import __version__
 from xcsh_store.cli.demo_dir import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
+    DuplicateSession,
     IndexStats,
+    OutsideReaders,
     SessionIndex,
     SkippedLines,
     SQLiteError,
+    check_outside_readers,
     has_fts5,
     sqlite_versions,
 )
@@ -60,6 +64,8 @@ class Diagnosis:
     exists: dict[str, bool]
     index: IndexStats | None = None
     index_error: str | None = None
+    # What Python's sqlite3 and the sqlite3 command can do with index.db (None: no index.db).
+    outside_readers: OutsideReaders | None = None
     # Session folders outside sessions/ that the manager recorded (session_roots.py).
     session_roots: list[str] = field(default_factory=list)
     checked: int = 0
@@ -69,6 +75,8 @@ class Diagnosis:
     # Lines of indexed files that hold no JSON object: listed, not a problem (readers skip them
     # and the file is left as it is).
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
+    # Sessions kept in several files (a migrated or restored copy): usage counts each once.
+    duplicates: list[DuplicateSession] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -110,19 +118,26 @@ def diagnose(agent_dir: str) -> Diagnosis:
     )
     if not diagnosis.fts5:
         diagnosis.problems.append("the SQLite inside apsw has no FTS5: reinstall apsw from PyPI")
+    # The index of someone who uses only other agents: it has no sessions/ of its own.
+    in_data_dir = agent_dir == get_data_store_dir()
     if not diagnosis.exists["agent_dir"]:
         diagnosis.problems.append(
-            f"{agent_dir} does not exist: no agent has written sessions here yet "
+            f"no index yet at {agent_dir}: run `xcsh-store sync`"
+            if in_data_dir
+            else f"{agent_dir} does not exist: no agent has written sessions here yet "
             "(try `xcsh-store demo` for a sample)"
         )
         return diagnosis
-    if not diagnosis.exists["sessions"]:
+    if not diagnosis.exists["sessions"] and not in_data_dir:
         diagnosis.problems.append(
             f"{paths['sessions']} is missing: this is not an agent dir (check --agent-dir or"
             " $XCSH_AGENT_DIR); `xcsh-store sync --init` makes it one"
         )
     _check_session_roots(diagnosis)
     _check_index(diagnosis)
+    if diagnosis.exists["index_db"]:
+        # After _check_index has closed its connection: the readers open index.db themselves.
+        diagnosis.outside_readers = check_outside_readers(paths["index_db"])
     _check_permissions(diagnosis)
     return diagnosis
 
@@ -151,6 +166,7 @@ def _check_index(diagnosis: Diagnosis) -> None:
         with SessionIndex.open(diagnosis.paths["agent_dir"], read_only=True) as index:
             diagnosis.index = index.stats()
             diagnosis.skipped_lines = index.skipped_lines()
+            diagnosis.duplicates = index.duplicate_sessions()
     except (XcshStoreError, SQLiteError) as error:
         diagnosis.index_error = str(error)
         diagnosis.problems.append(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -18,14 +19,25 @@ from xcsh_store.cli.app import (
     team_only_filter,
 )
 from xcsh_store.cli.params import (
+    TimeBound,
     agent_option,
     count_type,
     cwd_option,
     host_option,
+    in_order,
     project_option,
 )
-from xcsh_store.cli.render import cut_left, home_relative, human_count, short_time
+from xcsh_store.cli.render import (
+    cut_path,
+    home_relative,
+    human_count,
+    local_time,
+    plural,
+    short_time,
+)
 from xcsh_store.cli.shapes import session_cost, session_json
+from xcsh_store.errors import UnknownFilterError
+from xcsh_store.index import check_filters
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
@@ -33,7 +45,38 @@ DEFAULT_LIST_LIMIT = 30
 
 
 def where(cwd: str | None) -> str:
-    return cut_left(home_relative(cwd), CWD_WIDTH)
+    """A cwd as a cell: home-relative, its last components when it is long."""
+    return cut_path(home_relative(cwd), CWD_WIDTH)
+
+
+def known_filters(index: Any, *, model: str | None = None, project: str | None = None) -> None:
+    """After an empty answer: a usage error naming the --model or --project that nothing in
+    the index has, instead of "no matches"."""
+    try:
+        check_filters(index, model=model, project=project)
+    except UnknownFilterError as error:
+        raise click.BadParameter(str(error), param_hint=f"--{error.name}") from None
+
+
+def nothing_listed(settings: Settings, index: Any, agents: tuple[str, ...]) -> list[str]:
+    """What an empty listing says: that nothing was synced yet, or which folders the last sync
+    read (a Claude Code user whose sessions are elsewhere learns where it looked)."""
+    what = f"No {' or '.join(agents)} sessions" if agents else "No sessions"
+    if settings.db is not None:
+        return [f"{what}."]
+    last_sync = index.stats().last_sync
+    if last_sync is None:
+        return [f"{what}: nothing was synced yet; run `xcsh-store sync`."]
+    agents_of = index.agent_roots()
+    roots = [
+        home_relative(root) + (f" ({agents_of[root]})" if root in agents_of else "")
+        for root in index.roots()
+    ]
+    return [
+        f"{what}. The last sync ({local_time(last_sync)}) read {plural(len(roots), 'folder')}:"
+        f" {', '.join(roots)}.",
+        "(`xcsh-store sync --add-root DIR` adds a folder of sessions.)",
+    ]
 
 
 # Marks an id that several files share: the id alone cannot select one of them.
@@ -58,6 +101,18 @@ SHARED_ID_MARK = "*"
     show_default=True,
     help="Newest modified, newest created, or by title.",
 )
+@click.option(
+    "--since",
+    type=TimeBound(),
+    callback=in_order,
+    help="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
+)
+@click.option(
+    "--until",
+    type=TimeBound(),
+    callback=in_order,
+    help="Only sessions started before this time (same forms as --since).",
+)
 @agent_option
 @host_option
 @json_option
@@ -68,6 +123,8 @@ def ls_command(
     project: str | None,
     limit: int,
     order: str,
+    since: str | None,
+    until: str | None,
     agents: tuple[str, ...],
     host: str | None,
     as_json: bool,
@@ -78,6 +135,7 @@ def ls_command(
     Examples:
       xcsh-store ls --cwd . --limit 10
       xcsh-store ls --agent claude --agent codex
+      xcsh-store ls --since 2026-11-16 --until 2026-11-17
     """
     with open_index(settings, team=True) as index:
         sessions = index.list_sessions(
@@ -86,16 +144,22 @@ def ls_command(
             limit=limit + 1 if limit else None,
             order=order,
             agents=agents,
+            since=since,
+            until=until,
             **team_only_filter(settings, host),
         )
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
+        if not sessions:
+            known_filters(index, project=project)
+            nothing = [] if as_json else nothing_listed(settings, index, agents)
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:
         emit_json([session_json(session) for session in sessions])
         return
     if not sessions:
-        echo("No sessions. (Run `xcsh-store sync` after new sessions were written.)")
+        for line in nothing:
+            echo_wrapped(line)
         return
     print_table(
         (
@@ -104,7 +168,7 @@ def ls_command(
                 short_time(session.modified),
                 where(session.cwd),
                 session.message_count,
-                human_count(session.input_tokens + session.output_tokens),
+                human_count(session.tokens),
                 session_cost(session),
                 session.title or session.first_message,
             )
@@ -112,11 +176,13 @@ def ls_command(
         ),
         headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
         flexible=(6, 2),
-        keep_end=(2,),
+        cuts={2: cut_path},
+        # On a narrow terminal the cwd, then the message count, give way to the title.
+        optional=(2, 3),
         right=(3, 4, 5),
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
     )
     if any(session.id_shared for session in sessions):
-        echo(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
+        echo_wrapped(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
     if more:
-        echo(f"(showing {limit}; --limit 0 lists all)")
+        echo_wrapped(f"(showing {limit}; --limit 0 lists all)")

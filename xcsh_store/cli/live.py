@@ -10,14 +10,15 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import click
-import orjson
 
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
+    json_bytes,
     json_option,
     open_index,
     pass_settings,
@@ -63,7 +64,7 @@ def describe_change(change: AppliedChange) -> str:
 
 def emit_line(data: dict[str, object]) -> None:
     """One line of JSON on stdout, at once (a reader follows the stream)."""
-    sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
+    sys.stdout.buffer.write(json_bytes(data) + b"\n")
     sys.stdout.flush()
 
 
@@ -71,7 +72,7 @@ def change_printer(as_json: bool) -> Callable[[AppliedChange], None]:
     """What prints each change applied: a line of JSON, or a line for people."""
     if as_json:
         return lambda change: emit_line(change.as_json())
-    return lambda change: echo(describe_change(change))
+    return lambda change: echo_wrapped(describe_change(change))
 
 
 @cli.command("watch")
@@ -121,8 +122,9 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
 def mcp_command(settings: Settings, no_redact: bool) -> None:
     """Serve the index to agents over stdio (Model Context Protocol), read-only.
 
-    Tools: search_sessions, get_session (active branch or tree, paged), get_context,
-    recall_prompts, usage; JSON results of bounded size. Add it to an agent's MCP config as
+    Tools: list_sessions, search_sessions, get_session (active branch or tree, paged),
+    get_entry (one entry whole, paged), get_context, read_url (artifact:// and agent://),
+    recall_prompts, usage; compact JSON of bounded size. Add it to an agent's MCP config as
     the command `xcsh-store mcp` (see the README). Run `sync` or `watch` to keep it current.
     Secrets in the answers (which reach the agent's model provider) are replaced by
     [REDACTED:<kind>].
@@ -144,16 +146,31 @@ def mcp_command(settings: Settings, no_redact: bool) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
     "--token",
-    help="Every request must carry it (?token=, a cookie, or Authorization: Bearer); needed"
-    " for any address but 127.0.0.1.",
+    envvar="XCSH_STORE_TOKEN",
+    help="Every request must carry it (?token= once, then a cookie; or Authorization: Bearer);"
+    " needed for any address but loopback. Given here it shows in `ps`: prefer the"
+    " XCSH_STORE_TOKEN variable or --token-file.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="Read the token from this file (its first line); it must be private (chmod 600).",
+)
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests that name this host (repeatable); loopback's names and --host"
+    " are always answered, any other Host header is refused (DNS rebinding).",
 )
 @click.option("--watch", "live", is_flag=True, help="Also keep index.db current (as `watch`).")
 @click.option(
     "--redact",
     "always_redact",
     is_flag=True,
-    help="Replace secrets by [REDACTED:<kind>] on 127.0.0.1 too (always done on any other"
-    " address).",
+    help="Replace secrets by [REDACTED:<kind>] on loopback too (always done when an address or"
+    " an --allow-host name but loopback's is answered).",
 )
 @no_redact_option
 @json_option
@@ -163,6 +180,8 @@ def serve_command(
     host: str,
     port: int,
     token: str | None,
+    token_file: str | None,
+    allowed_hosts: tuple[str, ...],
     live: bool,
     always_redact: bool,
     no_redact: bool,
@@ -173,26 +192,49 @@ def serve_command(
     Sessions list, search, each session read as its active branch with the branch points
     marked and the abandoned branches folded, contexts, usage charts. Pages update while
     `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}, then with
-    --watch each change applied as `watch --json` prints it. On any address but loopback,
-    secrets are replaced by [REDACTED:<kind>] in every page (--redact: on 127.0.0.1 too).
+    --watch each change applied as `watch --json` prints it. On any address or --allow-host
+    name but loopback's, secrets are replaced by [REDACTED:<kind>] in every page (--redact:
+    on loopback too).
 
     \b
     Examples:
       xcsh-store serve --watch
-      xcsh-store serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+      (umask 077; openssl rand -hex 16 > ~/.xcsh-token)
+      xcsh-store serve --host 0.0.0.0 --allow-host my-laptop.lan \\
+        --token-file ~/.xcsh-token
     """
     require_extra(
         "serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else [])
     )
-    from xcsh_store.web import serve
+    from xcsh_store.web import (
+        LOOPBACK_NAMES,
+        allowed_host_names,
+        beyond_loopback,
+        read_token_file,
+        serve,
+    )
 
-    loopback = host in ("127.0.0.1", "localhost", "::1")
-    if not loopback and not token:
-        raise click.UsageError(f"--host {host} needs --token: anyone who can reach it would read")
+    context = click.get_current_context()
+    typed_token = context.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE
+    if token_file is not None:
+        if typed_token:
+            raise click.UsageError("--token and --token-file: give one")
+        token = read_token_file(token_file)
+    try:
+        hosts = allowed_host_names(host, allowed_hosts)
+    except ValueError as error:
+        raise click.UsageError(f"--allow-host: {error}") from None
+    if host not in LOOPBACK_NAMES and not token:
+        raise click.UsageError(
+            f"--host {host} needs a token (--token-file, XCSH_STORE_TOKEN or --token):"
+            f" without one, anyone who can reach port {port} of this machine could read every"
+            " session"
+        )
     if always_redact and no_redact:
         raise click.UsageError("--redact and --no-redact ask for opposite things")
-    # Beyond loopback, pages go to other machines: their secrets are taken out.
-    wanted = always_redact or not loopback
+    # Pages that may leave this machine (an address or a name but loopback's) lose their
+    # secrets.
+    wanted = always_redact or beyond_loopback(hosts)
     redact = redaction("serve", no_redact) if wanted or no_redact else False
     if live:
         require_agent_dir(settings)
@@ -200,15 +242,31 @@ def serve_command(
         open_index(settings).close()  # no index yet: say so now
 
     def ready(url: str) -> None:
+        # A token typed on the command line is no secret from this terminal; one from the
+        # environment or a file stays out of what is printed (and of any log of it).
+        if token and typed_token:
+            url += "?" + urlencode({"token": token})
         if as_json:
             emit_line({"url": url})
-        else:
-            echo(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+            return
+        echo_wrapped(f"Serving {settings.agent_dir} on {url}  (Ctrl-C stops)")
+        if token and not typed_token:
+            source = "--token-file" if token_file else "XCSH_STORE_TOKEN"
+            echo_wrapped(
+                f"Open it once with ?token=<the token of {source}>; a cookie keeps it then."
+            )
 
     # uvicorn stops on SIGINT/SIGTERM, then raises the signal again with the handlers it
     # found: these, so that a stop asked for is a clean exit (0), not a death by signal.
     with stop_on_signals(threading.Event()):
         serve(
-            settings.agent_dir, host, port, token, live, change_printer(as_json),
-            on_ready=ready, redact=redact,
-        )  # fmt: skip
+            settings.agent_dir,
+            host,
+            port,
+            token,
+            live,
+            change_printer(as_json),
+            on_ready=ready,
+            allowed_hosts=allowed_hosts,
+            redact=redact,
+        )

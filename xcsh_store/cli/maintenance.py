@@ -16,7 +16,7 @@ from xcsh_store.artifacts.output import format_bytes
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -25,13 +25,15 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.health import Diagnosis, diagnose
 from xcsh_store.cli.params import Duration
+from xcsh_store.cli.places import found_session_folders, nothing_to_index
 from xcsh_store.cli.render import home_relative, local_time, plural
 from xcsh_store.cli.safe import visible
 from xcsh_store.cli.shapes import describe_skipped, skipped_json
-from xcsh_store.index import GcReport, Progress, SyncReport, VerifyReport
+from xcsh_store.homes import get_data_store_dir
+from xcsh_store.index import GcReport, OutsideReaders, Progress, SyncReport, VerifyReport
 from xcsh_store.paths import (
     ensure_private_dir,
-    get_agent_session_roots,
+    get_index_db_path,
     get_sessions_dir,
     is_agent_dir,
 )
@@ -101,6 +103,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "history_error": report.history_error,
         "skipped_lines": skipped_json(report.skipped_lines),
         "resync_reason": report.resync_reason,
+        "repriced": report.repriced,
     }
 
 
@@ -112,6 +115,8 @@ def describe_sync(report: SyncReport) -> list[str]:
         + f" · +{report.entries_added:,}/-{report.entries_removed:,} entries · "
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
+    if report.repriced:
+        lines.append("Prices changed: Claude Code and Codex sessions were priced again")
     if report.history_mirrored:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:
@@ -127,25 +132,31 @@ def describe_sync(report: SyncReport) -> list[str]:
     return lines
 
 
-def require_agent_dir(settings: Settings, init: bool = False) -> None:
+def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool = False) -> None:
     """Refuse to write an index into a folder no agent uses (a mistyped --agent-dir), unless
-    ``init`` asks to make it an agent dir (with an empty ``sessions/``)."""
+    ``init`` asks to make it an agent dir (with an empty ``sessions/``). Where there is no
+    xcsh agent dir, the index goes to the data dir (homes.get_data_store_dir), made here when
+    there are sessions to index (found, or in roots being added)."""
+    folder = settings.agent_dir
     if init:
-        ensure_private_dir(get_sessions_dir(settings.agent_dir))
-    elif not is_agent_dir(settings.agent_dir):
-        found = [
-            f"{home_relative(folder)} ({agent})"
-            for agent, folder in get_agent_session_roots().items()
-            if os.path.isdir(folder)
-        ]
+        ensure_private_dir(get_sessions_dir(folder))
+    elif is_agent_dir(folder) or os.path.isfile(get_index_db_path(folder)):
+        return
+    elif folder == get_data_store_dir():
+        if not found_session_folders(folder) and not adding_roots:
+            raise click.ClickException(f"Nothing to sync: {nothing_to_index(folder)}")
+        ensure_private_dir(folder)
+    else:
+        found = found_session_folders(folder)
         if found:
-            # Someone who uses only Claude Code or Codex: the index still lives in an agent dir.
             raise click.ClickException(
-                f"{settings.agent_dir} is not an agent dir yet; sessions were found in"
-                f" {', '.join(found)}: run `xcsh-store sync --init` to index them there"
+                f"{folder} is not an agent dir; sessions were found in {', '.join(found)}: run"
+                " `xcsh-store sync` without --agent-dir (and $XCSH_AGENT_DIR) to index them in"
+                f" {home_relative(get_data_store_dir())}, or `xcsh-store sync --init` to make"
+                " this folder an agent dir and index them there"
             )
         raise click.ClickException(
-            f"{settings.agent_dir} is not an agent dir (no sessions/ folder, no history.db):"
+            f"{folder} is not an agent dir (no sessions/ folder, no history.db):"
             " check --agent-dir or $XCSH_AGENT_DIR, or run `xcsh-store sync --init` to make it one"
         )
 
@@ -178,8 +189,9 @@ def require_agent_dir(settings: Settings, init: bool = False) -> None:
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects) and ~/.codex/sessions"
-    " ($CODEX_HOME/sessions) when they exist (the default), or stop (remembered).",
+    help="Index the sessions folders of Claude Code, Codex, pi and oh-my-pi (~/.claude/projects,"
+    " ~/.codex/sessions, ~/.pi/agent/sessions, ~/.omp/agent/sessions, or where their variables"
+    " move them) when they exist (the default), or stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -202,10 +214,12 @@ def sync_command(
 ) -> None:
     """Bring index.db up to date with the session files and history.db.
 
-    Only new bytes are read: an unchanged file costs one stat, a grown file is read from where
-    the last sync stopped. Extra roots are remembered in the index; a registered root that is
-    missing later makes `gc --apply` refuse. A folder with neither sessions/ nor history.db
-    is refused (a mistyped --agent-dir) unless --init makes it an agent dir.
+    Indexes xcsh's sessions and those of Claude Code, Codex, pi and oh-my-pi found on this
+    machine; without an xcsh agent dir, index.db lives in ~/.local/share/xcsh-store. Only new
+    bytes are read: an unchanged file costs one stat, a grown file is read from where the last
+    sync stopped. Extra roots are remembered in the index; a registered root that is missing
+    later makes `gc --apply` refuse. A folder given with --agent-dir that holds neither
+    sessions/ nor history.db is refused (mistyped?) unless --init makes it an agent dir.
 
     \b
     Examples:
@@ -216,11 +230,13 @@ def sync_command(
       xcsh-store sync --add-root claude:~/old-machine/.claude/projects
     """
     roots = [_agent_root(root) for root in add_roots]
-    require_agent_dir(settings, init)
+    require_agent_dir(settings, init, adding_roots=bool(roots))
     with open_index(settings, read_only=False) as index:
         upgrade = index.pending_upgrade()
         if upgrade is not None:
-            echo(f"Upgrading index.db ({upgrade}): every session file is read once more", err=True)
+            echo_wrapped(
+                f"Upgrading index.db ({upgrade}): every session file is read once more", err=True
+            )
         with progress_bar(settings, "Indexing") as bar:
             for path, agent in roots:
                 index.add_root(path, agent)
@@ -233,7 +249,7 @@ def sync_command(
         emit_json(sync_json(report))
         return
     for line in describe_sync(report):
-        echo(line)
+        echo_wrapped(line)
 
 
 def _agent_root(text: str) -> tuple[str, str | None]:
@@ -307,25 +323,27 @@ def gc_command(settings: Settings, apply: bool, grace: timedelta, as_json: bool)
 
 
 def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
-    echo(
+    echo_wrapped(
         f"Blob store: {plural(report.blobs_on_disk, 'blob')} on disk, "
         f"{report.referenced:,} referenced, {report.kept_recent:,} unreferenced but newer "
         f"than the {_duration(grace)} grace period"
     )
     count = len(report.deleted if report.applied else report.candidates)
     if report.applied:
-        echo(f"Deleted {plural(count, 'unreferenced blob')} ({format_bytes(report.bytes_freed)}).")
+        echo_wrapped(
+            f"Deleted {plural(count, 'unreferenced blob')} ({format_bytes(report.bytes_freed)})."
+        )
     elif report.candidates:
-        echo(
+        echo_wrapped(
             f"{plural(count, 'unreferenced blob')} ({format_bytes(report.candidate_bytes)}) "
             + ("would be deleted; run with --apply to delete them:" if not report.refused else ":")
         )
         for digest in report.candidates:
-            echo(f"  {digest}")
+            echo_wrapped(f"  {digest}")
     else:
-        echo("Nothing to delete.")
+        echo_wrapped("Nothing to delete.")
     if report.dangling:
-        echo(
+        echo_wrapped(
             settings.style(
                 f"{plural(len(report.dangling), 'dangling reference')} (entries point at blobs "
                 "that are missing):",
@@ -333,9 +351,9 @@ def _print_gc(settings: Settings, report: GcReport, grace: timedelta) -> None:
             )
         )
         for digest in report.dangling:
-            echo(f"  {digest}")
+            echo_wrapped(f"  {digest}")
     for name in report.skipped:
-        echo(f"Warning: skipped blobs/{name}: not a regular file", err=True)
+        echo_wrapped(f"Warning: skipped blobs/{name}: not a regular file", err=True)
 
 
 def _duration(value: timedelta) -> str:
@@ -407,28 +425,28 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
 
 def _print_verify(settings: Settings, report: VerifyReport) -> None:
     if report.clean:
-        echo(
+        echo_wrapped(
             settings.style("Index matches the files", fg="green")
             + f" ({report.files_checked:,} checked)."
         )
     else:
-        echo(f"Checked {plural(report.files_checked, 'file')}:")
+        echo_wrapped(f"Checked {plural(report.files_checked, 'file')}:")
     for path, problems in report.differences.items():
         state = " (repaired)" if path in report.repaired else ""
-        echo(settings.style(home_relative(path), bold=True) + state)
+        echo_wrapped(settings.style(home_relative(path), bold=True) + state)
         for problem in problems:
-            echo(f"  {problem}")
+            echo_wrapped(f"  {problem}")
     if report.changed_since_sync:
-        echo("Changed since the last sync (not compared):")
+        echo_wrapped("Changed since the last sync (not compared):")
         for path, change in report.changed_since_sync.items():
             state = ", indexed now" if path in report.repaired else ""
-            echo(f"  {home_relative(path)} ({change}{state})")
+            echo_wrapped(f"  {home_relative(path)} ({change}{state})")
     for problem in [*report.refcount_errors, *report.search_errors]:
-        echo(problem)
+        echo_wrapped(problem)
     if report.skipped_lines:
-        echo("Skipped lines (no JSON object; every reader skips them):")
+        echo_wrapped("Skipped lines (no JSON object; every reader skips them):")
         for line in describe_skipped(report.skipped_lines):
-            echo(f"  {line}")
+            echo_wrapped(f"  {line}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -503,7 +521,7 @@ def _print_migrations(results: list[FileMigration], sessions_dir: str) -> None:
     for item in results:
         counts[item.status] = counts.get(item.status, 0) + 1
     counts = {status: count for status, count in counts.items() if count}
-    echo(
+    echo_wrapped(
         f"{plural(len(results), 'file')}: "
         + ", ".join(f"{count:,} {_summary_word(status)}" for status, count in counts.items())
         + (
@@ -555,6 +573,7 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             "last_sync": stats.last_sync,
         },
         "index_error": diagnosis.index_error,
+        "outside_readers": outside_readers_json(diagnosis.outside_readers),
         "permissions_checked": diagnosis.checked,
         "permission_problems": [
             {
@@ -568,7 +587,37 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
         ],
         "more_permission_problems": diagnosis.more_permission_problems,
         "skipped_lines": skipped_json(diagnosis.skipped_lines),
+        "duplicate_sessions": [
+            {
+                "session_id": duplicate.session_id,
+                "counted": duplicate.counted,
+                "copies": list(duplicate.copies),
+                "entries": duplicate.entries,
+            }
+            for duplicate in diagnosis.duplicates
+        ],
         "problems": diagnosis.problems,
+    }
+
+
+def outside_readers_json(found: OutsideReaders | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "readers": [
+            {
+                "reader": reader.name,
+                "sqlite": reader.sqlite_version,
+                "error": reader.error,
+                "reads_every_table": reader.reads_every_table,
+                "unreadable": reader.unreadable,
+                "search": reader.searches,
+                "search_error": reader.match_error,
+            }
+            for reader in found.readers
+        ],
+        "datasette": found.datasette_version,
+        "datasette_plugin": found.plugin,
     }
 
 
@@ -597,49 +646,98 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     style = settings.style
     versions = diagnosis.versions
     ok, bad = style("ok", fg="green"), style("missing", fg="yellow")
-    echo(style("Versions", bold=True))
-    echo(
+    echo_wrapped(style("Versions", bold=True))
+    echo_wrapped(
         f"  xcsh-store {versions['xcsh_store']} · Python {versions['python']} · "
         f"SQLite {versions['sqlite']} (apsw {versions['apsw']}, FTS5 "
         f"{'yes' if diagnosis.fts5 else 'NO'})"
     )
-    echo(
-        f"  stdlib sqlite3 (used by sqlite-utils and Datasette on index.db): SQLite "
-        f"{versions['stdlib_sqlite3']} · sqlite-utils {versions['sqlite_utils']}"
-    )
-    echo(style("Paths", bold=True))
+    echo_wrapped(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
-        echo(f"  {name:<11} {home_relative(path)}  {ok if diagnosis.exists[name] else bad}")
+        echo_wrapped(
+            f"  {name:<11} {home_relative(path)}  " + (ok if diagnosis.exists[name] else bad)
+        )
     for root in diagnosis.session_roots:
         found = ok if os.path.isdir(root) else bad
-        echo(f"  {'root':<11} {home_relative(root)}  {found} (recorded by the session manager)")
-    echo(style("Index", bold=True))
+        recorded = " (recorded by the session manager)"
+        echo_wrapped(f"  {'root':<11} {home_relative(root)}  " + found + recorded)
+    echo_wrapped(style("Index", bold=True))
     stats = diagnosis.index
     if stats is None:
-        echo(f"  {diagnosis.index_error or 'not checked'}")
+        echo_wrapped(f"  {diagnosis.index_error or 'not checked'}")
     else:
-        echo(
+        echo_wrapped(
             f"  {plural(stats.sessions, 'session')} · {plural(stats.entries, 'entry', 'entries')}"
             f" · {plural(stats.history_prompts, 'prompt')} · {format_bytes(stats.db_bytes)}"
             f" · last sync {local_time(stats.last_sync) or 'never'}"
         )
-    echo(style("Permissions", bold=True))
+    if diagnosis.outside_readers is not None:
+        _print_outside_readers(settings, diagnosis.outside_readers)
+    echo_wrapped(style("Permissions", bold=True))
     if not diagnosis.permission_problems:
-        echo(f"  {plural(diagnosis.checked, 'path')} checked: all private " + ok)
+        echo_wrapped(f"  {plural(diagnosis.checked, 'path')} checked: all private " + ok)
     for problem in diagnosis.permission_problems:
-        echo(
+        echo_wrapped(
             f"  {home_relative(problem.path)}  {problem.mode:04o}, want {problem.expected:04o}"
             f"  → {problem.fix}"
         )
     if diagnosis.more_permission_problems:
-        echo(f"  … and {diagnosis.more_permission_problems:,} more")
+        echo_wrapped(f"  … and {diagnosis.more_permission_problems:,} more")
     if diagnosis.skipped_lines:
-        echo(style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)")
+        echo_wrapped(
+            style("Skipped lines", bold=True) + " (no JSON object; every reader skips them)"
+        )
         for line in describe_skipped(diagnosis.skipped_lines):
-            echo(f"  {line}")
+            echo_wrapped(f"  {line}")
+    if diagnosis.duplicates:
+        echo_wrapped(style("Sessions in several files", bold=True) + " (their usage counts once)")
+        for duplicate in diagnosis.duplicates:
+            echo_wrapped(
+                f"  {duplicate.session_id}: {plural(duplicate.entries, 'entry', 'entries')}"
+                f" with usage counted in {home_relative(duplicate.counted)}, not in "
+                + ", ".join(home_relative(path) for path in duplicate.copies)
+            )
     if diagnosis.problems:
-        echo(style("Problems", bold=True, fg="red"))
+        echo_wrapped(style("Problems", bold=True, fg="red"))
         for problem in diagnosis.problems:
-            echo(f"  • {problem}")
+            echo_wrapped(f"  • {problem}")
     else:
-        echo(style("No problems found.", fg="green"))
+        echo_wrapped(style("No problems found.", fg="green"))
+
+
+def _print_outside_readers(settings: Settings, found: OutsideReaders) -> None:
+    """What sqlite-utils, Datasette and the sqlite3 command can do with index.db here."""
+    style = settings.style
+    ok = style("ok", fg="green")
+    echo_wrapped(style("Outside readers of index.db", bold=True))
+    for reader in found.readers:
+        users = " (sqlite-utils, Datasette)" if reader.name == "Python sqlite3" else ""
+        if reader.error is not None:
+            verdict = style(f"cannot open it: {reader.error}", fg="yellow")
+        else:
+            unreadable = "; ".join(f"{name} ({error})" for name, error in reader.unreadable.items())
+            tables = (
+                "every table " + ok
+                if not reader.unreadable
+                else style("cannot read " + unreadable, fg="yellow")
+            )
+            search = ok if reader.searches else style(f"no ({reader.match_error})", fg="yellow")
+            verdict = tables + " · search " + search
+        echo_wrapped(f"  {reader.name}{users}, SQLite {reader.sqlite_version}: " + verdict)
+    if found.datasette_version is None:
+        echo_wrapped(
+            "  Datasette: not installed here; `pip install 'xcsh-store[datasette]'` adds it with"
+            " xcsh-store's plugin (search with text and snippets)"
+        )
+    elif found.plugin:
+        echo_wrapped(
+            f"  Datasette {found.datasette_version} with xcsh-store's plugin: search with text"
+            " and snippets " + ok
+        )
+    else:
+        echo_wrapped(
+            f"  Datasette {found.datasette_version}: "
+            + style("without xcsh-store's plugin", fg="yellow")
+            + " (install xcsh-store where Datasette runs)"
+        )
+    echo_wrapped("  `xcsh-store sql`: search with entry_text() and entry_snippet() " + ok)

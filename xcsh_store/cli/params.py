@@ -4,23 +4,20 @@
 from __future__ import annotations
 
 import math
-import re
-from datetime import UTC, datetime, timedelta
+import os
+from datetime import timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
 from xcsh_store.agents import AGENTS
 from xcsh_store.cli.complete import complete_project
-from xcsh_store.times import iso_millis
+from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # The most a count option takes: far more rows than any store holds, and well inside SQLite's
 # 64-bit integers (a limit is passed on to a query, sometimes plus one).
 MAX_COUNT = 1_000_000_000
-# The longest duration or age: 10,000 years (datetime and timedelta end before 10,000 more).
-MAX_DAYS = 3_652_425
 
 
 def count_type(minimum: int = 0) -> click.IntRange:
@@ -43,29 +40,6 @@ def days_type() -> FiniteRange:
     return FiniteRange(min=0, max=MAX_DAYS)
 
 
-class DurationTooLongError(ValueError):
-    """A duration past :data:`MAX_DAYS` (timedelta and datetime arithmetic would overflow)."""
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30m``, ``1h``, ``2d``, ``1w``, ``1h30m``, ``0s``; a unit is always required."""
-    compact = text.strip().lower().replace(" ", "")
-    if not compact:
-        raise ValueError("empty duration")
-    position = 0
-    seconds = 0.0
-    for match in _DURATION_PART.finditer(compact):
-        if match.start() != position:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2).lower()]
-        position = match.end()
-    if position != len(compact):
-        raise ValueError(f"{text!r} is not a duration like 30m, 1h, 2d or 1h30m")
-    if seconds > MAX_DAYS * 86400:
-        raise DurationTooLongError(f"{text!r} is longer than {MAX_DAYS:,} days (10,000 years)")
-    return timedelta(seconds=seconds)
-
-
 class Duration(click.ParamType):
     """A length of time: ``30m``, ``1h``, ``2d``, ``1w`` or combinations such as ``1h30m``."""
 
@@ -80,38 +54,6 @@ class Duration(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
-def parse_time_bound(text: str, now: datetime | None = None) -> str:
-    """A point in time as an index timestamp (ISO 8601 UTC, milliseconds, ``Z``).
-
-    Accepts a date (``2026-11-01``, local midnight), a date and time (local unless it has an
-    offset or ``Z``), or an age such as ``7d`` / ``12h`` meaning that long before now.
-    """
-    stripped = text.strip()
-    now = now or datetime.now(UTC)
-    try:
-        age: timedelta | None = parse_duration(stripped)
-    except DurationTooLongError:
-        raise
-    except ValueError:
-        age = None  # not an age: a date or a time
-    try:
-        moment = now - age if age is not None else _parse_moment(text, stripped)
-        return iso_millis(moment)
-    except OverflowError:
-        raise ValueError(f"{text!r} is outside the years 1 to 9999") from None
-
-
-def _parse_moment(text: str, stripped: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a date (2026-11-01), a time (2026-11-01T09:30) or an age (7d, 12h)"
-        ) from None
-    # A time without an offset is in the local zone, as people type dates.
-    return moment if moment.tzinfo else moment.astimezone()
-
-
 class TimeBound(click.ParamType):
     """``2026-11-01``, ``2026-11-01T09:30``, or an age such as ``7d`` (that long ago)."""
 
@@ -119,30 +61,39 @@ class TimeBound(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
-            return parse_time_bound(str(value))
+            zone = ctx.params.get("zone") if ctx is not None else None
+            # (Unset, click keeps a sentinel there: the local zone then.)
+            return parse_time_bound(str(value), zone=zone if isinstance(zone, tzinfo) else None)
         except ValueError as error:
             self.fail(str(error), param, ctx)
 
 
-def _in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--since`` after ``--until`` can match nothing: a usage error, whichever comes first."""
     bounds = {"since": ctx.params.get("since"), "until": ctx.params.get("until")}
     bounds[param.name or ""] = value
-    since, until = bounds["since"], bounds["until"]
-    # Both are ISO 8601 UTC with milliseconds, so text order is time order.
-    if since and until and since > until:
+    problem = time_order_problem(bounds["since"], bounds["until"])
+    if problem:
         raise click.BadParameter(
-            f"--since {since} is after --until {until}; nothing could match", ctx, param
+            problem.replace("since ", "--since ").replace("until ", "--until "), ctx, param
         )
     return value
 
 
 # The folder filters of the verbs that list sessions or hits (ls, search).
 cwd_option = click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+
+
+def _folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A folder named on the command line, as sessions record theirs: absolute."""
+    return os.path.abspath(os.path.expanduser(value)) if value else None
+
+
 project_option = click.option(
     "--project",
-    metavar="NAME",
-    help="Only this folder under sessions/.",
+    metavar="DIR",
+    callback=_folder,
+    help="Only sessions of this project: started in DIR or a folder inside it.",
     shell_complete=complete_project,
 )
 # Which agents' sessions a verb looks at (ls, search, usage, history).
@@ -156,17 +107,43 @@ agent_option = click.option(
 since_option = click.option(
     "--since",
     type=TimeBound(),
-    callback=_in_order,
+    callback=in_order,
     help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.",
 )
 until_option = click.option(
     "--until",
     type=TimeBound(),
-    callback=_in_order,
+    callback=in_order,
     help="Only before this time (same forms as --since).",
 )
 
 
 host_option = click.option(
     "--host", metavar="NAME", help="Only the sessions of this host (on a team index, --db)."
+)
+
+
+class TimeZone(click.ParamType):
+    """An IANA time zone name (``Europe/Paris``, ``UTC``)."""
+
+    name = "zone"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tzinfo):
+            return value
+        try:
+            return ZoneInfo(str(value))
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(f"{value!r} is not a time zone (an IANA name: Europe/Paris, UTC)", param, ctx)
+
+
+# Processed before --since and --until, whose dates are midnights of this zone.
+timezone_option = click.option(
+    "--timezone",
+    "-z",
+    "zone",
+    type=TimeZone(),
+    is_eager=True,
+    help="Time zone of days, weeks and months, and of --since/--until dates (IANA name:"
+    " Europe/Paris, UTC; default: the local one, $TZ).",
 )

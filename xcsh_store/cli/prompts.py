@@ -12,8 +12,9 @@ import click
 
 from xcsh_store.cli.app import (
     Settings,
+    SuggestingGroup,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -22,7 +23,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.listing import where
 from xcsh_store.cli.params import agent_option, count_type, days_type
-from xcsh_store.cli.render import short_time
+from xcsh_store.cli.render import cut_path, short_time
 from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
 from xcsh_store.index import PromptHit, SessionIndex
@@ -46,7 +47,7 @@ _sessions_option = click.option(
 )
 
 
-@cli.group("history")
+@cli.group("history", cls=SuggestingGroup)
 def history_group() -> None:
     """Prompt history: the prompts typed into the agent, kept in <agent dir>/history.db.
 
@@ -81,13 +82,13 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
         emit_json([entry_to_json(entry) for entry in entries])
         return
     if not entries:
-        echo(NO_PROMPTS)
+        echo_wrapped(NO_PROMPTS)
         return
     print_table(
         ((entry.id, _when(entry.created_at), where(entry.cwd), entry.prompt) for entry in entries),
         headers=("id", "when", "cwd", "prompt"),
         flexible=(3, 2),
-        keep_end=(2,),
+        cuts={2: cut_path},
         right=(0,),
     )
 
@@ -97,7 +98,7 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
         emit_json([prompt_hit_json(hit) for hit in hits])
         return
     if not hits:
-        echo(NO_PROMPTS)
+        echo_wrapped(NO_PROMPTS)
         return
     print_table(
         (
@@ -112,7 +113,7 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
         ),
         headers=("id", "when", "cwd", "session", "prompt"),
         flexible=(4, 2),
-        keep_end=(2,),
+        cuts={2: cut_path},
         right=(0,),
     )
 
@@ -250,4 +251,4 @@ def prune_command(
     if as_json:
         emit_json({"deleted": deleted})
     else:
-        echo(f"Deleted {deleted} prompt{'' if deleted == 1 else 's'}.")
+        echo_wrapped(f"Deleted {deleted} prompt{'' if deleted == 1 else 's'}.")

@@ -4,14 +4,12 @@ serve, mcp), which warns on stderr every time it is used."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import click
 
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -21,7 +19,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.complete import complete_session
 from xcsh_store.cli.params import agent_option, since_option
-from xcsh_store.cli.render import home_relative, plural
+from xcsh_store.cli.render import cut_path, home_relative, plural
 
 NO_REDACT_WARNING = (
     "Warning: --no-redact: the secrets in session text (API keys, tokens, passwords, private"
@@ -40,7 +38,7 @@ no_redact_option = click.option(
 def redaction(verb: str, no_redact: bool) -> bool:
     """Whether ``verb`` redacts; ``--no-redact`` is said out loud on stderr."""
     if no_redact:
-        echo(NO_REDACT_WARNING, err=True)
+        echo_wrapped(NO_REDACT_WARNING, err=True)
     require_extra(verb, "secrets", "kingfisher_sdk", "detect_secrets")
     return not no_redact
 
@@ -74,10 +72,10 @@ def secrets_command(
     from xcsh_store.secrets import SecretDetector, session_secrets
 
     with open_index(settings) as index:
-        chosen = [index.find_session(session)] if session else index.list_sessions(agents=agents)
-        if since:
-            bound = datetime.fromisoformat(since)
-            chosen = [found for found in chosen if found.modified >= bound]
+        if session:
+            chosen = [index.find_session(session)]
+        else:
+            chosen = index.list_sessions(agents=agents, since=since)
         found = list(session_secrets(index, chosen, SecretDetector()))
         ids = index.unique_id_prefixes(secret.session_id for secret in found)
     if as_json:
@@ -97,7 +95,7 @@ def secrets_command(
         )
         return
     if not found:
-        echo(f"No secrets found in {plural(len(chosen), 'session')}.")
+        echo_wrapped(f"No secrets found in {plural(len(chosen), 'session')}.")
         return
     print_table(
         (
@@ -112,10 +110,10 @@ def secrets_command(
         ),
         headers=("kind", "session", "entry", "file:line", "secret"),
         flexible=(3, 4),
-        keep_end=(3,),
+        cuts={3: cut_path},
     )
     sessions = len({secret.path for secret in found})
-    echo(
+    echo_wrapped(
         f"{plural(len(found), 'secret')} in {plural(sessions, 'session')}: rotate them. push,"
         " export, serve beyond loopback and mcp send them as [REDACTED:<kind>]."
     )

@@ -1,4 +1,5 @@
-"""Text formatting for people: tables fitted to the terminal, cut cells, numbers, times, marks."""
+"""Text formatting for people: widths on a terminal, cut and wrapped text, numbers, times, marks
+(tables are laid out in table.py)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,17 @@ import re
 import shutil
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from xcsh_store.cli.safe import visible_line
+from xcsh_store.cli.safe import Shown, shown
 from xcsh_store.times import parse_iso
 
 # Cells are cut to this when the output is not a terminal (a pipe, a file).
 PIPE_CELL_WIDTH = 100
-# The flexible column never shrinks below this on a narrow terminal.
-MIN_FLEXIBLE_WIDTH = 16
-# On a very narrow terminal every column gives way, down to this.
-MIN_COLUMN_WIDTH = 3
-# A header cut to its column's cells keeps at least this much of itself.
-MIN_HEADER_WIDTH = 5
-COLUMN_GAP = 2
-# tabulate makes every column at least its header plus this wide.
-HEADER_PADDING = 2
 ELLIPSIS = "…"
 
 # The search library highlights matches with these Unicode noncharacters (for internal use by
@@ -102,32 +94,103 @@ def cut_left(text: str, width: int) -> str:
     return ELLIPSIS + "".join(reversed(_fill(reversed(text), width - 1)))
 
 
+def cut_middle(text: str, width: int, end_share: float = 0.5) -> str:
+    """Like :func:`cut`, keeping both ends and cutting the middle: names that differ at their
+    end (``claude-sonnet-4-5-20250929``, ``gpt-5.1-codex``) stay apart. ``end_share``: the
+    part of the room the end keeps."""
+    if width <= 0:
+        return ""
+    if display_width(text) <= width:
+        return text
+    end = "".join(reversed(_fill(reversed(text), int((width - 1) * end_share))))
+    return "".join(_fill(text, width - 1 - display_width(end))) + ELLIPSIS + end
+
+
+_PATH_PARTS = re.compile(r"(?=[/\\])")
+
+
+def cut_path(text: str, width: int) -> str:
+    """A folder cut to its last whole components (``…/src/app``); when the last one alone does
+    not fit, its end, as :func:`cut_left`."""
+    if display_width(text) <= width:
+        return text
+    parts = _PATH_PARTS.split(text)
+    kept = ""
+    for part in reversed(parts):
+        if display_width(ELLIPSIS + part + kept) > width:
+            break
+        kept = part + kept
+    return ELLIPSIS + kept if kept else cut_left(text, width)
+
+
 _STYLE_CODE = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def cut_styled(text: str, width: int) -> str:
-    """Like :func:`cut`, for text holding colour codes: they are kept, take no room, and a
-    colour left open by the cut is reset."""
+def _cells(text: str) -> Iterable[tuple[str, int]]:
+    """``text`` as pieces and the cells each takes: a colour code (none) or one character."""
+    position = 0
+    while position < len(text):
+        code = _STYLE_CODE.match(text, position)
+        if code:
+            yield code.group(), 0
+            position = code.end()
+            continue
+        yield text[position], char_width(text[position])
+        position += 1
+
+
+def cut_styled(text: str, width: int) -> Shown:
+    """Like :func:`cut`, for a line for the terminal (:func:`~xcsh_store.cli.safe.shown`): its
+    colour codes are kept and take no room, and a colour left open by the cut is reset."""
+    text = shown(text)
     if display_width(text) <= width:
         return text
     out: list[str] = []
     used = 0
-    position = 0
     styled = False
-    while position < len(text):
-        code = _STYLE_CODE.match(text, position)
-        if code:
-            out.append(code.group())
+    for piece, cells in _cells(text):
+        if piece.startswith("\x1b"):
             styled = True
-            position = code.end()
-            continue
-        cells = char_width(text[position])
-        if used + cells > width - 1:
+        elif used + cells > width - 1:
             break
-        out.append(text[position])
+        out.append(piece)
         used += cells
-        position += 1
-    return "".join(out) + (ELLIPSIS if width > 0 else "") + ("\x1b[0m" if styled else "")
+    end = (ELLIPSIS if width > 0 else "") + ("\x1b[0m" if styled else "")
+    return Shown("".join(out) + end)
+
+
+def wrap(text: str, width: int | None, indent: str = "") -> list[Shown]:
+    """A line for the terminal in lines of at most ``width`` cells, broken at spaces (a word
+    longer than a line, such as a path, is broken where the line ends); the first keeps its
+    leading spaces, the others start with ``indent``. One line when ``width`` is None (a
+    pipe)."""
+    text = shown(text)
+    if width is None or display_width(text) <= width:
+        return [text]
+    body = text.lstrip(" ")
+    lead = text[: len(text) - len(body)]
+    rooms = (max(1, width - len(lead)), max(1, width - display_width(indent)))
+    lines: list[str] = []
+    line: list[str] = []
+    used = 0
+    for word in body.split(" "):
+        room = rooms[bool(lines)]
+        size = display_width(word)
+        # A word that fits a line of its own starts one; a longer one is broken where it is.
+        if line and used + 1 + size > room and size <= rooms[1]:
+            lines.append("".join(line))
+            line, used, room = [], 0, rooms[1]
+        if line:
+            line.append(" ")
+            used += 1
+        for piece, cells in _cells(word):
+            if used + cells > room:
+                lines.append("".join(line))
+                line, used, room = [], 0, rooms[1]
+            line.append(piece)
+            used += cells
+    lines.append("".join(line))
+    return [Shown(lead + lines[0]), *(Shown(indent + line) for line in lines[1:])]
 
 
 def cut_marked(text: str, width: int) -> str:
@@ -159,131 +222,28 @@ def cut_marked(text: str, width: int) -> str:
     return "".join(out)
 
 
-def show_marks(text: str, color: bool) -> str:
-    """Highlight marks as bold colour on a terminal, as ``«…»`` otherwise."""
+def show_marks(text: str, color: bool) -> Shown:
+    """Highlight marks as bold colour on a terminal, as ``«…»`` otherwise (``text`` is escaped
+    first: the marks are no control characters)."""
+    text = shown(text)
     if color:
         start = click.style("", bold=True, fg="yellow", reset=False)
-        return text.replace(MARK_OPEN, start).replace(MARK_CLOSE, "\x1b[0m")
-    return text.replace(MARK_OPEN, PLAIN_MARKS[0]).replace(MARK_CLOSE, PLAIN_MARKS[1])
+        return Shown(text.replace(MARK_OPEN, start).replace(MARK_CLOSE, "\x1b[0m"))
+    return Shown(text.replace(MARK_OPEN, PLAIN_MARKS[0]).replace(MARK_CLOSE, PLAIN_MARKS[1]))
 
 
-def fit_line(text: str, width: int | None) -> str:
+def fit_line(text: str, width: int | None) -> Shown:
     """One line of output through the sanitiser, then cut to the terminal (uncut in a pipe).
 
     Sanitising first makes the escapes that stand for control characters count in the width.
     """
-    context = click.get_current_context(silent=True)
-    text = visible_line(text, bool(context and context.color))
-    return text if width is None else cut_styled(text, width)
-
-
-def _give_way(
-    limits: list[int], columns: Sequence[int], floors: Sequence[int], overflow: int
-) -> int:
-    """Narrow ``columns`` until ``overflow`` cells are gone, always the widest first, none
-    below its floor; returns the overflow left."""
-    while overflow > 0:
-        shrinkable = [column for column in columns if limits[column] > floors[column]]
-        if not shrinkable:
-            break
-        widest = max(limits[column] for column in shrinkable)
-        tied = [column for column in shrinkable if limits[column] == widest]
-        narrower = [limits[column] for column in shrinkable if limits[column] < widest]
-        # Down to the next width at once (or by a fair share when that is too far), so ties
-        # narrow together and a 10,000-character cell costs a few steps, not 10,000.
-        target = max(max(narrower, default=0), widest - -(-overflow // len(tied)))
-        for column in tied:
-            new = max(floors[column], target, limits[column] - overflow)
-            overflow -= limits[column] - new
-            limits[column] = new
-    return overflow
-
-
-def _column_limits(
-    cells: list[list[str]], headers: Sequence[str], flexible: Sequence[int], available: int
-) -> list[int]:
-    """Column widths that fit ``available`` cells, giving way in this order, widest first:
-    the padding tabulate gives headers; the flexible columns, down to
-    :data:`MIN_FLEXIBLE_WIDTH`; headers wider than their column's cells (``cache write``
-    over ``2.1k``), down to the cells; then every column, down to :data:`MIN_COLUMN_WIDTH`."""
-    values = [max((display_width(row[i]) for row in cells), default=0) for i in range(len(headers))]
-    content = [
-        max(width, display_width(header)) for width, header in zip(values, headers, strict=True)
-    ]
-    limits = [
-        max(width, display_width(header) + HEADER_PADDING)
-        for width, header in zip(content, headers, strict=True)
-    ]
-    overflow = sum(limits) + COLUMN_GAP * (len(headers) - 1) - available
-    everything = range(len(headers))
-    for columns, floors in (
-        (everything, content),
-        (flexible, [min(width, MIN_FLEXIBLE_WIDTH) for width in content]),
-        (everything, [max(width, MIN_HEADER_WIDTH) for width in values]),
-        (everything, [min(width, MIN_COLUMN_WIDTH) for width in content]),
-    ):
-        overflow = _give_way(limits, columns, floors, overflow)
-    return limits
+    return shown(text) if width is None else cut_styled(text, width)
 
 
 def pad(text: str, width: int, right: bool = False) -> str:
     """``text`` filled with spaces to ``width`` terminal cells (on the left when ``right``)."""
     room = " " * max(0, width - display_width(text))
     return room + text if right else text + room
-
-
-def fit_table(
-    rows: Iterable[Sequence[Any]],
-    headers: Sequence[str],
-    *,
-    flexible: int | Sequence[int] = (),
-    right: Sequence[int] = (),
-    styles: Callable[[int, int, str], str] | None = None,
-    width: int | None = -1,
-    keep_end: Sequence[int] = (),
-) -> str:
-    """An aligned plain table (tabulate's "simple" layout) that fits the terminal.
-
-    On a terminal, when the table is too wide, cells are cut with an ellipsis: the
-    ``flexible`` columns (free text) give way first, the widest first, and every line fits
-    however narrow the terminal. In a pipe every cell is cut at :data:`PIPE_CELL_WIDTH`.
-    ``styles(row, column, text)`` colours a cell after it was cut; the ``keep_end`` columns
-    (folders) are cut at their start. Widths are terminal cells (:func:`display_width`).
-    ``width=-1`` means "ask the terminal".
-    """
-    available = terminal_width() if width == -1 else width
-    cells = [[one_line(value) for value in row] for row in rows]
-    flexible = [flexible] if isinstance(flexible, int) else list(flexible)
-    if available is None:
-        limits = [PIPE_CELL_WIDTH] * len(headers)
-    else:
-        limits = _column_limits(cells, headers, flexible, available)
-    heads = [cut(header, limit) for header, limit in zip(headers, limits, strict=True)]
-    for row_index, row in enumerate(cells):
-        for column, text in enumerate(row):
-            if MARK_OPEN in text:
-                text = cut_marked(text, limits[column])
-            else:
-                text = (cut_left if column in keep_end else cut)(text, limits[column])
-            row[column] = styles(row_index, column, text) if styles else text
-    widths = [
-        max([display_width(head) + HEADER_PADDING, *(display_width(row[i]) for row in cells)])
-        for i, head in enumerate(heads)
-    ]
-    if available is not None:
-        widths = [min(size, limit) for size, limit in zip(widths, limits, strict=True)]
-    if not cells:
-        right = ()  # as tabulate, which aligns an empty table's headers left
-    gap = " " * COLUMN_GAP
-    lines = [
-        gap.join(
-            pad(text, widths[column], column in right) for column, text in enumerate(line)
-        ).rstrip()
-        for line in (heads, ["-" * size for size in widths], *cells)
-    ]
-    if available is not None:
-        lines = [cut_styled(line, available) for line in lines]
-    return "\n".join(lines)
 
 
 def human_count(value: float | int | None) -> str:

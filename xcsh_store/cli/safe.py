@@ -4,11 +4,18 @@ text, paths or titles reaches the terminal; each is shown as an escape (``\\x1b`
 A session file can hold anything. Printed raw, ESC/CSI/OSC sequences set the terminal title, plant
 OSC-8 links or move the cursor; CR, backspace and newlines forge lines; bidi overrides reorder
 what is shown. ``--json`` output is exact and never passes through here (JSON escapes anyway).
+
+Content is escaped before it is styled, never after: the CLI's colours are added to text that
+is already safe (:class:`Shown`), so the sanitiser never has to tell the CLI's escape sequences
+from a session's, and a session's are always shown as text.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
+from typing import Any
+
+import click
 
 
 def _escape(code: int) -> str:
@@ -33,11 +40,6 @@ _TABLE = {code: _SHORT.get(chr(code), _escape(code)) for code in _UNSAFE}
 # Multi-line content (an artifact shown by `cat`) keeps its line breaks and tabs.
 _TEXT_TABLE = {code: value for code, value in _TABLE.items() if chr(code) not in "\n\t"}
 
-# The SGR sequences click.style writes for the styles the verbs use (reset, bold, dim, red to
-# cyan); kept when colour is on, every other sequence is escaped. No black, white, reverse or
-# conceal: nothing here can hide text.
-OWN_STYLE = re.compile(r"\x1b\[(?:[012]|3[1-6]|9[1-6])m")
-
 
 def visible(text: str) -> str:
     """``text`` with every control character, bidi control and lone surrogate escaped."""
@@ -49,17 +51,34 @@ def visible_text(text: str) -> str:
     return text.translate(_TEXT_TABLE)
 
 
-def visible_line(text: str, colour: bool) -> str:
-    """A line the CLI built: escaped as :func:`visible`, keeping only its own colours.
+class Shown(str):
+    """Text ready for the terminal: the content in it went through :func:`visible` *before* the
+    CLI styled it, so every escape sequence it holds is the CLI's own colour.
 
-    With colour on, a session's text can at most carry one of the same few colours; it can never
-    move the cursor, set a title, plant a link or hide text.
+    Joined with plain text, the plain text is escaped first (``Shown + str``, ``str + Shown``,
+    ``Shown.join``), so a line can be built from styled pieces and session text alike. Anything
+    else (an f-string, ``%``, slicing) gives a plain ``str`` again, which :func:`shown` escapes
+    whole: a mistake shows the colour codes as text, it never lets a session's through.
     """
-    if not colour:
-        return visible(text)
-    pieces = OWN_STYLE.split(text)
-    styles = OWN_STYLE.findall(text)
-    out = [visible(pieces[0])]
-    for style, piece in zip(styles, pieces[1:], strict=True):
-        out += [style, visible(piece)]
-    return "".join(out)
+
+    __slots__ = ()
+
+    def __add__(self, other: str) -> Shown:
+        return Shown(str.__add__(self, shown(other)))
+
+    def __radd__(self, other: str) -> Shown:
+        return Shown(str.__add__(shown(other), self))
+
+    def join(self, parts: Iterable[str]) -> Shown:
+        return Shown(str.join(self, [shown(part) for part in parts]))
+
+
+def shown(text: str) -> Shown:
+    """``text`` for the terminal: as it is when it is :class:`Shown`, else escaped whole."""
+    return text if isinstance(text, Shown) else Shown(visible(text))
+
+
+def styled(text: str, colour: bool, **styles: Any) -> Shown:
+    """``text`` escaped, then styled with click's ``styles`` when ``colour`` is on."""
+    content = shown(text)
+    return Shown(click.style(content, **styles)) if colour and styles and content else content

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import click
 
+from xcsh_store.artifacts.pages import retold_paging_hint
 from xcsh_store.artifacts.urls import read_internal_url, resolve_internal_url
 from xcsh_store.cli.app import (
     Settings,
@@ -23,7 +23,7 @@ from xcsh_store.cli.app import (
     team_only_filter,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
-from xcsh_store.cli.listing import where
+from xcsh_store.cli.listing import known_filters, where
 from xcsh_store.cli.params import (
     agent_option,
     count_type,
@@ -48,6 +48,7 @@ from xcsh_store.cli.render import (
     show_marks,
     terminal_width,
 )
+from xcsh_store.cli.safe import Shown, visible
 from xcsh_store.cli.shapes import (
     context_json,
     hit_json,
@@ -65,6 +66,7 @@ from xcsh_store.index import (
     entry_summary,
     message_summary,
     search_role,
+    unique_prefixes,
 )
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.session.context import SessionContext
@@ -115,34 +117,44 @@ def show_command(
         if view == "tree":
             outline = index.outline(info, leaf)
             payload: dict[str, Any] = tree_json(outline)
+            # Every entry id is at hand: the shortest prefixes that tell them apart.
+            short = unique_prefixes(outline.tree.entries)
         elif view == "context":
             context = index.context(info, leaf)
             payload = {"context": context_json(context)}
         else:
             entries = index.branch_entries(info, leaf)
             payload = {"entries": entries}
+        if view != "tree" and not as_json:
+            shown_ids = [leaf_id, info.last_entry_id]
+            shown_ids += [entry.get("id") for entry in payload.get("entries", [])]
+            short = index.entry_id_prefixes(info, [i for i in shown_ids if isinstance(i, str)])
     if as_json:
         header = {"session": session_json(info), "view": view or "branch", "leaf_id": leaf_id}
         header["skipped_lines"] = skipped_json({info.path: skipped or SkippedLines()})[info.path]
         emit_json({**header, **payload})
         return
-    print_header(settings, info)
+    print_header(settings, info, short)
     if skipped is not None:
-        echo(f"{settings.style('Skipped ', bold=True)} {skipped_note(skipped)}")
+        echo(settings.style("Skipped ", bold=True) + f" {skipped_note(skipped)}")
     echo()
     if view == "tree":
-        for line in draw_tree(settings, outline):
+        for line in draw_tree(settings, outline, short):
             echo(line)
     elif view == "context":
-        print_context(settings, context, leaf_id)
+        print_context(settings, context, short.get(leaf_id or "", leaf_id))
     else:
         print_table(
             (
-                (entry.get("id"), short_time(entry.get("timestamp")), *entry_summary(entry))
+                (
+                    short.get(entry.get("id") or "", entry.get("id")),
+                    short_time(entry.get("timestamp")),
+                    *entry_summary(entry),
+                )
                 for entry in entries
             ),
             headers=("id", "time", "kind", "text"),
-            flexible=3,
+            flexible=(3, 2),
             styles=lambda row, column, text: _kind_style(settings, column, text),
         )
 
@@ -158,10 +170,12 @@ def _kind_style(settings: Settings, column: int, text: str) -> str:
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
 
 
-def print_header(settings: Settings, info: IndexedSession) -> None:
+def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]) -> None:
+    """The session's header lines; entry ids as their ``short`` prefixes."""
     label = settings.style
+    last = info.last_entry_id
     title = f' · "{info.title}"' if info.title else ""
-    lines = [
+    lines: list[tuple[str, str]] = [
         ("Session", label(info.session_id, fg="cyan", bold=True) + title),
         ("File", home_relative(info.path)),
         ("Cwd", home_relative(info.cwd)),
@@ -169,21 +183,22 @@ def print_header(settings: Settings, info: IndexedSession) -> None:
         (
             "Entries",
             f"{plural(info.entry_count, 'entry', 'entries')} · "
-            f"{plural(info.message_count, 'message')} · leaf {info.last_entry_id or '-'}"
+            f"{plural(info.message_count, 'message')} · leaf {short.get(last or '', last) or '-'}"
             + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
         ),
         (
             "Usage",
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · {session_cost(info)}",
+            f"cache write {human_count(info.cache_write_tokens)} · "
+            f"total {human_count(info.tokens)} · {session_cost(info)}",
         ),
     ]
     if info.parent_session_path:
         lines.append(("Parent", home_relative(info.parent_session_path)))
     width = terminal_width()
     for name, value in lines:
-        echo(fit_line(f"{label(f'{name:<8}', bold=True)} {value}", width))
+        echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))
 
 
 def print_context(settings: Settings, context: SessionContext, leaf_id: str | None) -> None:
@@ -258,7 +273,8 @@ def tree_lines(outline: SessionOutline) -> Iterator[tuple[str, str]]:
             stack.append((kid, base + continuation, "└─ " if position == len(kids) - 1 else "├─ "))
 
 
-def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
+def draw_tree(settings: Settings, outline: SessionOutline, short: dict[str, str]) -> Iterator[str]:
+    """The tree's lines, each entry by its ``short`` id."""
     style = settings.style
     active = set(outline.active_path)
     leaves = set(outline.tree.leaves)
@@ -269,13 +285,15 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             f"{plural(len(outline.tree.entries), 'entry', 'entries')} · "
             f"{plural(len(leaves), 'leaf', 'leaves')} · "
             f"{plural(len(branch_points), 'branch point')} · "
-            f"● active path to {outline.leaf_id or '-'}",
+            f"● active path to {short.get(outline.leaf_id or '', outline.leaf_id) or '-'}",
             dim=True,
         ),
         width,
     )
     for lead, entry_id in tree_lines(outline):
-        kind, text = entry_summary(outline.entries[entry_id])
+        # Escaped before they are measured and cut: an escape is wider than what it stands for.
+        kind, text = (visible(part) for part in entry_summary(outline.entries[entry_id]))
+        shown_id = visible(short.get(entry_id, entry_id))
         on_path = entry_id in active
         marker = "●" if on_path else "○"
         tags = []
@@ -286,15 +304,15 @@ def draw_tree(settings: Settings, outline: SessionOutline) -> Iterator[str]:
             tags.append(style("◀ leaf", fg="green", bold=True))
         elif entry_id in leaves:
             tags.append(style("◁ leaf", dim=True))
-        tag_text = (" " + " ".join(tags)) if tags else ""
-        start = f"{lead}{marker} {entry_id} {kind}" + (": " if text else "")
+        tag_text = (" " + Shown(" ").join(tags)) if tags else ""
+        start = f"{lead}{marker} {shown_id} {kind}" + (": " if text else "")
         room = None if width is None else width - display_width(start + tag_text)
         body = cut(text, room if room is not None else 100)
         line = (
             style(lead, dim=True)
             + style(marker, fg="green" if on_path else None, dim=not on_path)
             + " "
-            + style(entry_id, fg="cyan", dim=not on_path)
+            + style(shown_id, fg="cyan", dim=not on_path)
             + " "
             + style(kind + (":" if text else ""), bold=on_path, dim=not on_path)
             + (" " + style(body, dim=not on_path) if text else "")
@@ -381,8 +399,16 @@ def search_command(
             )
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None
+        if not hits:
+            known_filters(index, model=model, project=project)
         active = [index.on_active_branch(hit) for hit in hits]
         ids = index.unique_id_prefixes(hit.session_id for hit in hits)
+        entries = [
+            index.entry_id_prefixes(hit, [hit.entry_id]).get(hit.entry_id, hit.entry_id)
+            if hit.entry_id is not None
+            else None
+            for hit in hits
+        ]
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return
@@ -393,16 +419,17 @@ def search_command(
         (
             (
                 ids[hit.session_id],
-                hit.entry_id,
+                entry,
                 short_time(hit.timestamp),
                 (hit.role or hit.type or "") + ("" if on_branch else " (side)"),
                 one_line(hit.title) or where(hit.cwd),
                 hit.snippet,
             )
-            for hit, on_branch in zip(hits, active, strict=True)
+            for hit, on_branch, entry in zip(hits, active, entries, strict=True)
         ),
         headers=("session", "entry", "when", "role", "title / cwd", "match"),
-        flexible=(4, 5),
+        flexible=(5, 4),
+        optional=(4,),
         styles=lambda row, column, text: _hit_style(settings, column, text),
     )
 
@@ -464,16 +491,7 @@ def cat_command(
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
-    echo_text(_cli_paging_hint(text), newline=not text.endswith("\n"))
-
-
-_PAGING_HINT = re.compile(r"Use sel=L(\d+) to (continue|read)")
-
-
-def _cli_paging_hint(text: str) -> str:
-    """The reader's notices speak to the agent's read tool (``sel=L5``); say ``--offset 5``."""
-    head, separator, last = text.rpartition("\n")
-    return head + separator + _PAGING_HINT.sub(r"Use --offset \1 to \2", last)
+    echo_text(retold_paging_hint(text, "--offset"), newline=not text.endswith("\n"))
 
 
 def _session_path(settings: Settings, session: str) -> str:

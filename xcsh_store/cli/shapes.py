@@ -36,7 +36,10 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "agent": session.agent,
         "path": session.path,
         "cwd": session.cwd or None,
-        "project": session.project_dir,
+        # A session's project is its working directory, for every agent; project_dir is the
+        # folder its file is in (below sessions/, Claude Code's projects/, Codex's sessions/).
+        "project": session.cwd or None,
+        "project_dir": session.project_dir,
         "title": session.title,
         "title_source": session.title_source,
         "parent_session": session.parent_session_path,
@@ -52,11 +55,15 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
         "output_tokens": session.output_tokens,
         "cache_read_tokens": session.cache_read_tokens,
         "cache_write_tokens": session.cache_write_tokens,
+        # The four above together: the "tokens" of ls and show, the total of usage.
+        "total_tokens": session.tokens,
         "premium_requests": session.premium_requests,
-        "cost": session.cost,
-        # Claude Code and Codex record no costs: theirs is estimated from list prices, and
-        # leaves out the tokens of models without one (`usage` counts those).
+        # null when none of its tokens has a price; a lower bound when unpriced_entries is not 0.
+        "cost": None if session.cost_kind == "unpriced" else session.cost,
+        # Claude Code and Codex record no costs: theirs is priced by the index
+        # (`xcsh-store prices`); entries of models without a price are not in "cost".
         "cost_estimated": session.cost_kind != "recorded",
+        "unpriced_entries": session.unpriced_entries,
         "id_shared": session.id_shared,
         **host_of(session),
     }
@@ -64,9 +71,17 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
 
 def session_cost(session: IndexedSession) -> str:
     """A session's cost as shown: ``~$1.20`` when it is an estimate (Claude Code and Codex
-    record none), ``?`` when it has tokens but no price at all; never a silent ``$0``."""
+    record none), ``≥~$1.20`` when some of its entries have no price, ``?`` when none has one;
+    never a silent ``$0``."""
     kind = session.cost_kind
-    return "?" if kind == "unpriced" else ("~" if kind == "estimated" else "") + money(session.cost)
+    if kind == "unpriced":
+        return "?"
+    return {"partial": "≥~", "estimated": "~"}.get(kind, "") + money(session.cost)
+
+
+def cost_text(cost: float | None) -> str:
+    """A summed cost: ``?`` when nothing in it has a price."""
+    return "?" if cost is None else money(cost)
 
 
 def plain_snippet(snippet: str) -> str:
@@ -144,25 +159,14 @@ def usage_json(row: UsageRow) -> dict[str, Any]:
         "output_tokens": row.output_tokens or 0,
         "cache_read_tokens": row.cache_read_tokens or 0,
         "cache_write_tokens": row.cache_write_tokens or 0,
-        "total_tokens": total_tokens(row),
-        "cost": row.cost or 0,
-        # Claude Code and Codex write no costs: these entries' cost is the index's estimate
-        # (agents/pricing.py); those of a model without a price are not in "cost" at all.
+        "total_tokens": row.tokens,
+        # null when no entry has a price; else the sum of those priced (a lower bound when
+        # unpriced_entries is not 0). Claude Code and Codex write no costs: theirs are the
+        # index's estimates (agents/pricing.py).
+        "cost": row.cost,
         "estimated_cost_entries": row.estimated,
         "unpriced_entries": row.unpriced,
     }
-
-
-def total_tokens(row: UsageRow) -> int:
-    return sum(
-        value or 0
-        for value in (
-            row.input_tokens,
-            row.output_tokens,
-            row.cache_read_tokens,
-            row.cache_write_tokens,
-        )
-    )
 
 
 def context_json(context: SessionContext) -> dict[str, Any]:

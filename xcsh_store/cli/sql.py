@@ -17,14 +17,14 @@ import orjson
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
-    json_default,
+    echo_wrapped,
+    json_bytes,
     json_option,
     open_index,
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.params import MAX_DAYS, FiniteRange, count_type
+from xcsh_store.cli.params import FiniteRange, count_type
 from xcsh_store.index import (
     QueryInterruptedError,
     QueryStream,
@@ -32,6 +32,7 @@ from xcsh_store.index import (
     open_query,
 )
 from xcsh_store.paths import get_index_db_path
+from xcsh_store.times import MAX_DAYS
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_TABLE_ROWS = 1000
@@ -66,6 +67,13 @@ INTERRUPTED_EXIT = 130
     show_default=True,
     help="Most rows the table shows (the rest are counted); --json streams every row.",
 )
+@click.option(
+    "--allow-privileged-role",
+    is_flag=True,
+    help="With --db: run the statement even as a superuser, or a role that may run programs"
+    " or read or write files on the database host (refused otherwise: READ ONLY does not stop"
+    " those). Prints a warning.",
+)
 @json_option
 @pass_settings
 def sql_command(
@@ -74,6 +82,7 @@ def sql_command(
     parameters: tuple[tuple[str, str], ...],
     timeout: float,
     limit: int,
+    allow_privileged_role: bool,
     as_json: bool,
 ) -> None:
     """Run one read-only SQL statement QUERY on index.db (opened with SQLite's read-only flag).
@@ -89,13 +98,10 @@ def sql_command(
       xcsh-store sql "SELECT path FROM sessions WHERE cwd = :cwd" -p cwd ~/src/app
     """
     if settings.db is not None:
-        with open_index(settings, team=True) as team:
-            stream = team.query(query, dict(parameters), timeout=timeout or None)
-            if as_json:
-                _stream_json(stream)
-            else:
-                _print_rows(stream, limit)
+        _team_sql(settings, query, dict(parameters), timeout, limit, allow_privileged_role, as_json)
         return
+    if allow_privileged_role:
+        raise click.UsageError("--allow-privileged-role is for a team index (--db)")
     path = get_index_db_path(settings.agent_dir)
     try:
         with (
@@ -109,8 +115,34 @@ def sql_command(
     except QueryTimeoutError as error:
         raise click.ClickException(f"{error} (raise --timeout, or 0 for no limit)") from None
     except QueryInterruptedError as error:
-        echo(f"Error: {error}", err=True)
+        echo_wrapped(f"Error: {error}", err=True)
         raise click.exceptions.Exit(INTERRUPTED_EXIT) from None
+
+
+def _team_sql(
+    settings: Settings,
+    query: str,
+    parameters: dict[str, str],
+    timeout: float,
+    limit: int,
+    allow_privileged: bool,
+    as_json: bool,
+) -> None:
+    """The statement on the team index (``--db``), as a reader role should run it."""
+    with open_index(settings, team=True) as team:
+        if allow_privileged and (powers := team.powers()):  # type: ignore[attr-defined]
+            echo_wrapped(
+                f"Warning: --allow-privileged-role: running as a role with {', '.join(powers)};"
+                " this statement can run programs and read or write files on the database host",
+                err=True,
+            )
+        stream = team.query(  # type: ignore[attr-defined]
+            query, parameters, timeout=timeout or None, allow_privileged=allow_privileged
+        )
+        if as_json:
+            _stream_json(stream)
+        else:
+            _print_rows(stream, limit)
 
 
 @contextmanager
@@ -132,11 +164,7 @@ def _stream_json(stream: QueryStream) -> None:
     out.write(b"[")
     separator = b"\n"
     for row in stream:
-        item = orjson.dumps(
-            dict(zip(stream.columns, row, strict=True)),
-            option=orjson.OPT_INDENT_2,
-            default=json_default,
-        )
+        item = json_bytes(dict(zip(stream.columns, row, strict=True)), orjson.OPT_INDENT_2)
         # JSON strings hold no raw newline, so every line of the item can be indented.
         out.write(separator + b"\n".join(b"  " + line for line in item.split(b"\n")))
         separator = b",\n"
@@ -149,11 +177,13 @@ def _print_rows(stream: QueryStream, limit: int) -> None:
     rows = list(islice(iterator, limit))
     more = sum(1 for _row in iterator)
     if not stream.columns:
-        echo("(no result)")
+        echo_wrapped("(no result)")
         return
     print_table(rows, headers=stream.columns, flexible=_widest(rows, stream.columns))
     shown = f"({len(rows):,} row{'' if len(rows) == 1 else 's'}"
-    echo(shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")"))
+    echo_wrapped(
+        shown + (f"; {more:,} more rows not shown: raise --limit or use --json)" if more else ")")
+    )
 
 
 def _widest(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:

@@ -3,16 +3,19 @@ as a table, a terminal chart or an HTML page."""
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Sequence
+from datetime import tzinfo
 from typing import Any
 
 import click
 
-from xcsh_store.agents.pricing import PRICES_AS_OF
 from xcsh_store.cli.app import (
     Settings,
     cli,
     echo,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -21,37 +24,35 @@ from xcsh_store.cli.app import (
     team_only,
 )
 from xcsh_store.cli.chart import html_chart, terminal_chart
-from xcsh_store.cli.params import agent_option, since_option, until_option
-from xcsh_store.cli.render import human_count, money, terminal_width
-from xcsh_store.cli.shapes import total_tokens, usage_json
-from xcsh_store.index import USAGE_GROUPS, UsageRow
+from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
+from xcsh_store.cli.render import (
+    cut,
+    cut_left,
+    cut_middle,
+    display_width,
+    human_count,
+    money,
+    terminal_width,
+)
+from xcsh_store.cli.shapes import cost_text, usage_json
+from xcsh_store.cli.table import Cut
+from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
 
-def _totals(rows: list[UsageRow]) -> UsageRow:
-    return UsageRow(
-        key=None,
-        entries=sum(row.entries for row in rows),
-        input_tokens=sum(row.input_tokens or 0 for row in rows),
-        output_tokens=sum(row.output_tokens or 0 for row in rows),
-        cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
-        cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
-        cost=sum(row.cost or 0 for row in rows),
-        estimated=sum(row.estimated for row in rows),
-        unpriced=sum(row.unpriced for row in rows),
-    )
-
-
 def cost_note(totals: UsageRow) -> str:
-    """Which of the costs are the index's estimates, and what has no price."""
+    """Which of the costs are the index's estimates, and how much has no price."""
     parts = []
     if totals.estimated:
         parts.append(
-            f"{totals.estimated:,} entries' cost is estimated from list prices of {PRICES_AS_OF}"
-            " (Claude Code and Codex record tokens, not costs)"
+            f"{totals.estimated:,} entries' cost is estimated (Claude Code and Codex record"
+            " tokens, not costs): `xcsh-store prices` shows each price and its source"
         )
     if totals.unpriced:
-        parts.append(f"{totals.unpriced:,} entries of models without a known price add no cost")
+        parts.append(
+            f"at least {money(totals.cost)}, {totals.unpriced:,} entries unpriced"
+            " (models without a price: add them to prices.toml)"
+        )
     return "Note: " + "; ".join(parts) + "."
 
 
@@ -63,9 +64,49 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
         human_count(row.output_tokens),
         human_count(row.cache_read_tokens),
         human_count(row.cache_write_tokens),
-        human_count(total_tokens(row)),
-        money(row.cost),
+        human_count(row.tokens),
+        cost_text(row.cost),
     )
+
+
+# The number columns, each with the short form of its header for a narrow terminal.
+NUMBER_HEADERS = (
+    "entries", "input", "output", ("cache read", "c.read"), ("cache write", "c.write"), "total",
+    "cost",
+)  # fmt: skip
+
+
+def label_cut(group: str, labels: list[str]) -> Cut:
+    """How a label of ``group`` is cut on a narrow terminal, so labels stay apart: once the
+    column must be cut, a model loses its provider where its name alone is unique, then its
+    middle, keeping as much of the end as it takes for no two labels to read alike (names
+    differ at their end: ``…-4-5``, ``…-20250929``); a project keeps its end (the folder's
+    name)."""
+    if group == "project":
+        return cut_left
+    if group != "model":
+        return cut
+    names = Counter(label.split("/", 1)[-1] for label in labels)
+    short = {
+        label: name if names[name] == 1 else label
+        for label in labels
+        for name in (label.split("/", 1)[-1],)
+    }
+
+    @functools.cache
+    def cut_labels(width: int) -> dict[str, str]:
+        if all(display_width(label) <= width for label in labels):
+            return {label: label for label in labels}
+        for end_share in (0.5, 0.6, 0.7, 0.8, 0.9):
+            shown = {label: cut_middle(short[label], width, end_share) for label in labels}
+            if len(set(shown.values())) == len(shown):
+                break
+        return shown
+
+    def cut_model(text: str, width: int) -> str:
+        return cut_labels(width).get(text) or cut_middle(text, width)
+
+    return cut_model
 
 
 def _labels(row: UsageRow) -> list[str]:
@@ -79,9 +120,11 @@ def _labels(row: UsageRow) -> list[str]:
     multiple=True,
     default=("day",),
     show_default=True,
-    help="How to group (days, weeks and months are UTC); repeat it to group by several: "
+    help="How to group (days, weeks from Monday, months: in --timezone); repeat it to group"
+    " by several: "
     "--by day --by model.",
 )
+@timezone_option
 @since_option
 @until_option
 @agent_option
@@ -105,6 +148,7 @@ def _labels(row: UsageRow) -> list[str]:
 def usage_command(
     settings: Settings,
     by: tuple[str, ...],
+    zone: tzinfo | None,
     since: str | None,
     until: str | None,
     agents: tuple[str, ...],
@@ -131,8 +175,11 @@ def usage_command(
     groups = list(dict.fromkeys(by))
     team_only(settings, "host" in groups, "--by host")
     name = ",".join(groups)
+    if zone is not None and settings.db is not None:
+        raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
+    local = {} if settings.db is not None else {"zone": zone}
     with open_index(settings, team=True) as index:
-        rows = index.usage(by=groups, since=since, until=until, agents=agents)
+        rows = index.usage(by=groups, since=since, until=until, agents=agents, **local)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -144,7 +191,7 @@ def usage_command(
                 "since": since,
                 "until": until,
                 "rows": [usage_json(row) for row in rows],
-                "total": usage_json(_totals(rows)),
+                "total": usage_json(usage_total(rows)),
             }
         )
         return
@@ -153,31 +200,31 @@ def usage_command(
             echo(line)
     elif rows:
         blanks = [""] * (len(groups) - 1)
+        labels = [_labels(row) for row in rows]
+        widest = sorted(range(len(groups)), key=lambda i: -max(len(row[i]) for row in labels))
         print_table(
             [
-                *(_row_cells(_labels(row), row) for row in rows),
-                _row_cells(["total", *blanks], _totals(rows)),
+                *(
+                    _row_cells(row_labels, row)
+                    for row_labels, row in zip(labels, rows, strict=True)
+                ),
+                _row_cells(["total", *blanks], usage_total(rows)),
             ],
-            headers=(
-                *groups,
-                "entries",
-                "input",
-                "output",
-                "cache read",
-                "cache write",
-                "total",
-                "cost",
-            ),
-            right=range(len(groups), len(groups) + 7),
-            flexible=range(len(groups)),
+            headers=(*groups, *NUMBER_HEADERS),
+            right=range(len(groups), len(groups) + len(NUMBER_HEADERS)),
+            # The widest labels keep their room longest; numbers and headers give way first.
+            flexible=widest,
+            cuts={
+                i: label_cut(group, [row[i] for row in labels]) for i, group in enumerate(groups)
+            },
             styles=lambda row, column, text: (
                 settings.style(text, bold=True) if row == len(rows) else text
             ),
         )
     else:
         echo("No usage recorded in that period.")
-    totals = _totals(rows)
+    totals = usage_total(rows)
     if totals.estimated or totals.unpriced:
-        echo(cost_note(totals))
+        echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")

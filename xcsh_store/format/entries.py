@@ -43,7 +43,8 @@ def content_text(content: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Titles (compatibility: Title records before the header; pi's session_info names the session)
+# Titles (compatibility: Title records before the header; pi's session_info names the session;
+# oh-my-pi's title_change renames the session)
 
 # pi names a session with an entry of this type.
 SESSION_INFO_TYPE = "session_info"
@@ -56,6 +57,30 @@ def session_info_name(entry: dict[str, Any]) -> str | None:
     name = entry.get("name")
     if entry.get("type") == SESSION_INFO_TYPE and isinstance(name, str) and name:
         return name
+    return None
+
+
+# oh-my-pi renames a session with an entry of this type (decisions D28).
+TITLE_CHANGE_TYPE = "title_change"
+
+
+def title_change_name(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """``(title, source)`` an oh-my-pi ``title_change`` entry gives its session: its non-empty
+    ``title``, and its ``source`` (``user`` when it has none); None for any other entry."""
+    title = entry.get("title")
+    if entry.get("type") != TITLE_CHANGE_TYPE or not isinstance(title, str) or not title:
+        return None
+    source = entry.get("source")
+    return title, source if isinstance(source, str) and source else NAMED_TITLE_SOURCE
+
+
+def branch_name(path: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The name the newest ``title_change`` on a root -> leaf path gives the session: it wins
+    over every other title (D28)."""
+    for entry in reversed(path):
+        found = title_change_name(entry)
+        if found is not None:
+            return found
     return None
 
 
@@ -180,6 +205,19 @@ def set_optional(target: dict[str, Any], key: str, value: Any) -> None:
     """Optional fields that are unset are absent, never null."""
     if value is not None:
         target[key] = value
+
+
+def set_title_after_id(header: dict[str, Any], title: str, title_source: str | None) -> None:
+    """Put ``title`` and ``titleSource`` right after the header's ``id``, in place: where the
+    header of ``fork()`` holds them (as undefined, not serialised) from its start, so that a
+    later name keeps that place (reference.md, the header and fork() sections)."""
+    fields = [(key, value) for key, value in header.items() if key not in ("title", "titleSource")]
+    header.clear()
+    for key, value in fields:
+        header[key] = value
+        if key == "id":
+            header["title"] = title
+            set_optional(header, "titleSource", title_source)
 
 
 def build_header(

@@ -22,8 +22,12 @@ Modules, from the store object down:
   ``outline``: a session laid out for reading; ``search``: full-text search; ``prompts``: the
   prompt history mirrored and recalled; ``gc``: blob garbage collection; ``watch``: the folder
   watch gc relies on.
-* ``names``, ``choices``: short id prefixes and shell-completion choices; ``query``: the
-  read-only ad-hoc SQL of the ``sql`` verb.
+* ``names``, ``choices``: short id prefixes, shell-completion choices and the check that a
+  filter names a model or project the index has; ``query``: the read-only ad-hoc SQL of the
+  ``sql`` verb; ``sql_functions``: entry_text() and the other SQL functions of search;
+  ``stale_search``: search rows of entries that are gone.
+* ``outside_readers``: what Python's sqlite3 and the sqlite3 command can do with index.db;
+  ``datasette_plugin``: xcsh-store's Datasette plugin (Datasette loads it, nothing here does).
 """
 
 # What every use of the index needs: the store and its connection.
@@ -38,18 +42,25 @@ __getattr__, __dir__ = lazy_exports(
     {
         "xcsh_store.index.choices": (
             "Choice",
+            "check_filters",
             "model_choices",
             "project_choices",
             "session_choices",
         ),
         "xcsh_store.index.gc": ("GcReport",),
-        "xcsh_store.index.names": ("unique_id_prefixes",),
+        "xcsh_store.index.names": ("unique_id_prefixes", "unique_prefixes"),
         "xcsh_store.index.outline": (
             "SessionOutline",
             "entry_summary",
+            "entry_text",
             "labels_of",
             "message_summary",
             "session_outline",
+        ),
+        "xcsh_store.index.outside_readers": (
+            "OutsideReader",
+            "OutsideReaders",
+            "check_outside_readers",
         ),
         "xcsh_store.index.prompts": ("PromptHit",),
         "xcsh_store.index.query": (
@@ -69,6 +80,7 @@ __getattr__, __dir__ = lazy_exports(
             "parse_search_query",
             "search_role",
         ),
+        "xcsh_store.index.prices": ("ModelSeen",),
         "xcsh_store.index.sessions": ("IndexedSession",),
         "xcsh_store.index.tree": (
             "IndexedEntry",
@@ -77,7 +89,9 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.usage": (
             "USAGE_GROUPS",
+            "DuplicateSession",
             "UsageRow",
+            "usage_total",
         ),
         "xcsh_store.index.verify": ("VerifyReport",),
     },
@@ -91,6 +105,9 @@ __all__ = [
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
+    "ModelSeen",
+    "OutsideReader",
+    "OutsideReaders",
     "Progress",
     "PromptHit",
     "QueryInterruptedError",
@@ -105,7 +122,10 @@ __all__ = [
     "SyncReport",
     "UsageRow",
     "VerifyReport",
+    "check_filters",
+    "check_outside_readers",
     "entry_summary",
+    "entry_text",
     "has_fts5",
     "labels_of",
     "message_summary",
@@ -120,4 +140,6 @@ __all__ = [
     "session_outline",
     "sqlite_versions",
     "unique_id_prefixes",
+    "unique_prefixes",
+    "usage_total",
 ]

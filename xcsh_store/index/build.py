@@ -39,7 +39,7 @@ from xcsh_store.format.versions import (
 from xcsh_store.index.rows import EntryFacts, blob_refs_in, storable_values
 from xcsh_store.index.scan import SkippedLines, sha1_hex
 from xcsh_store.js import stringify
-from xcsh_store.times import iso_millis
+from xcsh_store.times import canonical_iso, iso_millis
 
 HEAD_BYTES = 1024
 TAIL_BYTES = 4096
@@ -94,6 +94,8 @@ class Chunk(NamedTuple):
     skipped: list[int]
     # Keys of rows whose usage a later line of the same response replaced (see usage_key).
     superseded: list[int]
+    # (seq, leaf entry id, summary) of the lines that summarise a conversation by its leaf.
+    leaf_summaries: list[tuple[int, str, str]]
 
 
 class IndexedRows(Protocol):
@@ -130,6 +132,9 @@ class Totals:
     # before.
     session_name: str | None = None
     session_name_source: str | None = None
+    # The newest timestamp of the file's lines (UTC, times.canonical_iso): the session's last
+    # activity, its modified time (the file's mtime only where no line has one).
+    activity_at: str | None = None
 
 
 @dataclass
@@ -158,6 +163,9 @@ class ReadState:
     agent: str | None = None
     session: SessionFacts | None = None
     session_written: bool = False
+    # Which of the xcsh family wrote a file of that format (agents.xcsh_agent_of), decided
+    # when the line that decides validity is read; a resumed read keeps the index's.
+    family_agent: str | None = None
 
 
 class _DefaultModels:
@@ -364,6 +372,7 @@ class RowBuilder:
         self.usage_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.chunk_first_key = first_key
         self.superseded: list[int] = []
+        self.leaf_summaries: list[tuple[int, str, str]] = []
         # Of a format without ids: the parent of each user turn on the current path, oldest
         # first (what a rollback goes back to). A resumed read starts with this read's turns
         # and puts the earlier ones of the path in front only when a rollback reaches them.
@@ -430,6 +439,7 @@ class RowBuilder:
             else:
                 valid = kind == HEADER_TYPE and isinstance(value.get("id"), str)
                 state.status = "ok" if valid else "invalid_header"
+                state.family_agent = xcsh_agent_of(state.path, state.leading_title is not None)
                 if valid:
                     is_header_record = True
                     self.header_row = value
@@ -485,6 +495,8 @@ class RowBuilder:
         if found.title is not None:
             state.totals.session_name = found.title
             state.totals.session_name_source = found.title_source
+        if found.leaf_summary is not None:
+            self.leaf_summaries.append((seq, *found.leaf_summary))
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
         if usage_key is not None:
             self._supersede_usage(usage_key, key, found.usage)
@@ -536,6 +548,12 @@ class RowBuilder:
         entry_id = facts.id
         key = self.next_key
         self.next_key = key + 1
+        stamp = facts.timestamp
+        if stamp is not None:
+            stamp = canonical_iso(stamp)
+            totals = state.totals
+            if stamp is not None and (totals.activity_at is None or stamp > totals.activity_at):
+                totals.activity_at = stamp
         chain = None if entry_id is None else self._chain(entry_id, facts.parent_id, key)
         entry_rows = self.entry_rows
         entry_rows.append(
@@ -667,7 +685,7 @@ class RowBuilder:
             state.status or "invalid_header", state.next_seq, state.last_id, int(state.legacy),
             state.lines, skipped.count,
             orjson.dumps(skipped.lines).decode() if skipped.count else None,
-            state.agent or xcsh_agent_of(state.path),
+            state.agent or state.family_agent or xcsh_agent_of(state.path),
         )  # fmt: skip
         chunk = Chunk(
             rows,
@@ -684,6 +702,7 @@ class RowBuilder:
             tally.bytes - self.bytes_reported,
             self.skipped,
             self.superseded,
+            self.leaf_summaries,
         )
         self.bytes_reported = tally.bytes
         run_keys = self.run_keys
@@ -694,6 +713,7 @@ class RowBuilder:
             state.chained = False
         self.entry_rows, self.text_rows, self.blob_rows, self.skipped = [], [], [], []
         self.superseded = []
+        self.leaf_summaries = []
         self.chunk_first_key = self.next_key
         self.batch_ids = {}
         self.pending_bytes = 0
@@ -705,7 +725,8 @@ class RowBuilder:
         totals = state.totals
         figures = (
             totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
-            *totals.usage, totals.compaction_title, self.modified_at,
+            *totals.usage, totals.compaction_title, totals.activity_at or self.modified_at,
+            totals.activity_at,
         )  # fmt: skip
         name, source = totals.session_name, totals.session_name_source
         facts = state.session
@@ -728,7 +749,7 @@ class RowBuilder:
         columns = (
             header["id"], _text(header.get("cwd")), title, title_source,
             _text(header.get("parentSession")), state.version, _text(header.get("timestamp")),
-            xcsh_agent_of(state.path), None,
+            state.family_agent, None,
         )  # fmt: skip
         return columns, figures, name, source, (None, None, None)
 

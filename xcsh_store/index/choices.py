@@ -1,11 +1,13 @@
-"""What shell completion offers, read from the index: session ids with their titles, project
-folders and model names, each a few indexed lookups whatever the size of the index."""
+"""The names the index knows: what shell completion offers (session ids with their titles,
+project folders and model names, each a few indexed lookups whatever the size of the index),
+and the check that a filter names something it has."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index.names import unique_id_prefixes
 
 if TYPE_CHECKING:
@@ -43,11 +45,11 @@ def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -
 
 
 def project_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> list[Choice]:
-    """Folders under ``sessions/`` that start with ``typed``, with their session counts."""
+    """Projects (the sessions' working directories) that start with ``typed``, with their
+    session counts."""
     rows = index.connection.execute(
-        "SELECT project_dir, count(*) FROM sessions"
-        " WHERE project_dir >= ?1 AND project_dir < ?1 || ?2"
-        " GROUP BY project_dir ORDER BY max(modified_at) DESC LIMIT ?3",
+        "SELECT cwd, count(*) FROM sessions WHERE cwd >= ?1 AND cwd < ?1 || ?2"
+        " GROUP BY cwd ORDER BY max(modified_at) DESC LIMIT ?3",
         (typed, _LAST, limit),
     ).fetchall()
     return [
@@ -72,3 +74,16 @@ def model_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> 
             (typed, _LAST, limit),
         )
     return [Choice(name) for (name,) in rows]
+
+
+def check_filters(index: Any, *, model: str | None = None, project: str | None = None) -> None:
+    """UnknownFilterError when ``model`` is no entry's model or ``project`` holds no session's
+    cwd in ``index`` (a SessionIndex or the team index): the reason a search or listing with them
+    found nothing, said instead of "no matches". Meant for after an empty answer, so that it
+    costs nothing when there are matches."""
+    if model is not None and not index.has_model(model):
+        raise UnknownFilterError("model", f"no entry in the index has the model {model!r}")
+    if project is not None and not index.list_sessions(project=project, limit=1):
+        raise UnknownFilterError(
+            "project", f"no session in the index was started in {project} or a folder inside it"
+        )

@@ -15,6 +15,7 @@ from pathlib import Path
 import apsw
 
 from xcsh_store.errors import IndexDatabaseError
+from xcsh_store.files import free_bytes_if_full
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
 from xcsh_store.times import iso_now
 
@@ -192,10 +193,16 @@ def errors_explained(path: str) -> Iterator[None]:
             f"{path} is damaged ({error}); `xcsh-store verify --repair` rebuilds it from the"
             " session files"
         ) from error
-    except apsw.FullError as error:
+    except (apsw.FullError, apsw.IOError) as error:
+        folder = os.path.dirname(path) or "."
+        free = free_bytes_if_full(folder)
+        if free is None and isinstance(error, apsw.IOError):
+            raise  # a disk I/O error with room left: the disk itself, not its space
+        left = f"{free:,} bytes free" if free is not None else "SQLite found no space"
         raise IndexDatabaseError(
-            f"No space left to write {path} ({error}); free some space and sync again"
-            " (the session files are not affected)"
+            f"The disk holding {folder} is full ({left}; SQLite: {error}): {path} keeps what"
+            " was written before, and the session files are not affected. Free some space"
+            " and run it again (a sync goes on where this one stopped)"
         ) from error
 
 

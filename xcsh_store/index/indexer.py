@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -34,6 +34,7 @@ from xcsh_store.index.scan import (
     SyncReport,
     sha1_hex,
 )
+from xcsh_store.index.stale_search import leave_behind
 from xcsh_store.times import iso_now
 
 COMMIT_EVERY_VALUES = 20_000
@@ -276,6 +277,11 @@ class FileWrite:
         self._delete(replaced)
         if chunk.superseded:
             connection.executemany(_DROP_USAGE, [(key + offset,) for key in chunk.superseded])
+        if chunk.leaf_summaries:
+            connection.executemany(
+                "INSERT INTO leaf_summaries (file_id, seq, leaf_id, summary) VALUES (?, ?, ?, ?)",
+                [(self.file_id, *summary) for summary in chunk.leaf_summaries],
+            )
         rows = chunk.entries
         if not (chunk.chained and not found):
             if self.chains_written:
@@ -299,6 +305,8 @@ class FileWrite:
         self._count_read(chunk)
         self.keys_end = chunk.keys_end
         if chunk.final:
+            if chunk.progress[-1] in XCSH_AGENTS:
+                self._rename_by_branch()
             self._finish()
         elif self.batch.full:
             self.batch.commit_within_file()
@@ -333,6 +341,27 @@ class FileWrite:
             f"INSERT INTO entries_fts (rowid, text) VALUES ({key}, ?)",
             f"INSERT OR IGNORE INTO blob_refs (entry, hash) VALUES ({key}, ?)",
         )
+
+    def _rename_by_branch(self) -> None:
+        """An oh-my-pi ``title_change`` on the branch of the session's last entry names it
+        (D28), over the file's own title; whenever the file has one, the branch is walked
+        again (a later line may have moved the leaf off it, or onto another)."""
+        from xcsh_store.index.tree import branch_name_of  # tree imports us
+
+        connection = self.connection
+        renamed = connection.execute(
+            "SELECT s.last_entry_id FROM sessions AS s WHERE s.file_id = ?1 AND EXISTS"
+            " (SELECT 1 FROM entries WHERE session = ?1 AND type = 'title_change')",
+            (self.file_id,),
+        ).fetchall()
+        if not renamed or renamed[0][0] is None:
+            return
+        named = branch_name_of(connection, self.file_id, self.seen.path, renamed[0][0])
+        if named is not None:
+            connection.execute(
+                "UPDATE sessions SET title = ?, title_source = ? WHERE file_id = ?",
+                (*named, self.file_id),
+            )
 
     def _finish(self) -> None:
         if self.in_savepoint:
@@ -374,9 +403,9 @@ class FileWrite:
             return
         self.batch.write_texts()  # a row replaced may be one still waiting
         connection = self.connection
+        leave_behind(connection, "SELECT value FROM json_each(?)", (orjson.dumps(keys).decode(),))
         for pk in keys:
             connection.execute("DELETE FROM blob_refs WHERE entry = ?", (pk,))
-            connection.execute("DELETE FROM entries_fts WHERE rowid = ?", (pk,))
             connection.execute("DELETE FROM entries WHERE pk = ?", (pk,))
         self.report.entries_removed += len(keys)
 
@@ -385,30 +414,34 @@ class FileWrite:
             return
         header, figures, name, name_source, learnt = chunk.session
         if header is None:
+            # (SET reads the row as it was: the title falls back on the file's own.)
             self.connection.execute(
-                "UPDATE sessions SET entry_count = ?, message_count = ?, first_message = ?,"
-                " last_entry_id = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
-                " cache_write_tokens = ?, premium_requests = ?, cost = ?, compaction_title = ?,"
-                " modified_at = ?, title = coalesce(?, title),"
-                " title_source = iif(? IS NULL, title_source, ?), cwd = coalesce(cwd, ?),"
-                " created_at = coalesce(created_at, ?),"
-                " parent_session_id = coalesce(parent_session_id, ?) WHERE file_id = ?",
-                (*figures, name, name, name_source, *learnt, self.file_id),
+                "UPDATE sessions SET entry_count = ?1, message_count = ?2, first_message = ?3,"
+                " last_entry_id = ?4, input_tokens = ?5, output_tokens = ?6,"
+                " cache_read_tokens = ?7, cache_write_tokens = ?8, premium_requests = ?9,"
+                " cost = ?10, compaction_title = ?11, modified_at = ?12, activity_at = ?13,"
+                " file_title = coalesce(?14, file_title),"
+                " file_title_source = iif(?14 IS NULL, file_title_source, ?15),"
+                " title = coalesce(?14, file_title),"
+                " title_source = iif(?14 IS NULL, file_title_source, ?15),"
+                " cwd = coalesce(cwd, ?16), created_at = coalesce(created_at, ?17),"
+                " parent_session_id = coalesce(parent_session_id, ?18) WHERE file_id = ?19",
+                (*figures, name, name_source, *learnt, self.file_id),
             )
             return
         (session_id, cwd, title, title_source, parent_session, version, created_at, agent,
          parent_session_id) = header  # fmt: skip
         self.connection.execute(
             "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
-            " title_source, parent_session, version, created_at, agent, parent_session_id,"
-            " entry_count, message_count,"
+            " title_source, file_title, file_title_source, parent_session, version, created_at,"
+            " agent, parent_session_id, entry_count, message_count,"
             " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at,"
+            " activity_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.file_id, session_id, self.seen.path, cwd, self.seen.project_dir, title,
-                title_source, parent_session, version, created_at, agent, parent_session_id,
-                *figures,
+                title_source, title, title_source, parent_session, version, created_at, agent,
+                parent_session_id, *figures,
             ),
         )  # fmt: skip
 
@@ -527,17 +560,20 @@ def _resumed_state(
         state.agent = known.agent
         state.session = _session_facts(connection, known.id, path)
         state.session_written = True
+    else:
+        state.family_agent = known.agent
     row = connection.execute(
         "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
         " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-        " compaction_title FROM sessions WHERE file_id = ?",
+        " compaction_title, activity_at FROM sessions WHERE file_id = ?",
         (known.id,),
     ).fetchall()
     if row:
         values = row[0]
         state.totals = Totals(
-            values[0], values[1], values[2], values[3], list(values[4:10]), values[10]
-        )
+            values[0], values[1], values[2], values[3], list(values[4:10]), values[10],
+            activity_at=values[11],
+        )  # fmt: skip
     ((lines, skipped_count, skipped_lines),) = connection.execute(
         "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
     ).fetchall()
@@ -577,11 +613,9 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
         "DELETE FROM blob_refs WHERE entry IN (SELECT pk FROM entries WHERE session = ?)",
         (file_id,),
     )
-    connection.execute(
-        "DELETE FROM entries_fts WHERE rowid IN (SELECT pk FROM entries WHERE session = ?)",
-        (file_id,),
-    )
+    leave_behind(connection, "SELECT pk FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
+    connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).
@@ -608,7 +642,8 @@ def indexed_windows(
 
 
 def max_pk(connection: apsw.Connection) -> int:
-    """The highest entry key in use, counting search rows (a damaged index may have orphans)."""
+    """The highest entry key in use, counting search rows: the stale rows of entries that are
+    gone (stale_search.py) keep their keys until they are deleted."""
     # ORDER BY rowid DESC LIMIT 1 is answered by FTS5 itself; max(rowid) would scan the table.
     return connection.execute(
         "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"

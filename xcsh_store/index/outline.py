@@ -1,13 +1,20 @@
-"""A session laid out for reading: its tree with every entry, labels, the active path, and a
-one-line summary of any entry."""
+"""A session laid out for reading: its tree with every entry, labels, the active path, a
+one-line summary of any entry, and the whole text of one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xcsh_store.format.entries import SESSION_INFO_TYPE, model_change_model, session_info_name
+from xcsh_store.format.entries import (
+    SESSION_INFO_TYPE,
+    TITLE_CHANGE_TYPE,
+    model_change_model,
+    session_info_name,
+    title_change_name,
+)
 from xcsh_store.index.tree import SessionTree, read_entries
+from xcsh_store.js import stringify
 
 if TYPE_CHECKING:
     from xcsh_store.index.sessions import IndexedSession
@@ -133,6 +140,64 @@ def message_summary(message: dict[str, Any]) -> tuple[str, str]:
 
 def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
     """``(kind, text)``: what an entry is, and its gist on one line (a few hundred chars)."""
+    kind, text = _gist(entry)
+    text = " ".join(text.split())
+    return kind, text[:SUMMARY_CHARS]
+
+
+def entry_text(entry: dict[str, Any]) -> str:
+    """The whole of what an entry says, for reading it (not one line): each block of a
+    message on its own (text, thinking marked, a tool call with its arguments as JSON, an image
+    as ``[image]``), a bash or Python run with its output, a summary whole; any other entry as
+    its gist, uncut."""
+    message = entry.get("message") if entry.get("type") == "message" else None
+    if entry.get("type") == "compaction" and isinstance(entry.get("summary"), str):
+        return entry["summary"]
+    if not isinstance(message, dict):
+        return _gist(entry)[1]
+    role = message.get("role")
+    parts: list[str] = []
+    if role == "bashExecution":
+        parts.append(f"$ {_text_field(message, 'command')}")
+    elif role == "pythonExecution":
+        parts.append(_text_field(message, "code"))
+    elif role in ("branchSummary", "compactionSummary"):
+        parts.append(_text_field(message, "summary"))
+    parts += _whole_blocks(message.get("content"))
+    if role in ("bashExecution", "pythonExecution"):
+        parts.append(_text_field(message, "output"))
+    return "\n\n".join(part for part in parts if part)
+
+
+def _text_field(value: dict[str, Any], key: str) -> str:
+    text = value.get(key)
+    return text if isinstance(text, str) else ""
+
+
+def _whole_blocks(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(_text_field(block, "text"))
+        elif kind == "thinking":
+            parts.append(f"(thinking) {_text_field(block, 'thinking')}")
+        elif kind == "toolCall":
+            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+            parts.append(f"→ {name} {stringify(block.get('arguments')).decode()}")
+        elif kind == "image":
+            parts.append("[image]")
+    return parts
+
+
+def _gist(entry: dict[str, Any]) -> tuple[str, str]:
+    """``(kind, text)`` of :func:`entry_summary`, before it is made one line and cut."""
     kind = entry.get("type") if isinstance(entry.get("type"), str) else "?"
     text = ""
     if kind == "message" and isinstance(entry.get("message"), dict):
@@ -165,7 +230,9 @@ def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
         kind, text = "session init", str(entry.get("task") or "")
     elif kind == SESSION_INFO_TYPE:
         kind, text = "session name", session_info_name(entry) or ""
+    elif kind == TITLE_CHANGE_TYPE:
+        renamed = title_change_name(entry)
+        kind, text = "session name", "" if renamed is None else renamed[0]
     elif kind == "mode_change":
         kind, text = "mode", str(entry.get("mode") or "")
-    text = " ".join(text.split())
-    return kind, text[:SUMMARY_CHARS]
+    return kind, text

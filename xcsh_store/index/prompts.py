@@ -32,15 +32,15 @@ MIRROR_BATCH = 5_000
 def mirror_history(connection: apsw.Connection, history_db: str) -> int:
     """Copy new prompts from ``history.db``; re-copy everything when rows were deleted there.
 
-    Returns how many prompts were copied. history.db is opened read-only and never changed, and
-    not opened at all while it and its WAL file look exactly as at the last mirror. When it
-    cannot be read the mirror is left as it was and HistoryError is raised; errors of the index
-    itself propagate unchanged (a damaged index must be rebuilt, not blamed on history.db).
+    Returns how many prompts were copied. history.db is opened read-only and never changed; it
+    is copied from only when its own content says it changed since the last mirror
+    (:func:`_content_signature`). When it cannot be read the mirror is left as it was and
+    HistoryError is raised; errors of the index itself propagate unchanged (a damaged index must
+    be rebuilt, not blamed on history.db).
     """
-    signature = _signature(history_db)
-    if signature == get_meta(connection, "history_signature"):
-        return 0
-    if signature is None:
+    if not os.path.exists(history_db):
+        if get_meta(connection, "history_signature") is None:
+            return 0
         with transaction(connection):
             connection.execute("DELETE FROM history")
             set_meta(connection, "history_signature", None)
@@ -49,38 +49,67 @@ def mirror_history(connection: apsw.Connection, history_db: str) -> int:
         source = ReaderConnection(history_db)
     try:
         source.set_busy_timeout(5_000)
-        mirrored_count, mirrored_max = connection.execute(
-            "SELECT count(*), coalesce(max(id), 0) FROM history"
-        ).fetchall()[0]
         with _reading(history_db):
-            (still_there,) = source.execute(
-                "SELECT count(*) FROM history WHERE id <= ?", (mirrored_max,)
-            ).fetchall()[0]
-        copied = 0
-        with transaction(connection):
-            if still_there != mirrored_count:
-                connection.execute("DELETE FROM history")
-                mirrored_max = 0
-            with _reading(history_db):
-                cursor = source.execute(
-                    "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
-                    (mirrored_max,),
-                )
-            while True:
-                with _reading(history_db):
-                    batch = list(itertools.islice(cursor, MIRROR_BATCH))
-                if not batch:
-                    break
-                connection.executemany(
-                    "INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    [(*row, prompt_hash(row[1])) for row in batch],
-                )
-                copied += len(batch)
-            set_meta(connection, "history_signature", signature)
-        return copied
+            signature = _content_signature(source, history_db)
+        if signature == get_meta(connection, "history_signature"):
+            return 0
+        return _copy_new_prompts(connection, source, history_db, signature)
     finally:
         source.close()
+
+
+def _copy_new_prompts(
+    connection: apsw.Connection, source: apsw.Connection, history_db: str, signature: str
+) -> int:
+    mirrored_count, mirrored_max = connection.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM history"
+    ).fetchall()[0]
+    with _reading(history_db):
+        (still_there,) = source.execute(
+            "SELECT count(*) FROM history WHERE id <= ?", (mirrored_max,)
+        ).fetchall()[0]
+    copied = 0
+    with transaction(connection):
+        if still_there != mirrored_count:
+            connection.execute("DELETE FROM history")
+            mirrored_max = 0
+        with _reading(history_db):
+            cursor = source.execute(
+                "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
+                (mirrored_max,),
+            )
+        while True:
+            with _reading(history_db):
+                batch = list(itertools.islice(cursor, MIRROR_BATCH))
+            if not batch:
+                break
+            connection.executemany(
+                "INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(*row, prompt_hash(row[1])) for row in batch],
+            )
+            copied += len(batch)
+        set_meta(connection, "history_signature", signature)
+    return copied
+
+
+def _content_signature(source: apsw.Connection, history_db: str) -> str:
+    """What changes whenever a prompt is added to or deleted from history.db: its inode (a
+    file put in its place), the AUTOINCREMENT counter (every insert moves it, never back), the
+    row count and the newest id (deletes).
+
+    Read from the database, not from the file's size and time: a WAL that SQLite reset after a
+    checkpoint keeps its size, and a modification time moves in coarse ticks, so a prompt
+    written between two syncs could leave both as they were (and stay out of the mirror).
+    """
+    ((count, newest),) = source.execute("SELECT count(*), coalesce(max(id), 0) FROM history")
+    counters: list[tuple[int]] = []
+    if source.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchall():
+        counters = source.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'history'"
+        ).fetchall()
+    counter = counters[0][0] if counters else None
+    return f"{os.stat(history_db).st_ino}:{counter}:{count}:{newest}"
 
 
 def mirror_agent_history(connection: apsw.Connection, files: dict[str, str | None]) -> int:
@@ -129,14 +158,6 @@ def _file_signature(path: str) -> str | None:
     except FileNotFoundError:
         return None
     return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
-
-
-def _signature(history_db: str) -> str | None:
-    """Size and mtime of history.db and its WAL; None when there is no history.db."""
-    database = _file_signature(history_db)
-    if database is None:
-        return None
-    return f"{database} {_file_signature(history_db + '-wal') or '-'}"
 
 
 @contextlib.contextmanager

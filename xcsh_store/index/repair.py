@@ -1,5 +1,6 @@
 """Putting the index right: re-index the files a verify found different, recount blob
-references, and start a damaged index.db afresh (moved aside, rebuilt from the files)."""
+references, delete stale search rows, and start a damaged index.db afresh (moved aside, rebuilt
+from the files)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import apsw
 
 from xcsh_store.index import db as database
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.scan import SeenFile, SyncReport, known_file
-from xcsh_store.index.verify import ORPHAN_SEARCH_ROWS, VerifyReport
+from xcsh_store.index.scan import SeenFile, SyncReport, file_ids, known_file
+from xcsh_store.index.stale_search import delete_stale_rows, stale_count
+from xcsh_store.index.summaries import resolve_summary_titles
+from xcsh_store.index.verify import VerifyReport
 from xcsh_store.times import iso_now
 
 log = logging.getLogger("xcsh_store")
@@ -23,8 +26,9 @@ def repair_files(
     indexed: dict[str, int],
 ) -> None:
     """Re-index (or drop, when gone) every file the report lists, each in its own transaction,
-    recount the blob references when the report found a wrong refcount, and drop search rows
-    of entries that are gone."""
+    give Claude sessions the titles their summary lines give them again, recount the blob
+    references when the report found a wrong refcount, and delete the search rows of entries
+    that are gone."""
     indexer = FileIndexer(connection, pk_counter(connection), SyncReport())
     for path in [*report.differences, *report.changed_since_sync]:
         if path in on_disk:
@@ -36,11 +40,14 @@ def repair_files(
                 drop_file_rows(connection, indexed[path])
                 connection.execute("DELETE FROM files WHERE id = ?", (indexed[path],))
         report.repaired.append(path)
+    with database.transaction(connection):
+        resolve_summary_titles(connection, file_ids(connection, report.repaired))
     if report.refcount_errors:
         _recount_blobs(connection)
-    if report.search_errors:
-        with database.transaction(connection):
-            connection.execute(f"DELETE FROM entries_fts WHERE rowid IN ({ORPHAN_SEARCH_ROWS})")
+    # Stale search rows go too (those of the files just re-indexed among them), whether or
+    # not they were counted right.
+    if report.search_errors or stale_count(connection):
+        delete_stale_rows(connection)
 
 
 def _recount_blobs(connection: apsw.Connection) -> None:

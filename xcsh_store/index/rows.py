@@ -11,11 +11,13 @@ import orjson
 from xcsh_store.format.blobs import BLOB_REF_PREFIX, parse_blob_ref
 from xcsh_store.format.entries import (
     SESSION_INFO_TYPE,
+    TITLE_CHANGE_TYPE,
     block_text,
     content_text,
     message_usage,
     model_change_model,
     session_info_name,
+    title_change_name,
 )
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.js import well_formed
@@ -156,6 +158,9 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
         )
     if kind == SESSION_INFO_TYPE:  # (compatibility: pi's session_info names the session)
         return session_info_name(value) or ""
+    if kind == TITLE_CHANGE_TYPE:  # (oh-my-pi's title_change renames the session)
+        renamed = title_change_name(value)
+        return "" if renamed is None else renamed[0]
     if kind in ("branch_summary", "label", "session", "title"):
         key = {"branch_summary": "summary", "label": "label"}.get(kind, "title")
         text = value.get(key)

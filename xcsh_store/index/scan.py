@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import Any
 
 import apsw
+import orjson
 
 from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
@@ -68,6 +69,9 @@ class SyncReport:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     # Why this sync read every file again (an index upgrade asked for it), else None.
     resync_reason: str | None = None
+    # Whether the prices changed since the index was priced, so Claude Code's and Codex's
+    # files were read again (index/prices.py).
+    repriced: bool = False
 
     @property
     def complete(self) -> bool:
@@ -312,3 +316,12 @@ def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:
     rows = connection.execute(f"SELECT {_KNOWN_COLUMNS} FROM files WHERE path = ?", (path,))
     row = rows.fetchall()
     return _known_file(row[0]) if row else None
+
+
+def file_ids(connection: apsw.Connection, paths: list[str]) -> list[int]:
+    """The ids of the indexed files at ``paths`` (those indexed)."""
+    rows = connection.execute(
+        "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(paths).decode(),),
+    )
+    return [file_id for (file_id,) in rows]

@@ -12,7 +12,8 @@ import apsw
 
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
-from xcsh_store.index.sessions import agents_condition
+from xcsh_store.index.sessions import agents_condition, project_condition
+from xcsh_store.index.stale_search import stale_count
 from xcsh_store.index.texts import TEXT_SOURCE, texts_of
 from xcsh_store.times import iso_bound
 
@@ -206,6 +207,18 @@ class SearchHit:
     agent: str = "xcsh"
 
 
+def model_condition(table: str, model: str) -> tuple[str, list[str]]:
+    """The condition (and its values) an entry of ``table`` meets when it is of ``model``: a
+    model id, or ``provider/model`` as usage prints it (a model id may itself hold a slash, as
+    openrouter's do)."""
+    provider, _, name = model.partition("/")
+    return f"({table}.model = ? OR ({table}.provider = ? AND {table}.model = ?))", [
+        model,
+        provider,
+        name,
+    ]
+
+
 def search_entries(
     connection: apsw.Connection,
     query: str,
@@ -252,19 +265,18 @@ def search_entries(
     avgdl, group_idf, idfs = phrase_idfs(connection, *parsed.ranked_phrases(completions))
     conditions: list[str] = []
     arguments: list[Any] = [avgdl, group_idf, *idfs, expression]
-    for column, value in (
-        ("s.cwd", cwd),
-        ("s.project_dir", project),
-        ("e.role", role),
-    ):
+    for column, value in (("s.cwd", cwd), ("e.role", role)):
         if value is not None:
             conditions.append(f"{column} = ?")
             arguments.append(value)
+    if project is not None:
+        condition, values = project_condition("s.cwd", project)
+        conditions.append(condition)
+        arguments += values
     if model is not None:
-        # usage prints provider/model; a model id may itself hold a slash (openrouter's do).
-        provider, _, name = model.partition("/")
-        conditions.append("(e.model = ? OR (e.provider = ? AND e.model = ?))")
-        arguments += [model, provider, name]
+        condition, values = model_condition("e", model)
+        conditions.append(condition)
+        arguments += values
     agents_only = agents_condition("s.agent", agents)
     if agents_only is not None:
         conditions.append(agents_only[0])
@@ -275,26 +287,35 @@ def search_entries(
     if until is not None:
         conditions.append("e.timestamp < ?")
         arguments.append(iso_bound(until))
-    joins = (
-        " JOIN entries AS e ON e.pk = f.rowid JOIN sessions AS s ON s.file_id = e.session"
-        if conditions
-        else ""
-    )
     where = "".join(f" AND {condition}" for condition in conditions)
     marks = ", ?" * len(idfs)
-    # The newest WINDOW matches are ranked; only the best few are joined to their sessions.
-    rows = connection.execute(
-        "SELECT c.pk, c.score, s.session_id, s.path, s.title, s.cwd, e.id, e.type, e.role,"
-        f" e.model, e.timestamp, e.session, s.agent, {TEXT_SOURCE} FROM ("
-        "  SELECT pk, score FROM ("
-        f"   SELECT f.rowid AS pk, xcsh_rank(entries_fts, ?, ?{marks}) AS score"
-        f"   FROM entries_fts AS f {joins} WHERE entries_fts MATCH ?{where}"
-        "    ORDER BY f.rowid DESC LIMIT ?"
-        "  ) ORDER BY score, pk DESC LIMIT ?"
-        ") AS c JOIN entries AS e ON e.pk = c.pk JOIN sessions AS s ON s.file_id = e.session"
-        " JOIN files AS f ON f.id = e.session ORDER BY c.score, c.pk DESC",
-        (*arguments, WINDOW, limit + STALE_MARGIN),
-    ).fetchall()
+
+    def ranked(joins: str) -> list[Any]:
+        # The newest WINDOW matches are ranked; only the best few are joined to their sessions.
+        return connection.execute(
+            "SELECT c.pk, c.score, s.session_id, s.path, s.title, s.cwd, e.id, e.type, e.role,"
+            f" e.model, e.timestamp, e.session, s.agent, {TEXT_SOURCE} FROM ("
+            "  SELECT pk, score FROM ("
+            f"   SELECT f.rowid AS pk, xcsh_rank(entries_fts, ?, ?{marks}) AS score"
+            f"   FROM entries_fts AS f {joins} WHERE entries_fts MATCH ?{where}"
+            "    ORDER BY f.rowid DESC LIMIT ?"
+            "  ) ORDER BY score, pk DESC LIMIT ?"
+            ") AS c JOIN entries AS e ON e.pk = c.pk JOIN sessions AS s ON s.file_id = e.session"
+            " JOIN files AS f ON f.id = e.session ORDER BY c.score, c.pk DESC",
+            (*arguments, WINDOW, limit + STALE_MARGIN),
+        ).fetchall()
+
+    joins = " JOIN entries AS e ON e.pk = f.rowid"
+    if conditions:
+        rows = ranked(joins + " JOIN sessions AS s ON s.file_id = e.session")
+    else:
+        # Stale search rows (stale_search.py) join no entry: they drop out after the ranking.
+        # Only when that left fewer rows than asked for, while some rows are stale, are the
+        # rows ranked again among those with an entry, which looks each ranked row up (a fifth
+        # slower for a common word).
+        rows = ranked("")
+        if len(rows) < limit + STALE_MARGIN and stale_count(connection):
+            rows = ranked(joins)
     highlighter = Highlighter(parsed, highlight, tokens)
     hits: list[SearchHit] = []
     # The text of a hit is read from its file; a hit whose file changed since the last sync

@@ -8,7 +8,7 @@ import os
 from collections.abc import Collection
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import orjson
@@ -20,14 +20,18 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
-from xcsh_store.times import parse_iso
+from xcsh_store.index.names import unique_entry_prefixes, unique_id_prefixes
+from xcsh_store.times import iso_bound, parse_iso
 
 if TYPE_CHECKING:
     from xcsh_store.index.scan import SkippedLines
     from xcsh_store.index.store import SessionIndex
 
-# How many candidates an ambiguous session argument or entry id prefix lists.
-AMBIGUOUS_LISTED = 20
+# How many candidates an ambiguous session argument or entry id prefix lists: its message is
+# one line a person reads (and an agent, through MCP), the rest are counted.
+AMBIGUOUS_LISTED = 10
+# How much of each candidate's title that line shows.
+AMBIGUOUS_TITLE_CHARS = 40
 
 # The title as shown: the header's, else the newest compaction's short summary.
 _TITLE = "coalesce(nullif(s.title, ''), s.compaction_title)"
@@ -71,6 +75,9 @@ _DETAILS = (
     "f.legacy",
     "s.agent",
     "s.parent_session_id",
+    # Entries of a model without a price (migration 0010's index holds just those).
+    "(SELECT count(*) FROM entries AS e WHERE e.session = s.file_id AND e.cost IS NULL"
+    " AND e.input_tokens IS NOT NULL)",
 )
 _CREATED, _FIRST_MESSAGE, _LEGACY = (
     _DETAILS.index(column) for column in ("s.created_at", "s.first_message", "f.legacy")
@@ -95,8 +102,6 @@ _ORDERS = {
 }
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
-
-_Listed = TypeVar("_Listed")
 
 
 def _parse_time(text: str | None) -> datetime:
@@ -212,15 +217,23 @@ class IndexedSession:
     cache_read_tokens: int = _detail("s.cache_read_tokens")
     cache_write_tokens: int = _detail("s.cache_write_tokens")
     premium_requests: float = _detail("s.premium_requests")
+    unpriced_entries: int = property(lambda session: session._details()[-1])
 
     @property
     def id(self) -> str:
         return self._row[1]
 
     @property
+    def tokens(self) -> int:
+        """Every token of its requests: input, output, cache reads and writes (what ``usage``
+        sums as its total, UsageRow.tokens)."""
+        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
+        return sum(figures) + self.cache_write_tokens
+
+    @property
     def cost_kind(self) -> str:
-        """recorded, estimated or unpriced (agents.cost_kind)."""
-        return cost_kind(self.agent, self.cost, self.input_tokens + self.output_tokens)
+        """recorded, estimated, partial or unpriced (agents.cost_kind)."""
+        return cost_kind(self.agent, self.cost, self.unpriced_entries)
 
     @property
     def cwd(self) -> str:
@@ -298,6 +311,17 @@ def _select_sessions(clauses: str, extra_column: str | None = None) -> str:
     return f"SELECT {columns}{_FROM}{clauses}"
 
 
+def project_condition(column: str, project: str) -> tuple[str, list[Any]]:
+    """SQL that keeps the sessions of a project: those whose working directory (``column``) is
+    the folder ``project`` or one inside it. A session's project is its cwd, for every agent
+    (not the folder its file is in: Claude Code names those after the cwd, Codex by date)."""
+    if not project:
+        return f"{column} = ?", [project]  # (no folder: only a session without a cwd)
+    folder = project.rstrip("/") or "/"
+    inside = folder if folder.endswith("/") else folder + "/"
+    return f"({column} = ? OR substr({column}, 1, ?) = ?)", [folder, len(inside), inside]
+
+
 def agents_condition(column: str, agents: Collection[str] | None) -> tuple[str, list[str]] | None:
     """SQL that keeps the rows whose ``column`` is one of ``agents`` (None or empty: all);
     ValueError names the agents there are when one is not."""
@@ -317,8 +341,12 @@ def list_sessions(
     limit: int | None = None,
     order: str = "modified",
     agents: Collection[str] | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
 ) -> list[IndexedSession]:
-    """The sessions (of one cwd or project folder), newest first or by ``created``/``title``.
+    """The sessions (of one cwd, or of a project: a folder and those inside it), newest first or
+    by ``created``/``title``; with ``since``/``until``, those active in that span: modified at
+    or after ``since``, started before ``until``.
 
     SQLite does the filtering, ordering and limit, from indexes that hold the sessions in
     that order; only the columns a listing shows are read (see IndexedSession).
@@ -330,12 +358,17 @@ def list_sessions(
         conditions.append("s.cwd = ?")
         arguments.append(cwd)
     if project is not None:
-        conditions.append("s.project_dir = ?")
-        arguments.append(project)
+        condition, values = project_condition("s.cwd", project)
+        conditions.append(condition)
+        arguments += values
     agents_only = agents_condition("s.agent", agents)
     if agents_only is not None:
         conditions.append(agents_only[0])
         arguments += agents_only[1]
+    for condition, bound in (("s.modified_at >= ?", since), ("s.created_at < ?", until)):
+        if bound is not None:
+            conditions.append(condition)
+            arguments.append(iso_bound(bound))
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[order]}"
     if limit is not None:
@@ -382,7 +415,14 @@ def find_session(index: SessionIndex, prefix: str) -> IndexedSession:
     if not found:
         raise SessionNotFoundError(f"No session matches {prefix!r}")
     if len(found) > 1:
-        raise _ambiguous(prefix, [_whole_session(row[:-1], index) for row in found])
+        total = len(found)
+        if not exact and total > AMBIGUOUS_LISTED:
+            ((total,),) = index.connection.execute(
+                f"SELECT count(*) FROM sessions AS s WHERE {matches}",
+                (_like_prefix(text.lower()),),
+            )
+        sessions = [_whole_session(row[:-1], index) for row in found[:AMBIGUOUS_LISTED]]
+        raise _ambiguous(prefix, sessions, total, index)
     return _whole_session(found[0][:-1], index)
 
 
@@ -441,28 +481,48 @@ def find_entry_id(connection: apsw.Connection, file_id: int, text: str) -> str:
         raise EntryNotFoundError(text)
     if ids[0] == text or len(ids) == 1:
         return ids[0]
-    count, shown = _listed(ids)
+    listed = ids[:AMBIGUOUS_LISTED]
+    total = len(ids)
+    if total > len(listed):
+        ((total,),) = connection.execute(
+            "SELECT count(*) FROM entries WHERE session = ?1 AND id > ?2"
+            " AND id < ?2 || char(1114111)",
+            (file_id, text),
+        )
+    prefixes = unique_entry_prefixes(connection, file_id, listed)
     raise AmbiguousEntryError(
-        f"Entry id {text!r} is ambiguous: {count} entries start with it ({', '.join(shown)}"
-        f"{', …' if len(ids) > len(shown) else ''}); give more of it",
-        shown,
+        f"Entry id {text!r} is ambiguous: {total} entries start with it"
+        f" ({_more(', '.join(prefixes[entry_id] for entry_id in listed), total, len(listed))});"
+        " give more of it",
+        listed,
     )
 
 
-def _listed(found: list[_Listed]) -> tuple[str, list[_Listed]]:
-    """How many matched ("more than 20" when the query stopped there) and the ones listed."""
-    listed = found[:AMBIGUOUS_LISTED]
-    count = f"more than {AMBIGUOUS_LISTED}" if len(found) > len(listed) else str(len(listed))
-    return count, listed
+def _more(listed: str, total: int, shown: int) -> str:
+    """``listed``, and how many more there are than the ones it shows."""
+    return listed + (f", and {total - shown:,} more" if total > shown else "")
 
 
-def _ambiguous(prefix: str, sessions: list[IndexedSession]) -> AmbiguousSessionError:
-    count, listed = _listed(sessions)
-    names = "; ".join(f"{session.session_id} ({session.path})" for session in listed)
+def _ambiguous(
+    prefix: str, sessions: list[IndexedSession], total: int, index: SessionIndex
+) -> AmbiguousSessionError:
+    """The one line that names at most :data:`AMBIGUOUS_LISTED` of the ``total`` matches, each
+    by the short id that selects it and its title; files that share an id by their paths."""
+    ids = [session.session_id for session in sessions]
+    prefixes = unique_id_prefixes(index, ids)
+    names = []
+    for session in sessions:
+        if ids.count(session.session_id) > 1:
+            names.append(session.path)
+            continue
+        title = " ".join((session.title or session.first_message or "").split())
+        if len(title) > AMBIGUOUS_TITLE_CHARS:
+            title = title[: AMBIGUOUS_TITLE_CHARS - 1] + "…"
+        names.append(prefixes[session.session_id] + (f' "{title}"' if title else ""))
     return AmbiguousSessionError(
-        f"{prefix!r} matches {count} session files; give more of the id, the file name or the"
-        f" path: {names}{'; …' if len(sessions) > len(listed) else ''}",
-        [session.path for session in listed],
+        f"{prefix!r} matches {total:,} session files; give more of the id, the file name or the"
+        f" path: {_more(', '.join(names), total, len(sessions))}",
+        [session.path for session in sessions],
     )
 
 

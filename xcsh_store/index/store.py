@@ -13,12 +13,13 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
 from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index import sessions
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
@@ -27,9 +28,6 @@ from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
     FILE_MODE,
-    get_agent_dir,
-    get_agent_history_files,
-    get_agent_session_roots,
     get_blobs_dir,
     get_history_db_path,
     get_index_db_path,
@@ -41,15 +39,17 @@ from xcsh_store.times import iso_now
 # The modules behind the other questions are imported by the methods that ask them: a process
 # that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
 if TYPE_CHECKING:
+    from xcsh_store.agents.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.index.blob_folder import BlobFolder
     from xcsh_store.index.gc import GcReport, SessionWatch
     from xcsh_store.index.outline import SessionOutline
+    from xcsh_store.index.prices import ModelSeen
     from xcsh_store.index.prompts import PromptHit
     from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
     from xcsh_store.index.search import SearchHit
     from xcsh_store.index.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.usage import UsageRow
+    from xcsh_store.index.usage import DuplicateSession, UsageRow
     from xcsh_store.index.verify import VerifyReport
     from xcsh_store.session.context import SessionContext
 
@@ -120,7 +120,7 @@ class SessionIndex:
         cls, agent_dir: str | None = None, db_path: str | None = None, read_only: bool = False
     ) -> SessionIndex:
         """Open (creating or migrating) the index; a damaged file is moved aside and rebuilt."""
-        agent_dir = os.path.abspath(agent_dir) if agent_dir else get_agent_dir()
+        agent_dir = os.path.abspath(agent_dir) if agent_dir else get_store_dir()
         db_path = db_path or get_index_db_path(agent_dir)
         with database.errors_explained(db_path):
             if read_only:
@@ -184,15 +184,15 @@ class SessionIndex:
 
     @_entry_point
     def roots(self) -> list[str]:
-        """The sessions folder of the agent dir, then every registered extra root, then the
-        Claude Code and Codex folders that exist (unless turned off)."""
+        """The sessions folder of the agent dir (unless it has none), then every registered
+        extra root, then the other agents' folders that exist (unless turned off)."""
         from xcsh_store.index.scan import is_under_any
 
         extra = [
             self.local_path(row[0])
             for row in self.connection.execute("SELECT path FROM roots ORDER BY path")
         ]
-        roots = [self.sessions_root, *extra]
+        roots = [self.sessions_root, *extra] if self._keeps_sessions() else extra
         # Folders of sessions made elsewhere by the manager, unless a root covers them already.
         for folder in read_session_roots(self.agent_dir):
             if not is_under_any(folder, roots):
@@ -202,11 +202,24 @@ class SessionIndex:
                 roots.append(folder)
         return roots
 
+    def _keeps_sessions(self) -> bool:
+        """Whether the agent dir's own ``sessions/`` is a root: it is there (a symbolic link to
+        something missing too), or files were indexed from it (its absence is then a missing
+        root, which gc must not take for no sessions at all). An index in the data dir, of
+        someone who uses only other agents, has none."""
+        root = self.sessions_root
+        if os.path.lexists(root):
+            return True
+        stored = root if self.relocation is None else self.relocation.to_stored(root)
+        found = self.connection.execute("SELECT 1 FROM files WHERE root = ? LIMIT 1", (stored,))
+        return bool(found.fetchall())
+
     @_entry_point
     def agent_roots(self) -> dict[str, str]:
-        """The roots of other agents' files (read-only: a sync never writes there), by path:
-        those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by themselves."""
-        found = {folder: agent for agent, folder in get_agent_session_roots().items()}
+        """The roots of other agents' files (read-only: a sync never writes there) -> their
+        agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
+        themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
+        found = get_agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
             "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
@@ -217,17 +230,17 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
-        return [folder for folder in get_agent_session_roots().values() if os.path.isdir(folder)]
+        return [folder for folder in get_agent_session_roots() if os.path.isdir(folder)]
 
     @property
     def finds_agent_roots(self) -> bool:
-        """Whether sync indexes ~/.claude/projects and ~/.codex/sessions when they exist."""
+        """Whether sync indexes the other agents' folders (homes.py) when they exist."""
         return database.get_meta(self.connection, "agent_roots") != "off"
 
     @_entry_point
     def find_agent_roots(self, enabled: bool) -> None:
-        """Turn the Claude Code and Codex folders found by themselves on or off (remembered;
-        a sync then drops the rows of the ones turned off)."""
+        """Turn the other agents' folders found by themselves on or off (remembered; a sync
+        then drops the rows of the ones turned off)."""
         self._require_writable()
         with database.transaction(self.connection):
             if enabled:
@@ -293,34 +306,52 @@ class SessionIndex:
     def _sync_once(
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
+        from xcsh_store.agents.pricing import price_table
+        from xcsh_store.index.prices import price_again_if_changed, record_prices
         from xcsh_store.index.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.sync import sync_files
 
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
+        prices = price_table()
+        repriced = price_again_if_changed(self.connection, prices)
+        whole = full or resync is not None
+        if whole:
+            self._forget_search_text()
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         report = sync_files(
             self.connection,
             self.roots(),
-            full or resync is not None,
+            whole,
             progress,
             indexed,
             workers,
             read_only_roots=set(self.agent_roots()),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
-        if resync is not None:
+        record_prices(self.connection, prices)
+        report.repriced = repriced
+        if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
             report.resync_reason = resync
             with database.transaction(self.connection):
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
-            database.compact_if_sparse(self.connection)
+            if resync is not None:
+                database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
         if not untouched:
             from xcsh_store.index.ranking import refresh_term_counts
+            from xcsh_store.index.scan import file_ids
+            from xcsh_store.index.stale_search import delete_stale_rows_if_many
+            from xcsh_store.index.summaries import resolve_summary_titles
 
+            delete_stale_rows_if_many(self.connection)
             refresh_term_counts(self.connection)
+            with database.transaction(self.connection):
+                resolve_summary_titles(
+                    self.connection, file_ids(self.connection, report.read_paths)
+                )
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)
@@ -336,6 +367,20 @@ class SessionIndex:
             database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    def _forget_search_text(self) -> None:
+        """Empty entries_fts before a sync that reads every file whole (its rows could only go
+        stale, stale_search.py), and make sure that such a sync killed part-way is done in full
+        by the next one, which then finds all of them without search text."""
+        from xcsh_store.index.stale_search import forget_all
+
+        with database.transaction(self.connection):
+            self.connection.execute(
+                "INSERT INTO meta (key, value) VALUES ('resync_required', ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                ("a full sync had not finished",),
+            )
+            forget_all(self.connection)
 
     @_entry_point
     def pending_upgrade(self) -> str | None:
@@ -385,10 +430,15 @@ class SessionIndex:
         limit: int | None = None,
         order: str = "modified",
         agents: Collection[str] | None = None,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> list[IndexedSession]:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
-        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex)."""
-        return sessions.list_sessions(self, cwd, project, limit, order, agents)
+        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
+        ``since``/``until``: only those active in that span (modified at or after ``since``,
+        started before ``until``)."""
+        return sessions.list_sessions(self, cwd, project, limit, order, agents, since, until)
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
@@ -442,6 +492,15 @@ class SessionIndex:
         if leaf is None:
             return []
         return branch_rows(self.connection, info.file_id, leaf)
+
+    @_entry_point
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
+        """Each entry id of the file of ``where`` (a session or a search hit) by the shortest
+        prefix (at least 8 characters) no other entry of that file shares: what find_entry_id
+        resolves to the same entry (Claude Code's and Codex's ids are 36-character UUIDs)."""
+        from xcsh_store.index.names import unique_entry_prefixes
+
+        return unique_entry_prefixes(self.connection, where.file_id, entry_ids)
 
     @_entry_point
     def find_entry_id(self, session: str | int | IndexedSession, text: str) -> str:
@@ -512,6 +571,18 @@ class SessionIndex:
         )  # fmt: skip
 
     @_entry_point
+    def has_model(self, model: str) -> bool:
+        """Whether an entry of the index is of ``model`` (an id, or ``provider/model``), as
+        ``search(model=…)`` matches it."""
+        from xcsh_store.index.search import model_condition
+
+        condition, values = model_condition("e", model)
+        found = self.connection.execute(
+            f"SELECT 1 FROM entries AS e WHERE {condition} LIMIT 1", values
+        )
+        return found.fetchall() != []
+
+    @_entry_point
     def on_active_branch(self, hit: SearchHit) -> bool:
         """Whether a hit lies on the path of its session's last entry."""
         info = self._session(hit.file_id)
@@ -560,8 +631,11 @@ class SessionIndex:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         agents: Collection[str] | None = None,
+        zone: tzinfo | None = None,
     ) -> list[UsageRow]:
-        """Token and cost sums per group; an entry copied into a fork counts once; ``agents``:
+        """Token and cost sums per group; an entry copied into a fork counts once, and so does
+        a session kept in several files; days, weeks and months are ``zone``'s (default: the
+        local time zone); ``agents``:
         only these agents' sessions (costs of Claude Code and Codex are estimates: see each
         row's ``estimated`` and ``unpriced``).
 
@@ -571,7 +645,22 @@ class SessionIndex:
         """
         from xcsh_store.index.usage import usage_rows
 
-        return usage_rows(self.connection, by, since, until, agents)
+        return usage_rows(self.connection, by, since, until, agents, zone)
+
+    @_entry_point
+    def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
+        """prices.models_seen, and whether the index's costs come from ``table``."""
+        from xcsh_store.index.prices import models_seen, priced_with
+
+        current = priced_with(self.connection) == table.fingerprint
+        return models_seen(self.connection, table), current
+
+    @_entry_point
+    def duplicate_sessions(self) -> list[DuplicateSession]:
+        """Sessions kept in several files, whose usage counts once (usage.duplicate_sessions)."""
+        from xcsh_store.index.usage import duplicate_sessions
+
+        return duplicate_sessions(self.connection)
 
     # -- blobs ------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.entries import TITLE_CHANGE_TYPE, title_change_name
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
 from xcsh_store.format.persist import rehydrate_entry
@@ -300,6 +301,23 @@ def _line_ranges(rows: list[IndexedEntry]) -> list[tuple[int, int, list[IndexedE
         else:
             ranges.append((row.offset, end, [row]))
     return ranges
+
+
+def branch_name_of(
+    connection: apsw.Connection, file_id: int, path: str, leaf_id: str
+) -> tuple[str, str] | None:
+    """The name the newest oh-my-pi ``title_change`` on the path of ``leaf_id`` gives the
+    session (D28), read from the file; None when none there names it."""
+    try:
+        found = entry_path(connection, file_id, leaf_id)
+    except EntryNotFoundError:
+        return None
+    for _, row in found.rows(types=(TITLE_CHANGE_TYPE,), newest_first=True):
+        (entry,) = read_entries(path, [row], None)
+        named = title_change_name(entry)
+        if named is not None:
+            return named
+    return None
 
 
 def read_entries(

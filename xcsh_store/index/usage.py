@@ -1,29 +1,34 @@
 """Token and cost sums from the index: the groupings ``usage`` offers and the query over the
-``usage_entries`` view (which counts an entry copied into a fork once)."""
+``usage_entries`` view, which counts an entry copied into a fork once and a session kept in
+several files once (migration 0010: the copy in the file modified last counts)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import functools
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 
 import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.index.sessions import agents_condition
-from xcsh_store.times import iso_bound
+from xcsh_store.times import iso_bound, parse_iso
 
 # The agents whose costs are the index's estimates, as an SQL list.
 _ESTIMATED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
 
 # Each grouping as the SQL expression over ``usage_entries`` that makes its key.
+# Days, weeks (from Monday) and months are the user's: usage_period() puts each timestamp in
+# the time zone of the query (the local one unless told), as --since and --until dates are.
 USAGE_GROUPS = {
-    "day": "substr(timestamp, 1, 10)",
-    "week": "date(timestamp, '-6 days', 'weekday 1')",
-    "month": "substr(timestamp, 1, 7)",
+    "day": "usage_period(timestamp, 'day')",
+    "week": "usage_period(timestamp, 'week')",
+    "month": "usage_period(timestamp, 'month')",
     "model": "coalesce(provider || '/', '') || coalesce(model, '?')",
     "provider": "coalesce(provider, '?')",
-    "project": "project_dir",
+    # A session's project is its working directory (sessions.project_condition).
+    "project": "cwd",
     "session": "session_id",
     "agent": "agent",
     # A subagent's or fork's usage under the session it came from (one level up: a Claude
@@ -40,13 +45,42 @@ class UsageRow:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    cost: float
+    # None when no entry of the group has a price (``unpriced`` is then all of them); else
+    # the sum of those priced, a lower bound when ``unpriced`` is not 0.
+    cost: float | None
     # One key per grouping when usage was grouped by several (``key`` then joins them).
     keys: tuple[str | None, ...] = ()
     # Entries whose cost the index estimated (Claude Code and Codex write none:
     # agents/pricing.py), and entries of a model without a price (their cost is not in ``cost``).
     estimated: int = 0
     unpriced: int = 0
+
+    @property
+    def tokens(self) -> int:
+        """Every token the group's requests sent or received: input, output, cache reads and
+        cache writes (the one meaning of "tokens" in every verb and page)."""
+        return (
+            (self.input_tokens or 0)
+            + (self.output_tokens or 0)
+            + (self.cache_read_tokens or 0)
+            + (self.cache_write_tokens or 0)
+        )
+
+
+def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
+    """The sums of ``rows``: its cost None only when no row has one."""
+    costs = [row.cost for row in rows if row.cost is not None]
+    return UsageRow(
+        key=None,
+        entries=sum(row.entries for row in rows),
+        input_tokens=sum(row.input_tokens or 0 for row in rows),
+        output_tokens=sum(row.output_tokens or 0 for row in rows),
+        cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
+        cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
+        cost=sum(costs) if costs or not rows else None,
+        estimated=sum(row.estimated for row in rows),
+        unpriced=sum(row.unpriced for row in rows),
+    )
 
 
 def usage_rows(
@@ -55,10 +89,13 @@ def usage_rows(
     since: datetime | str | None,
     until: datetime | str | None,
     agents: Collection[str] | None = None,
+    zone: tzinfo | None = None,
 ) -> list[UsageRow]:
     """Token and cost sums per group of ``by`` (one grouping or several), in key order;
-    ``agents``: only the usage of these agents' sessions."""
+    ``agents``: only the usage of these agents' sessions; ``zone``: the time zone of days,
+    weeks and months (default: the local one)."""
     groups = usage_groups(by, USAGE_GROUPS)
+    connection.create_scalar_function("usage_period", _period_in(zone), 2, deterministic=True)
     conditions, arguments = [], []
     for operator, bound in ((">=", since), ("<", until)):
         if bound is not None:
@@ -73,7 +110,8 @@ def usage_rows(
     names = ", ".join(f"key{number}" for number in range(len(groups)))
     rows = connection.execute(
         f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
-        " sum(cache_read_tokens), sum(cache_write_tokens), total(cost),"
+        " sum(cache_read_tokens), sum(cache_write_tokens),"
+        " CASE WHEN count(*) > sum(cost IS NULL) THEN total(cost) END,"
         f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL)"
         f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
         arguments,
@@ -91,6 +129,30 @@ def usage_rows(
     ]
 
 
+def _period_in(zone: tzinfo | None) -> Callable[[str | None, str], str | None]:
+    """usage_period(timestamp, 'day' | 'week' | 'month') in ``zone`` (None: the local zone,
+    $TZ's, with its daylight saving time on each day)."""
+
+    @functools.lru_cache(maxsize=65_536)
+    def local_hour(utc_hour: str) -> datetime | None:
+        # A zone's offset changes on the hour (UTC): one conversion per hour of timestamps.
+        moment = parse_iso(utc_hour + ":00:00+00:00")
+        return None if moment is None else moment.astimezone(zone)
+
+    def period(timestamp: str | None, kind: str) -> str | None:
+        if not timestamp or len(timestamp) < 16:
+            return None
+        start = local_hour(timestamp[:13])
+        if start is None:
+            return None
+        day = (start + timedelta(minutes=int(timestamp[14:16]))).date()
+        if kind == "week":
+            return (day - timedelta(days=day.weekday())).isoformat()
+        return day.isoformat()[:7] if kind == "month" else day.isoformat()
+
+    return period
+
+
 def usage_groups(by: str | Sequence[str], known: Collection[str]) -> list[str]:
     """The groupings of ``by`` (one or several), each once, in order; ValueError for one not
     ``known``."""
@@ -105,3 +167,38 @@ def joined_key(keys: Sequence[str | None]) -> str | None:
     if len(keys) == 1:
         return keys[0]
     return " · ".join("?" if key is None else key for key in keys)
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateSession:
+    """A session id that several files hold with the same requests: ``counted`` is the file
+    whose usage counts, ``copies`` the others (whose usage does not)."""
+
+    session_id: str
+    counted: str
+    copies: tuple[str, ...]
+    entries: int
+
+
+def duplicate_sessions(connection: apsw.Connection) -> list[DuplicateSession]:
+    """Sessions whose usage is in several files (a migrated or restored copy): each counted
+    once, in the file ``counted`` names."""
+    rows = connection.execute(
+        "WITH shared AS (SELECT session_id FROM sessions GROUP BY session_id"
+        " HAVING count(*) > 1),"
+        " per_file AS (SELECT s.session_id, s.path, s.modified_at,"
+        " (SELECT count(*) FROM entries AS e WHERE e.session = s.file_id"
+        "  AND e.input_tokens IS NOT NULL) AS used,"
+        " (SELECT count(*) FROM usage_entries AS u WHERE u.session = s.file_id) AS counted"
+        " FROM sessions AS s JOIN shared USING (session_id))"
+        " SELECT session_id, path, used, counted FROM per_file WHERE used > 0"
+        " ORDER BY session_id, modified_at DESC, path"
+    ).fetchall()
+    found = []
+    for session_id in dict.fromkeys(row[0] for row in rows):
+        files = [row for row in rows if row[0] == session_id]
+        copies = tuple(path for _id, path, used, counted in files if counted < used)
+        kept = [row for row in files if row[1] not in copies]
+        if copies and kept:
+            found.append(DuplicateSession(session_id, kept[0][1], copies, kept[0][3]))
+    return found

@@ -13,9 +13,9 @@ from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
 from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_root
 from xcsh_store.index.search import FtsTokens, quote, utf8
+from xcsh_store.index.stale_search import STALE_ROWS, forget_all, stale_count
+from xcsh_store.index.summaries import check_summary_titles
 from xcsh_store.index.texts import entry_texts
-
-ORPHAN_SEARCH_ROWS = "SELECT id FROM entries_fts_docsize WHERE id NOT IN (SELECT pk FROM entries)"
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -24,11 +24,13 @@ _COMPARED_ENTRY_COLUMNS = (
     # A chain is the pk of its first entry, and pks differ between indexes: compare that seq.
     " (SELECT head.seq FROM entries AS head WHERE head.pk = entries.chain)"
 )
+# A title from another file's summary line is no file's alone (summaries.py checks them all).
 _COMPARED_SESSION_COLUMNS = (
-    "session_id, path, cwd, project_dir, title, title_source, parent_session, version, created_at,"
+    "session_id, path, cwd, project_dir, iif(title_source = 'summary', NULL, title),"
+    " nullif(title_source, 'summary'), parent_session, version, created_at,"
     " entry_count, message_count, first_message, last_entry_id, input_tokens, output_tokens,"
     " cache_read_tokens, cache_write_tokens, premium_requests, cost, compaction_title, agent,"
-    " parent_session_id"
+    " parent_session_id, modified_at, activity_at, file_title, file_title_source"
 )
 
 
@@ -97,6 +99,10 @@ def compare_with_files(
         report.skipped_lines = verifier.skipped_lines
     finally:
         verifier.close()
+    if not report.changed_since_sync:
+        # (With files new, changed or gone since the sync, their titles wait for the next.)
+        for path, problem in check_summary_titles(connection).items():
+            report.differences.setdefault(path, []).append(problem)
     unreadable = list(scan.unreadable)
     for path in sorted(set(indexed) - set(on_disk)):
         if is_under_any(path, unreadable):
@@ -147,6 +153,8 @@ class Verifier:
         finally:
             drop_file_rows(self.scratch, scratch_id)
             self.scratch.execute("DELETE FROM files WHERE id = ?", (scratch_id,))
+            # The scratch index holds one file at a time: its search rows all go at once.
+            forget_all(self.scratch)
 
     def _line_differences(self, file_id: int, scratch_id: int) -> list[str]:
         """Whether the index counted the lines and the skipped lines as the fresh parse did;
@@ -187,6 +195,10 @@ class Verifier:
                 "search text",
                 "SELECT e.seq, d.sz FROM entries AS e JOIN entries_fts_docsize AS d ON d.id = e.pk"
                 " WHERE e.session = ? ORDER BY e.seq",
+            ),
+            (
+                "summary lines",
+                "SELECT seq, leaf_id, summary FROM leaf_summaries WHERE file_id = ? ORDER BY seq",
             ),
             (
                 "blob refs",
@@ -246,10 +258,14 @@ def _describe_difference(label: str, ours: list[Any], fresh: list[Any]) -> str:
 
 
 def search_errors(connection: apsw.Connection) -> list[str]:
-    """Search rows of entries that are gone: their words would find entries no file holds.
-    (Damage to entries_fts itself is check_integrity's.)"""
-    ((orphans,),) = connection.execute(f"SELECT count(*) FROM ({ORPHAN_SEARCH_ROWS})").fetchall()
-    return [f"search: {orphans:,} indexed texts belong to no entry"] if orphans else []
+    """Search rows of entries that are gone, when they are not the ones counted as stale as
+    their entries went (stale_search.py): only damage or a bug makes the two disagree, and the
+    count decides when they are deleted. (Damage to entries_fts itself is check_integrity's.)"""
+    ((found,),) = connection.execute(f"SELECT count(*) FROM ({STALE_ROWS})").fetchall()
+    counted = stale_count(connection)
+    if found == counted:
+        return []
+    return [f"search: {found:,} indexed texts belong to no entry, {counted:,} were counted"]
 
 
 def refcount_errors(connection: apsw.Connection) -> list[str]:

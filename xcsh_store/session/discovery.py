@@ -9,12 +9,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from xcsh_store.format.entries import content_text, effective_title, named_title
+from xcsh_store.format.entries import (
+    TITLE_CHANGE_TYPE,
+    branch_name,
+    content_text,
+    effective_title,
+    named_title,
+)
 from xcsh_store.format.loader import parse_session_entries, read_session_file
 from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.js import trim
 from xcsh_store.paths import get_default_session_dir, get_sessions_dir
+from xcsh_store.session.context import path_to_root
 from xcsh_store.times import parse_iso
 
 log = logging.getLogger("xcsh_store")
@@ -93,8 +100,8 @@ def _recent_session_info(path: str, storage: SessionStorage) -> RecentSessionInf
     if header is None or not isinstance(header.get("id"), str):
         return None
     mtime = storage.stat(path).mtime
-    # Only the prefix is read: a session_info entry beyond it is not seen here.
-    title = named_title(rest) or effective_title(header, leading)[0]
+    # Only the prefix is read: a session_info or title_change entry beyond it is not seen here.
+    title = renamed(rest) or named_title(rest) or effective_title(header, leading)[0]
     first_prompt = None if title else _first_user_text(rest)
     full_name = (
         _sanitize_name(title)
@@ -177,6 +184,21 @@ def _parse_created(timestamp: Any, fallback: datetime) -> datetime:
     return fallback if moment is None else moment.astimezone(UTC)
 
 
+def renamed(rest: list[dict[str, Any]]) -> str | None:
+    """The name the newest oh-my-pi ``title_change`` on the branch of the leaf as loaded (the
+    last entry) gives the session, of the records after the header (D28)."""
+    if not any(entry.get("type") == TITLE_CHANGE_TYPE for entry in rest):
+        return None
+    entries = [
+        entry
+        for entry in rest
+        if isinstance(entry.get("id"), str) and entry.get("type") != HEADER_TYPE
+    ]
+    by_id = {entry["id"]: entry for entry in entries}
+    found = branch_name(path_to_root(by_id[entries[-1]["id"]], by_id))
+    return None if found is None else found[0]
+
+
 def session_info_from_file(path: str, storage: SessionStorage) -> SessionInfo | None:
     """The listing row of one file; None when it is not a session (no header or falsy id)."""
     leading, header, rest = split_header(read_session_file(path, storage).entries)
@@ -202,7 +224,7 @@ def session_info_from_file(path: str, storage: SessionStorage) -> SessionInfo | 
                 if role == "user" and not first_message:
                     first_message = text
     modified = datetime.fromtimestamp(storage.stat(path).mtime, UTC)
-    title = named_title(rest) or header.get("title")
+    title = renamed(rest) or named_title(rest) or header.get("title")
     if title is None:
         title = effective_title(header, leading)[0] or short_summary
     cwd = header.get("cwd")

@@ -14,7 +14,9 @@ from xcsh_store.artifacts.store import ArtifactManager, copy_artifacts_dir
 from xcsh_store.errors import EntryNotFoundError, PersistenceError
 from xcsh_store.format.blobs import BlobPutResult, BlobStore
 from xcsh_store.format.entries import (
+    TITLE_CHANGE_TYPE,
     USAGE_FIELDS,
+    branch_name,
     build_branch_summary,
     build_compaction,
     build_custom_entry,
@@ -30,6 +32,7 @@ from xcsh_store.format.entries import (
     effective_title,
     message_usage,
     set_optional,
+    set_title_after_id,
 )
 from xcsh_store.format.loader import LoadedSession, load_session
 from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
@@ -122,10 +125,14 @@ class SessionManager:
         # header, then every other record.
         self._leading: list[dict[str, Any]] = []
         self._header: dict[str, Any] = {}
+        # The header fork() made: it holds title/titleSource right after its id even while
+        # they are unset, so a name set later goes there, not at the end.
+        self._title_after_id = False
         self._entries: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
         self._labels: dict[str, str] = {}
         self._leaf_id: str | None = None
+        self._renamed_in_entries = False
         # Totals of message_usage over every entry, in USAGE_FIELDS order.
         self._usage: list[int | float] = [0] * len(USAGE_FIELDS)
         self._has_assistant = False
@@ -281,11 +288,18 @@ class SessionManager:
         return self._file.path
 
     def get_session_name(self) -> str | None:
-        return self._session_name
+        """The newest oh-my-pi ``title_change`` on the active branch (D28), else the header's
+        title (the one set_session_name writes), else the leading title record's."""
+        renamed = self._branch_name()
+        return self._session_name if renamed is None else renamed[0]
 
     @property
     def title_source(self) -> str | None:
-        return self._title_source
+        renamed = self._branch_name()
+        return self._title_source if renamed is None else renamed[1]
+
+    def _branch_name(self) -> tuple[str, str] | None:
+        return branch_name(self.get_branch()) if self._renamed_in_entries else None
 
     def is_persisted(self) -> bool:
         return self._persist
@@ -530,6 +544,7 @@ class SessionManager:
         self._has_assistant = False
         leaf_id = None
         account = self._account
+        renamed = False
         for entry in self._entries:
             entry_id = entry.get("id")
             if type(entry_id) is not str:
@@ -541,12 +556,18 @@ class SessionManager:
             leaf_id = entry_id
             if kind == "message" or kind == "label":
                 account(entry)
+            elif kind == TITLE_CHANGE_TYPE:
+                renamed = True
         self._leaf_id = leaf_id
+        # Whether get_session_name must look along the branch (oh-my-pi files only).
+        self._renamed_in_entries = renamed
 
     def _set_title(self, title: str | None, source: str | None) -> None:
         self._session_name = title
         self._title_source = source if title is not None else None
-        if title is not None:
+        if title is not None and self._title_after_id:
+            set_title_after_id(self._header, title, self._title_source)
+        elif title is not None:
             self._header["title"] = title
             set_optional(self._header, "titleSource", self._title_source)
 
@@ -565,12 +586,14 @@ class SessionManager:
         self._session_id = new_session_id()
         self._leading = []
         self._header = build_header(self._session_id, self._cwd, parent_session)
+        self._title_after_id = False
 
     def _adopt(self, records: list[dict[str, Any]]) -> None:
         """Take over a loaded file's records (title records, header, entries)."""
         leading, header, rest = split_header(records)
         assert header is not None
         self._leading, self._header, self._entries = leading, header, rest
+        self._title_after_id = False
         self._session_id = header["id"]
         self._session_name, self._title_source = effective_title(header, leading)
         self._rebuild_index()
@@ -654,7 +677,7 @@ class SessionManager:
 
     def set_session_name(self, name: str, source: str = "auto") -> bool:
         """Name the session; an automatic name never replaces a user's. Returns whether it did."""
-        if self._title_source == "user" and source == "auto":
+        if self.title_source == "user" and source == "auto":
             return False
         cleaned = sanitize_session_name(name)
         if not cleaned:
@@ -682,6 +705,7 @@ class SessionManager:
             self._session_name if title is None else title,
             self._title_source if title_source is None else title_source,
         )
+        self._title_after_id = True
         self._leading = []
         self._artifacts = None
         new_file = self._new_file_path()

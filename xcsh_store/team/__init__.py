@@ -3,7 +3,11 @@ by the same verbs as the local index (``--db``), and the Parquet export for anal
 
 Modules:
 
+* ``errors``: the one-line errors of the team index.
+* ``conninfo``: the connection string checked, shown without its password, scrubbed from
+  messages.
 * ``server``: the connection, the schema's migrations (team/migrations/*.sql), one-line errors.
+* ``disclosure``: what leaves the machine at each tier, keyed watermarks, path labels.
 * ``upload``: ``push``, this host's index copied into the team index file by file, per tier.
 * ``reader``: ``TeamIndex``, the reading side of ``SessionIndex`` answered by the server.
 * ``parquet``: sessions, entries and usage as Hive-partitioned Parquet files.
@@ -17,13 +21,18 @@ from xcsh_store.lazy import lazy_exports
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "xcsh_store.team.server": (
+        "xcsh_store.team.errors": (
+            "ConnectionStringError",
+            "PrivilegedRoleError",
             "TeamConnectionError",
             "TeamIndexError",
-            "connect",
-            "schema_version",
+            "TeamTimeoutError",
+            "TeamUnavailableError",
         ),
-        "xcsh_store.team.upload": ("TIERS", "PushReport", "push", "remembered_host"),
+        "xcsh_store.team.conninfo": ("Target",),
+        "xcsh_store.team.server": ("connect", "schema_version"),
+        "xcsh_store.team.disclosure": ("TIERS",),
+        "xcsh_store.team.upload": ("PushReport", "push", "remembered_host"),
         "xcsh_store.team.reader": ("USAGE_GROUPS", "TeamIndex", "TeamSession"),
         "xcsh_store.team.parquet": ("ExportReport", "export_parquet"),
     },
@@ -32,12 +41,16 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "TIERS",
     "USAGE_GROUPS",
+    "ConnectionStringError",
     "ExportReport",
+    "PrivilegedRoleError",
     "PushReport",
+    "Target",
     "TeamConnectionError",
     "TeamIndex",
     "TeamIndexError",
     "TeamSession",
+    "TeamTimeoutError",
     "connect",
     "export_parquet",
     "push",

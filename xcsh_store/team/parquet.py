@@ -14,14 +14,19 @@ each exported file's state (index/export.py FileState); an export rewrites only 
 that hold a new, changed or deleted session. A partition file is written beside its final name
 and renamed over it, so a reader sees the old file or the new one, never half of one; the
 manifest is replaced last, so an export killed at any point is redone by the next one.
-Tiers as for ``push``: below ``full`` no text, below ``meta`` no titles or first messages.
-Secrets in titles, first messages and text are redacted as for ``push``; the manifest says
-whether, and an export that redacts rewrites what one that did not wrote.
+Tiers and ``redact_paths`` as for ``push`` (disclosure.py): below ``full`` no text, below
+``meta`` no titles or first messages, secrets in titles, first messages and text redacted;
+the manifest's states are keyed watermarks (which say whether the text was redacted), so the
+folder holds no digest or size of a session file, and an export that redacts rewrites what one
+that did not wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,13 +46,14 @@ from xcsh_store.index.export import (
     usage_rows,
 )
 from xcsh_store.paths import ensure_private_dir
-from xcsh_store.secrets import Redactor
-from xcsh_store.team.server import TeamIndexError
-from xcsh_store.team.upload import META_COLUMNS, TEXT_HASH_COLUMNS, TIERS, remembered_host
+from xcsh_store.team.disclosure import Disclosure, host_key
+from xcsh_store.team.errors import TeamIndexError
+from xcsh_store.team.upload import remembered_host
 
 # One manifest per host, so that hosts can export into one shared folder.
 MANIFESTS = "_xcsh_manifests"
-MANIFEST_VERSION = 1
+# 2: keyed watermarks (version 1 kept digests and sizes of the files), redact_paths.
+MANIFEST_VERSION = 2
 TABLES = ("sessions", "entries", "usage")
 # The month of a session whose header has no usable time.
 NO_MONTH = "unknown"
@@ -97,27 +103,29 @@ def export_parquet(
     tier: str = "full",
     host: str | None = None,
     db_path: str | None = None,
+    redact_paths: bool = False,
     redact: bool = True,
 ) -> ExportReport:
     """Export the agent dir's index (``db_path``, default its index.db) into ``folder``
-    (created if needed), incrementally; its secrets redacted unless ``redact`` is false."""
-    if tier not in TIERS:
-        raise ValueError(f"tier must be one of {', '.join(TIERS)}")
-    redactor = Redactor() if redact else None
+    (created if needed), incrementally; the secrets in its text redacted unless ``redact`` is
+    false."""
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
+        key = host_key(os.path.dirname(index.db_path))
+        disclosure = Disclosure(tier, key, redact_paths, redact)
         host = remembered_host(agent_dir, host, db_path)
         if "/" in host or host.startswith("."):
             raise TeamIndexError(f"Host name {host!r} cannot name a partition folder")
         ensure_private_dir(folder)
         manifest = _read_manifest(_manifest_path(folder, host))
         before: dict[str, dict[str, str]] = {}
-        written_as = (manifest.get("host"), manifest.get("tier"), manifest.get("redacted", False))
-        if written_as == (host, tier, redact):
+        choices = {"host": host, "tier": tier, "redact_paths": redact_paths}
+        if all(manifest.get(name) == value for name, value in choices.items()):
             before = manifest.get("files", {})
         report = ExportReport(host=host, tier=tier)
-        local = session_files(index)
+        local = {disclosure.path(path): state for path, state in session_files(index).items()}
         report.sessions = len(local)
-        now = {path: {"state": state.state, "month": month_of(state.created_at)}
+        now = {path: {"state": disclosure.watermark(path, state.state),
+                      "month": month_of(state.created_at)}
                for path, state in local.items()}  # fmt: skip
         changed = {path for path in now.keys() | before.keys() if now.get(path) != before.get(path)}
         report.changed = len(changed)
@@ -126,54 +134,62 @@ def export_parquet(
         if not before:  # another host or tier before, or none: every partition of ours anew
             dirty |= set(_months_on_disk(folder, host)) | {item["month"] for item in now.values()}
         usage = usage_rows(index) if dirty else {}
-        for month in sorted(dirty):
-            paths = sorted(path for path, item in now.items() if item["month"] == month)
-            states = [local[path] for path in paths]
-            report.rows += _write_month(folder, index, host, tier, month, states, usage, redactor)
-            report.partitions += len(TABLES)
-    exported = {
-        "version": MANIFEST_VERSION, "host": host, "tier": tier, "redacted": redact, "files": now,
-    }  # fmt: skip
-    _write_manifest(_manifest_path(folder, host), exported)
+        with _full_disk_explained(folder):
+            for month in sorted(dirty):
+                states = sorted((path, state) for path, state in local.items()
+                                if now[path]["month"] == month)  # fmt: skip
+                report.rows += _write_month(folder, index, host, disclosure, month, states, usage)
+                report.partitions += len(TABLES)
+    exported = {"version": MANIFEST_VERSION, **choices, "files": now}
+    with _full_disk_explained(folder):
+        _write_manifest(_manifest_path(folder, host), exported)
     return report
+
+
+@contextlib.contextmanager
+def _full_disk_explained(folder: str) -> Iterator[None]:
+    """A full disk, said so with what the export leaves behind."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        raise TeamIndexError(
+            f"No space left on the disk holding {folder}: the partitions written before are"
+            " whole (each file is replaced at once) and the manifest is the previous export's,"
+            " so the next export writes the rest; free some space and export again"
+        ) from None
 
 
 def _write_month(
     folder: str,
     index: SessionIndex,
     host: str,
-    tier: str,
+    disclosure: Disclosure,
     month: str,
-    states: list[FileState],
+    states: list[tuple[str, FileState]],
     usage: dict[int, list[tuple[Any, ...]]],
-    redactor: Redactor | None,
 ) -> int:
-    """Write (or remove, when no session is left) the month's file of each table."""
+    """Write (or remove, when no session is left) the month's file of each table; ``states``
+    are the month's files, each with its path as it leaves."""
     columns: dict[str, dict[str, list[Any]]] = {
         table: {name: [] for name in SCHEMAS[table].names} for table in TABLES
     }
-    hidden = set(META_COLUMNS) if tier == "usage" else set()
-    hidden_entry = set(TEXT_HASH_COLUMNS) if tier == "usage" else set()
-    with_text = tier == "full"
-    for state in states:
-        path = state.path
-        session = dict(zip(SESSION_COLUMNS, session_row(index, state.file_id), strict=True))
-        if redactor is not None:
-            meta = redactor.texts([session[column] for column in META_COLUMNS])
-            session.update(zip(META_COLUMNS, meta, strict=True))
-        _add(columns["sessions"], {"path": path, **session}, hidden)
-        for entry in entry_rows(index, state.file_id, with_text=with_text):
-            values = dict(zip(ENTRY_COLUMNS, entry.values, strict=True))
-            text = entry.text
-            if redactor is not None:
-                text, _raw = redactor.entry(text, entry.raw)
+    with_text = disclosure.at_least("full")
+    for path, state in states:
+        values = disclosure.session(session_row(index, state.file_id))
+        session = dict(zip(SESSION_COLUMNS, values, strict=True))
+        _add(columns["sessions"], {"path": path, **session})
+        entries = list(entry_rows(index, state.file_id, with_text=with_text))
+        for values, text, _raw in disclosure.entries(entries):
             _add(
                 columns["entries"],
-                {"path": path, "session_id": session["session_id"], **values, "text": text},
-                hidden_entry,
-            )
+                {"path": path, "session_id": session["session_id"],
+                 **dict(zip(ENTRY_COLUMNS, values, strict=True)), "text": text},
+            )  # fmt: skip
         for values in usage.get(state.file_id, []):
-            _add(columns["usage"], {"path": path, **dict(zip(USAGE_COLUMNS, values, strict=True))})
+            row = dict(zip(USAGE_COLUMNS, disclosure.usage(values), strict=True))
+            _add(columns["usage"], {"path": path, **row})
     written = 0
     for table in TABLES:
         target = os.path.join(folder, table, f"host={host}", f"month={month}", "data.parquet")
@@ -186,11 +202,9 @@ def _write_month(
     return written
 
 
-def _add(
-    columns: dict[str, list[Any]], row: dict[str, Any], hidden: set[str] | None = None
-) -> None:
+def _add(columns: dict[str, list[Any]], row: dict[str, Any]) -> None:
     for name, values in columns.items():
-        values.append(None if hidden and name in hidden else row.get(name))
+        values.append(row.get(name))
 
 
 def _replace(target: str, data: pa.Table) -> None:

@@ -12,7 +12,6 @@ which only the ``full`` tier carries.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,14 +30,15 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index import IndexedEntry, PromptHit, SearchHit, SkippedLines, UsageRow
-from xcsh_store.index.names import MIN_PREFIX
+from xcsh_store.index.names import MIN_PREFIX, prefix_apart
 from xcsh_store.index.outline import SessionOutline, labels_of
 from xcsh_store.index.ranking import WINDOW
 from xcsh_store.index.search import search_role
 from xcsh_store.index.tree import build_tree
 from xcsh_store.index.usage import joined_key, usage_groups
 from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
-from xcsh_store.team.server import TeamIndexError, connect, server_errors
+from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
+from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import iso_bound, parse_iso
 
 # The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
@@ -57,6 +57,14 @@ USAGE_GROUPS = {
     "host": "host",
 }
 _EPOCH = datetime.fromtimestamp(0, UTC)
+# The predefined roles whose members reach beyond the database: a shell command on the database
+# host (COPY … TO PROGRAM), and its files (COPY … FROM/TO a file, pg_read_file, lo_import); and
+# the functions that read its files or reload its configuration (a superuser's unless granted).
+SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+SERVER_FUNCTIONS = (
+    "pg_read_file(text)", "pg_read_binary_file(text)", "pg_ls_dir(text)", "lo_import(text)",
+    "lo_export(oid, text)", "pg_reload_conf()",
+)  # fmt: skip
 _SUMMED = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
 _SESSION_COLUMNS = (
     "host, path, session_id, cwd, project_dir, coalesce(nullif(title, ''), compaction_title),"
@@ -64,7 +72,9 @@ _SESSION_COLUMNS = (
     " message_count, first_message, last_entry_id, input_tokens, output_tokens,"
     " cache_read_tokens, cache_write_tokens, premium_requests, cost, agent, parent_session_id,"
     " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
-    " AND (twin.host, twin.path) <> (s.host, s.path))"
+    " AND (twin.host, twin.path) <> (s.host, s.path)),"
+    " (SELECT count(*) FROM entries AS e WHERE e.host = s.host AND e.path = s.path"
+    " AND e.cost IS NULL AND e.input_tokens IS NOT NULL)"
 )
 _ORDERS = {
     "modified": "modified_at DESC, host, path",
@@ -110,6 +120,8 @@ class TeamSession:
     agent: str
     parent_session_id: str | None
     id_shared: bool
+    # Entries of a model without a price (as IndexedSession's).
+    unpriced_entries: int
 
     @property
     def id(self) -> str:
@@ -128,8 +140,13 @@ class TeamSession:
         return self.first_message_text or "(no messages)"
 
     @property
+    def tokens(self) -> int:
+        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
+        return sum(figures) + self.cache_write_tokens
+
+    @property
     def cost_kind(self) -> str:
-        return cost_kind(self.agent, self.cost, self.input_tokens + self.output_tokens)
+        return cost_kind(self.agent, self.cost, self.unpriced_entries)
 
 
 def _session(row: Sequence[Any]) -> TeamSession:
@@ -148,6 +165,16 @@ class TeamPromptHit(PromptHit):
     """A prompt of a host's history on the team index."""
 
     host: str = ""
+
+
+# An entry of a model: an id, or provider/model as usage prints it (a model id may itself hold a
+# slash, as openrouter's do); as index.search.model_condition.
+_MODEL_CONDITION = "(e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
+
+
+def _model_arguments(model: str) -> dict[str, str]:
+    provider, _, name = model.partition("/")
+    return {"model": model, "pr": provider, "mn": name}
 
 
 class TeamIndex:
@@ -188,24 +215,37 @@ class TeamIndex:
         order: str = "modified",
         agents: Collection[str] | None = None,
         host: str | None = None,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> list[TeamSession]:
         if order not in _ORDERS:
             raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
         arguments: dict[str, Any] = {"limit": limit}
         where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
         where += _any_agent("agent", agents, arguments)
+        for condition, name, bound in (
+            ("modified_at >=", "since", since),
+            ("created_at <", "until", until),
+        ):
+            if bound is not None:
+                where += f" AND {condition} %({name})s"
+                arguments[name] = iso_bound(bound)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
         sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
 
     def find_session(self, prefix: str) -> TeamSession:
         """As SessionIndex.find_session, over every host: a path (``host:path`` to pick one
-        host's file), else an id or file-name prefix that one file matches."""
+        host's file; a path pushed with --redact-paths starts with its folder's label), else an
+        id or file-name prefix that one file matches."""
         text = prefix.strip()
         if not text:
             raise SessionNotFoundError("No session matches an empty id")
-        host, _, path = text.partition(":") if ":/" in text else ("", "", text)
-        if path.startswith("/") or path.endswith(".jsonl"):
+        host, colon, path = text.partition(":")
+        if not (colon and "/" not in host and _is_path(path)):
+            host, path = "", text
+        if _is_path(path):
             found = self._rows(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE path = %s"
                 " AND (%s = '' OR host = %s) ORDER BY host",
@@ -246,13 +286,21 @@ class TeamIndex:
                 " (SELECT min(lower(session_id)) FROM sessions WHERE lower(session_id) > %s)",
                 (key, key),
             )  # fmt: skip
-            length = minimum
-            for neighbour in (below, above):
-                if neighbour is not None:
-                    # Character by character, as the ids are compared (not a path).
-                    shared = os.path.commonprefix([key, neighbour])  # noqa: RUF071
-                    length = max(length, len(shared) + 1)
-            prefixes[session_id] = session_id[:length]
+            prefixes[session_id] = session_id[: len(prefix_apart(key, (below, above), minimum))]
+        return prefixes
+
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
+        """As SessionIndex.entry_id_prefixes, in the file of ``where`` (a session or a hit:
+        its host and path)."""
+        prefixes = {}
+        for entry_id in set(entry_ids):
+            (below, above), = self._rows(
+                "SELECT (SELECT max(id) FROM entries WHERE host = %(h)s AND path = %(p)s"
+                " AND id < %(e)s), (SELECT min(id) FROM entries WHERE host = %(h)s"
+                " AND path = %(p)s AND id > %(e)s)",
+                {"h": where.host, "p": where.path, "e": entry_id},
+            )  # fmt: skip
+            prefixes[entry_id] = prefix_apart(entry_id, (below, above))
         return prefixes
 
     def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]:
@@ -332,6 +380,13 @@ class TeamIndex:
 
     # -- search -----------------------------------------------------------------------------
 
+    def has_model(self, model: str) -> bool:
+        """As SessionIndex.has_model, over every host's entries."""
+        found = self._rows(
+            f"SELECT 1 FROM entries AS e WHERE {_MODEL_CONDITION} LIMIT 1", _model_arguments(model)
+        )
+        return found != []
+
     def search(
         self,
         query: str,
@@ -359,9 +414,8 @@ class TeamIndex:
                 f" AND s.path = e.path{by_session})"
             )
         if model is not None:
-            provider, _, name = model.partition("/")
-            where += " AND (e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
-            arguments |= {"model": model, "pr": provider, "mn": name}
+            where += f" AND {_MODEL_CONDITION}"
+            arguments |= _model_arguments(model)
         for operator, name, bound in ((">=", "since", since), ("<", "until", until)):
             if bound is not None:
                 where += f" AND e.timestamp {operator} %({name})s"
@@ -514,7 +568,8 @@ class TeamIndex:
             UsageRow(
                 joined_key(row[:width]),
                 *(int(value or 0) for value in row[width : width + 5]),
-                row[width + 5] or 0.0,
+                # None when no entry of the group has a price (as the local index says).
+                None if int(row[width + 7] or 0) >= row[width] else row[width + 5] or 0.0,
                 keys=tuple(row[:width]),
                 estimated=int(row[width + 6] or 0),
                 unpriced=int(row[width + 7] or 0),
@@ -524,11 +579,46 @@ class TeamIndex:
 
     # -- sql --------------------------------------------------------------------------------
 
+    def powers(self) -> list[str]:
+        """What the connected role may do on the database host beyond reading rows: be a
+        superuser, be a member (directly or not, inheriting or not: SET ROLE reaches it) of a
+        role that runs programs or reads or writes the server's files, or execute a function
+        that reads its files or reloads its configuration."""
+        checks = ["rolsuper"]
+        checks += ["pg_has_role(current_user, %s, 'MEMBER')"] * len(SERVER_ROLES)
+        checks += ["has_function_privilege(current_user, %s, 'EXECUTE')"] * len(SERVER_FUNCTIONS)
+        (row,) = self._rows(
+            f"SELECT {', '.join(checks)} FROM pg_roles WHERE rolname = current_user",
+            (*SERVER_ROLES, *SERVER_FUNCTIONS),
+        )
+        if row[0]:
+            return ["superuser"]
+        names = (*SERVER_ROLES, *(f"EXECUTE on {name}" for name in SERVER_FUNCTIONS))
+        return [name for name, held in zip(names, row[1:], strict=True) if held]
+
     def query(
-        self, sql: str, parameters: dict[str, Any], timeout: float | None = None
+        self,
+        sql: str,
+        parameters: dict[str, Any],
+        timeout: float | None = None,
+        allow_privileged: bool = False,
     ) -> TeamQuery:
         """One statement in a READ ONLY transaction (the connection's), streamed. ``:name``
-        binds a parameter, as on SQLite."""
+        binds a parameter, as on SQLite.
+
+        READ ONLY does not stop a superuser's ``COPY … TO PROGRAM`` or ``pg_read_file``: a
+        role with such powers (``powers``) is refused unless ``allow_privileged``. The
+        statement is sent alone (the extended protocol), so ``COMMIT; DELETE …`` cannot end
+        the transaction and write after it.
+        """
+        if not allow_privileged and (powers := self.powers()):
+            role = self._rows("SELECT current_user")[0][0]
+            raise PrivilegedRoleError(
+                f"Refusing to run SQL as {role} ({', '.join(powers)}): READ ONLY does not stop"
+                " such a role from running programs or reading and writing files on the"
+                " database host. Connect as a reader role (docs/security.md, Roles), or pass"
+                " --allow-privileged-role if you mean it"
+            )
         text = re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql.replace("%", "%%"))
         with server_errors(self.url, "running the query"):
             if timeout:
@@ -536,10 +626,14 @@ class TeamIndex:
                     "SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout * 1000)}",)
                 )
             # Rows of a query stream through a server-side cursor, which only a query can have;
-            # any other statement (refused by the READ ONLY transaction) runs as it is.
-            streams = re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE)
-            cursor = self.connection.cursor(name="xcsh_sql" if streams else None)  # type: ignore[call-overload]
-            cursor.execute(text, parameters)
+            # any other statement (refused by the READ ONLY transaction) runs as it is. Both
+            # are sent with the extended protocol, which takes one statement.
+            if re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE):
+                cursor = self.connection.cursor(name="xcsh_sql")
+                cursor.execute(text, parameters)
+            else:
+                cursor = self.connection.cursor()
+                cursor.execute(text, parameters, prepare=True)
         return TeamQuery(self.url, cursor)
 
 
@@ -612,6 +706,10 @@ def _prefix_term(word: str) -> str:
 
 def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _is_path(text: str) -> bool:
+    return text.startswith("/") or text.endswith(".jsonl")
 
 
 def _file_name(path: str) -> str:

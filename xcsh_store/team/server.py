@@ -1,5 +1,6 @@
 """The connection to the team index's PostgreSQL database: opening it, creating and migrating
-its schema (the numbered SQL files in team/migrations/), and errors worth one line.
+its schema (the numbered SQL files in team/migrations/), and the server's errors as one line
+that says what happened and what to do (never the password: conninfo.py).
 
 The schema is applied by the store itself, in one transaction under an advisory lock, so two
 hosts pushing to a fresh database for the first time do not both create it. A server whose
@@ -17,21 +18,23 @@ from typing import Any
 
 import psycopg
 
-from xcsh_store.errors import XcshStoreError
+from xcsh_store.team.conninfo import Target
+from xcsh_store.team.errors import (
+    TeamConnectionError,
+    TeamIndexError,
+    TeamTimeoutError,
+    TeamUnavailableError,
+)
 
 # The advisory lock key every migration takes (any constant no other user of the database
 # takes: the bytes of "xcsh" as an integer).
 MIGRATION_LOCK = 0x78637368
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_\w+\.sql$")
-
-
-class TeamIndexError(XcshStoreError):
-    """The team index cannot be reached, read or written; the message says why in a line."""
-
-
-class TeamConnectionError(TeamIndexError):
-    """The server cannot be reached, or the connection was lost: trying again may work."""
+# What psycopg and libpq put before the server's reason for refusing a connection.
+_LIBPQ_PREFIX = re.compile(
+    r"^(connection failed: )?connection to server at [^,]*, port \d+ failed: "
+)
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -50,93 +53,154 @@ def schema_version() -> int:
     return migrations()[-1][0]
 
 
-def redacted(url: str) -> str:
-    """The URL without its password, as messages show it."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
-
-
 def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
-    """A connection to the team database at ``url``, its schema created or migrated (not when
-    ``read_only``: a reader of a database nobody pushed to yet is told so)."""
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise TeamIndexError(f"Not a PostgreSQL URL: {redacted(url)} (postgresql://…)")
+    """A connection to the team database at ``url`` (a libpq connection string), its schema
+    created or migrated (not when ``read_only``: a reader of a database nobody pushed to yet
+    is told so)."""
+    target = Target.parse(url)
     try:
         connection = psycopg.connect(url, connect_timeout=10, application_name="xcsh-store")
     except psycopg.Error as error:
-        raise TeamConnectionError(f"Cannot connect to {redacted(url)}: {one_line(error)}") from None
-    try:
-        if read_only:
-            _check_version(connection, url, required=True)
-        else:
-            migrate(connection, url)
-    except BaseException:
-        connection.close()
-        raise
-    return connection
+        reason = target.scrub(one_line(error))
+    else:
+        try:
+            if read_only:
+                _check_version(connection, url, required=True)
+            else:
+                migrate(connection, url)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+    # Raised here, not in the handler: libpq's error is not chained to it.
+    raise TeamConnectionError(f"Cannot connect to {target.shown}: {reason}")
 
 
 def one_line(error: BaseException) -> str:
     """PostgreSQL's message without its DETAIL/HINT lines and the libpq prefixes."""
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return re.sub(r"^connection to server at [^,]*, port \d+ failed: ", "", text)
+    return re.sub(
+        r"^(connection failed: )?connection to server at [^,]*, port \d+ failed: ", "", text
+    )
+
+
+# What a role lacking a table privilege needs, by what it was doing (docs/security.md, Roles).
+_PRIVILEGES = {
+    "read": "a reader role needs USAGE on the schema and SELECT on the team tables",
+    "write": "a pusher role needs USAGE on the schema and SELECT, INSERT, UPDATE and DELETE"
+    " on the team tables",
+    "schema": "the team schema is created and migrated by its owner (the admin):"
+    " `xcsh-store team migrate URL` as that role",
+}
+# What is left behind when a statement fails, and what to do then, by what it was doing.
+_KEPT = {
+    "read": "nothing was changed",
+    "write": "the files pushed before it are kept and nothing is half-written",
+    "schema": "the schema is as it was",
+}
+_AGAIN = {"read": "run it again", "write": "push again to send the rest", "schema": "run it again"}
+# What to do when a time limit stopped a statement.
+_TIMED_OUT = {
+    "read": "raise `sql --timeout` (0 for no limit), or ask the admin to raise the role's"
+    " statement_timeout",
+    "write": f"{_AGAIN['write']}, or ask the admin to raise the role's statement_timeout",
+    "schema": "run it again when the server is less busy",
+}
+# SQLSTATEs of a connection that is gone: class 08, and the server shutting down or crashing.
+_LOST = ("08", "57P01", "57P02", "57P03")
 
 
 @contextlib.contextmanager
-def server_errors(url: str, doing: str) -> Iterator[None]:
-    """PostgreSQL errors raised while ``doing`` something, as one TeamIndexError line."""
+def server_errors(url: str, doing: str, needs: str = "read") -> Iterator[None]:
+    """PostgreSQL errors raised while ``doing`` something (``needs``: read, write or schema) as
+    one TeamIndexError line."""
     try:
         yield
-    except psycopg.errors.InsufficientPrivilege as error:
-        raise TeamIndexError(
-            f"No permission {doing} at {redacted(url)}: {one_line(error)}"
-            " (the role needs INSERT, UPDATE and DELETE on the team tables)"
-        ) from None
-    except psycopg.OperationalError as error:
-        raise TeamConnectionError(
-            f"Lost the connection to {redacted(url)} {doing}: {one_line(error)}"
-            " (nothing half-written is kept; run it again)"
-        ) from None
     except psycopg.Error as error:
-        raise TeamIndexError(f"PostgreSQL error {doing}: {one_line(error)}") from None
+        raise explained(error, url, doing, needs) from None
 
 
-def _installed_version(connection: psycopg.Connection[Any]) -> int | None:
-    exists = connection.execute("SELECT to_regclass('xcsh_schema') IS NOT NULL").fetchone()
-    if not exists or not exists[0]:
+def explained(error: psycopg.Error, url: str, doing: str, needs: str) -> TeamIndexError:
+    """The one line that says what ``error`` means and what to do."""
+    target = Target.parse(url)
+    reason, where = target.scrub(one_line(error)), target.shown
+    kept, again = _KEPT[needs], _AGAIN[needs]
+    state = error.sqlstate or ""
+    if isinstance(error, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable):
+        return TeamTimeoutError(
+            f"Timed out {doing} at {where} ({reason}); {kept}: {_TIMED_OUT[needs]}"
+        )
+    if isinstance(error, psycopg.errors.DiskFull):
+        return TeamUnavailableError(
+            f"The team server's disk is full ({doing} at {where}: {reason}); {kept}: {again}"
+            " once its admin frees space"
+        )
+    if isinstance(error, psycopg.errors.InsufficientPrivilege):
+        if "row-level security" in reason:
+            hint = "this role may write only the hosts the admin gave it (docs/security.md,"
+            hint += " Per-host roles)"
+        elif "must be owner" in reason:
+            hint = _PRIVILEGES["schema"]
+        elif re.search(r"permission denied for (table|view|schema|sequence)", reason):
+            hint = _PRIVILEGES[needs]
+        else:
+            return TeamIndexError(f"PostgreSQL refused {doing} at {where}: {reason}")
+        return TeamIndexError(f"No permission {doing} at {where}: {reason} ({hint})")
+    if state.startswith(_LOST) or (not state and isinstance(error, psycopg.OperationalError)):
+        return TeamConnectionError(
+            f"Lost the connection to {where} {doing}: {reason} ({kept}; {again})"
+        )
+    return TeamIndexError(f"PostgreSQL error {doing} at {where}: {reason}")
+
+
+def _installed_version(connection: psycopg.Connection[Any], url: str, needs: str) -> int | None:
+    """The schema's version, None when there is no schema yet. A role that may not use the
+    schema sees no table in it: that is said, not taken for a database nobody pushed to."""
+    usable, exists = connection.execute(
+        "SELECT current_schema() IS NOT NULL, to_regclass('xcsh_schema') IS NOT NULL"
+    ).fetchone()
+    if not usable:
+        raise TeamIndexError(
+            f"No permission to use the schema of the team index at {Target.parse(url).shown}"
+            f" ({_PRIVILEGES[needs]})"
+        )
+    if not exists:
         return None
     row = connection.execute("SELECT max(version) FROM xcsh_schema").fetchone()
     return row[0] if row else None
 
 
-def _check_version(connection: psycopg.Connection[Any], url: str, required: bool) -> int:
+def _check_version(
+    connection: psycopg.Connection[Any], url: str, required: bool, needs: str = "read"
+) -> int:
     with server_errors(url, "reading the schema version"):
-        installed = _installed_version(connection)
+        installed = _installed_version(connection, url, needs)
         connection.rollback()
     known = schema_version()
     if installed is not None and installed > known:
         raise TeamIndexError(
-            f"The team index at {redacted(url)} has schema version {installed}, newer than"
-            f" this xcsh-store knows ({known}): upgrade xcsh-store"
+            f"The team index at {Target.parse(url).shown} has schema version {installed}, newer"
+            f" than this xcsh-store knows ({known}): upgrade xcsh-store"
         )
     if required and installed is None:
         raise TeamIndexError(
-            f"No team index at {redacted(url)} yet: `xcsh-store push {redacted(url)}` creates it"
+            f"No team index at {Target.parse(url).shown} yet: the first push creates it"
         )
     return installed or 0
 
 
 def migrate(connection: psycopg.Connection[Any], url: str) -> None:
     """Apply the migrations the database lacks, all in one transaction."""
-    if _check_version(connection, url, required=False) == schema_version():
+    if _check_version(connection, url, required=False, needs="write") == schema_version():
         return  # the common case: no lock, no write
-    with server_errors(url, "creating the team schema"), connection.transaction():
+    with server_errors(url, "creating the team schema", needs="schema"), connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         connection.execute(
             "CREATE TABLE IF NOT EXISTS xcsh_schema ("
             " version integer PRIMARY KEY, name text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        installed = _installed_version(connection) or 0
+        installed = _installed_version(connection, url, "schema") or 0
         for version, name, sql in migrations():
             if version > installed:
                 connection.execute(sql)

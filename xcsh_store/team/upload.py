@@ -8,14 +8,11 @@ duplicate, no gap. The files the index no longer holds are deleted from the serv
 way. A host's pushes take an advisory lock on its name, so two pushes of one host run one after
 the other; pushes of different hosts touch different rows and never wait for each other.
 
-Privacy tiers (``TIERS``): below ``full`` no entry text, raw JSON or prompt history leaves the
-machine; below ``meta`` no title or first message either. Lowering a host's tier scrubs its
-rows on the server in one transaction before anything else is pushed.
-
-Secrets in the text that leaves (titles, first messages, entry text and JSON, prompts) are
-replaced by ``[REDACTED:<kind>]`` (xcsh_store.secrets) unless the caller asks for the text as
-it is; a file's watermark says which, so a push that redacts sends again what one that did not
-had sent.
+What leaves at each privacy tier, the keyed watermarks and the redaction of secrets in the text
+that leaves are disclosure.py's. A push
+without ``tier`` or ``redact_paths`` keeps the host's choice on the server, so it never raises
+what a host shares; lowering a host's tier scrubs its rows on the server in one transaction
+before anything else is pushed.
 """
 
 from __future__ import annotations
@@ -41,28 +38,34 @@ from xcsh_store.index.export import (
     session_row,
 )
 from xcsh_store.paths import get_index_db_path, write_private_file
-from xcsh_store.secrets import Redactor
-from xcsh_store.team.server import TeamIndexError, connect, server_errors
+from xcsh_store.team.disclosure import (
+    META_COLUMNS,
+    TEXT_HASH_COLUMNS,
+    TIERS,
+    Disclosure,
+    host_key,
+    outgoing_text,
+)
+from xcsh_store.team.errors import TeamIndexError
+from xcsh_store.team.server import connect, server_errors
 
-TIERS = ("usage", "meta", "full")
 DEFAULT_TIER = "full"
-# The session columns only the meta tier and above carry.
-META_COLUMNS = ("title", "first_message", "compaction_title")
-# Entry columns that say something of a prompt's text (a hash can be matched against guesses).
-TEXT_HASH_COLUMNS = ("prompt_hash",)
 # Where the remembered --host lives: beside index.db.
 HOST_FILE_NAME = "team-host"
-# Appended to the watermark of a file pushed redacted (with the version of the redaction): a
-# file pushed before redaction existed, or with --no-redact, differs and is pushed again.
-REDACTED_MARK = "+redacted1"
 
-_FILE_COPY = "COPY files (host, path, state, tier, indexed_bytes) FROM STDIN"
-_SESSION_COPY = f"COPY sessions (host, path, {', '.join(SESSION_COLUMNS)}) FROM STDIN"
-_ENTRY_COPY = f"COPY entries (host, path, {', '.join(ENTRY_COLUMNS)}, text, raw) FROM STDIN"
-_REF_COPY = "COPY blob_refs (host, path, seq, hash) FROM STDIN"
-_HISTORY_COPY = f"COPY history (host, {', '.join(HISTORY_COLUMNS)}) FROM STDIN"
-_META_POSITIONS = [SESSION_COLUMNS.index(column) for column in META_COLUMNS]
-_HASH_POSITIONS = [ENTRY_COLUMNS.index(column) for column in TEXT_HASH_COLUMNS]
+# The columns a push writes, per table.
+_COLUMNS = {
+    "files": "host, path, state, tier",
+    "sessions": f"host, path, {', '.join(SESSION_COLUMNS)}",
+    "entries": f"host, path, {', '.join(ENTRY_COLUMNS)}, text, raw",
+    "blob_refs": "host, path, seq, hash",
+    "history": f"host, {', '.join(HISTORY_COLUMNS)}",
+}
+# Where a role under row-level security (a per-host role, migration 0003) copies its rows
+# first: PostgreSQL refuses COPY FROM into a table with row-level security; one INSERT of the
+# staged rows looks up the hosts the role may write once, and checks each row. Emptied by each
+# commit.
+_STAGED = "xcsh_staged_"
 
 
 @dataclass
@@ -71,6 +74,7 @@ class PushReport:
 
     host: str
     tier: str
+    redact_paths: bool = False  # labels instead of absolute paths (disclosure.py)
     files: int = 0  # session files the local index holds
     pushed: int = 0  # files whose rows were (re)written
     deleted: int = 0  # files removed from the server
@@ -105,24 +109,26 @@ def push(
     host: str | None = None,
     tier: str | None = None,
     db_path: str | None = None,
+    redact_paths: bool | None = None,
     redact: bool = True,
 ) -> PushReport:
     """Push the agent dir's index (``db_path``, default its index.db) to the team index at
-    ``url`` as ``host``, its secrets redacted unless ``redact`` is false.
+    ``url`` (a libpq connection string: server.py) as ``host``, the secrets in its text
+    redacted unless ``redact`` is false.
 
-    ``tier`` defaults to the tier the host pushed with last (``full`` for a new host), so a
-    push without ``--tier`` never raises what a host shares.
+    ``tier`` and ``redact_paths`` default to the host's choice on the server (``full`` and
+    paths for a new host), so a push without them never raises what a host shares.
     """
     if tier is not None and tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
-    redactor = Redactor() if redact else None
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
         host = remembered_host(agent_dir, host, db_path)
+        key = host_key(os.path.dirname(index.db_path))
         local = session_files(index)
         connection = connect(url)
         try:
-            with server_errors(url, "pushing"):
-                return _push(connection, index, local, host, tier, redactor)
+            with server_errors(url, "pushing", needs="write"):
+                return _push(connection, index, local, host, tier, redact_paths, key, redact)
         finally:
             connection.close()
 
@@ -133,41 +139,55 @@ def _push(
     local: dict[str, FileState],
     host: str,
     tier: str | None,
-    redactor: Redactor | None,
+    redact_paths: bool | None,
+    key: bytes,
+    redact: bool,
 ) -> PushReport:
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
     # few commits, rows and watermarks together, and the next push sends those files again.
     connection.execute("SET synchronous_commit = off")
+    staged = bool(connection.execute("SELECT row_security_active('entries')").fetchone()[0])
+    if staged:
+        for table in _COLUMNS:
+            connection.execute(
+                f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGED}{table}"
+                f" (LIKE {table} INCLUDING DEFAULTS)"
+                " ON COMMIT DELETE ROWS"
+            )
     connection.commit()
-    report = _set_tier(connection, host, tier)
+    report = _set_choices(connection, host, tier, redact_paths)
+    disclosure = Disclosure(report.tier, key, report.redact_paths, redact)
     report.files = len(local)
+    outgoing = {disclosure.path(path): state for path, state in local.items()}
     remote = dict(
         connection.execute(
             "SELECT path, state || ' ' || tier FROM files WHERE host = %s", (host,)
         ).fetchall()
     )
     connection.commit()
-    gone = sorted(remote.keys() - local.keys())
+    gone = sorted(remote.keys() - outgoing.keys())
     if gone:
         with connection.transaction():
             connection.execute("DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, gone))
             _usage_changed(connection, host)
         report.deleted = len(gone)
-    batch = _Batch(host, report.tier, redactor)
-    for path, state in sorted(local.items()):
-        if remote.get(path) == f"{batch.watermark(state)} {report.tier}":
+    batch = _Batch(host, disclosure, staged)
+    for path, state in sorted(outgoing.items()):
+        if remote.get(path) in {
+            f"{watermark} {report.tier}" for watermark in disclosure.current(path, state.state)
+        }:
             report.unchanged += 1
             continue
-        batch.add(index, state)
+        batch.add(index, path, state)
         if batch.full():
             report.entries += batch.write(connection)
             report.pushed += len(batch.files)
-            batch = _Batch(host, report.tier, redactor)
+            batch = _Batch(host, disclosure, staged)
     report.entries += batch.write(connection)
     report.pushed += len(batch.files)
-    if report.tier == "full":
-        report.history = _push_history(connection, index, host, redactor)
+    if disclosure.at_least("full"):
+        report.history = _push_history(connection, index, host, disclosure, staged)
     with connection.transaction():
         connection.execute("UPDATE hosts SET pushed_at = now() WHERE host = %s", (host,))
         _roll_up_usage(connection, host)
@@ -204,10 +224,10 @@ class _Batch:
     ENTRIES = 2_000
     FILES = 200
 
-    def __init__(self, host: str, tier: str, redactor: Redactor | None) -> None:
+    def __init__(self, host: str, disclosure: Disclosure, staged: bool) -> None:
         self.host = host
-        self.tier = tier
-        self.redactor = redactor
+        self.disclosure = disclosure
+        self.staged = staged
         self.files: list[tuple[Any, ...]] = []
         self.sessions: list[tuple[Any, ...]] = []
         self.entries: list[tuple[Any, ...]] = []
@@ -216,33 +236,17 @@ class _Batch:
     def full(self) -> bool:
         return len(self.entries) >= self.ENTRIES or len(self.files) >= self.FILES
 
-    def watermark(self, state: FileState) -> str:
-        return state.state + (REDACTED_MARK if self.redactor is not None else "")
-
-    def add(self, index: SessionIndex, state: FileState) -> None:
-        host, path, tier = self.host, state.path, self.tier
-        self.files.append((host, path, self.watermark(state), tier, state.indexed_bytes))
-        session = list(session_row(index, state.file_id))
-        if tier == "usage":
-            for position in _META_POSITIONS:
-                session[position] = None
-        elif self.redactor is not None:
-            meta = self.redactor.texts([session[position] for position in _META_POSITIONS])
-            for position, text in zip(_META_POSITIONS, meta, strict=True):
-                session[position] = text
-        self.sessions.append((host, path, *map(server_text, session)))
-        rows = list(entry_rows(index, state.file_id, with_text=tier == "full"))
-        texts = [(row.text, row.raw) for row in rows]
-        if self.redactor is not None:
-            texts = self.redactor.entries(texts)
-        for row, (text, raw) in zip(rows, texts, strict=True):
-            values = list(row.values)
-            if tier == "usage":
-                for position in _HASH_POSITIONS:
-                    values[position] = None
-            text, raw = server_text(text), server_text(raw)
-            self.entries.append((host, path, *map(server_text, values), text, raw))
-            self.refs += ((host, path, values[0], digest) for digest in row.blob_refs)
+    def add(self, index: SessionIndex, path: str, state: FileState) -> None:
+        """The rows of the file ``state`` describes, as ``path`` (its name on the server)."""
+        host, disclosure = self.host, self.disclosure
+        path = outgoing_text(path)
+        self.files.append((host, path, disclosure.watermark(path, state.state), disclosure.tier))
+        session = disclosure.session(session_row(index, state.file_id))
+        self.sessions.append((host, path, *map(outgoing_text, session)))
+        entries = list(entry_rows(index, state.file_id, with_text=disclosure.at_least("full")))
+        for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
+            self.entries.append((host, path, *map(outgoing_text, values), text, raw))
+            self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
 
     def write(self, connection: psycopg.Connection[Any]) -> int:
         if not self.files:
@@ -252,18 +256,28 @@ class _Batch:
             connection.execute(
                 "DELETE FROM files WHERE host = %s AND path = ANY(%s)", (self.host, paths)
             )
-            cursor = connection.cursor()
-            for statement, rows in (
-                (_FILE_COPY, self.files),
-                (_SESSION_COPY, self.sessions),
-                (_ENTRY_COPY, self.entries),
-                (_REF_COPY, self.refs),
+            for table, rows in (
+                ("files", self.files),
+                ("sessions", self.sessions),
+                ("entries", self.entries),
+                ("blob_refs", self.refs),
             ):
-                with cursor.copy(statement) as copy:
-                    for row in rows:
-                        copy.write_row(row)
+                _copy(connection, table, rows, self.staged)
             _usage_changed(connection, self.host)
         return len(self.entries)
+
+
+def _copy(
+    connection: psycopg.Connection[Any], table: str, rows: list[tuple[Any, ...]], staged: bool
+) -> None:
+    """COPY ``rows`` into ``table``, through its staging table when ``staged``."""
+    columns = _COLUMNS[table]
+    target = f"{_STAGED}{table}" if staged else table
+    with connection.cursor().copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+    if staged:
+        connection.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}")
 
 
 def _usage_changed(connection: psycopg.Connection[Any], host: str) -> None:
@@ -273,43 +287,59 @@ def _usage_changed(connection: psycopg.Connection[Any], host: str) -> None:
     )
 
 
-def _set_tier(connection: psycopg.Connection[Any], host: str, tier: str | None) -> PushReport:
-    """The host's row, with its tier; a lower tier than before scrubs what it no longer
-    allows, in the same transaction."""
+def _set_choices(
+    connection: psycopg.Connection[Any], host: str, tier: str | None, redact_paths: bool | None
+) -> PushReport:
+    """The host's row, with its tier and path choice. A lower tier than before scrubs what it
+    no longer allows, and a change of path choice removes every row of the host that names a
+    path (all of them: the push then sends them again), in the same transaction."""
     with connection.transaction():
         row = connection.execute(
-            "SELECT tier FROM hosts WHERE host = %s FOR UPDATE", (host,)
+            "SELECT tier, redact_paths FROM hosts WHERE host = %s FOR UPDATE", (host,)
         ).fetchone()
-        before = row[0] if row else None
+        before, redacted_before = row or (None, False)
         chosen = tier or before or DEFAULT_TIER
-        report = PushReport(host=host, tier=chosen)
+        redact = redacted_before if redact_paths is None else redact_paths
+        report = PushReport(host=host, tier=chosen, redact_paths=redact)
         if before is None:
-            connection.execute("INSERT INTO hosts (host, tier) VALUES (%s, %s)", (host, chosen))
-        elif TIERS.index(chosen) < TIERS.index(before):
+            connection.execute(
+                "INSERT INTO hosts (host, tier, redact_paths) VALUES (%s, %s, %s)",
+                (host, chosen, redact),
+            )
+            return report
+        if TIERS.index(chosen) < TIERS.index(before):
             _scrub(connection, host, chosen)
             report.lowered_from = before
-        elif chosen != before:
-            connection.execute("UPDATE hosts SET tier = %s WHERE host = %s", (chosen, host))
+        if redact != redacted_before:
+            for table in ("files", "history", "usage_rollup"):  # the others go with files
+                connection.execute(f"DELETE FROM {table} WHERE host = %s", (host,))
+            connection.execute(
+                "UPDATE hosts SET history_state = NULL, usage_stale = true WHERE host = %s",
+                (host,),
+            )
+        if (chosen, redact) != (before, redacted_before):
+            connection.execute(
+                "UPDATE hosts SET tier = %s, redact_paths = %s WHERE host = %s",
+                (chosen, redact, host),
+            )
     return report
 
 
 def _scrub(connection: psycopg.Connection[Any], host: str, tier: str) -> None:
     """Remove from the host's rows what ``tier`` does not allow; the rows then are what a push
     at that tier writes, so their files keep their watermarks (with the new tier)."""
+    text = ("text", "raw", *TEXT_HASH_COLUMNS)
     connection.execute(
-        "UPDATE entries SET text = NULL, raw = NULL WHERE host = %s AND (text IS NOT NULL"
-        " OR raw IS NOT NULL)",
+        f"UPDATE entries SET {', '.join(f'{column} = NULL' for column in text)} WHERE host = %s"
+        f" AND ({' OR '.join(f'{column} IS NOT NULL' for column in text)})",
         (host,),
     )
     connection.execute("DELETE FROM history WHERE host = %s", (host,))
+    connection.execute("DELETE FROM blob_refs WHERE host = %s", (host,))
     if tier == "usage":
         clear = ", ".join(f"{column} = NULL" for column in META_COLUMNS)
         connection.execute(f"UPDATE sessions SET {clear} WHERE host = %s", (host,))
-        clear = ", ".join(f"{column} = NULL" for column in TEXT_HASH_COLUMNS)
-        connection.execute(f"UPDATE entries SET {clear} WHERE host = %s", (host,))
-    connection.execute(
-        "UPDATE hosts SET tier = %s, history_state = NULL WHERE host = %s", (tier, host)
-    )
+    connection.execute("UPDATE hosts SET history_state = NULL WHERE host = %s", (host,))
     connection.execute("UPDATE files SET tier = %s WHERE host = %s", (tier, host))
 
 
@@ -317,38 +347,19 @@ def _push_history(
     connection: psycopg.Connection[Any],
     index: SessionIndex,
     host: str,
-    redactor: Redactor | None,
+    disclosure: Disclosure,
+    staged: bool,
 ) -> int:
-    """The host's prompt history, replaced whole when the local mirror changed (or was pushed
-    redacted where it is not now, or the other way round)."""
-    state = history_state(index) + (REDACTED_MARK if redactor is not None else "")
+    """The host's prompt history, replaced whole when the local mirror changed (or the choice
+    of paths or redaction did)."""
+    state = disclosure.history_state(history_state(index))
     row = connection.execute("SELECT history_state FROM hosts WHERE host = %s", (host,)).fetchone()
     connection.commit()
     if row and row[0] == state:
         return 0
-    rows = history_rows(index)
-    if redactor is not None:
-        prompt = HISTORY_COLUMNS.index("prompt")
-        rows = [(*row[:prompt], redactor.text(row[prompt]), *row[prompt + 1 :]) for row in rows]
+    rows = [(host, *map(outgoing_text, row)) for row in disclosure.history(history_rows(index))]
     with connection.transaction():
         connection.execute("DELETE FROM history WHERE host = %s", (host,))
-        with connection.cursor().copy(_HISTORY_COPY) as copy:
-            for values in rows:
-                copy.write_row((host, *map(server_text, values)))
+        _copy(connection, "history", rows, staged)
         connection.execute("UPDATE hosts SET history_state = %s WHERE host = %s", (state, host))
     return len(rows)
-
-
-def server_text(value: Any) -> Any:
-    """A value PostgreSQL can store: text without NUL characters (a JSON \\u0000 escape in a
-    message becomes one) and without lone surrogates (the index repairs those, but paths can
-    hold them)."""
-    if type(value) is not str or (value.isascii() and "\x00" not in value):
-        return value
-    if "\x00" in value:
-        value = value.replace("\x00", "\ufffd")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", "replace").decode("utf-8")
-    return value

@@ -3,12 +3,29 @@ sessions list, search, a session read as the tree it is, its contexts, usage cha
 updates while ``watch`` runs. Jinja2 templates and plain CSS/JS shipped as package data: no
 front-end build step. This package front is what the CLI uses.
 
-* ``app``: the Starlette app: routes, the token check, security headers, the live stream;
-* ``pages``: what each page shows, as plain data for its template;
+* ``access``: who may read it: the Host names it answers to, the Origin of requests other
+  pages make, the token (and the token file), the security headers;
+* ``app``: the Starlette app: routes, bounded pages, error pages, the live stream;
+* ``pages``: what each page shows, as plain data for its template, each bounded in size;
 * ``server``: running the app under uvicorn, with a watcher beside it for ``serve --watch``.
 """
 
-from xcsh_store.web.app import CONTENT_SECURITY_POLICY, create_app
+from xcsh_store.web.access import (
+    CONTENT_SECURITY_POLICY,
+    LOOPBACK_NAMES,
+    allowed_host_names,
+    beyond_loopback,
+    read_token_file,
+)
+from xcsh_store.web.app import create_app
 from xcsh_store.web.server import serve
 
-__all__ = ["CONTENT_SECURITY_POLICY", "create_app", "serve"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "LOOPBACK_NAMES",
+    "allowed_host_names",
+    "beyond_loopback",
+    "create_app",
+    "read_token_file",
+    "serve",
+]

@@ -1,38 +1,52 @@
-"""The Starlette app of ``xcsh-store serve``: routes, the token check, the security headers, the
-live-update stream. Read-only: every request opens index.db read-only and answers from the last
-sync; with ``watch`` (or ``serve --watch``) running, pages learn of new syncs through
-server-sent events and reload what they show. With ``redact`` (serve beyond loopback), every
-value a page prints and every resource passes through the secret redaction first
-(xcsh_store.secrets)."""
+"""The Starlette app of ``xcsh-store serve``: routes, bounded pages, error pages and the
+live-update stream (access.py checks every request first). Read-only: every request opens
+index.db read-only and answers from the last sync; with ``watch`` (or ``serve --watch``)
+running, pages learn of new syncs through server-sent events and reload what they show.
+
+Whatever the sessions hold, a page is bounded: pages.py bounds what each shows, and render()
+cuts any page at PAGE_BYTES. The pages that read the index run PAGES_AT_ONCE at a time, so the
+server's memory does not grow with the number of requests made at once.
+
+With ``redact`` (serve answering beyond loopback), every value a page prints and every resource
+passes through the secret redaction first (xcsh_store.secrets), and so do the pieces of a secret
+that cutting a text left: a text is redacted before it is shortened, and the secrets of the
+files a page shows excerpts of are taken out of it, whole or cut."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
+import logging
 import os
+import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import (
-    PlainTextResponse,
-    RedirectResponse,
-    Response,
-    StreamingResponse,
-)
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from xcsh_store.agents import AGENTS
-from xcsh_store.artifacts.urls import InternalUrlError, read_internal_url
-from xcsh_store.errors import XcshStoreError
+from xcsh_store.artifacts.pages import parse_line_selector
+from xcsh_store.artifacts.urls import read_internal_url, resolve_internal_url
+from xcsh_store.errors import (
+    AmbiguousLookupError,
+    EntryNotFoundError,
+    IndexDatabaseError,
+    InternalUrlError,
+    SessionNotFoundError,
+    XcshStoreError,
+)
+from xcsh_store.files import open_regular_file
+from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
@@ -40,69 +54,90 @@ from xcsh_store.index import (
     model_choices,
     project_choices,
 )
-from xcsh_store.paths import artifacts_dir_for, get_index_db_path
+from xcsh_store.index.db import errors_explained
+from xcsh_store.js import well_formed
+from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
 from xcsh_store.secrets import FileSecrets, Redactor, Secret
 from xcsh_store.web import pages
+from xcsh_store.web.access import Guard, allowed_host_names
 
-# No inline script or style anywhere: a session's text cannot run, whatever it holds.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS = {
-    "content-security-policy": CONTENT_SECURITY_POLICY,
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "DENY",
-}
-TOKEN_COOKIE = "xcsh_store_token"
+log = logging.getLogger("xcsh_store")
+
 # How often the live stream looks at index.db (a stat of two files).
 LIVE_CHECK_SECONDS = 0.5
+# The pages that read the index or a session file, at once; the others wait their turn (a
+# page of a 50,000-entry session holds tens of MB while it is made).
+PAGES_AT_ONCE = 2
+# No page is longer: pages.py keeps them far shorter, this is the last line of defence.
+PAGE_BYTES = 8 << 20
+# Characters of an artifact or agent:// resource one answer holds (the read tool's pages are
+# far shorter: only a JSON extraction, which it gives whole, can be longer).
+RESOURCE_CHARACTERS = 1_000_000
+# A filter's choice longer than a path can be is left out of its menu (?project= still works).
+CHOICE_LIMIT = 4096
+# Blobs are sent in pieces of this size.
+BLOB_CHUNK = 256 << 10
+_NUMBER = re.compile(r"[0-9]{1,9}")
+# Redacting, a text shortened for a page is redacted this far past the cut first: a secret (a
+# private key is a few KB) that starts before the cut is found whole, then cut with the rest.
+SECRET_REACH = 16_384
 
 
-class Security:
-    """ASGI middleware: the token (when set) on every request, the security headers on every
-    response."""
+class BadParameterError(XcshStoreError):
+    """A query parameter that is not what the page takes (``?page=²``)."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.token = token
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope)
-        if self.token is not None and not self._allowed(request):
-            await PlainTextResponse("A token is needed: open the URL serve printed.", 401)(
-                scope, receive, send
-            )
-            return
-        if self.token is not None and request.query_params.get("token"):
-            # The token of the printed URL becomes a cookie, and leaves the address bar.
-            target = request.url.remove_query_params("token")
-            response = RedirectResponse(str(target), 303)
-            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
-            await response(scope, receive, send)
-            return
+def number(request: Request, name: str) -> int | None:
+    """The query parameter ``name`` (None when not given): ASCII digits only, where
+    ``str.isdigit`` would take ``²`` and ``int`` would then fail."""
+    text = request.query_params.get(name)
+    if not text:
+        return None
+    if not _NUMBER.fullmatch(text):
+        raise BadParameterError(f"?{name}= takes a whole number, not {pages.shorten(text, 20)!r}")
+    return int(text)
 
-        async def with_headers(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"server"]
-                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
-                message["headers"] = headers
-            await send(message)
 
-        await self.app(scope, receive, with_headers)
+def named(request: Request, name: str) -> str:
+    """The query parameter ``name``, which the page needs."""
+    value = request.query_params.get(name)
+    if not value:
+        raise BadParameterError(f"?{name}= names the entry")
+    return value
 
-    def _allowed(self, request: Request) -> bool:
-        assert self.token is not None
-        offered = (
-            request.query_params.get("token")
-            or request.cookies.get(TOKEN_COOKIE)
-            or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        )
-        return hmac.compare_digest(offered.encode(), self.token.encode())
+
+def bounded_html(chunks: Iterator[str], limit: int = PAGE_BYTES) -> bytes:
+    """The page the template writes, as UTF-8 (a lone surrogate in a session becomes U+FFFD),
+    cut at ``limit`` bytes with a note saying so."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        try:
+            data = chunk.encode()
+        except UnicodeEncodeError:
+            data = well_formed(chunk).encode()
+        size += len(data)
+        if size > limit:
+            parts.append(data[: len(data) - (size - limit)])
+            parts.append(b'\n<p class="error">[this page was cut here: it is too long]</p>\n')
+            break
+        parts.append(data)
+    return b"".join(parts)
+
+
+def error_of(error: Exception) -> tuple[int, str]:
+    """The status and title of the page that answers ``error``."""
+    if isinstance(error, BadParameterError):
+        return 400, "Bad request"
+    if isinstance(
+        error, SessionNotFoundError | EntryNotFoundError | AmbiguousLookupError | InternalUrlError
+    ):
+        return 404, "Not found"
+    if isinstance(error, FileNotFoundError):
+        return 404, "The session file is gone"
+    if isinstance(error, IndexDatabaseError):
+        return 503, "The index cannot be read"
+    return 500, "This page failed"
 
 
 def index_version(db_path: str) -> str:
@@ -121,11 +156,17 @@ def index_version(db_path: str) -> str:
     return "-".join(map(str, version))
 
 
-def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -> Starlette:
+def create_app(
+    agent_dir: str,
+    token: str | None = None,
+    hosts: frozenset[str] | None = None,
+    redact: bool = False,
+) -> Starlette:
     """The app over the index of ``agent_dir``; with ``token``, every request must carry it;
-    with ``redact``, no secret of a session is in a page or a resource.
+    it answers to the Host names ``hosts`` (default: loopback's); with ``redact``, no secret
+    of a session is in a page or a resource.
 
-    The pages are plain functions, which Starlette runs in its thread pool: a slow query
+    The pages are plain functions, run in worker threads PAGES_AT_ONCE at a time: a slow query
     never holds up the event loop, and with it the live streams of other pages."""
     agent_dir = os.path.abspath(agent_dir)
     db_path = get_index_db_path(agent_dir)
@@ -134,13 +175,34 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
     # The secrets of the files the page being rendered (in this thread) shows pieces of.
     rendering = threading.local()
 
+    def known() -> list[Secret]:
+        return getattr(rendering, "known", [])
+
     def shown(value: Any) -> Any:
         """What a template prints: a text with its secrets redacted (before it is escaped),
-        and the secrets of the files it was cut from, whole or cut."""
-        if redactor is None or not isinstance(value, str):
+        and the secrets of the files it was cut from, whole or cut. A macro's output is
+        made of values that came through here already."""
+        if redactor is None or not isinstance(value, str) or isinstance(value, Markup):
             return value
-        redacted = redactor.text(value, getattr(rendering, "known", ()))
-        return value if redacted == value else type(value)(redacted)
+        return redactor.text(value, known())
+
+    def shorten(text: object, limit: int = pages.LINE_SHOWN) -> str:
+        """pages.shorten; redacting, the text redacted before it is cut (a secret cut in two
+        reads as no secret)."""
+        if redactor is not None and isinstance(text, str) and len(text) > limit:
+            text = redactor.text(text[: limit + SECRET_REACH], known())
+        return pages.shorten(text, limit)
+
+    def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
+        """A hit's highlighted pieces; redacting, a snippet that holds a secret is shown
+        plain (a piece cut by a highlight would not read as the secret it is)."""
+        if redactor is not None:
+            plain = snippet.replace(pages.MARK_START, "").replace(pages.MARK_END, "")
+            plain = plain[: pages.LINE_SHOWN + SECRET_REACH]
+            redacted = redactor.text(plain, known())
+            if redacted != plain:
+                return [(False, pages.shorten(redacted))]
+        return pages.snippet_pieces(snippet)
 
     def secrets_of(index: SessionIndex, paths: Any) -> list[Secret]:
         """The secrets of the session files a page shows pieces of (their excerpts, summaries
@@ -148,16 +210,6 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         if file_secrets is None:
             return []
         return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
-
-    def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
-        """A hit's highlighted pieces; redacting, a snippet that holds a secret is shown
-        whole and plain (a piece cut by a highlight would not read as the secret it is)."""
-        if redactor is not None:
-            plain = snippet.replace(pages.MARK_START, "").replace(pages.MARK_END, "")
-            redacted = redactor.text(plain, getattr(rendering, "known", ()))
-            if redacted != plain:
-                return [(False, redacted)]
-        return pages.snippet_pieces(snippet)
 
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("xcsh_store.web", "templates"),
@@ -167,6 +219,7 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         lstrip_blocks=True,
         finalize=shown,
     )
+    limiter = anyio.CapacityLimiter(PAGES_AT_ONCE)
 
     def url(route: str, path: str, **parameters: Any) -> str:
         """A link to a page of the session file at ``path`` (a path selects exactly one file,
@@ -175,18 +228,41 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         return f"{route}?{urlencode({'path': path, **given})}"
 
     templates.globals["url"] = url
+    templates.filters["shorten"] = shorten
 
     def render(
         name: str, status: int = 200, known: list[Secret] | None = None, **context: Any
     ) -> Response:
         # The page's live stream tells of any sync after the one the page was made from.
         live = "/live?" + urlencode({"seen": index_version(db_path)})
-        rendering.known = known or ()
+        rendering.known = known or []
         try:
-            html = templates.get_template(name).render(live=live, **context)
+            html = bounded_html(templates.get_template(name).generate(live=live, **context))
         finally:
-            rendering.known = ()
+            rendering.known = []
         return Response(html, status, media_type="text/html; charset=utf-8")
+
+    def page(handler: Callable[[Request], Response]) -> Callable[[Request], Any]:
+        """A route of a page that reads the index: run in a worker thread, PAGES_AT_ONCE at a
+        time; any failure answers an error page of one line (damage found while the page is
+        written, after the index said nothing, included)."""
+
+        def answer(request: Request) -> Response:
+            try:
+                with errors_explained(db_path):
+                    return handler(request)
+            except Exception as error:
+                status, title = error_of(error)
+                message = str(error)
+                if status == 500:
+                    message = f"{type(error).__name__}: {error}"
+                    log.error("serve: %s %s: %s", request.method, request.url.path, message)
+                return render("error.html", status, title=title, message=message)
+
+        async def endpoint(request: Request) -> Response:
+            return await anyio.to_thread.run_sync(answer, request, limiter=limiter)
+
+        return endpoint
 
     def open_index() -> SessionIndex:
         return SessionIndex.open(agent_dir, read_only=True)
@@ -199,8 +275,9 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         version = index_version(db_path)
         if choices.get("version") != version:
             choices["version"] = version
-            choices["projects"] = [choice.value for choice in project_choices(index, "")]
-            choices["models"] = [choice.value for choice in model_choices(index, "")]
+            for name, found in (("projects", project_choices), ("models", model_choices)):
+                values = [choice.value for choice in found(index, "")]
+                choices[name] = [value for value in values if len(value) <= CHOICE_LIMIT]
         return choices["projects"], choices["models"]
 
     def chosen_session(index: SessionIndex, request: Request) -> IndexedSession:
@@ -212,10 +289,6 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
     def agents_of(query: Any) -> list[str] | None:
         agent = query.get("agent")
         return [agent] if agent in AGENTS else None
-
-    def integer(request: Request, name: str, default: int) -> int:
-        text = request.query_params.get(name, "")
-        return int(text) if text.isdigit() and len(text) < 10 else default
 
     def sessions_list(request: Request) -> Response:
         query = request.query_params
@@ -230,7 +303,7 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
                 since=pages.since_of(query.get("since", "")),
                 sort=sort,
                 descending=query.get("dir", "desc") != "asc",
-                page=integer(request, "page", 1),
+                page=number(request, "page") or 1,
             )
             projects, _models = filter_choices(index)
             return render(
@@ -244,6 +317,7 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         hits: list[Any] = []
         error = None
         role = query.get("role") or None
+        limit = min(number(request, "limit") or 50, 200)
         with open_index() as index:
             if text:
                 try:
@@ -254,7 +328,7 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
                         model=query.get("model") or None,
                         agents=agents_of(query),
                         since=pages.since_of(query.get("since", "")),
-                        limit=min(integer(request, "limit", 50), 200),
+                        limit=limit,
                         highlight=(pages.MARK_START, pages.MARK_END),
                     )
                 except (XcshStoreError, ValueError) as problem:
@@ -269,29 +343,35 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
 
     def session(request: Request) -> Response:
         query = request.query_params
+        start = number(request, "start")
         with open_index() as index:
             info = chosen_session(index, request)
-            start = query.get("start")
-            page = pages.session_page(
+            shown = pages.session_page(
                 index,
                 info,
                 leaf_id=query.get("leaf") or None,
                 entry_id=query.get("entry") or None,
-                start=int(start) if start and start.isdigit() else None,
+                start=start,
             )
             return render(
-                "session.html", page=page, window=pages.WINDOW,
+                "session.html", page=shown, window=pages.WINDOW,
                 known=secrets_of(index, [info.path]),
             )  # fmt: skip
 
-    def context(request: Request) -> Response:
+    def entry(request: Request) -> Response:
+        entry_id = named(request, "id")
         with open_index() as index:
             info = chosen_session(index, request)
-            page = pages.context_page(
-                index, info, request.query_params.get("leaf") or None, integer(request, "start", 0)
-            )
+            shown = pages.entry_page(index, info, entry_id, number(request, "part") or 1)
+            return render("entry.html", page=shown, known=secrets_of(index, [info.path]))
+
+    def context(request: Request) -> Response:
+        start = number(request, "start") or 0
+        with open_index() as index:
+            info = chosen_session(index, request)
+            shown = pages.context_page(index, info, request.query_params.get("leaf") or None, start)
             return render(
-                "context.html", page=page, window=pages.WINDOW,
+                "context.html", page=shown, window=pages.WINDOW,
                 known=secrets_of(index, [info.path]),
             )  # fmt: skip
 
@@ -300,7 +380,7 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         by = by if by in ("day", "week", "month") else "day"
         metric = request.query_params.get("metric", "tokens")
         metric = metric if metric in ("tokens", "cost") else "tokens"
-        value_of = pages.tokens if metric == "tokens" else (lambda row: row.cost)
+        value_of = pages.tokens if metric == "tokens" else (lambda row: row.cost or 0.0)
         with open_index() as index:
             over_time = index.usage(by)
             models = sorted(index.usage("model"), key=value_of)
@@ -316,25 +396,56 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
             height=pages.CHART_HEIGHT, label_height=pages.LABEL_HEIGHT,
         )  # fmt: skip
 
-    def blob(request: Request) -> Response:
-        mime = request.query_params.get("type", "")
-        with open_index() as index:
-            data = index.blob_store.get(request.path_params["hash"])
-        if data is None or mime not in pages.IMAGE_TYPES:
-            return PlainTextResponse("No such image", 404)
-        return Response(data, media_type=mime, headers={"cache-control": "max-age=86400"})
-
-    def resource(request: Request) -> Response:
-        """An artifact:// or agent:// URL of a session, as plain text."""
+    def image(request: Request) -> Response:
+        """An image held as base64 in a session line (pages link it rather than inline it)."""
+        entry_id, part = named(request, "entry"), number(request, "part") or 0
         with open_index() as index:
             info = chosen_session(index, request)
-        try:
-            text = read_internal_url(
-                request.query_params.get("url", ""), artifacts_dir_for(info.path)
-            )
-        except InternalUrlError as problem:
-            return PlainTextResponse(str(problem), 404)
-        return PlainTextResponse(shown(text))
+            found = pages.entry_image(index, info, entry_id, part)
+        if found is None:
+            return PlainTextResponse("No such image", 404)
+        mime, data = found
+        return Response(data, media_type=mime, headers={"cache-control": "max-age=86400"})
+
+    def blob(request: Request) -> Response:
+        """An image of the blob store, sent a piece at a time (a blob can be large)."""
+        mime = request.query_params.get("type", "")
+        store = BlobStore(get_blobs_dir(agent_dir))
+        digest = request.path_params["hash"]
+        if mime not in pages.IMAGE_TYPES or not store.has(digest):
+            return PlainTextResponse("No such image", 404)
+        handle = open_regular_file(store.path_for(digest))
+        size = os.fstat(handle.fileno()).st_size
+
+        def pieces() -> Iterator[bytes]:
+            with handle:
+                while piece := handle.read(BLOB_CHUNK):
+                    yield piece
+
+        return StreamingResponse(
+            pieces(),
+            media_type=mime,
+            headers={"cache-control": "max-age=86400", "content-length": str(size)},
+        )
+
+    def resource(request: Request) -> Response:
+        """An artifact:// or agent:// URL of a session, as plain text, as the read tool pages it
+        (its notes name the next page: ``sel=L3001``, a parameter of this route too); a JSON
+        extraction, which the read tool gives whole, is cut at RESOURCE_CHARACTERS."""
+        with open_index() as index:
+            info = chosen_session(index, request)
+        selector = request.query_params.get("sel")
+        offset, limit = parse_line_selector(selector) if selector else (None, None)
+        link, artifacts = request.query_params.get("url", ""), artifacts_dir_for(info.path)
+        text = read_internal_url(link, artifacts, offset, limit)
+        if len(text) > RESOURCE_CHARACTERS:
+            rest = len(text) - RESOURCE_CHARACTERS
+            text = f"{text[:RESOURCE_CHARACTERS]}\n\n[cut: {rest:,} more characters not shown]"
+        if redactor is not None and file_secrets is not None:
+            # A page of the resource may hold a piece of a secret of the whole (its lines).
+            whole = file_secrets.of(resolve_internal_url(link, artifacts).source_path)
+            text = redactor.text(text, whole)
+        return PlainTextResponse(well_formed(text))
 
     async def live(request: Request) -> Response:
         """Server-sent events: ``index`` each time a sync commits (after the version ``seen``
@@ -355,22 +466,24 @@ def create_app(agent_dir: str, token: str | None = None, redact: bool = False) -
         )
 
     async def not_found(request: Request, error: Exception) -> Response:
-        return render("error.html", 404, message=str(error))
+        return render("error.html", 404, title="Not found", message="No such page")
 
     static = resources.files("xcsh_store.web") / "static"
     return Starlette(
         routes=[
-            Route("/", sessions_list),
-            Route("/search", search),
-            Route("/session", session),
-            Route("/session/{session}", session),
-            Route("/context", context),
-            Route("/resource", resource),
-            Route("/usage", usage),
-            Route("/blob/{hash:str}", blob),
+            Route("/", page(sessions_list)),
+            Route("/search", page(search)),
+            Route("/session", page(session)),
+            Route("/session/{session}", page(session)),
+            Route("/entry", page(entry)),
+            Route("/context", page(context)),
+            Route("/resource", page(resource)),
+            Route("/usage", page(usage)),
+            Route("/image", page(image)),
+            Route("/blob/{hash:str}", page(blob)),
             Route("/live", live),
             Mount("/static", StaticFiles(directory=str(static)), name="static"),
         ],
-        middleware=[Middleware(Security, token=token)],
-        exception_handlers={XcshStoreError: not_found, KeyError: not_found},
+        middleware=[Middleware(Guard, token=token, hosts=hosts or allowed_host_names("127.0.0.1"))],
+        exception_handlers={404: not_found},
     )

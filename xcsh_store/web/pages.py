@@ -7,9 +7,10 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 
@@ -23,17 +24,13 @@ from xcsh_store.index import (
     labels_of,
     message_summary,
     read_entries,
+    usage_total,
 )
 
-# Entries of a branch shown at once: a session of 50,000 entries is read a window at a time.
-WINDOW = 100
 SESSIONS_PAGE = 50
-# Entries of a folded (abandoned) branch shown when it is opened; the rest is one click away.
-FOLDED_SHOWN = 20
-TEXT_SHOWN = 20_000
-# Images shown inline: raster types only (an SVG can carry script).
-IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
-_INTERNAL_URL = re.compile(r"\b(?:artifact|agent)://[\w.\-/%?=&#:]+")
+# Characters of a one-line text shown (a title, a first message, a label, a name, a snippet):
+# a session can hold megabytes in any of them.
+LINE_SHOWN = 300
 
 SESSION_SORTS = {
     "modified": lambda session: session.modified,
@@ -42,6 +39,12 @@ SESSION_SORTS = {
     "messages": lambda session: session.message_count,
     "cost": lambda session: session.cost,
 }
+
+
+def shorten(text: object, limit: int = LINE_SHOWN) -> str:
+    """``text`` (None: empty) up to ``limit`` characters, with a mark where it was cut."""
+    whole = "" if text is None else str(text)
+    return whole if len(whole) <= limit else whole[:limit] + " …"
 
 
 # -- sessions list --------------------------------------------------------------------------
@@ -105,9 +108,10 @@ MARK_START, MARK_END = "\ue000", "\ue001"
 
 
 def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
-    """(highlighted, text) pieces of a snippet made with MARK_START/MARK_END."""
+    """(highlighted, text) pieces of a snippet made with MARK_START/MARK_END, cut as a line is
+    (a snippet is a few words, but one word can be megabytes long)."""
     pieces: list[tuple[bool, str]] = []
-    for number, part in enumerate(re.split(f"[{MARK_START}{MARK_END}]", snippet)):
+    for number, part in enumerate(re.split(f"[{MARK_START}{MARK_END}]", shorten(snippet))):
         if part:
             pieces.append((number % 2 == 1, part))
     return pieces
@@ -115,16 +119,45 @@ def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
 
 # -- one session ----------------------------------------------------------------------------
 
+# Every page is bounded in bytes, whatever the session holds: a window reads at most WINDOW
+# entries and WINDOW_BYTES of their lines (a longer single line alone), an entry shows at most
+# ENTRY_SHOWN characters of its text and links to its entry page for the rest, and a line longer
+# than LINE_READ_LIMIT is not read at all on the session page (its entry page reads it alone).
+WINDOW = 100
+WINDOW_BYTES = 1 << 20
+LINE_READ_LIMIT = 4 << 20
+ENTRY_SHOWN = 20_000
+# Characters of an entry's text one part of its entry page shows.
+ENTRY_PART = 200_000
+# Entries of a folded (abandoned) branch shown when it is opened, the folded branches shown at
+# one branch point, and the bytes of lines the folded entries of one page read in all; the
+# rest is one click away ("Show this branch").
+FOLDED_SHOWN = 20
+FOLDED_BRANCHES = 20
+FOLDED_BYTES = 256 << 10
+# Images shown: raster types only (an SVG can carry script).
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+_INTERNAL_URL = re.compile(r"\b(?:artifact|agent)://[\w.\-/%?=&#:]+")
+
 
 @dataclass
 class Block:
-    """One piece of an entry's content: text, thinking, a tool call, an image, a link."""
+    """One piece of an entry's content: text, thinking, a tool call, an image."""
 
     kind: str
     text: str = ""
     name: str = ""
-    image: str | None = None  # a URL the page may load (our own /blob/..., or data:)
-    links: list[str] = field(default_factory=list)
+    image: str | None = None  # a URL of this server the page loads the image from
+
+    @property
+    def links(self) -> list[str]:
+        """The artifact:// and agent:// URLs in the text, each once."""
+        return sorted(set(_INTERNAL_URL.findall(self.text))) if "://" in self.text else []
+
+    @property
+    def length(self) -> int:
+        """Its place in the entry's text: its characters, one for an image or an empty block."""
+        return 1 if self.image is not None else max(len(self.text), 1)
 
 
 @dataclass
@@ -140,6 +173,9 @@ class ShownEntry:
     label: str | None = None
     siblings: int = 0  # children of this entry (a branch point has more than one)
     folded: list[FoldedBranch] = field(default_factory=list)
+    more: int = 0  # characters of its text not shown: its entry page shows them
+    unread: int = 0  # the bytes of its line, when the line is too long to read here
+    branches_not_shown: int = 0  # folded branches past FOLDED_BRANCHES
 
 
 @dataclass
@@ -193,6 +229,43 @@ def newest_chain(tree: SessionTree, entry_id: str) -> list[str]:
     return chain
 
 
+class ReadBudget:
+    """Bytes of session lines a page may still read."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def take(self, rows: list[IndexedEntry], at_least_one: bool = False) -> list[IndexedEntry]:
+        """The leading ``rows`` whose lines fit in what is left (the first one, whatever its
+        size, with ``at_least_one``), taken from the budget. A line longer than LINE_READ_LIMIT
+        costs nothing: the page does not read it."""
+        taken: list[IndexedEntry] = []
+        for row in rows:
+            cost = row.length if row.length <= LINE_READ_LIMIT else 0
+            if cost > self.left and not (at_least_one and not taken):
+                break
+            self.left -= cost
+            taken.append(row)
+        return taken
+
+
+def window_start(branch: list[IndexedEntry], start: int | None, target: int | None) -> int:
+    """Where the window of ``branch`` starts: at ``start`` when given; for ``target``, at the
+    multiple of WINDOW before it, or at ``target`` itself when that window's bytes end before
+    it; by default at the last multiple of WINDOW, or later when the window from there would
+    end before the branch does (the default window always shows the newest entry)."""
+    last = max(0, len(branch) - 1)
+    if target is not None:
+        aligned = target - target % WINDOW
+        reach = aligned + len(ReadBudget(WINDOW_BYTES).take(branch[aligned : target + 1], True))
+        return aligned if reach > target else target
+    if start is not None:
+        return min(max(0, start), last)
+    aligned = last // WINDOW * WINDOW
+    tail = ReadBudget(WINDOW_BYTES).take(branch[aligned:][::-1], True)
+    return len(branch) - len(tail) if len(tail) < len(branch) - aligned else aligned
+
+
 def session_page(
     index: SessionIndex,
     session: IndexedSession,
@@ -203,7 +276,7 @@ def session_page(
 ) -> SessionPage:
     """A window of the branch ending at ``leaf_id`` (default: the session's last entry); the
     window holds ``entry_id`` when given (a search hit off that branch picks the newest leaf
-    below it), else starts at ``start`` (default: the last window). Only the entries of the
+    below it), else starts at ``start`` (default: the last window). Only the lines of the
     window, of the folded branches' first entries and of the labels are read from the file."""
     tree = index.tree(session)
     if entry_id is not None and entry_id in tree.entries and leaf_id is None:
@@ -211,54 +284,51 @@ def session_page(
         leaf_id = None if on_active else newest_chain(tree, entry_id)[-1]
     leaf = leaf_id if leaf_id in tree.entries else session.last_entry_id
     branch = branch_of(tree, leaf)
+    target = None
     if entry_id is not None:
-        where = next((n for n, row in enumerate(branch) if row.id == entry_id), 0)
-        start = where - where % WINDOW
-    elif start is None:
-        start = max(0, len(branch) - 1) // WINDOW * WINDOW
-    start = min(max(0, start), max(0, len(branch) - 1))
-    window = branch[start : start + WINDOW]
+        target = next((n for n, row in enumerate(branch) if row.id == entry_id), 0)
+    start = window_start(branch, start, target)
+    window = ReadBudget(WINDOW_BYTES).take(branch[start : start + WINDOW], at_least_one=True)
     labels = _labels(session, tree)
     on_path = {row.id for row in branch}
     shown = _shown(session, window, tree, labels)
+    folded_budget = ReadBudget(FOLDED_BYTES)
     for entry in shown:
         if entry.siblings > 1:
-            entry.folded = _folded(session, tree, entry.id, on_path, labels)
+            _fold(entry, session, tree, on_path, labels, folded_budget)
     return SessionPage(
         session, leaf, len(branch), start, shown, len(tree.branch_points), len(tree.leaves)
     )
 
 
 def _labels(session: IndexedSession, tree: SessionTree) -> dict[str, str]:
-    """Target id -> label, from the label entries alone."""
-    return labels_of(
-        read_entries(
-            session.path,
-            [row for row in tree.entries.values() if row.type == "label"],
-            None,
-            session.agent,
-        )
-    )
+    """Target id -> label, from the label entries alone (those of a sane size)."""
+    rows = [
+        row
+        for row in tree.entries.values()
+        if row.type == "label" and row.length <= LINE_READ_LIMIT
+    ]
+    return labels_of(read_entries(session.path, rows, None, session.agent))
 
 
-def _folded(
+def _fold(
+    point: ShownEntry,
     session: IndexedSession,
     tree: SessionTree,
-    point: str,
     on_path: set[str],
     labels: dict[str, str],
-) -> list[FoldedBranch]:
-    """The branches leaving ``point`` off the shown path, each with its first entries."""
-    folded = []
-    for child in tree.children.get(point, []):
-        if child in on_path:
-            continue
+    budget: ReadBudget,
+) -> None:
+    """The branches leaving ``point`` off the shown path, each with its first entries (as
+    many as the page's budget reads)."""
+    leaving = [child for child in tree.children.get(point.id, []) if child not in on_path]
+    for child in leaving[:FOLDED_BRANCHES]:
         chain = newest_chain(tree, child)
-        rows = [tree.entries[entry_id] for entry_id in chain[:FOLDED_SHOWN]]
-        folded.append(
+        rows = budget.take([tree.entries[entry_id] for entry_id in chain[:FOLDED_SHOWN]])
+        point.folded.append(
             FoldedBranch(child, chain[-1], len(chain), _shown(session, rows, tree, labels))
         )
-    return folded
+    point.branches_not_shown = max(0, len(leaving) - FOLDED_BRANCHES)
 
 
 def _shown(
@@ -267,60 +337,105 @@ def _shown(
     tree: SessionTree,
     labels: dict[str, str],
 ) -> list[ShownEntry]:
-    shown = []
-    for row, value in zip(rows, read_entries(session.path, rows, None, session.agent), strict=True):
-        kind, summary = entry_summary(value)
-        shown.append(
-            ShownEntry(
-                id=row.id or "",
-                parent_id=row.parent_id,
-                type=row.type or "?",
-                kind=kind,
-                timestamp=row.timestamp,
-                model=row.model,
-                summary=summary,
-                blocks=_blocks(session, value),
-                label=labels.get(row.id or ""),
-                siblings=len(tree.children.get(row.id, [])),
-            )
+    """The entries of ``rows`` as the session page shows them: read from the file (but lines
+    too long to read here), their text cut at ENTRY_SHOWN characters."""
+    readable = [row for row in rows if row.length <= LINE_READ_LIMIT]
+    values = dict(
+        zip(
+            (row.pk for row in readable),
+            read_entries(session.path, readable, None, session.agent),
+            strict=True,
         )
+    )
+    shown = []
+    for row in rows:
+        value = values.get(row.pk)
+        if value is None:
+            entry = _unread(row)
+        else:
+            entry = _entry(row, value, _blocks(session, value), 0, ENTRY_SHOWN)
+        entry.label = labels.get(entry.id)
+        entry.siblings = len(tree.children.get(row.id, []))
+        shown.append(entry)
     return shown
 
 
-def _text_block(kind: str, text: str, name: str = "") -> Block:
-    cut = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
-    links = _INTERNAL_URL.findall(text) if "://" in text else []
-    return Block(kind, cut, name, links=sorted(set(links)))
+def _entry(
+    row: IndexedEntry, value: dict[str, Any], blocks: list[Block], start: int, size: int
+) -> ShownEntry:
+    """An entry read from its line, showing characters ``start`` to ``start + size`` of the
+    text of its ``blocks``."""
+    kind, summary = entry_summary(value)
+    shown, length = text_part(blocks, start, size)
+    return ShownEntry(
+        id=row.id or "",
+        parent_id=row.parent_id,
+        type=row.type or "?",
+        kind=kind,
+        timestamp=row.timestamp,
+        model=row.model,
+        summary=summary,
+        blocks=shown,
+        more=max(0, length - start - size),
+    )
+
+
+def _unread(row: IndexedEntry) -> ShownEntry:
+    """An entry whose line is too long to read for the session page: what the index knows."""
+    return ShownEntry(
+        id=row.id or "",
+        parent_id=row.parent_id,
+        type=row.type or "?",
+        kind=row.role or row.type or "?",
+        timestamp=row.timestamp,
+        model=row.model,
+        summary="",
+        blocks=[],
+        unread=row.length,
+    )
+
+
+def text_part(blocks: list[Block], start: int, size: int) -> tuple[list[Block], int]:
+    """The blocks that hold characters ``start`` to ``start + size`` of an entry's text, each
+    cut to that range; and the length of the whole text (see Block.length)."""
+    shown = []
+    position = 0
+    for block in blocks:
+        low, high = max(start - position, 0), min(start + size - position, block.length)
+        if low < high:
+            cut = block.image is None and (low > 0 or high < len(block.text))
+            shown.append(replace(block, text=block.text[low:high]) if cut else block)
+        position += block.length
+    return shown, position
 
 
 def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
-    """The readable pieces of an entry: a message's content blocks, a summary's text."""
+    """The readable pieces of an entry, whole: a message's content blocks, a summary's text."""
     kind = entry.get("type")
     if kind in ("compaction", "branch_summary") and isinstance(entry.get("summary"), str):
-        return [_text_block("summary", entry["summary"])]
+        return [Block("summary", entry["summary"])]
     message = entry.get("message") if kind == "message" else entry
     if not isinstance(message, dict):
         return []
     content = message.get("content")
     if isinstance(content, str):
-        return [_text_block("text", content)]
+        return [Block("text", content)]
     if not isinstance(content, list):
         return []
     blocks = []
-    for part in content:
+    for number, part in enumerate(content):
         if not isinstance(part, dict):
             continue
         part_type = part.get("type")
         if part_type == "text" and isinstance(part.get("text"), str):
-            blocks.append(_text_block("text", part["text"]))
+            blocks.append(Block("text", part["text"]))
         elif part_type == "thinking" and isinstance(part.get("thinking"), str):
-            blocks.append(_text_block("thinking", part["thinking"]))
+            blocks.append(Block("thinking", part["thinking"]))
         elif part_type == "toolCall":
-            arguments = part.get("arguments")
-            text = _json_text(arguments)
-            blocks.append(_text_block("tool", text, str(part.get("name") or "tool")))
+            name = str(part.get("name") or "tool")
+            blocks.append(Block("tool", _json_text(part.get("arguments")), name))
         elif part_type == "image":
-            blocks.append(_image_block(part))
+            blocks.append(_image_block(session, entry, number, part))
     return blocks
 
 
@@ -331,24 +446,85 @@ def _json_text(value: Any) -> str:
         return str(value)
 
 
-def _image_block(part: dict[str, Any]) -> Block:
-    """An image the page may show: from the blob store (our URL) or inline base64 (a data:
-    URL), raster types only; anything else is named, not shown."""
+def _image_block(
+    session: IndexedSession, entry: dict[str, Any], number: int, part: dict[str, Any]
+) -> Block:
+    """An image the page may show, by URL (never inline: a page's size does not grow with
+    its images): the blob store's, or this server's /image route for base64 data in the
+    line; raster types only, anything else is named, not shown."""
     mime = part.get("mimeType") if isinstance(part.get("mimeType"), str) else ""
-    data = part.get("data") if isinstance(part.get("data"), str) else ""
     if mime not in IMAGE_TYPES:
         return Block("image", f"[{mime or 'image'} not shown]")
-    blob = parse_blob_ref(data)
+    blob = parse_blob_ref(part.get("data"))
     if blob is not None:
         return Block("image", mime, image=f"/blob/{blob}?type={mime}")
+    where = {"path": session.path, "entry": entry.get("id") or "", "part": number}
+    return Block("image", mime, image=f"/image?{urlencode(where)}")
+
+
+# -- one entry ------------------------------------------------------------------------------
+
+
+@dataclass
+class EntryPage:
+    """One entry of a session, its text a part of ENTRY_PART characters at a time."""
+
+    session: IndexedSession
+    entry: ShownEntry
+    part: int  # 1, 2, ...
+    parts: int
+
+
+def _entry_value(
+    index: SessionIndex, session: IndexedSession, entry_id: str
+) -> tuple[IndexedEntry, dict[str, Any]]:
+    """The index row of one entry (the end of its branch) and the entry read from its line."""
+    row = index.branch(session, entry_id)[-1]
+    (value,) = read_entries(session.path, [row], None, session.agent)
+    return row, value
+
+
+def entry_page(index: SessionIndex, session: IndexedSession, entry_id: str, part: int) -> EntryPage:
+    """Part ``part`` (from 1; past the last: the last) of the text of the entry ``entry_id``."""
+    row, value = _entry_value(index, session, entry_id)
+    blocks = _blocks(session, value)
+    parts = max(1, -(-sum(block.length for block in blocks) // ENTRY_PART))
+    part = min(max(part, 1), parts)
+    shown = _entry(row, value, blocks, (part - 1) * ENTRY_PART, ENTRY_PART)
+    return EntryPage(session, shown, part, parts)
+
+
+def entry_image(
+    index: SessionIndex, session: IndexedSession, entry_id: str, number: int
+) -> tuple[str, bytes] | None:
+    """(type, bytes) of the base64 image that is part ``number`` of the entry's content; None
+    when that part is no image of a raster type, or its data is not base64."""
+    _row, value = _entry_value(index, session, entry_id)
+    message = value.get("message") if value.get("type") == "message" else value
+    content = message.get("content") if isinstance(message, dict) else None
+    part = content[number] if isinstance(content, list) and number < len(content) else None
+    if not isinstance(part, dict) or part.get("type") != "image":
+        return None
+    mime, data = part.get("mimeType"), part.get("data")
+    if mime not in IMAGE_TYPES or not isinstance(data, str):
+        return None
     try:
-        base64.b64decode(data, validate=True)
+        return mime, base64.b64decode(data, validate=True)
     except ValueError:
-        return Block("image", "[image data that is not base64]")
-    return Block("image", mime, image=f"data:{mime};base64,{data}")
+        return None
 
 
 # -- context --------------------------------------------------------------------------------
+
+# Characters of text one context page shows in all (each message at most ENTRY_SHOWN).
+CONTEXT_TEXT = 1_000_000
+
+
+@dataclass
+class ShownMessage:
+    role: str
+    text: str
+    more: int  # characters not shown
 
 
 @dataclass
@@ -357,23 +533,36 @@ class ContextPage:
     leaf_id: str | None
     models: dict[str, str]
     thinking_level: str
-    messages: list[tuple[str, str]]
+    messages: list[ShownMessage]
     total: int
     start: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.messages)
 
 
 def context_page(
     index: SessionIndex, session: IndexedSession, leaf_id: str | None, start: int = 0
 ) -> ContextPage:
+    """The messages the model saw at ``leaf_id``, a window from ``start``: at most WINDOW
+    messages, ENTRY_SHOWN characters each, CONTEXT_TEXT characters in all."""
     context = index.context(session, leaf_id)
     start = min(max(0, start), max(0, len(context.messages) - 1))
-    window = context.messages[start : start + WINDOW]
+    messages: list[ShownMessage] = []
+    shown = 0
+    for message in context.messages[start : start + WINDOW]:
+        if shown >= CONTEXT_TEXT:
+            break
+        role, text = message_summary(message)
+        messages.append(ShownMessage(role, text[:ENTRY_SHOWN], max(0, len(text) - ENTRY_SHOWN)))
+        shown += min(len(text), ENTRY_SHOWN)
     return ContextPage(
         session,
         leaf_id or session.last_entry_id,
         context.models,
         context.thinking_level,
-        [message_summary(message) for message in window],
+        messages,
         len(context.messages),
         start,
     )
@@ -432,12 +621,14 @@ def tokens(row: Any) -> int:
     return row.input_tokens + row.output_tokens + row.cache_read_tokens + row.cache_write_tokens
 
 
-def usage_totals(rows: list[Any]) -> dict[str, float]:
+def usage_totals(rows: list[Any]) -> dict[str, float | None]:
     """The sums of every column of the usage table."""
     columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens")
     totals: dict[str, float] = {
         column: sum(getattr(row, column) for row in rows)
-        for column in (*columns, "cache_write_tokens", "cost")
+        for column in (*columns, "cache_write_tokens")
     }
     totals["tokens"] = sum(tokens(row) for row in rows)
+    total = usage_total(rows)
+    totals["cost"], totals["unpriced"] = total.cost, total.unpriced
     return totals

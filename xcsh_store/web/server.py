@@ -3,18 +3,14 @@ beside it, stopped with the server."""
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import uvicorn
 
 from xcsh_store.watch import AppliedChange, IndexWatcher
+from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names, beyond_loopback
 from xcsh_store.web.app import create_app
-
-log = logging.getLogger("xcsh_store")
-
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def serve(
@@ -25,17 +21,22 @@ def serve(
     watch: bool = False,
     on_change: Callable[[AppliedChange], None] | None = None,
     on_ready: Callable[[str], None] | None = None,
+    allowed_hosts: Collection[str] = (),
     redact: bool | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``. ``redact``
-    (default: on any address but loopback) takes the secrets out of every page."""
-    if host not in LOOPBACK and not token:
+    """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``. Requests must
+    name loopback, ``host`` or one of ``allowed_hosts`` in their Host header. ``on_ready`` is
+    given the URL to open (without the token). ``redact`` (default: when a name but loopback's
+    is answered) takes the secrets out of every page."""
+    if host not in LOOPBACK_NAMES and not token:
         raise ValueError(f"serving on {host} needs a token")
+    hosts = allowed_host_names(host, allowed_hosts)
     config = uvicorn.Config(
-        create_app(agent_dir, token, host not in LOOPBACK if redact is None else redact),
+        create_app(agent_dir, token, hosts, beyond_loopback(hosts) if redact is None else redact),
         host=host,
         port=port,
         log_level="warning",
+        # No access log: a URL can carry ?token= (the page it opens moves it into a cookie).
         access_log=False,
         server_header=False,
         # Open live streams end with the server instead of holding its exit.
@@ -44,7 +45,7 @@ def serve(
     server = uvicorn.Server(config)
     if on_ready is not None:
         shown = f"[{host}]" if ":" in host else host
-        on_ready(f"http://{shown}:{port}/" + (f"?token={token}" if token else ""))
+        on_ready(f"http://{shown}:{port}/")
     stop = threading.Event()
     watcher = None
     if watch:

@@ -1,0 +1,79 @@
+"""The prices behind the index's costs: which price table priced them (its fingerprint in
+``meta``), pricing again when the table changed, and the price each model seen was given.
+
+Claude Code and Codex files hold tokens, not costs: a sync prices each request as it reads it
+(agents/pricing.py), so ``entries.cost`` and ``sessions.cost`` are there for every reader of
+index.db. A new genai-prices release, an edited prices.toml or new pricing rules change the
+table's fingerprint; the next sync then reads those agents' files again, whole, which prices
+every request anew (their files hold what billing needs: the 1-hour cache writes, each
+request's size and day), and records the new fingerprint only once it is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from xcsh_store.agents import OTHER_AGENTS
+from xcsh_store.agents.pricing import PriceTable, request_day
+from xcsh_store.agents.pricing_model import ModelPrice
+from xcsh_store.index.db import get_meta, set_meta, transaction
+
+PRICES_META = "price_table"
+_PRICED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
+
+
+def priced_with(connection: apsw.Connection) -> str | None:
+    """The fingerprint of the price table the index's costs come from (None: none yet)."""
+    return get_meta(connection, PRICES_META)
+
+
+def price_again_if_changed(connection: apsw.Connection, table: PriceTable) -> bool:
+    """Before a sync: when ``table`` is not the one the index was priced with, make the sync
+    read every Claude Code and Codex file again, whole (a changed stat and nothing read).
+    Returns whether it did."""
+    if priced_with(connection) == table.fingerprint:
+        return False
+    with transaction(connection):
+        connection.execute(
+            f"UPDATE files SET mtime_ns = -1, indexed_bytes = 0 WHERE agent IN ({_PRICED})"
+        )
+    return connection.changes() > 0
+
+
+def record_prices(connection: apsw.Connection, table: PriceTable) -> None:
+    """After a sync that priced everything with ``table``."""
+    if priced_with(connection) != table.fingerprint:
+        with transaction(connection):
+            set_meta(connection, PRICES_META, table.fingerprint)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSeen:
+    """A model the index has usage of, and the price its last request was given."""
+
+    agent: str
+    provider: str | None
+    model: str | None
+    entries: int
+    unpriced: int
+    last_used: str | None
+    # None: the agent recorded its own costs (pi, xcsh), or no source prices the model.
+    price: ModelPrice | None
+
+
+def models_seen(connection: apsw.Connection, table: PriceTable) -> list[ModelSeen]:
+    """Every agent and model with usage in the index, most used first; the price of Claude
+    Code's and Codex's models as ``table`` gives it on the day of their last request."""
+    rows = connection.execute(
+        "SELECT agent, provider, model, count(*), sum(cost IS NULL), max(timestamp)"
+        " FROM usage_entries GROUP BY agent, provider, model ORDER BY count(*) DESC, model"
+    ).fetchall()
+    return [
+        ModelSeen(
+            *(agent, provider, model, entries, unpriced, last),
+            table.price(model, provider, request_day(last)) if agent in OTHER_AGENTS else None,
+        )
+        for agent, provider, model, entries, unpriced, last in rows
+    ]
