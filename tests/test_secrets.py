@@ -36,6 +36,7 @@ from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.secrets import Redactor, Secret, SecretDetector, mask, session_secrets
 from xcsh_store.secrets.redact import replace_known
+from xcsh_store.web.pages import ENTRY_PART
 
 __all__ = ["team_server", "team_url"]
 
@@ -43,6 +44,7 @@ NEEDLES = [needle for planted in PLANTED for needle in planted.needles]
 CLAUDE_FIXTURE = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"
 CODEX_FIXTURE = "Shyaar__beam_v1__codex-session.jsonl"
 TOKEN = "test-token-0123456789"
+LOCAL = "http://127.0.0.1"
 # Findings in every real fixture session (tests/fixtures: 31 pi/xcsh, 12 Claude Code, 7 Codex
 # files, 15 MB), measured: 6, each an example written into those sessions (SuperSecret123 in a
 # URL, "local-demo" three times in curl -u, abc1234567890 as a made-up key, one
@@ -376,3 +378,150 @@ def test_mcp_answers_hold_no_secret(agent_dir, planted) -> None:
     text = json.dumps(results)
     assert "[REDACTED:" in text
     assert not leaked(text)
+
+
+# -- texts a surface cuts through a secret -----------------------------------------------------
+
+KEY = next(planted for planted in PLANTED if planted.kind == "openai").needles[0]
+PEMS = [planted for planted in PLANTED if planted.kind == "private-key"]
+# Enough of a key on either side of a cut to tell it.
+PIECE = 12
+# Filler before the key in a first message: a list of the web app cuts it at 300 characters,
+# list_sessions at 200, both before the key's "T3BlbkFJ" (at 82), so that no rule can tell the
+# piece left is a key.
+BEFORE_KEY = {"sess-cut-list": 250, "sess-cut-mcp": 150}
+# get_entry's first page ends this far into the key.
+ENTRY_KEY_START, ENTRY_CUT = 101, 140
+# The long entry's first part ends this far from its end, in the private key's second line.
+ENTRY_PART_LEFT = 120
+# The artifact's private key starts on this line; a page of lines up to BEGIN and two more.
+ARTIFACT_KEY_LINE = 31
+
+
+def pieces(text: str) -> list[str]:
+    """Pieces of the key on either side of a cut, or lines of a private key, in ``text``."""
+    needles = [KEY[:PIECE], KEY[-PIECE:], *(line for pem in PEMS[:2] for line in pem.needles)]
+    return [needle for needle in needles if needle in text]
+
+
+@pytest.fixture
+def cut(agent_dir: Path) -> dict[str, str]:
+    """Sessions whose texts the surfaces cut through a secret: first messages at a list's cut,
+    an entry at its entry page's part and at get_entry's page, an artifact's private key at a
+    page of its lines. Their paths by session id."""
+    paths = {}
+    for session_id, filler in BEFORE_KEY.items():
+        first = "f" * filler + " " + KEY + " is the key"
+        long = "x" * (ENTRY_PART - ENTRY_PART_LEFT) + "\n" + PEMS[0].text
+        records = [
+            header(session_id),
+            message("u1", None, "user", first),
+            message("u2", "u1", "user", "z" * (ENTRY_KEY_START - 1) + " " + KEY + " again"),
+            message("big", "u2", "user", long),
+        ]
+        name = f"2026-01-01T00-00-00-000Z_{session_id}.jsonl"
+        path = write_session(sessions_dir(agent_dir) / name, records)
+        artifacts = path.with_suffix("")
+        artifacts.mkdir()
+        filler_lines = "".join(f"output line {n}\n" for n in range(1, ARTIFACT_KEY_LINE))
+        (artifacts / "0.bash.log").write_text(filler_lines + PEMS[1].text + "\n")
+        paths[session_id] = str(path)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    return paths
+
+
+def _cut_pages(client: Any, paths: dict[str, str]) -> dict[str, str]:
+    """The pages that cut the secrets of ``cut``: the list, each session, both parts of the
+    long entry, the artifact's page that ends inside its private key."""
+    urls = ["/"]
+    for path in paths.values():
+        query = urllib.parse.urlencode({"path": path})
+        urls += [
+            f"/session?{query}",
+            f"/entry?{query}&id=big&part=1",
+            f"/entry?{query}&id=big&part=2",
+        ]
+        last = ARTIFACT_KEY_LINE + 2
+        urls.append(f"/resource?{query}&url=artifact://0&sel=L1-L{last}")
+    answers = {url: client.get(url) for url in urls}
+    assert all(answer.status_code == 200 for answer in answers.values()), answers
+    return {url: html.unescape(answer.text) for url, answer in answers.items()}
+
+
+def test_a_page_that_cuts_a_text_shows_no_piece_of_its_secret(agent_dir, cut) -> None:
+    from starlette.testclient import TestClient
+
+    from xcsh_store.web import create_app
+
+    plain = _cut_pages(TestClient(create_app(str(agent_dir)), base_url=LOCAL), cut)
+    # The owner's pages cut through the secrets: the list through the key, the entry's first
+    # part and the artifact's page through a private key.
+    query = urllib.parse.urlencode({"path": cut["sess-cut-list"]})
+    assert KEY[:PIECE] in plain["/"] and KEY not in plain["/"]
+    assert PEMS[0].needles[0] in plain[f"/entry?{query}&id=big&part=1"]
+    resource = plain[f"/resource?{query}&url=artifact://0&sel=L1-L{ARTIFACT_KEY_LINE + 2}"]
+    assert PEMS[1].needles[0] in resource and PEMS[1].needles[-1] not in resource
+    redacting = TestClient(create_app(str(agent_dir), redact=True), base_url=LOCAL)
+    pages = _cut_pages(redacting, cut)
+    assert {url: pieces(page) for url, page in pages.items() if pieces(page)} == {}
+    assert all("[REDACTED:" in page for url, page in pages.items() if "session?" not in url)
+
+
+def test_serve_answering_a_name_beyond_loopback_redacts(agent_dir, cut) -> None:
+    for base, _process in _serve(agent_dir, "--allow-host", "proxy.example"):
+        page = html.unescape(_fetch(base + "/"))
+        assert "[REDACTED:openai-api-key]" in page
+        assert not pieces(page)
+
+
+def test_mcp_answers_that_cut_a_text_hold_no_piece_of_its_secret(agent_dir, cut) -> None:
+    from test_mcp import call_tools
+
+    from xcsh_store.agent_tools import tools
+
+    session = "sess-cut-mcp"
+    calls = [
+        ("list_sessions", {"limit": 50}),
+        ("get_entry", {"session": session, "entry_id": "u2", "limit": ENTRY_CUT}),
+        ("get_entry", {"session": session, "entry_id": "u2", "offset": ENTRY_CUT}),
+        ("read_url", {"session": session, "url": "artifact://0", "limit": ARTIFACT_KEY_LINE + 2}),
+    ]
+    # As the tools answer before the server redacts: a piece of each secret.
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        plain = json.dumps([getattr(tools, name)(index, **arguments) for name, arguments in calls])
+    assert {KEY[:PIECE], KEY[-PIECE:], PEMS[1].needles[0]} <= set(pieces(plain))
+    _tools, results = call_tools(agent_dir, calls)
+    text = json.dumps(results)
+    assert "[REDACTED:openai-api-key]" in text and "[REDACTED:private-key]" in text
+    assert not pieces(text)
+
+
+# -- what switching redaction sends again ------------------------------------------------------
+
+
+def test_switching_redaction_sends_again_only_what_holds_text(agent_dir, planted, team_url):
+    from xcsh_store.team import push
+
+    first = push(str(agent_dir), team_url, host="laptop", tier="usage")
+    # No text leaves at usage: with redaction or without, every file is as it was.
+    again = push(str(agent_dir), team_url, host="laptop", tier="usage", redact=False)
+    assert (again.pushed, again.unchanged) == (0, first.files)
+    meta = push(str(agent_dir), team_url, host="laptop", tier="meta", redact=False)
+    assert meta.pushed == meta.files
+    redacted = push(str(agent_dir), team_url, host="laptop", tier="meta")
+    assert redacted.pushed == redacted.files
+    assert push(str(agent_dir), team_url, host="laptop", tier="meta").unchanged == meta.files
+
+
+def test_switching_redaction_exports_again_only_what_holds_text(agent_dir, planted, tmp_path):
+    from xcsh_store.team import export_parquet
+
+    out = str(tmp_path / "parquet")
+    export_parquet(str(agent_dir), out, tier="usage", host="laptop")
+    assert (
+        export_parquet(str(agent_dir), out, tier="usage", host="laptop", redact=False).changed == 0
+    )
+    export_parquet(str(agent_dir), out, tier="meta", host="laptop")
+    report = export_parquet(str(agent_dir), out, tier="meta", host="laptop", redact=False)
+    assert report.changed == report.sessions
