@@ -30,7 +30,7 @@ from session_builder import (
     sessions_dir,
     write_session,
 )
-from team_server import team_server, team_url
+from team_server import all_values, team_server, team_url
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
@@ -238,18 +238,14 @@ def test_secrets_filters_by_agent_and_session(agent_dir, planted) -> None:
 
 
 def _server_text(url: str) -> str:
+    """Every value the server holds (team_server.all_values); each redacted JSON still JSON."""
     import psycopg
 
     with psycopg.connect(url) as connection:
-        rows = connection.execute(
-            "SELECT concat_ws(' ', title, first_message, compaction_title) FROM sessions"
-            " UNION ALL SELECT concat_ws(' ', text, raw) FROM entries"
-            " UNION ALL SELECT prompt FROM history"
-        ).fetchall()
         raws = connection.execute("SELECT raw FROM entries WHERE raw IS NOT NULL").fetchall()
     for (raw,) in raws:
-        orjson.loads(raw)  # every redacted JSON is still JSON
-    return "\n".join(row[0] or "" for row in rows)
+        orjson.loads(raw)
+    return "\n".join(all_values(url))
 
 
 def test_push_sends_no_secret_to_the_server(agent_dir, planted, team_url) -> None:
