@@ -521,3 +521,27 @@ def test_switching_redaction_exports_again_only_what_holds_text(agent_dir, plant
     export_parquet(str(agent_dir), out, tier="meta", host="laptop")
     report = export_parquet(str(agent_dir), out, tier="meta", host="laptop", redact=False)
     assert report.changed == report.sessions
+
+
+def test_an_error_naming_sessions_by_their_titles_holds_no_secret(agent_dir) -> None:
+    """An ambiguous id is answered with its candidates' titles, cut short."""
+    from starlette.testclient import TestClient
+    from test_mcp import call_tools
+
+    from xcsh_store.web import create_app
+
+    for number in range(2):
+        write_session(
+            sessions_dir(agent_dir) / f"s{number}.jsonl",
+            [header(f"0198{number:04d}", title=f"deploy with {KEY}"),
+             message("u1", None, "user", "hello")],
+        )  # fmt: skip
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    plain = TestClient(create_app(str(agent_dir)), base_url=LOCAL).get("/session/0198").text
+    assert KEY[:PIECE] in plain and KEY not in plain
+    page = TestClient(create_app(str(agent_dir), redact=True), base_url=LOCAL).get("/session/0198")
+    assert page.status_code == 404 and "[REDACTED:openai-api-key]" in page.text
+    _tools, [(error, text)] = call_tools(agent_dir, [("get_session", {"session": "0198"})])
+    assert error == "error" and "[REDACTED:openai-api-key]" in text
+    assert not pieces(page.text + text)

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from xcsh_store.agent_tools import tools
 from xcsh_store.artifacts.urls import resolve_internal_url
+from xcsh_store.errors import AmbiguousSessionError
 from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify
 from xcsh_store.paths import artifacts_dir_for
@@ -56,7 +57,16 @@ def _tool(
     @functools.wraps(question)
     def call(**arguments: Any) -> str:
         with SessionIndex.open(agent_dir, read_only=True) as index:
-            answer = question(index, **arguments)
+            try:
+                answer = question(index, **arguments)
+            except AmbiguousSessionError as error:
+                if redactor is None or file_secrets is None:
+                    raise
+                # It names its candidates by their titles, cut short: their files' secrets.
+                paths = [index.local_path(path) for path in error.candidates]
+                known = [found for path in paths for found in file_secrets.of(path)]
+                message = redactor.text(str(error), known)
+                raise AmbiguousSessionError(message, error.candidates) from None
             if redactor is not None and file_secrets is not None:
                 files = quoted_files(index, arguments, answer)
                 known = [found for path in files for found in file_secrets.of(path)]
@@ -106,7 +116,13 @@ def one_line(error: ValidationError) -> str:
 
 
 class StoreServer(FastMCP):
-    """FastMCP whose refused arguments are one line, not pydantic's report."""
+    """FastMCP whose refused arguments are one line, not pydantic's report; with a
+    ``redactor``, its errors are redacted as its answers are (an ambiguous session is named
+    with the titles of its candidates)."""
+
+    def __init__(self, redactor: Redactor | None = None, **settings: Any) -> None:
+        super().__init__("xcsh-store", **settings)
+        self.redactor = redactor
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any]
@@ -114,18 +130,20 @@ class StoreServer(FastMCP):
         try:
             return await super().call_tool(name, arguments)
         except ToolError as error:
-            if isinstance(error.__cause__, ValidationError):
-                raise ToolError(
-                    f"Error executing tool {name}: {one_line(error.__cause__)}"
-                ) from None
-            raise
+            refused = error.__cause__
+            if not isinstance(refused, ValidationError) and self.redactor is None:
+                raise
+            message = str(error)
+            if isinstance(refused, ValidationError):
+                message = f"Error executing tool {name}: {one_line(refused)}"
+            raise ToolError(self.redactor.text(message) if self.redactor else message) from None
 
 
 def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
     """The MCP server over the index of ``agent_dir``; its answers' secrets redacted unless
     ``redact`` is false."""
-    server = StoreServer("xcsh-store", instructions=INSTRUCTIONS)
     redactor = Redactor() if redact else None
+    server = StoreServer(redactor, instructions=INSTRUCTIONS)
     # One cache of the quoted files' secrets for all the tools.
     file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
     for name in tools.TOOLS:

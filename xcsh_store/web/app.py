@@ -39,6 +39,7 @@ from xcsh_store.artifacts.pages import parse_line_selector
 from xcsh_store.artifacts.urls import read_internal_url, resolve_internal_url
 from xcsh_store.errors import (
     AmbiguousLookupError,
+    AmbiguousSessionError,
     EntryNotFoundError,
     IndexDatabaseError,
     InternalUrlError,
@@ -211,6 +212,14 @@ def create_app(
             return []
         return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
 
+    def error_secrets(error: Exception) -> list[Secret]:
+        """The secrets of the sessions an error names by their titles, cut short (the
+        candidates of an ambiguous id)."""
+        if file_secrets is None or not isinstance(error, AmbiguousSessionError):
+            return []
+        with SessionIndex.open(agent_dir, read_only=True) as index:
+            return secrets_of(index, error.candidates)
+
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("xcsh_store.web", "templates"),
         autoescape=True,
@@ -257,7 +266,10 @@ def create_app(
                 if status == 500:
                     message = f"{type(error).__name__}: {error}"
                     log.error("serve: %s %s: %s", request.method, request.url.path, message)
-                return render("error.html", status, title=title, message=message)
+                return render(
+                    "error.html", status, title=title, message=message,
+                    known=error_secrets(error),
+                )  # fmt: skip
 
         async def endpoint(request: Request) -> Response:
             return await anyio.to_thread.run_sync(answer, request, limiter=limiter)
