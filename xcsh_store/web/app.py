@@ -179,7 +179,7 @@ def create_app(
     def known() -> list[Secret]:
         return getattr(rendering, "known", [])
 
-    def shown(value: Any) -> Any:
+    def printed(value: Any) -> Any:
         """What a template prints: a text with its secrets redacted (before it is escaped),
         and the secrets of the files it was cut from, whole or cut. A macro's output is
         made of values that came through here already."""
@@ -226,7 +226,7 @@ def create_app(
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        finalize=shown,
+        finalize=printed,
     )
     limiter = anyio.CapacityLimiter(PAGES_AT_ONCE)
 
