@@ -7,8 +7,10 @@ history/, artifacts/ and agents/ (other agents' formats) over format; session/ o
 history and artifacts; index/ over session, format, history and agents; watch/ (the live index)
 over the index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP
 server) over the index; team/ (the PostgreSQL team index, the Parquet export) over the index;
-cli/ over everything, reaching team/ through its front. The top-level ``xcsh_store``
-re-exports the public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI.
+secrets/ (finding and redacting secrets in session text) over the index, beneath web/,
+agent_tools/ and team/, which redact what they send; cli/ over everything, reaching team/
+through its front. The top-level ``xcsh_store`` re-exports the public API from the parts below
+the CLI; ``python -m xcsh_store`` runs the CLI.
 Every import counts, also one inside a function or under ``TYPE_CHECKING``.
 """
 
@@ -34,13 +36,19 @@ BELOW = {
     "session": {"leaves", "format", "history", "artifacts"},
     "index": {"leaves", "format", "history", "session", "agents"},
     "watch": {"leaves", "format", "history", "session", "agents", "index"},
-    "web": {"leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"},
-    "agent_tools": {"leaves", "format", "history", "artifacts", "session", "agents", "index"},
-    "team": {"leaves", "format", "history", "session", "agents", "index"},
+    "secrets": {"leaves", "format", "history", "session", "agents", "index"},
+    "web": {
+        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"),
+        "secrets",
+    },
+    "agent_tools": {
+        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
+    },
+    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
     "cli": {
         *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
-        *("watch", "web", "agent_tools", "team"),
+        *("watch", "web", "agent_tools", "team", "secrets"),
     },
     "main": {"cli"},
 }
