@@ -25,6 +25,9 @@ _RUN_HOME = Path(tempfile.mkdtemp(prefix="xcsh-store-tests-"))
 def pytest_configure(config: pytest.Config) -> None:
     isolate(_RUN_HOME / "home", os.environ)
     os.environ["XCSH_TERMINAL_ID"] = "pytest-terminal"
+    # Kingfisher's compiled secret rules, kept for the whole run (compiling them takes seconds;
+    # by default they go under the cache folder, which is new in every test).
+    os.environ["KF_RULE_CACHE_DIR"] = str(_RUN_HOME / "kingfisher-rules")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -133,7 +133,7 @@ def test_the_completion_verb_prints_a_script_bash_loads_and_completes_with(index
         capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path},
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split() == ["search", "serve"]
+    assert completed.stdout.split() == ["search", "secrets", "serve"]
 
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])

@@ -7,11 +7,13 @@ The parts, from the bottom: the leaves (errors, files, homes, lazy, paths, js, s
 times); format/; history/, artifacts/ and agents/ (other agents' formats) over format; session/
 over format, history and artifacts; index/ over format, history and agents (its rooms: write/,
 read/, upkeep/, under the store and database core at its top); watch/ (the live index) over the
-index; web/ (the local web app) over the index and watch; agent_tools/ (the MCP server) over
-the index; team/ (the PostgreSQL team index, the Parquet export) over the index; cli/ over
-everything. The top-level ``xcsh_store`` re-exports the public API from the parts below the
-CLI; ``python -m xcsh_store`` runs the CLI. Every import counts, also one inside a function or
-under ``TYPE_CHECKING``, and so does each module a lazy front names (``lazy_exports``).
+index; secrets/ (finding and redacting secrets in session text) over the index, beneath web/,
+agent_tools/ and team/, which redact what they send; web/ (the local web app) over the index
+and watch; agent_tools/ (the MCP server) over the index; team/ (the PostgreSQL team index, the
+Parquet export) over the index; cli/ over everything. The top-level ``xcsh_store`` re-exports
+the public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
+counts, also one inside a function or under ``TYPE_CHECKING``, and so does each module a lazy
+front names (``lazy_exports``).
 """
 
 from __future__ import annotations
@@ -36,13 +38,19 @@ BELOW = {
     "session": {"leaves", "format", "history", "artifacts"},
     "index": {"leaves", "format", "history", "agents"},
     "watch": {"leaves", "format", "history", "session", "agents", "index"},
-    "web": {"leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"},
-    "agent_tools": {"leaves", "format", "history", "artifacts", "session", "agents", "index"},
-    "team": {"leaves", "format", "history", "session", "agents", "index"},
+    "secrets": {"leaves", "format", "history", "session", "agents", "index"},
+    "web": {
+        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"),
+        "secrets",
+    },
+    "agent_tools": {
+        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
+    },
+    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
     "cli": {
         *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
-        *("watch", "web", "agent_tools", "team"),
+        *("watch", "web", "agent_tools", "team", "secrets"),
     },
     "main": {"cli"},
 }
@@ -53,6 +61,7 @@ BELOW = {
 FRONTS = {
     "cli": ("xcsh_store.index", "xcsh_store.team"),
     "watch": ("xcsh_store.index",),
+    "secrets": ("xcsh_store.index",),
     "web": ("xcsh_store.index",),
     "agent_tools": ("xcsh_store.index",),
     "team": ("xcsh_store.index",),

@@ -167,7 +167,12 @@ def test_push_watch_retries_a_round_that_timed_out(agent_dir: Path, team_url: st
         )  # fmt: skip
         try:
             assert watcher.stderr is not None and watcher.stdout is not None
-            line = watcher.stderr.readline()
+            # The error's lines (wrapped at $COLUMNS, which the readline module pytest loads puts
+            # into the environment of subprocesses), up to the first line of the next round.
+            lines = [watcher.stderr.readline()]
+            while (more := watcher.stderr.readline()).startswith("  "):
+                lines.append(more)
+            line = " ".join(part.strip() for part in lines)
             assert line.startswith("Error: Timed out pushing at"), line
             assert "canceling statement due to lock timeout" in line
             holder.execute("SELECT pg_advisory_unlock_all()")

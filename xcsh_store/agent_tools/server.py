@@ -5,7 +5,10 @@ Each call opens the index read-only (it never waits for a sync and always answer
 last one), so a ``watch`` running beside the server keeps the answers current. An answer is
 one text of compact JSON (no indentation, no second structured copy: an agent's context is
 what it costs); an error is an error result (``isError``) of one line, an argument the schema
-refuses too."""
+refuses too. Every answer goes to an agent and from there to its model's provider: its secrets
+are redacted (xcsh_store.secrets) unless the server was built without, and so are the pieces of
+a secret that cutting a text left (the secrets of the files an answer quotes are taken out of
+it, whole or cut)."""
 
 from __future__ import annotations
 
@@ -21,8 +24,12 @@ from mcp.types import ContentBlock, ToolAnnotations
 from pydantic import ValidationError
 
 from xcsh_store.agent_tools import tools
+from xcsh_store.artifacts.urls import resolve_internal_url
+from xcsh_store.errors import AmbiguousSessionError
 from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify
+from xcsh_store.paths import artifacts_dir_for
+from xcsh_store.secrets import FileSecrets, Redactor
 
 INSTRUCTIONS = (
     "Recall past coding-agent sessions from the xcsh-store index: list_sessions lists them by "
@@ -37,14 +44,34 @@ INSTRUCTIONS = (
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 
 
-def _tool(agent_dir: str, question: Callable[..., dict[str, Any]]) -> Callable[..., str]:
+def _tool(
+    agent_dir: str,
+    question: Callable[..., dict[str, Any]],
+    redactor: Redactor | None,
+    file_secrets: FileSecrets | None,
+) -> Callable[..., str]:
     """``question`` without its first parameter (the index), which each call opens, answering
-    compact JSON."""
+    compact JSON; redacted by ``redactor``, with the secrets of the files the answer quotes
+    (``file_secrets``)."""
 
     @functools.wraps(question)
     def call(**arguments: Any) -> str:
         with SessionIndex.open(agent_dir, read_only=True) as index:
-            return stringify(question(index, **arguments)).decode()
+            try:
+                answer = question(index, **arguments)
+            except AmbiguousSessionError as error:
+                if redactor is None or file_secrets is None:
+                    raise
+                # It names its candidates by their titles, cut short: their files' secrets.
+                paths = [index.local_path(path) for path in error.candidates]
+                known = [found for path in paths for found in file_secrets.of(path)]
+                message = redactor.text(str(error), known)
+                raise AmbiguousSessionError(message, error.candidates) from None
+            if redactor is not None and file_secrets is not None:
+                files = quoted_files(index, arguments, answer)
+                known = [found for path in files for found in file_secrets.of(path)]
+                answer = redactor.value(answer, known)
+        return stringify(answer).decode()
 
     hints = typing.get_type_hints(question)
     parameters = [
@@ -55,6 +82,22 @@ def _tool(agent_dir: str, question: Callable[..., dict[str, Any]]) -> Callable[.
     del call.__wrapped__  # the signature above is the one the SDK reads
     call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     return call
+
+
+def quoted_files(
+    index: SessionIndex, arguments: dict[str, Any], answer: dict[str, Any]
+) -> set[str]:
+    """The files an answer quotes, whole or cut (a summary, an excerpt, a page of a text): the
+    sessions it lists or names, and the file an artifact:// or agent:// URL reads."""
+    paths = {item["path"] for key in ("hits", "sessions") for item in answer.get(key, [])}
+    files = set()
+    if arguments.get("session"):
+        info = index.find_session(arguments["session"])
+        paths.add(info.path)
+        if arguments.get("url"):
+            resource = resolve_internal_url(arguments["url"], artifacts_dir_for(info.path))
+            files.add(resource.source_path)
+    return files | {index.local_path(path) for path in paths}
 
 
 def one_line(error: ValidationError) -> str:
@@ -73,7 +116,13 @@ def one_line(error: ValidationError) -> str:
 
 
 class StoreServer(FastMCP):
-    """FastMCP whose refused arguments are one line, not pydantic's report."""
+    """FastMCP whose refused arguments are one line, not pydantic's report; with a
+    ``redactor``, its errors are redacted as its answers are (an ambiguous session is named
+    with the titles of its candidates)."""
+
+    def __init__(self, redactor: Redactor | None = None, **settings: Any) -> None:
+        super().__init__("xcsh-store", **settings)
+        self.redactor = redactor
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any]
@@ -81,19 +130,25 @@ class StoreServer(FastMCP):
         try:
             return await super().call_tool(name, arguments)
         except ToolError as error:
-            if isinstance(error.__cause__, ValidationError):
-                raise ToolError(
-                    f"Error executing tool {name}: {one_line(error.__cause__)}"
-                ) from None
-            raise
+            refused = error.__cause__
+            if not isinstance(refused, ValidationError) and self.redactor is None:
+                raise
+            message = str(error)
+            if isinstance(refused, ValidationError):
+                message = f"Error executing tool {name}: {one_line(refused)}"
+            raise ToolError(self.redactor.text(message) if self.redactor else message) from None
 
 
-def build_server(agent_dir: str) -> FastMCP:
-    """The MCP server over the index of ``agent_dir``."""
-    server = StoreServer("xcsh-store", instructions=INSTRUCTIONS)
+def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
+    """The MCP server over the index of ``agent_dir``; its answers' secrets redacted unless
+    ``redact`` is false."""
+    redactor = Redactor() if redact else None
+    server = StoreServer(redactor, instructions=INSTRUCTIONS)
+    # One cache of the quoted files' secrets for all the tools.
+    file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
     for name in tools.TOOLS:
         server.add_tool(
-            _tool(agent_dir, getattr(tools, name)),
+            _tool(agent_dir, getattr(tools, name), redactor, file_secrets),
             name=name,
             annotations=READ_ONLY,
             structured_output=False,
@@ -101,6 +156,6 @@ def build_server(agent_dir: str) -> FastMCP:
     return server
 
 
-def serve_stdio(agent_dir: str) -> None:
+def serve_stdio(agent_dir: str, redact: bool = True) -> None:
     """Serve until the client closes stdin."""
-    build_server(agent_dir).run("stdio")
+    build_server(agent_dir, redact).run("stdio")

@@ -78,6 +78,7 @@ VERB_MODULES = {
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",
+    "secrets": "redaction",
     "search": "sessions",
     "serve": "live",
     "show": "sessions",

@@ -25,6 +25,7 @@ from xcsh_store.cli.app import (
     require_extra,
 )
 from xcsh_store.cli.maintenance import require_agent_dir
+from xcsh_store.cli.redaction import no_redact_option, redaction
 from xcsh_store.cli.render import home_relative, local_time
 
 if TYPE_CHECKING:
@@ -116,20 +117,24 @@ def watch_command(settings: Settings, debounce: int, as_json: bool) -> None:
 
 
 @cli.command("mcp")
+@no_redact_option
 @pass_settings
-def mcp_command(settings: Settings) -> None:
+def mcp_command(settings: Settings, no_redact: bool) -> None:
     """Serve the index to agents over stdio (Model Context Protocol), read-only.
 
     Tools: list_sessions, search_sessions, get_session (active branch or tree, paged),
     get_entry (one entry whole, paged), get_context, read_url (artifact:// and agent://),
     recall_prompts, usage; compact JSON of bounded size. Add it to an agent's MCP config as
     the command `xcsh-store mcp` (see docs/live.md). Run `sync` or `watch` to keep it current.
+    Secrets in the answers (which reach the agent's model provider) are replaced by
+    [REDACTED:<kind>].
     """
     require_extra("mcp", "mcp", "mcp")
+    redact = redaction("mcp", no_redact)
     from xcsh_store.agent_tools import serve_stdio
 
     open_index(settings).close()  # no index yet: say so now, not on the first call
-    serve_stdio(settings.agent_dir)
+    serve_stdio(settings.agent_dir, redact)
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,6 +165,14 @@ def mcp_command(settings: Settings) -> None:
     " are always answered, any other Host header is refused (DNS rebinding).",
 )
 @click.option("--watch", "live", is_flag=True, help="Also keep index.db current (as `watch`).")
+@click.option(
+    "--redact",
+    "always_redact",
+    is_flag=True,
+    help="Replace secrets by [REDACTED:<kind>] on loopback too (always done when an address or"
+    " an --allow-host name but loopback's is answered).",
+)
+@no_redact_option
 @json_option
 @pass_settings
 def serve_command(
@@ -170,6 +183,8 @@ def serve_command(
     token_file: str | None,
     allowed_hosts: tuple[str, ...],
     live: bool,
+    always_redact: bool,
+    no_redact: bool,
     as_json: bool,
 ) -> None:
     """A read-only session browser in the web browser, on http://127.0.0.1:8765/.
@@ -177,7 +192,9 @@ def serve_command(
     Sessions list, search, each session read as its active branch with the branch points
     marked and the abandoned branches folded, contexts, usage charts. Pages update while
     `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}, then with
-    --watch each change applied as `watch --json` prints it.
+    --watch each change applied as `watch --json` prints it. On any address or --allow-host
+    name but loopback's, secrets are replaced by [REDACTED:<kind>] in every page (--redact:
+    on loopback too).
 
     \b
     Examples:
@@ -189,7 +206,13 @@ def serve_command(
     require_extra(
         "serve", "web", "starlette", "uvicorn", "jinja2", *(["watchfiles"] if live else [])
     )
-    from xcsh_store.web import LOOPBACK_NAMES, allowed_host_names, read_token_file, serve
+    from xcsh_store.web import (
+        LOOPBACK_NAMES,
+        allowed_host_names,
+        beyond_loopback,
+        read_token_file,
+        serve,
+    )
 
     context = click.get_current_context()
     typed_token = context.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE
@@ -198,7 +221,7 @@ def serve_command(
             raise click.UsageError("--token and --token-file: give one")
         token = read_token_file(token_file)
     try:
-        allowed_host_names(host, allowed_hosts)
+        hosts = allowed_host_names(host, allowed_hosts)
     except ValueError as error:
         raise click.UsageError(f"--allow-host: {error}") from None
     if host not in LOOPBACK_NAMES and not token:
@@ -207,6 +230,12 @@ def serve_command(
             f" without one, anyone who can reach port {port} of this machine could read every"
             " session"
         )
+    if always_redact and no_redact:
+        raise click.UsageError("--redact and --no-redact ask for opposite things")
+    # Pages that may leave this machine (an address or a name but loopback's) lose their
+    # secrets.
+    wanted = always_redact or beyond_loopback(hosts)
+    redact = redaction("serve", no_redact) if wanted or no_redact else False
     if live:
         require_agent_dir(settings)
     else:
@@ -239,4 +268,5 @@ def serve_command(
             change_printer(as_json),
             on_ready=ready,
             allowed_hosts=allowed_hosts,
+            redact=redact,
         )

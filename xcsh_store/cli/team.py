@@ -21,6 +21,7 @@ from xcsh_store.cli.app import (
     warn_of_visible_password,
 )
 from xcsh_store.cli.params import Duration
+from xcsh_store.cli.redaction import no_redact_option, redaction
 from xcsh_store.cli.render import plural
 from xcsh_store.index import SessionIndex
 
@@ -53,6 +54,7 @@ _TIERS = ("usage", "meta", "full")
     metavar="INTERVAL",
     help="Sync and push again every INTERVAL (30s, 5m) until interrupted.",
 )
+@no_redact_option
 @json_option
 @pass_settings
 def push_command(
@@ -62,6 +64,7 @@ def push_command(
     tier: str | None,
     redact_paths: bool | None,
     every: Any,
+    no_redact: bool,
     as_json: bool,
 ) -> None:
     """Push this machine's index to a PostgreSQL team index (URL: postgresql://…, or
@@ -69,7 +72,8 @@ def push_command(
 
     Incremental (only the files changed since this host's last push), idempotent and safe to
     interrupt: each file is replaced in one transaction. Each host writes only its own rows.
-    Run `xcsh-store sync` first, or use --watch, which syncs before each push.
+    Run `xcsh-store sync` first, or use --watch, which syncs before each push. Secrets in the
+    text sent are replaced by [REDACTED:<kind>] (`xcsh-store secrets` lists them).
 
     \b
     Examples:
@@ -78,12 +82,13 @@ def push_command(
       xcsh-store push --watch 5m
     """
     require_extra("push", "team", "psycopg")
+    redact = redaction("push", no_redact)
     from xcsh_store.team import TeamUnavailableError, push
 
     if every is not None and every.total_seconds() < 1:
         raise click.UsageError("--watch needs an interval of a second or more")
     warn_of_visible_password(url, "url")
-    choices = {"host": host, "tier": tier, "redact_paths": redact_paths}
+    choices = {"host": host, "tier": tier, "redact_paths": redact_paths, "redact": redact}
     if every is None:
         _show(push(settings.agent_dir, url, **choices), as_json)
         return
@@ -154,6 +159,7 @@ def export_group() -> None:
     is_flag=True,
     help="Project labels instead of absolute paths, as for push.",
 )
+@no_redact_option
 @json_option
 @pass_settings
 def export_parquet_command(
@@ -162,6 +168,7 @@ def export_parquet_command(
     host: str | None,
     tier: str,
     redact_paths: bool,
+    no_redact: bool,
     as_json: bool,
 ) -> None:
     """Write sessions, entries and usage as Parquet files under FOLDER, partitioned by host
@@ -169,6 +176,7 @@ def export_parquet_command(
 
     Incremental: only the partitions holding a new, changed or deleted session are written
     again, each replaced atomically; FOLDER/_xcsh_manifests/HOST.json says what was exported.
+    Secrets in titles and text are replaced by [REDACTED:<kind>], as for push.
 
     \b
     Examples:
@@ -178,10 +186,11 @@ def export_parquet_command(
         GROUP BY ALL"
     """
     require_extra("export parquet", "team", "pyarrow")
+    redact = redaction("export parquet", no_redact)
     from xcsh_store.team import export_parquet
 
     report = export_parquet(
-        settings.agent_dir, folder, tier=tier, host=host, redact_paths=redact_paths
+        settings.agent_dir, folder, tier=tier, host=host, redact_paths=redact_paths, redact=redact
     )
     if as_json:
         emit_json(

@@ -10,6 +10,12 @@ which does the work of an HMAC in one call), so the server can tell that a file 
 nothing else: a digest of the file would let anyone holding the rows confirm a guessed prompt,
 and its size would tell how long it was.
 
+Secrets in the text that leaves (titles, first messages, entry text and raw JSON, prompts) are
+replaced by ``[REDACTED:<kind>]`` (xcsh_store.secrets) unless the caller asks for the text as it
+is (``redact``); the watermark of a file whose text left says which, so a push that redacts
+sends again what one that did not had sent. At the usage tier no text leaves: redacting or
+not, the watermark is the same.
+
 ``redact_paths`` sends a label instead of every absolute path (cwd, project folder, session
 file, history cwd): ``project-`` and 12 hex digits of the directory's MAC, the same for one
 directory on every push, and unlinkable to it without the key.
@@ -20,14 +26,23 @@ machine; losing it costs one full push (every watermark differs) and new labels.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xcsh_store.index import ENTRY_COLUMNS, SESSION_COLUMNS, USAGE_COLUMNS, EntryRow
+from xcsh_store.index import (
+    ENTRY_COLUMNS,
+    HISTORY_COLUMNS,
+    SESSION_COLUMNS,
+    USAGE_COLUMNS,
+    EntryRow,
+)
 from xcsh_store.paths import write_private_file
+from xcsh_store.secrets import Redactor
 
 TIERS = ("usage", "meta", "full")
 KEY_FILE_NAME = "team-key"
@@ -41,12 +56,17 @@ TEXT_HASH_COLUMNS = ("prompt_hash",)
 DIRECTORY_COLUMNS = ("cwd", "project_dir")
 FILE_COLUMNS = ("parent_session",)
 LABEL_PREFIX = "project-"
+# Folded into the keyed watermark of a file whose text left redacted (the redaction's version):
+# a file sent before redaction existed, or with --no-redact, differs and is sent again.
+REDACTED_MARK = "redacted1"
 
 _META = [SESSION_COLUMNS.index(column) for column in META_COLUMNS]
 _TEXT_HASH = [ENTRY_COLUMNS.index(column) for column in TEXT_HASH_COLUMNS]
 _SESSION_DIRECTORIES = [SESSION_COLUMNS.index(column) for column in DIRECTORY_COLUMNS]
 _SESSION_FILES = [SESSION_COLUMNS.index(column) for column in FILE_COLUMNS]
 _USAGE_DIRECTORIES = [USAGE_COLUMNS.index(column) for column in DIRECTORY_COLUMNS]
+_HISTORY_PROMPT = HISTORY_COLUMNS.index("prompt")
+_HISTORY_CWD = HISTORY_COLUMNS.index("cwd")
 
 
 def host_key(folder: str) -> bytes:
@@ -74,11 +94,13 @@ def host_key(folder: str) -> bytes:
 
 @dataclass(frozen=True)
 class Disclosure:
-    """The outgoing form of the index's rows for one tier, path choice and host key."""
+    """The outgoing form of the index's rows for one tier, path choice, redaction choice and
+    host key."""
 
     tier: str
     key: bytes
     redact_paths: bool = False
+    redact: bool = False
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
@@ -93,10 +115,37 @@ class Disclosure:
         message = "\0".join((purpose, *parts)).encode("utf-8", "surrogatepass")
         return hashlib.blake2b(message, key=self.key, digest_size=32).hexdigest()
 
+    @property
+    def redacting(self) -> bool:
+        """Whether text leaves, redacted (no text leaves at the usage tier)."""
+        return self.redact and self.at_least("meta")
+
+    @functools.cached_property
+    def redactor(self) -> Redactor | None:
+        """The secret redaction of the text that leaves, when ``redacting``. Made on first use
+        (its rules take a moment to load)."""
+        return Redactor() if self.redacting else None
+
     def watermark(self, path: str, state: str) -> str:
         """What the server keeps of a file's state: equal when the state is, and nothing more
-        (the path is in it, so two files in the same state do not look alike)."""
+        (the path is in it, so two files in the same state do not look alike); redacted text
+        has another one than the text as it is."""
+        if self.redacting:
+            return self.keyed("watermark", path, state, REDACTED_MARK)
         return self.keyed("watermark", path, state)
+
+    def current(self, path: str, state: str) -> set[str]:
+        """The watermarks that say the server holds a file in ``state`` as this tier sends it:
+        ``watermark``'s and, at the usage tier, the one of redacted text (lowering the tier
+        from a redacting push keeps it, with rows that are the usage tier's)."""
+        if self.at_least("meta"):
+            return {self.watermark(path, state)}
+        return {self.watermark(path, state), self.keyed("watermark", path, state, REDACTED_MARK)}
+
+    def history_state(self, state: str) -> str:
+        """The watermark of the prompt history (full tier only) in ``state``."""
+        redacted = (REDACTED_MARK,) if self.redacting else ()
+        return self.keyed("history", state, str(self.redact_paths), *redacted)
 
     def directory(self, path: str | None) -> str | None:
         if path is None or not self.redact_paths:
@@ -113,25 +162,29 @@ class Disclosure:
     def session(self, values: tuple[Any, ...]) -> list[Any]:
         """A row of SESSION_COLUMNS as it leaves."""
         row = list(values)
-        if not self.at_least("meta"):
-            for position in _META:
-                row[position] = None
-        for position in _META:
-            row[position] = self.content(row[position])
+        shown = self.at_least("meta")
+        meta = [(row[position] if shown else None, None) for position in _META]
+        for position, (text, _raw) in zip(_META, self.content(meta), strict=True):
+            row[position] = text
         for position in _SESSION_DIRECTORIES:
             row[position] = self.directory(row[position])
         for position in _SESSION_FILES:
             row[position] = self.path(row[position])
         return row
 
-    def entry(self, entry: EntryRow) -> tuple[list[Any], str | None, str | None]:
-        """An entry's ENTRY_COLUMNS, text and raw JSON as they leave."""
-        row = list(entry.values)
+    def entries(
+        self, entries: Sequence[EntryRow]
+    ) -> list[tuple[list[Any], str | None, str | None]]:
+        """Entries' ENTRY_COLUMNS, text and raw JSON as they leave (hand over a file's entries
+        at once: their text is scanned for secrets a chunk at a time)."""
+        rows = [list(entry.values) for entry in entries]
         if not self.at_least("full"):
-            for position in _TEXT_HASH:
-                row[position] = None
-            return row, None, None
-        return row, self.content(entry.text), self.content(entry.raw)
+            for row in rows:
+                for position in _TEXT_HASH:
+                    row[position] = None
+            return [(row, None, None) for row in rows]
+        texts = self.content([(entry.text, entry.raw) for entry in entries])
+        return [(row, text, raw) for row, (text, raw) in zip(rows, texts, strict=True)]
 
     def blob_refs(self, entry: EntryRow) -> list[str]:
         """The digests of the blobs an entry references: full tier only (a digest of an image
@@ -145,15 +198,27 @@ class Disclosure:
             row[position] = self.directory(row[position])
         return row
 
-    def history(self, prompt: str, cwd: str | None) -> tuple[str, str | None]:
-        """A prompt of the history (full tier only) and its cwd."""
-        return self.content(prompt) or "", self.directory(cwd)
+    def history(self, rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+        """Rows of HISTORY_COLUMNS (full tier only) as they leave."""
+        out = [list(values) for values in rows]
+        prompts = self.content([(row[_HISTORY_PROMPT], None) for row in out])
+        for row, (prompt, _raw) in zip(out, prompts, strict=True):
+            row[_HISTORY_PROMPT] = prompt or ""
+            row[_HISTORY_CWD] = self.directory(row[_HISTORY_CWD])
+        return out
 
-    def content(self, text: str | None) -> str | None:
+    def content(
+        self, texts: Sequence[tuple[str | None, str | None]]
+    ) -> list[tuple[str | None, str | None]]:
         """Every text a person or an agent wrote passes here on its way out (titles, first
-        messages, entry text and JSON, prompts): valid UTF-8 without NUL, which both the
-        server and Parquet store. This is the one place to transform such text as it leaves."""
-        return outgoing_text(text)
+        messages, entry text and JSON, prompts), as pairs of a text and the JSON it was read
+        from (None for a title or a prompt): its secrets replaced by ``[REDACTED:<kind>]``
+        when redacting (a secret found in the JSON is taken out of the text too; many texts
+        are scanned at once), then valid UTF-8 without NUL, which both the server and Parquet
+        store. This is the one place to transform such text as it leaves."""
+        if self.redactor is not None:
+            texts = self.redactor.entries(texts)
+        return [(outgoing_text(text), outgoing_text(raw)) for text, raw in texts]
 
 
 def outgoing_text(value: Any) -> Any:

@@ -15,8 +15,10 @@ that hold a new, changed or deleted session. A partition file is written beside 
 and renamed over it, so a reader sees the old file or the new one, never half of one; the
 manifest is replaced last, so an export killed at any point is redone by the next one.
 Tiers and ``redact_paths`` as for ``push`` (disclosure.py): below ``full`` no text, below
-``meta`` no titles or first messages; the manifest's states are keyed watermarks, so the
-folder holds no digest or size of a session file.
+``meta`` no titles or first messages, secrets in titles, first messages and text redacted;
+the manifest's states are keyed watermarks (which say whether the text was redacted), so the
+folder holds no digest or size of a session file, and an export that redacts rewrites what one
+that did not wrote.
 """
 
 from __future__ import annotations
@@ -102,11 +104,14 @@ def export_parquet(
     host: str | None = None,
     db_path: str | None = None,
     redact_paths: bool = False,
+    redact: bool = True,
 ) -> ExportReport:
     """Export the agent dir's index (``db_path``, default its index.db) into ``folder``
-    (created if needed), incrementally."""
+    (created if needed), incrementally; the secrets in its text redacted unless ``redact`` is
+    false."""
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
-        disclosure = Disclosure(tier, host_key(os.path.dirname(index.db_path)), redact_paths)
+        key = host_key(os.path.dirname(index.db_path))
+        disclosure = Disclosure(tier, key, redact_paths, redact)
         host = remembered_host(agent_dir, host, db_path)
         if "/" in host or host.startswith("."):
             raise TeamIndexError(f"Host name {host!r} cannot name a partition folder")
@@ -175,8 +180,8 @@ def _write_month(
         values = disclosure.session(session_row(index, state.file_id))
         session = dict(zip(SESSION_COLUMNS, values, strict=True))
         _add(columns["sessions"], {"path": path, **session})
-        for entry in entry_rows(index, state.file_id, with_text=with_text):
-            values, text, _raw = disclosure.entry(entry)
+        entries = list(entry_rows(index, state.file_id, with_text=with_text))
+        for values, text, _raw in disclosure.entries(entries):
             _add(
                 columns["entries"],
                 {"path": path, "session_id": session["session_id"],

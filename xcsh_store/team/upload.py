@@ -8,7 +8,8 @@ duplicate, no gap. The files the index no longer holds are deleted from the serv
 way. A host's pushes take an advisory lock on its name, so two pushes of one host run one after
 the other; pushes of different hosts touch different rows and never wait for each other.
 
-What leaves at each privacy tier, and the keyed watermarks, are disclosure.py's. A push
+What leaves at each privacy tier, the keyed watermarks and the redaction of secrets in the text
+that leaves are disclosure.py's. A push
 without ``tier`` or ``redact_paths`` keeps the host's choice on the server, so it never raises
 what a host shares; lowering a host's tier scrubs its rows on the server in one transaction
 before anything else is pushed.
@@ -65,8 +66,6 @@ _COLUMNS = {
 # staged rows looks up the hosts the role may write once, and checks each row. Emptied by each
 # commit.
 _STAGED = "xcsh_staged_"
-_HISTORY_PROMPT = HISTORY_COLUMNS.index("prompt")
-_HISTORY_CWD = HISTORY_COLUMNS.index("cwd")
 
 
 @dataclass
@@ -111,9 +110,11 @@ def push(
     tier: str | None = None,
     db_path: str | None = None,
     redact_paths: bool | None = None,
+    redact: bool = True,
 ) -> PushReport:
     """Push the agent dir's index (``db_path``, default its index.db) to the team index at
-    ``url`` (a libpq connection string: server.py) as ``host``.
+    ``url`` (a libpq connection string: server.py) as ``host``, the secrets in its text
+    redacted unless ``redact`` is false.
 
     ``tier`` and ``redact_paths`` default to the host's choice on the server (``full`` and
     paths for a new host), so a push without them never raises what a host shares.
@@ -127,7 +128,7 @@ def push(
         connection = connect(url)
         try:
             with server_errors(url, "pushing", needs="write"):
-                return _push(connection, index, local, host, tier, redact_paths, key)
+                return _push(connection, index, local, host, tier, redact_paths, key, redact)
         finally:
             connection.close()
 
@@ -140,6 +141,7 @@ def _push(
     tier: str | None,
     redact_paths: bool | None,
     key: bytes,
+    redact: bool,
 ) -> PushReport:
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
@@ -155,7 +157,7 @@ def _push(
             )
     connection.commit()
     report = _set_choices(connection, host, tier, redact_paths)
-    disclosure = Disclosure(report.tier, key, report.redact_paths)
+    disclosure = Disclosure(report.tier, key, report.redact_paths, redact)
     report.files = len(local)
     outgoing = {disclosure.path(path): state for path, state in local.items()}
     remote = dict(
@@ -172,7 +174,9 @@ def _push(
         report.deleted = len(gone)
     batch = _Batch(host, disclosure, staged)
     for path, state in sorted(outgoing.items()):
-        if remote.get(path) == f"{disclosure.watermark(path, state.state)} {report.tier}":
+        if remote.get(path) in {
+            f"{watermark} {report.tier}" for watermark in disclosure.current(path, state.state)
+        }:
             report.unchanged += 1
             continue
         batch.add(index, path, state)
@@ -239,9 +243,8 @@ class _Batch:
         self.files.append((host, path, disclosure.watermark(path, state.state), disclosure.tier))
         session = disclosure.session(session_row(index, state.file_id))
         self.sessions.append((host, path, *map(outgoing_text, session)))
-        with_text = disclosure.at_least("full")
-        for entry in entry_rows(index, state.file_id, with_text=with_text):
-            values, text, raw = disclosure.entry(entry)
+        entries = list(entry_rows(index, state.file_id, with_text=disclosure.at_least("full")))
+        for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
             self.entries.append((host, path, *map(outgoing_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
 
@@ -347,19 +350,14 @@ def _push_history(
     disclosure: Disclosure,
     staged: bool,
 ) -> int:
-    """The host's prompt history, replaced whole when the local mirror changed."""
-    state = disclosure.keyed("history", history_state(index), str(disclosure.redact_paths))
+    """The host's prompt history, replaced whole when the local mirror changed (or the choice
+    of paths or redaction did)."""
+    state = disclosure.history_state(history_state(index))
     row = connection.execute("SELECT history_state FROM hosts WHERE host = %s", (host,)).fetchone()
     connection.commit()
     if row and row[0] == state:
         return 0
-    rows = []
-    for values in history_rows(index):
-        row = list(values)
-        row[_HISTORY_PROMPT], row[_HISTORY_CWD] = disclosure.history(
-            row[_HISTORY_PROMPT], row[_HISTORY_CWD]
-        )
-        rows.append((host, *map(outgoing_text, row)))
+    rows = [(host, *map(outgoing_text, row)) for row in disclosure.history(history_rows(index))]
     with connection.transaction():
         connection.execute("DELETE FROM history WHERE host = %s", (host,))
         _copy(connection, "history", rows, staged)

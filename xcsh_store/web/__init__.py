@@ -14,6 +14,7 @@ from xcsh_store.web.access import (
     CONTENT_SECURITY_POLICY,
     LOOPBACK_NAMES,
     allowed_host_names,
+    beyond_loopback,
     read_token_file,
 )
 from xcsh_store.web.app import create_app
@@ -23,6 +24,7 @@ __all__ = [
     "CONTENT_SECURITY_POLICY",
     "LOOPBACK_NAMES",
     "allowed_host_names",
+    "beyond_loopback",
     "create_app",
     "read_token_file",
     "serve",

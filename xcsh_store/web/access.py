@@ -77,6 +77,13 @@ def allowed_host_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(names)
 
 
+def beyond_loopback(hosts: frozenset[str]) -> bool:
+    """Whether a server answering to the Host names ``hosts`` (``allowed_host_names``) answers
+    a name that is not loopback's: an address others reach, or a name a proxy gives it, so that
+    its pages may leave this machine."""
+    return not hosts <= allowed_host_names(LOOPBACK_NAMES[0])
+
+
 def read_token_file(path: str) -> str:
     """The token in ``path`` (its first line); refused when the file is readable or writable by
     anyone but its owner (a token others can read protects nothing)."""

@@ -5,7 +5,12 @@ running, pages learn of new syncs through server-sent events and reload what the
 
 Whatever the sessions hold, a page is bounded: pages.py bounds what each shows, and render()
 cuts any page at PAGE_BYTES. The pages that read the index run PAGES_AT_ONCE at a time, so the
-server's memory does not grow with the number of requests made at once."""
+server's memory does not grow with the number of requests made at once.
+
+With ``redact`` (serve answering beyond loopback), every value a page prints and every resource
+passes through the secret redaction first (xcsh_store.secrets), and so do the pieces of a secret
+that cutting a text left: a text is redacted before it is shortened, and the secrets of the
+files a page shows excerpts of are taken out of it, whole or cut."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import asyncio
 import logging
 import os
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from importlib import resources
 from typing import Any
@@ -20,6 +26,7 @@ from urllib.parse import urlencode
 
 import anyio
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -29,9 +36,10 @@ from starlette.staticfiles import StaticFiles
 
 from xcsh_store.agents import AGENTS
 from xcsh_store.artifacts.pages import parse_line_selector
-from xcsh_store.artifacts.urls import read_internal_url
+from xcsh_store.artifacts.urls import read_internal_url, resolve_internal_url
 from xcsh_store.errors import (
     AmbiguousLookupError,
+    AmbiguousSessionError,
     EntryNotFoundError,
     IndexDatabaseError,
     InternalUrlError,
@@ -50,6 +58,7 @@ from xcsh_store.index import (
 )
 from xcsh_store.js import well_formed
 from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
+from xcsh_store.secrets import FileSecrets, Redactor, Secret
 from xcsh_store.web import pages
 from xcsh_store.web.access import Guard, allowed_host_names
 
@@ -70,6 +79,9 @@ CHOICE_LIMIT = 4096
 # Blobs are sent in pieces of this size.
 BLOB_CHUNK = 256 << 10
 _NUMBER = re.compile(r"[0-9]{1,9}")
+# Redacting, a text shortened for a page is redacted this far past the cut first: a secret (a
+# private key is a few KB) that starts before the cut is found whole, then cut with the rest.
+SECRET_REACH = 16_384
 
 
 class BadParameterError(XcshStoreError):
@@ -146,21 +158,75 @@ def index_version(db_path: str) -> str:
 
 
 def create_app(
-    agent_dir: str, token: str | None = None, hosts: frozenset[str] | None = None
+    agent_dir: str,
+    token: str | None = None,
+    hosts: frozenset[str] | None = None,
+    redact: bool = False,
 ) -> Starlette:
     """The app over the index of ``agent_dir``; with ``token``, every request must carry it;
-    it answers to the Host names ``hosts`` (default: loopback's).
+    it answers to the Host names ``hosts`` (default: loopback's); with ``redact``, no secret
+    of a session is in a page or a resource.
 
     The pages are plain functions, run in worker threads PAGES_AT_ONCE at a time: a slow query
     never holds up the event loop, and with it the live streams of other pages."""
     agent_dir = os.path.abspath(agent_dir)
     db_path = get_index_db_path(agent_dir)
+    redactor = Redactor() if redact else None
+    file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
+    # The secrets of the files the page being rendered (in this thread) shows pieces of.
+    rendering = threading.local()
+
+    def known() -> list[Secret]:
+        return getattr(rendering, "known", [])
+
+    def printed(value: Any) -> Any:
+        """What a template prints: a text with its secrets redacted (before it is escaped),
+        and the secrets of the files it was cut from, whole or cut. A macro's output is
+        made of values that came through here already."""
+        if redactor is None or not isinstance(value, str) or isinstance(value, Markup):
+            return value
+        return redactor.text(value, known())
+
+    def shorten(text: object, limit: int = pages.LINE_SHOWN) -> str:
+        """pages.shorten; redacting, the text redacted before it is cut (a secret cut in two
+        reads as no secret)."""
+        if redactor is not None and isinstance(text, str) and len(text) > limit:
+            text = redactor.text(text[: limit + SECRET_REACH], known())
+        return pages.shorten(text, limit)
+
+    def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
+        """A hit's highlighted pieces; redacting, a snippet that holds a secret is shown
+        plain (a piece cut by a highlight would not read as the secret it is)."""
+        if redactor is not None:
+            plain = snippet.replace(pages.MARK_START, "").replace(pages.MARK_END, "")
+            plain = plain[: pages.LINE_SHOWN + SECRET_REACH]
+            redacted = redactor.text(plain, known())
+            if redacted != plain:
+                return [(False, pages.shorten(redacted))]
+        return pages.snippet_pieces(snippet)
+
+    def secrets_of(index: SessionIndex, paths: Any) -> list[Secret]:
+        """The secrets of the session files a page shows pieces of (their excerpts, summaries
+        and cut texts may hold a secret in part, which no rule can tell)."""
+        if file_secrets is None:
+            return []
+        return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
+
+    def error_secrets(error: Exception) -> list[Secret]:
+        """The secrets of the sessions an error names by their titles, cut short (the
+        candidates of an ambiguous id)."""
+        if file_secrets is None or not isinstance(error, AmbiguousSessionError):
+            return []
+        with SessionIndex.open(agent_dir, read_only=True) as index:
+            return secrets_of(index, error.candidates)
+
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("xcsh_store.web", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=printed,
     )
     limiter = anyio.CapacityLimiter(PAGES_AT_ONCE)
 
@@ -171,12 +237,18 @@ def create_app(
         return f"{route}?{urlencode({'path': path, **given})}"
 
     templates.globals["url"] = url
-    templates.filters["shorten"] = pages.shorten
+    templates.filters["shorten"] = shorten
 
-    def render(name: str, status: int = 200, **context: Any) -> Response:
+    def render(
+        name: str, status: int = 200, known: list[Secret] | None = None, **context: Any
+    ) -> Response:
         # The page's live stream tells of any sync after the one the page was made from.
         live = "/live?" + urlencode({"seen": index_version(db_path)})
-        html = bounded_html(templates.get_template(name).generate(live=live, **context))
+        rendering.known = known or []
+        try:
+            html = bounded_html(templates.get_template(name).generate(live=live, **context))
+        finally:
+            rendering.known = []
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     def page(handler: Callable[[Request], Response]) -> Callable[[Request], Any]:
@@ -194,7 +266,10 @@ def create_app(
                 if status == 500:
                     message = f"{type(error).__name__}: {error}"
                     log.error("serve: %s %s: %s", request.method, request.url.path, message)
-                return render("error.html", status, title=title, message=message)
+                return render(
+                    "error.html", status, title=title, message=message,
+                    known=error_secrets(error),
+                )  # fmt: skip
 
         async def endpoint(request: Request) -> Response:
             return await anyio.to_thread.run_sync(answer, request, limiter=limiter)
@@ -273,8 +348,9 @@ def create_app(
             projects, models = filter_choices(index)
             return render(
                 "search.html", q=text, hits=hits, error=error, query=query,
+                known=secrets_of(index, (hit.path for hit in hits)),
                 projects=projects, models=models, roles=sorted(SEARCH_ROLES), agents=AGENTS,
-                pieces=pages.snippet_pieces,
+                pieces=snippet_pieces,
             )  # fmt: skip
 
     def session(request: Request) -> Response:
@@ -289,21 +365,27 @@ def create_app(
                 entry_id=query.get("entry") or None,
                 start=start,
             )
-            return render("session.html", page=shown, window=pages.WINDOW)
+            return render(
+                "session.html", page=shown, window=pages.WINDOW,
+                known=secrets_of(index, [info.path]),
+            )  # fmt: skip
 
     def entry(request: Request) -> Response:
         entry_id = named(request, "id")
         with open_index() as index:
             info = chosen_session(index, request)
             shown = pages.entry_page(index, info, entry_id, number(request, "part") or 1)
-            return render("entry.html", page=shown)
+            return render("entry.html", page=shown, known=secrets_of(index, [info.path]))
 
     def context(request: Request) -> Response:
         start = number(request, "start") or 0
         with open_index() as index:
             info = chosen_session(index, request)
             shown = pages.context_page(index, info, request.query_params.get("leaf") or None, start)
-            return render("context.html", page=shown, window=pages.WINDOW)
+            return render(
+                "context.html", page=shown, window=pages.WINDOW,
+                known=secrets_of(index, [info.path]),
+            )  # fmt: skip
 
     def usage(request: Request) -> Response:
         by = request.query_params.get("by", "day")
@@ -366,12 +448,15 @@ def create_app(
             info = chosen_session(index, request)
         selector = request.query_params.get("sel")
         offset, limit = parse_line_selector(selector) if selector else (None, None)
-        text = read_internal_url(
-            request.query_params.get("url", ""), artifacts_dir_for(info.path), offset, limit
-        )
+        link, artifacts = request.query_params.get("url", ""), artifacts_dir_for(info.path)
+        text = read_internal_url(link, artifacts, offset, limit)
         if len(text) > RESOURCE_CHARACTERS:
             rest = len(text) - RESOURCE_CHARACTERS
             text = f"{text[:RESOURCE_CHARACTERS]}\n\n[cut: {rest:,} more characters not shown]"
+        if redactor is not None and file_secrets is not None:
+            # A page of the resource may hold a piece of a secret of the whole (its lines).
+            whole = file_secrets.of(resolve_internal_url(link, artifacts).source_path)
+            text = redactor.text(text, whole)
         return PlainTextResponse(well_formed(text))
 
     async def live(request: Request) -> Response:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection
 import uvicorn
 
 from xcsh_store.watch import AppliedChange, IndexWatcher
-from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names
+from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names, beyond_loopback
 from xcsh_store.web.app import create_app
 
 
@@ -22,14 +22,17 @@ def serve(
     on_change: Callable[[AppliedChange], None] | None = None,
     on_ready: Callable[[str], None] | None = None,
     allowed_hosts: Collection[str] = (),
+    redact: bool | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``. Requests must
     name loopback, ``host`` or one of ``allowed_hosts`` in their Host header. ``on_ready`` is
-    given the URL to open (without the token)."""
+    given the URL to open (without the token). ``redact`` (default: when a name but loopback's
+    is answered) takes the secrets out of every page."""
     if host not in LOOPBACK_NAMES and not token:
         raise ValueError(f"serving on {host} needs a token")
+    hosts = allowed_host_names(host, allowed_hosts)
     config = uvicorn.Config(
-        create_app(agent_dir, token, allowed_host_names(host, allowed_hosts)),
+        create_app(agent_dir, token, hosts, beyond_loopback(hosts) if redact is None else redact),
         host=host,
         port=port,
         log_level="warning",

@@ -1,0 +1,119 @@
+"""Secrets in sessions: the ``secrets`` verb (where they are, masked, to rotate them) and the
+``--no-redact`` option of the verbs whose text leaves the machine (push, export parquet,
+serve, mcp), which warns on stderr every time it is used."""
+
+from __future__ import annotations
+
+import click
+
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    echo_wrapped,
+    emit_json,
+    json_option,
+    open_index,
+    pass_settings,
+    print_table,
+    require_extra,
+)
+from xcsh_store.cli.complete import complete_session
+from xcsh_store.cli.params import agent_option, since_option
+from xcsh_store.cli.render import cut_path, home_relative, plural
+
+NO_REDACT_WARNING = (
+    "Warning: --no-redact: the secrets in session text (API keys, tokens, passwords, private"
+    " keys) leave this machine as they are."
+)
+
+no_redact_option = click.option(
+    "--no-redact",
+    "no_redact",
+    is_flag=True,
+    help="Send session text as it is, secrets included (by default they are replaced by"
+    " [REDACTED:<kind>]); warns every time.",
+)
+
+
+def redaction(verb: str, no_redact: bool) -> bool:
+    """Whether ``verb`` redacts; ``--no-redact`` is said out loud on stderr."""
+    if no_redact:
+        echo_wrapped(NO_REDACT_WARNING, err=True)
+    require_extra(verb, "secrets", "kingfisher_sdk", "detect_secrets")
+    return not no_redact
+
+
+@cli.command("secrets")
+@click.argument("session", required=False, shell_complete=complete_session)
+@agent_option
+@since_option
+@json_option
+@pass_settings
+def secrets_command(
+    settings: Settings,
+    session: str | None,
+    agents: tuple[str, ...],
+    since: str | None,
+    as_json: bool,
+) -> None:
+    """List the secrets in sessions (API keys, tokens, passwords, private keys), each with its
+    kind, session, entry, file and line, masked, so that you can rotate them.
+
+    The session files and index.db keep them; push, export parquet, serve beyond loopback and
+    mcp replace them by [REDACTED:<kind>] in what they send. SESSION (an id prefix or a path)
+    looks at that session only.
+
+    \b
+    Examples:
+      xcsh-store secrets
+      xcsh-store secrets --agent claude --since 30d --json
+    """
+    require_extra("secrets", "secrets", "kingfisher_sdk", "detect_secrets")
+    from xcsh_store.secrets import SecretDetector, session_secrets
+
+    with open_index(settings) as index:
+        if session:
+            chosen = [index.find_session(session)]
+        else:
+            chosen = index.list_sessions(agents=agents, since=since)
+        found = list(session_secrets(index, chosen, SecretDetector()))
+        ids = index.unique_id_prefixes(secret.session_id for secret in found)
+    if as_json:
+        emit_json(
+            [
+                {
+                    "kind": secret.kind,
+                    "session": secret.session_id,
+                    "agent": secret.agent,
+                    "entry_id": secret.entry_id,
+                    "path": secret.path,
+                    "line": secret.line,
+                    "preview": secret.preview,
+                }
+                for secret in found
+            ]
+        )
+        return
+    if not found:
+        echo_wrapped(f"No secrets found in {plural(len(chosen), 'session')}.")
+        return
+    print_table(
+        (
+            (
+                secret.kind,
+                ids[secret.session_id],
+                secret.entry_id or "",
+                f"{home_relative(secret.path)}:{secret.line}",
+                secret.preview,
+            )
+            for secret in found
+        ),
+        headers=("kind", "session", "entry", "file:line", "secret"),
+        flexible=(3, 4),
+        cuts={3: cut_path},
+    )
+    sessions = len({secret.path for secret in found})
+    echo_wrapped(
+        f"{plural(len(found), 'secret')} in {plural(sessions, 'session')}: rotate them. push,"
+        " export, serve beyond loopback and mcp send them as [REDACTED:<kind>]."
+    )
