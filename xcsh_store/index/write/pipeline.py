@@ -94,8 +94,9 @@ class Workers:
     """Worker processes reading files whole, each its own list in file order."""
 
     def __init__(self, tasks: list[list[tuple[int, str]]]) -> None:
-        # The package this one is part of, importable however this process found it.
-        package_parent = str(Path(__file__).resolve().parents[2])
+        # The folder that holds the package, importable however this process found it: as many
+        # folders up from this file as its module name has dots (xcsh_store/index/write/...).
+        package_parent = str(Path(__file__).resolve().parents[__name__.count(".")])
         path = os.environ.get("PYTHONPATH")
         environment = {
             **os.environ,
