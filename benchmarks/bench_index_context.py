@@ -17,10 +17,10 @@ from benchmarks.corpus import cached_corpus, generate_deep_session
 from benchmarks.harness import compare, print_table, time_call
 from benchmarks.index_common import built_index
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.context import build_session_context
 from xcsh_store.format.loader import load_session
 from xcsh_store.format.versions import find_header_index
 from xcsh_store.index import SessionIndex
-from xcsh_store.session.context import build_session_context
 
 
 def load_and_build(path: str, leaf: str, blobs: BlobStore):

@@ -34,7 +34,7 @@ from benchmarks.harness import compare, print_table, time_call
 from benchmarks.index_common import WORK_DIR, agent_corpus, fresh_db_path, full_sync
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import GcReport, SessionIndex
-from xcsh_store.index.blob_folder import RACY_SECONDS
+from xcsh_store.index.upkeep.blob_folder import RACY_SECONDS
 
 REF = re.compile(rb"blob:sha256:([0-9a-f]{64})")
 EVERYTHING = timedelta(0)  # no grace period, so both sides answer the same question

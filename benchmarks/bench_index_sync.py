@@ -41,19 +41,20 @@ from benchmarks.corpus import cached_corpus, generate_session_file, parse_size
 from benchmarks.harness import Row, compare, measure_in_child, print_table
 from benchmarks.index_common import WORK_DIR, agent_corpus, fresh_db_path
 from xcsh_store.files import open_regular_file
-from xcsh_store.index import SessionIndex, pipeline
-from xcsh_store.index.build import Chunk, Emit, read_from_start
+from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import apply_migrations, connect, load_migrations
-from xcsh_store.index.indexer import (
+from xcsh_store.index.write import pipeline
+from xcsh_store.index.write.build import Chunk, Emit, read_from_start
+from xcsh_store.index.write.indexer import (
     _ENTRY_COLUMNS as ENTRY_COLUMNS,
 )
-from xcsh_store.index.indexer import (
+from xcsh_store.index.write.indexer import (
     COMMIT_EVERY_VALUES,
     FileIndexer,
     pk_counter,
 )
-from xcsh_store.index.scan import SeenFile, SyncReport, scan_root
-from xcsh_store.index.sync import bulk_writing
+from xcsh_store.index.write.scan import SeenFile, SyncReport, scan_root
+from xcsh_store.index.write.sync import bulk_writing
 
 # --------------------------------------------------------------------------------------------
 # Memory of a process tree

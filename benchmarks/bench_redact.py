@@ -27,7 +27,7 @@ from benchmarks.bench_team import built_index, fresh_database
 from benchmarks.harness import compare, print_table
 from benchmarks.index_common import agent_corpus
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.export import entry_rows, session_files
+from xcsh_store.index.read.export import entry_rows, session_files
 from xcsh_store.secrets import Redactor
 from xcsh_store.team import connect, push
 

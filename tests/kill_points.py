@@ -20,7 +20,7 @@ Kill points (each one a loop of that operation, with appends in between):
   with an error (``DIED <point> <k>``) and the child's next sync must complete;
 * ``stale``: ``SessionIndex.sync()`` after a quarter of the files lost their last line or got it
   back: the rows of the ones read whole again go stale, and the sync deletes them
-  (index/stale_search.py; here whatever their share);
+  (index/write/stale_search.py; here whatever their share);
 * ``gc``: ``blob_gc(apply=True)`` deleting hundreds of unreferenced blobs.
 """
 
@@ -47,9 +47,10 @@ from session_builder import copy_fixtures, random_tree_session, sessions_dir
 from store_checks import blob_files_are_whole
 
 from xcsh_store import BlobStore, SessionManager, load_entries_from_file
-from xcsh_store.index import SessionIndex, pipeline, stale_search
-from xcsh_store.index.gc import QUARANTINE_PREFIX
-from xcsh_store.index.pipeline import SyncWorkerError
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.upkeep.gc import QUARANTINE_PREFIX
+from xcsh_store.index.write import pipeline, stale_search
+from xcsh_store.index.write.pipeline import SyncWorkerError
 from xcsh_store.js import stringify as dumps
 
 MANAGER_POINTS = ("rewrite", "rename", "move", "fork")

@@ -57,6 +57,25 @@ def team_url(team_server: str) -> str:
     return team_server
 
 
+def team_index_as_of(url: str, version: int) -> None:
+    """The team index at ``url`` as the clients before the migration runner left it at schema
+    ``version``: migrations 1 to ``version`` applied, each recorded in ``xcsh_schema`` by its
+    version and file name, with no checksum."""
+    from xcsh_store.team.server import migrations
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "CREATE TABLE xcsh_schema (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for migration in migrations()[:version]:
+            connection.execute(migration.sql)
+            connection.execute(
+                "INSERT INTO xcsh_schema (version, name) VALUES (%s, %s)",
+                (migration.number, f"{migration.name}.sql"),
+            )
+
+
 def server_rows(url: str, host: str) -> dict[str, set[tuple[Any, ...]]]:
     """The host's sessions, entries (without text) and blob refs on the server."""
     with psycopg.connect(url) as connection:

@@ -33,11 +33,11 @@ from xcsh_store.cli.render import (
 )
 from xcsh_store.cli.table import fit_table
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.context import build_session_context
 from xcsh_store.format.loader import load_session
 from xcsh_store.format.versions import find_header_index
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_blobs_dir
-from xcsh_store.session.context import build_session_context
 from xcsh_store.times import parse_duration, parse_time_bound
 
 # The demo's story then happens between 2026-02-13 and 2026-03-15 (UTC).

@@ -1,4 +1,4 @@
-"""The blob folder as the GC knows it (index/blob_folder.py) stays current: after blobs are
+"""The blob folder as the GC knows it (index/upkeep/blob_folder.py) stays current: after blobs are
 added, removed or renamed, after a blob is written while a collection runs, after the folder
 is replaced, in the process that collected before and in a new one; and a listing that is
 stale anyway only ever keeps a blob."""
@@ -16,9 +16,9 @@ from session_builder import header, message, sessions_dir, write_session
 
 from xcsh_store.format.blobs import BLOB_REF_PREFIX, BlobStore
 from xcsh_store.index import GcReport, SessionIndex
-from xcsh_store.index import blob_folder as blob_folder_module
-from xcsh_store.index.blob_folder import is_blob_name
 from xcsh_store.index.db import get_meta, set_meta, transaction
+from xcsh_store.index.upkeep import blob_folder as blob_folder_module
+from xcsh_store.index.upkeep.blob_folder import is_blob_name
 
 EVERYTHING = timedelta(0)  # no grace period: every unreferenced blob is a candidate
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import math
@@ -29,7 +30,9 @@ from hypothesis import strategies as st
 from xcsh_store import HistoryEntry, HistoryStorage
 from xcsh_store.cli import cli
 from xcsh_store.errors import HistoryError
+from xcsh_store.history.schema import Refusals, adopt, history_migrations
 from xcsh_store.history.search import REFERENCE_SEARCH_SQL, build_fts_query
+from xcsh_store.sql_migrations import SQLiteLedger, apply_pending
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,6 +65,9 @@ SCHEMA_OBJECTS = {
     ("trigger", "history_ai"),
     ("trigger", "history_ad"),
     ("trigger", "history_au"),
+    # The record of history's migrations (xcsh_store/sql_migrations.py), which xcsh never reads.
+    ("table", "schema_migrations"),
+    ("index", "sqlite_autoindex_schema_migrations_1"),
 }
 
 
@@ -221,6 +227,95 @@ def test_history_table_without_fts_gets_its_index_rebuilt(db_path):
     with HistoryStorage.open(db_path) as history:
         assert prompts(history.search("before", 10)) == ["written before any fts existed"]
     fts_integrity_check(db_path)
+
+
+def recorded_migrations(db_path: Path) -> list[tuple[str, str]]:
+    connection = connect(db_path)
+    try:
+        return connection.execute(
+            "SELECT name, checksum FROM schema_migrations ORDER BY name"
+        ).fetchall()
+    finally:
+        connection.close()
+
+
+SHIPPED_MIGRATIONS = [(migration.name, migration.checksum) for migration in history_migrations()]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [REFERENCE_SCHEMA, REFERENCE_SCHEMA.split(";", 1)[0], LEGACY_TABLE, LEGACY_WITH_FTS],
+    ids=["xcsh", "without-fts", "legacy", "legacy-with-fts"],
+)
+def test_a_file_xcsh_made_records_every_migration_once_opened(db_path, schema):
+    create_with_stdlib(db_path, schema, [("kept", 1_700_000_000, "/w")])
+    for _ in range(2):
+        with HistoryStorage.open(db_path) as history:
+            assert history.get_recent(5) == [HistoryEntry(1, "kept", 1_700_000_000, "/w")]
+            assert prompts(history.search("kept", 5)) == ["kept"]
+    assert recorded_migrations(db_path) == SHIPPED_MIGRATIONS
+    fts_integrity_check(db_path)
+
+
+def test_a_file_with_every_migration_but_no_record_is_adopted_without_running_one(db_path):
+    """As xcsh-store wrote history.db before it kept a record: every object is there, so none
+    of the migrations' statements runs (the FTS index is not rebuilt)."""
+    every_migration = "".join(migration.sql for migration in history_migrations())
+    create_with_stdlib(db_path, every_migration, [("kept", 1_700_000_000, None)])
+    migrations = history_migrations()
+    connection = connect(db_path)
+    executed: list[str] = []
+    connection.exec_trace = lambda cursor, statement, bindings: executed.append(statement) or True
+    try:
+        adopted = functools.partial(adopt, migrations=migrations, db_path=str(db_path))
+        ledger = SQLiteLedger(connection, migrations, adopted, dated=False)
+        assert apply_pending(ledger, migrations, Refusals(str(db_path))) == []
+    finally:
+        connection.close()
+    assert recorded_migrations(db_path) == SHIPPED_MIGRATIONS
+    assert [statement for statement in executed if "history_fts" in statement] == []
+    assert [statement for statement in executed if "CREATE INDEX" in statement] == []
+
+
+def test_xcsh_opens_a_migrated_file_as_is(history, db_path):
+    """xcsh's own opening statements run on the file, and a prompt it writes is found here."""
+    add_all(history, "written here")
+    script = textwrap.dedent(
+        """
+        connection.executescript(sys.argv[2])
+        connection.execute("INSERT INTO history (prompt) VALUES ('written by xcsh')")
+        connection.commit()
+        """
+    )
+    stdlib_sqlite(db_path, script, REFERENCE_SCHEMA)
+    with HistoryStorage.open(db_path) as again:
+        assert prompts(again.search("written", 5)) == ["written by xcsh", "written here"]
+    assert recorded_migrations(db_path) == SHIPPED_MIGRATIONS
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (
+            "INSERT INTO schema_migrations VALUES ('0099_from_the_future', 'x')",
+            r"was written by a newer xcsh-store \(schema 0099_from_the_future.*upgrade",
+        ),
+        (
+            "UPDATE schema_migrations SET checksum = 'x' WHERE name LIKE '0001%'",
+            "its migration 0001_reference_schema is not the one this xcsh-store ships",
+        ),
+    ],
+    ids=["newer", "changed"],
+)
+def test_a_file_that_cannot_be_migrated_is_refused_and_left_unchanged(db_path, change, refusal):
+    with HistoryStorage.open(db_path) as history:
+        add_all(history, "kept")
+    execute(db_path, change)
+    before = db_path.read_bytes()
+    with pytest.raises(HistoryError, match=refusal) as raised:
+        HistoryStorage.open(db_path)
+    assert "\n" not in str(raised.value) and str(db_path) in str(raised.value)
+    assert db_path.read_bytes() == before
 
 
 def test_file_is_readable_with_stdlib_sqlite_including_fts_match(history, db_path):

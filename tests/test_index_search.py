@@ -7,7 +7,7 @@ import pytest
 from session_builder import copy_fixtures, header, message, sessions_dir, write_session
 
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index.search import parse_search_query
+from xcsh_store.index.read.search import parse_search_query
 
 
 def test_search_filters_and_ranking(agent_dir, index):

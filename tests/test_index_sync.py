@@ -13,7 +13,7 @@ from session_builder import append, header, message, sessions_dir, write_session
 from xcsh_store.errors import SessionNotFoundError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import transaction
-from xcsh_store.index.indexer import drop_file_rows
+from xcsh_store.index.write.indexer import drop_file_rows
 
 
 def test_unchanged_files_cost_one_stat(index, two_sessions):

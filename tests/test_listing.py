@@ -16,8 +16,8 @@ from session_builder import append, copy_fixtures, header, message, sessions_dir
 
 from xcsh_store.errors import SessionNotFoundError
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.scan import IndexedFiles
-from xcsh_store.index.sessions import FIRST_MESSAGE_LISTED, project_condition
+from xcsh_store.index.read.sessions import FIRST_MESSAGE_LISTED, project_condition
+from xcsh_store.index.write.scan import IndexedFiles
 from xcsh_store.times import parse_iso
 
 FIELDS = (

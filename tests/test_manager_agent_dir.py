@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from xcsh_store.cli.demo_dir import build_demo
+from xcsh_store.format.session_roots import read_session_roots
 from xcsh_store.paths import encode_cwd
 from xcsh_store.session.manager import SessionManager
-from xcsh_store.session.roots import read_session_roots
 
 CWD = "/work/project"
 ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 2}

@@ -31,11 +31,11 @@ from xcsh_store.errors import (
     SessionNotFoundError,
     XcshStoreError,
 )
+from xcsh_store.format.context import build_session_context
 from xcsh_store.format.loader import load_session
 from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify as dumps
-from xcsh_store.session.context import build_session_context
 from xcsh_store.session.discovery import list_all_sessions
 
 

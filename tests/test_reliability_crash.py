@@ -24,9 +24,10 @@ from store_checks import age, assert_index_matches_files, blob_files_are_whole
 
 from xcsh_store import SessionManager
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.index import SessionIndex, indexer
-from xcsh_store.index.gc import QUARANTINE_PREFIX
-from xcsh_store.index.indexer import drop_file_rows
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.upkeep.gc import QUARANTINE_PREFIX
+from xcsh_store.index.write import indexer
+from xcsh_store.index.write.indexer import drop_file_rows
 from xcsh_store.paths import new_session_id
 
 HOUR = 3600

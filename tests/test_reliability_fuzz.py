@@ -25,6 +25,7 @@ from xcsh_store.artifacts.query import apply_query, path_to_query
 from xcsh_store.format import jsonl as jsonl_module
 from xcsh_store.format import loader as loader_module
 from xcsh_store.format.blobs import BlobStore, decode_base64_leniently
+from xcsh_store.format.context import index_by_id, path_to_root
 from xcsh_store.format.jsonl import iter_records, parse_jsonl_bytes
 from xcsh_store.format.loader import load_session, read_session_file
 from xcsh_store.format.persist import (
@@ -38,7 +39,6 @@ from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify as dumps
 from xcsh_store.js import utf16_length
-from xcsh_store.session.context import index_by_id, path_to_root
 
 # --------------------------------------------------------------------------------------------
 # The JSONL readers: the loader, the index's line reader and the in-memory parser

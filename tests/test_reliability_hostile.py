@@ -58,7 +58,7 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.storage import FileSessionStorage, FileSessionStorageWriter
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import connect
-from xcsh_store.index.search import SEARCH_ROLES, parse_search_query
+from xcsh_store.index.read.search import SEARCH_ROLES, parse_search_query
 from xcsh_store.js import stringify as dumps
 from xcsh_store.session.discovery import resolve_resumable_session
 

@@ -20,7 +20,7 @@ from xcsh_store.cli.app import cli
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index import SessionIndex
 from xcsh_store.index import db as database
-from xcsh_store.index.search import (
+from xcsh_store.index.read.search import (
     FTS_TOKENIZER,
     SEARCH_ROLES,
     FtsTokens,

@@ -19,8 +19,9 @@ from session_builder import append, header, message, sessions_dir, write_session
 
 from xcsh_store.cli.app import cli
 from xcsh_store.errors import IndexDatabaseError
-from xcsh_store.index import SessionIndex, ranking
-from xcsh_store.index.search import parse_search_query
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.read import ranking
+from xcsh_store.index.read.search import parse_search_query
 
 
 def _session(agent_dir: Path, name: str, *texts: str) -> Path:

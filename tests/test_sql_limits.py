@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.query import QueryTimeoutError, open_query
+from xcsh_store.index.read.query import QueryTimeoutError, open_query
 from xcsh_store.paths import get_index_db_path
 
 ENDLESS_COUNT = (

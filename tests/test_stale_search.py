@@ -1,4 +1,4 @@
-"""Search rows of entries that are gone (index/stale_search.py): entries_fts without
+"""Search rows of entries that are gone (index/write/stale_search.py): entries_fts without
 contentless_delete (migration 0012) keeps the row of an entry whose file was rewritten,
 truncated or deleted; nothing shows it, it is counted, and once such rows are a tenth of the
 indexed texts a sync deletes them, leaving the full-text index as a fresh sync of the same files
@@ -13,7 +13,8 @@ import apsw
 import pytest
 from session_builder import append, copy_fixtures, header, message, sessions_dir, write_session
 
-from xcsh_store.index import SessionIndex, stale_search
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import stale_search
 
 
 def _session(agent_dir: Path, name: str, *texts: str) -> Path:
@@ -169,7 +170,7 @@ def test_a_full_sync_killed_part_way_is_finished_in_full_by_the_next(agent_dir, 
         _session(agent_dir, f"s{number}", f"text{number} words")
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
-    from xcsh_store.index import indexer
+    from xcsh_store.index.write import indexer
 
     original = indexer.FileIndexer.index
     calls = []

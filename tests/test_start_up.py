@@ -20,14 +20,14 @@ from xcsh_store.cli.app import VERB_MODULES
 # is imported: every connection of a SessionIndex gets its SQL functions, xcsh_rank and
 # entry_text.)
 NOT_FOR_LS = (
-    "xcsh_store.index.sync",
-    "xcsh_store.index.indexer",
-    "xcsh_store.index.gc",
-    "xcsh_store.index.watch",
-    "xcsh_store.index.verify",
-    "xcsh_store.index.repair",
-    "xcsh_store.index.tree",
-    "xcsh_store.index.query",
+    "xcsh_store.index.write.sync",
+    "xcsh_store.index.write.indexer",
+    "xcsh_store.index.upkeep.gc",
+    "xcsh_store.index.upkeep.watch",
+    "xcsh_store.index.upkeep.verify",
+    "xcsh_store.index.upkeep.repair",
+    "xcsh_store.index.read.tree",
+    "xcsh_store.index.read.query",
     "xcsh_store.session.manager",
     "xcsh_store.artifacts.urls",
     "xcsh_store.history.store",
@@ -89,7 +89,7 @@ def test_ls_imports_only_what_it_needs(agent_dir, two_sessions):
         "from xcsh_store.cli import cli\n"
         f"cli(['--agent-dir', {str(agent_dir)!r}, 'ls'], standalone_mode=False)"
     )
-    assert "xcsh_store.cli.listing" in loaded and "xcsh_store.index.sessions" in loaded
+    assert "xcsh_store.cli.listing" in loaded and "xcsh_store.index.read.sessions" in loaded
     assert sorted(set(NOT_FOR_LS) & loaded) == []
 
 

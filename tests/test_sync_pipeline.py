@@ -28,14 +28,15 @@ from session_builder import (
 
 from xcsh_store.cli import cli
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.index import SessionIndex, pipeline
-from xcsh_store.index.pipeline import SyncWorkerError
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import pipeline
+from xcsh_store.index.write.pipeline import SyncWorkerError
 from xcsh_store.js import stringify
 
 REPO = Path(__file__).resolve().parent.parent
 # Rows as the index holds them, keys included: two syncs of the same files must agree on each.
 # The search rows are those of entries: the stale rows that replaced entries leave behind
-# (index/stale_search.py) depend on where the file was cut into chunks, which nothing reads.
+# (index/write/stale_search.py) depend on where the file was cut into chunks, which nothing reads.
 EXACT = {
     "files": "SELECT id, path, root, project_dir, size, mtime_ns, inode, ctime_ns,"
     " indexed_bytes, head_hash, tail_hash, status, error, next_seq, last_id, legacy, chained,"
@@ -314,7 +315,8 @@ def test_a_killed_worker_stops_the_sync_and_the_next_one_completes(agent_dir, tm
 # while the test read its reports.
 _WRITER = """
 import sys, time
-from xcsh_store.index import SessionIndex, pipeline
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import pipeline
 
 pipeline.PARALLEL_MIN_BYTES = 0
 pipeline.WORKER_CHUNK_VALUES = 40

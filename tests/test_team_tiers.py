@@ -17,14 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from session_builder import header, message, sessions_dir, write_session
-from team_server import all_values, psycopg, team_server, team_url
+from team_server import all_values, psycopg, team_index_as_of, team_server, team_url
 from test_team_push import planted_host, sync
 
 from xcsh_store.cli import cli
 from xcsh_store.js import stringify
 from xcsh_store.team import connect, export_parquet, push
 from xcsh_store.team.disclosure import host_key
-from xcsh_store.team.server import migrations
 
 __all__ = ["team_server", "team_url"]
 
@@ -226,15 +225,9 @@ def test_migration_2_drops_the_digests_an_older_push_left(agent_dir: Path, team_
     """A team index written before keyed watermarks: its SHA-1 watermarks and sizes, and the
     digests below the full tier, are gone once a client migrates it; the next push of each
     host sends its files again."""
-    (_, _, first), *_ = migrations()
     digest = hashlib.sha1(b"head").hexdigest()
+    team_index_as_of(team_url, 1)
     with psycopg.connect(team_url, autocommit=True) as connection:
-        connection.execute(first)
-        connection.execute(
-            "CREATE TABLE xcsh_schema (version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now());"
-            " INSERT INTO xcsh_schema (version, name) VALUES (1, '0001_initial.sql')"
-        )
         for host, tier in (("laptop", "usage"), ("ci", "meta"), ("desk", "full")):
             values = {"h": host, "t": tier, "d": digest, "state": f"4242:4242:{digest}"}
             for statement in (

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +27,44 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.storage import FileSessionStorage
 from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify as dumps
+
+
+@contextlib.contextmanager
+def held_at_first_begin(
+    connection: apsw.Connection, work: Callable[[], object]
+) -> Iterator[list[object]]:
+    """Run ``work`` (which uses ``connection``) in a thread, held at the connection's first
+    BEGIN (it has read what is there and is about to take the write lock) while the block runs;
+    then let it go on. The list holds its result after the block (its error is raised)."""
+    reached, released = threading.Event(), threading.Event()
+
+    def hold(cursor: apsw.Cursor, statement: str, bindings: object) -> bool:
+        if statement.startswith("BEGIN") and not released.is_set():
+            reached.set()
+            released.wait(10)
+        return True
+
+    connection.exec_trace = hold
+    outcome: list[object] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert reached.wait(10), "the held connection never reached its first BEGIN"
+        yield outcome
+    finally:
+        released.set()
+        thread.join(10)
+        connection.exec_trace = None
+    if errors:
+        raise errors[0]
 
 
 def writer(agent_dir: str, name: str, seconds: float, seed: int, pool: str) -> None:

@@ -86,7 +86,7 @@ _PUBLIC = {
         "get_history_db_path",
         "get_sessions_dir",
     ),
-    "xcsh_store.session.context": (
+    "xcsh_store.format.context": (
         "LAST",
         "SessionContext",
         "build_session_context",

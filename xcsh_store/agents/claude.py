@@ -14,7 +14,7 @@ each ``user``/``assistant``/``system`` line has ``uuid`` and ``parentUuid`` (the
   ``summary`` line (``summary``, ``leafUuid``) is the summary of the conversation that ends at
   ``leafUuid``, most often another file's (a resumed conversation's file opens with the
   summaries of those it continues): it titles the session that holds that entry
-  (index/summaries.py), not its own.
+  (index/write/summaries.py), not its own.
 * A user line is what the user typed: a slash command written as ``<command-name>`` markup is
   ``/name args``; output, caveats and reminders Claude Code put in the user's turn are meta
   entries (typed_prompt).

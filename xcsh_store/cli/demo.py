@@ -13,7 +13,7 @@ from click.core import ParameterSource
 from xcsh_store.cli.app import Settings, cli, echo, echo_wrapped, pass_settings
 from xcsh_store.cli.demo_dir import DEMO_DAYS, DEMO_NOW, write_demo
 from xcsh_store.cli.render import plural
-from xcsh_store.index import SessionIndex, unique_id_prefixes
+from xcsh_store.index import SessionIndex
 
 DEFAULT_DEMO_DIR = "xcsh-store-demo"
 
@@ -56,7 +56,7 @@ def demo_command(ctx: click.Context, settings: Settings, demo_dir: str | None) -
     report = write_demo(target)
     assert report.sync is not None
     with SessionIndex.open(target, read_only=True) as index:
-        ids = unique_id_prefixes(index, (_session_id(path) for path in report.sessions.values()))
+        ids = index.unique_id_prefixes(_session_id(path) for path in report.sessions.values())
     seconds = time.perf_counter() - started
     files = [*report.sessions.values(), report.legacy_file]
     projects = {os.path.basename(os.path.dirname(path)) for path in files}

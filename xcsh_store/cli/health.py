@@ -11,6 +11,7 @@ from importlib import metadata
 from xcsh_store import __version__
 from xcsh_store.cli.demo_dir import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.format.session_roots import read_session_roots
 from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
     DuplicateSession,
@@ -36,7 +37,6 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
-from xcsh_store.session.roots import read_session_roots
 
 # Session files and blobs can be many; beyond this, only the count of bad ones is kept.
 MAX_LISTED_PROBLEMS = 20

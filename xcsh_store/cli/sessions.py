@@ -58,6 +58,7 @@ from xcsh_store.cli.shapes import (
     skipped_note,
 )
 from xcsh_store.errors import SearchQueryError
+from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
@@ -69,7 +70,6 @@ from xcsh_store.index import (
     unique_prefixes,
 )
 from xcsh_store.paths import artifacts_dir_for
-from xcsh_store.session.context import SessionContext
 
 # --------------------------------------------------------------------------------------------
 # show

@@ -20,8 +20,8 @@ from xcsh_store.cli.render import (
 from xcsh_store.times import iso_millis, iso_seconds
 
 if TYPE_CHECKING:
+    from xcsh_store.format.context import SessionContext
     from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
-    from xcsh_store.session.context import SessionContext
 
 
 def host_of(record: Any) -> dict[str, str]:

@@ -10,6 +10,7 @@ background thread), deletes and updates keep the FTS index right through two ext
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import operator
@@ -18,8 +19,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from numbers import Real
@@ -27,6 +27,7 @@ from numbers import Real
 import apsw
 
 from xcsh_store.errors import HistoryError
+from xcsh_store.history.schema import Refusals, adopt, check_schema, history_migrations
 from xcsh_store.history.search import (
     RECENT_SQL,
     index_tokenizer,
@@ -36,6 +37,7 @@ from xcsh_store.history.search import (
 )
 from xcsh_store.js import trim, well_formed
 from xcsh_store.paths import FILE_MODE, ensure_private_dir, get_history_db_path
+from xcsh_store.sql_migrations import SQLiteLedger, apply_pending, immediate_transaction
 
 log = logging.getLogger("xcsh_store")
 
@@ -44,55 +46,6 @@ MAX_LIMIT = 1000
 # Rows per write transaction: large enough that a burst of prompts costs few commits, small
 # enough that another process waiting for the write lock is not held up for long.
 MAX_BATCH = 1000
-
-_REQUIRED_COLUMNS = ("id", "prompt", "created_at", "cwd")
-
-# The reference schema, statement for statement, then the two triggers xcsh lacks (compatibility:
-# Delete and update triggers). The default is strftime() rather than unixepoch(), which SQLite
-# before 3.38 cannot parse. The FTS table uses external content keyed on the explicit integer id, so
-# the text is stored once and the FTS rows follow the history rows by id. Both extra triggers use
-# the external-content 'delete' command, which must be given the old text so FTS5 can remove exactly
-# the tokens it indexed; the update trigger fires only when the indexed text or its id changes, so
-# correcting a created_at or cwd does not rewrite the index.
-_TABLE_SQL = """
-CREATE TABLE IF NOT EXISTS history (id INTEGER PRIMARY KEY AUTOINCREMENT, prompt TEXT NOT NULL,
-  created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)), cwd TEXT);
-CREATE INDEX IF NOT EXISTS idx_history_created_at ON history(created_at DESC);
-"""
-_FTS_SQL = """
-CREATE VIRTUAL TABLE IF NOT EXISTS history_fts
-  USING fts5(prompt, content='history', content_rowid='id');
-CREATE TRIGGER IF NOT EXISTS history_ai AFTER INSERT ON history BEGIN
-  INSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
-END;
-"""
-_SYNC_TRIGGERS_SQL = """
-CREATE TRIGGER IF NOT EXISTS history_ad AFTER DELETE ON history BEGIN
-  INSERT INTO history_fts(history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
-END;
-CREATE TRIGGER IF NOT EXISTS history_au AFTER UPDATE OF id, prompt ON history BEGIN
-  INSERT INTO history_fts(history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
-  INSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
-END;
-"""
-# As in the reference: files whose history table has a unixepoch() default are rebuilt with the
-# strftime() default, keeping every row and its id.
-_LEGACY_MIGRATION_SQL = (
-    """
-ALTER TABLE history RENAME TO history_legacy;
-DROP INDEX IF EXISTS idx_history_created_at;
-DROP TRIGGER IF EXISTS history_ai;
-DROP TABLE IF EXISTS history_fts;
-"""
-    + _TABLE_SQL
-    + """
-INSERT INTO history (id, prompt, created_at, cwd)
-  SELECT id, prompt, created_at, cwd FROM history_legacy;
-DROP TABLE history_legacy;
-"""
-    + _FTS_SQL
-)
-_REBUILD_FTS_SQL = "INSERT INTO history_fts(history_fts) VALUES ('rebuild')"
 
 _INSERT_SQL = "INSERT INTO history (prompt, cwd) VALUES (?, ?)"
 # A busy or locked database clears up by itself; anything else (corruption, I/O, a schema that
@@ -127,7 +80,7 @@ def backdate_prompts(db_path: str, created_at: Mapping[int, int]) -> None:
     a prompt by its insert. The FTS index follows the text only, so this is a plain update."""
     connection = _open_database(db_path)
     try:
-        with _immediate_transaction(connection):
+        with immediate_transaction(connection):
             connection.executemany(
                 "UPDATE history SET created_at = ? WHERE id = ?",
                 [(moment, prompt_id) for prompt_id, moment in created_at.items()],
@@ -423,7 +376,7 @@ class _Writer:
 
     def _insert(self, batch: list[_Add]) -> None:
         try:
-            with _immediate_transaction(self._connection):
+            with immediate_transaction(self._connection):
                 self._connection.executemany(_INSERT_SQL, [(add.prompt, add.cwd) for add in batch])
         except Exception as error:
             # Caught broadly so one bad batch never ends the thread and every later add.
@@ -434,7 +387,7 @@ class _Writer:
 
     def _run_job(self, job: _Job) -> None:
         try:
-            with _immediate_transaction(self._connection):
+            with immediate_transaction(self._connection):
                 result = job.work(self._connection)
         except Exception as error:
             outcome: tuple[int, Exception | None] = (0, error)
@@ -466,21 +419,6 @@ def _close_quietly(
         _close_resources(writer, reader, read_lock)
     except (HistoryError, apsw.Error) as error:
         log.warning("closing prompt history %s: %s", db_path, error)
-
-
-@contextmanager
-def _immediate_transaction(connection: apsw.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE so the write lock is taken (or waited for) before anything is read."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        connection.execute("COMMIT")
-    except BaseException:
-        # SQLite has already rolled back after some errors (I/O, full disk); a second ROLLBACK
-        # would hide the real error behind "no transaction is active".
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
 
 
 def _create_private_file(db_path: str) -> None:
@@ -521,49 +459,20 @@ def _open_database(db_path: str) -> apsw.Connection:
 
 
 def _prepare_schema(connection: apsw.Connection, db_path: str) -> None:
-    """The reference's schema plus our two triggers, without writing to a file we cannot read."""
+    """The reference's schema plus our two triggers (history/schema.py), without writing to a
+    file we cannot read."""
     try:
         # A plain read first: a corrupt or foreign file fails here, before any pragma or DDL
         # has written a byte to it.
-        _check_schema(_schema_objects(connection), connection, db_path)
+        check_schema(connection, db_path)
         # busy_timeout, the reference's third pragma, is set on every connection we open.
         connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
-        with _immediate_transaction(connection):
-            # Read again under the write lock: another process may have set the file up since.
-            objects = _schema_objects(connection)
-            _check_schema(objects, connection, db_path)
-            legacy = "unixepoch(" in (objects.get("history", ("", ""))[1] or "").lower()
-            if legacy:
-                connection.execute(_LEGACY_MIGRATION_SQL)
-            connection.execute(_TABLE_SQL + _FTS_SQL + _SYNC_TRIGGERS_SQL)
-            if legacy or "history_fts" not in objects:
-                connection.execute(_REBUILD_FTS_SQL)
+        migrations = history_migrations()
+        adopted = functools.partial(adopt, migrations=migrations, db_path=db_path)
+        ledger = SQLiteLedger(connection, migrations, adopted, dated=False)
+        apply_pending(ledger, migrations, Refusals(db_path))
     except apsw.Error as error:
         raise _history_error(db_path, "open", error) from error
-
-
-def _schema_objects(connection: apsw.Connection) -> dict[str, tuple[str, str | None]]:
-    rows = connection.execute("SELECT name, type, sql FROM sqlite_master")
-    return {name: (kind, sql) for name, kind, sql in rows}
-
-
-def _check_schema(
-    objects: dict[str, tuple[str, str | None]], connection: apsw.Connection, db_path: str
-) -> None:
-    """Refuse a file whose history/history_fts are something other than what we would write."""
-    if "history" in objects:
-        kind = objects["history"][0]
-        if kind != "table":
-            raise HistoryError(f"{db_path} is not a prompt history: 'history' is a {kind}")
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(history)")}
-        missing = [name for name in _REQUIRED_COLUMNS if name not in columns]
-        if missing:
-            raise HistoryError(
-                f"{db_path} is not a prompt history this version understands:"
-                f" table history lacks column(s) {', '.join(missing)}"
-            )
-    if "history_fts" in objects and "fts5" not in (objects["history_fts"][1] or "").lower():
-        raise HistoryError(f"{db_path} is not a prompt history: history_fts is not an FTS5 table")
 
 
 def _newest_prompt(connection: apsw.Connection, db_path: str) -> str | None:

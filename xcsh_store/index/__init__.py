@@ -1,37 +1,36 @@
 """The index: a SQLite mirror (``index.db``) of everything under an agent dir, the session files,
 the blob store and ``history.db``, that answers listing, search, tree, usage and gc questions
 without reading every file. It is derived and disposable: deleting it loses nothing, a sync
-rebuilds it. This package front re-exports what the rest of the code and the CLI use; the CLI
-imports nothing from the modules below, and no SQL runs outside them.
+rebuilds it. This package front re-exports what the rest of the code uses: the CLI, watch/,
+web/, agent_tools/ and team/ import nothing from the modules below it (tests/test_layering.py),
+and no SQL on index.db runs outside them.
 
-Modules, from the store object down:
+At the top, the store and the database core:
 
 * ``store``: ``SessionIndex``, the one connection to index.db: open (creating, migrating, or
   rebuilding a damaged file), the sync lock, the sync, gc and verify entry points, and every
-  question handed to the module below that knows its query.
-* ``sessions``: the sessions query (listing, lookup by path or id prefix), a session's message
-  text and skipped lines, entry id prefixes.
-* ``usage``: token and cost sums by day, week, month, model, provider, project or session.
-* ``verify``: the index compared with a fresh parse of every file; ``repair``: re-indexing what
-  differs, recounting blob refs, and the one "move aside and start afresh" for a damaged file.
-* ``db``: connections, migrations, transactions, damage detection; ``engine``: the SQLite
-  library's versions and error class.
-* ``scan``, ``sync``, ``indexer``, ``rows``: finding the files and turning their new bytes into
-  rows; ``location``: following an agent dir that was copied or moved.
-* ``tree``: branches, trees and contexts by recursive CTE, entries read back by byte offset;
-  ``outline``: a session laid out for reading; ``search``: full-text search; ``prompts``: the
-  prompt history mirrored and recalled; ``gc``: blob garbage collection; ``watch``: the folder
-  watch gc relies on.
-* ``names``, ``choices``: short id prefixes, shell-completion choices and the check that a
-  filter names a model or project the index has; ``query``: the read-only ad-hoc SQL of the
-  ``sql`` verb; ``sql_functions``: entry_text() and the other SQL functions of search;
-  ``stale_search``: search rows of entries that are gone.
-* ``outside_readers``: what Python's sqlite3 and the sqlite3 command can do with index.db;
-  ``datasette_plugin``: xcsh-store's Datasette plugin (Datasette loads it, nothing here does).
+  question handed to the module of a room below that knows its query. The modules it calls
+  never import it (no import circle: tests/test_layering.py); see read/'s docstring.
+* ``db``: connections, the migrations (run by xcsh_store/sql_migrations.py), transactions, damage
+  detection; ``engine``: the SQLite library's versions and error class; ``location``:
+  following an agent dir that was copied or moved; ``sql_functions``: entry_text() and the
+  other SQL functions of search, on every connection.
+
+Three rooms over that core, by what their modules do (each room's docstring says where a
+borderline module went, and why):
+
+* ``write/``: the files into rows: finding them (scan), deciding per file and reading what
+  changed (sync, pipeline, build, indexer, rows), and what a sync derives afterwards (summary
+  titles, re-pricing, stale search rows).
+* ``read/``: the questions: sessions, search and its ranking, trees and contexts, outlines,
+  texts read again from the files, usage, prompts, short names, completion choices, ad-hoc SQL,
+  the export to other stores and the Datasette plugin.
+* ``upkeep/``: keeping the index and the blob store right: verify, repair, blob gc, the blob
+  folder and the folder watch gc relies on, and what other SQLite programs can do with the file.
 """
 
 # What every use of the index needs: the store and its connection.
-from xcsh_store.index.db import remove_side_files
+from xcsh_store.index.db import errors_explained, remove_side_files
 from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
 from xcsh_store.index.store import IndexStats, SessionIndex
 from xcsh_store.lazy import lazy_exports
@@ -40,16 +39,34 @@ from xcsh_store.lazy import lazy_exports
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "xcsh_store.index.choices": (
+        "xcsh_store.index.read.choices": (
             "Choice",
             "check_filters",
             "model_choices",
             "project_choices",
             "session_choices",
         ),
-        "xcsh_store.index.gc": ("GcReport",),
-        "xcsh_store.index.names": ("unique_id_prefixes", "unique_prefixes"),
-        "xcsh_store.index.outline": (
+        "xcsh_store.index.read.export": (
+            "ENTRY_COLUMNS",
+            "HISTORY_COLUMNS",
+            "SESSION_COLUMNS",
+            "USAGE_COLUMNS",
+            "EntryRow",
+            "FileState",
+            "entry_rows",
+            "history_rows",
+            "history_state",
+            "session_files",
+            "session_row",
+            "usage_rows",
+        ),
+        "xcsh_store.index.read.names": (
+            "MIN_PREFIX",
+            "prefix_apart",
+            "unique_id_prefixes",
+            "unique_prefixes",
+        ),
+        "xcsh_store.index.read.outline": (
             "SessionOutline",
             "entry_summary",
             "entry_text",
@@ -57,50 +74,64 @@ __getattr__, __dir__ = lazy_exports(
             "message_summary",
             "session_outline",
         ),
-        "xcsh_store.index.outside_readers": (
-            "OutsideReader",
-            "OutsideReaders",
-            "check_outside_readers",
-        ),
-        "xcsh_store.index.prompts": ("PromptHit",),
-        "xcsh_store.index.query": (
+        "xcsh_store.index.read.prompts": ("PromptHit",),
+        "xcsh_store.index.read.query": (
             "QueryInterruptedError",
             "QueryStream",
             "QueryTimeoutError",
             "open_query",
         ),
-        "xcsh_store.index.scan": (
-            "Progress",
-            "SkippedLines",
-            "SyncReport",
-        ),
-        "xcsh_store.index.search": (
+        "xcsh_store.index.read.ranking": ("WINDOW",),
+        "xcsh_store.index.read.search": (
             "SEARCH_ROLES",
             "SearchHit",
             "parse_search_query",
             "search_role",
         ),
-        "xcsh_store.index.prices": ("ModelSeen",),
-        "xcsh_store.index.sessions": ("IndexedSession",),
-        "xcsh_store.index.tree": (
+        "xcsh_store.index.read.sessions": ("IndexedSession",),
+        "xcsh_store.index.read.tree": (
             "IndexedEntry",
             "SessionTree",
+            "build_tree",
             "read_entries",
         ),
-        "xcsh_store.index.usage": (
+        "xcsh_store.index.read.usage": (
             "USAGE_GROUPS",
             "DuplicateSession",
             "UsageRow",
+            "joined_key",
+            "usage_groups",
             "usage_total",
         ),
-        "xcsh_store.index.verify": ("VerifyReport",),
+        "xcsh_store.index.upkeep.gc": ("GcReport",),
+        "xcsh_store.index.upkeep.outside_readers": (
+            "OutsideReader",
+            "OutsideReaders",
+            "check_outside_readers",
+        ),
+        "xcsh_store.index.upkeep.verify": ("VerifyReport",),
+        "xcsh_store.index.write.prices": ("ModelSeen",),
+        "xcsh_store.index.write.scan": (
+            "Progress",
+            "SkippedLines",
+            "SyncReport",
+            "is_under_any",
+        ),
     },
 )
 
 __all__ = [
+    "ENTRY_COLUMNS",
+    "HISTORY_COLUMNS",
+    "MIN_PREFIX",
     "SEARCH_ROLES",
+    "SESSION_COLUMNS",
+    "USAGE_COLUMNS",
     "USAGE_GROUPS",
+    "WINDOW",
     "Choice",
+    "EntryRow",
+    "FileState",
     "GcReport",
     "IndexStats",
     "IndexedEntry",
@@ -122,24 +153,36 @@ __all__ = [
     "SyncReport",
     "UsageRow",
     "VerifyReport",
+    "build_tree",
     "check_filters",
     "check_outside_readers",
+    "entry_rows",
     "entry_summary",
     "entry_text",
+    "errors_explained",
     "has_fts5",
+    "history_rows",
+    "history_state",
+    "is_under_any",
+    "joined_key",
     "labels_of",
     "message_summary",
     "model_choices",
     "open_query",
     "parse_search_query",
+    "prefix_apart",
     "project_choices",
     "read_entries",
     "remove_side_files",
     "search_role",
     "session_choices",
+    "session_files",
     "session_outline",
+    "session_row",
     "sqlite_versions",
     "unique_id_prefixes",
     "unique_prefixes",
+    "usage_groups",
+    "usage_rows",
     "usage_total",
 ]

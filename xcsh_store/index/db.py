@@ -1,15 +1,14 @@
-"""The index database file: opening it with apsw, numbered SQL migrations, damage handling."""
+"""The index database file: opening it with apsw, its numbered SQL migrations (the top-level
+migrations/ folder, run by xcsh_store/sql_migrations.py), damage handling."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -17,21 +16,13 @@ import apsw
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import free_bytes_if_full
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
-from xcsh_store.times import iso_now
+from xcsh_store.sql_migrations import Applied, Migration, SQLiteLedger, apply_pending
+from xcsh_store.sql_migrations import load_migrations as load_folder
 
 log = logging.getLogger("xcsh_store")
 
 BUSY_TIMEOUT_MS = 30_000
-_MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 _FTS5_TABLE = re.compile(r"USING\s+fts5\s*\(", re.IGNORECASE)  # not fts5vocab
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    number: int
-    name: str
-    sql: str
-    checksum: str
 
 
 def migrations_dir() -> Path:
@@ -47,25 +38,7 @@ def migrations_dir() -> Path:
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
-    directory = directory or migrations_dir()
-    migrations: list[Migration] = []
-    seen: dict[int, str] = {}
-    for path in sorted(directory.glob("*.sql")):
-        match = _MIGRATION_NAME.fullmatch(path.name)
-        if not match:
-            raise IndexDatabaseError(f"Migration file name {path.name!r} is not NNNN_name.sql")
-        number = int(match.group(1))
-        if number in seen:
-            raise IndexDatabaseError(
-                f"Two migrations share the number {number:04d}: {seen[number]} and {path.name}"
-            )
-        seen[number] = path.name
-        sql = path.read_text(encoding="utf-8")
-        checksum = hashlib.sha256(sql.encode("utf-8")).hexdigest()
-        migrations.append(Migration(number, path.stem, sql, checksum))
-    if not migrations:
-        raise IndexDatabaseError(f"No schema migrations in {directory}: the installation is broken")
-    return migrations
+    return load_folder(directory or migrations_dir(), IndexDatabaseError)
 
 
 # Free pages below this (1 MiB of 4 KiB pages) are not worth a VACUUM.
@@ -80,43 +53,26 @@ def missing_migrations(connection: apsw.Connection) -> list[str]:
     return sorted(names - applied)
 
 
-def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
-    """Apply the migrations this database lacks, each in its own transaction; names applied."""
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    applied = dict(connection.execute("SELECT name, checksum FROM schema_migrations"))
-    known = {migration.name: migration for migration in migrations}
-    newer = sorted(set(applied) - set(known))
-    if newer:
-        raise IndexDatabaseError(
-            f"The index was written by a newer xcsh-store (schema {newer[-1]}); "
+class _Refusals:
+    """What the index says when it cannot be migrated (xcsh_store/sql_migrations.py)."""
+
+    def newer(self, newest: Applied, known: Migration) -> IndexDatabaseError:
+        return IndexDatabaseError(
+            f"The index was written by a newer xcsh-store (schema {newest.name}); "
             "upgrade xcsh-store, or delete index.db to rebuild it from the session files"
         )
-    for name, checksum in applied.items():
-        if known[name].checksum != checksum:
-            raise IndexDatabaseError(
-                f"Migration {name} changed after it was applied to this index; "
-                "delete index.db to rebuild it"
-            )
-    done = []
-    for migration in migrations:
-        if migration.name in applied:
-            continue
-        with transaction(connection):
-            # Another process may have applied it while this one waited for the write lock.
-            if connection.execute(
-                "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
-            ).fetchall():
-                continue
-            connection.execute(migration.sql)
-            connection.execute(
-                "INSERT INTO schema_migrations (name, checksum, applied_at) VALUES (?, ?, ?)",
-                (migration.name, migration.checksum, iso_now()),
-            )
-        done.append(migration.name)
-    return done
+
+    def changed(self, applied: Applied) -> IndexDatabaseError:
+        return IndexDatabaseError(
+            f"Migration {applied.name} changed after it was applied to this index; "
+            "delete index.db to rebuild it"
+        )
+
+
+def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
+    """Apply the migrations this database lacks, each in its own transaction; names applied."""
+    ledger = SQLiteLedger(connection, migrations)
+    return [migration.name for migration in apply_pending(ledger, migrations, _Refusals())]
 
 
 def compact_if_sparse(connection: apsw.Connection) -> bool:

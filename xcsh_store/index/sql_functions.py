@@ -10,7 +10,7 @@ connection that only lists sessions never pays for it.
 * ``search_match(query)``: what ``entries_fts MATCH`` needs for ``query`` in the syntax of
   ``xcsh-store search`` (plain words, the last one also a prefix, ``"phrases"``, ``-excluded``):
   never an FTS5 syntax error; a query with no word matches nothing.
-* ``xcsh_rank(entries_fts, avgdl, group_idf, idf…)``: search's bm25 (index/ranking.py); an
+* ``xcsh_rank(entries_fts, avgdl, group_idf, idf…)``: search's bm25 (index/read/ranking.py); an
   FTS5 function, which only apsw can register.
 """
 
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from xcsh_store.index.ranking import bm25_score
+from xcsh_store.index.read.ranking import bm25_score
 
 if TYPE_CHECKING:
-    from xcsh_store.index.search import FtsTokens, Highlighter
+    from xcsh_store.index.read.search import FtsTokens, Highlighter
 
 # What search_match gives a query without a word: an empty phrase, which FTS5 accepts and which
 # matches nothing.
@@ -54,7 +54,7 @@ class SearchFunctions:
         }
 
     def entry_text(self, pk: object) -> str | None:
-        from xcsh_store.index.texts import entry_texts
+        from xcsh_store.index.read.texts import entry_texts
 
         if type(pk) is not int:
             return None
@@ -67,21 +67,21 @@ class SearchFunctions:
         return self._highlighter_of(query).snippet(text)
 
     def search_match(self, query: object) -> str:
-        from xcsh_store.index.search import parse_search_query
+        from xcsh_store.index.read.search import parse_search_query
 
         if not isinstance(query, str):
             return NOTHING
         return parse_search_query(query, self._fts_tokens()).match or NOTHING
 
     def _fts_tokens(self) -> FtsTokens:
-        from xcsh_store.index.search import FtsTokens
+        from xcsh_store.index.read.search import FtsTokens
 
         if self._tokens is None:
             self._tokens = FtsTokens(self.tokenizer)
         return self._tokens
 
     def _highlighter_of(self, query: str) -> Highlighter:
-        from xcsh_store.index.search import Highlighter, parse_search_query
+        from xcsh_store.index.read.search import Highlighter, parse_search_query
 
         if self._highlighter is None or self._highlighter[0] != query:
             tokens = self._fts_tokens()

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import apsw
 
 from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.format.session_roots import forget_session_root, read_session_roots
 from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
 from xcsh_store.index import db as database
-from xcsh_store.index import sessions
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
-from xcsh_store.index.sessions import IndexedSession
+from xcsh_store.index.read import sessions
+from xcsh_store.index.read.sessions import IndexedSession
 from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
@@ -33,7 +34,6 @@ from xcsh_store.paths import (
     get_index_db_path,
     get_sessions_dir,
 )
-from xcsh_store.session.roots import forget_session_root, read_session_roots
 from xcsh_store.times import iso_now
 
 # The modules behind the other questions are imported by the methods that ask them: a process
@@ -41,17 +41,17 @@ from xcsh_store.times import iso_now
 if TYPE_CHECKING:
     from xcsh_store.agents.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
-    from xcsh_store.index.blob_folder import BlobFolder
-    from xcsh_store.index.gc import GcReport, SessionWatch
-    from xcsh_store.index.outline import SessionOutline
-    from xcsh_store.index.prices import ModelSeen
-    from xcsh_store.index.prompts import PromptHit
-    from xcsh_store.index.scan import IndexedFiles, Progress, SkippedLines, SyncReport
-    from xcsh_store.index.search import SearchHit
-    from xcsh_store.index.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.usage import DuplicateSession, UsageRow
-    from xcsh_store.index.verify import VerifyReport
-    from xcsh_store.session.context import SessionContext
+    from xcsh_store.format.context import SessionContext
+    from xcsh_store.index.read.outline import SessionOutline
+    from xcsh_store.index.read.prompts import PromptHit
+    from xcsh_store.index.read.search import SearchHit
+    from xcsh_store.index.read.tree import IndexedEntry, SessionTree
+    from xcsh_store.index.read.usage import DuplicateSession, UsageRow
+    from xcsh_store.index.upkeep.blob_folder import BlobFolder
+    from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
+    from xcsh_store.index.upkeep.verify import VerifyReport
+    from xcsh_store.index.write.prices import ModelSeen
+    from xcsh_store.index.write.scan import IndexedFiles, Progress, SkippedLines, SyncReport
 
 log = logging.getLogger("xcsh_store")
 
@@ -186,7 +186,7 @@ class SessionIndex:
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir (unless it has none), then every registered
         extra root, then the other agents' folders that exist (unless turned off)."""
-        from xcsh_store.index.scan import is_under_any
+        from xcsh_store.index.write.scan import is_under_any
 
         extra = [
             self.local_path(row[0])
@@ -307,9 +307,9 @@ class SessionIndex:
         self, full: bool, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
         from xcsh_store.agents.pricing import price_table
-        from xcsh_store.index.prices import price_again_if_changed, record_prices
-        from xcsh_store.index.prompts import mirror_agent_history, mirror_history
-        from xcsh_store.index.sync import sync_files
+        from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
+        from xcsh_store.index.write.prices import price_again_if_changed, record_prices
+        from xcsh_store.index.write.sync import sync_files
 
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
@@ -341,10 +341,10 @@ class SessionIndex:
                 database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
         if not untouched:
-            from xcsh_store.index.ranking import refresh_term_counts
-            from xcsh_store.index.scan import file_ids
-            from xcsh_store.index.stale_search import delete_stale_rows_if_many
-            from xcsh_store.index.summaries import resolve_summary_titles
+            from xcsh_store.index.read.ranking import refresh_term_counts
+            from xcsh_store.index.write.scan import file_ids
+            from xcsh_store.index.write.stale_search import delete_stale_rows_if_many
+            from xcsh_store.index.write.summaries import resolve_summary_titles
 
             delete_stale_rows_if_many(self.connection)
             refresh_term_counts(self.connection)
@@ -372,7 +372,7 @@ class SessionIndex:
         """Empty entries_fts before a sync that reads every file whole (its rows could only go
         stale, stale_search.py), and make sure that such a sync killed part-way is done in full
         by the next one, which then finds all of them without search text."""
-        from xcsh_store.index.stale_search import forget_all
+        from xcsh_store.index.write.stale_search import forget_all
 
         with database.transaction(self.connection):
             self.connection.execute(
@@ -393,7 +393,7 @@ class SessionIndex:
 
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""
-        from xcsh_store.index.scan import IndexedFiles
+        from xcsh_store.index.write.scan import IndexedFiles
 
         if self._files_snapshot is not None and self._files_snapshot[0] == self._write_stamp():
             return self._files_snapshot[1]
@@ -408,7 +408,7 @@ class SessionIndex:
     def _rebuild_after_damage(
         self, damage: object, progress: Progress | None, workers: int | None = None
     ) -> SyncReport:
-        from xcsh_store.index.repair import start_afresh
+        from xcsh_store.index.upkeep.repair import start_afresh
 
         self._files_snapshot = None
         self.connection.close()
@@ -461,9 +461,9 @@ class SessionIndex:
     @_entry_point
     def unique_id_prefixes(self, session_ids: Iterable[str]) -> dict[str, str]:
         """names.unique_id_prefixes over this index (the team index answers the same)."""
-        from xcsh_store.index.names import unique_id_prefixes
+        from xcsh_store.index.read.names import unique_id_prefixes
 
-        return unique_id_prefixes(self, session_ids)
+        return unique_id_prefixes(self.connection, session_ids)
 
     @_entry_point
     def all_messages_text(self, session: IndexedSession) -> str:
@@ -485,7 +485,7 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
         """Root -> leaf entries of one branch (default: the session's last entry)."""
-        from xcsh_store.index.tree import branch_rows
+        from xcsh_store.index.read.tree import branch_rows
 
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
@@ -498,7 +498,7 @@ class SessionIndex:
         """Each entry id of the file of ``where`` (a session or a search hit) by the shortest
         prefix (at least 8 characters) no other entry of that file shares: what find_entry_id
         resolves to the same entry (Claude Code's and Codex's ids are 36-character UUIDs)."""
-        from xcsh_store.index.names import unique_entry_prefixes
+        from xcsh_store.index.read.names import unique_entry_prefixes
 
         return unique_entry_prefixes(self.connection, where.file_id, entry_ids)
 
@@ -513,14 +513,14 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
-        from xcsh_store.index.tree import read_entries
+        from xcsh_store.index.read.tree import read_entries
 
         info = self._session(session)
         return read_entries(info.path, self.branch(info, leaf_id), self.blob_store, info.agent)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
-        from xcsh_store.index.tree import build_tree, entry_rows
+        from xcsh_store.index.read.tree import build_tree, entry_rows
 
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))
@@ -528,7 +528,7 @@ class SessionIndex:
     @_entry_point
     def outline(self, session: str | IndexedSession, leaf_id: str | None = None) -> SessionOutline:
         """outline.session_outline of this index (the team index answers the same)."""
-        from xcsh_store.index.outline import session_outline
+        from xcsh_store.index.read.outline import session_outline
 
         return session_outline(self, session, leaf_id)
 
@@ -537,7 +537,7 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> SessionContext:
         """The model context at ``leaf_id`` (default: the last entry), reading only its path."""
-        from xcsh_store.index.tree import context_from_index
+        from xcsh_store.index.read.tree import context_from_index
 
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
@@ -562,7 +562,7 @@ class SessionIndex:
         highlight: tuple[str, str] = ("[", "]"),
         agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
-        from xcsh_store.index.search import search_entries
+        from xcsh_store.index.read.search import search_entries
 
         return search_entries(
             self.connection, query, cwd=cwd, project=project, role=role, since=since,
@@ -574,7 +574,7 @@ class SessionIndex:
     def has_model(self, model: str) -> bool:
         """Whether an entry of the index is of ``model`` (an id, or ``provider/model``), as
         ``search(model=…)`` matches it."""
-        from xcsh_store.index.search import model_condition
+        from xcsh_store.index.read.search import model_condition
 
         condition, values = model_condition("e", model)
         found = self.connection.execute(
@@ -594,7 +594,7 @@ class SessionIndex:
     def history_search(
         self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        from xcsh_store.index.prompts import recall_prompts
+        from xcsh_store.index.read.prompts import recall_prompts
 
         return self._local_prompts(
             recall_prompts(self.connection, query, limit, self._path_mapping(), agents)
@@ -604,7 +604,7 @@ class SessionIndex:
     def history_recent(
         self, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        from xcsh_store.index.prompts import recall_prompts
+        from xcsh_store.index.read.prompts import recall_prompts
 
         return self._local_prompts(
             recall_prompts(self.connection, None, limit, self._path_mapping(), agents)
@@ -643,14 +643,14 @@ class SessionIndex:
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
         """
-        from xcsh_store.index.usage import usage_rows
+        from xcsh_store.index.read.usage import usage_rows
 
         return usage_rows(self.connection, by, since, until, agents, zone)
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
         """prices.models_seen, and whether the index's costs come from ``table``."""
-        from xcsh_store.index.prices import models_seen, priced_with
+        from xcsh_store.index.write.prices import models_seen, priced_with
 
         current = priced_with(self.connection) == table.fingerprint
         return models_seen(self.connection, table), current
@@ -658,7 +658,7 @@ class SessionIndex:
     @_entry_point
     def duplicate_sessions(self) -> list[DuplicateSession]:
         """Sessions kept in several files, whose usage counts once (usage.duplicate_sessions)."""
-        from xcsh_store.index.usage import duplicate_sessions
+        from xcsh_store.index.read.usage import duplicate_sessions
 
         return duplicate_sessions(self.connection)
 
@@ -673,8 +673,8 @@ class SessionIndex:
         index knew could not be reached, or files kept moving, since a blob referenced only
         from such a file would look unreferenced.
         """
-        from xcsh_store.index.blob_folder import BlobFolder
-        from xcsh_store.index.gc import (
+        from xcsh_store.index.upkeep.blob_folder import BlobFolder
+        from xcsh_store.index.upkeep.gc import (
             SessionWatch,
             collect_garbage,
             refusal,
@@ -711,8 +711,8 @@ class SessionIndex:
         never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
         ``repair``.
         """
-        from xcsh_store.index.repair import repair_files
-        from xcsh_store.index.verify import VerifyReport, compare_with_files
+        from xcsh_store.index.upkeep.repair import repair_files
+        from xcsh_store.index.upkeep.verify import VerifyReport, compare_with_files
 
         report = VerifyReport()
         try:
@@ -787,7 +787,7 @@ def _open_for_reading(db_path: str) -> apsw.Connection:
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
     """Connect and migrate; a damaged file is started afresh."""
-    from xcsh_store.index.repair import start_afresh
+    from xcsh_store.index.upkeep.repair import start_afresh
 
     try:
         connection = database.connect(db_path)

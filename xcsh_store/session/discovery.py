@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+from xcsh_store.format.context import path_to_root
 from xcsh_store.format.entries import (
     TITLE_CHANGE_TYPE,
     branch_name,
@@ -21,7 +22,6 @@ from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, 
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.js import trim
 from xcsh_store.paths import get_default_session_dir, get_sessions_dir
-from xcsh_store.session.context import path_to_root
 from xcsh_store.times import parse_iso
 
 log = logging.getLogger("xcsh_store")

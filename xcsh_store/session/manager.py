@@ -13,6 +13,11 @@ from typing import Any
 from xcsh_store.artifacts.store import ArtifactManager, copy_artifacts_dir
 from xcsh_store.errors import EntryNotFoundError, PersistenceError
 from xcsh_store.format.blobs import BlobPutResult, BlobStore
+from xcsh_store.format.context import (
+    SessionContext,
+    build_session_context,
+    path_to_root,
+)
 from xcsh_store.format.entries import (
     TITLE_CHANGE_TYPE,
     USAGE_FIELDS,
@@ -35,6 +40,7 @@ from xcsh_store.format.entries import (
     set_title_after_id,
 )
 from xcsh_store.format.loader import LoadedSession, load_session
+from xcsh_store.format.session_roots import record_session_root
 from xcsh_store.format.storage import FileSessionStorage, MemorySessionStorage, SessionStorage
 from xcsh_store.format.versions import HEADER_TYPE
 from xcsh_store.js import trim
@@ -51,11 +57,6 @@ from xcsh_store.paths import (
     session_file_name,
     write_terminal_breadcrumb,
 )
-from xcsh_store.session.context import (
-    SessionContext,
-    build_session_context,
-    path_to_root,
-)
 from xcsh_store.session.discovery import (
     SessionInfo,
     find_most_recent_session,
@@ -63,7 +64,6 @@ from xcsh_store.session.discovery import (
     list_sessions,
     split_header,
 )
-from xcsh_store.session.roots import record_session_root
 from xcsh_store.session.session_file import SessionFile
 from xcsh_store.times import iso_now, timestamp_to_millis
 

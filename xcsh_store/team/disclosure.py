@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xcsh_store.index.export import (
+from xcsh_store.index import (
     ENTRY_COLUMNS,
     HISTORY_COLUMNS,
     SESSION_COLUMNS,

@@ -10,7 +10,7 @@ Layout (Hive partitions, one file per partition):
 
 A session, its entries and its usage live in the partition of the month the session was
 created in, so a changed session rewrites one partition of each table. The manifest remembers
-each exported file's state (index/export.py FileState); an export rewrites only the partitions
+each exported file's state (index/read/export.py FileState); an export rewrites only the partitions
 that hold a new, changed or deleted session. A partition file is written beside its final name
 and renamed over it, so a reader sees the old file or the new one, never half of one; the
 manifest is replaced last, so an export killed at any point is redone by the next one.
@@ -34,12 +34,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.export import (
+from xcsh_store.index import (
     ENTRY_COLUMNS,
     SESSION_COLUMNS,
     USAGE_COLUMNS,
     FileState,
+    SessionIndex,
     entry_rows,
     session_files,
     session_row,

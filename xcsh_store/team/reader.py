@@ -29,20 +29,29 @@ from xcsh_store.errors import (
     SearchQueryError,
     SessionNotFoundError,
 )
-from xcsh_store.index import IndexedEntry, PromptHit, SearchHit, SkippedLines, UsageRow
-from xcsh_store.index.names import MIN_PREFIX, prefix_apart
-from xcsh_store.index.outline import SessionOutline, labels_of
-from xcsh_store.index.ranking import WINDOW
-from xcsh_store.index.search import search_role
-from xcsh_store.index.tree import build_tree
-from xcsh_store.index.usage import joined_key, usage_groups
-from xcsh_store.session.context import SessionContext, build_session_context, path_to_root
+from xcsh_store.format.context import SessionContext, build_session_context, path_to_root
+from xcsh_store.index import (
+    MIN_PREFIX,
+    WINDOW,
+    IndexedEntry,
+    PromptHit,
+    SearchHit,
+    SessionOutline,
+    SkippedLines,
+    UsageRow,
+    build_tree,
+    joined_key,
+    labels_of,
+    prefix_apart,
+    search_role,
+    usage_groups,
+)
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import iso_bound, parse_iso
 
 # The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
-# index/usage.py, plus host). Timestamps are ISO 8601 text, as in the local index.
+# index/read/usage.py, plus host). Timestamps are ISO 8601 text, as in the local index.
 _DAY = "CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}' THEN substr(timestamp, 1, 10) END"
 USAGE_GROUPS = {
     "day": f"({_DAY})",
@@ -426,7 +435,7 @@ class TeamIndex:
             "options": f'StartSel="{start}", StopSel="{stop}", MaxWords=14, MinWords=6,'
             ' MaxFragments=1, FragmentDelimiter=" … "',
         }
-        # As the local search (index/ranking.py WINDOW), only the newest matches are ranked:
+        # As the local search (index/read/ranking.py WINDOW), only the newest matches are ranked:
         # a common word matches most entries, and ranking reads every match's tsvector. The
         # newest come from entries_timestamp, newest first, for a word that most entries hold,
         # or from the GIN index and a sort, for a rarer one: the planner weighs the two, so

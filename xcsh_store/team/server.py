@@ -1,11 +1,14 @@
 """The connection to the team index's PostgreSQL database: opening it, creating and migrating
-its schema (the numbered SQL files in team/migrations/), and the server's errors as one line
-that says what happened and what to do (never the password: conninfo.py).
+its schema (the numbered SQL files in team/migrations/, run by xcsh_store/sql_migrations.py),
+and the server's errors as one line that says what happened and what to do (never the
+password: conninfo.py).
 
 The schema is applied by the store itself, in one transaction under an advisory lock, so two
-hosts pushing to a fresh database for the first time do not both create it. A server whose
+hosts pushing to a fresh database for the first time do not both create it. Its record is the
+table ``xcsh_schema``: version, file name, when, and the migration's checksum (a column this
+runner adds: the rows of the clients before it have none, and are not checked). A server whose
 schema is newer than this client knows is refused: an old client would write rows a newer
-reader no longer understands.
+reader no longer understands; so is one whose migration changed after it was applied.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import psycopg
 
+from xcsh_store.sql_migrations import Applied, Migration, apply_pending, load_migrations, pending
 from xcsh_store.team.conninfo import Target
 from xcsh_store.team.errors import (
     TeamConnectionError,
@@ -30,27 +34,20 @@ from xcsh_store.team.errors import (
 # takes: the bytes of "xcsh" as an integer).
 MIGRATION_LOCK = 0x78637368
 
-_MIGRATION_NAME = re.compile(r"^(\d{4})_\w+\.sql$")
 # What psycopg and libpq put before the server's reason for refusing a connection.
 _LIBPQ_PREFIX = re.compile(
     r"^(connection failed: )?connection to server at [^,]*, port \d+ failed: "
 )
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """(version, file name, SQL) of each shipped team migration, in order."""
-    folder = resources.files("xcsh_store.team") / "migrations"
-    found = []
-    for item in folder.iterdir():
-        match = _MIGRATION_NAME.match(item.name)
-        if match:
-            found.append((int(match.group(1)), item.name, item.read_text("utf-8")))
-    return sorted(found)
+def migrations() -> list[Migration]:
+    """The shipped team migrations, in order."""
+    return load_migrations(resources.files("xcsh_store.team") / "migrations", TeamIndexError)
 
 
 def schema_version() -> int:
     """The newest team schema this client knows."""
-    return migrations()[-1][0]
+    return migrations()[-1].number
 
 
 def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
@@ -65,7 +62,7 @@ def connect(url: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
     else:
         try:
             if read_only:
-                _check_version(connection, url, required=True)
+                _pending(connection, url, required=True)
             else:
                 migrate(connection, url)
         except BaseException:
@@ -153,58 +150,102 @@ def explained(error: psycopg.Error, url: str, doing: str, needs: str) -> TeamInd
     return TeamIndexError(f"PostgreSQL error {doing} at {where}: {reason}")
 
 
-def _installed_version(connection: psycopg.Connection[Any], url: str, needs: str) -> int | None:
-    """The schema's version, None when there is no schema yet. A role that may not use the
-    schema sees no table in it: that is said, not taken for a database nobody pushed to."""
-    usable, exists = connection.execute(
-        "SELECT current_schema() IS NOT NULL, to_regclass('xcsh_schema') IS NOT NULL"
-    ).fetchone()
-    if not usable:
-        raise TeamIndexError(
-            f"No permission to use the schema of the team index at {Target.parse(url).shown}"
-            f" ({_PRIVILEGES[needs]})"
+class _Ledger:
+    """``xcsh_schema``, the team index's record of its migrations (xcsh_store/sql_migrations.py)."""
+
+    def __init__(self, connection: psycopg.Connection[Any], url: str, needs: str) -> None:
+        self.connection = connection
+        self.url = url
+        self.needs = needs
+
+    def applied(self) -> list[Applied]:
+        """The migrations recorded; [] when there is no schema yet. A role that may not use
+        the schema sees no table in it: that is said, not taken for a database nobody pushed
+        to."""
+        usable, exists = self.connection.execute(
+            "SELECT current_schema() IS NOT NULL, to_regclass('xcsh_schema') IS NOT NULL"
+        ).fetchone()
+        if not usable:
+            raise TeamIndexError(
+                "No permission to use the schema of the team index at"
+                f" {Target.parse(self.url).shown} ({_PRIVILEGES[self.needs]})"
+            )
+        if not exists:
+            return []
+        (checked,) = self.connection.execute(
+            "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'xcsh_schema'::regclass"
+            " AND attname = 'checksum' AND NOT attisdropped)"
+        ).fetchone()
+        checksum = "checksum" if checked else "NULL"
+        rows = self.connection.execute(f"SELECT version, name, {checksum} FROM xcsh_schema")
+        return [Applied(version, name, value) for version, name, value in rows]
+
+    def create(self) -> None:
+        """The table, with the checksum column the clients before this runner did not add."""
+        self.connection.execute(
+            "CREATE TABLE IF NOT EXISTS xcsh_schema ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now(), checksum text)"
         )
-    if not exists:
-        return None
-    row = connection.execute("SELECT max(version) FROM xcsh_schema").fetchone()
-    return row[0] if row else None
+        self.connection.execute("ALTER TABLE xcsh_schema ADD COLUMN IF NOT EXISTS checksum text")
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        # Inside migrate()'s transaction: a savepoint.
+        return self.connection.transaction()
+
+    def execute(self, sql: str) -> None:
+        self.connection.execute(sql)
+
+    def record(self, migration: Migration) -> None:
+        self.connection.execute(
+            "INSERT INTO xcsh_schema (version, name, checksum) VALUES (%s, %s, %s)",
+            (migration.number, f"{migration.name}.sql", migration.checksum),
+        )
 
 
-def _check_version(
+class _Refusals:
+    """What the team index says when it cannot be migrated (xcsh_store/sql_migrations.py)."""
+
+    def __init__(self, url: str) -> None:
+        self.where = Target.parse(url).shown
+
+    def newer(self, newest: Applied, known: Migration) -> TeamIndexError:
+        return TeamIndexError(
+            f"The team index at {self.where} has schema version {newest.number}, newer"
+            f" than this xcsh-store knows ({known.number}): upgrade xcsh-store"
+        )
+
+    def changed(self, applied: Applied) -> TeamIndexError:
+        return TeamIndexError(
+            f"The team index at {self.where} was migrated by {applied.name} as another"
+            " xcsh-store had it (its checksum differs from this one's): install a released"
+            " xcsh-store"
+        )
+
+
+def _pending(
     connection: psycopg.Connection[Any], url: str, required: bool, needs: str = "read"
-) -> int:
+) -> list[Migration]:
+    """The migrations the team index lacks, once the runner's checks pass; ``required``: a
+    database with no schema yet is refused."""
     with server_errors(url, "reading the schema version"):
-        installed = _installed_version(connection, url, needs)
+        applied = _Ledger(connection, url, needs).applied()
         connection.rollback()
-    known = schema_version()
-    if installed is not None and installed > known:
-        raise TeamIndexError(
-            f"The team index at {Target.parse(url).shown} has schema version {installed}, newer"
-            f" than this xcsh-store knows ({known}): upgrade xcsh-store"
-        )
-    if required and installed is None:
+    missing = pending(migrations(), applied, _Refusals(url))
+    if required and not applied:
         raise TeamIndexError(
             f"No team index at {Target.parse(url).shown} yet: the first push creates it"
         )
-    return installed or 0
+    return missing
 
 
 def migrate(connection: psycopg.Connection[Any], url: str) -> None:
     """Apply the migrations the database lacks, all in one transaction."""
-    if _check_version(connection, url, required=False, needs="write") == schema_version():
+    if not _pending(connection, url, required=False, needs="write"):
         return  # the common case: no lock, no write
     with server_errors(url, "creating the team schema", needs="schema"), connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS xcsh_schema ("
-            " version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        installed = _installed_version(connection, url, "schema") or 0
-        for version, name, sql in migrations():
-            if version > installed:
-                connection.execute(sql)
-                connection.execute(
-                    "INSERT INTO xcsh_schema (version, name) VALUES (%s, %s)", (version, name)
-                )
-    _check_version(connection, url, required=True)
+        ledger = _Ledger(connection, url, "schema")
+        ledger.create()
+        apply_pending(ledger, migrations(), _Refusals(url))
+    _pending(connection, url, required=True)

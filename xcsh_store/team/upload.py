@@ -25,12 +25,12 @@ from typing import Any
 import psycopg
 
 from xcsh_store.agents import OTHER_AGENTS
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.export import (
+from xcsh_store.index import (
     ENTRY_COLUMNS,
     HISTORY_COLUMNS,
     SESSION_COLUMNS,
     FileState,
+    SessionIndex,
     entry_rows,
     history_rows,
     history_state,

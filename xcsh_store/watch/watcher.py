@@ -21,8 +21,7 @@ from typing import Any
 from watchfiles._rust_notify import RustNotify
 
 from xcsh_store.errors import SessionNotFoundError
-from xcsh_store.index import SessionIndex, SyncReport
-from xcsh_store.index.scan import is_under_any
+from xcsh_store.index import SessionIndex, SyncReport, is_under_any
 from xcsh_store.paths import get_blobs_dir, get_history_db_path, get_index_db_path
 from xcsh_store.times import iso_now
 

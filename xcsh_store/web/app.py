@@ -52,10 +52,10 @@ from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
     SessionIndex,
+    errors_explained,
     model_choices,
     project_choices,
 )
-from xcsh_store.index.db import errors_explained
 from xcsh_store.js import well_formed
 from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
 from xcsh_store.secrets import FileSecrets, Redactor, Secret

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, tzinfo
 import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
-from xcsh_store.index.sessions import agents_condition
+from xcsh_store.index.read.sessions import agents_condition
 from xcsh_store.times import iso_bound, parse_iso
 
 # The agents whose costs are the index's estimates, as an SQL list.

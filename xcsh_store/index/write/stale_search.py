@@ -21,7 +21,7 @@ from __future__ import annotations
 import apsw
 
 from xcsh_store.index.db import get_meta, set_meta, transaction
-from xcsh_store.index.ranking import index_size
+from xcsh_store.index.read.ranking import index_size
 
 STALE_KEY = "stale_search_rows"
 # Stale rows are deleted when they are this share of the texts indexed.

@@ -13,17 +13,17 @@ import apsw
 
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
-from xcsh_store.index import pipeline
 from xcsh_store.index.db import transaction
-from xcsh_store.index.indexer import (
+from xcsh_store.index.write import pipeline
+from xcsh_store.index.write.indexer import (
     FileIndexer,
     drop_file_rows,
     indexed_windows,
     may_resume,
     pk_counter,
 )
-from xcsh_store.index.pipeline import SyncWorkerError, Workers, default_workers, shares
-from xcsh_store.index.scan import (
+from xcsh_store.index.write.pipeline import SyncWorkerError, Workers, default_workers, shares
+from xcsh_store.index.write.scan import (
     IndexedFiles,
     KnownFile,
     KnownStats,

@@ -14,10 +14,10 @@ import apsw
 
 from xcsh_store.format.blobs import BLOB_TEMP_NAME
 from xcsh_store.format.storage import STALE_TEMP_SECONDS, remove_quietly
-from xcsh_store.index.blob_folder import BlobFolder, folder_skipped
 from xcsh_store.index.db import transaction
-from xcsh_store.index.scan import SyncReport, describe_error, is_session_file_name
-from xcsh_store.index.watch import FolderWatch
+from xcsh_store.index.upkeep.blob_folder import BlobFolder, folder_skipped
+from xcsh_store.index.upkeep.watch import FolderWatch
+from xcsh_store.index.write.scan import SyncReport, describe_error, is_session_file_name
 
 # Syncs a collection tries before it gives up on files that keep moving.
 SYNC_ATTEMPTS = 4

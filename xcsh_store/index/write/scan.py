@@ -70,7 +70,7 @@ class SyncReport:
     # Why this sync read every file again (an index upgrade asked for it), else None.
     resync_reason: str | None = None
     # Whether the prices changed since the index was priced, so Claude Code's and Codex's
-    # files were read again (index/prices.py).
+    # files were read again (index/write/prices.py).
     repriced: bool = False
 
     @property

@@ -15,7 +15,7 @@ import apsw
 
 from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.files import open_regular_file
-from xcsh_store.index.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
+from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
 # (pk, entry id, offset, length, part, agent) of one entry row, by the path of its file; the
 # id is None where it cannot be checked against the line.

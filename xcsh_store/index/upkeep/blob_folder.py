@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from xcsh_store.index.db import get_meta, set_meta, transaction
-from xcsh_store.index.watch import FolderChanges
+from xcsh_store.index.upkeep.watch import FolderChanges
 from xcsh_store.times import iso_now
 
 _HASH_NAME = re.compile(r"[0-9a-f]{64}")

@@ -1,6 +1,6 @@
 """The index as rows for another store (the team index, the Parquet export): each session
 file's state, its session row, its entries with their text and raw JSON read again from the
-file (index/texts.py), its blob references, and the mirrored prompt history.
+file (index/read/texts.py), its blob references, and the mirrored prompt history.
 
 Column names are the index's own (docs/schema.md), so a copy reads like the original.
 """
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from xcsh_store.index.rows import EntryFacts
-from xcsh_store.index.texts import entry_values
+from xcsh_store.index.read.texts import entry_values
+from xcsh_store.index.write.rows import EntryFacts
 
 if TYPE_CHECKING:
     from xcsh_store.index.store import SessionIndex

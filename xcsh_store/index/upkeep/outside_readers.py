@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from xcsh_store.index.db import remove_side_files
 
-PLUGIN_MODULE = "xcsh_store.index.datasette_plugin"
+PLUGIN_MODULE = "xcsh_store.index.read.datasette_plugin"
 # How long a reader may take to read one row of every table (a bound for a hang).
 PROBE_TIMEOUT = 60
 # A query on entries_fts that needs FTS5 and the options entries_fts is declared with.

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import open_regular_file
-from xcsh_store.index.build import Chunk, FileStat, read_from_start
+from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
 
 # Below this many bytes to read whole, a sync reads in its own process: starting interpreters
 # would cost more than the second core saves.
@@ -94,8 +94,9 @@ class Workers:
     """Worker processes reading files whole, each its own list in file order."""
 
     def __init__(self, tasks: list[list[tuple[int, str]]]) -> None:
-        # The package this one is part of, importable however this process found it.
-        package_parent = str(Path(__file__).resolve().parents[2])
+        # The folder that holds the package, importable however this process found it: as many
+        # folders up from this file as its module name has dots (xcsh_store/index/write/...).
+        package_parent = str(Path(__file__).resolve().parents[__name__.count(".")])
         path = os.environ.get("PYTHONPATH")
         environment = {
             **os.environ,
@@ -179,7 +180,7 @@ class Workers:
 # --------------------------------------------------------------------------------------------
 # The worker's side
 
-_WORKER_CODE = "from xcsh_store.index.pipeline import worker_main; worker_main()"
+_WORKER_CODE = "from xcsh_store.index.write.pipeline import worker_main; worker_main()"
 
 
 class _Outbox:

@@ -10,12 +10,12 @@ import apsw
 import orjson
 
 from xcsh_store.index.db import apply_migrations, load_migrations
-from xcsh_store.index.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_root
-from xcsh_store.index.search import FtsTokens, quote, utf8
-from xcsh_store.index.stale_search import STALE_ROWS, forget_all, stale_count
-from xcsh_store.index.summaries import check_summary_titles
-from xcsh_store.index.texts import entry_texts
+from xcsh_store.index.read.search import FtsTokens, quote, utf8
+from xcsh_store.index.read.texts import entry_texts
+from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.write.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_root
+from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all, stale_count
+from xcsh_store.index.write.summaries import check_summary_titles
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"

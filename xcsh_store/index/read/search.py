@@ -11,10 +11,10 @@ from typing import Any
 import apsw
 
 from xcsh_store.errors import SearchQueryError
-from xcsh_store.index.ranking import WINDOW, completions, phrase_idfs
-from xcsh_store.index.sessions import agents_condition, project_condition
-from xcsh_store.index.stale_search import stale_count
-from xcsh_store.index.texts import TEXT_SOURCE, texts_of
+from xcsh_store.index.read.ranking import WINDOW, completions, phrase_idfs
+from xcsh_store.index.read.sessions import agents_condition, project_condition
+from xcsh_store.index.read.texts import TEXT_SOURCE, texts_of
+from xcsh_store.index.write.stale_search import stale_count
 from xcsh_store.times import iso_bound
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -234,7 +234,7 @@ def search_entries(
     local_path: Callable[[str], str] | None = None,
     agents: Collection[str] | None = None,
 ) -> list[SearchHit]:
-    """Ranked hits across every session: bm25, then newest first (index/ranking.py).
+    """Ranked hits across every session: bm25, then newest first (index/read/ranking.py).
 
     bm25 has to look at every match, so a query matching more than ``WINDOW`` entries ranks
     only the newest that many (entry keys grow as files are indexed, oldest first); this keeps
@@ -354,7 +354,7 @@ def search_entries(
 # entries_fts keeps no text (migration 0007), so FTS5's snippet() has nothing to cut from; it
 # would also re-evaluate the query for every row, which for a prefix term means merging the
 # postings of every matching word again. The few hits shown are highlighted here instead, in
-# the text read from their files (index/texts.py), tokenized by
+# the text read from their files (index/read/texts.py), tokenized by
 # entries_fts's own tokenizer and marked as FTS5's highlight() marks them: every instance of a
 # query phrase (all its tokens, the prefix word as a prefix), overlapping instances as one.
 

@@ -4,7 +4,7 @@ one-line summary of any entry, and the whole text of one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xcsh_store.format.entries import (
     SESSION_INFO_TYPE,
@@ -13,12 +13,26 @@ from xcsh_store.format.entries import (
     session_info_name,
     title_change_name,
 )
-from xcsh_store.index.tree import SessionTree, read_entries
+from xcsh_store.index.read.tree import SessionTree, read_entries
 from xcsh_store.js import stringify
 
 if TYPE_CHECKING:
-    from xcsh_store.index.sessions import IndexedSession
-    from xcsh_store.index.store import SessionIndex
+    from xcsh_store.index.read.sessions import IndexedSession
+    from xcsh_store.index.read.tree import IndexedEntry
+
+
+class SessionTrees(Protocol):
+    """The questions an outline is made of, of the store that asks for it (``SessionIndex``;
+    named here, not imported, as the store imports this module)."""
+
+    def find_session(self, prefix: str) -> IndexedSession: ...
+
+    def tree(self, session: str | int | IndexedSession) -> SessionTree: ...
+
+    def branch(
+        self, session: str | int | IndexedSession, leaf_id: str | None = None
+    ) -> list[IndexedEntry]: ...
+
 
 # Long arguments (whole files) are cut; the summary is for one line.
 SUMMARY_CHARS = 400
@@ -37,7 +51,7 @@ class SessionOutline:
 
 
 def session_outline(
-    index: SessionIndex, session: str | IndexedSession, leaf_id: str | None = None
+    index: SessionTrees, session: str | IndexedSession, leaf_id: str | None = None
 ) -> SessionOutline:
     """The whole tree of ``session`` with its entries read by byte offset (no blob loading).
 

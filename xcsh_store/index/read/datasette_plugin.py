@@ -25,7 +25,7 @@ from weakref import WeakKeyDictionary
 
 from datasette import hookimpl
 
-from xcsh_store.index.ranking import WINDOW
+from xcsh_store.index.read.ranking import WINDOW
 from xcsh_store.index.sql_functions import SearchFunctions
 
 # The tables an xcsh-store index has (and the search below reads).

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import apsw
 
-    from xcsh_store.index.store import SessionIndex
-
 # Snowflake ids made in the same second share their first 8 digits, so the length varies.
 MIN_PREFIX = 8
 
@@ -50,7 +48,7 @@ def unique_prefixes(keys: Iterable[str], minimum: int = MIN_PREFIX) -> dict[str,
 
 
 def unique_id_prefixes(
-    index: SessionIndex, session_ids: Iterable[str], minimum: int = MIN_PREFIX
+    connection: apsw.Connection, session_ids: Iterable[str], minimum: int = MIN_PREFIX
 ) -> dict[str, str]:
     """For each id, the shortest prefix (at least ``minimum`` long) no other indexed session
     shares. Looks only at each id's two neighbours in sorted order: two indexed lookups per id,
@@ -59,7 +57,7 @@ def unique_id_prefixes(
     for session_id in set(session_ids):
         key = session_id.lower()
         neighbours = [
-            index.connection.execute(sql, (key,)).fetchall()[0][0]
+            connection.execute(sql, (key,)).fetchall()[0][0]
             for sql in (
                 "SELECT max(lower(session_id)) FROM sessions WHERE lower(session_id) < ?",
                 "SELECT min(lower(session_id)) FROM sessions WHERE lower(session_id) > ?",

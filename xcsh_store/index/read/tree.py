@@ -14,17 +14,17 @@ from xcsh_store.agents import SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
-from xcsh_store.format.entries import TITLE_CHANGE_TYPE, title_change_name
-from xcsh_store.format.jsonl import parse_line
-from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
-from xcsh_store.format.persist import rehydrate_entry
-from xcsh_store.format.versions import find_header_index, synthetic_ids_for
-from xcsh_store.session.context import (
+from xcsh_store.format.context import (
     SessionContext,
     build_session_context,
     compaction_keeps_history,
     context_of_path,
 )
+from xcsh_store.format.entries import TITLE_CHANGE_TYPE, title_change_name
+from xcsh_store.format.jsonl import parse_line
+from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
+from xcsh_store.format.persist import rehydrate_entry
+from xcsh_store.format.versions import find_header_index, synthetic_ids_for
 
 _ENTRY_COLUMNS = (
     "pk, seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type,"

@@ -8,7 +8,7 @@ import os
 from collections.abc import Collection
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import apsw
 import orjson
@@ -20,12 +20,32 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
-from xcsh_store.index.names import unique_entry_prefixes, unique_id_prefixes
+from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
 from xcsh_store.times import iso_bound, parse_iso
 
 if TYPE_CHECKING:
-    from xcsh_store.index.scan import SkippedLines
-    from xcsh_store.index.store import SessionIndex
+    import weakref
+
+    from xcsh_store.index.location import Relocation
+    from xcsh_store.index.write.scan import SkippedLines
+
+
+class SessionStore(Protocol):
+    """What the sessions queries need of the store that owns index.db (``SessionIndex``; named
+    here, not imported, as the store imports this module): its connection, where its stored
+    paths point now, the listings it lets read their last fields before it closes, and one
+    session's text."""
+
+    connection: apsw.Connection
+    listings: weakref.WeakSet[Listing]
+
+    @property
+    def relocation(self) -> Relocation | None: ...
+
+    def local_path(self, path: str) -> str: ...
+
+    def all_messages_text(self, session: IndexedSession) -> str: ...
+
 
 # How many candidates an ambiguous session argument or entry id prefix lists: its message is
 # one line a person reads (and an agent, through MCP), the rest are counted.
@@ -115,7 +135,7 @@ class Listing:
 
     def __init__(
         self,
-        index: SessionIndex,
+        index: SessionStore,
         rows: list[tuple[Any, ...]],
         details: dict[int, tuple[Any, ...]] | None = None,
         shared_ids: set[str] | None = None,
@@ -162,7 +182,7 @@ class Listing:
         return self._shared_ids
 
 
-def _local_details(details: tuple[Any, ...], index: SessionIndex) -> tuple[Any, ...]:
+def _local_details(details: tuple[Any, ...], index: SessionStore) -> tuple[Any, ...]:
     if index.relocation is None:
         return details
     return (index.local_path(details[0]), *details[1:])
@@ -288,7 +308,7 @@ class IndexedSession:
         )
 
 
-def _whole_session(row: tuple[Any, ...], index: SessionIndex) -> IndexedSession:
+def _whole_session(row: tuple[Any, ...], index: SessionStore) -> IndexedSession:
     """A session from a row of every column (a lookup of one session: nothing is left to
     read later)."""
     listed, details, twin = row[: len(_LISTED)], row[len(_LISTED) : -1], row[-1]
@@ -335,7 +355,7 @@ def agents_condition(column: str, agents: Collection[str] | None) -> tuple[str, 
 
 
 def list_sessions(
-    index: SessionIndex,
+    index: SessionStore,
     cwd: str | None = None,
     project: str | None = None,
     limit: int | None = None,
@@ -380,7 +400,7 @@ def list_sessions(
     return [IndexedSession(row, listing) for row in rows]
 
 
-def find_session(index: SessionIndex, prefix: str) -> IndexedSession:
+def find_session(index: SessionStore, prefix: str) -> IndexedSession:
     """:meth:`SessionIndex.find_session`: a path, else the one file whose id, file name or part
     after ``_`` starts with ``prefix`` (case-insensitive), a whole match winning."""
     text = prefix.strip()
@@ -426,7 +446,7 @@ def find_session(index: SessionIndex, prefix: str) -> IndexedSession:
     return _whole_session(found[0][:-1], index)
 
 
-def session_by_file_id(index: SessionIndex, file_id: int) -> IndexedSession:
+def session_by_file_id(index: SessionStore, file_id: int) -> IndexedSession:
     rows = index.connection.execute(_select_sessions(" WHERE s.file_id = ?"), (file_id,)).fetchall()
     if not rows:
         raise SessionNotFoundError(f"No session with file id {file_id}")
@@ -436,7 +456,7 @@ def session_by_file_id(index: SessionIndex, file_id: int) -> IndexedSession:
 def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> str:
     """Every user and assistant text of the session, read from its file, joined by spaces."""
     from xcsh_store.format.entries import content_text
-    from xcsh_store.index.tree import entry_rows, read_entries
+    from xcsh_store.index.read.tree import entry_rows, read_entries
 
     rows = [
         row
@@ -454,7 +474,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
 
 def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str, SkippedLines]:
     """Lines that hold no JSON object, by file: of every indexed file, or of file ``file_id``."""
-    from xcsh_store.index.scan import SkippedLines
+    from xcsh_store.index.write.scan import SkippedLines
 
     sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
     arguments: tuple[Any, ...] = ()
@@ -504,12 +524,12 @@ def _more(listed: str, total: int, shown: int) -> str:
 
 
 def _ambiguous(
-    prefix: str, sessions: list[IndexedSession], total: int, index: SessionIndex
+    prefix: str, sessions: list[IndexedSession], total: int, index: SessionStore
 ) -> AmbiguousSessionError:
     """The one line that names at most :data:`AMBIGUOUS_LISTED` of the ``total`` matches, each
     by the short id that selects it and its title; files that share an id by their paths."""
     ids = [session.session_id for session in sessions]
-    prefixes = unique_id_prefixes(index, ids)
+    prefixes = unique_id_prefixes(index.connection, ids)
     names = []
     for session in sessions:
         if ids.count(session.session_id) > 1:

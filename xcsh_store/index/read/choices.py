@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xcsh_store.errors import UnknownFilterError
-from xcsh_store.index.names import unique_id_prefixes
+from xcsh_store.index.read.names import unique_id_prefixes
 
 if TYPE_CHECKING:
     from xcsh_store.index.store import SessionIndex
@@ -35,7 +35,7 @@ def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -
         " ORDER BY modified_at DESC, file_id DESC LIMIT ?3",
         (typed, _LAST, limit),
     ).fetchall()
-    prefixes = unique_id_prefixes(index, (session_id for session_id, _title in rows))
+    prefixes = unique_id_prefixes(index.connection, (session_id for session_id, _title in rows))
     choices: dict[str, Choice] = {}
     for session_id, title in rows:
         value = session_id[: max(len(prefixes[session_id]), len(typed))]

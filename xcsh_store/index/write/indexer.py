@@ -15,7 +15,7 @@ from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
 from xcsh_store.format.versions import synthetic_ids_for
-from xcsh_store.index.build import (
+from xcsh_store.index.write.build import (
     HEAD_BYTES,
     NO_DEFAULT,
     TAIL_BYTES,
@@ -27,14 +27,14 @@ from xcsh_store.index.build import (
     read_at,
     read_from_start,
 )
-from xcsh_store.index.scan import (
+from xcsh_store.index.write.scan import (
     KnownFile,
     SeenFile,
     SkippedLines,
     SyncReport,
     sha1_hex,
 )
-from xcsh_store.index.stale_search import leave_behind
+from xcsh_store.index.write.stale_search import leave_behind
 from xcsh_store.times import iso_now
 
 COMMIT_EVERY_VALUES = 20_000
@@ -346,7 +346,7 @@ class FileWrite:
         """An oh-my-pi ``title_change`` on the branch of the session's last entry names it
         (D28), over the file's own title; whenever the file has one, the branch is walked
         again (a later line may have moved the leaf off it, or onto another)."""
-        from xcsh_store.index.tree import branch_name_of  # tree imports us
+        from xcsh_store.index.read.tree import branch_name_of  # tree imports us
 
         connection = self.connection
         renamed = connection.execute(
@@ -506,7 +506,7 @@ class _IndexedRows:
         return (found[0][0], tuple(found[0][1:])) if found else None
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
-        from xcsh_store.index.tree import entry_path  # tree imports us
+        from xcsh_store.index.read.tree import entry_path  # tree imports us
 
         path = entry_path(self.connection, self.file_id, entry_id)
         return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
@@ -518,7 +518,11 @@ class _IndexedRows:
         Only the part of the path read before the entry counts (each parent earlier in the
         file than its child), as when the whole file is read in one go.
         """
-        from xcsh_store.index.tree import ChainPath, entry_path, read_entries  # tree imports us
+        from xcsh_store.index.read.tree import (  # tree imports us
+            ChainPath,
+            entry_path,
+            read_entries,
+        )
 
         try:
             path = entry_path(self.connection, self.file_id, entry_id)

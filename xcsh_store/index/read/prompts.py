@@ -18,9 +18,9 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
 from xcsh_store.history.store import normalize_limit
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
-from xcsh_store.index.rows import prompt_hash
-from xcsh_store.index.sessions import agents_condition
-from xcsh_store.index.texts import entry_texts
+from xcsh_store.index.read.sessions import agents_condition
+from xcsh_store.index.read.texts import entry_texts
+from xcsh_store.index.write.rows import prompt_hash
 from xcsh_store.js import well_formed
 from xcsh_store.times import timestamp_to_millis
 

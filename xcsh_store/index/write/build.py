@@ -36,8 +36,8 @@ from xcsh_store.format.versions import (
     session_version,
     synthetic_ids_for,
 )
-from xcsh_store.index.rows import EntryFacts, blob_refs_in, storable_values
-from xcsh_store.index.scan import SkippedLines, sha1_hex
+from xcsh_store.index.write.rows import EntryFacts, blob_refs_in, storable_values
+from xcsh_store.index.write.scan import SkippedLines, sha1_hex
 from xcsh_store.js import stringify
 from xcsh_store.times import canonical_iso, iso_millis
 

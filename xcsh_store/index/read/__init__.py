@@ -1,0 +1,26 @@
+"""The index's read room: the questions the index answers, each module the query of one kind.
+
+* ``sessions``: the listing, lookup by path or id prefix, one session's text and skipped lines;
+  ``names``: short id prefixes; ``choices``: shell-completion choices and the check that a
+  filter names a model or project the index has.
+* ``search``: full-text search (query parsing, snippets) and ``ranking``, its bm25 at a cost
+  that does not grow with the index; ``texts``: the search text of entries, read again from the
+  session files.
+* ``tree``: branches, trees and contexts by recursive CTE, entries read back by byte offset;
+  ``outline``: a session laid out for reading.
+* ``usage``: token and cost sums; ``prompts``: the prompt history, recalled with the session
+  prompts; ``query``: the read-only ad-hoc SQL of the ``sql`` verb.
+* ``export``: the index as rows for another store (the team index, the Parquet export);
+  ``datasette_plugin``: search in Datasette (Datasette loads it, nothing here does).
+
+Borderline modules, placed by what they do: ``prompts`` also mirrors the prompt history into
+the index at each sync (history.db, Claude Code's and Codex's history files): the mirror and the
+recall are the two sides of the one ``history`` table, kept together; ``tree``'s
+``read_entries`` is also how the write room reads entries again (chains, branch names);
+``texts`` re-derives text with the write room's ``rows``, to read it, never to store it.
+
+The store (``index/store.py``) calls these modules, so the ones it calls never import it: what
+they need of it they name as a small protocol (``sessions.SessionStore``,
+``outline.SessionTrees``) or take its connection. ``choices`` and ``export``, which are handed
+a store by their callers (the CLI, web, MCP, team), import its type.
+"""
