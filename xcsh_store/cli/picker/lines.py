@@ -100,7 +100,7 @@ def _hit_lines(entry: PreviewEntry, width: int, most: int) -> list[Line]:
     room = max(1, width - 2 - KIND_WIDTH)
     text = entry.text[: room * most * HIT_CHARS_PER_CELL]
     wrapped: list[str] = []
-    for paragraph in text.splitlines() or [""]:
+    for paragraph in text.split("\n"):
         if not paragraph.strip() and wrapped and not wrapped[-1].strip():
             continue  # one blank line between paragraphs is enough
         wrapped += [str(line) for line in wrap(visible(paragraph.expandtabs(4)), room)]

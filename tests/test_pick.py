@@ -1,0 +1,266 @@
+"""``xcsh-store pick`` in a real terminal (pick_terminal.py: a pty driven by pexpect, the
+screen kept by pyte), as a person uses it: typing narrows the hits, the arrows move, Enter
+prints the choice on stdout and nothing else, Esc prints nothing, the window can be resized,
+NO_COLOR gives no colour, and hostile session text is shown inert in an 80x24 layout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pick_terminal import PickTerminal, colour_sequences
+from session_builder import header, message, sessions_dir, write_session
+
+KEYS_LINE = "Enter: print the session id"
+DOWN, UP, ESC = "\x1b[B", "\x1b[A", "\x1b"
+
+
+def _entry(entry_id, parent, role, text, minute):
+    record = message(entry_id, parent, role, text)
+    record["timestamp"] = f"2026-03-01T10:{minute:02d}:00.000Z"
+    return record
+
+
+@pytest.fixture
+def sessions(agent_dir, index):
+    """Two sessions, "Deploy the API" the newer, synced."""
+    folder = sessions_dir(agent_dir)
+    write_session(
+        folder / "login.jsonl",
+        [
+            header("sess-login", title="Fix the flaky login test", cwd="/work/webapp"),
+            _entry("u1", None, "user", "the login test is flaky on CI", 1),
+            _entry("a1", "u1", "assistant", "wait for the session cookie before the check", 2),
+        ],
+    )
+    write_session(
+        folder / "deploy.jsonl",
+        [
+            header("sess-deploy", title="Deploy the API", cwd="/work/api"),
+            _entry("u1", None, "user", "deploy the api to staging", 30),
+            _entry("a1", "u1", "assistant", "the deploy script needs the staging key", 31),
+        ],
+    )
+    index.sync()
+
+
+@pytest.fixture
+def pick(tmp_path):
+    """Starts ``xcsh-store pick ARGS`` in a terminal; ends what is left of it after the test."""
+    started: list[PickTerminal] = []
+
+    def start(*args: str, rows: int = 24, columns: int = 80, **environment: str):
+        terminal = PickTerminal(
+            args, tmp_path / f"stdout-{len(started)}", rows, columns, environment
+        )
+        started.append(terminal)
+        return terminal
+
+    yield start
+    for terminal in started:
+        terminal.close()
+
+
+def _list_rows(screen: str) -> list[str]:
+    """The lines of the list: after the two lines at the top, each starting with its marker."""
+    return [line for line in screen.splitlines()[2:] if line.startswith(("> ", "  Mar"))]
+
+
+def test_typing_narrows_the_hits(sessions, pick):
+    terminal = pick()
+    screen = terminal.wait_for("2 sessions")
+    assert "Deploy the API" in screen and "Fix the flaky l" in screen
+    terminal.send("flaky")
+    screen = terminal.wait_for("1 session\n")
+    rows = _list_rows(screen)
+    assert len(rows) == 1 and "Fix the flaky l" in rows[0]
+    terminal.send(ESC)
+    assert terminal.finish() == (1, "")
+
+
+def test_enter_prints_the_session_id_and_nothing_else(sessions, pick):
+    terminal = pick("flaky")
+    terminal.wait_for("1 session\n")
+    terminal.send("\r")
+    assert terminal.finish() == (0, "sess-login\n")
+
+
+def test_the_arrows_move_the_selection(sessions, pick):
+    terminal = pick()
+    terminal.wait_until(
+        lambda screen: [row[:2] for row in _list_rows(screen)] == ["> ", "  "], "the first row"
+    )
+    terminal.send(DOWN)
+    screen = terminal.wait_until(
+        lambda screen: [row[:2] for row in _list_rows(screen)] == ["  ", "> "], "the second row"
+    )
+    assert "Fix the flaky l" in _list_rows(screen)[1]
+    terminal.send(DOWN)  # at the last row it stays there
+    terminal.send(UP)
+    terminal.wait_until(
+        lambda screen: [row[:2] for row in _list_rows(screen)] == ["> ", "  "], "the first again"
+    )
+    terminal.send(DOWN + "\r")
+    assert terminal.finish() == (0, "sess-login\n")
+
+
+def test_ctrl_n_and_ctrl_p_move_too(sessions, pick):
+    terminal = pick()
+    terminal.wait_for("2 sessions")
+    terminal.send("\x0e")  # Ctrl-N
+    terminal.wait_until(lambda screen: _list_rows(screen)[1].startswith("> "), "the second row")
+    terminal.send("\x10")  # Ctrl-P
+    terminal.wait_until(lambda screen: _list_rows(screen)[0].startswith("> "), "the first row")
+    terminal.send("\r")
+    assert terminal.finish() == (0, "sess-deploy\n")
+
+
+def test_the_preview_shows_the_hit_among_its_entries(sessions, pick):
+    terminal = pick("cookie")
+    screen = terminal.wait_for("▶ assistant")
+    lines = screen.splitlines()
+    hit = next(number for number, line in enumerate(lines) if line.startswith("▶ assistant"))
+    assert "wait for the session cookie" in lines[hit]
+    assert "the login test is flaky on CI" in lines[hit - 1]  # the entry before it
+    bar = lines[hit - 2]
+    assert bar.startswith(" Fix the flaky login test · /work/webapp · ")
+    terminal.send(ESC)
+    assert terminal.finish() == (1, "")
+
+
+@pytest.mark.parametrize("key", [ESC, "\x03"], ids=["esc", "ctrl-c"])
+def test_cancelling_prints_nothing_and_exits_1(sessions, pick, key):
+    terminal = pick()
+    terminal.wait_for("2 sessions")
+    terminal.send(key)
+    assert terminal.finish() == (1, "")
+
+
+def test_prompts_mode_prints_the_prompt(sessions, pick):
+    terminal = pick("--prompts", "staging")
+    terminal.wait_for("1 prompt\n")
+    terminal.send("\r")
+    assert terminal.finish() == (0, "deploy the api to staging\n")
+
+
+def test_tab_switches_between_sessions_and_prompts(sessions, pick):
+    terminal = pick("flaky")
+    terminal.wait_for("1 session\n")
+    terminal.send("\t")
+    screen = terminal.wait_for("prompts> flaky")
+    terminal.wait_for("1 prompt\n")
+    assert "Enter: print the prompt" in screen
+    terminal.send("\r")
+    assert terminal.finish() == (0, "the login test is flaky on CI\n")
+
+
+def test_the_layout_fits_80_by_24(sessions, pick):
+    terminal = pick("staging")
+    terminal.wait_for("▶ ")
+    lines = terminal.lines()
+    assert len(lines) == 24
+    assert lines[0].startswith("sessions> staging")
+    assert lines[1] == "1 session"
+    assert lines[23].startswith(KEYS_LINE)
+    assert any(line.startswith(" Deploy the API · /work/api") for line in lines)
+    terminal.send(ESC)
+    terminal.finish()
+
+
+def test_a_resize_redraws_the_layout(sessions, pick):
+    terminal = pick()
+    terminal.wait_until(lambda _: terminal.lines()[23].startswith(KEYS_LINE), "24 rows")
+    terminal.resize(30, 100)
+    terminal.wait_until(lambda _: terminal.lines()[29].startswith(KEYS_LINE), "30 rows")
+    terminal.resize(12, 50)
+    terminal.wait_until(lambda _: terminal.lines()[11].startswith("Enter: "), "12 rows")
+    terminal.send("flaky")
+    terminal.wait_for("1 session\n")
+    terminal.send("\r")
+    assert terminal.finish() == (0, "sess-login\n")
+
+
+def test_no_color_means_no_colour_at_all(sessions, pick):
+    terminal = pick(NO_COLOR="1")
+    terminal.wait_for("2 sessions")
+    terminal.send("deploy")
+    terminal.wait_for("1 session\n")
+    terminal.send(ESC)
+    terminal.finish()
+    assert b"\x1b[" in terminal.raw  # drawn with escape sequences: moves, reverse, bold
+    assert colour_sequences(bytes(terminal.raw)) == []
+
+
+def test_colours_are_drawn_without_no_color(sessions, pick):
+    """The check above can fail: the same run without NO_COLOR has colour sequences."""
+    terminal = pick()
+    terminal.wait_for("2 sessions")
+    terminal.send("deploy")
+    terminal.wait_for("1 session\n")
+    terminal.send(ESC)
+    terminal.finish()
+    assert colour_sequences(bytes(terminal.raw)) != []
+
+
+HOSTILE_TITLE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\u202eevil"
+WIDE = "漢字テスト" * 40
+
+
+@pytest.fixture
+def hostile(agent_dir, index):
+    write_session(
+        sessions_dir(agent_dir) / "hostile.jsonl",
+        [
+            header("sess-hostile", title=HOSTILE_TITLE, cwd="/work/\x1b[2Jx"),
+            _entry("u1", None, "user", "payload " + "\x1b]8;;https://evil.example/\x1b\\x" * 3, 1),
+            _entry("a1", "u1", "assistant", "payload long " + "word " * 2000, 2),
+            _entry("u2", "a1", "user", "payload wide " + WIDE, 3),
+            _entry("a2", "u2", "assistant", "payload\r\x08\x08forged\nline\ttab", 4),
+        ],
+    )
+    index.sync()
+
+
+def test_hostile_session_text_is_shown_inert_within_the_layout(hostile, pick):
+    terminal = pick("payload")
+    screen = terminal.wait_for("▶ ")
+    assert "\\x1b]0;owned\\x07" in screen  # the title's escapes, as text
+    assert "https://evil.example/\\x1b" in screen
+    assert "word word word" in screen  # the long line, cut
+    _assert_laid_out(terminal)
+    terminal.send("\x7f" * len("payload") + "forged")
+    screen = terminal.wait_for("▶ assistant    payload\\r\\x08\\x08forged")
+    assert "\n               line    tab\n" in screen  # its own line; tabs as spaces
+    _assert_laid_out(terminal)
+    terminal.send("\x7f" * len("forged") + "wide")
+    terminal.wait_for("▶ user         payload wide 漢字")
+    _assert_laid_out(terminal)
+    terminal.send(ESC)
+    assert terminal.finish() == (1, "")
+    assert terminal.screen.title == ""  # no OSC reached the terminal
+    for sequence in (b"\x1b]0;owned", b"\x1b]8;;", b"\x1b[2J\x1b[31m", "\u202e".encode()):
+        assert sequence not in terminal.raw
+
+
+def _assert_laid_out(terminal: PickTerminal) -> None:
+    """The input on the first line, the keys on the last, the preview's bar between them."""
+    lines = terminal.lines()
+    assert lines[0].startswith("sessions> ") and lines[23].startswith(KEYS_LINE)
+    assert any(line.startswith(" \\x1b]0;owned\\x07") for line in lines[2:23])
+
+
+def test_without_a_terminal_it_says_so(sessions):
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("xcsh-store")), "pick"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,  # no controlling terminal: /dev/tty cannot be opened
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: pick needs a terminal to draw on, and /dev/tty")
+    assert result.stderr.count("\n") == 1
