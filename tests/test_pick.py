@@ -251,6 +251,23 @@ def _assert_laid_out(terminal: PickTerminal) -> None:
     assert any(line.startswith(" \\x1b]0;owned\\x07") for line in lines[2:23])
 
 
+def test_what_the_library_logs_goes_to_the_status_line_not_the_screen(agent_dir, index, pick):
+    missing = "blob:sha256:" + "0" * 64
+    record = _entry("u1", None, "user", "the screenshot shows it", 1)
+    record["message"]["content"].append({"type": "image", "data": missing, "mimeType": "image/png"})
+    write_session(sessions_dir(agent_dir) / "image.jsonl", [header("sess-image"), record])
+    index.sync()
+    terminal = pick("screenshot")
+    terminal.wait_for("▶ user")
+    terminal.wait_until(
+        lambda _: terminal.lines()[1].startswith("1 session · Blob not found"), "the warning"
+    )
+    lines = terminal.lines()
+    assert lines[0] == "sessions> screenshot" and lines[23].startswith(KEYS_LINE)
+    terminal.send(ESC)
+    assert terminal.finish() == (1, "")
+
+
 def test_without_a_terminal_it_says_so(sessions):
     result = subprocess.run(
         [str(Path(sys.executable).with_name("xcsh-store")), "pick"],

@@ -51,7 +51,7 @@ def row_line(row: Row, mode: str, width: int, selected: bool) -> Line:
     pieces.append(("", " " * max(0, width - used)))
     if selected:
         pieces = [(f"{style} class:selected", text) for style, text in pieces]
-    return _fit(pieces, width)
+    return fit(pieces, width)
 
 
 def _marked(text: str) -> Line:
@@ -92,7 +92,7 @@ def preview_lines(preview: Preview, width: int, height: int) -> list[Line]:
 def _entry_line(entry: PreviewEntry, width: int) -> Line:
     kind = pad(cut(visible(entry.kind), KIND_WIDTH - 1), KIND_WIDTH)
     text = cut(visible(entry.text), max(0, width - 2 - KIND_WIDTH))
-    return _fit([("", "  "), ("class:kind", kind), ("", text)], width)
+    return fit([("", "  "), ("class:kind", kind), ("", text)], width)
 
 
 def _hit_lines(entry: PreviewEntry, width: int, most: int) -> list[Line]:
@@ -111,13 +111,12 @@ def _hit_lines(entry: PreviewEntry, width: int, most: int) -> list[Line]:
     for number, text_line in enumerate(wrapped):
         lead = ("class:hit", "▶ ") if number == 0 else ("", "  ")
         label = ("class:kind class:hit", kind if number == 0 else " " * KIND_WIDTH)
-        lines.append(_fit([lead, label, ("class:hit", text_line)], width))
+        lines.append(fit([lead, label, ("class:hit", text_line)], width))
     return lines
 
 
-def _fit(pieces: Line, width: int) -> Line:
-    """``pieces`` cut to ``width`` cells (what a piece holds was cut to its room already; this
-    keeps a line whole when the terminal is narrower than the columns)."""
+def fit(pieces: Line, width: int) -> Line:
+    """``pieces`` cut to ``width`` cells, the piece that overflows ending in an ellipsis."""
     out: Line = []
     used = 0
     for style, text in pieces:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
@@ -23,7 +24,7 @@ from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.styles import Style
 
-from xcsh_store.cli.picker.lines import Line, preview_lines, row_line
+from xcsh_store.cli.picker.lines import Line, fit, preview_lines, row_line
 from xcsh_store.cli.picker.source import MODES, PROMPTS, SESSIONS, PickSource, Preview, Row
 from xcsh_store.cli.picker.worker import Job, Worker
 from xcsh_store.cli.render import cut, pad
@@ -55,6 +56,17 @@ KEYS = {
 NOUNS = {SESSIONS: ("session", "sessions"), PROMPTS: ("prompt", "prompts")}
 
 
+class StatusNotes(logging.Handler):
+    """Hands the message of each warning (or worse) logged to ``show``."""
+
+    def __init__(self, show: Callable[[object], None]):
+        super().__init__(logging.WARNING)
+        self._show = show
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._show(record.getMessage())
+
+
 class Drawn(UIControl):
     """A pane whose lines are drawn for its size each time (``draw(width, height)``)."""
 
@@ -75,6 +87,7 @@ class Shown:
     selected: int = 0
     status: str = "searching…"
     failed: bool = False
+    note: str = ""  # the last warning the library logged since the rows came
     preview: tuple[Row, Preview | Exception] | None = None
 
 
@@ -105,10 +118,19 @@ class Picker:
         self.app.ttimeoutlen = ESCAPE_WAIT
 
     def run(self) -> str | None:
+        # What the library logs (a missing blob in a previewed session) goes to the status
+        # line: on stderr, the terminal the picker draws on, it would tear the screen apart.
+        library = logging.getLogger("xcsh_store")
+        notes = StatusNotes(self._in_ui(self._note))
+        library.addHandler(notes)
         try:
             return self.app.run(pre_run=self._started, handle_sigint=False)
         finally:
             self._worker.close()
+            library.removeHandler(notes)
+
+    def _note(self, message: object) -> None:
+        self._shown.note = visible(" ".join(str(message).split()))
 
     def _started(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -137,8 +159,11 @@ class Picker:
         return f"{self._shown.mode}> "
 
     def _status_line(self, width: int, height: int) -> list[Line]:
-        style = "class:error" if self._shown.failed else "class:status"
-        return [[(style, cut(self._shown.status, width))]]
+        shown = self._shown
+        pieces = [("class:error" if shown.failed else "class:status", shown.status)]
+        if shown.note:
+            pieces += [("class:status", " · "), ("class:error", shown.note)]
+        return [fit(pieces, width)]
 
     def _keys_line(self, width: int, height: int) -> list[Line]:
         return [[("class:keys", cut(KEYS[self._shown.mode], width))]]
