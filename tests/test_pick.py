@@ -68,14 +68,28 @@ def _list_rows(screen: str) -> list[str]:
     return [line for line in screen.splitlines()[2:] if line.startswith(("> ", "  Mar"))]
 
 
+DEPLOY, LOGIN = "deploy the api to staging", "the login test is flaky on CI"
+
+
+def rows_are(*expected: tuple[bool, str]):
+    """Whether the list shows exactly these rows: (selected, what the end of it says) each.
+    The screen can be caught halfway through a frame: a predicate is waited for, whole."""
+
+    def shows(screen: str) -> bool:
+        rows = _list_rows(screen)
+        return len(rows) == len(expected) and all(
+            row.startswith("> " if selected else "  ") and row.endswith(text)
+            for row, (selected, text) in zip(rows, expected, strict=True)
+        )
+
+    return shows
+
+
 def test_typing_narrows_the_hits(sessions, pick):
     terminal = pick()
-    screen = terminal.wait_for("2 sessions")
-    assert "Deploy the API" in screen and "Fix the flaky l" in screen
+    terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "both sessions")
     terminal.send("flaky")
-    screen = terminal.wait_for("1 session\n")
-    rows = _list_rows(screen)
-    assert len(rows) == 1 and "Fix the flaky l" in rows[0]
+    terminal.wait_until(rows_are((True, "Fix the flaky login test")), "the flaky one")
     terminal.send(ESC)
     assert terminal.finish() == (1, "")
 
@@ -89,43 +103,36 @@ def test_enter_prints_the_session_id_and_nothing_else(sessions, pick):
 
 def test_the_arrows_move_the_selection(sessions, pick):
     terminal = pick()
-    terminal.wait_until(
-        lambda screen: [row[:2] for row in _list_rows(screen)] == ["> ", "  "], "the first row"
-    )
+    terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row")
     terminal.send(DOWN)
-    screen = terminal.wait_until(
-        lambda screen: [row[:2] for row in _list_rows(screen)] == ["  ", "> "], "the second row"
-    )
-    assert "Fix the flaky l" in _list_rows(screen)[1]
+    terminal.wait_until(rows_are((False, DEPLOY), (True, LOGIN)), "the second row")
     terminal.send(DOWN)  # at the last row it stays there
     terminal.send(UP)
-    terminal.wait_until(
-        lambda screen: [row[:2] for row in _list_rows(screen)] == ["> ", "  "], "the first again"
-    )
+    terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row again")
     terminal.send(DOWN + "\r")
     assert terminal.finish() == (0, "sess-login\n")
 
 
 def test_ctrl_n_and_ctrl_p_move_too(sessions, pick):
     terminal = pick()
-    terminal.wait_for("2 sessions")
+    terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row")
     terminal.send("\x0e")  # Ctrl-N
-    terminal.wait_until(lambda screen: _list_rows(screen)[1].startswith("> "), "the second row")
+    terminal.wait_until(rows_are((False, DEPLOY), (True, LOGIN)), "the second row")
     terminal.send("\x10")  # Ctrl-P
-    terminal.wait_until(lambda screen: _list_rows(screen)[0].startswith("> "), "the first row")
+    terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row again")
     terminal.send("\r")
     assert terminal.finish() == (0, "sess-deploy\n")
 
 
 def test_the_preview_shows_the_hit_among_its_entries(sessions, pick):
     terminal = pick("cookie")
-    screen = terminal.wait_for("▶ assistant")
-    lines = screen.splitlines()
-    hit = next(number for number, line in enumerate(lines) if line.startswith("▶ assistant"))
-    assert "wait for the session cookie" in lines[hit]
-    assert "the login test is flaky on CI" in lines[hit - 1]  # the entry before it
-    bar = lines[hit - 2]
-    assert bar.startswith(" Fix the flaky login test · /work/webapp · ")
+    terminal.wait_until(
+        lambda screen: (
+            "\n Fix the flaky login test · /work/webapp · " in screen
+            and f"\n  user         {LOGIN}\n▶ assistant    wait for the session cookie" in screen
+        ),
+        "the hit under the entry before it, under the session's bar",
+    )
     terminal.send(ESC)
     assert terminal.finish() == (1, "")
 
@@ -149,22 +156,32 @@ def test_tab_switches_between_sessions_and_prompts(sessions, pick):
     terminal = pick("flaky")
     terminal.wait_for("1 session\n")
     terminal.send("\t")
-    screen = terminal.wait_for("prompts> flaky")
-    terminal.wait_for("1 prompt\n")
-    assert "Enter: print the prompt" in screen
+    terminal.wait_until(
+        lambda _: (
+            terminal.lines()[:2] == ["prompts> flaky", "1 prompt"]
+            and terminal.lines()[23].startswith("Enter: print the prompt")
+        ),
+        "the prompts",
+    )
     terminal.send("\r")
     assert terminal.finish() == (0, "the login test is flaky on CI\n")
 
 
 def test_the_layout_fits_80_by_24(sessions, pick):
     terminal = pick("staging")
-    terminal.wait_for("▶ ")
-    lines = terminal.lines()
-    assert len(lines) == 24
-    assert lines[0].startswith("sessions> staging")
-    assert lines[1] == "1 session"
-    assert lines[23].startswith(KEYS_LINE)
-    assert any(line.startswith(" Deploy the API · /work/api") for line in lines)
+
+    def laid_out(_: str) -> bool:
+        lines = terminal.lines()
+        return (
+            len(lines) == 24
+            and lines[:2] == ["sessions> staging", "1 session"]
+            and lines[2].startswith("> Mar 01 10:30  Deploy the API")
+            and any(line.startswith(" Deploy the API · /work/api · ") for line in lines)
+            and any(line.startswith("▶ user ") for line in lines)
+            and lines[23].startswith(KEYS_LINE)
+        )
+
+    terminal.wait_until(laid_out, "the input, the status, the list, the preview and the keys")
     terminal.send(ESC)
     terminal.finish()
 
@@ -225,18 +242,18 @@ def hostile(agent_dir, index):
 
 def test_hostile_session_text_is_shown_inert_within_the_layout(hostile, pick):
     terminal = pick("payload")
-    screen = terminal.wait_for("▶ ")
-    assert "\\x1b]0;owned\\x07" in screen  # the title's escapes, as text
-    assert "https://evil.example/\\x1b" in screen
-    assert "word word word" in screen  # the long line, cut
-    _assert_laid_out(terminal)
+    terminal.wait_until(
+        _laid_out_with(terminal, "\\x1b]0;owned\\x07", "https://evil.example/\\x1b", "word word"),
+        "the escapes as text, the long line cut",
+    )
     terminal.send("\x7f" * len("payload") + "forged")
-    screen = terminal.wait_for("▶ assistant    payload\\r\\x08\\x08forged")
-    assert "\n               line    tab\n" in screen  # its own line; tabs as spaces
-    _assert_laid_out(terminal)
+    terminal.wait_until(
+        # The hit's lines are its own: \r and backspaces shown, the tab as spaces.
+        _laid_out_with(terminal, "▶ assistant    payload\\r\\x08\\x08forged\n", " line    tab\n"),
+        "the forged line inert",
+    )
     terminal.send("\x7f" * len("forged") + "wide")
-    terminal.wait_for("▶ user         payload wide 漢字")
-    _assert_laid_out(terminal)
+    terminal.wait_until(_laid_out_with(terminal, "▶ user         payload wide 漢字"), "wide")
     terminal.send(ESC)
     assert terminal.finish() == (1, "")
     assert terminal.screen.title == ""  # no OSC reached the terminal
@@ -244,11 +261,20 @@ def test_hostile_session_text_is_shown_inert_within_the_layout(hostile, pick):
         assert sequence not in terminal.raw
 
 
-def _assert_laid_out(terminal: PickTerminal) -> None:
-    """The input on the first line, the keys on the last, the preview's bar between them."""
-    lines = terminal.lines()
-    assert lines[0].startswith("sessions> ") and lines[23].startswith(KEYS_LINE)
-    assert any(line.startswith(" \\x1b]0;owned\\x07") for line in lines[2:23])
+def _laid_out_with(terminal: PickTerminal, *texts: str):
+    """Whether the screen shows ``texts`` with the input on the first line, the keys on the
+    last and the preview's bar (the hostile title, escaped) between them."""
+
+    def shows(screen: str) -> bool:
+        lines = terminal.lines()
+        return (
+            all(text in screen for text in texts)
+            and lines[0].startswith("sessions> ")
+            and lines[23].startswith(KEYS_LINE)
+            and any(line.startswith(" \\x1b]0;owned\\x07") for line in lines[2:23])
+        )
+
+    return shows
 
 
 def test_what_the_library_logs_goes_to_the_status_line_not_the_screen(agent_dir, index, pick):
@@ -258,12 +284,15 @@ def test_what_the_library_logs_goes_to_the_status_line_not_the_screen(agent_dir,
     write_session(sessions_dir(agent_dir) / "image.jsonl", [header("sess-image"), record])
     index.sync()
     terminal = pick("screenshot")
-    terminal.wait_for("▶ user")
     terminal.wait_until(
-        lambda _: terminal.lines()[1].startswith("1 session · Blob not found"), "the warning"
+        lambda _: (
+            terminal.lines()[0] == "sessions> screenshot"
+            and terminal.lines()[1].startswith("1 session · Blob not found for image reference")
+            and any(line.startswith("▶ user ") for line in terminal.lines())
+            and terminal.lines()[23].startswith(KEYS_LINE)
+        ),
+        "the warning on the status line, the layout whole",
     )
-    lines = terminal.lines()
-    assert lines[0] == "sessions> screenshot" and lines[23].startswith(KEYS_LINE)
     terminal.send(ESC)
     assert terminal.finish() == (1, "")
 
