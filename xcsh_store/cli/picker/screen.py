@@ -14,6 +14,7 @@ from typing import TextIO
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Layout, Window
@@ -99,9 +100,10 @@ class Picker:
         self._source = source
         self._shown = Shown(mode, [])
         self._worker = Worker(("search", "preview"), source.interrupt)
-        self._buffer = Buffer(multiline=False, on_text_changed=lambda _buffer: self._search())
-        self._buffer.text = query
-        self._buffer.cursor_position = len(query)
+        # The query typed so far; each change is searched once the picker runs (_started
+        # searches the first one: no job may end before the event loop is there to take it).
+        self._buffer = Buffer(multiline=False, document=Document(query))
+        self._buffer.on_text_changed += lambda _buffer: self._search()
         self._list_height = 1
         self._loop: asyncio.AbstractEventLoop | None = None
         reader, writer = terminal
