@@ -11,16 +11,10 @@ from pathlib import Path
 
 import pytest
 from pick_terminal import PickTerminal, colour_sequences
-from session_builder import header, message, sessions_dir, write_session
+from session_builder import header, message_at, sessions_dir, write_session
 
 KEYS_LINE = "Enter: print the session id"
 DOWN, UP, ESC = "\x1b[B", "\x1b[A", "\x1b"
-
-
-def _entry(entry_id, parent, role, text, minute):
-    record = message(entry_id, parent, role, text)
-    record["timestamp"] = f"2026-03-01T10:{minute:02d}:00.000Z"
-    return record
 
 
 @pytest.fixture
@@ -31,16 +25,16 @@ def sessions(agent_dir, index):
         folder / "login.jsonl",
         [
             header("sess-login", title="Fix the flaky login test", cwd="/work/webapp"),
-            _entry("u1", None, "user", "the login test is flaky on CI", 1),
-            _entry("a1", "u1", "assistant", "wait for the session cookie before the check", 2),
+            message_at(1, "u1", None, "user", "the login test is flaky on CI"),
+            message_at(2, "a1", "u1", "assistant", "wait for the session cookie before the check"),
         ],
     )
     write_session(
         folder / "deploy.jsonl",
         [
             header("sess-deploy", title="Deploy the API", cwd="/work/api"),
-            _entry("u1", None, "user", "deploy the api to staging", 30),
-            _entry("a1", "u1", "assistant", "the deploy script needs the staging key", 31),
+            message_at(30, "u1", None, "user", "deploy the api to staging"),
+            message_at(31, "a1", "u1", "assistant", "the deploy script needs the staging key"),
         ],
     )
     index.sync()
@@ -231,10 +225,12 @@ def hostile(agent_dir, index):
         sessions_dir(agent_dir) / "hostile.jsonl",
         [
             header("sess-hostile", title=HOSTILE_TITLE, cwd="/work/\x1b[2Jx"),
-            _entry("u1", None, "user", "payload " + "\x1b]8;;https://evil.example/\x1b\\x" * 3, 1),
-            _entry("a1", "u1", "assistant", "payload long " + "word " * 2000, 2),
-            _entry("u2", "a1", "user", "payload wide " + WIDE, 3),
-            _entry("a2", "u2", "assistant", "payload\r\x08\x08forged\nline\ttab", 4),
+            message_at(
+                1, "u1", None, "user", "payload " + "\x1b]8;;https://evil.example/\x1b\\x" * 3
+            ),
+            message_at(2, "a1", "u1", "assistant", "payload long " + "word " * 2000),
+            message_at(3, "u2", "a1", "user", "payload wide " + WIDE),
+            message_at(4, "a2", "u2", "assistant", "payload\r\x08\x08forged\nline\ttab"),
         ],
     )
     index.sync()
@@ -279,7 +275,7 @@ def _laid_out_with(terminal: PickTerminal, *texts: str):
 
 def test_what_the_library_logs_goes_to_the_status_line_not_the_screen(agent_dir, index, pick):
     missing = "blob:sha256:" + "0" * 64
-    record = _entry("u1", None, "user", "the screenshot shows it", 1)
+    record = message_at(1, "u1", None, "user", "the screenshot shows it")
     record["message"]["content"].append({"type": "image", "data": missing, "mimeType": "image/png"})
     write_session(sessions_dir(agent_dir) / "image.jsonl", [header("sess-image"), record])
     index.sync()

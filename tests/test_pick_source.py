@@ -5,19 +5,13 @@ entries around it."""
 from __future__ import annotations
 
 import pytest
-from session_builder import flux_records, header, message, sessions_dir, write_session
+from session_builder import flux_records, header, message_at, sessions_dir, write_session
 
 from xcsh_store import HistoryStorage
 from xcsh_store.cli.picker.source import PROMPTS, SESSIONS, PickSource
 from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.paths import get_history_db_path
-
-
-def _entry(entry_id, parent, role, text, minute):
-    record = message(entry_id, parent, role, text)
-    record["timestamp"] = f"2026-01-01T00:{minute:02d}:00.000Z"
-    return record
 
 
 @pytest.fixture
@@ -27,12 +21,12 @@ def source(agent_dir, index):
         folder / "deploy.jsonl",
         [
             header("sess-deploy", title="Deploy the API", cwd="/work/api"),
-            _entry("u1", None, "user", "deploy the api to staging", 1),
-            _entry("a1", "u1", "assistant", "the deploy script needs the staging key", 2),
-            _entry("u2", "a1", "user", "and then deploy to production", 3),
-            _entry("a2", "u2", "assistant", "production is deployed", 4),
+            message_at(1, "u1", None, "user", "deploy the api to staging"),
+            message_at(2, "a1", "u1", "assistant", "the deploy script needs the staging key"),
+            message_at(3, "u2", "a1", "user", "and then deploy to production"),
+            message_at(4, "a2", "u2", "assistant", "production is deployed"),
             *(
-                _entry(f"x{number}", f"x{number - 1}" if number else "a2", "user", "more", 5)
+                message_at(5, f"x{number}", f"x{number - 1}" if number else "a2", "user", "more")
                 for number in range(40)
             ),
         ],
