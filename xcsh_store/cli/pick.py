@@ -55,7 +55,7 @@ def pick_command(
 
     \b
     Examples:
-      xcsh-store show "$(xcsh-store pick flaky test)"
+      id=$(xcsh-store pick flaky test) && xcsh-store show "$id"
       xcsh-store pick --prompts --agent claude
       eval "$(xcsh-store pick --shell-binding bash)"    in ~/.bashrc: Alt-R
     """
