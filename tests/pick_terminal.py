@@ -148,11 +148,12 @@ class PickTerminal(Terminal):
     """``xcsh-store pick ARGS`` in a terminal, its stdout a file (as in ``$(…)``)."""
 
     def __init__(self, args: Sequence[str], stdout: Path, rows: int = 24, columns: int = 80,
-                 environment: Mapping[str, str] | None = None):  # fmt: skip
+                 environment: Mapping[str, str] | None = None,
+                 global_options: Sequence[str] = ()):  # fmt: skip
         self.stdout = stdout
         # bash only sends stdout to the file; exec leaves xcsh-store as the child.
-        command = ["bash", "-c", 'exec "$@" > "$0"', str(stdout), XCSH_STORE, "pick", *args]
-        super().__init__(command, rows, columns, environment)
+        command = ["bash", "-c", 'exec "$@" > "$0"', str(stdout), XCSH_STORE, *global_options]
+        super().__init__([*command, "pick", *args], rows, columns, environment)
 
     def finish(self) -> tuple[int, str]:
         """Its exit code and what it printed on stdout, once it has ended."""

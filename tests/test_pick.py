@@ -5,13 +5,17 @@ NO_COLOR gives no colour, and hostile session text is shown inert in an 80x24 la
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from pick_terminal import PickTerminal, colour_sequences
+from click.testing import CliRunner
+from pick_terminal import XCSH_STORE, PickTerminal, Terminal, colour_sequences
 from session_builder import header, message_at, sessions_dir, write_session
+
+from xcsh_store.cli import cli
 
 KEYS_LINE = "Enter: print the session id"
 DOWN, UP, ESC = "\x1b[B", "\x1b[A", "\x1b"
@@ -45,10 +49,9 @@ def pick(tmp_path):
     """Starts ``xcsh-store pick ARGS`` in a terminal; ends what is left of it after the test."""
     started: list[PickTerminal] = []
 
-    def start(*args: str, rows: int = 24, columns: int = 80, **environment: str):
-        terminal = PickTerminal(
-            args, tmp_path / f"stdout-{len(started)}", rows, columns, environment
-        )
+    def start(*args: str, rows=24, columns=80, global_options=(), **environment: str):
+        stdout = tmp_path / f"stdout-{len(started)}"
+        terminal = PickTerminal(args, stdout, rows, columns, environment, global_options)
         started.append(terminal)
         return terminal
 
@@ -107,12 +110,15 @@ def test_the_arrows_move_the_selection(sessions, pick):
     assert terminal.finish() == (0, "sess-login\n")
 
 
-def test_ctrl_n_and_ctrl_p_move_too(sessions, pick):
+@pytest.mark.parametrize(
+    ("down", "up"), [("\x0e", "\x10"), ("\x1b[6~", "\x1b[5~")], ids=["ctrl-n-p", "page-down-up"]
+)
+def test_ctrl_n_and_ctrl_p_and_the_page_keys_move_too(sessions, pick, down, up):
     terminal = pick()
     terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row")
-    terminal.send("\x0e")  # Ctrl-N
+    terminal.send(down)
     terminal.wait_until(rows_are((False, DEPLOY), (True, LOGIN)), "the second row")
-    terminal.send("\x10")  # Ctrl-P
+    terminal.send(up)
     terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row again")
     terminal.send("\r")
     assert terminal.finish() == (0, "sess-deploy\n")
@@ -131,7 +137,7 @@ def test_the_preview_shows_the_hit_among_its_entries(sessions, pick):
     assert terminal.finish() == (1, "")
 
 
-@pytest.mark.parametrize("key", [ESC, "\x03"], ids=["esc", "ctrl-c"])
+@pytest.mark.parametrize("key", [ESC, "\x03", "\x07"], ids=["esc", "ctrl-c", "ctrl-g"])
 def test_cancelling_prints_nothing_and_exits_1(sessions, pick, key):
     terminal = pick()
     terminal.wait_for("2 sessions")
@@ -146,10 +152,11 @@ def test_prompts_mode_prints_the_prompt(sessions, pick):
     assert terminal.finish() == (0, "deploy the api to staging\n")
 
 
-def test_tab_switches_between_sessions_and_prompts(sessions, pick):
+@pytest.mark.parametrize("key", ["\t", "\x12", "\x1b[Z"], ids=["tab", "ctrl-r", "shift-tab"])
+def test_tab_switches_between_sessions_and_prompts(sessions, pick, key):
     terminal = pick("flaky")
     terminal.wait_for("1 session\n")
-    terminal.send("\t")
+    terminal.send(key)
     terminal.wait_until(
         lambda _: (
             terminal.lines()[:2] == ["prompts> flaky", "1 prompt"]
@@ -159,6 +166,36 @@ def test_tab_switches_between_sessions_and_prompts(sessions, pick):
     )
     terminal.send("\r")
     assert terminal.finish() == (0, "the login test is flaky on CI\n")
+
+
+def test_a_prompt_of_several_lines_is_printed_exactly_when_captured(agent_dir, index, pick):
+    prompt = "first line\n\tsecond line \x1b[31mred"
+    write_session(
+        sessions_dir(agent_dir) / "multi.jsonl",
+        [header("sess-multi"), message_at(1, "u1", None, "user", prompt)],
+    )
+    index.sync()
+    terminal = pick("--prompts", "second")
+    terminal.wait_for("1 prompt\n")
+    terminal.send("\r")
+    assert terminal.finish() == (0, prompt + "\n")
+
+
+def test_a_choice_printed_on_the_terminal_is_sanitised(agent_dir, index):
+    write_session(
+        sessions_dir(agent_dir) / "red.jsonl",
+        [header("sess-red"), message_at(1, "u1", None, "user", "make it \x1b[31mred\x07")],
+    )
+    index.sync()
+    terminal = Terminal([XCSH_STORE, "pick", "--prompts", "make"])  # stdout: the terminal
+    try:
+        terminal.wait_for("1 prompt\n")
+        terminal.send("\r")
+        assert terminal.wait_for_end() == 0
+        assert "make it \\x1b[31mred\\x07" in terminal.text()
+        assert b"make it \x1b[31m" not in terminal.raw
+    finally:
+        terminal.close()
 
 
 def test_the_layout_fits_80_by_24(sessions, pick):
@@ -188,31 +225,36 @@ def test_a_resize_redraws_the_layout(sessions, pick):
     terminal.resize(12, 50)
     terminal.wait_until(lambda _: terminal.lines()[11].startswith("Enter: "), "12 rows")
     terminal.send("flaky")
-    terminal.wait_for("1 session\n")
+    # Narrower than 60 columns, a row has no room for the title: when, then the hit.
+    terminal.wait_until(
+        lambda screen: any(
+            re.fullmatch(r"> .{12}  Fix the flaky login test", row) for row in _list_rows(screen)
+        ),
+        "the hit without the title",
+    )
     terminal.send("\r")
     assert terminal.finish() == (0, "sess-login\n")
 
 
-def test_no_color_means_no_colour_at_all(sessions, pick):
-    terminal = pick(NO_COLOR="1")
-    terminal.wait_for("2 sessions")
+@pytest.mark.parametrize(
+    ("global_options", "environment", "coloured"),
+    [
+        ((), {"NO_COLOR": "1"}, False),
+        (("--color", "never"), {}, False),
+        ((), {}, True),  # the check can fail: a picker that colours is caught
+        (("--color", "always"), {"NO_COLOR": "1"}, True),
+    ],
+    ids=["no-color", "color-never", "auto", "color-always-over-no-color"],
+)
+def test_no_color_means_no_colour_at_all(sessions, pick, global_options, environment, coloured):
+    terminal = pick(global_options=global_options, **environment)
+    terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "both sessions")
     terminal.send("deploy")
     terminal.wait_for("1 session\n")
-    terminal.send(ESC)
+    terminal.send(DOWN + UP + ESC)
     terminal.finish()
-    assert b"\x1b[" in terminal.raw  # drawn with escape sequences: moves, reverse, bold
-    assert colour_sequences(bytes(terminal.raw)) == []
-
-
-def test_colours_are_drawn_without_no_color(sessions, pick):
-    """The check above can fail: the same run without NO_COLOR has colour sequences."""
-    terminal = pick()
-    terminal.wait_for("2 sessions")
-    terminal.send("deploy")
-    terminal.wait_for("1 session\n")
-    terminal.send(ESC)
-    terminal.finish()
-    assert colour_sequences(bytes(terminal.raw)) != []
+    assert b"\x1b[7m" in terminal.raw or b";7m" in terminal.raw  # the selection, reversed
+    assert (colour_sequences(bytes(terminal.raw)) != []) is coloured
 
 
 HOSTILE_TITLE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\u202eevil"
@@ -306,3 +348,11 @@ def test_without_a_terminal_it_says_so(sessions):
     assert result.stdout == ""
     assert result.stderr.startswith("Error: pick needs a terminal to draw on, and /dev/tty")
     assert result.stderr.count("\n") == 1
+
+
+def test_the_team_index_is_refused(sessions):
+    result = CliRunner().invoke(cli, ["--db", "postgresql://127.0.0.1/team", "pick"])
+    assert result.exit_code == 2
+    assert "--db is for ls, search, show, usage, history and sql; pick works on index.db" in (
+        result.output
+    )
