@@ -105,6 +105,7 @@ class Picker:
         self._buffer = Buffer(multiline=False, document=Document(query))
         self._buffer.on_text_changed += lambda _buffer: self._search()
         self._list_height = 1
+        self._searches = 0  # searches asked for: only the last one's rows are shown
         self._loop: asyncio.AbstractEventLoop | None = None
         reader, writer = terminal
         self.app: Application[str | None] = Application(
@@ -251,16 +252,20 @@ class Picker:
 
     def _search(self, delay: float = SEARCH_DELAY) -> None:
         mode, query = self._shown.mode, self._buffer.text
+        self._searches += 1
+        number = self._searches
         self._shown.status = "searching…"
         self._worker.submit(
             Job("search", lambda: self._source.rows(mode, query),
-                self._in_ui(lambda rows: self._show_rows(mode, rows)),
+                self._in_ui(lambda rows: self._show_rows(number, mode, rows)),
                 delay=delay, interruptible=True)
         )  # fmt: skip
 
-    def _show_rows(self, mode: str, rows: object) -> None:
-        if mode != self._shown.mode:
-            return  # a search of the mode before a switch
+    def _show_rows(self, number: int, mode: str, rows: object) -> None:
+        if number != self._searches:
+            # Rows that were on their way when a key asked for another search (the worker
+            # drops the older ones it sees; these had left it).
+            return
         if isinstance(rows, Exception):
             self._shown = Shown(mode, [], status=visible(str(rows)), failed=True)
             return
