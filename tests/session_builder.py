@@ -64,6 +64,16 @@ def message(
     }
 
 
+def message_at(
+    minute: int, entry_id: str, parent: str | None, role: str, text: str
+) -> dict[str, Any]:
+    """A :func:`message` written ``minute`` minutes past 10:00 on 2026-03-01 (for tests that
+    order entries and sessions by their time)."""
+    return message(entry_id, parent, role, text) | {
+        "timestamp": f"2026-03-01T10:{minute:02d}:00.000Z"
+    }
+
+
 def write_session(path: Path, records: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(dumps(record) + b"\n" for record in records))

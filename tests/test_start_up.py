@@ -115,6 +115,7 @@ def test_help_and_ls_import_none_of_the_live_verbs_packages(agent_dir, two_sessi
         ("push postgresql://127.0.0.1/team", "push", "psycopg", "team"),
         ("export parquet out", "export parquet", "pyarrow", "team"),
         ("--db postgresql://127.0.0.1/team ls", "--db", "psycopg", "team"),
+        ("pick", "pick", "prompt_toolkit", "pick"),
     ],
 )
 def test_a_verb_without_its_extra_says_how_to_get_it(

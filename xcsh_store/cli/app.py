@@ -75,6 +75,7 @@ VERB_MODULES = {
     "history": "prompts",
     "ls": "listing",
     "mcp": "live",
+    "pick": "pick",
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",

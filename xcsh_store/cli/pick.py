@@ -1,0 +1,98 @@
+"""``xcsh-store pick``: search sessions and prompts as you type, in the terminal, and print the
+one chosen, so that it composes with the shell (``$(xcsh-store pick)``, the Alt-R binding).
+The picker itself is in cli/picker/."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import ExitStack
+from typing import TextIO
+
+import click
+
+from xcsh_store.cli.app import (
+    Settings,
+    cli,
+    color_enabled,
+    echo,
+    open_index,
+    pass_settings,
+    require_extra,
+)
+from xcsh_store.cli.params import agent_option
+from xcsh_store.cli.picker.shells import BINDINGS, SHELLS
+from xcsh_store.cli.picker.source import PROMPTS, SESSIONS, PickSource
+from xcsh_store.js import well_formed
+
+TERMINAL = "/dev/tty"
+
+
+@cli.command("pick")
+@click.argument("query", nargs=-1)
+@click.option("--prompts", is_flag=True, help="Start on prompts instead of sessions.")
+@agent_option
+@click.option(
+    "--shell-binding",
+    type=click.Choice(SHELLS),
+    help="Print the SHELL code that binds Alt-R to recall a prompt onto the command line.",
+)
+@pass_settings
+def pick_command(
+    settings: Settings,
+    query: tuple[str, ...],
+    prompts: bool,
+    agents: tuple[str, ...],
+    shell_binding: str | None,
+) -> None:
+    """Search sessions (or prompts) as you type and print the one you choose.
+
+    Type to search every session's entries, or with Tab (or Ctrl-R) the prompts typed
+    into the agents; ↑/↓ (Ctrl-P/Ctrl-N) move, the lower pane shows the hit in its session.
+    Enter prints the session id (or the prompt) on stdout and exits 0; Esc or Ctrl-C prints
+    nothing and exits 1. The picker draws on the terminal, not on stdout, so
+    `$(xcsh-store pick)` holds only the choice. QUERY is what to start with.
+
+    \b
+    Examples:
+      id=$(xcsh-store pick flaky test) && xcsh-store show "$id"
+      xcsh-store pick --prompts --agent claude
+      eval "$(xcsh-store pick --shell-binding bash)"    in ~/.bashrc: Alt-R
+    """
+    if shell_binding is not None:
+        click.echo(BINDINGS[shell_binding], nl=False)
+        return
+    require_extra("pick", "pick", "prompt_toolkit")
+    from xcsh_store.cli.picker.screen import Picker
+
+    colour_mode = click.get_current_context().find_root().params["color"]
+    with ExitStack() as stack:
+        index = stack.enter_context(open_index(settings))
+        terminal = _open_terminal(stack)
+        chosen = Picker(
+            PickSource(index, agents),
+            PROMPTS if prompts else SESSIONS,
+            " ".join(query),
+            terminal,
+            colour=color_enabled(colour_mode, True, os.environ),
+        ).run()
+    if chosen is None:
+        sys.exit(1)
+    if sys.stdout.isatty():
+        echo(chosen)  # shown on the terminal: through the sanitiser
+        return
+    # Captured ($(…), a pipe): the exact text, for the shell to use.
+    sys.stdout.buffer.write(well_formed(chosen).encode() + b"\n")
+    sys.stdout.flush()
+
+
+def _open_terminal(stack: ExitStack) -> tuple[TextIO, TextIO]:
+    """The terminal to read keys from and draw on: /dev/tty, whatever stdin and stdout are."""
+    try:  # both closed with the stack, once the picker has ended
+        reader = stack.enter_context(open(TERMINAL, encoding="utf-8"))  # noqa: SIM115
+        writer = stack.enter_context(open(TERMINAL, "w", encoding="utf-8"))  # noqa: SIM115
+    except OSError as error:
+        raise click.ClickException(
+            f"pick needs a terminal to draw on, and {TERMINAL} cannot be opened ({error.strerror})"
+        ) from None
+    return reader, writer
