@@ -14,7 +14,7 @@ others read on first use), then the same with every field `ls` shows read from e
 limit) and `ls --limit 0`, against the interpreter's own start (`python -c pass`). Last, the
 import of what `ls` needs in a fresh interpreter; for the breakdown, run
 
-    python -X importtime -c 'import xcsh_store.cli.listing'
+    python -X importtime -c 'import xcsh_store.cli.verbs.listing'
 """
 
 from __future__ import annotations
@@ -113,9 +113,11 @@ def main() -> None:
     for item in options.corpora.split(","):
         size, count = item.split(":")
         rows += corpus_rows(size, int(count), options.repeat)
-    imports = sorted(import_seconds("xcsh_store.cli.listing") for _ in range(options.repeat))
+    imports = sorted(import_seconds("xcsh_store.cli.verbs.listing") for _ in range(options.repeat))
     rows.append(
-        compare("import of what ls needs (xcsh_store.cli.listing)", imports[len(imports) // 2])
+        compare(
+            "import of what ls needs (xcsh_store.cli.verbs.listing)", imports[len(imports) // 2]
+        )
     )
     print_table(
         rows,

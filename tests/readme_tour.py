@@ -34,7 +34,7 @@ from pathlib import Path
 
 from isolation import isolated_environment
 
-from xcsh_store.cli.demo_dir import DEMO_NOW
+from xcsh_store.demo.build import DEMO_NOW
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_COMMAND = "xcsh-store demo"

@@ -21,9 +21,7 @@ from click.testing import CliRunner, Result
 
 from xcsh_store.cli import cli
 from xcsh_store.cli.app import Settings, color_enabled
-from xcsh_store.cli.demo_dir import DEMO_MARKER, build_demo, prepare_demo_dir
-from xcsh_store.cli.maintenance import progress_bar
-from xcsh_store.cli.render import (
+from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     PIPE_CELL_WIDTH,
@@ -31,7 +29,10 @@ from xcsh_store.cli.render import (
     short_time,
     show_marks,
 )
-from xcsh_store.cli.table import fit_table
+from xcsh_store.cli.output.table import fit_table
+from xcsh_store.cli.verbs.maintenance import progress_bar
+from xcsh_store.demo.build import build_demo
+from xcsh_store.demo.folder import DEMO_MARKER, prepare_demo_dir
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.context import build_session_context
 from xcsh_store.format.loader import load_session

@@ -18,8 +18,8 @@ from session_builder import copy_fixtures, header, message, write_session
 from tabulate import tabulate
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, display_width
-from xcsh_store.cli.table import fit_table
+from xcsh_store.cli.output.render import MARK_CLOSE, MARK_OPEN, display_width
+from xcsh_store.cli.output.table import fit_table
 from xcsh_store.history.store import HistoryStorage
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_history_db_path

@@ -20,7 +20,8 @@ from click.testing import CliRunner, Result
 from session_builder import FIXTURES, PI_FIXTURES
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.demo_dir import DEMO_MARKER, DEMO_NOW, build_demo, prepare_demo_dir, write_demo
+from xcsh_store.demo.build import DEMO_NOW, build_demo, write_demo
+from xcsh_store.demo.folder import DEMO_MARKER, prepare_demo_dir
 from xcsh_store.index import SessionIndex
 from xcsh_store.paths import get_default_session_dir
 from xcsh_store.session.manager import SessionManager

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from xcsh_store.cli.demo_dir import build_demo
+from xcsh_store.demo.build import build_demo
 from xcsh_store.format.session_roots import read_session_roots
 from xcsh_store.paths import encode_cwd
 from xcsh_store.session.manager import SessionManager

@@ -25,7 +25,7 @@ from session_builder import (
 
 from xcsh_store import HistoryStorage
 from xcsh_store.agents import AGENTS
-from xcsh_store.cli.demo_dir import write_demo
+from xcsh_store.demo.build import write_demo
 from xcsh_store.index import USAGE_GROUPS, SessionIndex
 
 mcp = pytest.importorskip("mcp")

@@ -24,7 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.demo_dir import DEMO_NOW, build_demo, prepare_demo_dir
+from xcsh_store.demo.build import DEMO_NOW, build_demo
+from xcsh_store.demo.folder import prepare_demo_dir
 from xcsh_store.index import SessionIndex
 
 RECIPES = Path(__file__).resolve().parent.parent / "docs" / "recipes.md"

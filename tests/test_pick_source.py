@@ -8,8 +8,8 @@ import pytest
 from session_builder import flux_records, header, message_at, sessions_dir, write_session
 
 from xcsh_store import HistoryStorage
+from xcsh_store.cli.output.render import MARK_CLOSE, MARK_OPEN
 from xcsh_store.cli.picker.source import PROMPTS, SESSIONS, PickSource
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.paths import get_history_db_path
 

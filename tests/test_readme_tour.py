@@ -22,8 +22,8 @@ from readme_tour import (
     tour_steps,
 )
 
-from xcsh_store.cli.demo_dir import DEMO_NOW
-from xcsh_store.cli.render import short_time
+from xcsh_store.cli.output.render import short_time
+from xcsh_store.demo.build import DEMO_NOW
 
 README, DOCS_TOUR = TOURS
 

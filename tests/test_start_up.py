@@ -31,11 +31,11 @@ NOT_FOR_LS = (
     "xcsh_store.session.manager",
     "xcsh_store.artifacts.urls",
     "xcsh_store.history.store",
-    "xcsh_store.cli.sessions",
-    "xcsh_store.cli.maintenance",
-    "xcsh_store.cli.chart",
-    "xcsh_store.cli.demo_dir",
-    "xcsh_store.cli.live",
+    "xcsh_store.cli.verbs.sessions",
+    "xcsh_store.cli.verbs.maintenance",
+    "xcsh_store.cli.output.chart",
+    "xcsh_store.demo",
+    "xcsh_store.cli.verbs.live",
     "xcsh_store.watch",
     "xcsh_store.web",
     "xcsh_store.agent_tools",
@@ -59,7 +59,7 @@ def _modules_after(code: str) -> set[str]:
 def test_every_verb_is_defined_by_the_module_that_says_so():
     found = {}
     for module in sorted(set(VERB_MODULES.values())):
-        importlib.import_module(f"xcsh_store.cli.{module}")
+        importlib.import_module(f"xcsh_store.cli.verbs.{module}")
     for name, command in cli.commands.items():
         found[name] = command.callback.__module__.rsplit(".", 1)[1]
     assert found == VERB_MODULES
@@ -89,7 +89,7 @@ def test_ls_imports_only_what_it_needs(agent_dir, two_sessions):
         "from xcsh_store.cli import cli\n"
         f"cli(['--agent-dir', {str(agent_dir)!r}, 'ls'], standalone_mode=False)"
     )
-    assert "xcsh_store.cli.listing" in loaded and "xcsh_store.index.read.sessions" in loaded
+    assert "xcsh_store.cli.verbs.listing" in loaded and "xcsh_store.index.read.sessions" in loaded
     assert sorted(set(NOT_FOR_LS) & loaded) == []
 
 
@@ -158,5 +158,5 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_the_verb_table_names_modules_that_exist():
-    folder = Path(xcsh_store.__file__).parent / "cli"
+    folder = Path(xcsh_store.__file__).parent / "cli" / "verbs"
     assert all((folder / f"{module}.py").is_file() for module in VERB_MODULES.values())

@@ -255,7 +255,7 @@ def test_a_push_without_an_index_says_so(agent_dir: Path, team_url: str) -> None
 
 
 def test_the_cli_offers_the_tiers_push_knows() -> None:
-    from xcsh_store.cli import team as team_verbs
+    from xcsh_store.cli.verbs import team as team_verbs
     from xcsh_store.team import TIERS
 
     assert team_verbs._TIERS == TIERS

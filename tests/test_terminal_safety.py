@@ -17,7 +17,7 @@ from pty_terminal import run_in_pty
 from session_builder import append, header, message, write_session
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
+from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
 from xcsh_store.index import SessionIndex
 
 # No slash: this one is also a file and folder name.

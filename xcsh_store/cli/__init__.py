@@ -1,6 +1,10 @@
 """The ``xcsh-store`` command line: argument parsing and output only, one library call per verb.
 
-Each verb lives in the module ``app.VERB_MODULES`` names, imported when the verb is asked for.
+The group and what every verb shares are at the top: the click group, global options, settings,
+error handling and the echo helpers (app), argument types (params), shell completion of ids,
+folders and models (complete), where this machine's sessions are (places), and the generator of
+docs/cli.md (reference). Two rooms below: output/ (how things are printed) and verbs/ (one
+module per verb family, each imported when its verb is asked for: ``app.VERB_MODULES``).
 """
 
 from xcsh_store.cli.app import cli

@@ -16,9 +16,9 @@ import orjson
 from click.core import ParameterSource
 
 from xcsh_store import __version__
-from xcsh_store.cli.render import terminal_width, wrap
-from xcsh_store.cli.safe import Shown, shown, styled, visible, visible_text
-from xcsh_store.cli.table import Cut, Header, fit_table
+from xcsh_store.cli.output.render import terminal_width, wrap
+from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
+from xcsh_store.cli.output.table import Cut, Header, fit_table
 from xcsh_store.errors import IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex, SQLiteError
@@ -123,7 +123,7 @@ class StoreGroup(SuggestingGroup):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in VERB_MODULES:
-            importlib.import_module(f"xcsh_store.cli.{VERB_MODULES[cmd_name]}")
+            importlib.import_module(f"xcsh_store.cli.verbs.{VERB_MODULES[cmd_name]}")
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:

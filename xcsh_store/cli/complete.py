@@ -10,7 +10,7 @@ from collections.abc import Callable
 import click
 from click.shell_completion import CompletionItem
 
-from xcsh_store.cli.render import cut
+from xcsh_store.cli.output.render import cut
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import (
     Choice,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from xcsh_store.cli.render import home_relative
+from xcsh_store.cli.output.render import home_relative
 from xcsh_store.homes import get_agent_session_roots, get_data_store_dir
 from xcsh_store.paths import get_agent_dir, get_index_db_path, get_sessions_dir
 

@@ -6,8 +6,7 @@ the width."""
 
 from __future__ import annotations
 
-from xcsh_store.cli.picker.source import PROMPTS, Preview, PreviewEntry, Row
-from xcsh_store.cli.render import (
+from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
@@ -20,7 +19,8 @@ from xcsh_store.cli.render import (
     short_time,
     wrap,
 )
-from xcsh_store.cli.safe import visible
+from xcsh_store.cli.output.safe import visible
+from xcsh_store.cli.picker.source import PROMPTS, Preview, PreviewEntry, Row
 
 Piece = tuple[str, str]
 Line = list[Piece]

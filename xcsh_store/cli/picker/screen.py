@@ -25,11 +25,11 @@ from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.styles import Style
 
+from xcsh_store.cli.output.render import cut, pad
+from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.picker.lines import Line, fit, preview_lines, row_line
 from xcsh_store.cli.picker.source import MODES, PROMPTS, SESSIONS, PickSource, Preview, Row
 from xcsh_store.cli.picker.worker import Job, Worker
-from xcsh_store.cli.render import cut, pad
-from xcsh_store.cli.safe import visible
 
 # A search starts once typing pauses this long; a preview once moving does.
 SEARCH_DELAY = 0.04

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from xcsh_store.cli.render import MARK_CLOSE, MARK_OPEN, local_time, one_line
+from xcsh_store.cli.output.render import MARK_CLOSE, MARK_OPEN, local_time, one_line
 from xcsh_store.index import (
     IndexedSession,
     PromptHit,

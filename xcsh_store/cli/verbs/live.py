@@ -24,9 +24,9 @@ from xcsh_store.cli.app import (
     pass_settings,
     require_extra,
 )
-from xcsh_store.cli.maintenance import require_agent_dir
-from xcsh_store.cli.redaction import no_redact_option, redaction
-from xcsh_store.cli.render import home_relative, local_time
+from xcsh_store.cli.output.render import home_relative, local_time
+from xcsh_store.cli.verbs.maintenance import require_agent_dir
+from xcsh_store.cli.verbs.redaction import no_redact_option, redaction
 
 if TYPE_CHECKING:
     from xcsh_store.watch import AppliedChange

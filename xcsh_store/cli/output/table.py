@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from xcsh_store.cli.render import (
+from xcsh_store.cli.output.render import (
     MARK_OPEN,
     PIPE_CELL_WIDTH,
     cut,
@@ -26,7 +26,7 @@ from xcsh_store.cli.render import (
     pad,
     terminal_width,
 )
-from xcsh_store.cli.safe import Shown, visible
+from xcsh_store.cli.output.safe import Shown, visible
 
 # The other flexible columns give way to here before the main one gives way at all.
 SECONDARY_WIDTH = 20
@@ -147,11 +147,11 @@ def fit_table(
 
     On a terminal, when the table is too wide, cells are cut with an ellipsis as the module
     says, and every line fits however narrow the terminal. In a pipe every cell is cut at
-    :data:`~xcsh_store.cli.render.PIPE_CELL_WIDTH`. Cells and headers are escaped
-    (:func:`~xcsh_store.cli.safe.visible`) before anything else; a column is cut by its
-    ``cuts`` function (``text, width -> text``; default :func:`~xcsh_store.cli.render.cut`);
+    :data:`~xcsh_store.cli.output.render.PIPE_CELL_WIDTH`. Cells and headers are escaped
+    (:func:`~xcsh_store.cli.output.safe.visible`) before anything else; a column is cut by its
+    ``cuts`` function (``text, width -> text``; default :func:`~xcsh_store.cli.output.render.cut`);
     ``styles(row, column, text)`` colours a cell after it was cut. Widths are terminal cells
-    (:func:`~xcsh_store.cli.render.display_width`). ``width=-1`` means "ask the terminal".
+    (:func:`~xcsh_store.cli.output.render.display_width`). ``width=-1`` means "ask the terminal".
     """
     available = terminal_width() if width == -1 else width
     cells = [[visible(one_line(value)) for value in row] for row in rows]

@@ -23,9 +23,8 @@ from xcsh_store.cli.app import (
     print_table,
     team_only,
 )
-from xcsh_store.cli.chart import html_chart, terminal_chart
-from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
-from xcsh_store.cli.render import (
+from xcsh_store.cli.output.chart import html_chart, terminal_chart
+from xcsh_store.cli.output.render import (
     cut,
     cut_left,
     cut_middle,
@@ -34,8 +33,9 @@ from xcsh_store.cli.render import (
     money,
     terminal_width,
 )
-from xcsh_store.cli.shapes import cost_text, usage_json
-from xcsh_store.cli.table import Cut
+from xcsh_store.cli.output.shapes import cost_text, usage_json
+from xcsh_store.cli.output.table import Cut
+from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
 from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 

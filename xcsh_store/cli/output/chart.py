@@ -10,8 +10,8 @@ from datetime import date, timedelta
 
 import click
 
-from xcsh_store.cli.render import cut, cut_styled, display_width, human_count, money, pad
-from xcsh_store.cli.safe import Shown, shown, styled, visible
+from xcsh_store.cli.output.render import cut, cut_styled, display_width, human_count, money, pad
+from xcsh_store.cli.output.safe import Shown, shown, styled, visible
 from xcsh_store.index import UsageRow
 
 # (name, colour on a terminal, shade without colour, colour in HTML)

@@ -18,8 +18,8 @@ from xcsh_store.cli.app import (
     require_extra,
 )
 from xcsh_store.cli.complete import complete_session
+from xcsh_store.cli.output.render import cut_path, home_relative, plural
 from xcsh_store.cli.params import agent_option, since_option
-from xcsh_store.cli.render import cut_path, home_relative, plural
 
 NO_REDACT_WARNING = (
     "Warning: --no-redact: the secrets in session text (API keys, tokens, passwords, private"

@@ -18,6 +18,15 @@ from xcsh_store.cli.app import (
     print_table,
     team_only_filter,
 )
+from xcsh_store.cli.output.render import (
+    cut_path,
+    home_relative,
+    human_count,
+    local_time,
+    plural,
+    short_time,
+)
+from xcsh_store.cli.output.shapes import session_cost, session_json
 from xcsh_store.cli.params import (
     TimeBound,
     agent_option,
@@ -27,15 +36,6 @@ from xcsh_store.cli.params import (
     in_order,
     project_option,
 )
-from xcsh_store.cli.render import (
-    cut_path,
-    home_relative,
-    human_count,
-    local_time,
-    plural,
-    short_time,
-)
-from xcsh_store.cli.shapes import session_cost, session_json
 from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index import check_filters
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from xcsh_store.cli.safe import Shown, shown
+from xcsh_store.cli.output.safe import Shown, shown
 from xcsh_store.times import parse_iso
 
 # Cells are cut to this when the output is not a terminal (a pipe, a file).
@@ -140,8 +140,8 @@ def _cells(text: str) -> Iterable[tuple[str, int]]:
 
 
 def cut_styled(text: str, width: int) -> Shown:
-    """Like :func:`cut`, for a line for the terminal (:func:`~xcsh_store.cli.safe.shown`): its
-    colour codes are kept and take no room, and a colour left open by the cut is reset."""
+    """Like :func:`cut`, for a line for the terminal (:func:`~xcsh_store.cli.output.safe.shown`):
+    its colour codes are kept and take no room, and a colour left open by the cut is reset."""
     text = shown(text)
     if display_width(text) <= width:
         return text

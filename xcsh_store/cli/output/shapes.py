@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from xcsh_store.cli.render import (
+from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     PLAIN_MARKS,

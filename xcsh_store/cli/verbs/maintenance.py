@@ -23,12 +23,12 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.health import Diagnosis, diagnose
+from xcsh_store.cli.output.render import home_relative, local_time, plural
+from xcsh_store.cli.output.safe import visible
+from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
-from xcsh_store.cli.render import home_relative, local_time, plural
-from xcsh_store.cli.safe import visible
-from xcsh_store.cli.shapes import describe_skipped, skipped_json
+from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import GcReport, OutsideReaders, Progress, SyncReport, VerifyReport
 from xcsh_store.paths import (

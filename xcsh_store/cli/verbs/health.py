@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from xcsh_store import __version__
-from xcsh_store.cli.demo_dir import DEMO_MARKER
+from xcsh_store.demo.folder import DEMO_MARKER
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.session_roots import read_session_roots
 from xcsh_store.homes import get_data_store_dir

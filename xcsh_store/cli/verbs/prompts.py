@@ -21,10 +21,10 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
-from xcsh_store.cli.listing import where
+from xcsh_store.cli.output.render import cut_path, short_time
+from xcsh_store.cli.output.shapes import prompt_hit_json, prompt_json
 from xcsh_store.cli.params import agent_option, count_type, days_type
-from xcsh_store.cli.render import cut_path, short_time
-from xcsh_store.cli.shapes import prompt_hit_json, prompt_json
+from xcsh_store.cli.verbs.listing import where
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
 from xcsh_store.index import PromptHit, SessionIndex
 from xcsh_store.paths import get_history_db_path

@@ -23,17 +23,7 @@ from xcsh_store.cli.app import (
     team_only_filter,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
-from xcsh_store.cli.listing import known_filters, where
-from xcsh_store.cli.params import (
-    agent_option,
-    count_type,
-    cwd_option,
-    host_option,
-    project_option,
-    since_option,
-    until_option,
-)
-from xcsh_store.cli.render import (
+from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
@@ -48,8 +38,8 @@ from xcsh_store.cli.render import (
     show_marks,
     terminal_width,
 )
-from xcsh_store.cli.safe import Shown, visible
-from xcsh_store.cli.shapes import (
+from xcsh_store.cli.output.safe import Shown, visible
+from xcsh_store.cli.output.shapes import (
     context_json,
     hit_json,
     session_cost,
@@ -57,6 +47,16 @@ from xcsh_store.cli.shapes import (
     skipped_json,
     skipped_note,
 )
+from xcsh_store.cli.params import (
+    agent_option,
+    count_type,
+    cwd_option,
+    host_option,
+    project_option,
+    since_option,
+    until_option,
+)
+from xcsh_store.cli.verbs.listing import known_filters, where
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (

@@ -20,9 +20,9 @@ from xcsh_store.cli.app import (
     require_extra,
     warn_of_visible_password,
 )
+from xcsh_store.cli.output.render import plural
 from xcsh_store.cli.params import Duration
-from xcsh_store.cli.redaction import no_redact_option, redaction
-from xcsh_store.cli.render import plural
+from xcsh_store.cli.verbs.redaction import no_redact_option, redaction
 from xcsh_store.index import SessionIndex
 
 # team.TIERS, named here so that `--help` needs no import of the team part (nor of psycopg).

@@ -11,8 +11,8 @@ import click
 from click.core import ParameterSource
 
 from xcsh_store.cli.app import Settings, cli, echo, echo_wrapped, pass_settings
-from xcsh_store.cli.demo_dir import DEMO_DAYS, DEMO_NOW, write_demo
-from xcsh_store.cli.render import plural
+from xcsh_store.cli.output.render import plural
+from xcsh_store.demo.build import DEMO_DAYS, DEMO_NOW, write_demo
 from xcsh_store.index import SessionIndex
 
 DEFAULT_DEMO_DIR = "xcsh-store-demo"
