@@ -1,40 +1,70 @@
-"""Readers of other agents' session files, one module per format, behind one interface
-(base.py): what the index reads of Claude Code and Codex sessions. Adding an agent is one more
-module and one more entry in READERS."""
+"""Readers of other agents' session files: one plugin module per agent (claude.py, codex.py and
+any a third-party package registers), each owning its facts, behind one interface (base.py),
+found through the entry point group ``xcsh_store.agents`` (registry.py). Adding an agent is one
+module and one entry point (docs/architecture.md).
+
+``AGENTS``, ``OTHER_AGENTS``, ``ESTIMATED_AGENTS`` and ``READERS`` are read from the registry
+when first asked for (the plugins are loaded then, once)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
-from xcsh_store.agents.base import AgentEntry, AgentReader, HistoryPrompt, SessionFacts
-from xcsh_store.agents.claude import READER as CLAUDE
-from xcsh_store.agents.codex import READER as CODEX
-from xcsh_store.homes import agent_folders
-
-# The xcsh format family: the header does not say which of them wrote a file (pi, oh-my-pi and
-# xcsh write the same one); oh-my-pi's leading title record and the folder do (xcsh_agent_of).
-XCSH_AGENTS = ("xcsh", "pi", "omp")
-READERS: tuple[AgentReader, ...] = (CLAUDE, CODEX)
-# The agents whose files a reader here reads: their folders are only ever read, and their files
-# hold no costs (the index estimates them: agents/pricing.py).
-OTHER_AGENTS = tuple(reader.name for reader in READERS)
-AGENTS = (*XCSH_AGENTS, *OTHER_AGENTS)
+from xcsh_store.agents.base import (
+    KINDS,
+    Agent,
+    AgentEntry,
+    AgentReader,
+    HistoryPrompt,
+    Record,
+    SessionFacts,
+    Source,
+)
+from xcsh_store.agents.registry import XCSH_AGENTS, agent_named, agents, jsonl_agents, labels
+from xcsh_store.homes import agent_folders, xcsh_family_roots
 
 __all__ = [
     "AGENTS",
+    "ESTIMATED_AGENTS",
+    "KINDS",
     "OTHER_AGENTS",
     "READERS",
     "XCSH_AGENTS",
+    "Agent",
     "AgentEntry",
     "AgentReader",
     "HistoryPrompt",
+    "Record",
     "SessionFacts",
+    "Source",
+    "agent_history_files",
+    "agent_labels",
+    "agent_session_roots",
     "cost_kind",
+    "folder_variables",
     "reader_for",
     "reader_named",
     "xcsh_agent_of",
 ]
+
+agent_labels = labels
+
+
+def __getattr__(name: str) -> Any:
+    # READERS: every plugin; OTHER_AGENTS: their names (the agents whose folders are only ever
+    # read); ESTIMATED_AGENTS: those whose files hold no costs (the index estimates them:
+    # agents/pricing.py); AGENTS: the xcsh family and the plugins.
+    if name == "READERS":
+        return agents()
+    if name == "OTHER_AGENTS":
+        return tuple(agent.name for agent in agents())
+    if name == "ESTIMATED_AGENTS":
+        return tuple(agent.name for agent in agents() if not agent.records_costs)
+    if name == "AGENTS":
+        return (*XCSH_AGENTS, *(agent.name for agent in agents()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
@@ -42,26 +72,60 @@ def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     (Claude Code and Codex write none: the index prices their tokens), ``partial`` (estimated,
     but some entries are of a model without a price: the cost is a lower bound) or
     ``unpriced`` (no entry adds a cost and some have no price): never an unknown cost as $0."""
-    if agent not in OTHER_AGENTS:
+    found = agent_named(agent)
+    if found is None or found.records_costs:
         return "recorded"
     if not unpriced_entries:
         return "estimated"
     return "partial" if cost else "unpriced"
 
 
-def reader_for(first: dict[str, Any]) -> AgentReader | None:
-    """The reader of a file whose first object is ``first`` (None: not another agent's)."""
-    for reader in READERS:
-        if reader.recognizes(first):
-            return reader
+def reader_for(first: dict[str, Any]) -> Agent | None:
+    """The JSONL reader of a file whose first object is ``first`` (None: not another agent's)."""
+    for agent in jsonl_agents():
+        if agent.recognizes(first):
+            return agent
     return None
 
 
-def reader_named(name: str | None) -> AgentReader | None:
-    for reader in READERS:
-        if reader.name == name:
-            return reader
-    return None
+def reader_named(name: str | None) -> Agent | None:
+    return agent_named(name)
+
+
+def agent_session_roots() -> dict[str, str]:
+    """Every folder where an agent may keep sessions on this machine -> the agent (the folders
+    need not exist): the xcsh family's (homes.py) and each plugin's own. A plugin whose
+    session_roots() fails is warned of and skipped."""
+    roots = xcsh_family_roots()
+    for agent in agents():
+        for folder in _plugin_call(agent, "session_roots"):
+            roots.setdefault(folder, agent.name)
+    return roots
+
+
+def agent_history_files() -> dict[str, str]:
+    """Each plugin's prompt history file, by agent (the first of those it names)."""
+    found = {}
+    for agent in agents():
+        files = _plugin_call(agent, "history_files")
+        if files:
+            found[agent.name] = files[0]
+    return found
+
+
+def folder_variables() -> tuple[str, ...]:
+    """Every environment variable a plugin names as moving its folders."""
+    return tuple(variable for agent in agents() for variable in agent.folder_variables)
+
+
+def _plugin_call(agent: Agent, method: str) -> list[str]:
+    try:
+        return list(getattr(agent, method)())
+    except Exception as error:  # a plugin's own fault
+        logging.getLogger("xcsh_store").warning(
+            "agent plugin %s: %s() failed: %s: %s", agent.name, method, type(error).__name__, error
+        )
+        return []
 
 
 def xcsh_agent_of(path: str, opens_with_title: bool = False) -> str:

@@ -26,7 +26,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.render import home_relative, local_time, plural
 from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
-from xcsh_store.cli.params import Duration
+from xcsh_store.cli.params import Duration, agents_in_words
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
 from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
@@ -116,7 +116,9 @@ def describe_sync(report: SyncReport) -> list[str]:
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
     if report.repriced:
-        lines.append("Prices changed: Claude Code and Codex sessions were priced again")
+        lines.append(
+            f"Prices changed: {agents_in_words(estimated=True)} sessions were priced again"
+        )
     if report.history_mirrored:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:
@@ -172,10 +174,10 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--add-root",
     "add_roots",
     multiple=True,
-    metavar="[claude:|codex:]DIR",
+    metavar="[AGENT:]DIR",
     help="Also index the session files under DIR, now and in every later sync (repeatable);"
-    " claude:DIR or codex:DIR for another agent's files (e.g. a copy from another machine),"
-    " which are only ever read.",
+    " AGENT:DIR for another agent's files (e.g. a copy from another machine), which are only"
+    " ever read; AGENT is one of " + ", ".join(ROOT_AGENTS) + ".",
 )
 @click.option(
     "--remove-root",
@@ -189,9 +191,9 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index the sessions folders of Claude Code, Codex, pi and oh-my-pi (~/.claude/projects,"
-    " ~/.codex/sessions, ~/.pi/agent/sessions, ~/.omp/agent/sessions, or where their variables"
-    " move them) when they exist (the default), or stop (remembered).",
+    help="Index the sessions folders of " + agents_in_words(family=True) + " (where each keeps"
+    " them, or where their variables move them: docs/agents.md) when they exist (the default),"
+    " or stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -214,7 +216,7 @@ def sync_command(
 ) -> None:
     """Bring index.db up to date with the session files and history.db.
 
-    Indexes xcsh's sessions and those of Claude Code, Codex, pi and oh-my-pi found on this
+    Indexes xcsh's sessions and those of AGENTS found on this
     machine; without an xcsh agent dir, index.db lives in ~/.local/share/xcsh-store. Only new
     bytes are read: an unchanged file costs one stat, a grown file is read from where the last
     sync stopped. Extra roots are remembered in the index; a registered root that is missing
@@ -252,8 +254,11 @@ def sync_command(
         echo_wrapped(line)
 
 
+sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))
+
+
 def _agent_root(text: str) -> tuple[str, str | None]:
-    """(folder, agent) of an --add-root value: ``DIR``, ``claude:DIR`` or ``codex:DIR``."""
+    """(folder, agent) of an --add-root value: ``DIR`` or ``AGENT:DIR`` (``claude:DIR``)."""
     agent, separator, rest = text.partition(":")
     if separator and agent in ROOT_AGENTS:
         path, named = os.path.expanduser(rest), agent
