@@ -328,7 +328,7 @@ class SessionIndex:
             progress,
             indexed,
             workers,
-            read_only_roots=set(self.agent_roots()),
+            agent_roots=self.agent_roots(),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
         record_prices(self.connection, prices)
@@ -728,7 +728,9 @@ class SessionIndex:
                 if self.relocation is not None:
                     with self._sync_lock():
                         self._settle_location()
-                on_disk, indexed = compare_with_files(self.connection, self.roots(), report)
+                on_disk, indexed = compare_with_files(
+                    self.connection, self.roots(), report, self.agent_roots()
+                )
                 if repair and not report.clean:
                     self._require_writable()
                     with self._sync_lock():

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, NamedTuple, Protocol
 import orjson
 
 from xcsh_store.agents import (
+    Agent,
     AgentReader,
     SessionFacts,
     reader_for,
@@ -302,6 +303,19 @@ def read_from_start(
     else:
         records = itertools.chain(leading, records)
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, chunk_values, chunk_bytes)
+    builder.add_records(records, tally)
+
+
+def read_source(
+    agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: int = 0
+) -> None:
+    """Read a whole session of an agent whose sessions are not JSONL files (Agent.kind): its
+    records, in order, each kept by its locator (in the offset column; no length)."""
+    tally = ReadTally()
+    state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
+    builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
+    builder.reader = agent
+    records = ((locator, b"", [value], False) for locator, value in agent.records(path))
     builder.add_records(records, tally)
 
 

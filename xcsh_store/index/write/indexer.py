@@ -26,6 +26,7 @@ from xcsh_store.index.write.build import (
     read_appended,
     read_at,
     read_from_start,
+    read_source,
 )
 from xcsh_store.index.write.scan import (
     KnownFile,
@@ -168,7 +169,10 @@ class FileIndexer:
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Read one file here and index it: from where the last read stopped when it only
-        grew, else whole."""
+        grew, else whole (a session of another kind than JSONL: always whole)."""
+        if seen.agent is not None:
+            self._index_source(seen, known)
+            return
         with open_regular_file(seen.path) as stream:
             info = os.fstat(stream.fileno())
             self.opened(seen, (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns))
@@ -188,6 +192,28 @@ class FileIndexer:
             except BaseException:
                 write.abandon()
                 raise
+
+    def _index_source(self, seen: SeenFile, known: KnownFile | None) -> None:
+        """A session an agent plugin reads itself (scan.SeenFile.agent), read again whole. What
+        the plugin raises (but an OSError: unreadable) costs the session, not the sync."""
+        agent = reader_named(seen.agent)
+        assert agent is not None
+        self.opened(seen, (seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns))
+        first_key = self.keys.peek()
+        write = FileWrite(self, seen, known, True, first_key)
+        try:
+            read_source(agent, seen.path, seen.mtime_ns, write.apply, first_key=first_key)
+        except OSError:
+            write.abandon()
+            raise
+        except Exception as error:
+            write.abandon()
+            failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
+            raise OSError(failure) from error
+        except BaseException:
+            write.abandon()
+            raise
+        self.report.bytes_read += max(seen.size, 0)
 
     def apply_built(
         self, seen: SeenFile, known: KnownFile | None, stat: FileStat, chunks: Iterable[Chunk]
