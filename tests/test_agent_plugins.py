@@ -217,7 +217,8 @@ def test_a_broken_plugin_costs_one_warning_line(tmp_path: Path):
     done = cli.run("sync", "--init", "--workers", "1")
     warnings = [line for line in done.stderr.splitlines() if "left out" in line]
     assert len(warnings) == 2, done.stderr
-    assert "agent plugin broken (chat_kinds_gone:AGENT) left out: ModuleNotFoundError" in warnings[0]
+    expected = "agent plugin broken (chat_kinds_gone:AGENT) left out: ModuleNotFoundError"
+    assert expected in warnings[0]
     assert len(cli.json("ls", "--limit", "0")) == len(KINDS)
 
 

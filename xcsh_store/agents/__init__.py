@@ -94,12 +94,14 @@ def reader_named(name: str | None) -> Agent | None:
 
 def agent_session_roots() -> dict[str, str]:
     """Every folder where an agent may keep sessions on this machine -> the agent (the folders
-    need not exist): the xcsh family's (homes.py) and each plugin's own. A plugin whose
+    need not exist): each plugin's own, then the xcsh family's (homes.py). A plugin whose
     session_roots() fails is warned of and skipped."""
-    roots = xcsh_family_roots()
+    roots: dict[str, str] = {}
     for agent in agents():
         for folder in _plugin_call(agent, "session_roots"):
             roots.setdefault(folder, agent.name)
+    for folder, family_agent in xcsh_family_roots().items():
+        roots.setdefault(folder, family_agent)
     return roots
 
 

@@ -306,9 +306,7 @@ def read_from_start(
     builder.add_records(records, tally)
 
 
-def read_source(
-    agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: int = 0
-) -> None:
+def read_source(agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: int = 0) -> None:
     """Read a whole session of an agent whose sessions are not JSONL files (Agent.kind): its
     records, in order, each kept by its locator (in the offset column; no length)."""
     tally = ReadTally()

@@ -80,9 +80,7 @@ def sync_files(
             report.missing_roots.append(root)
             continue
         scanned_roots.append(root)
-        for item in scan_any(
-            root, report, None if full else known, (agent_roots or {}).get(root)
-        ):
+        for item in scan_any(root, report, None if full else known, (agent_roots or {}).get(root)):
             seen[item.path] = item
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
