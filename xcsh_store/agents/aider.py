@@ -18,8 +18,10 @@ its bytes changed (Aider only appends, so that is the last run). A record's loca
 offset of its first line in the file. Lines end in two spaces (Markdown line breaks): stripped.
 
 Aider keeps no list of its repositories: its sessions are found below the roots a user adds
-(``sync --add-root aider:DIR``, down to :data:`MAX_DEPTH` folders below it) and in the folder of
-``$AIDER_CHAT_HISTORY_FILE``.
+(``sync --add-root aider:DIR``, down to :data:`MAX_DEPTH` folders below it), in files named
+``.aider.chat.history.md`` or as ``$AIDER_CHAT_HISTORY_FILE`` names them. It has no folder of
+its own to look in: the folder of ``$AIDER_CHAT_HISTORY_FILE`` may be $HOME, and a root there
+would hold every other agent's.
 """
 
 from __future__ import annotations
@@ -54,15 +56,10 @@ class AiderReader(Agent):
     kind = "markdown"
     has_ids = False
     records_costs = True
-    folder_variables = (HISTORY_FILE_ENV,)
     where = (
-        "`.aider.chat.history.md` in each repository's root (`$AIDER_CHAT_HISTORY_FILE`), below"
-        " the roots added with `sync --add-root aider:DIR`: one session per run"
+        "`.aider.chat.history.md` in each repository's root, below the roots added with"
+        " `sync --add-root aider:DIR`: one session per run"
     )
-
-    def session_roots(self) -> list[str]:
-        named = os.environ.get(HISTORY_FILE_ENV)
-        return [os.path.dirname(os.path.abspath(os.path.expanduser(named)))] if named else []
 
     def is_session_name(self, name: str) -> bool:
         named = os.environ.get(HISTORY_FILE_ENV)
@@ -86,9 +83,11 @@ class AiderReader(Agent):
                 except OSError:
                     continue
                 for start, end in _runs(data):
-                    # Its bytes' hash: a run changes only when appended to (the last one).
-                    digest = int.from_bytes(hashlib.sha1(data[start:end]).digest()[:7], "big")
-                    yield Source(f"{path}#{start}", end - start, digest, inode, 0)
+                    # Its bytes' hash: a run changes only when appended to (the last one). Not
+                    # its trailing blank lines: the next run begins with one (in the run before).
+                    run = data[start:end].rstrip()
+                    digest = int.from_bytes(hashlib.sha1(run).digest()[:7], "big")
+                    yield Source(f"{path}#{start}", len(run), digest, inode, 0)
 
     def records(self, path: str) -> Iterator[Record]:
         file, start = _split(path)
