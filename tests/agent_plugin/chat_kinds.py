@@ -52,25 +52,27 @@ def _session(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
     return found
 
 
-def _read(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-    return _session(value, session) if value.get("kind") == "session" else _message(value, session)
+class _Chat(Agent):
+    """What the four share: no entry ids, a folder named by their one variable, the records."""
+
+    has_ids = False
+
+    def session_roots(self) -> list[str]:
+        folder = os.environ.get(self.folder_variables[0])
+        return [folder] if folder else []
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        if value.get("kind") == "session":
+            return _session(value, session)
+        return _message(value, session)
 
 
-def _root(variable: str) -> list[str]:
-    folder = os.environ.get(variable)
-    return [folder] if folder else []
-
-
-class DocChat(Agent):
+class DocChat(_Chat):
     name = "docchat"
     label = "DocChat"
     kind = "document"
-    has_ids = False
     records_costs = True
     folder_variables = ("DOCCHAT_DIR",)
-
-    def session_roots(self) -> list[str]:
-        return _root("DOCCHAT_DIR")
 
     def is_session_name(self, name: str) -> bool:
         return name.endswith(".chat.json")
@@ -91,19 +93,12 @@ class DocChat(Agent):
                    if usage else {}),
             }  # fmt: skip
 
-    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-        return _read(value, session)
 
-
-class TreeChat(Agent):
+class TreeChat(_Chat):
     name = "treechat"
     label = "TreeChat"
     kind = "tree"
-    has_ids = False
     folder_variables = ("TREECHAT_DIR",)
-
-    def session_roots(self) -> list[str]:
-        return _root("TREECHAT_DIR")
 
     def sources(self, root: str) -> Iterator[Source]:
         for name in sorted(os.listdir(root)):
@@ -132,19 +127,12 @@ class TreeChat(Agent):
             with open(os.path.join(messages, f"{number}.json"), "rb") as handle:
                 yield number, json.load(handle)
 
-    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-        return _read(value, session)
 
-
-class SqlChat(Agent):
+class SqlChat(_Chat):
     name = "sqlchat"
     label = "SqlChat"
     kind = "sqlite"
-    has_ids = False
     folder_variables = ("SQLCHAT_DIR",)
-
-    def session_roots(self) -> list[str]:
-        return _root("SQLCHAT_DIR")
 
     def _open(self, database: str) -> sqlite3.Connection:
         # Read-only, and each question one short statement: the agent writing it never waits.
@@ -195,19 +183,12 @@ class SqlChat(Agent):
                 value.update(input=tokens_in, output=tokens_out, cost=None)
             yield rowid, value
 
-    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-        return _read(value, session)
 
-
-class MdChat(Agent):
+class MdChat(_Chat):
     name = "mdchat"
     label = "MdChat"
     kind = "markdown"
-    has_ids = False
     folder_variables = ("MDCHAT_DIR",)
-
-    def session_roots(self) -> list[str]:
-        return _root("MDCHAT_DIR")
 
     def is_session_name(self, name: str) -> bool:
         return name.endswith(".chat.md")
@@ -225,9 +206,6 @@ class MdChat(Agent):
             elif text:
                 yield offset + 1, {"role": "assistant", "text": text}
             offset += len(block) + 2
-
-    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-        return _read(value, session)
 
 
 DOCCHAT = DocChat()
