@@ -229,3 +229,12 @@ def test_a_session_the_plugin_cannot_read_is_unreadable_not_the_sync(tmp_path: P
     bad = str(cli.folders["docchat"] / "bad.chat.json")
     assert "agent plugin docchat failed: JSONDecodeError" in report["unreadable"][bad]
     assert len(cli.json("ls", "--limit", "0")) == len(KINDS)
+
+
+def test_the_sessions_of_an_uninstalled_plugin_go_at_the_next_sync(tmp_path: Path):
+    cli = Cli(tmp_path)
+    cli.run("sync", "--init", "--workers", "1")
+    cli.env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the plugin is gone
+    assert "run sync" in cli.run("show", "sql-1", code=1).stderr
+    cli.run("sync", "--workers", "1")
+    assert cli.json("ls", "--limit", "0") == []

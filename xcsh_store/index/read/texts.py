@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import Agent, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
@@ -88,7 +88,14 @@ def entry_values(
     entry of a file that is gone. A session an agent plugin reads itself (a kind other than
     JSONL) is asked for its records again by locator (the offset column)."""
     sources = list(sources)
-    plugin = reader_named(sources[0][5]) if sources else None
+    agent = sources[0][5] if sources else None
+    plugin = reader_named(agent)
+    if plugin is None and agent not in (None, *XCSH_AGENTS):
+        # The agent's plugin is no longer installed: nothing here can read its records (the
+        # next sync drops them).
+        for source in sources:
+            yield source[0], None, b""
+        return
     if plugin is not None and plugin.kind != "jsonl":
         yield from _source_values(plugin, path, sources)
         return

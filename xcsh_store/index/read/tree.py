@@ -10,7 +10,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import Agent, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
@@ -326,6 +326,8 @@ def read_entries(
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use; those
     of another agent's file (``agent``: claude, codex) as entries of the xcsh model."""
     reader = reader_named(agent)
+    if reader is None and agent not in (None, *XCSH_AGENTS):
+        raise FileChangedError(path)  # its plugin is gone: the next sync drops its rows
     if reader is not None and reader.kind != "jsonl":
         return _source_entries(reader, path, rows)
     values: dict[int, dict[str, Any]] = {}
