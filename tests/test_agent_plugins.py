@@ -238,3 +238,17 @@ def test_the_sessions_of_an_uninstalled_plugin_go_at_the_next_sync(tmp_path: Pat
     assert "run sync" in cli.run("show", "sql-1", code=1).stderr
     cli.run("sync", "--workers", "1")
     assert cli.json("ls", "--limit", "0") == []
+
+
+def test_a_plain_jsonl_reader_of_the_reader_protocol_is_a_plugin(tmp_path: Path):
+    cli = Cli(tmp_path, ENTRY_POINTS + "plainlines = chat_kinds:PLAINLINES\n")
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    lines = [
+        {"plain": True, "role": "user", "text": "where did the ocelot go"},
+        {"plain": True, "role": "assistant", "text": "behind the server rack"},
+    ]
+    (folder / "one.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cli.run("sync", "--init", "--workers", "1", "--add-root", f"plainlines:{folder}")
+    hits = cli.json("search", "ocelot")
+    assert [hit["agent"] for hit in hits] == ["plainlines"]

@@ -212,3 +212,23 @@ DOCCHAT = DocChat()
 TREECHAT = TreeChat()
 SQLCHAT = SqlChat()
 MDCHAT = MdChat()
+
+
+class PlainLines:
+    """A JSONL reader of the AgentReader protocol alone (no Agent base, no facts): lines
+    ``{"plain": true, "role", "text"}``, found in the roots added as ``plainlines:DIR``."""
+
+    name = "plainlines"
+    has_ids = False
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        return value.get("plain") is True
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        return _message({"role": value.get("role"), "text": value.get("text")}, session)
+
+    def history_prompt(self, value: dict[str, Any]) -> None:
+        return None
+
+
+PLAINLINES = PlainLines()
