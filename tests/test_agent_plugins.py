@@ -252,3 +252,23 @@ def test_a_plain_jsonl_reader_of_the_reader_protocol_is_a_plugin(tmp_path: Path)
     cli.run("sync", "--init", "--workers", "1", "--add-root", f"plainlines:{folder}")
     hits = cli.json("search", "ocelot")
     assert [hit["agent"] for hit in hits] == ["plainlines"]
+
+
+def test_a_plugin_failing_on_records_costs_those_records_and_one_line(tmp_path: Path):
+    cli = Cli(tmp_path, ENTRY_POINTS + "faultylines = chat_kinds:FAULTYLINES\n")
+    folder = tmp_path / "faulty"
+    folder.mkdir()
+    lines = [
+        {"faulty": True, "role": "user", "text": "the capybara is fine"},
+        {"faulty": True, "role": "assistant", "text": "boom goes the capybara"},
+        {"faulty": True, "role": "assistant", "text": "boom again"},
+    ]
+    (folder / "one.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = cli.run("sync", "--init", "--workers", "1", "--add-root", f"faultylines:{folder}")
+    faults = [line for line in done.stderr.splitlines() if "agent plugin faultylines" in line]
+    assert len(faults) == 1, done.stderr
+    hits = cli.json("search", "capybara")
+    assert [hit["snippet"] for hit in hits] == ["the «capybara» is fine"]
+    assert len(cli.json("ls", "--limit", "0")) == len(KINDS) + 1
+    shown = cli.run("show", "one").stdout
+    assert shown.count("unread") == 2

@@ -232,3 +232,21 @@ class PlainLines:
 
 
 PLAINLINES = PlainLines()
+
+
+class FaultyLines(PlainLines):
+    """A reader with a bug: it fails on every line that says ``boom``, and on first lines
+    without ``faulty`` (so on every other agent's files)."""
+
+    name = "faultylines"
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        return value["faulty"] is True
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        if "boom" in value["text"]:
+            raise KeyError("boom")
+        return super().read(value, session)
+
+
+FAULTYLINES = FaultyLines()

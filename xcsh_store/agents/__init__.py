@@ -31,6 +31,7 @@ __all__ = [
     "KINDS",
     "OTHER_AGENTS",
     "READERS",
+    "UNREAD_TYPE",
     "XCSH_AGENTS",
     "Agent",
     "AgentEntry",
@@ -44,6 +45,7 @@ __all__ = [
     "agent_session_roots",
     "cost_kind",
     "folder_variables",
+    "read_entry",
     "reader_for",
     "reader_named",
     "xcsh_agent_of",
@@ -67,6 +69,32 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# The type of the entry a record becomes when its plugin fails to read it.
+UNREAD_TYPE = "unread"
+_failed_plugins: set[str] = set()
+
+
+def read_entry(agent: Agent, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+    """``agent.read(value, session)``; a record the plugin fails on (its own fault) is kept as
+    an entry of type ``unread`` without text, and the first failure of each plugin is warned
+    of in one line: a plugin's bug costs its records, never the sync or the question."""
+    try:
+        return agent.read(value, session)
+    except Exception as error:
+        _plugin_failed(agent, f"could not read a record of {session.path}", error)
+        return AgentEntry({"type": UNREAD_TYPE}, qualifier=type(error).__name__)
+
+
+def _plugin_failed(agent: Agent, what: str, error: Exception) -> None:
+    """One warning line for the first fault of each plugin (it may fail on every record)."""
+    if agent.name in _failed_plugins:
+        return
+    _failed_plugins.add(agent.name)
+    logging.getLogger("xcsh_store").warning(
+        "agent plugin %s %s: %s: %s", agent.name, what, type(error).__name__, error
+    )
+
+
 def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
     (Claude Code and Codex write none: the index prices their tokens), ``partial`` (estimated,
@@ -83,8 +111,11 @@ def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
 def reader_for(first: dict[str, Any]) -> Agent | None:
     """The JSONL reader of a file whose first object is ``first`` (None: not another agent's)."""
     for agent in jsonl_agents():
-        if agent.recognizes(first):
-            return agent
+        try:
+            if agent.recognizes(first):
+                return agent
+        except Exception as error:  # the plugin's own fault: not its file, then
+            _plugin_failed(agent, "could not look at a first line", error)
     return None
 
 
@@ -124,9 +155,7 @@ def _plugin_call(agent: Agent, method: str) -> list[str]:
     try:
         return list(getattr(agent, method)())
     except Exception as error:  # a plugin's own fault
-        logging.getLogger("xcsh_store").warning(
-            "agent plugin %s: %s() failed: %s: %s", agent.name, method, type(error).__name__, error
-        )
+        _plugin_failed(agent, f"{method}() failed", error)
         return []
 
 

@@ -101,7 +101,8 @@ class _Adopted(Agent):
     def __init__(self, reader: Any) -> None:
         self.reader = reader
         self.name = reader.name  # type: ignore[misc]
-        for fact in ("label", "kind", "has_ids", "folder_variables", "records_costs", "order"):
+        facts = ("label", "kind", "has_ids", "folder_variables", "records_costs", "order", "where")
+        for fact in facts:
             if hasattr(reader, fact):
                 setattr(self, fact, getattr(reader, fact))
         for method in (

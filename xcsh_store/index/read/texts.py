@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
@@ -123,7 +123,7 @@ def entry_values(
             reader = reader_named(agent)
             if reader is not None:
                 # Another agent's line, as an entry of the xcsh model (its JSON is that entry's).
-                value = reader.read(value, SessionFacts(path)).entry
+                value = read_entry(reader, value, SessionFacts(path)).entry
             whole = (
                 reader is None
                 and len(values) == 1
@@ -153,7 +153,7 @@ def _source_values(
         record = found.get(locator)
         if record is None:
             continue
-        value = plugin.read(record, SessionFacts(path)).entry
+        value = read_entry(plugin, record, SessionFacts(path)).entry
         if entry_id is not None and value.get("id", entry_id) != entry_id:
             continue
         yield pk, value, b""

@@ -10,7 +10,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
@@ -341,7 +341,7 @@ def read_entries(
                     raise FileChangedError(path)
                 value = parsed[row.part]
                 if reader is not None:
-                    value = reader.read(value, SessionFacts(path)).entry
+                    value = read_entry(reader, value, SessionFacts(path)).entry
                 if row.id is not None:
                     # Repaired ids live in the index, not in the file (compatibility:
                     # Deterministic ids for files without them).
@@ -367,7 +367,7 @@ def _source_entries(agent: Agent, path: str, rows: list[IndexedEntry]) -> list[d
         record = found.get(row.offset)
         if record is None:
             raise FileChangedError(path)
-        value = agent.read(record, SessionFacts(path)).entry
+        value = read_entry(agent, record, SessionFacts(path)).entry
         if row.id is not None:
             if value.get("id", row.id) != row.id:
                 raise FileChangedError(path)

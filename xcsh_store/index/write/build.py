@@ -16,6 +16,7 @@ from xcsh_store.agents import (
     Agent,
     AgentReader,
     SessionFacts,
+    read_entry,
     reader_for,
     reader_named,
     xcsh_agent_of,
@@ -486,7 +487,7 @@ class RowBuilder:
     ) -> None:
         state = self.state
         assert self.reader is not None and state.session is not None
-        found = self.reader.read(value, state.session)
+        found = read_entry(self.reader, value, state.session)
         entry = found.entry
         if not self.reader.has_ids:
             entry["id"] = agent_entry_id(state.path, seq)
