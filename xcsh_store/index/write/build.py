@@ -453,7 +453,7 @@ class RowBuilder:
             is_header_record = True  # (compatibility: A second header is an opaque record)
         elif not state.legacy:
             self._repair_links(value, seq)
-        facts = EntryFacts(value, is_header_record)
+        facts = EntryFacts(value, is_header_record, self.with_text)
         if not is_header_record:
             inherited = self.defaults.add(facts, value)
             if inherited is not None:
@@ -491,7 +491,7 @@ class RowBuilder:
             message = entry.get("message")
             if type(message) is dict and message.get("role") == "user":
                 self.turn_parents.append(entry["parentId"])
-        facts = EntryFacts(entry, False)
+        facts = EntryFacts(entry, False, self.with_text)
         facts.custom_type = facts.custom_type or found.qualifier
         if found.model is not None:
             facts.model, facts.provider = found.model, found.provider
