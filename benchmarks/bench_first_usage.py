@@ -112,6 +112,59 @@ def append_entry(path: Path, serial: int) -> None:
         stream.write(json.dumps(last, separators=(",", ":")).encode() + b"\n")
 
 
+def measure(size: str, rounds: int, cache: Path) -> dict[str, Any]:
+    """Every step, ``rounds`` times in turns, on the Claude Code home of ``size``: the times of
+    each run (s), their medians and the token totals of each tool."""
+    binary = install_ccusage(cache)
+    source = claude_home(size)
+    # A copy, since the rounds append to it.
+    home = WORK_DIR / f"first-usage-home-{size.lower()}"
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(source, home)
+    environment = _environment(home)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "xcsh_store")], check=True)
+    agent_dir = WORK_DIR / f"first-usage-agent-{size.lower()}"
+    times: dict[str, list[float]] = {}
+    totals: dict[str, list[int]] = {}
+    ccusage = [str(binary), "claude", "daily", "--offline", "--json"]
+    try:
+        for round_number in range(rounds):
+            seconds, output = timed(ccusage, environment)
+            times.setdefault("ccusage", []).append(seconds)
+            totals.setdefault("ccusage daily, first round", ccusage_totals(json.loads(output)))
+            for step in ("full", "usage"):
+                shutil.rmtree(agent_dir, ignore_errors=True)
+                seconds, found = ours(step, agent_dir, environment)
+                times.setdefault(step, []).append(seconds)
+                totals.setdefault(f"{step}, first round", found["totals"])
+            seconds, _found = ours("text", agent_dir, environment)
+            times.setdefault("text", []).append(seconds)
+            append_entry(largest_session(home), round_number)
+            seconds, found = ours("usage", agent_dir, environment)
+            times.setdefault("append", []).append(seconds)
+            totals["usage, after the appends"] = found["totals"]
+            # ccusage after the append: the same tree for both.
+            seconds, output = timed(ccusage, environment)
+            times["ccusage"].append(seconds)
+            totals["ccusage daily, after the appends"] = ccusage_totals(json.loads(output))
+        session_report = subprocess.run(
+            [str(binary), "claude", "session", "--offline", "--json"],
+            env=environment, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        totals["ccusage session, after the appends"] = ccusage_totals(
+            json.loads(session_report.stdout)
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(agent_dir, ignore_errors=True)
+    return {
+        "bytes": tree_bytes(source),
+        "times": times,
+        "median": {step: statistics.median(values) for step, values in times.items()},
+        "totals": totals,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="326MB")
@@ -119,44 +172,9 @@ def main() -> None:
     default_cache = Path.home() / ".cache" / "xcsh-store-bench" / "ccusage"
     parser.add_argument("--cache", type=Path, default=default_cache)
     options = parser.parse_args()
-    binary = install_ccusage(options.cache)
-    source = claude_home(options.size)
-    # A copy, since the rounds append to it.
-    home = WORK_DIR / "first-usage-home"
-    shutil.rmtree(home, ignore_errors=True)
-    shutil.copytree(source, home)
-    environment = _environment(home)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "xcsh_store")], check=True)
-    megabytes = tree_bytes(source) / 1e6
-    agent_dir = WORK_DIR / "first-usage-agent"
-    times: dict[str, list[float]] = {}
-    totals: dict[str, list[int]] = {}
-    ccusage = [str(binary), "claude", "daily", "--offline", "--json"]
-    for round_number in range(options.rounds):
-        seconds, output = timed(ccusage, environment)
-        times.setdefault("ccusage", []).append(seconds)
-        totals.setdefault("ccusage daily, first round", ccusage_totals(json.loads(output)))
-        for step in ("full", "usage"):
-            shutil.rmtree(agent_dir, ignore_errors=True)
-            seconds, found = ours(step, agent_dir, environment)
-            times.setdefault(step, []).append(seconds)
-            totals.setdefault(f"{step}, first round", found["totals"])
-        seconds, _found = ours("text", agent_dir, environment)
-        times.setdefault("text", []).append(seconds)
-        append_entry(largest_session(home), round_number)
-        seconds, found = ours("usage", agent_dir, environment)
-        times.setdefault("append", []).append(seconds)
-        totals["usage, after the appends"] = found["totals"]
-        # ccusage after the append: the same tree for both.
-        seconds, output = timed(ccusage, environment)
-        times["ccusage"].append(seconds)
-        totals["ccusage daily, after the appends"] = ccusage_totals(json.loads(output))
-    session_report = subprocess.run(
-        [str(binary), "claude", "session", "--offline", "--json"],
-        env=environment, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    totals["ccusage session, after the appends"] = ccusage_totals(json.loads(session_report.stdout))
-    median = {step: statistics.median(values) for step, values in times.items()}
+    figures = measure(options.size, options.rounds, options.cache)
+    median = figures["median"]
+    megabytes = figures["bytes"] / 1e6
     rows = [
         compare(
             f"first usage, usage first ({megabytes:.0f} MB, fresh index)",
@@ -171,10 +189,10 @@ def main() -> None:
     ]  # fmt: skip
     print_table(rows, title=f"First usage beside ccusage claude daily (median of {options.rounds})")
     print("\nAll times (s):")
-    for step, values in times.items():
+    for step, values in figures["times"].items():
         print(f"  {step}: {', '.join(f'{value:.2f}' for value in values)}")
     print("\nToken totals (input, output, cache read, cache write):")
-    for label, values in totals.items():
+    for label, values in figures["totals"].items():
         print(f"  {label}: {', '.join(f'{value:,}' for value in values)}")
 
 
