@@ -190,3 +190,14 @@ def test_a_sync_killed_in_its_text_pass_leaves_an_index_the_next_sync_completes(
         assert index.text_pending() == 0
         assert index.verify().clean
         assert hits(index, WORD) == hits(reference, WORD) != []
+
+
+def test_sync_says_it_added_the_text_that_was_put_off(
+    agent_dir: Path, real_home: RealHome, text_later_always: None
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        pending = index.sync(text=False).text_pending
+    result = CliRunner().invoke(cli, ["sync", "--json"])
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout)
+    assert (report["text_files_indexed"], report["text_pending"]) == (pending, 0)
