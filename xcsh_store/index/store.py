@@ -310,6 +310,9 @@ class SessionIndex:
         workers: int | None = None,
         text: bool = False,
     ) -> SyncReport:
+        """The sync, under the lock. ``text`` is false unless asked for: the syncs that come
+        before something else (a read's, gc's) leave the search text of a first run for later;
+        ``sync`` itself, ``watch`` and ``search`` add it."""
         try:
             with database.type_confusion_as_damage(self.connection):
                 return self._sync_once(full, progress, workers, text)
