@@ -205,3 +205,26 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
         for path in sorted(root.rglob("*"))
         if path.is_file()
     }
+
+
+def test_a_usage_first_sync_reads_amp_and_aider_with_their_search_text(
+    agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Search text put off is added from the files read again as JSON lines (text_later.py):
+    # a plugin's sessions get theirs at once.
+    from xcsh_store.index.write import sync as sync_module
+
+    monkeypatch.setattr(sync_module, "TEXT_LATER_MIN_BYTES", 0)
+    threads = Path(os.environ["AMP_DATA_DIR"]) / "threads"
+    threads.mkdir(parents=True)
+    shutil.copyfile(AMP / "clbarrell__resume__thread.json", threads / "T-1.json")
+    repository = tmp_path / "repos" / "r"
+    repository.mkdir(parents=True)
+    shutil.copyfile(AIDER / sorted(AIDER_FILES)[0], repository / ".aider.chat.history.md")
+    (agent_dir / "sessions").mkdir(parents=True)
+    with SessionIndex.open(str(agent_dir)) as opened:
+        opened.add_root(str(tmp_path / "repos"), "aider")
+        report = opened.sync(workers=1, text=False)
+        assert report.text_pending == 0
+        assert [hit.agent for hit in opened.search("router", limit=5)] == ["amp", "amp"]
+        assert {hit.agent for hit in opened.search("CONVENTIONS", limit=5)} == {"aider"}
