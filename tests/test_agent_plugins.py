@@ -240,31 +240,35 @@ def test_the_sessions_of_an_uninstalled_plugin_go_at_the_next_sync(tmp_path: Pat
     assert cli.json("ls", "--limit", "0") == []
 
 
+def _sync_lines(
+    cli: Cli, agent: str, lines: list[dict[str, Any]]
+) -> subprocess.CompletedProcess[str]:
+    """A JSONL file of ``lines`` (``one.jsonl``) in a root added as ``agent:DIR``, synced."""
+    folder = Path(cli.env["XCSH_AGENT_DIR"]).parent / agent
+    folder.mkdir()
+    (folder / "one.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return cli.run("sync", "--init", "--workers", "1", "--add-root", f"{agent}:{folder}")
+
+
 def test_a_plain_jsonl_reader_of_the_reader_protocol_is_a_plugin(tmp_path: Path):
     cli = Cli(tmp_path, ENTRY_POINTS + "plainlines = chat_kinds:PLAINLINES\n")
-    folder = tmp_path / "plain"
-    folder.mkdir()
     lines = [
         {"plain": True, "role": "user", "text": "where did the ocelot go"},
         {"plain": True, "role": "assistant", "text": "behind the server rack"},
     ]
-    (folder / "one.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    cli.run("sync", "--init", "--workers", "1", "--add-root", f"plainlines:{folder}")
+    _sync_lines(cli, "plainlines", lines)
     hits = cli.json("search", "ocelot")
     assert [hit["agent"] for hit in hits] == ["plainlines"]
 
 
 def test_a_plugin_failing_on_records_costs_those_records_and_one_line(tmp_path: Path):
     cli = Cli(tmp_path, ENTRY_POINTS + "faultylines = chat_kinds:FAULTYLINES\n")
-    folder = tmp_path / "faulty"
-    folder.mkdir()
     lines = [
         {"faulty": True, "role": "user", "text": "the capybara is fine"},
         {"faulty": True, "role": "assistant", "text": "boom goes the capybara"},
         {"faulty": True, "role": "assistant", "text": "boom again"},
     ]
-    (folder / "one.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    done = cli.run("sync", "--init", "--workers", "1", "--add-root", f"faultylines:{folder}")
+    done = _sync_lines(cli, "faultylines", lines)
     faults = [line for line in done.stderr.splitlines() if "agent plugin faultylines" in line]
     assert len(faults) == 1, done.stderr
     hits = cli.json("search", "capybara")

@@ -183,20 +183,26 @@ def test_an_appended_aider_run_is_the_only_session_read(index: SessionIndex, tmp
 
 
 def test_sync_writes_nothing_beside_amp_and_aider_files(agent_dir: Path, tmp_path: Path):
-    threads = Path(os.environ["AMP_DATA_DIR"]) / "threads"
-    threads.mkdir(parents=True)
-    shutil.copyfile(AMP / "juspay__shooter__thread.json", threads / "T-1.json")
-    repository = tmp_path / "repos" / "r"
-    repository.mkdir(parents=True)
-    shutil.copyfile(AIDER / sorted(AIDER_FILES)[0], repository / ".aider.chat.history.md")
-    folders = [threads, tmp_path / "repos"]
+    folders = _one_of_each(agent_dir, tmp_path, "juspay__shooter__thread.json")
     before = [_snapshot(folder) for folder in folders]
-    (agent_dir / "sessions").mkdir(parents=True)
     with SessionIndex.open(str(agent_dir)) as opened:
         opened.add_root(str(tmp_path / "repos"), "aider")
         opened.sync(workers=1)
         opened.verify(repair=True)
     assert [_snapshot(folder) for folder in folders] == before
+
+
+def _one_of_each(agent_dir: Path, tmp_path: Path, thread: str) -> list[Path]:
+    """An Amp thread in Amp's folder, Aquaticat's Aider history in a repository below
+    ``tmp_path/repos`` (to add as an aider root), an empty sessions folder: the two folders."""
+    threads = Path(os.environ["AMP_DATA_DIR"]) / "threads"
+    threads.mkdir(parents=True)
+    shutil.copyfile(AMP / thread, threads / "T-1.json")
+    repository = tmp_path / "repos" / "r"
+    repository.mkdir(parents=True)
+    shutil.copyfile(AIDER / sorted(AIDER_FILES)[0], repository / ".aider.chat.history.md")
+    (agent_dir / "sessions").mkdir(parents=True)
+    return [threads, tmp_path / "repos"]
 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -215,13 +221,7 @@ def test_a_usage_first_sync_reads_amp_and_aider_with_their_search_text(
     from xcsh_store.index.write import sync as sync_module
 
     monkeypatch.setattr(sync_module, "TEXT_LATER_MIN_BYTES", 0)
-    threads = Path(os.environ["AMP_DATA_DIR"]) / "threads"
-    threads.mkdir(parents=True)
-    shutil.copyfile(AMP / "clbarrell__resume__thread.json", threads / "T-1.json")
-    repository = tmp_path / "repos" / "r"
-    repository.mkdir(parents=True)
-    shutil.copyfile(AIDER / sorted(AIDER_FILES)[0], repository / ".aider.chat.history.md")
-    (agent_dir / "sessions").mkdir(parents=True)
+    _one_of_each(agent_dir, tmp_path, "clbarrell__resume__thread.json")
     with SessionIndex.open(str(agent_dir)) as opened:
         opened.add_root(str(tmp_path / "repos"), "aider")
         report = opened.sync(workers=1, text=False)
