@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.read.usage import DuplicateSession, UsageRow
+    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
@@ -646,6 +646,20 @@ class SessionIndex:
         from xcsh_store.index.read.usage import usage_rows
 
         return usage_rows(self.connection, by, since, until, agents, zone)
+
+    @_entry_point
+    def billing_blocks(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> list[BillingBlock]:
+        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
+        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        from xcsh_store.index.read.usage import billing_blocks
+
+        return billing_blocks(self.connection, since, until, agents, now)
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
