@@ -77,6 +77,11 @@ def server(agent: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    yield from headless_chromium()
+
+
+def headless_chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, through chromedriver, until the generator is closed."""
     missing = _browser_missing()
     if missing is not None:
         if os.environ.get("CI") == "true":
