@@ -11,8 +11,11 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+from markupsafe import escape
+from real_home import SNATCH_PARENT, SNATCH_SUBAGENT
 from session_builder import (
     append,
     flux_records,
@@ -261,3 +264,27 @@ def test_the_list_and_the_search_filter_by_agent_and_mark_estimated_costs(
     found = client.get("/search", params={"q": "Superteam", "agent": "xcsh"}).text
     assert fixture.stem not in found
     assert fixture.stem in client.get("/search", params={"q": "Superteam", "agent": "claude"}).text
+
+
+def test_a_subagent_and_its_session_link_to_each_other(agent_dir, real_home, client):
+    index_all(agent_dir)
+    parent, subagent = (real_home.files[name] for name in (SNATCH_PARENT, SNATCH_SUBAGENT))
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        paths = [index.find_session(str(path)).path for path in (parent, subagent)]
+    link = {path: escape("/session?" + urlencode({"path": path})) for path in paths}
+    parent_page, subagent_page = (client.get(link[path].unescape()).text for path in paths)
+    assert f'class="subagent" href="{link[paths[1]]}"' in parent_page
+    assert f'class="parent-session" href="{link[paths[0]]}"' in subagent_page
+
+
+def test_a_session_header_says_what_it_cost_and_used(agent_dir, real_home, client):
+    index_all(agent_dir)
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        session = index.find_session(str(real_home.files[SNATCH_PARENT]))
+        path, tokens = session.path, session.input_tokens
+    page = client.get("/session?" + urlencode({"path": path})).text
+    facts = page.split('<dl class="session-facts">')[1].split("</dl>")[0]
+    for fact in ("agent", "model", "project", "duration", "tokens", "cost"):
+        assert f"<dt>{fact}" in facts, fact
+    assert "claude-opus-4-20250514" in facts
+    assert f"in {tokens}" in facts and '<span title="estimated">~$' in facts
