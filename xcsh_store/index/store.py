@@ -451,6 +451,18 @@ class SessionIndex:
         """
         return sessions.find_session(self, prefix)
 
+    @_entry_point
+    def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
+        """The sessions (at most ``limit``) that say they are subagents or forks of
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        found = self._session(session)
+        rows = self.connection.execute(
+            "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+            " ORDER BY path LIMIT ?",
+            (found.id, found.path, limit),
+        ).fetchall()
+        return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
+
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
         if isinstance(session, IndexedSession):
             return session

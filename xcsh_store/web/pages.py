@@ -411,20 +411,14 @@ SUBAGENTS_SHOWN = 50
 def _relatives(
     index: SessionIndex, session: IndexedSession
 ) -> tuple[IndexedSession | None, list[IndexedSession]]:
-    """The session ``session`` is a subagent or fork of, and its own subagents and forks
-    (those of its folder: an agent starts them where it runs)."""
+    """The session ``session`` is a subagent or fork of, and its own subagents and forks."""
     parent = None
     if session.parent_session_id:
         try:
             parent = index.find_session(session.parent_session_id)
         except XcshStoreError:
             parent = None
-    children = [
-        other
-        for other in index.list_sessions(cwd=session.cwd or None)
-        if other.parent_session_id == session.id and other.path != session.path
-    ]
-    return parent, children[:SUBAGENTS_SHOWN]
+    return parent, index.subagents(session, SUBAGENTS_SHOWN)
 
 
 def _labels(session: IndexedSession, tree: SessionTree) -> dict[str, str]:
