@@ -415,8 +415,10 @@ def create_app(
             models = index.usage("model")
             projects = index.usage("project")
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
+        # The chart shows the windows worked in; the table also the idle time between them.
+        worked = [row for row in over_time if row.entries]
         charts = [
-            pages.chart(title, over_time, metric, value_of),
+            pages.chart(title, worked if by == "block" else over_time, metric, value_of),
             pages.ranked_chart("by model", models, metric, value_of),
             pages.ranked_chart(
                 "by project", projects, metric, value_of, name_of=pages.project_name
