@@ -1,13 +1,14 @@
 """serve's session page as the conversation, and search as you type: server times, each beside
 a baseline of the same run (issue 30).
 
-    python benchmarks/bench_web_render.py [--work DIR] [--size 1GB] [--sessions 2000]
-                                          [--requests 60]
+    python benchmarks/bench_web_render.py [--work DIR] [--entries 50000] [--size 1GB]
+                                          [--sessions 2000] [--requests 60]
 
-* Page render (p95): the session page of one session of 50,000 entries written as real
+* Page render (p95): the session page of one session of ``--entries`` entries written as real
   conversations are (user questions; assistant answers in markdown with a code block and a tool
   call; tool results of 30 lines, folded), at ``--requests`` windows spread over its branch,
-  requested in process through the ASGI test client. Baseline: the same window read by the
+  requested in process through the ASGI test client, each beside its baseline (interleaved,
+  so that the machine's load moves both alike). Baseline: the same window read by the
   library (``pages.session_page``: the tree, the branch, the window's lines) without the HTML,
   so the ratio is what markdown, highlighting, sanitising and the template add.
 * Search as you type (p95 ≤ 100 ms): over the ``--size`` corpus (agent-1gb-2000 of
@@ -37,7 +38,6 @@ from benchmarks.index_common import WORK_DIR, agent_corpus
 from xcsh_store.index import SessionIndex
 from xcsh_store.js import stringify
 
-ENTRIES = 50_000
 ANSWER = (
     "## Step {number}\n\nThe **flux** value is `{number}`; see the table:\n\n"
     "| part | state |\n|---|---|\n| clock | ok |\n\n"
@@ -53,9 +53,9 @@ def record(entry_id: str, parent: str | None, message: dict[str, Any], minute: i
     return stringify(value) + b"\n"
 
 
-def conversation_agent_dir(work: Path) -> Path:
-    """An agent dir with the one 50,000-entry session, indexed (written once)."""
-    agent = work / "render-agent"
+def conversation_agent_dir(work: Path, entries: int) -> Path:
+    """An agent dir with the one session of ``entries`` entries, indexed (written once)."""
+    agent = work / f"render-agent-{entries}"
     if (agent / "index.db").exists():
         return agent
     shutil.rmtree(agent, ignore_errors=True)
@@ -66,7 +66,7 @@ def conversation_agent_dir(work: Path) -> Path:
     with open(folder / "long.jsonl", "wb") as handle:
         handle.write(stringify(header) + b"\n")
         parent = None
-        for number in range(ENTRIES):
+        for number in range(entries):
             entry_id = f"e{number:05d}"
             kind = number % 3
             if kind == 0:
@@ -96,25 +96,25 @@ def timed(call: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
-def render_times(agent: Path, requests: int) -> tuple[list[float], list[float]]:
+def render_times(agent: Path, entries: int, requests: int) -> tuple[list[float], list[float]]:
     from starlette.testclient import TestClient
 
     from xcsh_store.web import create_app, pages
 
     client = TestClient(create_app(str(agent)), base_url="http://127.0.0.1")
-    starts = [number * (ENTRIES // requests) for number in range(requests)]
+    starts = [number * (entries // requests) for number in range(requests)]
     client.get("/session/sess-50k").raise_for_status()  # the templates compiled, the file cached
 
     def library(start: int) -> None:
         with SessionIndex.open(str(agent), read_only=True) as index:
             pages.session_page(index, index.find_session("sess-50k"), start=start)
 
-    page = [
-        timed(lambda start=start: client.get(
-            "/session/sess-50k", params={"start": start}).raise_for_status())
-        for start in starts
-    ]  # fmt: skip
-    baseline = [timed(lambda start=start: library(start)) for start in starts]
+    # Interleaved, so that the machine's load moves both alike.
+    page, baseline = [], []
+    for start in starts:
+        page.append(timed(lambda start=start: client.get(
+            "/session/sess-50k", params={"start": start}).raise_for_status()))  # fmt: skip
+        baseline.append(timed(lambda start=start: library(start)))
     return page, baseline
 
 
@@ -133,12 +133,11 @@ def typing_times(agent_dir: str, words: list[str]) -> tuple[list[float], list[fl
         with SessionIndex.open(agent_dir, read_only=True) as index:
             index.search(text, limit=50)
 
-    page = [
-        timed(lambda text=text: client.get(
-            "/search", params={"q": text, **filters}).raise_for_status())
-        for text in typed
-    ]  # fmt: skip
-    baseline = [timed(lambda text=text: library(text)) for text in typed]
+    page, baseline = [], []
+    for text in typed:
+        page.append(timed(lambda text=text: client.get(
+            "/search", params={"q": text, **filters}).raise_for_status()))  # fmt: skip
+        baseline.append(timed(lambda text=text: library(text)))
     return page, baseline, len(typed)
 
 
@@ -156,6 +155,7 @@ def copied(source: str, work: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default=str(WORK_DIR / "web-render"))
+    parser.add_argument("--entries", type=int, default=50_000)
     parser.add_argument("--size", default="1GB")
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--requests", type=int, default=60)
@@ -163,14 +163,15 @@ def main() -> None:
     work = Path(options.work)
     work.mkdir(parents=True, exist_ok=True)
     print("load before:", os.getloadavg())
-    page, baseline = render_times(conversation_agent_dir(work), options.requests)
+    agent = conversation_agent_dir(work, options.entries)
+    page, baseline = render_times(agent, options.entries, options.requests)
     corpus = agent_corpus(options.size, options.sessions)
     words = list(corpus.common_words[:6]) + list(corpus.rare_words)[:6]
     random.Random(30).shuffle(words)
     typing, typing_baseline, typed = typing_times(copied(corpus.agent_dir, work), words)
     print("load after:", os.getloadavg())
     rows = [
-        compare(f"session page p95, 50,000 entries ({options.requests} windows)",
+        compare(f"session page p95, {options.entries:,} entries ({options.requests} windows)",
                 percentile(page, 95), percentile(baseline, 95)),
         compare("session page p50", percentile(page, 50), percentile(baseline, 50)),
         compare(f"search as you type p95 ({typed} prefixes of {len(words)} words,"

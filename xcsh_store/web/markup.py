@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
@@ -54,14 +55,20 @@ def _formatter() -> HtmlFormatter:
     return HtmlFormatter(nowrap=True, classprefix="")
 
 
+@functools.lru_cache(maxsize=128)
+def _lexer(name: str) -> Lexer | None:
+    """The lexer of a language name (looked up once: Pygments searches its whole table)."""
+    try:
+        return get_lexer_by_name(name, stripnl=False)
+    except ClassNotFound:
+        return None
+
+
 def highlighted(code: str, language: str = "") -> Markup:
     """``code`` as the inside of a ``<pre>``: its tokens in spans of Pygments' classes when
     ``language`` names a lexer and the code is not too long; escaped text otherwise."""
     if language and len(code) <= HIGHLIGHT_LIMIT:
-        try:
-            lexer = get_lexer_by_name(language.strip().split()[0].lower(), stripnl=False)
-        except ClassNotFound:
-            lexer = None
+        lexer = _lexer(language.strip().split()[0].lower()) if language.strip() else None
         if lexer is not None:
             html = highlight(code, lexer, _formatter())
             # Pygments adds a newline a block did not have.
@@ -93,6 +100,9 @@ def clean(html: str) -> Markup:
     )
 
 
+# Texts rendered lately, kept: a page reloaded after a sync shows mostly the same entries
+# (at most ENTRY_SHOWN characters each: a few MB in all).
+@functools.lru_cache(maxsize=256)
 def markdown(text: str) -> Markup:
     """``text`` read as CommonMark (tables, strike-through), as clean HTML."""
     return clean(_parser().render(text))
