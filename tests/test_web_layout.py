@@ -317,3 +317,19 @@ def test_the_block_page_shows_windows(browser, server):
     browser.get(server + "/usage?by=block")
     rows = browser.find_elements(By.CSS_SELECTOR, "table.totals tbody tr")
     assert rows and json.dumps([row.text for row in rows]).count(" gap") >= 1
+
+
+def test_a_dark_system_gets_a_dark_page(browser, server, home, shots):
+    at_width(browser, 1280)
+    dark = [{"name": "prefers-color-scheme", "value": "dark"}]
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": dark})
+    try:
+        browser.get(server + "/session?" + json_query(path=home["claude"]))
+        background = browser.execute_script(
+            "return getComputedStyle(document.body).backgroundColor"
+        )
+        channels = [int(part) for part in background[background.index("(") + 1 : -1].split(",")]
+        assert max(channels[:3]) < 64, background
+        shot(browser, shots, "claude-dark-1280")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
