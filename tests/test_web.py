@@ -145,9 +145,10 @@ def test_the_list_filters_sorts_and_pages(agent_dir, client):
     assert titles == [f"title {number:02d}" for number in range(1, 60, 2)]
 
 
-def test_usage_draws_svg_charts_and_the_totals(client, branched):
+def test_usage_draws_its_charts_and_the_totals(client, branched):
     html = client.get("/usage?by=month").text
-    assert html.count("<svg ") == 3 and html.count("<rect ") == 3  # one month, model, project
+    assert html.count("<svg ") == 1 and html.count("<rect ") == 1  # one month
+    assert html.count("<meter ") == 2  # one model, one project, ranked
     assert "<th>total</th>" in html and "$0.90" in html  # three assistant messages of $0.30
 
 

@@ -208,10 +208,11 @@ def test_a_long_title_keeps_to_its_column(browser, server, home):
 
 LABEL_BOXES = """
 const result = [];
-for (const svg of document.querySelectorAll("figure.chart svg")) {
-  const frame = svg.getBoundingClientRect();
-  const boxes = Array.from(svg.querySelectorAll("text")).map(function (text) {
-    const box = text.getBoundingClientRect();
+for (const figure of document.querySelectorAll("figure.chart")) {
+  const frame = figure.getBoundingClientRect();
+  const labels = figure.querySelectorAll("svg text, li > .key, li > .amount");
+  const boxes = Array.from(labels).map(function (label) {
+    const box = label.getBoundingClientRect();
     return [box.left, box.top, box.right, box.bottom];
   });
   result.push({frame: [frame.left, frame.top, frame.right, frame.bottom], boxes: boxes});

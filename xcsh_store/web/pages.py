@@ -705,8 +705,6 @@ LABEL_HEIGHT = 22
 # labels kept apart by this reckoning are apart on any screen.
 CHAR_WIDTH = 7.0
 LABEL_GAP = 10.0
-# A ranked chart (models, projects): one row per key, its label left of its bar.
-ROW_HEIGHT, LABEL_WIDTH, LABEL_CHARS = 22, 250, 34
 
 
 @dataclass
@@ -812,34 +810,26 @@ def ranked_chart(
     limit: int = 20,
     name_of: Callable[[str], str] = str,
 ) -> Chart:
-    """A bar per key (models, projects), the largest ``limit`` from the top: each key's name
-    left of its bar, cut to LABEL_CHARS, its value right of it (``unpriced`` where no price
-    is known)."""
+    """The largest ``limit`` keys (models, projects), largest first, each a row of the page's
+    list: its name (cut by the page, whole on hover), a bar (``<meter>``: no inline style) and
+    its value (``unpriced`` where no price is known, not a zero)."""
     ranked = sorted(rows, key=lambda row: -1.0 if value_of(row) is None else value_of(row))
     ranked = ranked[-limit:][::-1]
     values = [value_of(row) for row in ranked]
     maximum = max((value for value in values if value is not None), default=0.0) or 1.0
-    room = CHART_WIDTH - LABEL_WIDTH - 90
-    bars = []
-    for number, (row, value) in enumerate(zip(ranked, values, strict=True)):
-        name = name_of("?" if row.key is None else str(row.key))
-        width = room * (0 if value is None else float(value) / maximum)
-        bars.append(
-            Bar(
-                key=shorten(name, LABEL_CHARS),
-                value=value,
-                x=LABEL_WIDTH,
-                y=number * ROW_HEIGHT + 4,
-                width=max(width, 1),
-                height=ROW_HEIGHT - 8,
-                label=shorten(name, LABEL_CHARS - 2) if len(name) > LABEL_CHARS else name,
-                label_x=LABEL_WIDTH - 8,
-                anchor="end",
-                value_text=value_text(value, metric),
-            )
+    bars = [
+        Bar(
+            key=shorten(name_of("?" if row.key is None else str(row.key))),
+            value=value,
+            x=0,
+            y=0,
+            width=0,
+            height=0,
+            value_text=value_text(value, metric),
         )
-    height = max(len(bars), 1) * ROW_HEIGHT
-    return Chart(title, metric, bars, maximum, kind="ranked", height=height)
+        for row, value in zip(ranked, values, strict=True)
+    ]
+    return Chart(title, metric, bars, maximum, kind="ranked")
 
 
 def block_row(block: BillingBlock) -> UsageRow:
