@@ -185,7 +185,7 @@ def test_expand_a_folded_branch_switch_the_leaf_and_view_the_context(browser, se
 
 def test_the_usage_charts(browser, server, shot):
     browser.get(server + "/usage")
-    columns = browser.find_elements(By.CSS_SELECTOR, "figure.chart svg rect")
+    columns = browser.find_elements(By.CSS_SELECTOR, "figure.chart svg.wide rect")
     assert len(columns) == 1 and columns[0].size["height"] > 0  # one day
     bars = browser.find_elements(By.CSS_SELECTOR, "figure.chart-ranked meter")
     assert len(bars) == 2 and all(bar.size["width"] > 0 for bar in bars)  # a model, a project

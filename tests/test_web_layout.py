@@ -211,7 +211,11 @@ const result = [];
 for (const figure of document.querySelectorAll("figure.chart")) {
   const frame = figure.getBoundingClientRect();
   const labels = figure.querySelectorAll("svg text, li > .key, li > .amount");
-  const boxes = Array.from(labels).map(function (label) {
+  // The labels shown (a chart drawn twice shows its wide or its narrow drawing).
+  const shown = Array.from(labels).filter(function (label) {
+    return label.getClientRects().length;
+  });
+  const boxes = shown.map(function (label) {
     const box = label.getBoundingClientRect();
     return [box.left, box.top, box.right, box.bottom];
   });

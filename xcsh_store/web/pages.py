@@ -699,6 +699,9 @@ def context_page(
 # -- usage ----------------------------------------------------------------------------------
 
 CHART_WIDTH, CHART_HEIGHT = 760, 180
+# The same chart drawn for a phone (the page shows one or the other by its width): scaled
+# down, the wide one's labels would be too small to read.
+NARROW_WIDTH = 360
 # Room under the bars for their keys.
 LABEL_HEIGHT = 22
 # Chart text is 11px monospace: a character is 0.6em wide; reckoned a little wider, so that
@@ -730,6 +733,7 @@ class Chart:
     kind: str = "time"  # time: columns over keys in order; ranked: rows, the largest last
     width: int = CHART_WIDTH
     height: int = CHART_HEIGHT + LABEL_HEIGHT
+    narrow: Chart | None = None  # the same at NARROW_WIDTH, for a phone
 
 
 def value_text(value: float | None, metric: str) -> str:
@@ -776,14 +780,15 @@ def chart(
     metric: str,
     value_of: Callable[[Any], float | None],
     limit: int = 60,
+    width: int = CHART_WIDTH,
 ) -> Chart:
     """A column chart over keys in order (days, windows): one column per row (the last
     ``limit``), scaled to the largest; an unpriced row's column is drawn full height in grey
-    (its cost is not known, not zero)."""
+    (its cost is not known, not zero). Drawn ``width`` wide, with its NARROW_WIDTH twin."""
     rows = rows[-limit:]
     values = [value_of(row) for row in rows]
     maximum = max((value for value in values if value is not None), default=0.0) or 1.0
-    slot = CHART_WIDTH / max(len(rows), 1)
+    slot = width / max(len(rows), 1)
     bars = []
     for number, (row, value) in enumerate(zip(rows, values, strict=True)):
         height = CHART_HEIGHT if value is None else float(value) / maximum * CHART_HEIGHT
@@ -799,7 +804,10 @@ def chart(
             )
         )
     _labelled(bars)
-    return Chart(title, metric, bars, maximum)
+    narrow = None
+    if width > NARROW_WIDTH:
+        narrow = chart(title, rows, metric, value_of, limit, NARROW_WIDTH)
+    return Chart(title, metric, bars, maximum, width=width, narrow=narrow)
 
 
 def ranked_chart(
