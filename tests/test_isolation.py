@@ -15,8 +15,8 @@ from isolation import ISOLATED_FOLDERS, REMOVED
 from real_home import lay_out_home
 from session_builder import header, message, write_session
 
-from xcsh_store.cli.app import cli
 from xcsh_store.agents import agent_session_roots
+from xcsh_store.cli.app import cli
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex
 

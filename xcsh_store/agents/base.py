@@ -38,9 +38,6 @@ class SessionFacts:
     # gets both back from the index: the session's last entry id, and every entry's parent).
     leaf: str | None = None
     parents: dict[str, str | None] = field(default_factory=dict)
-    # A format version the reader does not know (said once, on the line that names it): the
-    # file's records are then kept as entries of their own type without text.
-    unknown_version: str | None = None
 
 
 @dataclass(slots=True)
@@ -71,6 +68,10 @@ class AgentEntry:
     # The agent's qualifier of the entry's type (a system line's subtype, ``sidechain``),
     # kept in the custom_type column.
     qualifier: str | None = None
+    # A record without an id in a format that has ids (Copilot events some writers leave
+    # without): it gets one in file order, the child of the entry before, as in a format
+    # without ids (the id cannot be the reader's: a hit's text is read from its line alone).
+    chained: bool = False
 
 
 def text_blocks(texts: Iterable[str]) -> list[dict[str, str]]:
@@ -114,20 +115,21 @@ class HistoryPrompt:
 
 
 # The qualifier (custom_type) of the record that named a format version its reader does not
-# know, followed by that version: a resumed read finds the file's version unknown again by it.
+# know, followed by that version.
 UNKNOWN_VERSION_PREFIX = "unknown-version:"
 
 
-def unknown_version(found: AgentEntry, session: SessionFacts, agent: str, version: Any) -> None:
-    """The record names a format version the reader does not know: say so once (naming the
-    file and the version), and keep the file's records as entries without text from here."""
+def unknown_version(found: AgentEntry, path: str, agent: str, version: Any) -> None:
+    """The record names a format version the reader does not know: it is kept as an entry
+    without text, qualified by the version, and a warning names the file and the version. The
+    file's other records are read as far as they look like known ones (a record's text may
+    depend on its own line only: a hit's text is read again from that line alone)."""
     shown = str(version)
-    session.unknown_version = shown
     found.qualifier = UNKNOWN_VERSION_PREFIX + shown
     log.warning(
-        "%s: %s format version %s is unknown to this xcsh-store; its records are kept"
-        " without their text (upgrade xcsh-store to read them)",
-        session.path, agent, shown,
+        "%s: %s format version %s is unknown to this xcsh-store; its records are read as far"
+        " as they look like those of known versions (upgrade xcsh-store to read them all)",
+        path, agent, shown,
     )  # fmt: skip
 
 
@@ -142,7 +144,7 @@ def unknown_entry(value: dict[str, Any], kind: str | None, id_key: str = "id") -
     timestamp = text_of(value.get("timestamp"))
     if timestamp is not None:
         entry["timestamp"] = timestamp
-    return AgentEntry(entry, qualifier="unknown")
+    return AgentEntry(entry, qualifier="unknown", chained=entry_id is None)
 
 
 def text_of(value: Any) -> str | None:

@@ -3,11 +3,13 @@
 ``~/.copilot``.
 
 Each line is an event ``{type, data, id, timestamp, parentId}``; ``parentId`` is the tree. An
-event without an id (some writers leave them out) continues from the one before.
+event without an id (some writers leave them out) continues from the one before,
+with an id in file order.
 
-* ``session.start`` (``data.version`` 1, the only format version known here) gives the session
-  id, the start, the cwd (``context.cwd``) and the model; ``session.model_change`` and
-  ``session.resume`` change the model.
+* ``session.start`` (``data.version`` 1, the only format version known here; another is kept
+  as an unknown entry with a warning, and the events after it are read as far as they look
+  like version 1's) gives the session id, the start, the cwd (``context.cwd``) and the model;
+  ``session.model_change`` and ``session.resume`` change the model.
 * ``user.message`` is the prompt (``content``, what the user typed; ``transformedContent``
   adds what the CLI expanded). ``assistant.message`` is the answer: ``content``,
   ``reasoningText`` as thinking, ``toolRequests`` as tool calls (``arguments`` an object or a
@@ -62,7 +64,7 @@ def copilot_dir() -> str:
 class CopilotReader:
     name = "copilot"
     has_ids = True
-    remembers_parents = True
+    remembers_parents = False
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         kind = value.get("type")
@@ -84,18 +86,13 @@ class CopilotReader:
             version = data.get("version")
             if version is not None and version not in KNOWN_VERSIONS:
                 found = unknown_entry(value, kind)
-                unknown_version(found, session, "GitHub Copilot CLI", version)
-                _place(found, value, session)
+                unknown_version(found, session.path, "GitHub Copilot CLI", version)
                 return found
-        if session.unknown_version is not None:
-            found = unknown_entry(value, kind)
-            _place(found, value, session)
-            return found
         found = AgentEntry({"type": kind or "unknown"})
         timestamp = text_of(value.get("timestamp"))
         if timestamp is not None:
             found.entry["timestamp"] = timestamp
-        _place(found, value, session)
+        _place(found, value)
         if "parentToolCallId" in data and data["parentToolCallId"] is not None:
             found.qualifier = "subagent"
         _event(found, kind, data, timestamp, session)
@@ -114,16 +111,13 @@ def _start(data: dict[str, Any], value: dict[str, Any], session: SessionFacts) -
     session.model = text_of(data.get("selectedModel")) or session.model
 
 
-def _place(found: AgentEntry, value: dict[str, Any], session: SessionFacts) -> None:
-    """The event's id and parent: its own, else the next of the file's and the event before."""
+def _place(found: AgentEntry, value: dict[str, Any]) -> None:
+    """The event's id and parent: its own, else one in file order, after the event before."""
     entry_id = text_of(value.get("id"))
-    if entry_id is not None:
-        parent = text_of(value.get("parentId"))
+    if entry_id is None:
+        found.chained = True
     else:
-        entry_id, parent = f"copilot-{len(session.parents):x}", session.leaf
-    found.entry.update(id=entry_id, parentId=parent)
-    session.parents.setdefault(entry_id, parent)
-    session.leaf = entry_id
+        found.entry.update(id=entry_id, parentId=text_of(value.get("parentId")))
 
 
 def _event(
@@ -154,7 +148,8 @@ def _event(
         entry.update(type="message", message={"role": "assistant", "content": thinking})
     elif kind == "tool.execution_complete":
         entry.update(type="message", message=_tool_result(data))
-    elif kind in ("session.model_change", "session.resume"):
+    elif kind in ("session.start", "session.model_change", "session.resume"):
+        # The model in the row too: a resumed read picks it up from the last row naming one.
         session.model = (
             text_of(data.get("newModel")) or text_of(data.get("selectedModel")) or session.model
         )

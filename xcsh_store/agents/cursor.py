@@ -24,6 +24,7 @@ from xcsh_store.agents.base import (
 )
 
 SUBAGENTS_DIRNAME = "subagents"
+TURN_ENDED = "turn_ended"
 
 
 class CursorReader:
@@ -32,6 +33,8 @@ class CursorReader:
     remembers_parents = False
 
     def recognizes(self, value: dict[str, Any]) -> bool:
+        if value.get("type") == TURN_ENDED and len(value) <= 2:
+            return True
         return (
             "type" not in value
             and value.get("role") in ("user", "assistant")

@@ -14,8 +14,10 @@ not read here.
   message's parent. The rewind is an entry of its own (``$rewindTo:<id>``), a child of that
   parent, so the tree keeps the dropped messages as the branch left behind.
 * ``{"$set": {"messages": [...]}}`` is a checkpoint that replaces everything before it: what
-  follows continues from its last message (through a ``checkpoint`` entry), and the text of
-  the messages it holds that no record had shown is searchable on that entry.
+  follows continues from its last message (through a ``checkpoint`` entry). The checkpoint
+  adds no text: its messages were records before (a message known only from a checkpoint is
+  not searchable; an entry's text comes from its own line alone, and the checkpoint repeats
+  the whole conversation).
 * Usage is each ``gemini`` message's ``tokens`` (one API call): ``input`` less ``cached`` is
   input, ``cached`` is cache reads, ``output`` plus ``thoughts`` is output (Google bills the
   thinking as output), ``tool`` (tool-use prompt tokens) is input. A replaced record counts
@@ -148,18 +150,9 @@ def _set(fields: Any, session: SessionFacts) -> AgentEntry:
     messages = fields.get("messages")
     if type(messages) is not list:
         return found
-    kept = [message for message in messages if type(message) is dict]
-    ids = [text_of(message.get("id")) for message in kept]
+    ids = [text_of(message.get("id")) for message in messages if type(message) is dict]
     last = next((entry_id for entry_id in reversed(ids) if entry_id is not None), None)
-    unseen = [
-        text
-        for message, entry_id in zip(kept, ids, strict=True)
-        if entry_id not in session.parents
-        for text in _texts(message)
-    ]
-    found.entry = {
-        "type": "custom_message", "customType": "checkpoint", "content": text_blocks(unseen),
-    }  # fmt: skip
+    found.entry = {"type": "checkpoint"}
     found.qualifier = "checkpoint"
     if last is not None:
         checkpoint = f"{SET_KEY}:{last}"
@@ -171,10 +164,11 @@ def _set(fields: Any, session: SessionFacts) -> AgentEntry:
 
 def _rewind(target: str | None, session: SessionFacts) -> AgentEntry:
     found = AgentEntry({"type": REWIND_KEY}, qualifier="rewind")
-    if target is None or target not in session.parents:
-        return found  # a message this file never held: nothing to go back to
+    if target is None:
+        return found
     rewind = f"{REWIND_KEY}:{target}"
-    parent = session.parents[target]
+    # (A message the file never held: what follows starts a tree of its own.)
+    parent = session.parents.get(target)
     found.entry.update(id=rewind, parentId=parent)
     session.parents[rewind] = parent
     session.leaf = rewind

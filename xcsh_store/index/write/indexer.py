@@ -11,7 +11,6 @@ import apsw
 import orjson
 
 from xcsh_store.agents import (
-    UNKNOWN_VERSION_PREFIX,
     XCSH_AGENTS,
     AgentReader,
     SessionFacts,
@@ -621,12 +620,6 @@ def _session_facts(
         facts.leaf = next(
             (entry_id for entry_id in reversed(facts.parents) if entry_id not in continued), None
         )
-    unknown = connection.execute(
-        "SELECT custom_type FROM entries WHERE session = ? AND custom_type LIKE ? LIMIT 1",
-        (file_id, UNKNOWN_VERSION_PREFIX + "%"),
-    ).fetchall()
-    if unknown:
-        facts.unknown_version = unknown[0][0].removeprefix(UNKNOWN_VERSION_PREFIX)
         if facts.parent_session_id is not None and facts.created_at is not None:
             facts.replay_second = facts.created_at[:19]
     model = connection.execute(
