@@ -81,12 +81,13 @@ EXPECTED: dict[str, tuple[Any, ...]] = {
     # usage, the shutdown totals: jq -c 'select(.type == "session.shutdown") | .data |
     #   [.tokenDetails.input.tokenCount, .tokenDetails.output.tokenCount,
     #   .tokenDetails.cache_read.tokenCount, .tokenDetails.cache_write.tokenCount,
-    #   .totalPremiumRequests]' $F -> [100,15,5,0,1]; models of the answers kept (the trimmed
+    #   .totalPremiumRequests]' $F -> [100,15,5,0,1], input less cache reads (95); models of
+    #   the answers kept (the trimmed
     #   ones collapse into the last, line 32): jq -sc 'map(select(.type ==
     #   "assistant.message") | .data.model | select(.)) | unique' $F -> ["gpt-5-mini"].
     "copilot/jazzyalex__agent-sessions__small.jsonl": (
         "copilot", "copilot_stage0_small", 32, 17, 2, None, ["gpt-5-mini"],
-        (100, 15, 5, 0, 1), "Listing",
+        (95, 15, 5, 0, 1), "Listing",
     ),
     # No ids: each event continues from the one before (a chain of 7); no shutdown, no usage;
     # no model named: jq -s 'map(.data.model | select(.))' $F -> [].

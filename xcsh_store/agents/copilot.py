@@ -18,9 +18,11 @@ with an id in file order.
   are qualified ``subagent``.
 * ``session.info``, ``session.error``, ``session.warning``, ``system.notification`` and
   ``abort`` are notices, searchable; ``system.message`` (the system prompt) is not.
-* Usage exists only as the totals of ``session.shutdown``: ``tokenDetails`` (input, output,
-  cache read, cache write) and ``totalPremiumRequests``, counted on that event, under
-  ``currentModel``. Each run of the CLI writes its own shutdown with the totals of that run;
+* Usage exists only as the totals of ``session.shutdown``: ``modelMetrics.<model>.usage``
+  summed over the models (else ``tokenDetails``; input there includes the cache reads, as
+  ccusage reads it) and ``totalPremiumRequests``, counted on that event, under
+  ``currentModel`` (one entry holds one model: a run of several models is priced as its last).
+  Each run of the CLI writes its own shutdown with the totals of that run;
   ``outputTokens`` of each message and ``session.usage_checkpoint`` are parts of those totals
   and are not counted again.
 """
@@ -189,14 +191,25 @@ def _tool_result(data: dict[str, Any]) -> dict[str, Any]:
 def _shutdown(
     found: AgentEntry, data: dict[str, Any], timestamp: str | None, session: SessionFacts
 ) -> None:
-    details = data.get("tokenDetails")
-    details = details if type(details) is dict else {}
-
-    def tokens(key: str) -> int:
-        detail = details.get(key)
-        return number(detail.get("tokenCount")) if type(detail) is dict else 0
-
-    figures = (tokens("input"), tokens("output"), tokens("cache_read"), tokens("cache_write"))
+    metrics = data.get("modelMetrics")
+    used = [
+        metric["usage"]
+        for metric in (metrics.values() if type(metrics) is dict else ())
+        if type(metric) is dict and type(metric.get("usage")) is dict
+    ]
+    if used:
+        keys = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+        totals = [sum(number(usage.get(key)) for usage in used) for key in keys]
+    else:
+        details = data.get("tokenDetails")
+        details = details if type(details) is dict else {}
+        keys = ("input", "output", "cache_read", "cache_write")
+        totals = [
+            number(detail.get("tokenCount")) if type(detail := details.get(key)) is dict else 0
+            for key in keys
+        ]
+    # Input counts the cached part too (as ccusage reads it): input less cache reads is input.
+    figures = (max(totals[0] - totals[2], 0), totals[1], totals[2], totals[3])
     model = text_of(data.get("currentModel")) or session.model
     cost = price_table().cost(Request(model, timestamp, *figures))
     found.model, found.provider = model, price_table().provider_of(model)
