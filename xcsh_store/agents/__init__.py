@@ -23,11 +23,12 @@ from xcsh_store.homes import agent_folders, get_agent_session_roots
 # The xcsh format family: the header does not say which of them wrote a file (pi, oh-my-pi and
 # xcsh write the same one); oh-my-pi's leading title record and the folder do (xcsh_agent_of).
 XCSH_AGENTS = ("xcsh", "pi", "omp")
-# In the order their recognizes() is asked: Qwen Code's lines have Claude Code's uuid and
-# sessionId, so Qwen's reader looks first.
 READERS: tuple[AgentReader, ...] = (
-    qwen.READER, CLAUDE, CODEX, gemini.READER, copilot.READER, droid.READER, cursor.READER,
+    CLAUDE, CODEX, gemini.READER, copilot.READER, qwen.READER, droid.READER, cursor.READER,
 )  # fmt: skip
+# The order their recognizes() is asked in: Qwen Code's lines have Claude Code's uuid and
+# sessionId, so Qwen's reader looks first.
+_RECOGNITION_ORDER = (qwen.READER, *(reader for reader in READERS if reader is not qwen.READER))
 # The variables that move the folders of the agents read here beyond homes.py's (tests point
 # them into a temp dir).
 FOLDER_VARIABLES = (*gemini.FOLDER_VARIABLES, *copilot.FOLDER_VARIABLES, *qwen.FOLDER_VARIABLES)
@@ -79,7 +80,7 @@ def agent_session_roots() -> dict[str, str]:
 
 def reader_for(first: dict[str, Any]) -> AgentReader | None:
     """The reader of a file whose first object is ``first`` (None: not another agent's)."""
-    for reader in READERS:
+    for reader in _RECOGNITION_ORDER:
         if reader.recognizes(first):
             return reader
     return None
