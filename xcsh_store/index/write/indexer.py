@@ -606,6 +606,8 @@ def _session_facts(
     if found:
         (facts.session_id, facts.cwd, facts.created_at, facts.parent_session,
          facts.parent_session_id, facts.leaf) = found[0]  # fmt: skip
+        if facts.parent_session_id is not None and facts.created_at is not None:
+            facts.replay_second = facts.created_at[:19]
     if reader.remembers_parents:
         facts.parents = dict(
             connection.execute(
@@ -620,8 +622,6 @@ def _session_facts(
         facts.leaf = next(
             (entry_id for entry_id in reversed(facts.parents) if entry_id not in continued), None
         )
-        if facts.parent_session_id is not None and facts.created_at is not None:
-            facts.replay_second = facts.created_at[:19]
     model = connection.execute(
         "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
         " ORDER BY seq DESC LIMIT 1",
