@@ -522,3 +522,32 @@ def test_appending_with_syncs_in_between_equals_one_full_read(
     assert report.clean, report
     index.remove_root(str(root))
     index.sync(workers=1)
+
+
+def _cli(agent_dir: Path, *args: str) -> str:
+    from click.testing import CliRunner
+
+    from xcsh_store.cli.app import cli
+
+    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_the_verbs_answer_for_every_agent(agent_dir: Path):
+    _lay_out()
+    _cli(agent_dir, "sync", "--init", "--workers", "1")
+    listed = orjson.loads(_cli(agent_dir, "ls", "--limit", "0", "--json"))
+    assert sorted({item["agent"] for item in listed}) == [
+        "copilot", "cursor", "droid", "gemini", "qwen",
+    ]  # fmt: skip
+    gemini = orjson.loads(_cli(agent_dir, "ls", "--agent", "gemini", "--json"))
+    assert [item["id"] for item in gemini] == ["gemini_stage0_jsonl"]
+    assert "Say hello and list files." in _cli(agent_dir, "show", "gemini_stage0", "--tree")
+    usage = orjson.loads(_cli(agent_dir, "usage", "--by", "agent", "--json"))
+    rows = {row["key"]: row for row in usage["rows"]}
+    # The Copilot shutdown's premium request and the Gemini tokens above.
+    assert rows["copilot"]["premium_requests"] == 1
+    assert rows["gemini"]["output_tokens"] == 228
+    hits = orjson.loads(_cli(agent_dir, "search", "subagent", "--agent", "cursor", "--json"))
+    assert {hit["session_id"] for hit in hits} == {"parent"}
