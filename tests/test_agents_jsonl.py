@@ -551,3 +551,12 @@ def test_the_verbs_answer_for_every_agent(agent_dir: Path):
     assert rows["gemini"]["output_tokens"] == 228
     hits = orjson.loads(_cli(agent_dir, "search", "subagent", "--agent", "cursor", "--json"))
     assert {hit["session_id"] for hit in hits} == {"parent"}
+
+
+def test_the_mcp_tools_take_every_agent():
+    from typing import get_args
+
+    from xcsh_store.agent_tools.tools import Agent
+    from xcsh_store.agents import AGENTS
+
+    assert set(get_args(Agent)) == set(AGENTS)
