@@ -560,3 +560,18 @@ def test_the_mcp_tools_take_every_agent():
     from xcsh_store.agents import AGENTS
 
     assert set(get_args(Agent)) == set(AGENTS)
+
+
+def test_gemini_cwd_comes_from_the_session_context(index: SessionIndex, tmp_path: Path):
+    # As Gemini CLI writes it (its getEnvironmentContext): the first user record.
+    context = (
+        "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+        "- **Workspace Directories:**\n  - /home/dd/project\n  - /home/dd/other\n"
+        "</session_context>"
+    )
+    records = [
+        _message("c1", "user", context),
+        _message("u1", "user", "the real question"),
+    ]
+    row = _one_file(index, tmp_path, "session-ctx.jsonl", _gemini_lines(records))
+    assert (row["cwd"], row["first_message"]) == ("/home/dd/project", "the real question")

@@ -22,6 +22,8 @@ not read here.
   input, ``cached`` is cache reads, ``output`` plus ``thoughts`` is output (Google bills the
   thinking as output), ``tool`` (tool-use prompt tokens) is input. A replaced record counts
   once (its id is its usage key); rewound messages were paid for and still count.
+* The file names no cwd: the first folder of the ``<session_context>`` user record that opens
+  the conversation is the session's cwd; that record is context, searchable, not a prompt.
 * A tool call's result is written twice: inside the call and as the next ``user`` record of
   ``functionResponse`` parts; the second is the tool result entry.
 """
@@ -29,6 +31,7 @@ not read here.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import orjson
@@ -51,6 +54,12 @@ REWIND_KEY = "$rewindTo"
 SET_KEY = "$set"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
+CONTEXT_TAG = "<session_context>"
+# How the context names the workspace: its folders as a list (current releases), or a sentence
+# (older ones).
+_WORKSPACE = re.compile(
+    r"\*\*Workspace Directories:\*\*\s*\n\s*-\s*(\S[^\n]*)|working in the directory:\s*(\S[^\n]*)"
+)
 
 
 def gemini_dir() -> str:
@@ -93,6 +102,8 @@ class GeminiReader:
             found.entry["timestamp"] = timestamp
         if kind == "user":
             _user(found, value)
+            if session.cwd is None and found.qualifier == "session_context":
+                session.cwd = workspace_of(_texts(value))
         elif kind == "gemini":
             _gemini(found, value, timestamp)
         elif kind in NOTICE_TYPES:
@@ -207,10 +218,27 @@ def _user(found: AgentEntry, value: dict[str, Any]) -> None:
         }
         found.entry.update(type="message", message=message)
         return
+    texts = _texts(value)
+    if texts and texts[0].lstrip().startswith(CONTEXT_TAG):
+        # The context Gemini CLI puts before the first prompt: searchable, not a prompt.
+        found.entry.update(
+            type="custom_message", customType="session_context", content=text_blocks(texts)
+        )
+        found.qualifier = "session_context"
+        return
     shown = _texts(value, "displayContent") if "displayContent" in value else []
     found.entry.update(
-        type="message", message={"role": "user", "content": text_blocks(shown or _texts(value))}
+        type="message", message={"role": "user", "content": text_blocks(shown or texts)}
     )
+
+
+def workspace_of(texts: list[str]) -> str | None:
+    """The first workspace folder a ``<session_context>`` names (the session's cwd)."""
+    for text in texts:
+        found = _WORKSPACE.search(text)
+        if found is not None:
+            return (found.group(1) or found.group(2)).strip().rstrip(".")
+    return None
 
 
 def _response_text(response: dict[str, Any]) -> str:
