@@ -575,3 +575,23 @@ def test_gemini_cwd_comes_from_the_session_context(index: SessionIndex, tmp_path
     ]
     row = _one_file(index, tmp_path, "session-ctx.jsonl", _gemini_lines(records))
     assert (row["cwd"], row["first_message"]) == ("/home/dd/project", "the real question")
+
+
+def test_a_qwen_chat_compression_is_a_compaction(index: SessionIndex, tmp_path: Path):
+    # As Qwen Code's recordChatCompression writes it.
+    base = {"sessionId": "q1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    lines = [
+        {**base, "uuid": "a", "parentUuid": None, "type": "user",
+         "message": {"role": "user", "parts": [{"text": "first prompt"}]}},
+        {**base, "uuid": "b", "parentUuid": "a", "type": "system", "subtype": "chat_compression",
+         "systemPayload": {"info": {"originalTokenCount": 1000, "newTokenCount": 100},
+                           "compressedHistory": [{"role": "user", "parts": [
+                               {"text": "<state_snapshot>marmalade summary</state_snapshot>"}]}]}},
+    ]  # fmt: skip
+    content = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    row = _one_file(index, tmp_path, "q1.jsonl", content)
+    kinds = index.connection.execute(
+        "SELECT type FROM entries WHERE session = ? ORDER BY seq", (row["file_id"],)
+    ).fetchall()
+    assert kinds == [("message",), ("compaction",)]
+    assert [hit.session_id for hit in index.search("marmalade")] == ["q1"]

@@ -210,7 +210,7 @@ def _shutdown(
         ]
     # Input counts the cached part too (as ccusage reads it): input less cache reads is input.
     figures = (max(totals[0] - totals[2], 0), totals[1], totals[2], totals[3])
-    model = text_of(data.get("currentModel")) or session.model
+    model = session.model = text_of(data.get("currentModel")) or session.model
     cost = price_table().cost(Request(model, timestamp, *figures))
     found.model, found.provider = model, price_table().provider_of(model)
     found.usage = (*figures, number(data.get("totalPremiumRequests")), cost)

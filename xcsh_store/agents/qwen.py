@@ -10,8 +10,10 @@ content: ``message`` is ``{role: "user"|"model", parts: [...]}``.
 * ``assistant`` lines are answers: text parts, ``thought: true`` parts as thinking,
   ``functionCall`` parts as tool calls; ``model`` names the model.
 * ``tool_result`` lines hold ``functionResponse`` parts: the results, paired by call id.
-* ``system`` lines (``ui_telemetry``, ``attribution_snapshot``, ...) add no text; their
-  subtype qualifies them.
+* A ``system`` line of subtype ``chat_compression`` is a compaction: its
+  ``systemPayload.compressedHistory`` is what the model sees from then on (its summary). Other
+  ``system`` lines (``ui_telemetry``, ``attribution_snapshot``, ...) add no text; their subtype
+  qualifies them.
 * Usage is each assistant line's ``usageMetadata``: ``promptTokenCount`` less
   ``cachedContentTokenCount`` is input, the cached count is cache reads,
   ``candidatesTokenCount`` plus ``thoughtsTokenCount`` is output. The ``ui_telemetry``
@@ -36,6 +38,7 @@ from xcsh_store.agents.base import (
 from xcsh_store.agents.pricing import Request, price_table
 
 HOME_ENV = "QWEN_HOME"
+COMPRESSION = "chat_compression"
 FOLDER_VARIABLES = (HOME_ENV,)
 
 
@@ -87,6 +90,8 @@ class QwenReader:
             _assistant(found, value, parts, timestamp)
         elif kind == "tool_result":
             entry.update(type="message", message=_results(parts))
+        elif found.qualifier == COMPRESSION:
+            _compression(found, value.get("systemPayload"))
         return found
 
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
@@ -143,6 +148,19 @@ def _assistant(
         )
         found.usage = (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
         found.usage_key = f"qwen:{found.entry.get('id')}"
+
+
+def _compression(found: AgentEntry, payload: Any) -> None:
+    """A ``chat_compression`` record: the history the model sees from then on
+    (``compressedHistory``, most often one summary) is the compaction's summary."""
+    history = payload.get("compressedHistory") if type(payload) is dict else None
+    texts = [
+        text
+        for content in (history if type(history) is list else ())
+        if type(content) is dict and type(content.get("parts")) is list
+        for text in _texts([part for part in content["parts"] if type(part) is dict])
+    ]
+    found.entry.update(type="compaction", summary="\n".join(texts))
 
 
 def _results(parts: list[dict[str, Any]]) -> dict[str, Any]:
