@@ -27,45 +27,12 @@ from typing import Any
 
 import orjson
 import pytest
+from agent_homes import HOME_PLACES, lay_out_agents
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from session_builder import FIXTURES
 
 from xcsh_store.index import SessionIndex
-
-HOME_PLACES = {
-    # agent: {fixture path below FIXTURES: its place below the home}
-    "gemini": {
-        "gemini/jazzyalex__agent-sessions__jsonl_v040.jsonl":
-            ".gemini/tmp/0b7dfb12/chats/session-2026-04-29T21-39-gemini_s.jsonl",
-    },
-    "copilot": {
-        "copilot/jazzyalex__agent-sessions__small.jsonl":
-            ".copilot/session-state/copilot_stage0_small.jsonl",
-        "copilot/juspay__shooter__session.jsonl": ".copilot/session-state/sess-1.jsonl",
-        "copilot/jazzyalex__agent-sessions__aaaabbbb-1111-2222-3333-ccccddddeeee/events.jsonl":
-            ".copilot/session-state/aaaabbbb-1111-2222-3333-ccccddddeeee/events.jsonl",
-    },
-    "qwen": {
-        "qwen/Piebald-AI__splitrail__qwen_code.jsonl":
-            ".qwen/projects/-tmp-qwentest/chats/69f0814a-8bfc-4c8e-93d3-05757f17b96f.jsonl",
-        "qwen/jazzyalex__agent-sessions__019f0000-0000-7000-8000-000000000001.jsonl":
-            ".qwen/projects/-tmp-as-qwen-fixture-project/chats/"
-            "019f0000-0000-7000-8000-000000000001.jsonl",
-    },
-    "droid": {
-        "droid/jazzyalex__agent-sessions__session_store_small.jsonl":
-            ".factory/sessions/-tmp/droid_s1.jsonl",
-    },
-    "cursor": {
-        "cursor/jazzyalex__agent-sessions__small.jsonl":
-            ".cursor/projects/tmp-repo/agent-transcripts/small/small.jsonl",
-        "cursor/jazzyalex__agent-sessions__subagent/parent.jsonl":
-            ".cursor/projects/tmp-repo/agent-transcripts/parent/parent.jsonl",
-        "cursor/jazzyalex__agent-sessions__subagent/subagents/child.jsonl":
-            ".cursor/projects/tmp-repo/agent-transcripts/parent/subagents/child.jsonl",
-    },
-}  # fmt: skip
 
 # fixture: (agent, session id, entries, tree entries, roots, title, models,
 #           (input, output, cache read, cache write, premium requests), a searchable word)
@@ -130,21 +97,9 @@ def _home() -> Path:
     return Path(os.environ["HOME"])
 
 
-def _lay_out(agents: tuple[str, ...] = tuple(HOME_PLACES)) -> list[Path]:
-    """Copy the fixtures of ``agents`` where each agent keeps them, below the test's home."""
-    placed = []
-    for agent in agents:
-        for source, place in HOME_PLACES[agent].items():
-            target = _home() / place
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(FIXTURES / source, target)
-            placed.append(target)
-    return placed
-
-
 @pytest.fixture
 def laid_out(index: SessionIndex) -> SessionIndex:
-    _lay_out()
+    lay_out_agents(_home())
     index.sync(workers=1)
     return index
 
@@ -339,7 +294,7 @@ def _agent_folders() -> list[Path]:
 
 
 def test_sync_gc_and_repair_write_nothing_in_the_agents_folders(index: SessionIndex):
-    _lay_out()
+    lay_out_agents(_home())
     folders = [path for root in _agent_folders() for path in [root, *root.rglob("*")]]
     for path in sorted(folders, key=lambda path: len(path.parts), reverse=True):
         path.chmod(0o555 if path.is_dir() else 0o444)
@@ -535,7 +490,7 @@ def _cli(agent_dir: Path, *args: str) -> str:
 
 
 def test_the_verbs_answer_for_every_agent(agent_dir: Path):
-    _lay_out()
+    lay_out_agents(_home())
     _cli(agent_dir, "sync", "--init", "--workers", "1")
     listed = orjson.loads(_cli(agent_dir, "ls", "--limit", "0", "--json"))
     assert sorted({item["agent"] for item in listed}) == [
