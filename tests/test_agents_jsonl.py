@@ -550,3 +550,32 @@ def test_a_qwen_chat_compression_is_a_compaction(index: SessionIndex, tmp_path: 
     ).fetchall()
     assert kinds == [("message",), ("compaction",)]
     assert [hit.session_id for hit in index.search("marmalade")] == ["q1"]
+
+
+def test_watch_reads_appends_and_writes_nothing_in_the_agents_folders(agent_dir: Path):
+    pytest.importorskip("watchfiles")
+    from test_watch import Watch
+
+    placed = lay_out_agents(_home())
+    (agent_dir / "sessions").mkdir(parents=True)
+    gemini = next(path for path in placed if ".gemini" in path.parts)
+    before = {name: value for root in _agent_folders() for name, value in
+              _snapshot(root).items()}  # fmt: skip
+    running = Watch(agent_dir)
+    try:
+        appended = _message("late-1", "user", "periwinkle asked while watched")
+        with gemini.open("ab") as stream:
+            stream.write(orjson.dumps(appended) + b"\n")
+        running.wait_for(
+            lambda line: line["change"] == "indexed" and line.get("path") == str(gemini)
+        )
+        assert running.stop() == 0
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert [hit.session_id for hit in index.search("periwinkle")] == ["gemini_stage0_jsonl"]
+    after = {name: value for root in _agent_folders() for name, value in
+             _snapshot(root).items()}  # fmt: skip
+    del before[str(gemini)], after[str(gemini)]  # the one file appended to (by the "agent")
+    assert after == before
