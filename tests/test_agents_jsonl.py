@@ -579,3 +579,33 @@ def test_watch_reads_appends_and_writes_nothing_in_the_agents_folders(agent_dir:
              _snapshot(root).items()}  # fmt: skip
     del before[str(gemini)], after[str(gemini)]  # the one file appended to (by the "agent")
     assert after == before
+
+
+def test_a_cursor_prompt_is_its_user_query(index: SessionIndex, tmp_path: Path):
+    # As in the real transcript the fixtures README describes.
+    lines = [
+        {"role": "user", "message": {"content": [{"type": "text", "text":
+            "<user_query>\nfix the flaky tangerine test\n</user_query>\n"
+            "<attached_files>\nsrc/app.py\n</attached_files>"}]}},
+        {"role": "assistant", "message": {"content": [{"type": "text", "text": "[REDACTED]"},
+                                                      {"type": "text", "text": "Fixed."}]}},
+    ]  # fmt: skip
+    content = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    row = _one_file(index, tmp_path, "c1.jsonl", content)
+    assert row["first_message"] == "fix the flaky tangerine test"
+    assert index.search("REDACTED") == [] and index.search("attached") == []
+
+
+def test_a_gemini_subagent_chat_names_its_parent(index: SessionIndex, tmp_path: Path):
+    # chats/<parent session id>/<session id>.jsonl, as Gemini CLI keeps a subagent's chat.
+    folder = tmp_path / "tmp" / "project" / "chats" / "parent-session"
+    folder.mkdir(parents=True)
+    meta = {"sessionId": "child", "projectHash": "ab", "startTime": "2026-01-01T00:00:00.000Z",
+            "kind": "subagent"}  # fmt: skip
+    (folder / "child.jsonl").write_bytes(orjson.dumps(meta) + b"\n")
+    index.add_root(str(tmp_path / "tmp"))
+    index.sync(workers=1)
+    found = index.connection.execute(
+        "SELECT session_id, parent_session_id, agent FROM sessions"
+    ).fetchall()
+    assert found == [("child", "parent-session", "gemini")]

@@ -7,12 +7,15 @@ blocks or a string; a ``{"type": "turn_ended"}`` line may follow a turn. The tra
 no ids, no timestamps, no model and no usage: entries get ids in file order (each the child of
 the one before), the session's times are the file's (its modified time; no creation time),
 and Cursor sessions show no model and no usage. The CLI's ``~/.cursor/chats/*/store.db``
-(SQLite) is not read.
+(SQLite) is not read. A user turn's prompt is the text of its ``<user_query>`` (the attached
+files and links Cursor adds beside it are not); ``[REDACTED]`` blocks (hidden reasoning) add
+no text.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from xcsh_store.agents.base import (
@@ -25,6 +28,8 @@ from xcsh_store.agents.base import (
 
 SUBAGENTS_DIRNAME = "subagents"
 TURN_ENDED = "turn_ended"
+REDACTED = "[REDACTED]"
+_USER_QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
 
 
 class CursorReader:
@@ -59,11 +64,31 @@ class CursorReader:
         if kind is None and type(message) is dict:
             converted = anthropic_message(value.get("role"), message.get("content"))
             if converted is not None:
-                found.entry.update(type="message", message=converted)
+                found.entry.update(type="message", message=_as_typed(converted))
         return found
 
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         return None
+
+
+def _as_typed(message: dict[str, Any]) -> dict[str, Any]:
+    """A user turn as the user typed it: the text of its ``<user_query>`` (Cursor wraps the
+    prompt in it, next to ``<attached_files>`` and ``<external_links>``); an assistant turn
+    without the ``[REDACTED]`` blocks that stand for hidden reasoning."""
+    content = message["content"]
+    if message["role"] == "user":
+        queries = [
+            found.group(1).strip()
+            for block in content
+            if block.get("type") == "text"
+            for found in _USER_QUERY.finditer(block["text"])
+        ]
+        if queries:
+            return {**message, "content": [{"type": "text", "text": query} for query in queries]}
+    elif message["role"] == "assistant":
+        kept = [block for block in content if block.get("text") != REDACTED]
+        return {**message, "content": kept}
+    return message
 
 
 READER = CursorReader()
