@@ -189,9 +189,10 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index the sessions folders of Claude Code, Codex, pi and oh-my-pi (~/.claude/projects,"
-    " ~/.codex/sessions, ~/.pi/agent/sessions, ~/.omp/agent/sessions, or where their variables"
-    " move them) when they exist (the default), or stop (remembered).",
+    help="Index the sessions folders of the other agents (Claude Code, Codex, Gemini CLI, Copilot"
+    " CLI, Qwen Code, Droid, Cursor, pi, oh-my-pi: ~/.claude/projects, ~/.codex/sessions, ...,"
+    " or where their variables move them; docs/agents.md) when they exist (the default), or"
+    " stop (remembered).",
 )
 @click.option(
     "--workers",
