@@ -220,7 +220,7 @@ def test_gemini_rewind_branches_and_a_replaced_record_counts_once(
     ]
     row = _one_file(index, tmp_path, "session-g1.jsonl", _gemini_lines(records))
     tree = index.tree(row["file_id"])
-    # u1 -> a1 -> {u2 -> a2 (left behind), $rewindTo:u2 -> u3}
+    # u1 -> a1 -> {u2 -> a2 (left behind), $rewindTo:u2:4 -> u3}
     assert len(tree.roots) == 1
     assert sorted(len(children) for children in tree.children.values() if children) == [1, 1, 1, 2]
     assert row["title"] == "Rewound chat"
@@ -230,6 +230,11 @@ def test_gemini_rewind_branches_and_a_replaced_record_counts_once(
     )  # fmt: skip
     assert [hit.session_id for hit in index.search("abandoned")] == ["g1"]
     assert index.verify().clean
+    # show --context: the path to the leaf, as the index holds it (a record names no parent).
+    context = index.context(row["file_id"])
+    texts = [part["text"] for message in context.messages for part in message["content"]
+             if part.get("type") == "text"]  # fmt: skip
+    assert texts == ["first question", "first answer", "second question asked again"]
 
 
 def test_gemini_checkpoint_continues_from_its_last_message(index: SessionIndex, tmp_path: Path):
@@ -244,10 +249,9 @@ def test_gemini_checkpoint_continues_from_its_last_message(index: SessionIndex, 
     ]  # fmt: skip
     row = _one_file(index, tmp_path, "session-g2.jsonl", _gemini_lines(records))
     tree = index.tree(row["file_id"])
-    # u1 -> a1 -> {u2, $set:x9 (a root: x9 is no record) -> u4}
-    checkpoint = [entry for entry in tree.entries if entry == "$set:x9"]
-    assert checkpoint and tree.children["$set:x9"] == ["u4"]
-    assert sorted(tree.children["a1"]) == ["u2"] and "$set:x9" in tree.roots
+    # u1 -> a1 -> {u2, $set:x9:3 (a root: x9 is no record) -> u4}
+    assert tree.children["$set:x9:3"] == ["u4"]
+    assert sorted(tree.children["a1"]) == ["u2"] and "$set:x9:3" in tree.roots
     assert index.search("zeppelin") == []  # its messages are not searchable twice
     assert index.verify().clean
 

@@ -34,8 +34,8 @@ class SessionFacts:
     # The model of the current turn (Codex names it in turn_context lines, not in responses).
     model: str | None = None
     # Formats whose records name no parent (Gemini CLI): the id of the entry the next record
-    # continues from, and the parent of each entry with an id read so far (a resumed read
-    # gets both back from the index: the session's last entry id, and every entry's parent).
+    # continues from, and the parent of each entry with an id read so far (a resumed read of
+    # a reader that ``remembers_parents`` gets both back from the index).
     leaf: str | None = None
     parents: dict[str, str | None] = field(default_factory=dict)
 

@@ -11,8 +11,11 @@ not read here.
   one before. A record whose id was seen before replaces that one (the index keeps the later
   line) and keeps its place in the tree.
 * ``{"$rewindTo": id}`` drops that message and every later one: what follows branches from the
-  message's parent. The rewind is an entry of its own (``$rewindTo:<id>``), a child of that
-  parent, so the tree keeps the dropped messages as the branch left behind.
+  message's parent. The rewind is an entry of its own (``$rewindTo:<id>:<n>``, ``n`` the count
+  of ids before it, so that two rewinds to one message are two entries), a child of that
+  parent, so the tree keeps the dropped messages as the branch left behind. (Rewinds and
+  checkpoints hold no text: their ids may depend on earlier lines, and ``show`` takes every
+  entry's id and parent from the index, not from its line alone.)
 * ``{"$set": {"messages": [...]}}`` is a checkpoint that replaces everything before it: what
   follows continues from its last message (through a ``checkpoint`` entry). The checkpoint
   adds no text: its messages were records before (a message known only from a checkpoint is
@@ -166,7 +169,7 @@ def _set(fields: Any, session: SessionFacts) -> AgentEntry:
     found.entry = {"type": "checkpoint"}
     found.qualifier = "checkpoint"
     if last is not None:
-        checkpoint = f"{SET_KEY}:{last}"
+        checkpoint = f"{SET_KEY}:{last}:{len(session.parents)}"
         found.entry.update(id=checkpoint, parentId=last)
         session.parents[checkpoint] = last
         session.leaf = checkpoint
@@ -177,7 +180,7 @@ def _rewind(target: str | None, session: SessionFacts) -> AgentEntry:
     found = AgentEntry({"type": REWIND_KEY}, qualifier="rewind")
     if target is None:
         return found
-    rewind = f"{REWIND_KEY}:{target}"
+    rewind = f"{REWIND_KEY}:{target}:{len(session.parents)}"
     # (A message the file never held: what follows starts a tree of its own.)
     parent = session.parents.get(target)
     found.entry.update(id=rewind, parentId=parent)

@@ -10,12 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import (
-    XCSH_AGENTS,
-    AgentReader,
-    SessionFacts,
-    reader_named,
-)
+from xcsh_store.agents import XCSH_AGENTS, AgentReader, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -599,13 +594,13 @@ def _session_facts(
     it (the reader carries on from there)."""
     facts = SessionFacts(path)
     found = connection.execute(
-        "SELECT session_id, cwd, created_at, parent_session, parent_session_id, last_entry_id"
-        " FROM sessions WHERE file_id = ?",
+        "SELECT session_id, cwd, created_at, parent_session, parent_session_id FROM sessions"
+        " WHERE file_id = ?",
         (file_id,),
     ).fetchall()
     if found:
         (facts.session_id, facts.cwd, facts.created_at, facts.parent_session,
-         facts.parent_session_id, facts.leaf) = found[0]  # fmt: skip
+         facts.parent_session_id) = found[0]  # fmt: skip
         if facts.parent_session_id is not None and facts.created_at is not None:
             facts.replay_second = facts.created_at[:19]
     if reader.remembers_parents:
