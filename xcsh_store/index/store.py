@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
+from xcsh_store.agents import agent_session_roots
 from xcsh_store.errors import HistoryError, IndexDatabaseError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
-from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
+from xcsh_store.homes import get_agent_history_files, get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
@@ -219,7 +220,7 @@ class SessionIndex:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
         agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
         themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
-        found = get_agent_session_roots()
+        found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
             "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
@@ -230,7 +231,7 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
-        return [folder for folder in get_agent_session_roots() if os.path.isdir(folder)]
+        return [folder for folder in agent_session_roots() if os.path.isdir(folder)]
 
     @property
     def finds_agent_roots(self) -> bool:

@@ -175,6 +175,7 @@ def usage_json(row: UsageRow) -> dict[str, Any]:
         "cost": row.cost,
         "estimated_cost_entries": row.estimated,
         "unpriced_entries": row.unpriced,
+        "premium_requests": row.premium_requests,
     }
 
 

@@ -162,9 +162,10 @@ def usage_command(
     """Tokens and cost per day, week, month, model, provider, project, session or agent.
 
     Each entry counts once, even when forked sessions hold copies of it, and a response Claude
-    Code streamed as several lines once. Claude Code and Codex write no costs: theirs are
-    estimates from list prices (said below the table); a model without a known price adds
-    tokens but no cost, and is counted as unpriced.
+    Code streamed as several lines once. The other agents (Claude Code, Codex, Gemini CLI,
+    Copilot CLI, Qwen Code, ...) write no costs: theirs are estimates from list prices (said
+    below the table); a model without a known price adds tokens but no cost, and is counted as
+    unpriced. --json rows also carry Copilot CLI's premium requests.
 
     \b
     Examples:

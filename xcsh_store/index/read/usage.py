@@ -55,6 +55,8 @@ class UsageRow:
     # agents/pricing.py), and entries of a model without a price (their cost is not in ``cost``).
     estimated: int = 0
     unpriced: int = 0
+    # GitHub Copilot CLI's premium requests (its sessions' shutdown totals).
+    premium_requests: float = 0
 
     @property
     def tokens(self) -> int:
@@ -81,6 +83,7 @@ def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
         cost=sum(costs) if costs or not rows else None,
         estimated=sum(row.estimated for row in rows),
         unpriced=sum(row.unpriced for row in rows),
+        premium_requests=sum(row.premium_requests for row in rows),
     )
 
 
@@ -113,7 +116,8 @@ def usage_rows(
         f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
         " sum(cache_read_tokens), sum(cache_write_tokens),"
         " CASE WHEN count(*) > sum(cost IS NULL) THEN total(cost) END,"
-        f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL)"
+        f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL),"
+        " total(premium_requests)"
         f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
         arguments,
     )
@@ -125,6 +129,7 @@ def usage_rows(
             keys=tuple(row[:width]),
             estimated=row[width + 6],
             unpriced=row[width + 7],
+            premium_requests=row[width + 8],
         )
         for row in rows
     ]
