@@ -3,8 +3,8 @@ any a third-party package registers), each owning its facts, behind one interfac
 found through the entry point group ``xcsh_store.agents`` (registry.py). Adding an agent is one
 module and one entry point (docs/architecture.md).
 
-``AGENTS``, ``OTHER_AGENTS``, ``ESTIMATED_AGENTS`` and ``READERS`` are read from the registry
-when first asked for (the plugins are loaded then, once)."""
+``AGENTS``, ``OTHER_AGENTS``, ``ESTIMATED_AGENTS``, ``FOLDER_VARIABLES`` and ``READERS`` are
+read from the registry when first asked for (the plugins are loaded then, once)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from xcsh_store.agents.base import (
     KINDS,
+    UNKNOWN_VERSION_PREFIX,
     Agent,
     AgentEntry,
     AgentReader,
@@ -28,9 +29,11 @@ from xcsh_store.homes import agent_folders, xcsh_family_roots
 __all__ = [
     "AGENTS",
     "ESTIMATED_AGENTS",
+    "FOLDER_VARIABLES",
     "KINDS",
     "OTHER_AGENTS",
     "READERS",
+    "UNKNOWN_VERSION_PREFIX",
     "UNREAD_TYPE",
     "XCSH_AGENTS",
     "Agent",
@@ -64,6 +67,8 @@ def __getattr__(name: str) -> Any:
         return tuple(agent.name for agent in agents())
     if name == "ESTIMATED_AGENTS":
         return tuple(agent.name for agent in agents() if not agent.records_costs)
+    if name == "FOLDER_VARIABLES":
+        return folder_variables()
     if name == "AGENTS":
         return (*XCSH_AGENTS, *(agent.name for agent in agents()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

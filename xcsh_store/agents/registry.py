@@ -101,7 +101,10 @@ class _Adopted(Agent):
     def __init__(self, reader: Any) -> None:
         self.reader = reader
         self.name = reader.name  # type: ignore[misc]
-        facts = ("label", "kind", "has_ids", "folder_variables", "records_costs", "order", "where")
+        facts = (
+            "label", "kind", "has_ids", "remembers_parents", "folder_variables",
+            "records_costs", "order", "where",
+        )  # fmt: skip
         for fact in facts:
             if hasattr(reader, fact):
                 setattr(self, fact, getattr(reader, fact))

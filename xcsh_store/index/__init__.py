@@ -97,6 +97,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.read.usage": (
             "USAGE_GROUPS",
+            "BillingBlock",
             "DuplicateSession",
             "UsageRow",
             "joined_key",
@@ -129,6 +130,7 @@ __all__ = [
     "USAGE_COLUMNS",
     "USAGE_GROUPS",
     "WINDOW",
+    "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.read.usage import DuplicateSession, UsageRow
+    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
@@ -505,6 +505,18 @@ class SessionIndex:
         """
         return sessions.find_session(self, prefix)
 
+    @_entry_point
+    def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
+        """The sessions (at most ``limit``) that say they are subagents or forks of
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        found = self._session(session)
+        rows = self.connection.execute(
+            "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+            " ORDER BY path LIMIT ?",
+            (found.id, found.path, limit),
+        ).fetchall()
+        return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
+
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
         if isinstance(session, IndexedSession):
             return session
@@ -700,6 +712,20 @@ class SessionIndex:
         from xcsh_store.index.read.usage import usage_rows
 
         return usage_rows(self.connection, by, since, until, agents, zone)
+
+    @_entry_point
+    def billing_blocks(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> list[BillingBlock]:
+        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
+        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        from xcsh_store.index.read.usage import billing_blocks
+
+        return billing_blocks(self.connection, since, until, agents, now)
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
