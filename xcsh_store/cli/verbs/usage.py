@@ -52,8 +52,8 @@ def cost_note(totals: UsageRow) -> str:
     parts = []
     if totals.estimated:
         parts.append(
-            f"{totals.estimated:,} entries' cost is estimated ({agents_in_words(estimated=True)}"
-            " record tokens, not costs): `xcsh-store prices` shows each price and its source"
+            f"{totals.estimated:,} entries' cost is estimated (their agents record tokens, not"
+            " costs): `xcsh-store prices` shows each price and its source"
         )
     if totals.unpriced:
         parts.append(
