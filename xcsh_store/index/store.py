@@ -69,7 +69,7 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
-        args = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
+        storable = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
         for name, value in kwargs.items():
             if isinstance(value, str):
                 kwargs[name] = well_formed(value)
@@ -77,7 +77,8 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
             database.errors_explained(index.db_path),
             database.type_confusion_as_damage(index.connection),
         ):
-            return method(*args, **kwargs)  # type: ignore[arg-type]
+            # The same arguments, their text made storable: the checker cannot see that.
+            return method(*storable, **kwargs)  # type: ignore[arg-type]
 
     return wrapper
 
@@ -402,7 +403,7 @@ class SessionIndex:
     def _write_stamp(self) -> tuple[int, int]:
         """Changes when anything writes index.db: another connection (PRAGMA data_version)
         or this one (its count of changed rows)."""
-        ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
+        ((version,),) = list(self.connection.execute("PRAGMA data_version"))
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(
