@@ -315,7 +315,7 @@ def _fold(
     point: ShownEntry,
     session: IndexedSession,
     tree: SessionTree,
-    on_path: set[str],
+    on_path: set[str | None],
     labels: dict[str, str],
     budget: ReadBudget,
 ) -> None:
@@ -354,8 +354,8 @@ def _shown(
             entry = _unread(row)
         else:
             entry = _entry(row, value, _blocks(session, value), 0, ENTRY_SHOWN)
-        entry.label = labels.get(entry.id)
-        entry.siblings = len(tree.children.get(row.id, []))
+        entry.label = labels.get(entry.id) if entry.id is not None else None
+        entry.siblings = len(tree.children.get(row.id, [])) if row.id is not None else 0
         shown.append(entry)
     return shown
 
@@ -624,7 +624,7 @@ def tokens(row: Any) -> int:
 def usage_totals(rows: list[Any]) -> dict[str, float | None]:
     """The sums of every column of the usage table."""
     columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens")
-    totals: dict[str, float] = {
+    totals: dict[str, float | None] = {
         column: sum(getattr(row, column) for row in rows)
         for column in (*columns, "cache_write_tokens")
     }
