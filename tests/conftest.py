@@ -1,6 +1,7 @@
 """Shared fixtures: every test runs with its own home, agent dir and agents' folders, none of
 them the machine's (isolation.py), and a pinned terminal id; an index over the agent dir, one
-with two small sessions synced, and the real agents' fixtures laid out in the home."""
+with two small sessions synced, and the real agents' fixtures laid out in the home. And the
+Hypothesis profiles: ``ci`` (the default) and ``stress`` (fuzzing.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fuzzing import examples, profile
+from hypothesis import HealthCheck, settings
 from isolation import REMOVED, isolate, isolated_environment
 from real_home import RealHome, lay_out_home
 from session_builder import header, message, sessions_dir, write_session
 from store_checks import SmallDisk, mount_small_disk
 
 from xcsh_store.index import SessionIndex
+
+# Hypothesis (fuzzing.py says why): the same examples on every run in CI, new and many more
+# in the stress run. A slow example (a loaded machine) fails neither.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile(
+    "stress",
+    max_examples=examples(settings.default.max_examples),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.load_profile(profile())
 
 # The home of everything that runs outside a test (collection, module-scoped fixtures).
 _RUN_HOME = Path(tempfile.mkdtemp(prefix="xcsh-store-tests-"))
