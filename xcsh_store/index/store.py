@@ -403,7 +403,7 @@ class SessionIndex:
     def _write_stamp(self) -> tuple[int, int]:
         """Changes when anything writes index.db: another connection (PRAGMA data_version)
         or this one (its count of changed rows)."""
-        ((version,),) = list(self.connection.execute("PRAGMA data_version"))
+        ((version,),) = self.connection.execute("PRAGMA data_version")
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(

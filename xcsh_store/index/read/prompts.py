@@ -104,7 +104,7 @@ def _content_signature(source: apsw.Connection, history_db: str) -> str:
     """
     ((count, newest),) = source.execute("SELECT count(*), coalesce(max(id), 0) FROM history")
     counters: list[tuple[int]] = []
-    if list(source.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'")):
+    if source.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchall():
         counters = list(source.execute("SELECT seq FROM sqlite_sequence WHERE name = 'history'"))
     counter = counters[0][0] if counters else None
     return f"{os.stat(history_db).st_ino}:{counter}:{count}:{newest}"

@@ -395,7 +395,7 @@ def list_sessions(
     if limit is not None:
         sql += " LIMIT ?"
         arguments.append(limit)
-    rows = list(index.connection.execute(sql, arguments))
+    rows = index.connection.execute(sql, arguments).fetchall()
     listing = Listing(index, rows)
     index.listings.add(listing)
     return [IndexedSession(row, listing) for row in rows]

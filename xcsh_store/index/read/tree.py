@@ -255,13 +255,11 @@ class ListPath(EntryPath):
 def entry_path(connection: apsw.Connection, file_id: int, leaf_id: str) -> EntryPath:
     """The path from the root to ``leaf_id``: by chains when the file has trustworthy ones,
     else by one recursive walk over the parent links."""
-    found = list(
-        connection.execute(
-            "SELECT e.chain, f.chained FROM entries AS e JOIN files AS f ON f.id = e.session"
-            " WHERE e.session = ? AND e.id = ?",
-            (file_id, leaf_id),
-        )
-    )
+    found = connection.execute(
+        "SELECT e.chain, f.chained FROM entries AS e JOIN files AS f ON f.id = e.session"
+        " WHERE e.session = ? AND e.id = ?",
+        (file_id, leaf_id),
+    ).fetchall()
     if not found:
         raise EntryNotFoundError(leaf_id)
     chain, chained = found[0]

@@ -202,8 +202,8 @@ class Verifier:
                 " WHERE e.session = ? ORDER BY e.seq, r.hash",
             ),
         ):
-            ours = list(self.connection.execute(query, (file_id,)))
-            fresh = list(self.scratch.execute(query, (scratch_id,)))
+            ours = self.connection.execute(query, (file_id,)).fetchall()
+            fresh = self.scratch.execute(query, (scratch_id,)).fetchall()
             if ours != fresh:
                 found.append(_describe_difference(label, ours, fresh))
         if not found:

@@ -588,10 +588,8 @@ def _resumed_state(
             values[0], values[1], values[2], values[3], list(values[4:10]), values[10],
             activity_at=values[11],
         )  # fmt: skip
-    ((lines, skipped_count, skipped_lines),) = list(
-        connection.execute(
-            "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
-        )
+    ((lines, skipped_count, skipped_lines),) = connection.execute(
+        "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
     )
     state.lines = lines
     state.skipped = SkippedLines(skipped_count, orjson.loads(skipped_lines or "[]"))

@@ -38,10 +38,8 @@ def stale_count(connection: apsw.Connection) -> int:
 def leave_behind(connection: apsw.Connection, keys_sql: str, keys: tuple[object, ...]) -> None:
     """Count the search rows of the entries ``keys_sql`` selects as stale (call it in the
     transaction that deletes those entries, before it does)."""
-    ((count,),) = list(
-        connection.execute(
-            f"SELECT count(*) FROM entries_fts_docsize WHERE id IN ({keys_sql})", keys
-        )
+    ((count,),) = connection.execute(
+        f"SELECT count(*) FROM entries_fts_docsize WHERE id IN ({keys_sql})", keys
     )
     if count:
         set_meta(connection, STALE_KEY, str(stale_count(connection) + count))
@@ -87,11 +85,9 @@ def _stale_rows_with_terms(connection: apsw.Connection) -> list[tuple[int, str]]
     connection.execute(f"CREATE TEMP TABLE stale_keys AS {STALE_ROWS}")
     try:
         terms = dict(
-            list(
-                connection.execute(
-                    "SELECT doc, group_concat(term, ' ') FROM temp.entries_instances"
-                    " WHERE doc IN (SELECT id FROM temp.stale_keys) GROUP BY doc"
-                )
+            connection.execute(
+                "SELECT doc, group_concat(term, ' ') FROM temp.entries_instances"
+                " WHERE doc IN (SELECT id FROM temp.stale_keys) GROUP BY doc"
             )
         )
         keys = list(connection.execute("SELECT id FROM temp.stale_keys"))

@@ -113,11 +113,11 @@ def check_summary_titles(connection: apsw.Connection) -> dict[str, str]:
     """The Claude sessions whose title is not what the rule gives (path -> what differs):
     verify's check of what no single file decides."""
     wrong = {}
-    for session in list(connection.execute(_CLAUDE_SESSION)):
+    for session in connection.execute(_CLAUDE_SESSION).fetchall():
         wanted = _title_of(connection, session)
         if wanted != (session[3], session[4], session[5]):
-            ((path,),) = list(
-                connection.execute("SELECT path FROM sessions WHERE file_id = ?", (session[0],))
+            ((path,),) = connection.execute(
+                "SELECT path FROM sessions WHERE file_id = ?", (session[0],)
             )
             wrong[path] = (
                 f"title: {session[3]!r} ({session[4]}), its summary lines give {wanted[0]!r}"

@@ -221,7 +221,7 @@ def _few_collections() -> Iterator[None]:
 @contextlib.contextmanager
 def _checkpoints_every(connection: apsw.Connection, pages: int) -> Iterator[None]:
     """SQLite's automatic checkpoints every ``pages`` pages of write-ahead log, for a while."""
-    ((previous,),) = list(connection.execute("PRAGMA wal_autocheckpoint"))
+    ((previous,),) = connection.execute("PRAGMA wal_autocheckpoint")
     connection.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
     try:
         yield
