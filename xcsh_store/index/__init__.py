@@ -93,14 +93,13 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,
+        BillingBlock,
         UsageRow,
         joined_key,
         usage_groups,
         usage_total,
     )
-    from xcsh_store.index.read.usage import (
-        DuplicateSession as DuplicateSession,
-    )
+    from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
     from xcsh_store.index.upkeep.gc import GcReport
     from xcsh_store.index.upkeep.outside_readers import (
         OutsideReader,
@@ -173,6 +172,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.read.usage": (
             "USAGE_GROUPS",
+            "BillingBlock",
             "DuplicateSession",
             "UsageRow",
             "joined_key",
@@ -205,6 +205,7 @@ __all__ = [
     "USAGE_COLUMNS",
     "USAGE_GROUPS",
     "WINDOW",
+    "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",

@@ -32,9 +32,7 @@ if TYPE_CHECKING:
         TeamIndexError,
         TeamTimeoutError,
     )
-    from xcsh_store.team.errors import (
-        TeamUnavailableError as TeamUnavailableError,
-    )
+    from xcsh_store.team.errors import TeamUnavailableError as TeamUnavailableError
     from xcsh_store.team.parquet import ExportReport, export_parquet
     from xcsh_store.team.reader import USAGE_GROUPS, TeamIndex, TeamSession
     from xcsh_store.team.server import connect, schema_version
