@@ -70,7 +70,7 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
-        args = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
+        storable = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
         for name, value in kwargs.items():
             if isinstance(value, str):
                 kwargs[name] = well_formed(value)
@@ -78,7 +78,8 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
             database.errors_explained(index.db_path),
             database.type_confusion_as_damage(index.connection),
         ):
-            return method(*args, **kwargs)  # type: ignore[arg-type]
+            # The same arguments, their text made storable: the checker cannot see that.
+            return method(*storable, **kwargs)  # type: ignore[arg-type]
 
     return wrapper
 
@@ -456,7 +457,7 @@ class SessionIndex:
     def _write_stamp(self) -> tuple[int, int]:
         """Changes when anything writes index.db: another connection (PRAGMA data_version)
         or this one (its count of changed rows)."""
-        ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
+        ((version,),) = self.connection.execute("PRAGMA data_version")
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(
@@ -510,11 +511,13 @@ class SessionIndex:
         """The sessions (at most ``limit``) that say they are subagents or forks of
         ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
         found = self._session(session)
-        rows = self.connection.execute(
-            "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
-            " ORDER BY path LIMIT ?",
-            (found.id, found.path, limit),
-        ).fetchall()
+        rows = list(
+            self.connection.execute(
+                "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+                " ORDER BY path LIMIT ?",
+                (found.id, found.path, limit),
+            )
+        )
         return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
 
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
