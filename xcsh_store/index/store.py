@@ -9,6 +9,7 @@ import fcntl
 import functools
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -18,10 +19,18 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
-from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
 from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
 from xcsh_store.index import db as database
+from xcsh_store.index.fresh import (
+    BUSY,
+    SYNC_LOCK_SUFFIX,
+    SYNCED,
+    WATCHED,
+    Freshness,
+    is_watched,
+)
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
 from xcsh_store.index.read.sessions import IndexedSession
@@ -268,16 +277,35 @@ class SessionIndex:
     # -- sync -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _sync_lock(self) -> Iterator[None]:
-        """One sync at a time per index; a second one waits, then finds little left to do."""
+    def _sync_lock(self, wait: bool = True) -> Iterator[bool]:
+        """One sync at a time per index; a second one waits, then finds little left to do.
+        With ``wait`` false, yields whether the lock was free (and is now held)."""
         lock = os.open(
-            self.db_path + ".sync-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+            self.db_path + SYNC_LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
         )
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                free = False
+            else:
+                free = True
+            yield free
         finally:
             os.close(lock)  # releases the lock
+
+    @_entry_point
+    def refresh(self) -> Freshness:
+        """Bring the index up to date before a read answers: a sync (an unchanged file costs a
+        stat), unless a watch keeps the index current (``watched``) or another process is
+        syncing it now (``busy``: the read answers from what the index holds, never waits)."""
+        self._require_writable()
+        if is_watched(self.db_path):
+            return Freshness(WATCHED)
+        with self._sync_lock(wait=False) as free:
+            if not free:
+                return Freshness(BUSY)
+            return Freshness(SYNCED, self._sync_locked())
 
     @_entry_point
     def sync(
@@ -765,6 +793,61 @@ class SessionIndex:
             history_prompts=scalar("SELECT count(*) FROM history"),
             last_sync=database.get_meta(self.connection, "last_sync"),
         )
+
+
+# How often, at most, a long-running reader (serve, mcp) syncs before it answers.
+REFRESH_SECONDS = 2.0
+
+
+class Refresher:
+    """Fresh answers for a long-running reader (``serve``, ``mcp``): :meth:`refresh` brings the
+    index of ``agent_dir`` up to date before a read, at most once every ``every`` seconds,
+    unless a watch keeps it current. Thread-safe: a read that comes while another's sync runs
+    waits for it, then answers from what it wrote."""
+
+    def __init__(self, agent_dir: str, every: float = REFRESH_SECONDS) -> None:
+        self.agent_dir = os.path.abspath(agent_dir)
+        self.db_path = get_index_db_path(self.agent_dir)
+        self.every = every
+        self._index: SessionIndex | None = None
+        self._identity: tuple[int, int] | None = None
+        self._synced_at: float | None = None
+        self._lock = threading.Lock()
+
+    def refresh(self) -> Freshness | None:
+        """What the index's refresh did; None when it was done less than ``every`` seconds
+        ago, or could not be (the reason is logged: the read answers from what is there)."""
+        with self._lock:
+            if self._synced_at is not None and time.monotonic() - self._synced_at < self.every:
+                return None
+            try:
+                return self._opened().refresh()
+            except (XcshStoreError, OSError, apsw.Error) as error:
+                log.warning("index.db could not be brought up to date: %s", error)
+                return None
+            finally:
+                self._synced_at = time.monotonic()
+
+    def _opened(self) -> SessionIndex:
+        """The index, kept open between reads (a sync of unchanged files then reads no rows
+        of the files table again); opened afresh when index.db was deleted or replaced."""
+        try:
+            info = os.stat(self.db_path)
+            identity: tuple[int, int] | None = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            identity = None
+        if self._index is not None and identity != self._identity:
+            self.close()
+        if self._index is None:
+            self._index = SessionIndex.open(self.agent_dir)
+            info = os.stat(self.db_path)
+            self._identity = (info.st_dev, info.st_ino)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
 
 def _open_for_reading(db_path: str) -> apsw.Connection:
