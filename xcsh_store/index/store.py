@@ -298,14 +298,16 @@ class SessionIndex:
     def refresh(self) -> Freshness:
         """Bring the index up to date before a read answers: a sync (an unchanged file costs a
         stat), unless a watch keeps the index current (``watched``) or another process is
-        syncing it now (``busy``: the read answers from what the index holds, never waits)."""
+        syncing it now (``busy``: the read answers from what the index holds, never waits).
+        One that finds nothing changed writes nothing, not even the time of the last sync: a
+        read verb then costs no write to index.db (nor the checkpoint of it on close)."""
         self._require_writable()
         if is_watched(self.db_path):
             return Freshness(WATCHED)
         with self._sync_lock(wait=False) as free:
             if not free:
                 return Freshness(BUSY)
-            return Freshness(SYNCED, self._sync_locked())
+            return Freshness(SYNCED, self._sync_locked(record_time=False))
 
     @_entry_point
     def sync(
@@ -323,26 +325,37 @@ class SessionIndex:
             return self._sync_locked(full, progress, workers)
 
     def _sync_locked(
-        self, full: bool = False, progress: Progress | None = None, workers: int | None = None
+        self,
+        full: bool = False,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        record_time: bool = True,
     ) -> SyncReport:
+        """``record_time``: note the time of this sync in index.db even when it changed
+        nothing (refresh does not)."""
         try:
             with database.type_confusion_as_damage(self.connection):
-                return self._sync_once(full, progress, workers)
+                return self._sync_once(full, progress, workers, record_time)
         except database.DAMAGE_ERRORS as error:
             return self._rebuild_after_damage(error, progress, workers)
 
     def _sync_once(
-        self, full: bool, progress: Progress | None, workers: int | None = None
+        self,
+        full: bool,
+        progress: Progress | None,
+        workers: int | None = None,
+        record_time: bool = True,
     ) -> SyncReport:
-        from xcsh_store.agents.pricing import price_table
+        from xcsh_store.agents.pricing import price_sources
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.sync import sync_files
 
+        changes_before = self.connection.total_changes()
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
-        prices = price_table()
-        repriced = price_again_if_changed(self.connection, prices)
+        sources = price_sources()
+        repriced = price_again_if_changed(self.connection, sources)
         whole = full or resync is not None
         if whole:
             self._forget_search_text()
@@ -358,7 +371,7 @@ class SessionIndex:
             read_only_roots=set(self.agent_roots()),
         )
         report.recorded_roots = read_session_roots(self.agent_dir)
-        record_prices(self.connection, prices)
+        record_prices(self.connection, sources)
         report.repriced = repriced
         if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
@@ -391,8 +404,13 @@ class SessionIndex:
         if not self.finds_agent_roots:
             histories = dict.fromkeys(histories)  # turned off: their prompts go
         report.history_mirrored += mirror_agent_history(self.connection, histories)
-        with database.transaction(self.connection):
-            database.set_meta(self.connection, "last_sync", iso_now())
+        if (
+            record_time
+            or self.connection.total_changes() != changes_before
+            or database.get_meta(self.connection, "last_sync") is None
+        ):
+            with database.transaction(self.connection):
+                database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
 
@@ -870,15 +888,18 @@ def _open_for_reading(db_path: str) -> apsw.Connection:
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
     """Connect and migrate; a damaged file is started afresh."""
-    from xcsh_store.index.upkeep.repair import start_afresh
-
+    # The repair is imported only for a damaged file: it brings verify and its parsers.
     try:
         connection = database.connect(db_path)
     except database.DamagedIndexError as error:
+        from xcsh_store.index.upkeep.repair import start_afresh
+
         return start_afresh(db_path, error)
     try:
         database.apply_migrations(connection, database.load_migrations())
     except database.DAMAGE_ERRORS as error:
+        from xcsh_store.index.upkeep.repair import start_afresh
+
         connection.close()
         return start_afresh(db_path, error)
     except BaseException:
