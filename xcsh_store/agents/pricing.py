@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import os
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -169,6 +168,8 @@ def _corrections_path() -> str:
 def _dataset_path() -> str | None:
     """The dataset's data module (an upgrade of genai-prices rewrites it), found without
     importing the package (a few tenths of a second)."""
+    import importlib.util
+
     spec = importlib.util.find_spec(DATASET.replace("-", "_"))
     if spec is None or spec.origin is None:
         return None

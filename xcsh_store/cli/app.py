@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import difflib
 import importlib
 import os
 import sys
@@ -109,6 +108,8 @@ class SuggestingGroup(click.Group):
             typed = args[0] if args else ""
             if typed.startswith("-") or self.get_command(ctx, typed) is not None:
                 raise  # an option, or an error of the verb itself
+            import difflib  # only for a mistyped verb: every start would pay for it
+
             close = difflib.get_close_matches(typed, self.list_commands(ctx), n=3, cutoff=0.6)
             hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
             raise click.UsageError(f"No such command {typed!r}.{hint}", ctx) from None
