@@ -1,6 +1,7 @@
 """Fresh reads: the sync every read verb runs first, and the whole `xcsh-store ls -n 20` process.
 
     python -m benchmarks.bench_fresh_reads [--size 100MB] [--sessions 200] [--repeat 21]
+        [--base main]
 
 The agent dir is a copy of the generated corpus (``SIZE``, ``SESSIONS``), synced once. Processes
 are run in rounds, one run of each command per round, so that a load that comes and goes
@@ -11,7 +12,10 @@ doing), with the interpreter's own start (``python -c pass``) as the baseline:
 * ``xcsh-store --version``, ``xcsh-store --no-sync ls -n 20`` (the index as it is) and
   ``xcsh-store ls -n 20`` (a sync first, of the unchanged tree: the 80 ms target, issue 28);
 * ``xcsh-store usage --json`` right after one entry was appended to a session (the sync first
-  reads the new line), against ``xcsh-store --no-sync usage --json``.
+  reads the new line), against ``xcsh-store --no-sync usage --json``;
+* with ``--base REF`` (default ``main``), the same ``ls -n 20`` and ``--version`` of that
+  commit's code (extracted with ``git archive``, run with ``PYTHONPATH`` at it), which answers
+  from the index as it is: what the current tree's start costs beside it, sync included.
 
 Then, in this process: the refresh of an unchanged tree (what a read verb adds) against the
 bare walk (``os.scandir`` + ``stat`` of every file), and the price sources' key a sync compares
@@ -27,6 +31,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +39,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_old_vs_new import extract
 from benchmarks.harness import Row, compare, print_table, time_call
 from benchmarks.index_common import WORK_DIR, agent_corpus
 from xcsh_store.agents import pricing
@@ -79,7 +85,7 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
-def process_rows(agent: Path, repeat: int) -> list[Row]:
+def process_rows(agent: Path, repeat: int, base: str | None) -> list[Row]:
     env = {**os.environ, "COLUMNS": "120"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode
     store = [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent)]
@@ -90,6 +96,11 @@ def process_rows(agent: Path, repeat: int) -> list[Row]:
         "ls": [*store, "ls", "-n", "20"],
         "usage, --no-sync": [*store, "--no-sync", "usage", "--json"],
     }
+    if base is not None:
+        # The base's code first on the path (the editable install's finder comes after it).
+        based = ["env", f"PYTHONPATH={base}", *store]
+        commands["base ls"] = [*based, "ls", "-n", "20"]
+        commands["base version"] = ["env", f"PYTHONPATH={base}", *store[:3], "--version"]
     target = sorted((agent / "sessions").rglob("*.jsonl"))[0]
     walls: dict[str, list[float]] = {name: [] for name in [*commands, "usage after an append"]}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
@@ -116,6 +127,11 @@ def process_rows(agent: Path, repeat: int) -> list[Row]:
     ):  # fmt: skip
         rows.append(compare(f"{label}: wall", wall[name], wall[baseline], limit=limit))
         rows.append(compare(f"{label}: CPU", cpu[name], cpu[baseline], limit=limit))
+    if base is not None:
+        for name, label in (("ls", "ls -n 20 (the base: no sync)"), ("version", "--version")):
+            base_name = f"base {name}"
+            rows.append(compare(f"{label} against the base: wall", wall[name], wall[base_name]))
+            rows.append(compare(f"{label} against the base: CPU", cpu[name], cpu[base_name]))
     rows.append(compare("python -c pass: wall / CPU", wall["pass"], cpu["pass"]))
     return rows
 
@@ -157,15 +173,22 @@ def main() -> None:
     parser.add_argument("--size", default="100MB")
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument("--base", default="main", help="a commit to compare with ('' for none)")
     options = parser.parse_args()
     corpus = agent_corpus(options.size, options.sessions)
     agent = copied_agent_dir(corpus.agent_dir)
-    rows = process_rows(agent, options.repeat)
+    with tempfile.TemporaryDirectory(prefix="xcsh-fresh-base-") as folder:
+        base = None
+        if options.base:
+            extract(options.base, folder)
+            base = folder
+        rows = process_rows(agent, options.repeat, base)
     rows += in_process_rows(agent, options.repeat)
     print_table(
         rows,
         title=f"Fresh reads over {options.sessions:,} sessions, {options.size} (baselines:"
-        " python -c pass; --no-sync; the bare walk; the price table built)",
+        f" python -c pass; --no-sync; {options.base or 'no base'}; the bare walk; the price"
+        " table built)",
     )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
