@@ -198,3 +198,19 @@ def test_mcp_as_a_process_answers_fresh_unless_told_not_to(agent_dir, session):
     _tools, [stale] = call_tools(agent_dir, [("list_sessions", {})], options=["--no-sync"])
     _tools, [fresh] = call_tools(agent_dir, [("list_sessions", {})])
     assert len(stale["sessions"]) == 1 and len(fresh["sessions"]) == 2
+
+
+def test_a_sync_that_fails_leaves_the_answer_as_it_is_said_once_on_stderr(
+    agent_dir, session, tmp_path
+):
+    # A prices file that cannot be read stops a sync (its line names it); a read verb answers.
+    config = tmp_path / "config"
+    (config / "xcsh-store").mkdir(parents=True)
+    (config / "xcsh-store" / "prices.toml").write_text(
+        '[models."x"]\ninput = "cheap"\noutput = 1\n'
+    )
+    append_answer(session, "zeppelin")
+    result = run(agent_dir, "usage", "--json", env={"XDG_CONFIG_HOME": str(config)})
+    assert json.loads(result.stdout)["total"]["entries"] == 1
+    assert result.stderr.count("\n") == 1
+    assert "prices.toml: models.x: input must be a number" in result.stderr
