@@ -20,7 +20,7 @@ from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_te
 from xcsh_store.cli.output.table import Cut, Header, fit_table
 from xcsh_store.errors import IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
-from xcsh_store.index import BUSY, SessionIndex, SQLiteError
+from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
 from xcsh_store.js import well_formed
 from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
 
@@ -430,6 +430,10 @@ def fresh_index(settings: Settings) -> SessionIndex:
         echo(f"Note: {error_line(error)}; answering from index.db as it is", err=True)
         return SessionIndex.open(settings.agent_dir, read_only=True)
     try:
+        upgrade = index.pending_upgrade()
+        if upgrade is not None and not is_watched(index.db_path):
+            echo(f"Note: upgrading index.db first ({upgrade}): every session file is read again",
+                 err=True)  # fmt: skip
         freshness = index.refresh()
     except (XcshStoreError, OSError, SQLiteError) as error:
         echo(f"Note: index.db was not brought up to date ({error_line(error)})", err=True)
