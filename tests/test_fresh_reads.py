@@ -214,3 +214,16 @@ def test_a_sync_that_fails_leaves_the_answer_as_it_is_said_once_on_stderr(
     assert json.loads(result.stdout)["total"]["entries"] == 1
     assert result.stderr.count("\n") == 1
     assert "prices.toml: models.x: input must be a number" in result.stderr
+
+
+def test_a_read_verb_that_upgrades_the_index_says_so_first(agent_dir, session, index):
+    # What a migration that needs rows derived anew leaves (db.apply_migrations).
+    index.connection.execute(
+        "INSERT INTO meta (key, value) VALUES ('resync_required', 'migration 0099 test')"
+    )
+    result = run(agent_dir, "ls", "--json")
+    assert json.loads(result.stdout)[0]["message_count"] == 2
+    assert result.stderr == (
+        "Note: upgrading index.db first (migration 0099 test): every session file is read again\n"
+    )
+    assert index.pending_upgrade() is None
