@@ -23,9 +23,11 @@ priced with reads the Claude Code and Codex files again (index/store.py).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
@@ -176,16 +178,38 @@ def _dataset_path() -> str | None:
     return os.path.join(os.path.dirname(spec.origin), "data.py")
 
 
+# The tables held by fixed_prices, innermost last (None: not built yet).
+_FIXED: list[PriceTable | None] = []
+
+
+@contextlib.contextmanager
+def fixed_prices() -> Iterator[None]:
+    """The prices in force, held for a while: the first :func:`price_table` within builds the
+    table, the others answer it without looking at the user's file again. A sync prices every
+    line of its files with one table: looking for the file at each line cost 5-10 % of reading
+    Claude Code's. Built on first use only: a sync that prices nothing never builds one."""
+    _FIXED.append(None)
+    try:
+        yield
+    finally:
+        _FIXED.pop()
+
+
 def price_table() -> PriceTable:
     """The prices in force now: read again when the user's file changed (a long-running
     ``watch`` or ``serve`` sees an edit); a bad file raises PriceFileError."""
+    if _FIXED and _FIXED[-1] is not None:
+        return _FIXED[-1]
     path = get_prices_file()
     try:
         info = os.stat(path)
         identity: tuple[int, int, int] | None = (info.st_ino, info.st_size, info.st_mtime_ns)
     except FileNotFoundError:
         identity = None
-    return _price_table(path, identity)
+    table = _price_table(path, identity)
+    if _FIXED:
+        _FIXED[-1] = table
+    return table
 
 
 @functools.lru_cache(maxsize=4)
