@@ -400,11 +400,13 @@ def open_index(
     host; the others refuse ``--db``.
     """
     if settings.db is None:
+        fresh = fresh and settings.sync
         if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
             from xcsh_store.cli.places import no_index_yet
 
-            raise IndexDatabaseError(no_index_yet(settings.agent_dir))
-        if fresh and settings.sync:
+            if not (fresh and first_index(settings)):
+                raise IndexDatabaseError(no_index_yet(settings.agent_dir))
+        if fresh:
             return fresh_index(settings)
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
@@ -417,6 +419,24 @@ def open_index(
 
     warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
     return TeamIndex.open(settings.db)  # type: ignore[return-value]
+
+
+def first_index(settings: Settings) -> bool:
+    """Whether a read verb may make the first index of its agent dir, as `sync` would: an
+    agent dir, or the data dir with sessions found on this machine (never a mistyped
+    --agent-dir). Says so on stderr: the first sync reads every session (usage first, the
+    search text after: docs/commands.md)."""
+    from xcsh_store.cli.places import found_session_folders
+    from xcsh_store.homes import get_data_store_dir
+    from xcsh_store.paths import is_agent_dir
+
+    folder = settings.agent_dir
+    found = found_session_folders(folder)
+    if not (is_agent_dir(folder) or (folder == get_data_store_dir() and found)):
+        return False
+    where = f" ({', '.join(found)})" if found else ""
+    echo(f"Note: no index yet: indexing the sessions of this machine first{where}", err=True)
+    return True
 
 
 def fresh_index(settings: Settings) -> SessionIndex:
