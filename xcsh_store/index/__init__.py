@@ -102,6 +102,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.read.usage": (
             "USAGE_GROUPS",
+            "BillingBlock",
             "DuplicateSession",
             "UsageRow",
             "joined_key",
@@ -139,6 +140,7 @@ __all__ = [
     "USAGE_GROUPS",
     "WATCHED",
     "WINDOW",
+    "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
+from xcsh_store.agents import agent_session_roots
 from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
-from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
+from xcsh_store.homes import get_agent_history_files, get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index.fresh import (
     BUSY,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.read.usage import DuplicateSession, UsageRow
+    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
@@ -228,7 +229,7 @@ class SessionIndex:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
         agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
         themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
-        found = get_agent_session_roots()
+        found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
             "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
@@ -239,7 +240,7 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
-        return [folder for folder in get_agent_session_roots() if os.path.isdir(folder)]
+        return [folder for folder in agent_session_roots() if os.path.isdir(folder)]
 
     @property
     def finds_agent_roots(self) -> bool:
@@ -547,6 +548,18 @@ class SessionIndex:
         """
         return sessions.find_session(self, prefix)
 
+    @_entry_point
+    def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
+        """The sessions (at most ``limit``) that say they are subagents or forks of
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        found = self._session(session)
+        rows = self.connection.execute(
+            "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+            " ORDER BY path LIMIT ?",
+            (found.id, found.path, limit),
+        ).fetchall()
+        return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
+
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
         if isinstance(session, IndexedSession):
             return session
@@ -742,6 +755,20 @@ class SessionIndex:
         from xcsh_store.index.read.usage import usage_rows
 
         return usage_rows(self.connection, by, since, until, agents, zone)
+
+    @_entry_point
+    def billing_blocks(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> list[BillingBlock]:
+        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
+        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        from xcsh_store.index.read.usage import billing_blocks
+
+        return billing_blocks(self.connection, since, until, agents, now)
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

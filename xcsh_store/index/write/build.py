@@ -482,7 +482,7 @@ class RowBuilder:
         assert self.reader is not None and state.session is not None
         found = self.reader.read(value, state.session)
         entry = found.entry
-        if not self.reader.has_ids:
+        if not self.reader.has_ids or found.chained:
             entry["id"] = agent_entry_id(state.path, seq)
             if found.rewind_turns is not None:
                 state.last_id = self._rewound(found.rewind_turns)

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import XCSH_AGENTS, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, AgentReader, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -572,9 +572,10 @@ def _resumed_state(
         ids=synthetic_ids_for(path),
         chained=known.chained,
     )
-    if reader_named(known.agent) is not None:
+    reader = reader_named(known.agent)
+    if reader is not None:
         state.agent = known.agent
-        state.session = _session_facts(connection, known.id, path)
+        state.session = _session_facts(connection, known.id, path, reader)
         state.session_written = True
     else:
         state.family_agent = known.agent
@@ -598,7 +599,9 @@ def _resumed_state(
     return state
 
 
-def _session_facts(connection: apsw.Connection, file_id: int, path: str) -> SessionFacts:
+def _session_facts(
+    connection: apsw.Connection, file_id: int, path: str, reader: AgentReader
+) -> SessionFacts:
     """What an earlier read of another agent's file learnt of its session, as the index holds
     it (the reader carries on from there)."""
     facts = SessionFacts(path)
@@ -612,6 +615,20 @@ def _session_facts(connection: apsw.Connection, file_id: int, path: str) -> Sess
          facts.parent_session_id) = found[0]  # fmt: skip
         if facts.parent_session_id is not None and facts.created_at is not None:
             facts.replay_second = facts.created_at[:19]
+    if reader.remembers_parents:
+        facts.parents = dict(
+            connection.execute(
+                "SELECT id, parent_id FROM entries WHERE session = ? AND id IS NOT NULL"
+                " ORDER BY seq",
+                (file_id,),
+            ).fetchall()
+        )
+        # The entry the next record continues from: the newest that none continues from yet
+        # (the last entry may be an earlier one written again, which keeps its place).
+        continued = set(facts.parents.values())
+        facts.leaf = next(
+            (entry_id for entry_id in reversed(facts.parents) if entry_id not in continued), None
+        )
     model = connection.execute(
         "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
         " ORDER BY seq DESC LIMIT 1",
