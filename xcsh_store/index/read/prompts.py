@@ -16,7 +16,6 @@ from xcsh_store.agents import reader_named
 from xcsh_store.errors import HistoryError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
-from xcsh_store.history.store import normalize_limit
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
 from xcsh_store.index.read.sessions import agents_condition
 from xcsh_store.index.read.texts import entry_texts
@@ -213,6 +212,9 @@ def recall_prompts(
     read from its file (``local_path`` as for entry_texts); one whose file no longer holds it,
     or cannot be read now, is left out.
     """
+    # Imported here: a sync mirrors history.db without the history's own store.
+    from xcsh_store.history.store import normalize_limit
+
     limit = normalize_limit(limit)
     if limit <= 0:
         return []
