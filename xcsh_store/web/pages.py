@@ -435,7 +435,7 @@ def _fold(
     point: ShownEntry,
     session: IndexedSession,
     tree: SessionTree,
-    on_path: set[str],
+    on_path: set[str | None],
     labels: dict[str, str],
     budget: ReadBudget,
 ) -> None:
@@ -474,8 +474,8 @@ def _shown(
             entry = _unread(row)
         else:
             entry = _entry(row, value, _blocks(session, value), 0, ENTRY_SHOWN)
-        entry.label = labels.get(entry.id)
-        entry.siblings = len(tree.children.get(row.id, []))
+        entry.label = labels.get(entry.id) if entry.id is not None else None
+        entry.siblings = len(tree.children.get(row.id, [])) if row.id is not None else 0
         shown.append(entry)
     return shown
 
@@ -821,7 +821,12 @@ def ranked_chart(
     """The largest ``limit`` keys (models, projects), largest first, each a row of the page's
     list: its name (cut by the page, whole on hover), a bar (``<meter>``: no inline style) and
     its value (``unpriced`` where no price is known, not a zero)."""
-    ranked = sorted(rows, key=lambda row: -1.0 if value_of(row) is None else value_of(row))
+
+    def rank(row: Any) -> float:
+        value = value_of(row)
+        return -1.0 if value is None else value
+
+    ranked = sorted(rows, key=rank)
     ranked = ranked[-limit:][::-1]
     values = [value_of(row) for row in ranked]
     maximum = max((value for value in values if value is not None), default=0.0) or 1.0
@@ -853,7 +858,7 @@ def tokens(row: Any) -> int:
 def usage_totals(rows: list[Any]) -> dict[str, float | None]:
     """The sums of every column of the usage table."""
     columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens")
-    totals: dict[str, float] = {
+    totals: dict[str, float | None] = {
         column: sum(getattr(row, column) for row in rows)
         for column in (*columns, "cache_write_tokens")
     }

@@ -196,7 +196,7 @@ def usage_command(
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
     local = {} if settings.db is not None else {"zone": zone}
-    with open_index(settings, team=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         rows = index.usage(by=groups, since=since, until=until, agents=agents, **local)
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"

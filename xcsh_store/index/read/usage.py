@@ -99,7 +99,9 @@ def usage_rows(
     ``agents``: only the usage of these agents' sessions; ``zone``: the time zone of days,
     weeks and months (default: the local one)."""
     groups = usage_groups(by, USAGE_GROUPS)
-    connection.create_scalar_function("usage_period", _period_in(zone), 2, deterministic=True)
+    # apsw types a SQL function as taking any SQL values; usage_period is given text.
+    period = _period_in(zone)
+    connection.create_scalar_function("usage_period", period, 2, deterministic=True)  # type: ignore[arg-type]
     conditions, arguments = [], []
     for operator, bound in ((">=", since), ("<", until)):
         if bound is not None:
@@ -122,17 +124,25 @@ def usage_rows(
         arguments,
     )
     width = len(groups)
-    return [
-        UsageRow(
-            joined_key(row[:width]),
-            *row[width : width + 6],
-            keys=tuple(row[:width]),
-            estimated=row[width + 6],
-            unpriced=row[width + 7],
-            premium_requests=row[width + 8],
-        )
-        for row in rows
-    ]
+    return [_usage_row(row[:width], *row[width:]) for row in rows]
+
+
+def _usage_row(
+    keys: tuple[str | None, ...],
+    entries: int,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int,
+    cache_write_tokens: int,
+    cost: float | None,
+    estimated: int,
+    unpriced: int,
+    premium_requests: float,
+) -> UsageRow:
+    return UsageRow(
+        joined_key(keys), entries, input_tokens, output_tokens, cache_read_tokens,
+        cache_write_tokens, cost, keys, estimated, unpriced, premium_requests,
+    )  # fmt: skip
 
 
 def _period_in(zone: tzinfo | None) -> Callable[[str | None, str], str | None]:
@@ -189,17 +199,19 @@ class DuplicateSession:
 def duplicate_sessions(connection: apsw.Connection) -> list[DuplicateSession]:
     """Sessions whose usage is in several files (a migrated or restored copy): each counted
     once, in the file ``counted`` names."""
-    rows = connection.execute(
-        "WITH shared AS (SELECT session_id FROM sessions GROUP BY session_id"
-        " HAVING count(*) > 1),"
-        " per_file AS (SELECT s.session_id, s.path, s.modified_at,"
-        " (SELECT count(*) FROM entries AS e WHERE e.session = s.file_id"
-        "  AND e.input_tokens IS NOT NULL) AS used,"
-        " (SELECT count(*) FROM usage_entries AS u WHERE u.session = s.file_id) AS counted"
-        " FROM sessions AS s JOIN shared USING (session_id))"
-        " SELECT session_id, path, used, counted FROM per_file WHERE used > 0"
-        " ORDER BY session_id, modified_at DESC, path"
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "WITH shared AS (SELECT session_id FROM sessions GROUP BY session_id"
+            " HAVING count(*) > 1),"
+            " per_file AS (SELECT s.session_id, s.path, s.modified_at,"
+            " (SELECT count(*) FROM entries AS e WHERE e.session = s.file_id"
+            "  AND e.input_tokens IS NOT NULL) AS used,"
+            " (SELECT count(*) FROM usage_entries AS u WHERE u.session = s.file_id) AS counted"
+            " FROM sessions AS s JOIN shared USING (session_id))"
+            " SELECT session_id, path, used, counted FROM per_file WHERE used > 0"
+            " ORDER BY session_id, modified_at DESC, path"
+        )
+    )
     found = []
     for session_id in dict.fromkeys(row[0] for row in rows):
         files = [row for row in rows if row[0] == session_id]
@@ -296,13 +308,15 @@ def billing_blocks(
     if agents_only is not None:
         conditions.append(agents_only[0])
         arguments += agents_only[1]
-    rows = connection.execute(
-        "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-        f" cost, agent IN ({_ESTIMATED}) AND cost IS NOT NULL,"
-        " coalesce(provider || '/', '') || coalesce(model, '?')"
-        f" FROM usage_entries WHERE {' AND '.join(conditions)}",
-        arguments,
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+            f" cost, agent IN ({_ESTIMATED}) AND cost IS NOT NULL,"
+            " coalesce(provider || '/', '') || coalesce(model, '?')"
+            f" FROM usage_entries WHERE {' AND '.join(conditions)}",
+            arguments,
+        )
+    )
     requests = sorted((moment, row) for row in rows if (moment := parse_iso(row[0])) is not None)
     blocks: list[BillingBlock] = []
     window: list[tuple[datetime, tuple[Any, ...]]] = []
