@@ -235,7 +235,7 @@ def test_the_sessions_of_an_uninstalled_plugin_go_at_the_next_sync(tmp_path: Pat
     cli = Cli(tmp_path)
     cli.run("sync", "--init", "--workers", "1")
     cli.env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the plugin is gone
-    assert "run sync" in cli.run("show", "sql-1", code=1).stderr
+    assert "run sync" in cli.run("--no-sync", "show", "sql-1", code=1).stderr
     cli.run("sync", "--workers", "1")
     assert cli.json("ls", "--limit", "0") == []
 

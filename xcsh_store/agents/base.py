@@ -182,6 +182,11 @@ class Agent:
         """Whether the first object of a JSONL file is this agent's (other kinds: never)."""
         return False
 
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        """The record as an entry; updates ``session`` with what the record says of it. Every
+        plugin says its own (the registry leaves out one that does not)."""
+        raise NotImplementedError(f"agent plugin {self.name} reads no record")
+
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         return None
 

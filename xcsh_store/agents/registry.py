@@ -89,7 +89,12 @@ def _agent_of(value: Any) -> Agent:
         raise TypeError(f"agent name {name!r} is the xcsh family's")
     if agent.kind not in KINDS:
         raise TypeError(f"kind {agent.kind!r} is none of {', '.join(KINDS)}")
-    if not callable(getattr(agent, "read", None)):
+    reads = (
+        callable(getattr(agent.reader, "read", None))
+        if isinstance(agent, _Adopted)
+        else type(agent).read is not Agent.read
+    )
+    if not reads:
         raise TypeError("it has no read(value, session) method")
     return agent
 

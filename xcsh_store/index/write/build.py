@@ -14,7 +14,6 @@ import orjson
 
 from xcsh_store.agents import (
     Agent,
-    AgentReader,
     SessionFacts,
     read_entry,
     reader_for,
@@ -383,7 +382,7 @@ class RowBuilder:
         self.adopted: set[str] = set()
         self.missing_parents: set[str] = set()
         self.defaults = _DefaultModels(None if indexed is None else indexed.default_after)
-        self.reader: AgentReader | None = reader_named(state.agent)
+        self.reader: Agent | None = reader_named(state.agent)
         # Usage keys of this read -> (the row's key, its figures); the key of this chunk's
         # first row; rows of earlier chunks whose usage a later line replaced.
         self.usage_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}

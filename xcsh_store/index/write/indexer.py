@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import XCSH_AGENTS, AgentReader, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -638,7 +638,7 @@ def _resumed_state(
 
 
 def _session_facts(
-    connection: apsw.Connection, file_id: int, path: str, reader: AgentReader
+    connection: apsw.Connection, file_id: int, path: str, reader: Agent
 ) -> SessionFacts:
     """What an earlier read of another agent's file learnt of its session, as the index holds
     it (the reader carries on from there)."""
