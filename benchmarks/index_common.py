@@ -21,17 +21,18 @@ from benchmarks.corpus import (
     generate_many_small_sessions,
     parse_size,
 )
+from xcsh_store.agents import folder_variables
 from xcsh_store.homes import FOLDER_VARIABLES, NAME_VARIABLES
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import load_migrations
 from xcsh_store.paths import AGENT_DIR_ENV
 
 WORK_DIR = Path(os.environ.get("XCSH_BENCH_WORK", tempfile.gettempdir())) / "xcsh-bench"
-# A sync also indexes the other agents' session folders (xcsh_store/homes.py) when they exist:
+# A sync also indexes the other agents' session folders (homes.py, the plugins') when they exist:
 # never the machine's own in a benchmark. $HOME and every variable that moves one of them point
 # into the work folder, where none exists (children inherit the setting).
 os.environ["HOME"] = str(WORK_DIR / "home")
-for _variable in FOLDER_VARIABLES:
+for _variable in (*FOLDER_VARIABLES, *folder_variables()):
     if _variable != AGENT_DIR_ENV:
         os.environ[_variable] = str(WORK_DIR / f"no-{_variable.lower()}")
 for _variable in NAME_VARIABLES:

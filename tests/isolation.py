@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from xcsh_store.agents import folder_variables
 from xcsh_store.homes import FOLDER_VARIABLES, NAME_VARIABLES, XDG_DATA_HOME_ENV
 
 XDG_VARIABLES = (XDG_DATA_HOME_ENV, "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
@@ -42,7 +43,13 @@ _FOLDERS = {
     "COPILOT_HOME": ".copilot",
     "QWEN_HOME": ".qwen",
 }
-ISOLATED_FOLDERS = ("HOME", *FOLDER_VARIABLES, *XDG_VARIABLES, *NEXT_AGENT_VARIABLES)
+# The agent plugins' own variables (a plugin's module names them): a folder named after the
+# variable where _FOLDERS says none.
+ISOLATED_FOLDERS = tuple(
+    dict.fromkeys(
+        ("HOME", *FOLDER_VARIABLES, *folder_variables(), *XDG_VARIABLES, *NEXT_AGENT_VARIABLES)
+    )
+)
 # A profile of oh-my-pi, the team index the read verbs would read (--db), the terminal
 # variables that would give tests different terminal ids.
 REMOVED = (
@@ -61,7 +68,7 @@ def isolated_environment(home: Path) -> dict[str, str]:
     """Every isolated variable -> its folder below ``home`` (HOME itself included)."""
     found = {"HOME": str(home)}
     for variable in ISOLATED_FOLDERS[1:]:
-        found[variable] = str(home / _FOLDERS[variable])
+        found[variable] = str(home / _FOLDERS.get(variable, "." + variable.lower()))
     return found
 
 

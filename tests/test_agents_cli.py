@@ -99,7 +99,7 @@ def test_usage_by_agent_counts_estimated_and_unpriced_costs(mixed: Path):
 
 def test_usage_table_says_which_costs_are_estimates(mixed: Path):
     output = run(mixed, "usage", "--by", "agent")
-    assert "777 entries' cost is estimated (Claude Code and Codex record tokens" in output
+    assert "777 entries' cost is estimated (their agents record tokens, not costs)" in output
 
 
 def test_usage_agent_filter(mixed: Path):

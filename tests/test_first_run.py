@@ -115,7 +115,9 @@ def test_nothing_to_sync_says_where_it_looked(no_xcsh: None, agent_dir: Path):
     home = agent_dir.parent / "home"
     told = run("sync", code=1)
     assert told.startswith("Error: Nothing to sync: no sessions found in ~/.xcsh/agent/sessions,")
-    assert "~/.claude/projects, ~/.codex/sessions, ~/.pi/agent/sessions" in told
+    # Every agent's folder, the plugins' (agents.agent_session_roots) before the xcsh family's.
+    for folder in ("~/.claude/projects, ~/.codex/sessions", "~/.qwen/projects, ~/.pi/agent"):
+        assert folder in told
     assert list(home.iterdir()) == []
     told = run("ls", code=1)
     assert "run `xcsh-store sync` once an agent has written some" in told

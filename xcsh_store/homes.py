@@ -1,12 +1,11 @@
-"""Where each coding agent keeps its sessions on this machine, found as the agent itself finds
-them (its default folder and the environment variables it honours to move it), and where the
-store keeps its index when there is no xcsh agent dir.
+"""Where the agents of the xcsh family keep their sessions on this machine, found as the agent
+itself finds them (its default folder and the environment variables it honours to move it),
+where the store keeps its index when there is no xcsh agent dir, and the helpers the agent
+plugins find their own folders with (each plugin module owns its folders: agents/claude.py...).
 
 A sync indexes every one of these folders that exists, read-only (issues 18 and 25). The
 variables, from each agent's own source:
 
-* Claude Code: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; sessions in ``projects/``.
-* Codex: ``$CODEX_HOME``, else ``~/.codex``; sessions in ``sessions/``.
 * pi (badlogic/pi-mono, ``packages/coding-agent/src/config.ts`` ``getAgentDir``):
   ``$PI_CODING_AGENT_DIR`` (a leading ``~`` expanded), else ``~/.pi/agent``; sessions in
   ``sessions/``.
@@ -32,8 +31,6 @@ import os
 
 from xcsh_store.paths import AGENT_DIR_ENV, SESSIONS_DIRNAME, get_agent_dir, is_agent_dir
 
-CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
-CODEX_HOME_ENV = "CODEX_HOME"
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 OMP_AGENT_DIR_ENV = "OMP_CODING_AGENT_DIR"
 # oh-my-pi's config folder, a name below $HOME (".omp" by default), not a path.
@@ -46,11 +43,9 @@ PRICES_FILE_NAME = "prices.toml"
 
 # Every variable that names a folder the store reads or writes, and every one that names a
 # folder below $HOME (tests/isolation.py points the first into each test's temp dir and removes
-# the second).
+# the second). The plugins' own: agents.folder_variables().
 FOLDER_VARIABLES = (
     AGENT_DIR_ENV,
-    CLAUDE_CONFIG_DIR_ENV,
-    CODEX_HOME_ENV,
     PI_AGENT_DIR_ENV,
     OMP_AGENT_DIR_ENV,
     XDG_DATA_HOME_ENV,
@@ -58,44 +53,39 @@ FOLDER_VARIABLES = (
 NAME_VARIABLES = (OMP_CONFIG_DIR_ENV,)
 
 
-def _home() -> str:
+def home() -> str:
     return os.path.expanduser("~")
 
 
-def _folder_of(variable: str) -> str | None:
+def folder_of(variable: str) -> str | None:
     """The folder an environment variable names (``~`` expanded, made absolute), if set."""
     value = os.environ.get(variable)
     return os.path.abspath(os.path.expanduser(value)) if value else None
 
 
-def get_claude_dir() -> str:
-    """Claude Code's folder: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``."""
-    return _folder_of(CLAUDE_CONFIG_DIR_ENV) or os.path.join(_home(), ".claude")
-
-
-def get_codex_dir() -> str:
-    """Codex's folder: ``$CODEX_HOME`` or ``~/.codex``."""
-    return _folder_of(CODEX_HOME_ENV) or os.path.join(_home(), ".codex")
+def agent_home(variable: str, *default: str) -> str:
+    """An agent's folder: the one ``variable`` names, else ``default`` below $HOME."""
+    return folder_of(variable) or os.path.join(home(), *default)
 
 
 def get_pi_dir() -> str:
     """pi's agent dir: ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``."""
-    return _folder_of(PI_AGENT_DIR_ENV) or os.path.join(_home(), ".pi", "agent")
+    return folder_of(PI_AGENT_DIR_ENV) or os.path.join(home(), ".pi", "agent")
 
 
 def _omp_config_root() -> str:
-    return os.path.join(_home(), os.environ.get(OMP_CONFIG_DIR_ENV) or ".omp")
+    return os.path.join(home(), os.environ.get(OMP_CONFIG_DIR_ENV) or ".omp")
 
 
 def _omp_xdg_dir() -> str | None:
     """oh-my-pi's data folder under $XDG_DATA_HOME, which it uses only when the variable is set."""
-    data = _folder_of(XDG_DATA_HOME_ENV)
+    data = folder_of(XDG_DATA_HOME_ENV)
     return os.path.join(data, "omp") if data else None
 
 
 def get_omp_dir() -> str:
     """oh-my-pi's agent dir: ``$OMP_CODING_AGENT_DIR`` or ``~/.omp/agent``."""
-    return _folder_of(OMP_AGENT_DIR_ENV) or os.path.join(_omp_config_root(), "agent")
+    return folder_of(OMP_AGENT_DIR_ENV) or os.path.join(_omp_config_root(), "agent")
 
 
 def agent_folders() -> list[tuple[str, str]]:
@@ -108,12 +98,10 @@ def agent_folders() -> list[tuple[str, str]]:
     return folders
 
 
-def get_agent_session_roots() -> dict[str, str]:
-    """Every folder where an agent may keep session files on this machine -> the agent (the
-    folders need not exist)."""
+def xcsh_family_roots() -> dict[str, str]:
+    """Every folder where pi or oh-my-pi may keep session files on this machine -> the agent
+    (the folders need not exist; the plugins' own: agents.agent_session_roots)."""
     roots = {
-        os.path.join(get_claude_dir(), "projects"): "claude",
-        os.path.join(get_codex_dir(), SESSIONS_DIRNAME): "codex",
         os.path.join(get_pi_dir(), SESSIONS_DIRNAME): "pi",
         os.path.join(get_omp_dir(), SESSIONS_DIRNAME): "omp",
     }
@@ -126,21 +114,13 @@ def get_agent_session_roots() -> dict[str, str]:
     return roots
 
 
-def get_agent_history_files() -> dict[str, str]:
-    """Claude Code's and Codex's prompt history files, by agent."""
-    return {
-        "claude": os.path.join(get_claude_dir(), "history.jsonl"),
-        "codex": os.path.join(get_codex_dir(), "history.jsonl"),
-    }
-
-
 def _xdg_home(variable: str, *default: str) -> str:
     """An XDG base folder: the variable when it is an absolute path (the XDG rules ignore a
     relative one), else its default below $HOME."""
     value = os.environ.get(variable)
     if value and os.path.isabs(value):
         return value
-    return os.path.join(_home(), *default)
+    return os.path.join(home(), *default)
 
 
 def data_home() -> str:

@@ -1,18 +1,41 @@
-"""What a reader of another agent's session files gives the index: each JSON object of a line as
-an entry of the xcsh entry model, and what the file says of its session so far.
+"""What an agent plugin gives the index: where the agent keeps its sessions, how to tell its
+files, and each of its records as an entry of the xcsh entry model, with what the records say of
+their session so far.
 
-A reader is one module per format (``claude.py``, ``codex.py``). It never opens a file: the
-index reads the bytes (read-only) and hands it one parsed object at a time, in file order, and
-once more, alone, when it shows the text of a hit. So an entry's searchable text depends on its
-line alone; only usage, titles and session facts may use what earlier lines said.
+An agent is one module (``claude.py``, ``codex.py``, or a third party's), registered in the
+entry point group ``xcsh_store.agents`` (registry.py). Its object is an :class:`AgentReader`;
+:class:`Agent` gives the facts a reader need not state (no folders, no history file, JSON
+lines) their defaults.
+
+The kinds of session files (``Agent.kind``):
+
+* ``jsonl`` (Claude Code, Codex): the index reads the bytes (read-only) and hands the reader
+  one parsed object at a time, in file order; an entry is read again by its line's byte offset.
+  Its files are ``*.jsonl`` anywhere below a root, recognised by their first object.
+* ``document`` (one JSON file per chat), ``tree`` (a session's small JSON files in folders),
+  ``sqlite`` (sessions in a database), ``markdown`` (an appended chat log): the agent finds its
+  sessions below a root itself (:meth:`Agent.sources`, each with the identity that tells a
+  change) and opens them read-only (:meth:`Agent.records`), each record an object with a
+  *locator*, a number the agent reads that record again by (a position in the document, a
+  rowid, a byte offset); the index keeps it in the entry's ``offset``. Such a session is read
+  again whole when it changed.
+
+Either way the reader is handed each object once more, alone, when the index shows the text of
+a hit. So an entry's searchable text depends on its record alone; only usage, titles and session
+facts may use what earlier records said.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import os
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
+
+# The kinds of session files a plugin reads (see the module docstring).
+KINDS = ("jsonl", "document", "tree", "sqlite", "markdown")
 
 log = logging.getLogger("xcsh_store")
 
@@ -80,7 +103,8 @@ def text_blocks(texts: Iterable[str]) -> list[dict[str, str]]:
 
 
 class AgentReader(Protocol):
-    """One agent's JSONL format."""
+    """One agent's format: what every plugin object has (a JSONL reader needs nothing more;
+    :class:`Agent` says what the others add)."""
 
     # The sessions.agent value of its files.
     name: str
@@ -104,6 +128,97 @@ class AgentReader(Protocol):
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         """A line of the agent's prompt history file (``history.jsonl``), None when it holds
         no prompt."""
+
+
+class Source(NamedTuple):
+    """One session of an agent whose sessions are not JSONL files: its path (a file, a folder,
+    or ``<database>#<session id>``) and its identity, which changes whenever the session does
+    (a file's size, mtime, inode and ctime; a folder's or a database's own figures)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    ctime_ns: int
+
+
+# (locator, object): one record of a session, and the number it is read again by.
+Record = tuple[int, dict[str, Any]]
+
+
+class Agent:
+    """The facts of an agent, with the defaults of one that states none: a plugin subclasses
+    it and sets what differs. Every method is called on the plugin's one object."""
+
+    name: ClassVar[str]
+    # As people call it (help texts, docs).
+    label: ClassVar[str] = ""
+    kind: ClassVar[str] = "jsonl"
+    has_ids: ClassVar[bool] = True
+    # True when a record may name an entry written before it by id (Gemini's rewinds): a
+    # resumed read then gets every entry's parent back in SessionFacts.parents.
+    remembers_parents: ClassVar[bool] = False
+    # The environment variables that move its folders (tests point them into a temp dir).
+    folder_variables: ClassVar[tuple[str, ...]] = ()
+    # Whether its files record their costs (else the index estimates them from the tokens:
+    # agents/pricing.py, and prices them again when the prices change).
+    records_costs: ClassVar[bool] = False
+    # Files tried in this order by recognizes() (lower first): a reader that takes the first
+    # object of many formats for its own comes after the narrower ones.
+    order: ClassVar[int] = 100
+    # What a session file is, and where its agent keeps them (docs/agents.md).
+    where: ClassVar[str] = ""
+
+    def session_roots(self) -> list[str]:
+        """The folders where the agent keeps its sessions on this machine (they need not
+        exist), found as the agent itself finds them."""
+        return []
+
+    def history_files(self) -> list[str]:
+        """The agent's prompt history files (JSON lines, read by history_prompt)."""
+        return []
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        """Whether the first object of a JSONL file is this agent's (other kinds: never)."""
+        return False
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        """The record as an entry; updates ``session`` with what the record says of it. Every
+        plugin says its own (the registry leaves out one that does not)."""
+        raise NotImplementedError(f"agent plugin {self.name} reads no record")
+
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        return None
+
+    def sources(self, root: str) -> Iterator[Source]:
+        """The sessions below ``root`` (kinds other than jsonl): by default every file below it
+        named as :meth:`is_session_name` says, with its stat as identity."""
+        for folder, _folders, names in os.walk(root):
+            for name in sorted(names):
+                if self.is_session_name(name):
+                    path = os.path.join(folder, name)
+                    try:
+                        info = os.stat(path)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(info.st_mode):
+                        yield Source(
+                            path, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns
+                        )
+
+    def is_session_name(self, name: str) -> bool:
+        return False
+
+    def records(self, path: str) -> Iterator[Record]:
+        """Every record of the session at ``path``, in order, opened read-only (kinds other
+        than jsonl)."""
+        return iter(())
+
+    def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """The records of ``locators`` (those the session still holds), read again: by default
+        the session is read again and those are kept."""
+        wanted = set(locators)
+        return {locator: value for locator, value in self.records(path) if locator in wanted}
 
 
 @dataclass(frozen=True, slots=True)

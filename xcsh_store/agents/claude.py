@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -38,7 +39,7 @@ from xcsh_store.agents.base import (
 )
 from xcsh_store.agents.pricing import Request, price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
-from xcsh_store.homes import get_claude_dir
+from xcsh_store.homes import agent_home
 
 # Types only Claude Code writes as the first line of a file (a user or assistant line also
 # has uuid and sessionId, which is what recognizes() checks first).
@@ -55,15 +56,32 @@ _TITLES = {
     "custom-title": ("customTitle", NAMED_TITLE_SOURCE),
 }
 SUBAGENT_PREFIX = "agent-"
+# Claude Code's folder: $CLAUDE_CONFIG_DIR, else ~/.claude; sessions in projects/, the prompts
+# typed in history.jsonl.
+CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 
 
-class ClaudeReader:
+def claude_dir() -> str:
+    return agent_home(CONFIG_DIR_ENV, ".claude")
+
+
+class ClaudeReader(Agent):
     name = "claude"
+    label = "Claude Code"
     has_ids = True
-    remembers_parents = False
+    folder_variables = (CONFIG_DIR_ENV,)
+    # Its first objects are of many types: narrower readers are tried first.
+    order = 1000
+    where = (
+        "`$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`: `<project>/<session id>.jsonl`;"
+        " subagents in `<session id>/subagents/agent-<id>.jsonl`"
+    )
 
     def session_roots(self) -> list[str]:
-        return [os.path.join(get_claude_dir(), "projects")]
+        return [os.path.join(claude_dir(), "projects")]
+
+    def history_files(self) -> list[str]:
+        return [os.path.join(claude_dir(), "history.jsonl")]
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         if "payload" in value:

@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -38,17 +39,31 @@ from xcsh_store.agents.base import (
     text_of,
 )
 from xcsh_store.agents.pricing import Request, price_table
-from xcsh_store.homes import get_codex_dir
-from xcsh_store.paths import SESSIONS_DIRNAME
+from xcsh_store.homes import agent_home
+
+# Codex's folder: $CODEX_HOME, else ~/.codex; rollouts in sessions/, the prompts typed in
+# history.jsonl.
+HOME_ENV = "CODEX_HOME"
 
 
-class CodexReader:
+def codex_dir() -> str:
+    return agent_home(HOME_ENV, ".codex")
+
+
+class CodexReader(Agent):
     name = "codex"
+    label = "Codex"
     has_ids = False
-    remembers_parents = False
+    folder_variables = (HOME_ENV,)
+    where = (
+        "`$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-<time>-<id>.jsonl`"
+    )
 
     def session_roots(self) -> list[str]:
-        return [os.path.join(get_codex_dir(), SESSIONS_DIRNAME)]
+        return [os.path.join(codex_dir(), "sessions")]
+
+    def history_files(self) -> list[str]:
+        return [os.path.join(codex_dir(), "history.jsonl")]
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         if "payload" in value and isinstance(value.get("type"), str):

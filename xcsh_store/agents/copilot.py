@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -63,8 +64,14 @@ def copilot_dir() -> str:
     return os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~/.copilot")
 
 
-class CopilotReader:
+class CopilotReader(Agent):
     name = "copilot"
+    label = "GitHub Copilot CLI"
+    folder_variables = FOLDER_VARIABLES
+    where = (
+        "`$COPILOT_HOME/session-state`, else `~/.copilot/session-state`:"
+        " `<session id>/events.jsonl`"
+    )
     has_ids = True
     remembers_parents = False
 

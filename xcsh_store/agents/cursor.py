@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -32,8 +33,10 @@ REDACTED = "[REDACTED]"
 _USER_QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
 
 
-class CursorReader:
+class CursorReader(Agent):
     name = "cursor"
+    label = "Cursor"
+    where = "`~/.cursor/projects`: `<project>/agent-transcripts/<id>/<id>.jsonl`"
     has_ids = False
     remembers_parents = False
 

@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -29,8 +30,10 @@ from xcsh_store.agents.pricing import price_table
 START_TYPE = "session_start"
 
 
-class DroidReader:
+class DroidReader(Agent):
     name = "droid"
+    label = "Factory Droid"
+    where = "`~/.factory/sessions`: `<project>/<session id>.jsonl`"
     has_ids = True
     remembers_parents = False
 

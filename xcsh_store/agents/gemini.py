@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -72,8 +73,13 @@ def gemini_dir() -> str:
     return os.path.join(base, ".gemini")
 
 
-class GeminiReader:
+class GeminiReader(Agent):
     name = "gemini"
+    label = "Gemini CLI"
+    folder_variables = FOLDER_VARIABLES
+    where = (
+        "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`: `<project>/chats/session-*.jsonl`"
+    )
     has_ids = True
     remembers_parents = True
 

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from xcsh_store.agents.base import (
+    Agent,
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
@@ -48,8 +49,11 @@ def qwen_dir() -> str:
     return os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~/.qwen")
 
 
-class QwenReader:
+class QwenReader(Agent):
     name = "qwen"
+    label = "Qwen Code"
+    folder_variables = FOLDER_VARIABLES
+    where = "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<project>/chats/<session id>.jsonl`"
     has_ids = True
     remembers_parents = False
 

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from xcsh_store.agents import AGENTS
+from xcsh_store.agents import AGENTS, ESTIMATED_AGENTS, XCSH_AGENTS, agent_labels
 from xcsh_store.cli.complete import complete_project
 from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
 
@@ -96,6 +96,25 @@ project_option = click.option(
     help="Only sessions of this project: started in DIR or a folder inside it.",
     shell_complete=complete_project,
 )
+# What people call the agents of the xcsh family (the plugins say their own: agent_labels).
+_XCSH_LABELS = {"xcsh": "xcsh", "pi": "pi", "omp": "oh-my-pi"}
+
+
+def in_words(items: list[str]) -> str:
+    """``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def agents_in_words(family: bool = False, estimated: bool = False) -> str:
+    """The agents the store reads, as a help text says them (from the registry): the plugins'
+    (``estimated``: those whose costs the index estimates), then pi and oh-my-pi."""
+    labels = agent_labels()
+    names = [labels[name] for name in (ESTIMATED_AGENTS if estimated else labels)]
+    if family:
+        names += [_XCSH_LABELS[name] for name in XCSH_AGENTS[1:]]
+    return in_words(names) if names else "none"
+
+
 # Which agents' sessions a verb looks at (ls, search, usage, history).
 agent_option = click.option(
     "--agent",

@@ -1,5 +1,6 @@
 """The command-line reference page of the manual (docs/cli.md): every verb's and subverb's
-``--help``, as a terminal of :data:`COLUMNS` columns without colour shows it.
+``--help``, as a terminal of :data:`COLUMNS` columns without colour shows it, and the agents
+whose sessions this installation reads, from the plugin registry (agents/registry.py).
 
 ``python -m xcsh_store.cli.reference > docs/cli.md`` writes the page; ``tests/test_docs.py``
 fails when the committed page differs from what this prints now, so the reference never drifts
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 
 import click
 
+from xcsh_store.agents import READERS
 from xcsh_store.cli.app import cli
 
 COLUMNS = 100
@@ -62,7 +64,24 @@ def page() -> str:
         heading = "#" * max(2, context.command_path.count(" ") + 1)
         help_text = context.get_help()
         sections.append(f"{heading} `{context.command_path}`\n\n```text\n{help_text}\n```\n")
+    sections.append(agents_section())
     return "\n".join(sections)
+
+
+def agents_section() -> str:
+    """The agent plugins, one row each: its ``--agent`` name, what people call it, the kind of
+    its session files and where it keeps them (the xcsh family: [Your own sessions](agents.md))."""
+    rows = [
+        f"| `{agent.name}` | {agent.label or agent.name} | {agent.kind} | {agent.where or '—'} |"
+        for agent in READERS
+    ]
+    return (
+        "## Agents\n\nThe agent plugins this installation reads (besides xcsh, pi and oh-my-pi:"
+        " [Your own sessions](agents.md)), from the entry point group `xcsh_store.agents`:\n\n"
+        "| `--agent` | agent | kind | where its sessions are |\n| --- | --- | --- | --- |\n"
+        + "\n".join(rows)
+        + "\n"
+    )
 
 
 def main() -> int:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
-from xcsh_store.agents import agent_session_roots
+from xcsh_store.agents import agent_history_files, agent_session_roots
 from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
-from xcsh_store.homes import get_agent_history_files, get_store_dir
+from xcsh_store.homes import get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index.fresh import (
     BUSY,
@@ -229,7 +229,7 @@ class SessionIndex:
     def agent_roots(self) -> dict[str, str]:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
         agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
-        themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
+        themselves (pi's and oh-my-pi's folders: homes.py; each agent plugin's own)."""
         found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
@@ -384,7 +384,7 @@ class SessionIndex:
             progress,
             indexed,
             workers,
-            read_only_roots=set(self.agent_roots()),
+            agent_roots=self.agent_roots(),
             text=text,
         )
         if text:
@@ -420,7 +420,7 @@ class SessionIndex:
         except HistoryError as error:
             report.history_error = str(error)
             log.warning("%s", report.history_error)
-        histories: dict[str, str | None] = dict(get_agent_history_files())
+        histories: dict[str, str | None] = dict(agent_history_files())
         if not self.finds_agent_roots:
             histories = dict.fromkeys(histories)  # turned off: their prompts go
         report.history_mirrored += mirror_agent_history(self.connection, histories)
@@ -853,7 +853,9 @@ class SessionIndex:
                 if self.relocation is not None:
                     with self._sync_lock():
                         self._settle_location()
-                on_disk, indexed = compare_with_files(self.connection, self.roots(), report)
+                on_disk, indexed = compare_with_files(
+                    self.connection, self.roots(), report, self.agent_roots()
+                )
                 if repair and not report.clean:
                     self._require_writable()
                     with self._sync_lock():

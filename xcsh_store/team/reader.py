@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from xcsh_store.agents import OTHER_AGENTS, cost_kind
+from xcsh_store.agents import ESTIMATED_AGENTS, cost_kind
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -548,7 +548,7 @@ class TeamIndex:
             f" AS estimated, (cost IS NULL)::int AS unpriced, {_SUMMED} FROM usage_entries"
         )
         entries = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
-        others = list(OTHER_AGENTS)
+        others = list(ESTIMATED_AGENTS)
         if all(bound.endswith("T00:00:00.000Z") for _, bound in bounds):
             stale = [host for (host,) in self._rows("SELECT host FROM hosts WHERE usage_stale")]
             days = "".join(f" AND day {operator} %s" for operator, _ in bounds)

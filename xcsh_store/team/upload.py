@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from xcsh_store.agents import OTHER_AGENTS
+from xcsh_store.agents import ESTIMATED_AGENTS
 from xcsh_store.index import (
     ENTRY_COLUMNS,
     HISTORY_COLUMNS,
@@ -211,7 +211,7 @@ def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
         " sum(cache_write_tokens), sum(cost) FROM usage_entries WHERE host = %s"
         " GROUP BY host, day, provider, model, project_dir, session_id, agent,"
         " parent_session_id",
-        (list(OTHER_AGENTS), host),
+        (list(ESTIMATED_AGENTS), host),
     )
     connection.execute("UPDATE hosts SET usage_stale = false WHERE host = %s", (host,))
 

@@ -30,6 +30,7 @@ from xcsh_store.cli.output.shapes import session_cost, session_json
 from xcsh_store.cli.params import (
     TimeBound,
     agent_option,
+    agents_in_words,
     count_type,
     cwd_option,
     host_option,
@@ -129,7 +130,7 @@ def ls_command(
     host: str | None,
     as_json: bool,
 ) -> None:
-    """List sessions, newest first: xcsh's, and Claude Code's and Codex's once synced.
+    """List sessions, newest first: xcsh's, and the other agents' (AGENTS) once synced.
 
     \b
     Examples:
@@ -186,3 +187,6 @@ def ls_command(
         echo_wrapped(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
     if more:
         echo_wrapped(f"(showing {limit}; --limit 0 lists all)")
+
+
+ls_command.help = (ls_command.help or "").replace("AGENTS", agents_in_words(family=True))

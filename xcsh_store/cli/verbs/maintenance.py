@@ -26,7 +26,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.render import home_relative, local_time, plural
 from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
-from xcsh_store.cli.params import Duration
+from xcsh_store.cli.params import Duration, agents_in_words
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
 from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
@@ -118,7 +118,9 @@ def describe_sync(report: SyncReport) -> list[str]:
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
     if report.repriced:
-        lines.append("Prices changed: Claude Code and Codex sessions were priced again")
+        lines.append(
+            f"Prices changed: {agents_in_words(estimated=True)} sessions were priced again"
+        )
     if report.text_files_indexed:
         lines.append(
             f"Search text added for {plural(report.text_files_indexed, 'file')} (an earlier"
@@ -186,8 +188,8 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     multiple=True,
     metavar="[AGENT:]DIR",
     help="Also index the session files under DIR, now and in every later sync (repeatable);"
-    f" AGENT:DIR for another agent's files ({', '.join(ROOT_AGENTS)}; e.g. a copy from"
-    " another machine), which are only ever read.",
+    " AGENT:DIR for another agent's files (e.g. a copy from another machine), which are only"
+    " ever read; AGENT is one of " + ", ".join(ROOT_AGENTS) + ".",
 )
 @click.option(
     "--remove-root",
@@ -201,10 +203,9 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index the sessions folders of the other agents (Claude Code, Codex, Gemini CLI, Copilot"
-    " CLI, Qwen Code, Droid, Cursor, pi, oh-my-pi: ~/.claude/projects, ~/.codex/sessions, ...,"
-    " or where their variables move them; docs/agents.md) when they exist (the default), or"
-    " stop (remembered).",
+    help="Index the sessions folders of " + agents_in_words(family=True) + " (where each keeps"
+    " them, or where their variables move them: docs/agents.md) when they exist (the default),"
+    " or stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -227,7 +228,7 @@ def sync_command(
 ) -> None:
     """Bring index.db up to date with the session files and history.db.
 
-    Indexes xcsh's sessions and those of Claude Code, Codex, pi and oh-my-pi found on this
+    Indexes xcsh's sessions and those of AGENTS found on this
     machine; without an xcsh agent dir, index.db lives in ~/.local/share/xcsh-store. Only new
     bytes are read: an unchanged file costs one stat, a grown file is read from where the last
     sync stopped. Extra roots are remembered in the index; a registered root that is missing
@@ -263,6 +264,9 @@ def sync_command(
         return
     for line in describe_sync(report):
         echo_wrapped(line)
+
+
+sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))
 
 
 def _agent_root(text: str) -> tuple[str, str | None]:

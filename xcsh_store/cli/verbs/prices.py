@@ -19,6 +19,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.params import agents_in_words
 from xcsh_store.homes import get_prices_file
 from xcsh_store.index import ModelSeen
 
@@ -62,7 +63,7 @@ def _seen_json(seen: ModelSeen) -> dict[str, Any]:
 def prices_command(settings: Settings, as_json: bool) -> None:
     """The price of each model seen in the index, its source and date; the models left unpriced.
 
-    Claude Code and Codex record tokens, not costs: each request is priced at the price in
+    ESTIMATED record tokens, not costs: each request is priced at the price in
     force on its day, from ~/.config/xcsh-store/prices.toml ($XDG_CONFIG_HOME) first, then the
     genai-prices dataset. Rates are dollars per million tokens; "200k+: 6" is the rate of a
     whole request whose input is over 200k tokens. pi and xcsh record their own costs.
@@ -118,3 +119,8 @@ def prices_command(settings: Settings, as_json: bool) -> None:
     if not current:
         echo("The index was priced with another price table: `xcsh-store sync` prices it again.")
     click.echo(f"Price table: {table.fingerprint}")
+
+
+prices_command.help = (prices_command.help or "").replace(
+    "ESTIMATED", agents_in_words(estimated=True)
+)

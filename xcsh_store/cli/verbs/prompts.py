@@ -150,8 +150,8 @@ def recent_command(
 ) -> None:
     """List the newest prompts, newest first.
 
-    With --sessions (implied by --agent), from the index: history.db's prompts, Claude Code's
-    and Codex's history.jsonl, and the prompts in every session.
+    With --sessions (implied by --agent), from the index: history.db's prompts, the other
+    agents' prompt history files, and the prompts in every session.
 
     \b
     Examples:

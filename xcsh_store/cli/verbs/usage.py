@@ -36,7 +36,13 @@ from xcsh_store.cli.output.render import (
 )
 from xcsh_store.cli.output.shapes import block_json, cost_text, usage_json
 from xcsh_store.cli.output.table import Cut
-from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
+from xcsh_store.cli.params import (
+    agent_option,
+    agents_in_words,
+    since_option,
+    timezone_option,
+    until_option,
+)
 from xcsh_store.index import USAGE_GROUPS, BillingBlock, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
@@ -46,8 +52,8 @@ def cost_note(totals: UsageRow) -> str:
     parts = []
     if totals.estimated:
         parts.append(
-            f"{totals.estimated:,} entries' cost is estimated (Claude Code and Codex record"
-            " tokens, not costs): `xcsh-store prices` shows each price and its source"
+            f"{totals.estimated:,} entries' cost is estimated (their agents record tokens, not"
+            " costs): `xcsh-store prices` shows each price and its source"
         )
     if totals.unpriced:
         parts.append(
@@ -162,10 +168,10 @@ def usage_command(
     """Tokens and cost per day, week, month, model, provider, project, session or agent.
 
     Each entry counts once, even when forked sessions hold copies of it, and a response Claude
-    Code streamed as several lines once. The other agents (Claude Code, Codex, Gemini CLI,
-    Copilot CLI, Qwen Code, ...) write no costs: theirs are estimates from list prices (said
-    below the table); a model without a known price adds tokens but no cost, and is counted as
-    unpriced. --json rows also carry Copilot CLI's premium requests.
+    Code streamed as several lines once. ESTIMATED write no costs: theirs are
+    estimates from list prices (said below the table); a model without a known price adds
+    tokens but no cost, and is counted as unpriced. --json rows also carry Copilot CLI's
+    premium requests.
 
     \b
     Examples:
@@ -240,6 +246,11 @@ def usage_command(
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+
+
+usage_command.help = (usage_command.help or "").replace(
+    "ESTIMATED", agents_in_words(estimated=True)
+)
 
 
 def _block_label(block: BillingBlock, zone: tzinfo | None) -> str:

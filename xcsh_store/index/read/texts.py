@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
@@ -85,7 +85,20 @@ def entry_values(
     another agent's object (the object is then the xcsh entry its reader made of it). The
     object is None (and the JSON empty) for every entry of a file that exists but cannot be
     read now. An entry whose line is no longer that entry is left out, as is every
-    entry of a file that is gone."""
+    entry of a file that is gone. A session an agent plugin reads itself (a kind other than
+    JSONL) is asked for its records again by locator (the offset column)."""
+    sources = list(sources)
+    agent = sources[0][5] if sources else None
+    plugin = reader_named(agent)
+    if plugin is None and agent not in (None, *XCSH_AGENTS):
+        # The agent's plugin is no longer installed: nothing here can read its records (the
+        # next sync drops them).
+        for source in sources:
+            yield source[0], None, b""
+        return
+    if plugin is not None and plugin.kind != "jsonl":
+        yield from _source_values(plugin, path, sources)
+        return
     try:
         stream = open_regular_file(path)
     except FileNotFoundError:
@@ -110,7 +123,7 @@ def entry_values(
             reader = reader_named(agent)
             if reader is not None:
                 # Another agent's line, as an entry of the xcsh model (its JSON is that entry's).
-                value = reader.read(value, SessionFacts(path)).entry
+                value = read_entry(reader, value, SessionFacts(path)).entry
             whole = (
                 reader is None
                 and len(values) == 1
@@ -121,3 +134,26 @@ def entry_values(
             if entry_id is not None and value.get("id", entry_id) != entry_id:
                 continue
             yield pk, value, line.strip() if whole else b""
+
+
+def _source_values(
+    plugin: Agent, path: str, sources: list[_Source]
+) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
+    """entry_values of a session its plugin reads (Agent.records_at); None for each entry of
+    one that exists but cannot be read now, nothing for one that is gone."""
+    try:
+        found = plugin.records_at(path, [source[2] for source in sources])
+    except FileNotFoundError:
+        return
+    except Exception:  # unreadable now, or the plugin's own fault: the index still holds it
+        for source in sources:
+            yield source[0], None, b""
+        return
+    for pk, entry_id, locator, _length, _part, _agent in sorted(sources, key=lambda s: s[2]):
+        record = found.get(locator)
+        if record is None:
+            continue
+        value = read_entry(plugin, record, SessionFacts(path)).entry
+        if entry_id is not None and value.get("id", entry_id) != entry_id:
+            continue
+        yield pk, value, b""

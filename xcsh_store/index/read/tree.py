@@ -10,7 +10,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
@@ -329,6 +329,10 @@ def read_entries(
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use; those
     of another agent's file (``agent``: claude, codex) as entries of the xcsh model."""
     reader = reader_named(agent)
+    if reader is None and agent not in (None, *XCSH_AGENTS):
+        raise FileChangedError(path)  # its plugin is gone: the next sync drops its rows
+    if reader is not None and reader.kind != "jsonl":
+        return _source_entries(reader, path, rows)
     values: dict[int, dict[str, Any]] = {}
     with open_regular_file(path) as stream:
         for start, end, members in _line_ranges(rows):
@@ -340,7 +344,7 @@ def read_entries(
                     raise FileChangedError(path)
                 value = parsed[row.part]
                 if reader is not None:
-                    value = reader.read(value, SessionFacts(path)).entry
+                    value = read_entry(reader, value, SessionFacts(path)).entry
                 if row.id is not None and reader is not None:
                     # Another agent's entry sits where its read of the whole file put it (a
                     # Gemini record names no parent: its line alone cannot say).
@@ -355,6 +359,28 @@ def read_entries(
                 values[row.pk] = value
     ordered = [values[row.pk] for row in rows]
     sanitize_openai_replay_metadata(ordered)
+    return ordered
+
+
+def _source_entries(agent: Agent, path: str, rows: list[IndexedEntry]) -> list[dict[str, Any]]:
+    """read_entries of a session its plugin reads itself: the records of the rows' locators
+    (the offset column), as entries of the xcsh model."""
+    try:
+        found = agent.records_at(path, [row.offset for row in rows])
+    except FileNotFoundError:
+        raise FileChangedError(path) from None
+    ordered = []
+    for row in rows:
+        record = found.get(row.offset)
+        if record is None:
+            raise FileChangedError(path)
+        value = read_entry(agent, record, SessionFacts(path)).entry
+        if row.id is not None:
+            if value.get("id", row.id) != row.id:
+                raise FileChangedError(path)
+            value.setdefault("id", row.id)
+            value.setdefault("parentId", row.parent_id)
+        ordered.append(value)
     return ordered
 
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import OTHER_AGENTS
+from xcsh_store.agents import ESTIMATED_AGENTS
 from xcsh_store.index.read.sessions import agents_condition
 from xcsh_store.times import iso_bound, parse_iso
 
 # The agents whose costs are the index's estimates, as an SQL list.
-_ESTIMATED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
+_ESTIMATED = ", ".join(f"'{agent}'" for agent in ESTIMATED_AGENTS)
 
 # Each grouping as the SQL expression over ``usage_entries`` that makes its key.
 # Days, weeks (from Monday) and months are the user's: usage_period() puts each timestamp in

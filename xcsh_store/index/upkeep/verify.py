@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.read.search import FtsTokens, quote, utf8
 from xcsh_store.index.read.texts import entry_texts
 from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.write.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_root
+from xcsh_store.index.write.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_any
 from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all, stale_count
 from xcsh_store.index.write.summaries import check_summary_titles
 
@@ -66,14 +67,20 @@ class VerifyReport:
 
 
 def compare_with_files(
-    connection: apsw.Connection, roots: list[str], report: VerifyReport
+    connection: apsw.Connection,
+    roots: list[str],
+    report: VerifyReport,
+    agent_roots: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, SeenFile], dict[str, int]]:
     """Fill ``report`` with every file below ``roots`` that differs from its rows, or changed
     since the last sync, and the blobs whose refcount is wrong; returns the files found on
     disk by path and the indexed file ids by path (what a repair needs)."""
     scan = SyncReport()
     on_disk = {
-        item.path: item for root in roots if os.path.isdir(root) for item in scan_root(root, scan)
+        item.path: item
+        for root in roots
+        if os.path.isdir(root)
+        for item in scan_any(root, scan, agent=(agent_roots or {}).get(root))
     }
     rows = list(connection.execute("SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files"))
     indexed = {path: file_id for path, file_id, *_ in rows}

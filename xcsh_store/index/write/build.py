@@ -13,8 +13,9 @@ from typing import Any, BinaryIO, NamedTuple, Protocol
 import orjson
 
 from xcsh_store.agents import (
-    AgentReader,
+    Agent,
     SessionFacts,
+    read_entry,
     reader_for,
     reader_named,
     xcsh_agent_of,
@@ -309,6 +310,17 @@ def read_from_start(
     builder.add_records(records, tally)
 
 
+def read_source(agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: int = 0) -> None:
+    """Read a whole session of an agent whose sessions are not JSONL files (Agent.kind): its
+    records, in order, each kept by its locator (in the offset column; no length)."""
+    tally = ReadTally()
+    state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
+    builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
+    builder.reader = agent
+    records = ((locator, b"", [value], False) for locator, value in agent.records(path))
+    builder.add_records(records, tally)
+
+
 def read_appended(
     stream: BinaryIO,
     state: ReadState,
@@ -370,7 +382,7 @@ class RowBuilder:
         self.adopted: set[str] = set()
         self.missing_parents: set[str] = set()
         self.defaults = _DefaultModels(None if indexed is None else indexed.default_after)
-        self.reader: AgentReader | None = reader_named(state.agent)
+        self.reader: Agent | None = reader_named(state.agent)
         # Usage keys of this read -> (the row's key, its figures); the key of this chunk's
         # first row; rows of earlier chunks whose usage a later line replaced.
         self.usage_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
@@ -480,7 +492,7 @@ class RowBuilder:
     ) -> None:
         state = self.state
         assert self.reader is not None and state.session is not None
-        found = self.reader.read(value, state.session)
+        found = read_entry(self.reader, value, state.session)
         entry = found.entry
         if not self.reader.has_ids or found.chained:
             entry["id"] = agent_entry_id(state.path, seq)

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import XCSH_AGENTS, AgentReader, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -26,6 +26,7 @@ from xcsh_store.index.write.build import (
     read_appended,
     read_at,
     read_from_start,
+    read_source,
 )
 from xcsh_store.index.write.scan import (
     KnownFile,
@@ -177,7 +178,10 @@ class FileIndexer:
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Read one file here and index it: from where the last read stopped when it only
-        grew, else whole."""
+        grew, else whole (a session of another kind than JSONL: always whole)."""
+        if seen.agent is not None:
+            self._index_source(seen, known)
+            return
         with open_regular_file(seen.path) as stream:
             info = os.fstat(stream.fileno())
             self.opened(seen, (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns))
@@ -198,6 +202,30 @@ class FileIndexer:
             except BaseException:
                 write.abandon()
                 raise
+
+    def _index_source(self, seen: SeenFile, known: KnownFile | None) -> None:
+        """A session an agent plugin reads itself (scan.SeenFile.agent), read again whole. What
+        the plugin raises (but an OSError: unreadable) costs the session, not the sync."""
+        agent = reader_named(seen.agent)
+        assert agent is not None
+        self.opened(seen, (seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns))
+        first_key = self.keys.peek()
+        write = FileWrite(self, seen, known, True, first_key)
+        # Always with its search text: text_later.py reads files as JSON lines.
+        write.text_pending = False
+        try:
+            read_source(agent, seen.path, seen.mtime_ns, write.apply, first_key=first_key)
+        except OSError:
+            write.abandon()
+            raise
+        except Exception as error:
+            write.abandon()
+            failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
+            raise OSError(failure) from error
+        except BaseException:
+            write.abandon()
+            raise
+        self.report.bytes_read += max(seen.size, 0)
 
     def apply_built(
         self, seen: SeenFile, known: KnownFile | None, stat: FileStat, chunks: Iterable[Chunk]
@@ -610,7 +638,7 @@ def _resumed_state(
 
 
 def _session_facts(
-    connection: apsw.Connection, file_id: int, path: str, reader: AgentReader
+    connection: apsw.Connection, file_id: int, path: str, reader: Agent
 ) -> SessionFacts:
     """What an earlier read of another agent's file learnt of its session, as the index holds
     it (the reader carries on from there)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from xcsh_store.agents import OTHER_AGENTS
+from xcsh_store.agents import ESTIMATED_AGENTS
 from xcsh_store.agents.pricing import PriceTable, price_sources, price_table, request_day
 from xcsh_store.agents.pricing_model import ModelPrice
 from xcsh_store.index.db import get_meta, set_meta, transaction
@@ -28,7 +28,7 @@ from xcsh_store.index.db import get_meta, set_meta, transaction
 PRICES_META = "price_table"
 # The sources key (price_sources) of the table whose fingerprint PRICES_META records.
 SOURCES_META = "price_sources"
-_PRICED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
+_PRICED = ", ".join(f"'{agent}'" for agent in ESTIMATED_AGENTS)
 
 
 def priced_with(connection: apsw.Connection) -> str | None:
@@ -94,7 +94,7 @@ def models_seen(connection: apsw.Connection, table: PriceTable) -> list[ModelSee
     return [
         ModelSeen(
             *(agent, provider, model, entries, unpriced, last),
-            table.price(model, provider, request_day(last)) if agent in OTHER_AGENTS else None,
+            table.price(model, provider, request_day(last)) if agent in ESTIMATED_AGENTS else None,
         )
         for agent, provider, model, entries, unpriced, last in rows
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import operator
 import os
 import stat as stat_module
@@ -16,8 +17,11 @@ from typing import Any
 import apsw
 import orjson
 
+from xcsh_store.agents import Agent, reader_named
 from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
+
+log = logging.getLogger("xcsh_store")
 
 DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)
@@ -94,6 +98,9 @@ class SeenFile:
     # Set by every change to the inode (write, chmod, rename) and never by the user, unlike
     # mtime: a same-size edit with its mtime put back still changes it.
     ctime_ns: int
+    # The agent plugin that reads this session itself (a kind other than JSONL: its path may be
+    # a folder or ``<database>#<id>``, its identity the plugin's); None for a JSONL file.
+    agent: str | None = None
 
 
 @dataclass(slots=True)
@@ -208,6 +215,46 @@ def scan_root(
             )
 
 
+def scan_any(
+    root: str,
+    report: SyncReport,
+    known: KnownStats | None = None,
+    agent: str | None = None,
+) -> Iterator[SeenFile]:
+    """The sessions below ``root``: the files scan_root finds, or, in the root of an agent that
+    finds its own (``agent``, a kind other than JSONL), those its plugin lists. Stale temp
+    files are looked for only in a root of no agent's."""
+    plugin = reader_named(agent)
+    if plugin is not None and plugin.kind != "jsonl":
+        return scan_sources(root, plugin, report, known)
+    return scan_root(root, report, known, temp_files=agent is None)
+
+
+def scan_sources(
+    root: str, agent: Agent, report: SyncReport, known: KnownStats | None = None
+) -> Iterator[SeenFile]:
+    """Every session below ``root`` of an agent that finds its own (Agent.sources), but the
+    unchanged ones of ``known``. What the plugin raises costs the root (unreadable), not the
+    sync."""
+    indexed_stat = (known.stats if known is not None else {}).get
+    unchanged = known.unchanged if known is not None else set()
+    below_root = len(root.rstrip(os.sep)) + 1
+    try:
+        for source in agent.sources(root):
+            identity = (source.size, source.mtime_ns, source.inode, source.ctime_ns)
+            if indexed_stat(source.path) == identity:
+                unchanged.add(source.path)
+                continue
+            relative = source.path[below_root:] if len(source.path) > below_root else ""
+            project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
+            yield SeenFile(source.path, root, project_dir, *identity, agent=agent.name)
+    except OSError as error:
+        report.unreadable[root] = describe_error(error)
+    except Exception as error:  # the plugin's own fault
+        log.warning("agent plugin %s could not list %s: %s", agent.name, root, error)
+        report.unreadable[root] = f"agent plugin {agent.name} failed: {type(error).__name__}"
+
+
 _IDENTITY = attrgetter("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns")
 _PATH = attrgetter("path")
 
@@ -276,7 +323,7 @@ def _is_utf8(path: str) -> bool:
 
 
 def describe_error(error: OSError) -> str:
-    return f"{error.strerror or error.__class__.__name__}" + (
+    return f"{error.strerror or str(error) or error.__class__.__name__}" + (
         f" (errno {error.errno})" if error.errno else ""
     )
 

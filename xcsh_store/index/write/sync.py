@@ -7,7 +7,7 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Iterator, Set
+from collections.abc import Iterator, Mapping, Set
 
 import apsw
 
@@ -35,7 +35,7 @@ from xcsh_store.index.write.scan import (
     hiding_folder,
     is_under_any,
     known_file,
-    scan_root,
+    scan_any,
 )
 from xcsh_store.times import iso_now
 
@@ -60,7 +60,7 @@ def sync_files(
     indexed: IndexedFiles | None = None,
     workers: int | None = None,
     *,
-    read_only_roots: Set[str] = frozenset(),
+    agent_roots: Mapping[str, str] | None = None,
     text: bool = True,
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
@@ -68,8 +68,9 @@ def sync_files(
     ``text`` false: when there is much to read whole (a first sync), usage first: those files
     get every row but their search rows, which text_later.py adds afterwards.
 
-    ``read_only_roots`` hold other agents' files: nothing there is ever removed (the stale
-    temp files of xcsh's rewrites are looked for only in the other roots).
+    ``agent_roots`` (root -> agent) hold other agents' files: nothing there is ever removed
+    (the stale temp files of xcsh's rewrites are looked for only in the other roots), and an
+    agent that finds its own sessions (a kind other than JSONL) lists them there.
 
     ``indexed`` is the files table as read before (it is read here when not given).
     ``workers``: how many processes may read files whole (default: one per core); 1 reads
@@ -87,9 +88,7 @@ def sync_files(
             report.missing_roots.append(root)
             continue
         scanned_roots.append(root)
-        for item in scan_root(
-            root, report, None if full else known, temp_files=root not in read_only_roots
-        ):
+        for item in scan_any(root, report, None if full else known, (agent_roots or {}).get(root)):
             seen[item.path] = item
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
@@ -193,7 +192,7 @@ def _whole_reads(
     return [
         (position, item.size)
         for position, (item, row) in enumerate(todo)
-        if full or row is None or not may_resume(row, item.size)
+        if (full or row is None or not may_resume(row, item.size)) and item.agent is None
     ]
 
 
@@ -294,8 +293,8 @@ def _follow_renames(
     if not by_identity:
         return renamed
     for path, item in seen.items():
-        if path in known_paths:
-            continue
+        if path in known_paths or item.agent is not None:
+            continue  # (a plugin's session is no file: its identity is the plugin's)
         row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
         if row is None or not _holds_indexed_bytes(path, row, report):
             continue

@@ -1,0 +1,133 @@
+"""The agents the store reads besides the xcsh family: every plugin of the entry point group
+``xcsh_store.agents``, loaded once with importlib.metadata, as llm and Datasette load theirs.
+
+The package declares its own agents there (pyproject.toml); a third-party package adds one by
+declaring an object of its own in the same group::
+
+    [project.entry-points."xcsh_store.agents"]
+    myagent = "myagent_xcsh:AGENT"
+
+A plugin that cannot be loaded, or is not an agent, costs one warning line and is left out: the
+store reads the others as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from xcsh_store.agents.base import KINDS, Agent
+
+log = logging.getLogger("xcsh_store")
+
+GROUP = "xcsh_store.agents"
+# The distribution whose plugins win a name that another one registers too.
+OWN_DISTRIBUTION = "xcsh-store"
+# The xcsh format family: read by the index itself (the header does not say which of them
+# wrote a file: agents/__init__.py xcsh_agent_of); no plugin may take these names.
+XCSH_AGENTS = ("xcsh", "pi", "omp")
+# Names go into SQL lists and command-line choices as they are.
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+@functools.cache
+def agents() -> tuple[Agent, ...]:
+    """Every agent plugin that loads, by name."""
+    found: dict[str, tuple[Agent, bool]] = {}
+    for entry_point in entry_points(group=GROUP):
+        own = _distribution(entry_point) == OWN_DISTRIBUTION
+        try:
+            agent = _agent_of(entry_point.load())
+        except Exception as error:  # a plugin's own fault, whatever it is
+            message = str(error).strip().splitlines()
+            log.warning(
+                "agent plugin %s (%s) left out: %s%s",
+                entry_point.name,
+                entry_point.value,
+                type(error).__name__,
+                f": {message[0]}" if message else "",
+            )
+            continue
+        earlier = found.get(agent.name)
+        if earlier is not None and (earlier[1] or not own):
+            log.warning(
+                "agent plugin %s (%s) left out: another plugin reads agent %r",
+                entry_point.name,
+                entry_point.value,
+                agent.name,
+            )
+            continue
+        found[agent.name] = (agent, own)
+    return tuple(agent for _, (agent, _own) in sorted(found.items()))
+
+
+@functools.cache
+def jsonl_agents() -> tuple[Agent, ...]:
+    """The plugins of JSONL files, in the order a file's first object is tried (Agent.order)."""
+    return tuple(
+        sorted((a for a in agents() if a.kind == "jsonl"), key=lambda a: (a.order, a.name))
+    )
+
+
+def _distribution(entry_point: EntryPoint) -> str | None:
+    dist = entry_point.dist
+    return None if dist is None else dist.name
+
+
+def _agent_of(value: Any) -> Agent:
+    """The plugin's object as an Agent (a class is made into its object), checked."""
+    if isinstance(value, type):
+        value = value()
+    agent = value if isinstance(value, Agent) else _Adopted(value)
+    name = agent.name
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise TypeError(f"agent name {name!r} is not lower-case letters, digits, - and _")
+    if name in XCSH_AGENTS:
+        raise TypeError(f"agent name {name!r} is the xcsh family's")
+    if agent.kind not in KINDS:
+        raise TypeError(f"kind {agent.kind!r} is none of {', '.join(KINDS)}")
+    reads = (
+        callable(getattr(agent.reader, "read", None))
+        if isinstance(agent, _Adopted)
+        else type(agent).read is not Agent.read
+    )
+    if not reads:
+        raise TypeError("it has no read(value, session) method")
+    return agent
+
+
+class _Adopted(Agent):
+    """A plugin object that is not an Agent (a JSONL reader of the AgentReader protocol only):
+    the facts it states, the defaults for the rest."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.name = reader.name  # type: ignore[misc]
+        facts = (
+            "label", "kind", "has_ids", "remembers_parents", "folder_variables",
+            "records_costs", "order", "where",
+        )  # fmt: skip
+        for fact in facts:
+            if hasattr(reader, fact):
+                setattr(self, fact, getattr(reader, fact))
+        for method in (
+            "read", "recognizes", "history_prompt", "session_roots", "history_files",
+            "sources", "records", "records_at", "is_session_name",
+        ):  # fmt: skip
+            if callable(getattr(reader, method, None)):
+                setattr(self, method, getattr(reader, method))
+
+
+def agent_named(name: str | None) -> Agent | None:
+    for agent in agents():
+        if agent.name == name:
+            return agent
+    return None
+
+
+def labels() -> dict[str, str]:
+    """Every agent's name -> what people call it (the name when the plugin says nothing)."""
+    return {agent.name: agent.label or agent.name for agent in agents()}
