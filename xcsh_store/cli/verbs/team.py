@@ -122,6 +122,7 @@ def _report_json(report: Any) -> dict[str, Any]:
         "lowered_from": report.lowered_from,
         "files": report.files,
         "pushed": report.pushed,
+        "appended": report.appended,
         "unchanged": report.unchanged,
         "deleted": report.deleted,
         "entries": report.entries,
