@@ -185,9 +185,8 @@ def _push(
     gone = sorted(remote.keys() - outgoing.keys())
     if gone:
         with connection.transaction():
-            touched = _sessions_touched(connection, host, gone, [], gone)
             connection.execute("DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, gone))
-            _refresh_rollup(connection, host, touched)
+            _usage_changed(connection, host)
         ledger.forget(host, gone)
         report.deleted = len(gone)
     batch = _Batch(host, disclosure, staged)
@@ -241,33 +240,29 @@ def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
 
 
 def _sessions_touched(
-    connection: psycopg.Connection[Any],
-    host: str,
-    paths: list[str],
-    rows: list[tuple[str, int]],
-    files: list[str],
+    connection: psycopg.Connection[Any], host: str, rows: list[tuple[str, int]], files: list[str]
 ) -> set[str]:
-    """The sessions whose usage_rollup rows may change when the entries of the files at
-    ``paths`` and the entries at ``rows`` (path, seq) come or go, or the session rows of
-    ``files`` change: the sessions of those files, and those holding another copy of one of
-    those entries with usage (which copy counts may change)."""
+    """The sessions whose usage_rollup rows may change when the entries at ``rows`` (path,
+    seq) come or go, or the session rows of ``files`` change: the sessions of those files, and
+    those holding another copy of one of those entries with usage (which copy counts may
+    change). Each step is a lookup by an index, driven by the few rows given."""
+    keys = connection.execute(
+        f"SELECT DISTINCT {_COPY_KEY.format('e')} FROM unnest(%s::text[], %s::int[])"
+        " AS r (path, seq) JOIN entries AS e ON e.host = %s AND e.path = r.path"
+        " AND e.seq = r.seq WHERE e.input_tokens IS NOT NULL",
+        ([path for path, _ in rows], [seq for _, seq in rows], host),
+    ).fetchall()
     found = connection.execute(
-        "WITH changed AS (SELECT e.id, e.timestamp FROM entries AS e WHERE e.host = %(h)s"
-        "  AND e.path = ANY(%(paths)s) AND e.input_tokens IS NOT NULL"
-        " UNION ALL SELECT e.id, e.timestamp FROM unnest(%(rp)s::text[], %(rs)s::int[])"
-        "  AS r (path, seq) JOIN entries AS e ON e.host = %(h)s AND e.path = r.path"
-        "  AND e.seq = r.seq WHERE e.input_tokens IS NOT NULL)"
-        " SELECT s.session_id FROM sessions AS s WHERE s.host = %(h)s AND s.path = ANY(%(f)s)"
-        " UNION SELECT s.session_id FROM entries AS e JOIN sessions AS s"
-        "  ON s.host = e.host AND s.path = e.path"
-        f"  WHERE e.host = %(h)s AND e.input_tokens IS NOT NULL AND ({_COPY_KEY.format('e')})"
-        f"  IN (SELECT {_COPY_KEY.format('changed')} FROM changed)",
+        "SELECT s.session_id FROM sessions AS s WHERE s.host = %(h)s AND s.path = ANY(%(f)s)"
+        " UNION SELECT s.session_id FROM unnest(%(ids)s::text[], %(ts)s::text[]) AS k (id, ts)"
+        " CROSS JOIN LATERAL (SELECT e.path FROM entries AS e WHERE e.host = %(h)s"
+        f"  AND e.input_tokens IS NOT NULL AND ({_COPY_KEY.format('e')}) = (k.id, k.ts)) AS c"
+        " JOIN sessions AS s ON s.host = %(h)s AND s.path = c.path",
         {
             "h": host,
-            "paths": paths,
             "f": files,
-            "rp": [path for path, _ in rows],
-            "rs": [seq for _, seq in rows],
+            "ids": [key for key, _ in keys],
+            "ts": [timestamp for _, timestamp in keys],
         },
     ).fetchall()
     return {session_id for (session_id,) in found}
@@ -279,16 +274,21 @@ def _refresh_rollup(connection: psycopg.Connection[Any], host: str, sessions: se
     written."""
     if not sessions:
         return
+    # The keys of the sessions' entries, then every copy of each (a lookup by
+    # entries_usage_copies per key, whatever the planner thinks of the tables' sizes), numbered
+    # as usage_entries numbers them.
     numbered = (
-        "(SELECT e.host, e.timestamp, e.provider, e.model, s.project_dir, s.session_id,"
-        " s.agent, s.parent_session_id, e.input_tokens, e.output_tokens, e.cache_read_tokens,"
-        " e.cache_write_tokens, e.cost, row_number() OVER (PARTITION BY e.id, e.timestamp"
-        "  ORDER BY s.created_at, e.path, e.seq) AS copy_number"
-        " FROM entries AS e JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
-        f" WHERE e.host = %(h)s AND e.input_tokens IS NOT NULL AND ({_COPY_KEY.format('e')}) IN"
-        f"  (SELECT {_COPY_KEY.format('m')} FROM entries AS m JOIN sessions AS ms"
-        "   ON ms.host = m.host AND ms.path = m.path WHERE ms.host = %(h)s"
-        "   AND ms.session_id = ANY(%(s)s) AND m.input_tokens IS NOT NULL)) AS numbered"
+        "(SELECT c.*, row_number() OVER (PARTITION BY c.id, c.timestamp"
+        "  ORDER BY c.created_at, c.path, c.seq) AS copy_number"
+        f" FROM (SELECT DISTINCT {_COPY_KEY.format('m')} FROM sessions AS ms JOIN entries AS m"
+        "  ON m.host = ms.host AND m.path = ms.path WHERE ms.host = %(h)s"
+        "  AND ms.session_id = ANY(%(s)s) AND m.input_tokens IS NOT NULL) AS k (id, ts)"
+        " CROSS JOIN LATERAL (SELECT e.host, e.path, e.seq, e.id, e.timestamp, e.provider,"
+        "  e.model, s.project_dir, s.session_id, s.agent, s.parent_session_id, s.created_at,"
+        "  e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost"
+        "  FROM entries AS e JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
+        "  WHERE e.host = %(h)s AND e.input_tokens IS NOT NULL"
+        f"  AND ({_COPY_KEY.format('e')}) = (k.id, k.ts)) AS c) AS numbered"
         " WHERE copy_number = 1 AND session_id = ANY(%(s)s)"
     )
     fresh = _ROLLUP.replace("{source}", numbered)
@@ -383,9 +383,16 @@ class _Batch:
             return
         host = self.host
         paths = [row[1] for row in self.files]
-        files = [path for path, *_ in self.ledger]
+        files = [row[-1] for row in self.updated]
         with connection.transaction():
-            touched = _sessions_touched(connection, host, paths, self.removed, files)
+            # Files replaced whole (a first push, rewrites) mark the host's rollup out of date,
+            # made again once at the end of the push, as many rows change; files that grew
+            # make their sessions' rollup rows again here, from the few rows that changed.
+            touched = set()
+            if paths:
+                _usage_changed(connection, host)
+            else:
+                touched = _sessions_touched(connection, host, self.removed, files)
             connection.execute(
                 "DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, paths)
             )
@@ -409,8 +416,9 @@ class _Batch:
             ):
                 if rows:
                     _copy(connection, table, rows, self.staged)
-            touched |= _sessions_touched(connection, host, paths, self.added, files)
-            _refresh_rollup(connection, host, touched)
+            if not paths:
+                touched |= _sessions_touched(connection, host, self.added, files)
+                _refresh_rollup(connection, host, touched)
         ledger.record(host, self.ledger)
         report.pushed += len(self.ledger)
         report.appended += len(self.updated)
@@ -455,6 +463,13 @@ def _copy(
             copy.write_row(row)
     if staged:
         connection.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}")
+
+
+def _usage_changed(connection: psycopg.Connection[Any], host: str) -> None:
+    """Mark the host's usage_rollup rows out of date (in the transaction that made them so)."""
+    connection.execute(
+        "UPDATE hosts SET usage_stale = true WHERE host = %s AND NOT usage_stale", (host,)
+    )
 
 
 def _set_choices(
