@@ -147,6 +147,30 @@ def test_rewrites_and_truncations_replace_the_files_rows(agent_dir: Path, team_u
     assert rollup_is_fresh(team_url, "laptop")
 
 
+def test_a_rewrite_makes_only_its_sessions_rollup_rows_again(
+    agent_dir: Path, team_url: str
+) -> None:
+    folder = sessions_dir(agent_dir)
+    paths = [
+        conversation(folder / f"2026-01-01T00-00-0{number}-000Z_s{number}.jsonl", f"s{number}", 4)
+        for number in range(8)
+    ]
+    sync(agent_dir)
+    push(str(agent_dir), team_url, host="laptop")
+    count_writes(team_url)
+    paths[3].write_bytes(paths[3].read_bytes().replace(b"turn", b"TURN") + b"\n")
+    sync(agent_dir)
+    assert push(str(agent_dir), team_url, host="laptop").pushed == 1
+    with psycopg.connect(team_url) as connection:
+        (sessions,) = connection.execute(
+            "SELECT count(DISTINCT session_id) FROM usage_rollup"
+        ).fetchone()
+    assert sessions == 8
+    # The rewritten session's one rollup row, not the host's eight.
+    assert writes(team_url).get(("usage_rollup", "INSERT"), 0) <= 1
+    assert rollup_is_fresh(team_url, "laptop")
+
+
 def test_a_copy_that_stops_counting_leaves_the_rollup_right(agent_dir: Path, team_url: str) -> None:
     """A fork holds copies of its parent's entries; usage counts the oldest copy. The parent
     growing an entry the fork already holds moves that entry's count to the parent."""

@@ -240,17 +240,29 @@ def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
 
 
 def _sessions_touched(
-    connection: psycopg.Connection[Any], host: str, rows: list[tuple[str, int]], files: list[str]
+    connection: psycopg.Connection[Any],
+    host: str,
+    whole: list[str],
+    rows: list[tuple[str, int]],
+    files: list[str],
 ) -> set[str]:
-    """The sessions whose usage_rollup rows may change when the entries at ``rows`` (path,
-    seq) come or go, or the session rows of ``files`` change: the sessions of those files, and
-    those holding another copy of one of those entries with usage (which copy counts may
-    change). Each step is a lookup by an index, driven by the few rows given."""
+    """The sessions whose usage_rollup rows may change when the entries of the files at
+    ``whole`` and those at ``rows`` (path, seq) come or go, or the session rows of ``files``
+    change: the sessions of those files, and those holding another copy of one of those
+    entries with usage (which copy counts may change). Each step is a lookup by an index,
+    driven by the rows given."""
     keys = connection.execute(
-        f"SELECT DISTINCT {_COPY_KEY.format('e')} FROM unnest(%s::text[], %s::int[])"
-        " AS r (path, seq) JOIN entries AS e ON e.host = %s AND e.path = r.path"
+        f"SELECT {_COPY_KEY.format('e')} FROM entries AS e WHERE e.host = %(h)s"
+        " AND e.path = ANY(%(whole)s) AND e.input_tokens IS NOT NULL"
+        f" UNION SELECT {_COPY_KEY.format('e')} FROM unnest(%(paths)s::text[], %(seqs)s::int[])"
+        " AS r (path, seq) JOIN entries AS e ON e.host = %(h)s AND e.path = r.path"
         " AND e.seq = r.seq WHERE e.input_tokens IS NOT NULL",
-        ([path for path, _ in rows], [seq for _, seq in rows], host),
+        {
+            "h": host,
+            "whole": whole,
+            "paths": [path for path, _ in rows],
+            "seqs": [seq for _, seq in rows],
+        },
     ).fetchall()
     found = connection.execute(
         "SELECT s.session_id FROM sessions AS s WHERE s.host = %(h)s AND s.path = ANY(%(f)s)"
@@ -330,6 +342,8 @@ class _Batch:
         self.refs: list[tuple[Any, ...]] = []
         # What the ledger records once the transaction is committed.
         self.ledger: list[tuple[str, str, str, dict[int, int]]] = []
+        # Whether a file the server does not hold yet is among them (a first push).
+        self.new_files = False
 
     def full(self) -> bool:
         count = len(self.files) + len(self.updated)
@@ -364,6 +378,7 @@ class _Batch:
                 )
             )
         session_values = [outgoing_text(value) for value in session]
+        self.new_files |= remote is None
         if changes is None:
             self.files.append((host, path, watermark, disclosure.tier))
             self.sessions.append((host, path, *session_values))
@@ -383,16 +398,16 @@ class _Batch:
             return
         host = self.host
         paths = [row[1] for row in self.files]
-        files = [row[-1] for row in self.updated]
+        files = paths + [row[-1] for row in self.updated]
         with connection.transaction():
-            # Files replaced whole (a first push, rewrites) mark the host's rollup out of date,
-            # made again once at the end of the push, as many rows change; files that grew
-            # make their sessions' rollup rows again here, from the few rows that changed.
+            # Files new to the server (a first push) mark the host's rollup out of date, made
+            # again once at the end of the push (most rows change, and the tables may have no
+            # statistics yet); files it holds make their sessions' rollup rows again here.
             touched = set()
-            if paths:
+            if self.new_files:
                 _usage_changed(connection, host)
             else:
-                touched = _sessions_touched(connection, host, self.removed, files)
+                touched = _sessions_touched(connection, host, paths, self.removed, files)
             connection.execute(
                 "DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, paths)
             )
@@ -416,8 +431,8 @@ class _Batch:
             ):
                 if rows:
                     _copy(connection, table, rows, self.staged)
-            if not paths:
-                touched |= _sessions_touched(connection, host, self.added, files)
+            if not self.new_files:
+                touched |= _sessions_touched(connection, host, paths, self.added, files)
                 _refresh_rollup(connection, host, touched)
         ledger.record(host, self.ledger)
         report.pushed += len(self.ledger)
