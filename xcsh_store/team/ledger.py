@@ -2,7 +2,8 @@
 that a push of a file that grew sends the entries that are new or changed, not the whole file.
 
 For each (host, file) it keeps the watermark and tier the server was given with the file's
-rows, and a mark of each entry row sent (index/read/export.py ``entry_marks``: the entry's key,
+rows, their form (the tier and the redaction they were made with: disclosure.py ``form``), and
+a mark of each entry row sent (index/read/export.py ``entry_marks``: the entry's key,
 place and values, no text). It is a hint, never trusted alone: a push uses it only when the
 server's watermark and tier of the file are the very ones kept here, so the server holds
 exactly the rows the marks describe; any other server, a restored backup, a push by another
@@ -23,14 +24,17 @@ from dataclasses import dataclass
 from xcsh_store.paths import FILE_MODE
 
 LEDGER_FILE_NAME = "team-pushed.db"
+_COLUMNS = ("host", "path", "watermark", "tier", "form", "marks")
 
 
 @dataclass(frozen=True)
 class Pushed:
-    """One file as the server was given it: its watermark, tier and entry marks by seq."""
+    """One file as the server was given it: its watermark, tier, form and entry marks by
+    seq."""
 
     watermark: str
     tier: str
+    form: str
     marks: dict[int, int]
 
 
@@ -43,9 +47,14 @@ class PushLedger:
         # isolation_level None: the transactions below are the ones written out.
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.connection.execute("PRAGMA journal_mode = WAL")
+        columns = [row[1] for row in self.connection.execute("PRAGMA table_info(pushed)")]
+        if columns and columns != list(_COLUMNS):
+            # Another version's: a hint only, made again as files are pushed.
+            self.connection.execute("DROP TABLE pushed")
         self.connection.execute(
             "CREATE TABLE IF NOT EXISTS pushed (host TEXT NOT NULL, path TEXT NOT NULL,"
-            " watermark TEXT NOT NULL, tier TEXT NOT NULL, marks BLOB NOT NULL,"
+            " watermark TEXT NOT NULL, tier TEXT NOT NULL, form TEXT NOT NULL,"
+            " marks BLOB NOT NULL,"
             " PRIMARY KEY (host, path)) WITHOUT ROWID"
         )
 
@@ -54,22 +63,24 @@ class PushLedger:
 
     def pushed(self, host: str, path: str) -> Pushed | None:
         row = self.connection.execute(
-            "SELECT watermark, tier, marks FROM pushed WHERE host = ? AND path = ?", (host, path)
+            "SELECT watermark, tier, form, marks FROM pushed WHERE host = ? AND path = ?",
+            (host, path),
         ).fetchone()
         if row is None:
             return None
         pairs = array("q")
-        pairs.frombytes(row[2])
-        return Pushed(row[0], row[1], dict(zip(pairs[::2], pairs[1::2], strict=True)))
+        pairs.frombytes(row[3])
+        return Pushed(*row[:3], dict(zip(pairs[::2], pairs[1::2], strict=True)))
 
-    def record(self, host: str, files: Iterable[tuple[str, str, str, dict[int, int]]]) -> None:
-        """Files the server now holds: (path, watermark, tier, marks) each."""
+    def record(self, host: str, files: Iterable[tuple[str, Pushed]]) -> None:
+        """Files the server now holds: (path, what it holds of it) each."""
         rows = [
-            (host, path, watermark, tier, _packed(marks)) for path, watermark, tier, marks in files
+            (host, path, pushed.watermark, pushed.tier, pushed.form, _packed(pushed.marks))
+            for path, pushed in files
         ]
         with self._transaction():
             self.connection.executemany(
-                "INSERT OR REPLACE INTO pushed VALUES (?, ?, ?, ?, ?)", rows
+                "INSERT OR REPLACE INTO pushed VALUES (?, ?, ?, ?, ?, ?)", rows
             )
 
     def forget(self, host: str, paths: Iterable[str]) -> None:

@@ -23,6 +23,7 @@ before anything else is pushed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from xcsh_store.index import (
     session_row,
 )
 from xcsh_store.paths import get_index_db_path, write_private_file
+from xcsh_store.secrets import Redactor
 from xcsh_store.team.disclosure import (
     META_COLUMNS,
     TEXT_HASH_COLUMNS,
@@ -121,10 +123,12 @@ def push(
     db_path: str | None = None,
     redact_paths: bool | None = None,
     redact: bool = True,
+    redactor: Redactor | None = None,
 ) -> PushReport:
     """Push the agent dir's index (``db_path``, default its index.db) to the team index at
     ``url`` (a libpq connection string: server.py) as ``host``, the secrets in its text
-    redacted unless ``redact`` is false.
+    redacted unless ``redact`` is false (by ``redactor`` when given: one made once serves
+    every push of a watch; else by one made when the first text leaves).
 
     ``tier`` and ``redact_paths`` default to the host's choice on the server (``full`` and
     paths for a new host), so a push without them never raises what a host shares.
@@ -141,7 +145,14 @@ def push(
         try:
             with server_errors(url, "pushing", needs="write"):
                 return _push(
-                    connection, index, ledger, local, host, tier, redact_paths, key, redact
+                    connection,
+                    index,
+                    ledger,
+                    local,
+                    host,
+                    tier,
+                    redact_paths,
+                    Disclosure("usage", key, redact=redact, loaded=redactor),
                 )
         finally:
             ledger.close()
@@ -156,9 +167,10 @@ def _push(
     host: str,
     tier: str | None,
     redact_paths: bool | None,
-    key: bytes,
-    redact: bool,
+    chosen: Disclosure,
 ) -> PushReport:
+    """``push`` on an open connection; ``chosen`` holds the key and the redaction choice (its
+    tier and path choice are the host's, read here)."""
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
     # few commits, rows and watermarks together, and the next push sends those files again.
@@ -173,7 +185,7 @@ def _push(
             )
     connection.commit()
     report = _set_choices(connection, host, tier, redact_paths)
-    disclosure = Disclosure(report.tier, key, report.redact_paths, redact)
+    disclosure = dataclasses.replace(chosen, tier=report.tier, redact_paths=report.redact_paths)
     report.files = len(local)
     outgoing = {disclosure.path(path): state for path, state in local.items()}
     remote = dict(
@@ -341,7 +353,7 @@ class _Batch:
         self.entries: list[tuple[Any, ...]] = []
         self.refs: list[tuple[Any, ...]] = []
         # What the ledger records once the transaction is committed.
-        self.ledger: list[tuple[str, str, str, dict[int, int]]] = []
+        self.ledger: list[tuple[str, Pushed]] = []
         # Whether a file the server does not hold yet is among them (a first push).
         self.new_files = False
 
@@ -368,7 +380,7 @@ class _Batch:
             session = disclosure.session(session_row(index, state.file_id))
             changes = None
             if pushed is not None and remote == f"{pushed.watermark} {pushed.tier}":
-                changes = _changes(pushed, marks, disclosure.tier)
+                changes = _changes(pushed, marks, disclosure.form)
             entries = list(
                 entry_rows(
                     index,
@@ -389,7 +401,7 @@ class _Batch:
         for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
             self.entries.append((host, path, *map(outgoing_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
-        self.ledger.append((path, watermark, disclosure.tier, marks))
+        self.ledger.append((path, Pushed(watermark, disclosure.tier, disclosure.form, marks)))
 
     def write(
         self, connection: psycopg.Connection[Any], ledger: PushLedger, report: PushReport
@@ -441,14 +453,15 @@ class _Batch:
 
 
 def _changes(
-    pushed: Pushed, marks: dict[int, int], tier: str
+    pushed: Pushed, marks: dict[int, int], form: str
 ) -> tuple[list[int], list[int]] | None:
     """The seqs of the entries to send of a file the server holds as ``pushed`` says, now
     ``marks`` (those new or changed), and of those the server holds to delete (gone or
-    changed); None when the file is better replaced whole: its tier changed, or most of its
+    changed); None when the file is better replaced whole: the form of its rows changed (its
+    tier, or the redaction: text sent as it was must be sent again redacted), or most of its
     entries did (a re-read of the whole file, after a rewrite or a truncation, gives each
     entry a new key)."""
-    if pushed.tier != tier:
+    if pushed.form != form:
         return None
     before = pushed.marks
     added = [seq for seq, mark in marks.items() if before.get(seq) != mark]

@@ -88,10 +88,20 @@ def push_command(
     if every is not None and every.total_seconds() < 1:
         raise click.UsageError("--watch needs an interval of a second or more")
     warn_of_visible_password(url, "url")
-    choices = {"host": host, "tier": tier, "redact_paths": redact_paths, "redact": redact}
+    choices: dict[str, Any] = {
+        "host": host,
+        "tier": tier,
+        "redact_paths": redact_paths,
+        "redact": redact,
+    }
     if every is None:
         _show(push(settings.agent_dir, url, **choices), as_json)
         return
+    if redact:
+        from xcsh_store.secrets import Redactor
+
+        # Made once: its rules take a second or two to load, which each round would pay.
+        choices["redactor"] = Redactor()
     while True:
         # Watching, a round the server could not do (away, out of time, its disk full) is
         # reported and retried; any other error (a wrong URL, a newer schema, no permission)
