@@ -104,6 +104,8 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "skipped_lines": skipped_json(report.skipped_lines),
         "resync_reason": report.resync_reason,
         "repriced": report.repriced,
+        "text_files_indexed": report.text_files_indexed,
+        "text_pending": report.text_pending,
     }
 
 
@@ -117,6 +119,16 @@ def describe_sync(report: SyncReport) -> list[str]:
     ]
     if report.repriced:
         lines.append("Prices changed: Claude Code and Codex sessions were priced again")
+    if report.text_files_indexed:
+        lines.append(
+            f"Search text added for {plural(report.text_files_indexed, 'file')} (an earlier"
+            " usage-first sync had left it for later)"
+        )
+    if report.text_pending:
+        lines.append(
+            f"Search text: {plural(report.text_pending, 'file')} changed while it was indexed:"
+            " searches miss some of their entries until the next sync"
+        )
     if report.history_mirrored:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:

@@ -57,11 +57,12 @@ from xcsh_store.cli.params import (
     until_option,
 )
 from xcsh_store.cli.verbs.listing import known_filters, where
-from xcsh_store.errors import SearchQueryError
+from xcsh_store.errors import SearchQueryError, XcshStoreError
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
+    SessionIndex,
     SessionOutline,
     SkippedLines,
     entry_summary,
@@ -69,7 +70,7 @@ from xcsh_store.index import (
     search_role,
     unique_prefixes,
 )
-from xcsh_store.paths import artifacts_dir_for
+from xcsh_store.paths import artifacts_dir_for, get_index_db_path
 
 # --------------------------------------------------------------------------------------------
 # show
@@ -382,6 +383,8 @@ def search_command(
       xcsh-store search '"connection refused"' --role toolResult --since 7d
       xcsh-store search -- -draft release notes
     """
+    if settings.db is None:
+        _index_pending_text(settings)
     with open_index(settings, team=True) as index:
         try:
             hits = index.search(
@@ -401,6 +404,7 @@ def search_command(
             raise click.UsageError(str(error)) from None
         if not hits:
             known_filters(index, model=model, project=project)
+        pending = index.text_pending() if settings.db is None else 0
         active = [index.on_active_branch(hit) for hit in hits]
         ids = index.unique_id_prefixes(hit.session_id for hit in hits)
         entries = [
@@ -409,6 +413,13 @@ def search_command(
             else None
             for hit in hits
         ]
+    if pending:
+        echo(
+            f"Partial results: the search text of {pending:,} session file"
+            f"{'s' if pending != 1 else ''} is still being indexed (`xcsh-store sync` finishes"
+            " it).",
+            err=True,
+        )
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return
@@ -432,6 +443,21 @@ def search_command(
         optional=(4,),
         styles=lambda row, column, text: _hit_style(settings, column, text),
     )
+
+
+def _index_pending_text(settings: Settings) -> None:
+    """The search text a usage-first sync put off, indexed before searching (a sync under way
+    is waited for); when it cannot be, the search says its results are partial."""
+    if not os.path.exists(get_index_db_path(settings.agent_dir)):
+        return
+    with SessionIndex.open(settings.agent_dir, read_only=True) as index:
+        if not index.text_pending():
+            return
+    try:
+        with SessionIndex.open(settings.agent_dir) as index:
+            index.index_pending_text()
+    except (XcshStoreError, OSError) as error:
+        echo(f"The search text could not be indexed now: {error}", err=True)
 
 
 def _hit_style(settings: Settings, column: int, text: str) -> str:

@@ -160,11 +160,20 @@ class FileIndexer:
     """Indexes files within the current batch (the caller commits the batch); commits always
     end on a line boundary."""
 
-    def __init__(self, connection: apsw.Connection, keys: KeyCounter, report: SyncReport) -> None:
+    def __init__(
+        self,
+        connection: apsw.Connection,
+        keys: KeyCounter,
+        report: SyncReport,
+        with_text: bool = True,
+    ) -> None:
         self.connection = connection
         self.keys = keys
         self.report = report
         self.batch = WriteBatch(connection)
+        # False: files read whole get no search rows yet, and are marked text_pending
+        # (text_later.py); appends always get theirs.
+        self.with_text = with_text
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Read one file here and index it: from where the last read stopped when it only
@@ -178,8 +187,9 @@ class FileIndexer:
             try:
                 if resume is None:
                     read_from_start(
-                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key
-                    )
+                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key,
+                        with_text=self.with_text,
+                    )  # fmt: skip
                 else:
                     assert known is not None
                     state = _resumed_state(self.connection, known, seen.path, *resume)
@@ -265,6 +275,8 @@ class FileWrite:
         self.chains_written = fresh or (known is not None and known.chained)
         self.statements: tuple[str, str, str] = ("", "", "")
         self.offset = 0
+        # A whole read without search text leaves the file's text pending (text_later.py).
+        self.text_pending = fresh and not indexer.with_text
 
     def apply(self, chunk: Chunk) -> bool:
         """Write one chunk; True when it replaced rows of earlier reads (found in the index)."""
@@ -456,12 +468,12 @@ class FileWrite:
             " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
             " legacy = ?, chained = ?, root = ?, project_dir = ?, lines = ?, skipped_count = ?,"
-            " skipped_lines = ?, agent = ? WHERE id = ?",
+            " skipped_lines = ?, agent = ?, text_pending = iif(?, ?, text_pending) WHERE id = ?",
             (
                 size, seen.mtime_ns, seen.inode, seen.ctime_ns, indexed_bytes, head_hash,
                 tail_hash, status, iso_now(), next_seq, last_id, legacy, int(chained),
                 seen.root, seen.project_dir, lines, skipped_count, skipped_lines, agent,
-                self.file_id,
+                int(self.fresh), int(self.text_pending), self.file_id,
             ),
         )  # fmt: skip
 
