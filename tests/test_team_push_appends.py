@@ -231,6 +231,22 @@ def test_a_lost_or_stale_ledger_costs_a_replacement_not_a_wrong_row(
     assert server_rows(team_url, "laptop") == local_rows(agent_dir)
 
 
+def test_a_damaged_ledger_is_set_aside(agent_dir: Path, team_url: str) -> None:
+    path = conversation(sessions_dir(agent_dir) / "2026-01-01T00-00-00-000Z_s.jsonl", "s", 3)
+    sync(agent_dir)
+    push(str(agent_dir), team_url, host="laptop")
+    ledger = agent_dir / LEDGER_FILE_NAME
+    for side in ("-wal", "-shm"):
+        Path(f"{ledger}{side}").unlink(missing_ok=True)
+    ledger.write_bytes(b"not a database, not at all" * 100)
+    append(path, message("s-more", "sa2", "user", "more"))
+    sync(agent_dir)
+    report = push(str(agent_dir), team_url, host="laptop")
+    assert (report.pushed, report.appended) == (1, 0)
+    assert server_rows(team_url, "laptop") == local_rows(agent_dir)
+    assert Path(f"{ledger}.unreadable").exists()
+
+
 PUSH_SCRIPT = """
 import sys
 from xcsh_store.team import push

@@ -43,10 +43,12 @@ class PushLedger:
 
     def __init__(self, folder: str) -> None:
         path = os.path.join(folder, LEDGER_FILE_NAME)
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE))
-        # isolation_level None: the transactions below are the ones written out.
-        self.connection = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.connection.execute("PRAGMA journal_mode = WAL")
+        try:
+            self.connection = _opened(path)
+        except sqlite3.DatabaseError:
+            # Not a database (damaged): kept aside for its owner; a hint, so begun again.
+            os.replace(path, f"{path}.unreadable")
+            self.connection = _opened(path)
         columns = [row[1] for row in self.connection.execute("PRAGMA table_info(pushed)")]
         if columns and columns != list(_COLUMNS):
             # Another version's: a hint only, made again as files are pushed.
@@ -98,6 +100,18 @@ class PushLedger:
             self.connection.execute("ROLLBACK")
             raise
         self.connection.execute("COMMIT")
+
+
+def _opened(path: str) -> sqlite3.Connection:
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE))
+    # isolation_level None: the transactions below are the ones written out.
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode = WAL")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 def _packed(marks: dict[int, int]) -> bytes:
