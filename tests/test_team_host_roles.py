@@ -8,16 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from session_builder import append, message, sessions_dir
-from team_server import Roles, local_rows, psycopg, roles, server_rows, team_server, team_url
-from test_team_push import planted_host
+from session_builder import append, message, planted_host, sessions_dir, sync
+from team_server import Roles, local_rows, psycopg, server_rows
 from test_team_push_appends import rollup_is_fresh
 
 from xcsh_store.cli import cli
-from xcsh_store.index import SessionIndex
 from xcsh_store.team import TeamIndexError, connect, push
-
-__all__ = ["roles", "team_server", "team_url"]
 
 
 @pytest.fixture
@@ -65,8 +61,7 @@ def test_a_hosts_role_sends_only_what_grew(
     push(str(agent_dir), hosts["laptop-ana"], host="laptop-ana")
     grown = sessions_dir(agent_dir) / "2026-01-03T00-00-00-000Z_planted.jsonl"
     append(grown, message("p3", "p2", "assistant", "one more answer"))
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.sync()
+    sync(agent_dir)
     report = push(str(agent_dir), hosts["laptop-ana"], host="laptop-ana")
     assert (report.pushed, report.appended, report.entries) == (1, 1, 1)
     assert server_rows(team_url, "laptop-ana") == local_rows(agent_dir)

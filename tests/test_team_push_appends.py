@@ -14,21 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_builder import append, header, message, sessions_dir, write_session
-from team_server import local_rows, psycopg, server_rows, team_server, team_url
+from session_builder import append, header, message, sessions_dir, sync, write_session
+from team_server import local_rows, psycopg, server_rows
 
-from xcsh_store.index import SessionIndex
 from xcsh_store.team import push
 from xcsh_store.team.ledger import LEDGER_FILE_NAME
 
-__all__ = ["team_server", "team_url"]
-
 TABLES = ("hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup")
-
-
-def sync(agent_dir: Path) -> None:
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.sync()
 
 
 def conversation(path: Path, session_id: str, turns: int, created: str | None = None) -> Path:

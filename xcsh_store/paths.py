@@ -6,10 +6,10 @@ import itertools
 import logging
 import os
 import random
-import secrets
 import stat
 import threading
 import time
+from collections.abc import Container
 
 from xcsh_store.files import open_regular_file
 
@@ -30,7 +30,7 @@ FILE_MODE = 0o600
 # and paths as in the reference).
 _SNOWFLAKE_EPOCH_MS = 1_420_070_400_000
 _SEQUENCE_MASK = 0x3FFFFF
-_sequence = itertools.count(secrets.randbits(22) + 1)
+_sequence = itertools.count((int.from_bytes(os.urandom(3), "big") >> 2) + 1)
 _sequence_lock = threading.Lock()
 
 ENTRY_ID_ATTEMPTS = 100
@@ -162,7 +162,7 @@ def new_session_id() -> str:
     return f"{value:016x}"
 
 
-def new_entry_id(existing: object = ()) -> str:
+def new_entry_id(existing: Container[str] = ()) -> str:
     """Eight random hex digits not in ``existing``; a Snowflake after 100 collisions."""
     for _ in range(ENTRY_ID_ATTEMPTS):
         # Ids only need to be unique within their session (checked here), not unguessable; the

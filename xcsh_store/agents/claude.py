@@ -38,6 +38,7 @@ from xcsh_store.agents.base import (
 )
 from xcsh_store.agents.pricing import Request, price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
+from xcsh_store.homes import get_claude_dir
 
 # Types only Claude Code writes as the first line of a file (a user or assistant line also
 # has uuid and sessionId, which is what recognizes() checks first).
@@ -59,6 +60,10 @@ SUBAGENT_PREFIX = "agent-"
 class ClaudeReader:
     name = "claude"
     has_ids = True
+    remembers_parents = False
+
+    def session_roots(self) -> list[str]:
+        return [os.path.join(get_claude_dir(), "projects")]
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         if "payload" in value:
@@ -105,7 +110,7 @@ class ClaudeReader:
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         """``{"display", "timestamp" (ms), "project", "sessionId"?}``."""
         prompt, timestamp = text_of(value.get("display")), value.get("timestamp")
-        if prompt is None or type(timestamp) not in (int, float):
+        if prompt is None or isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
             return None
         return HistoryPrompt(
             prompt, timestamp / 1000, text_of(value.get("project")), text_of(value.get("sessionId"))
@@ -137,7 +142,7 @@ def _learn_session(value: dict[str, Any], session: SessionFacts) -> None:
 
 def _assistant(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
     content = message.get("content")
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for block in content if type(content) is list else [content]:
         if isinstance(block, str):
             blocks.append({"type": "text", "text": block})
@@ -186,7 +191,7 @@ def claude_usage(
 
 def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
     content = message.get("content")
-    blocks = content if type(content) is list else [content]
+    blocks: list[Any] = content if type(content) is list else [content]
     results = [
         block for block in blocks if type(block) is dict and block.get("type") == "tool_result"
     ]

@@ -11,6 +11,8 @@ At the top, the store and the database core:
   rebuilding a damaged file), the sync lock, the sync, gc and verify entry points, and every
   question handed to the module of a room below that knows its query. The modules it calls
   never import it (no import circle: tests/test_layering.py); see read/'s docstring.
+* ``fresh``: the locks that tell a read whether to sync first (a watch keeps the index
+  current; another sync is under way) and what ``SessionIndex.refresh`` did.
 * ``db``: connections, the migrations (run by xcsh_store/sql_migrations.py), transactions, damage
   detection; ``engine``: the SQLite library's versions and error class; ``location``:
   following an agent dir that was copied or moved; ``sql_functions``: entry_text() and the
@@ -29,11 +31,89 @@ borderline module went, and why):
   folder and the folder watch gc relies on, and what other SQLite programs can do with the file.
 """
 
+from typing import TYPE_CHECKING
+
 # What every use of the index needs: the store and its connection.
 from xcsh_store.index.db import errors_explained, remove_side_files
 from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
-from xcsh_store.index.store import IndexStats, SessionIndex
+from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
+from xcsh_store.index.store import REFRESH_SECONDS, IndexStats, Refresher, SessionIndex
 from xcsh_store.lazy import lazy_exports
+
+# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
+# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+if TYPE_CHECKING:
+    from xcsh_store.index.read.choices import (
+        Choice,
+        check_filters,
+        model_choices,
+        project_choices,
+        session_choices,
+    )
+    from xcsh_store.index.read.export import (
+        ENTRY_COLUMNS,
+        HISTORY_COLUMNS,
+        SESSION_COLUMNS,
+        USAGE_COLUMNS,
+        EntryRow,
+        FileState,
+        entry_marks,
+        entry_rows,
+        history_rows,
+        history_state,
+        one_state,
+        session_files,
+        session_row,
+        usage_rows,
+    )
+    from xcsh_store.index.read.names import (
+        MIN_PREFIX,
+        prefix_apart,
+        unique_id_prefixes,
+        unique_prefixes,
+    )
+    from xcsh_store.index.read.outline import (
+        SessionOutline,
+        entry_summary,
+        entry_text,
+        labels_of,
+        message_summary,
+        session_outline,
+    )
+    from xcsh_store.index.read.prompts import PromptHit
+    from xcsh_store.index.read.query import (
+        QueryInterruptedError,
+        QueryStream,
+        QueryTimeoutError,
+        open_query,
+    )
+    from xcsh_store.index.read.ranking import WINDOW
+    from xcsh_store.index.read.search import (
+        SEARCH_ROLES,
+        SearchHit,
+        parse_search_query,
+        search_role,
+    )
+    from xcsh_store.index.read.sessions import IndexedSession
+    from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
+    from xcsh_store.index.read.usage import (
+        USAGE_GROUPS,
+        BillingBlock,
+        UsageRow,
+        joined_key,
+        usage_groups,
+        usage_total,
+    )
+    from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
+    from xcsh_store.index.upkeep.gc import GcReport
+    from xcsh_store.index.upkeep.outside_readers import (
+        OutsideReader,
+        OutsideReaders,
+        check_outside_readers,
+    )
+    from xcsh_store.index.upkeep.verify import VerifyReport
+    from xcsh_store.index.write.prices import ModelSeen
+    from xcsh_store.index.write.scan import Progress, SkippedLines, SyncReport, is_under_any
 
 # The rest is imported on first use (see xcsh_store/lazy.py).
 __getattr__, __dir__ = lazy_exports(
@@ -99,6 +179,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.read.usage": (
             "USAGE_GROUPS",
+            "BillingBlock",
             "DuplicateSession",
             "UsageRow",
             "joined_key",
@@ -123,17 +204,23 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "BUSY",
     "ENTRY_COLUMNS",
     "HISTORY_COLUMNS",
     "MIN_PREFIX",
+    "REFRESH_SECONDS",
     "SEARCH_ROLES",
     "SESSION_COLUMNS",
+    "SYNCED",
     "USAGE_COLUMNS",
     "USAGE_GROUPS",
+    "WATCHED",
     "WINDOW",
+    "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",
+    "Freshness",
     "GcReport",
     "IndexStats",
     "IndexedEntry",
@@ -146,6 +233,7 @@ __all__ = [
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
+    "Refresher",
     "SQLiteError",
     "SearchHit",
     "SessionIndex",
@@ -166,7 +254,9 @@ __all__ = [
     "has_fts5",
     "history_rows",
     "history_state",
+    "holding_watch",
     "is_under_any",
+    "is_watched",
     "joined_key",
     "labels_of",
     "message_summary",

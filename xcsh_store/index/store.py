@@ -9,6 +9,7 @@ import fcntl
 import functools
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -18,10 +19,19 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
-from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.agents import agent_session_roots
+from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
-from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
+from xcsh_store.homes import get_agent_history_files, get_store_dir
 from xcsh_store.index import db as database
+from xcsh_store.index.fresh import (
+    BUSY,
+    SYNC_LOCK_SUFFIX,
+    SYNCED,
+    WATCHED,
+    Freshness,
+    is_watched,
+)
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
 from xcsh_store.index.read.sessions import IndexedSession
@@ -46,7 +56,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.read.usage import DuplicateSession, UsageRow
+    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
@@ -69,7 +79,7 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
-        args = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
+        storable = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
         for name, value in kwargs.items():
             if isinstance(value, str):
                 kwargs[name] = well_formed(value)
@@ -77,7 +87,8 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
             database.errors_explained(index.db_path),
             database.type_confusion_as_damage(index.connection),
         ):
-            return method(*args, **kwargs)  # type: ignore[arg-type]
+            # The same arguments, their text made storable: the checker cannot see that.
+            return method(*storable, **kwargs)  # type: ignore[arg-type]
 
     return wrapper
 
@@ -219,7 +230,7 @@ class SessionIndex:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
         agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
         themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
-        found = get_agent_session_roots()
+        found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
             "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
@@ -230,7 +241,7 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
-        return [folder for folder in get_agent_session_roots() if os.path.isdir(folder)]
+        return [folder for folder in agent_session_roots() if os.path.isdir(folder)]
 
     @property
     def finds_agent_roots(self) -> bool:
@@ -268,16 +279,37 @@ class SessionIndex:
     # -- sync -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _sync_lock(self) -> Iterator[None]:
-        """One sync at a time per index; a second one waits, then finds little left to do."""
+    def _sync_lock(self, wait: bool = True) -> Iterator[bool]:
+        """One sync at a time per index; a second one waits, then finds little left to do.
+        With ``wait`` false, yields whether the lock was free (and is now held)."""
         lock = os.open(
-            self.db_path + ".sync-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+            self.db_path + SYNC_LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
         )
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                free = False
+            else:
+                free = True
+            yield free
         finally:
             os.close(lock)  # releases the lock
+
+    @_entry_point
+    def refresh(self) -> Freshness:
+        """Bring the index up to date before a read answers: a sync (an unchanged file costs a
+        stat), unless a watch keeps the index current (``watched``) or another process is
+        syncing it now (``busy``: the read answers from what the index holds, never waits).
+        One that finds nothing changed writes nothing, not even the time of the last sync: a
+        read verb then costs no write to index.db (nor the checkpoint of it on close)."""
+        self._require_writable()
+        if is_watched(self.db_path):
+            return Freshness(WATCHED)
+        with self._sync_lock(wait=False) as free:
+            if not free:
+                return Freshness(BUSY)
+            return Freshness(SYNCED, self._sync_locked(record_time=False))
 
     @_entry_point
     def sync(
@@ -309,29 +341,37 @@ class SessionIndex:
         progress: Progress | None = None,
         workers: int | None = None,
         text: bool = False,
+        record_time: bool = True,
     ) -> SyncReport:
         """The sync, under the lock. ``text`` is false unless asked for: the syncs that come
         before something else (a read's, gc's) leave the search text of a first run for later;
-        ``sync`` itself, ``watch`` and ``search`` add it."""
+        ``sync`` itself, ``watch`` and ``search`` add it. ``record_time``: note the time of
+        this sync in index.db even when it changed nothing (a read's refresh does not)."""
         try:
             with database.type_confusion_as_damage(self.connection):
-                return self._sync_once(full, progress, workers, text)
+                return self._sync_once(full, progress, workers, text, record_time)
         except database.DAMAGE_ERRORS as error:
             return self._rebuild_after_damage(error, progress, workers)
 
     def _sync_once(
-        self, full: bool, progress: Progress | None, workers: int | None = None, text: bool = True
+        self,
+        full: bool,
+        progress: Progress | None,
+        workers: int | None = None,
+        text: bool = True,
+        record_time: bool = True,
     ) -> SyncReport:
-        from xcsh_store.agents.pricing import price_table
+        from xcsh_store.agents.pricing import price_sources
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.sync import sync_files
         from xcsh_store.index.write.text_later import pending_text_files
 
+        changes_before = self.connection.total_changes()
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
-        prices = price_table()
-        repriced = price_again_if_changed(self.connection, prices)
+        sources = price_sources()
+        repriced = price_again_if_changed(self.connection, sources)
         whole = full or resync is not None
         if whole:
             self._forget_search_text()
@@ -351,7 +391,7 @@ class SessionIndex:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
         report.recorded_roots = read_session_roots(self.agent_dir)
-        record_prices(self.connection, prices)
+        record_prices(self.connection, sources)
         report.repriced = repriced
         if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
@@ -384,8 +424,13 @@ class SessionIndex:
         if not self.finds_agent_roots:
             histories = dict.fromkeys(histories)  # turned off: their prompts go
         report.history_mirrored += mirror_agent_history(self.connection, histories)
-        with database.transaction(self.connection):
-            database.set_meta(self.connection, "last_sync", iso_now())
+        if (
+            record_time
+            or self.connection.total_changes() != changes_before
+            or database.get_meta(self.connection, "last_sync") is None
+        ):
+            with database.transaction(self.connection):
+                database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
 
@@ -455,7 +500,7 @@ class SessionIndex:
     def _write_stamp(self) -> tuple[int, int]:
         """Changes when anything writes index.db: another connection (PRAGMA data_version)
         or this one (its count of changed rows)."""
-        ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
+        ((version,),) = self.connection.execute("PRAGMA data_version")
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(
@@ -503,6 +548,20 @@ class SessionIndex:
         :class:`AmbiguousSessionError` listing them (two files may share one session id).
         """
         return sessions.find_session(self, prefix)
+
+    @_entry_point
+    def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
+        """The sessions (at most ``limit``) that say they are subagents or forks of
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        found = self._session(session)
+        rows = list(
+            self.connection.execute(
+                "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+                " ORDER BY path LIMIT ?",
+                (found.id, found.path, limit),
+            )
+        )
+        return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
 
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
         if isinstance(session, IndexedSession):
@@ -701,6 +760,20 @@ class SessionIndex:
         return usage_rows(self.connection, by, since, until, agents, zone)
 
     @_entry_point
+    def billing_blocks(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> list[BillingBlock]:
+        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
+        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        from xcsh_store.index.read.usage import billing_blocks
+
+        return billing_blocks(self.connection, since, until, agents, now)
+
+    @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:
         """prices.models_seen, and whether the index's costs come from ``table``."""
         from xcsh_store.index.write.prices import models_seen, priced_with
@@ -820,6 +893,61 @@ class SessionIndex:
         )
 
 
+# How often, at most, a long-running reader (serve, mcp) syncs before it answers.
+REFRESH_SECONDS = 2.0
+
+
+class Refresher:
+    """Fresh answers for a long-running reader (``serve``, ``mcp``): :meth:`refresh` brings the
+    index of ``agent_dir`` up to date before a read, at most once every ``every`` seconds,
+    unless a watch keeps it current. Thread-safe: a read that comes while another's sync runs
+    waits for it, then answers from what it wrote."""
+
+    def __init__(self, agent_dir: str, every: float = REFRESH_SECONDS) -> None:
+        self.agent_dir = os.path.abspath(agent_dir)
+        self.db_path = get_index_db_path(self.agent_dir)
+        self.every = every
+        self._index: SessionIndex | None = None
+        self._identity: tuple[int, int] | None = None
+        self._synced_at: float | None = None
+        self._lock = threading.Lock()
+
+    def refresh(self) -> Freshness | None:
+        """What the index's refresh did; None when it was done less than ``every`` seconds
+        ago, or could not be (the reason is logged: the read answers from what is there)."""
+        with self._lock:
+            if self._synced_at is not None and time.monotonic() - self._synced_at < self.every:
+                return None
+            try:
+                return self._opened().refresh()
+            except (XcshStoreError, OSError, apsw.Error) as error:
+                log.warning("index.db could not be brought up to date: %s", error)
+                return None
+            finally:
+                self._synced_at = time.monotonic()
+
+    def _opened(self) -> SessionIndex:
+        """The index, kept open between reads (a sync of unchanged files then reads no rows
+        of the files table again); opened afresh when index.db was deleted or replaced."""
+        try:
+            info = os.stat(self.db_path)
+            identity: tuple[int, int] | None = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            identity = None
+        if self._index is not None and identity != self._identity:
+            self.close()
+        if self._index is None:
+            self._index = SessionIndex.open(self.agent_dir)
+            info = os.stat(self.db_path)
+            self._identity = (info.st_dev, info.st_ino)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+
 def _open_for_reading(db_path: str) -> apsw.Connection:
     """A read-only connection to an index of the current schema: its queries would fail on an
     older one, which only a sync (it may write) can upgrade."""
@@ -840,15 +968,18 @@ def _open_for_reading(db_path: str) -> apsw.Connection:
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
     """Connect and migrate; a damaged file is started afresh."""
-    from xcsh_store.index.upkeep.repair import start_afresh
-
+    # The repair is imported only for a damaged file: it brings verify and its parsers.
     try:
         connection = database.connect(db_path)
     except database.DamagedIndexError as error:
+        from xcsh_store.index.upkeep.repair import start_afresh
+
         return start_afresh(db_path, error)
     try:
         database.apply_migrations(connection, database.load_migrations())
     except database.DAMAGE_ERRORS as error:
+        from xcsh_store.index.upkeep.repair import start_afresh
+
         connection.close()
         return start_afresh(db_path, error)
     except BaseException:

@@ -72,7 +72,7 @@ class PushLedger:
             return None
         pairs = array("q")
         pairs.frombytes(row[3])
-        return Pushed(*row[:3], dict(zip(pairs[::2], pairs[1::2], strict=True)))
+        return Pushed(row[0], row[1], row[2], dict(zip(pairs[::2], pairs[1::2], strict=True)))
 
     def record(self, host: str, files: Iterable[tuple[str, Pushed]]) -> None:
         """Files the server now holds: (path, what it holds of it) each."""

@@ -336,7 +336,8 @@ class TeamIndex:
             if fields[0] is not None:  # ids a v1/v2 file lacks come from its migration
                 value.setdefault("id", fields[0])
                 value.setdefault("parentId", fields[1])
-            entries.append((IndexedEntry(seq, seq, *fields, 0, 0, 0), value))
+            columns = (seq, seq, *fields, 0, 0, 0)  # no offset, length or part on the server
+            entries.append((IndexedEntry(*columns), value))
         return [(row, value) for row, value in entries if value.get("type") != "session"]
 
     def branch_entries(self, session: TeamSession, leaf_id: str | None = None) -> list[Any]:
@@ -572,19 +573,7 @@ class TeamIndex:
             f" GROUP BY {names} ORDER BY {names}",
             arguments,
         )
-        width = len(groups)
-        return [
-            UsageRow(
-                joined_key(row[:width]),
-                *(int(value or 0) for value in row[width : width + 5]),
-                # None when no entry of the group has a price (as the local index says).
-                None if int(row[width + 7] or 0) >= row[width] else row[width + 5] or 0.0,
-                keys=tuple(row[:width]),
-                estimated=int(row[width + 6] or 0),
-                unpriced=int(row[width + 7] or 0),
-            )
-            for row in rows
-        ]
+        return [_usage_row(row, len(groups)) for row in rows]
 
     # -- sql --------------------------------------------------------------------------------
 
@@ -638,7 +627,7 @@ class TeamIndex:
             # any other statement (refused by the READ ONLY transaction) runs as it is. Both
             # are sent with the extended protocol, which takes one statement.
             if re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE):
-                cursor = self.connection.cursor(name="xcsh_sql")
+                cursor: psycopg.Cursor[Any] = self.connection.cursor(name="xcsh_sql")
                 cursor.execute(text, parameters)
             else:
                 cursor = self.connection.cursor()
@@ -723,3 +712,18 @@ def _is_path(text: str) -> bool:
 
 def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1].lower().removesuffix(".jsonl")
+
+
+def _usage_row(row: Sequence[Any], width: int) -> UsageRow:
+    """A row of the usage query: ``width`` keys, then the sums."""
+    unpriced = int(row[width + 7] or 0)
+    # None when no entry of the group has a price (as the local index says).
+    cost = None if unpriced >= row[width] else row[width + 5] or 0.0
+    keys = tuple(row[:width])
+    entries, input_tokens, output_tokens, cache_read, cache_write = (
+        int(value or 0) for value in row[width : width + 5]
+    )
+    return UsageRow(
+        joined_key(keys), entries, input_tokens, output_tokens, cache_read, cache_write, cost,
+        keys, estimated=int(row[width + 6] or 0), unpriced=unpriced,
+    )  # fmt: skip

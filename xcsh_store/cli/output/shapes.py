@@ -20,8 +20,17 @@ from xcsh_store.cli.output.render import (
 from xcsh_store.times import iso_millis, iso_seconds
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from xcsh_store.format.context import SessionContext
-    from xcsh_store.index import IndexedSession, PromptHit, SearchHit, SkippedLines, UsageRow
+    from xcsh_store.index import (
+        BillingBlock,
+        IndexedSession,
+        PromptHit,
+        SearchHit,
+        SkippedLines,
+        UsageRow,
+    )
 
 
 def host_of(record: Any) -> dict[str, str]:
@@ -166,6 +175,30 @@ def usage_json(row: UsageRow) -> dict[str, Any]:
         "cost": row.cost,
         "estimated_cost_entries": row.estimated,
         "unpriced_entries": row.unpriced,
+        "premium_requests": row.premium_requests,
+    }
+
+
+def block_json(block: BillingBlock) -> dict[str, Any]:
+    """A billing window (``usage --by block``), its times in UTC ISO."""
+
+    def iso(moment: datetime | None) -> str | None:
+        return None if moment is None else moment.isoformat()
+
+    return {
+        "start": iso(block.start),
+        "end": iso(block.end),
+        "first_request": iso(block.first),
+        "last_request": iso(block.last),
+        "active": block.active,
+        "gap": block.gap,
+        "models": list(block.models),
+        **{key: value for key, value in usage_json(block.usage).items() if key != "keys"},
+        "tokens_per_minute": block.tokens_per_minute,
+        "cost_per_hour": block.cost_per_hour,
+        "remaining_minutes": block.remaining_minutes if block.active else None,
+        "projected_tokens": block.projected_tokens,
+        "projected_cost": block.projected_cost,
     }
 
 

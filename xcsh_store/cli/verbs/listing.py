@@ -137,7 +137,7 @@ def ls_command(
       xcsh-store ls --agent claude --agent codex
       xcsh-store ls --since 2026-11-16 --until 2026-11-17
     """
-    with open_index(settings, team=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         sessions = index.list_sessions(
             cwd=os.path.abspath(cwd) if cwd else None,
             project=project,

@@ -184,10 +184,10 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--add-root",
     "add_roots",
     multiple=True,
-    metavar="[claude:|codex:]DIR",
+    metavar="[AGENT:]DIR",
     help="Also index the session files under DIR, now and in every later sync (repeatable);"
-    " claude:DIR or codex:DIR for another agent's files (e.g. a copy from another machine),"
-    " which are only ever read.",
+    f" AGENT:DIR for another agent's files ({', '.join(ROOT_AGENTS)}; e.g. a copy from"
+    " another machine), which are only ever read.",
 )
 @click.option(
     "--remove-root",
@@ -201,9 +201,10 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index the sessions folders of Claude Code, Codex, pi and oh-my-pi (~/.claude/projects,"
-    " ~/.codex/sessions, ~/.pi/agent/sessions, ~/.omp/agent/sessions, or where their variables"
-    " move them) when they exist (the default), or stop (remembered).",
+    help="Index the sessions folders of the other agents (Claude Code, Codex, Gemini CLI, Copilot"
+    " CLI, Qwen Code, Droid, Cursor, pi, oh-my-pi: ~/.claude/projects, ~/.codex/sessions, ...,"
+    " or where their variables move them; docs/agents.md) when they exist (the default), or"
+    " stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -265,7 +266,7 @@ def sync_command(
 
 
 def _agent_root(text: str) -> tuple[str, str | None]:
-    """(folder, agent) of an --add-root value: ``DIR``, ``claude:DIR`` or ``codex:DIR``."""
+    """(folder, agent) of an --add-root value: ``DIR`` or ``AGENT:DIR`` (``claude:DIR``)."""
     agent, separator, rest = text.partition(":")
     if separator and agent in ROOT_AGENTS:
         path, named = os.path.expanduser(rest), agent
@@ -711,8 +712,8 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
             )
     if diagnosis.problems:
         echo_wrapped(style("Problems", bold=True, fg="red"))
-        for problem in diagnosis.problems:
-            echo_wrapped(f"  • {problem}")
+        for described in diagnosis.problems:
+            echo_wrapped(f"  • {described}")
     else:
         echo_wrapped(style("No problems found.", fg="green"))
 

@@ -79,9 +79,10 @@ def one_state(index: SessionIndex) -> Iterator[None]:
 
 def session_row(index: SessionIndex, file_id: int) -> tuple[Any, ...]:
     """The SESSION_COLUMNS of one file's session."""
-    return index.connection.execute(
+    (row,) = index.connection.execute(
         f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE file_id = ?", (file_id,)
-    ).fetchone()
+    )
+    return row
 
 
 @dataclass(slots=True)
@@ -100,13 +101,15 @@ def entry_rows(
 ) -> Iterator[EntryRow]:
     """The entries of one file in file order (those at ``seqs`` only, when given)."""
     connection = index.connection
-    rows = connection.execute(
-        f"SELECT e.pk, f.path, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent,"
-        f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
-        f" FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?{_AT_SEQS}"
-        " ORDER BY e.seq",
-        (file_id, _seqs(seqs)),
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            f"SELECT e.pk, f.path, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent,"
+            f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
+            f" FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?{_AT_SEQS}"
+            " ORDER BY e.seq",
+            (file_id, _seqs(seqs)),
+        )
+    )
     refs = _blob_refs(index, file_id, seqs)
     found: dict[int, tuple[str | None, str | None]] = {}
     if with_text and rows:
@@ -183,7 +186,7 @@ def history_rows(index: SessionIndex) -> list[tuple[Any, ...]]:
 
 def history_state(index: SessionIndex) -> str:
     """Changes whenever the mirrored history does (the mirror only appends, or starts over)."""
-    count, last, total = index.connection.execute(
+    ((count, last, total),) = index.connection.execute(
         "SELECT count(*), max(id), total(length(prompt)) FROM history"
-    ).fetchone()
+    )
     return f"{count}:{last}:{total}"

@@ -16,7 +16,6 @@ from xcsh_store.agents import reader_named
 from xcsh_store.errors import HistoryError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
-from xcsh_store.history.store import normalize_limit
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
 from xcsh_store.index.read.sessions import agents_condition
 from xcsh_store.index.read.texts import entry_texts
@@ -105,9 +104,7 @@ def _content_signature(source: apsw.Connection, history_db: str) -> str:
     ((count, newest),) = source.execute("SELECT count(*), coalesce(max(id), 0) FROM history")
     counters: list[tuple[int]] = []
     if source.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchall():
-        counters = source.execute(
-            "SELECT seq FROM sqlite_sequence WHERE name = 'history'"
-        ).fetchall()
+        counters = list(source.execute("SELECT seq FROM sqlite_sequence WHERE name = 'history'"))
     counter = counters[0][0] if counters else None
     return f"{os.stat(history_db).st_ino}:{counter}:{count}:{newest}"
 
@@ -215,6 +212,9 @@ def recall_prompts(
     read from its file (``local_path`` as for entry_texts); one whose file no longer holds it,
     or cannot be read now, is left out.
     """
+    # Imported here: a sync mirrors history.db without the history's own store.
+    from xcsh_store.history.store import normalize_limit
+
     limit = normalize_limit(limit)
     if limit <= 0:
         return []
@@ -228,12 +228,14 @@ def recall_prompts(
     hits: list[PromptHit] = []
     if wanted is None or "xcsh" in wanted:
         history_filter = "h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?)"
-        history_rows = connection.execute(
-            f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
-            f" {'WHERE ' + history_filter if match else ''}"
-            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-            (match, limit) if match else (limit,),
-        ).fetchall()
+        history_rows = list(
+            connection.execute(
+                f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
+                f" {'WHERE ' + history_filter if match else ''}"
+                " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+                (match, limit) if match else (limit,),
+            )
+        )
         hits += [
             PromptHit(prompt, created_at, cwd, "history", history_id, session_id, path, entry_id)
             for history_id, prompt, created_at, cwd, session_id, path, entry_id in history_rows
@@ -248,28 +250,33 @@ def recall_prompts(
     if only is not None:
         conditions.append(only[0])
         arguments += only[1]
-    agent_rows = connection.execute(
-        f"SELECT h.prompt, h.created_at, h.cwd, h.agent, {links} FROM agent_prompts AS h"
-        f"{' WHERE ' + ' AND '.join(conditions) if conditions else ''}"
-        " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-        (*arguments, limit),
-    ).fetchall()
+    agent_rows = list(
+        connection.execute(
+            f"SELECT h.prompt, h.created_at, h.cwd, h.agent, {links} FROM agent_prompts AS h"
+            f"{' WHERE ' + ' AND '.join(conditions) if conditions else ''}"
+            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+            (*arguments, limit),
+        )
+    )
     hits += [
         PromptHit(prompt, created_at, cwd, "history", None, session_id, path, entry_id, agent)
         for prompt, created_at, cwd, agent, session_id, path, entry_id in agent_rows
     ]
     session_filter = "e.pk IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) AND"
     only = agents_condition("s.agent", agents)
-    session_rows = connection.execute(
-        "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id, s.agent"
-        " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
-        f" WHERE {session_filter if match else ''} e.role = 'user' AND e.prompt_hash IS NOT NULL"
-        f"{' AND ' + only[0] if only else ''}"
-        " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
-        " AND NOT EXISTS (SELECT 1 FROM agent_prompts AS h WHERE h.prompt_hash = e.prompt_hash)"
-        " ORDER BY e.timestamp DESC LIMIT ?",
-        (*((match,) if match else ()), *(only[1] if only else ()), limit),
-    ).fetchall()
+    session_rows = list(
+        connection.execute(
+            "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id, s.agent"
+            " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
+            f" WHERE {session_filter if match else ''} e.role = 'user'"
+            " AND e.prompt_hash IS NOT NULL"
+            f"{' AND ' + only[0] if only else ''}"
+            " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
+            " AND NOT EXISTS (SELECT 1 FROM agent_prompts AS h WHERE h.prompt_hash = e.prompt_hash)"
+            " ORDER BY e.timestamp DESC LIMIT ?",
+            (*((match,) if match else ()), *(only[1] if only else ()), limit),
+        )
+    )
     texts = entry_texts(connection, [row[0] for row in session_rows], local_path)
     hits += [
         PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id, agent)

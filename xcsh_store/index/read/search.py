@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -50,17 +50,20 @@ class FtsTokens:
 
     def spans(self, data: bytes) -> list[tuple[int, int, str]]:
         """(start, end, folded token) of each token of UTF-8 ``data``; offsets in bytes."""
-        return self._tokenize(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
+        # With offsets and without colocated tokens, the tokenizer gives (start, end, token).
+        spans = self._tokenize(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
+        return cast("list[tuple[int, int, str]]", spans)
 
     def terms(self, text: str) -> list[str]:
         """The folded tokens of ``text``, as FTS5 reads them from a query."""
-        return self._tokenize(
+        tokens = self._tokenize(
             utf8(text),
             apsw.FTS5_TOKENIZE_QUERY,
             None,
             include_offsets=False,
             include_colocated=False,
         )
+        return cast("list[str]", tokens)  # without offsets: the tokens alone
 
 
 def utf8(text: str) -> bytes:

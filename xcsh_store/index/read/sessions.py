@@ -237,7 +237,7 @@ class IndexedSession:
     cache_read_tokens: int = _detail("s.cache_read_tokens")
     cache_write_tokens: int = _detail("s.cache_write_tokens")
     premium_requests: float = _detail("s.premium_requests")
-    unpriced_entries: int = property(lambda session: session._details()[-1])
+    unpriced_entries: int = _detail(_DETAILS[-1])
 
     @property
     def id(self) -> str:
@@ -373,7 +373,8 @@ def list_sessions(
     """
     if order not in _ORDERS:
         raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
-    conditions, arguments = [], []
+    conditions: list[str] = []
+    arguments: list[Any] = []
     if cwd is not None:
         conditions.append("s.cwd = ?")
         arguments.append(cwd)
@@ -490,12 +491,14 @@ def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str,
 def find_entry_id(connection: apsw.Connection, file_id: int, text: str) -> str:
     """:meth:`SessionIndex.find_entry_id` in the file ``file_id``."""
     # The (session, id) unique index answers both: the exact id, then an id range.
-    rows = connection.execute(
-        "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
-        " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
-        " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
-        (file_id, text, AMBIGUOUS_LISTED + 1),
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
+            " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
+            " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
+            (file_id, text, AMBIGUOUS_LISTED + 1),
+        )
+    )
     ids = [entry_id for (entry_id,) in rows]
     if not text or not ids:
         raise EntryNotFoundError(text)
