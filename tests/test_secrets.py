@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from planted_secrets import PLANTED, Planted
 from session_builder import (
     FIXTURES,
+    append,
     copy_fixtures,
     header,
     message,
@@ -251,6 +252,23 @@ def test_push_sends_no_secret_to_the_server(agent_dir, planted, team_url) -> Non
     text = _server_text(team_url)
     assert not leaked(text)
     assert text.count("[REDACTED:") >= 3 * len(PLANTED)
+
+
+def test_a_redactor_kept_across_pushes_redacts_what_each_appends(
+    agent_dir, planted, team_url
+) -> None:
+    """As ``push --watch`` does: one redactor, made once; the second push sends only the
+    appended entry, redacted."""
+    from xcsh_store.team import push
+
+    redactor = Redactor()
+    push(str(agent_dir), team_url, host="h", tier="full", redactor=redactor)
+    append(planted["xcsh"], message("u-more", "t-result", "user", PLANTED[3].text))
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    report = push(str(agent_dir), team_url, host="h", redactor=redactor)
+    assert (report.pushed, report.appended, report.entries) == (1, 1, 1)
+    assert not leaked(_server_text(team_url))
 
 
 def test_push_meta_sends_no_secret_in_titles(agent_dir, planted, team_url) -> None:

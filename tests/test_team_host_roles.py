@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from session_builder import planted_host
+from session_builder import append, message, planted_host, sessions_dir, sync
 from team_server import Roles, local_rows, psycopg, server_rows
+from test_team_push_appends import rollup_is_fresh
 
 from xcsh_store.cli import cli
 from xcsh_store.team import TeamIndexError, connect, push
@@ -49,6 +50,23 @@ def test_a_hosts_role_pushes_its_own_host(
             "SELECT host, count(*) FROM usage_rollup GROUP BY host ORDER BY host"
         ).fetchall()
     assert [host for host, _ in rolled] == ["laptop-ana", "laptop-bob"]
+
+
+def test_a_hosts_role_sends_only_what_grew(
+    agent_dir: Path, hosts: dict[str, str], team_url: str, bob_pushed: dict[str, set]
+) -> None:
+    """Under row-level security too: the new entry inserted through the staging table, the
+    watermark and session rows updated, the session's rollup rows made again."""
+    planted_host(agent_dir)
+    push(str(agent_dir), hosts["laptop-ana"], host="laptop-ana")
+    grown = sessions_dir(agent_dir) / "2026-01-03T00-00-00-000Z_planted.jsonl"
+    append(grown, message("p3", "p2", "assistant", "one more answer"))
+    sync(agent_dir)
+    report = push(str(agent_dir), hosts["laptop-ana"], host="laptop-ana")
+    assert (report.pushed, report.appended, report.entries) == (1, 1, 1)
+    assert server_rows(team_url, "laptop-ana") == local_rows(agent_dir)
+    assert rollup_is_fresh(team_url, "laptop-ana")
+    assert server_rows(team_url, "laptop-bob") == bob_pushed
 
 
 def test_a_hosts_role_cannot_push_as_another_host(

@@ -101,6 +101,8 @@ class Disclosure:
     key: bytes
     redact_paths: bool = False
     redact: bool = False
+    # A redactor made before (its rules take a moment to load): `push --watch` keeps one.
+    loaded: Redactor | None = None
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
@@ -123,8 +125,10 @@ class Disclosure:
     @functools.cached_property
     def redactor(self) -> Redactor | None:
         """The secret redaction of the text that leaves, when ``redacting``. Made on first use
-        (its rules take a moment to load)."""
-        return Redactor() if self.redacting else None
+        (its rules take a moment to load), or the one ``loaded``."""
+        if not self.redacting:
+            return None
+        return self.loaded or Redactor()
 
     def watermark(self, path: str, state: str) -> str:
         """What the server keeps of a file's state: equal when the state is, and nothing more
@@ -133,6 +137,13 @@ class Disclosure:
         if self.redacting:
             return self.keyed("watermark", path, state, REDACTED_MARK)
         return self.keyed("watermark", path, state)
+
+    @property
+    def form(self) -> str:
+        """What the rows this disclosure sends are made of: its tier and redaction (the
+        version of the rules when redacting). Rows sent in one form are not kept when a file
+        is sent in another (push's ledger.py)."""
+        return f"{self.tier} {REDACTED_MARK if self.redacting else 'as-is'}"
 
     def current(self, path: str, state: str) -> set[str]:
         """The watermarks that say the server holds a file in ``state`` as this tier sends it:

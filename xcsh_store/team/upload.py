@@ -1,12 +1,18 @@
 """``push``: copy what this machine's index holds into the team index, file by file.
 
 Each file's rows and its watermark (``files.state``: what the local index said of the file
-when it was pushed) are replaced in one transaction (a few files share one), so a push killed
-at any point leaves every file on the server either as the previous push left it or as the
-index has it now, and the next push sends exactly the files whose watermark differs: no
-duplicate, no gap. The files the index no longer holds are deleted from the server the same
-way. A host's pushes take an advisory lock on its name, so two pushes of one host run one after
-the other; pushes of different hosts touch different rows and never wait for each other.
+when it was pushed) change in one transaction (a few files share one), so a push killed at any
+point leaves every file on the server either as the previous push left it or as the index has
+it now, and the next push sends exactly the files whose watermark differs: no duplicate, no
+gap. A file the server holds as this machine last pushed it (ledger.py) sends only the entries
+that are new or changed since, and deletes those that went (a file that grew: its new entries,
+its session row and watermark); any other file's rows are replaced whole (a rewrite, a
+truncation, a file pushed by another client or before the ledger). The usage_rollup rows of
+the sessions a transaction touched are made again in it, so one appended entry costs a few row
+writes whatever the size of the file and of the host. The files the index no longer holds are
+deleted from the server the same way. A host's pushes take an advisory lock on its name, so
+two pushes of one host run one after the other; pushes of different hosts touch different rows
+and never wait for each other.
 
 What leaves at each privacy tier, the keyed watermarks and the redaction of secrets in the text
 that leaves are disclosure.py's. A push
@@ -17,6 +23,7 @@ before anything else is pushed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from dataclasses import dataclass
@@ -31,13 +38,16 @@ from xcsh_store.index import (
     SESSION_COLUMNS,
     FileState,
     SessionIndex,
+    entry_marks,
     entry_rows,
     history_rows,
     history_state,
+    one_state,
     session_files,
     session_row,
 )
 from xcsh_store.paths import get_index_db_path, write_private_file
+from xcsh_store.secrets import Redactor
 from xcsh_store.team.disclosure import (
     META_COLUMNS,
     TEXT_HASH_COLUMNS,
@@ -47,6 +57,7 @@ from xcsh_store.team.disclosure import (
     outgoing_text,
 )
 from xcsh_store.team.errors import TeamIndexError
+from xcsh_store.team.ledger import Pushed, PushLedger
 from xcsh_store.team.server import connect, server_errors
 
 DEFAULT_TIER = "full"
@@ -77,6 +88,7 @@ class PushReport:
     redact_paths: bool = False  # labels instead of absolute paths (disclosure.py)
     files: int = 0  # session files the local index holds
     pushed: int = 0  # files whose rows were (re)written
+    appended: int = 0  # of those, files that sent only their new or changed entries
     deleted: int = 0  # files removed from the server
     unchanged: int = 0
     entries: int = 0  # entry rows written
@@ -111,10 +123,12 @@ def push(
     db_path: str | None = None,
     redact_paths: bool | None = None,
     redact: bool = True,
+    redactor: Redactor | None = None,
 ) -> PushReport:
     """Push the agent dir's index (``db_path``, default its index.db) to the team index at
     ``url`` (a libpq connection string: server.py) as ``host``, the secrets in its text
-    redacted unless ``redact`` is false.
+    redacted unless ``redact`` is false (by ``redactor`` when given: one made once serves
+    every push of a watch; else by one made when the first text leaves).
 
     ``tier`` and ``redact_paths`` default to the host's choice on the server (``full`` and
     paths for a new host), so a push without them never raises what a host shares.
@@ -123,26 +137,40 @@ def push(
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
     with SessionIndex.open(agent_dir, db_path=db_path, read_only=True) as index:
         host = remembered_host(agent_dir, host, db_path)
-        key = host_key(os.path.dirname(index.db_path))
+        folder = os.path.dirname(index.db_path)
+        key = host_key(folder)
         local = session_files(index)
         connection = connect(url)
+        ledger = PushLedger(folder)
         try:
             with server_errors(url, "pushing", needs="write"):
-                return _push(connection, index, local, host, tier, redact_paths, key, redact)
+                return _push(
+                    connection,
+                    index,
+                    ledger,
+                    local,
+                    host,
+                    tier,
+                    redact_paths,
+                    Disclosure("usage", key, redact=redact, loaded=redactor),
+                )
         finally:
+            ledger.close()
             connection.close()
 
 
 def _push(
     connection: psycopg.Connection[Any],
     index: SessionIndex,
+    ledger: PushLedger,
     local: dict[str, FileState],
     host: str,
     tier: str | None,
     redact_paths: bool | None,
-    key: bytes,
-    redact: bool,
+    chosen: Disclosure,
 ) -> PushReport:
+    """``push`` on an open connection; ``chosen`` holds the key and the redaction choice (its
+    tier and path choice are the host's, read here)."""
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
     # few commits, rows and watermarks together, and the next push sends those files again.
@@ -158,7 +186,7 @@ def _push(
             )
     connection.commit()
     report = _set_choices(connection, host, tier, redact_paths)
-    disclosure = Disclosure(report.tier, key, report.redact_paths, redact)
+    disclosure = dataclasses.replace(chosen, tier=report.tier, redact_paths=report.redact_paths)
     report.files = len(local)
     outgoing = {disclosure.path(path): state for path, state in local.items()}
     remote = dict(
@@ -172,6 +200,7 @@ def _push(
         with connection.transaction():
             connection.execute("DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, gone))
             _usage_changed(connection, host)
+        ledger.forget(host, gone)
         report.deleted = len(gone)
     batch = _Batch(host, disclosure, staged)
     for path, state in sorted(outgoing.items()):
@@ -180,13 +209,11 @@ def _push(
         }:
             report.unchanged += 1
             continue
-        batch.add(index, path, state)
+        batch.add(index, path, state, ledger.pushed(host, outgoing_text(path)), remote.get(path))
         if batch.full():
-            report.entries += batch.write(connection)
-            report.pushed += len(batch.files)
+            batch.write(connection, ledger, report)
             batch = _Batch(host, disclosure, staged)
-    report.entries += batch.write(connection)
-    report.pushed += len(batch.files)
+    batch.write(connection, ledger, report)
     if disclosure.at_least("full"):
         report.history = _push_history(connection, index, host, disclosure, staged)
     with connection.transaction():
@@ -195,30 +222,117 @@ def _push(
     return report
 
 
+# usage_rollup's rows (in its columns' order) summed from rows of usage_entries' columns.
+_ROLLUP = (
+    "SELECT host, CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}'"
+    " THEN substr(timestamp, 1, 10) END AS day, provider, model, project_dir, session_id,"
+    " agent, parent_session_id, count(*),"
+    " count(*) FILTER (WHERE agent = ANY(%(estimated)s) AND cost IS NOT NULL),"
+    " count(*) FILTER (WHERE cost IS NULL),"
+    " sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+    " sum(cache_write_tokens), sum(cost) FROM {source}"
+    " GROUP BY host, day, provider, model, project_dir, session_id, agent, parent_session_id"
+)
+# The key usage_entries partitions entries by, as entries_usage_copies indexes it.
+_COPY_KEY = "coalesce({0}.id, ''), coalesce({0}.timestamp, '')"
+
+
 def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
-    """The host's usage_rollup rows made again, when its rows changed since they were made."""
+    """The host's usage_rollup rows made again, when they were marked out of date (a change of
+    path choice removes them all)."""
     stale = connection.execute("SELECT usage_stale FROM hosts WHERE host = %s", (host,)).fetchone()
     if not stale or not stale[0]:
         return
     connection.execute("DELETE FROM usage_rollup WHERE host = %s", (host,))
     connection.execute(
-        "INSERT INTO usage_rollup SELECT host, CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}'"
-        " THEN substr(timestamp, 1, 10) END AS day, provider, model, project_dir, session_id,"
-        " agent, parent_session_id, count(*),"
-        " count(*) FILTER (WHERE agent = ANY(%s) AND cost IS NOT NULL),"
-        " count(*) FILTER (WHERE cost IS NULL),"
-        " sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
-        " sum(cache_write_tokens), sum(cost) FROM usage_entries WHERE host = %s"
-        " GROUP BY host, day, provider, model, project_dir, session_id, agent,"
-        " parent_session_id",
-        (list(ESTIMATED_AGENTS), host),
+        "INSERT INTO usage_rollup "
+        + _ROLLUP.replace("{source}", "usage_entries WHERE host = %(host)s"),
+        {"estimated": list(ESTIMATED_AGENTS), "host": host},
     )
     connection.execute("UPDATE hosts SET usage_stale = false WHERE host = %s", (host,))
 
 
+def _sessions_touched(
+    connection: psycopg.Connection[Any],
+    host: str,
+    whole: list[str],
+    rows: list[tuple[str, int]],
+    files: list[str],
+) -> set[str]:
+    """The sessions whose usage_rollup rows may change when the entries of the files at
+    ``whole`` and those at ``rows`` (path, seq) come or go, or the session rows of ``files``
+    change: the sessions of those files, and those holding another copy of one of those
+    entries with usage (which copy counts may change). Each step is a lookup by an index,
+    driven by the rows given."""
+    keys = connection.execute(
+        f"SELECT {_COPY_KEY.format('e')} FROM entries AS e WHERE e.host = %(h)s"
+        " AND e.path = ANY(%(whole)s) AND e.input_tokens IS NOT NULL"
+        f" UNION SELECT {_COPY_KEY.format('e')} FROM unnest(%(paths)s::text[], %(seqs)s::int[])"
+        " AS r (path, seq) JOIN entries AS e ON e.host = %(h)s AND e.path = r.path"
+        " AND e.seq = r.seq WHERE e.input_tokens IS NOT NULL",
+        {
+            "h": host,
+            "whole": whole,
+            "paths": [path for path, _ in rows],
+            "seqs": [seq for _, seq in rows],
+        },
+    ).fetchall()
+    found = connection.execute(
+        "SELECT s.session_id FROM sessions AS s WHERE s.host = %(h)s AND s.path = ANY(%(f)s)"
+        " UNION SELECT s.session_id FROM unnest(%(ids)s::text[], %(ts)s::text[]) AS k (id, ts)"
+        " CROSS JOIN LATERAL (SELECT e.path FROM entries AS e WHERE e.host = %(h)s"
+        f"  AND e.input_tokens IS NOT NULL AND ({_COPY_KEY.format('e')}) = (k.id, k.ts)) AS c"
+        " JOIN sessions AS s ON s.host = %(h)s AND s.path = c.path",
+        {
+            "h": host,
+            "f": files,
+            "ids": [key for key, _ in keys],
+            "ts": [timestamp for _, timestamp in keys],
+        },
+    ).fetchall()
+    return {session_id for (session_id,) in found}
+
+
+def _refresh_rollup(connection: psycopg.Connection[Any], host: str, sessions: set[str]) -> None:
+    """The usage_rollup rows of ``sessions`` made again from their entries (each entry counted
+    in the session of its oldest copy, as usage_entries has it); only the rows that differ are
+    written."""
+    if not sessions:
+        return
+    # The keys of the sessions' entries, then every copy of each (a lookup by
+    # entries_usage_copies per key, whatever the planner thinks of the tables' sizes), numbered
+    # as usage_entries numbers them.
+    numbered = (
+        "(SELECT c.*, row_number() OVER (PARTITION BY c.id, c.timestamp"
+        "  ORDER BY c.created_at, c.path, c.seq) AS copy_number"
+        f" FROM (SELECT DISTINCT {_COPY_KEY.format('m')} FROM sessions AS ms JOIN entries AS m"
+        "  ON m.host = ms.host AND m.path = ms.path WHERE ms.host = %(h)s"
+        "  AND ms.session_id = ANY(%(s)s) AND m.input_tokens IS NOT NULL) AS k (id, ts)"
+        " CROSS JOIN LATERAL (SELECT e.host, e.path, e.seq, e.id, e.timestamp, e.provider,"
+        "  e.model, s.project_dir, s.session_id, s.agent, s.parent_session_id, s.created_at,"
+        "  e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost"
+        "  FROM entries AS e JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
+        "  WHERE e.host = %(h)s AND e.input_tokens IS NOT NULL"
+        f"  AND ({_COPY_KEY.format('e')}) = (k.id, k.ts)) AS c) AS numbered"
+        " WHERE copy_number = 1 AND session_id = ANY(%(s)s)"
+    )
+    fresh = _ROLLUP.replace("{source}", numbered)
+    connection.execute(
+        f"WITH fresh AS ({fresh}),"
+        " gone AS (DELETE FROM usage_rollup AS r WHERE r.host = %(h)s"
+        "  AND r.session_id = ANY(%(s)s) AND NOT EXISTS (SELECT FROM fresh AS f"
+        "  WHERE ROW(f.*) IS NOT DISTINCT FROM ROW(r.*)))"
+        " INSERT INTO usage_rollup SELECT * FROM fresh AS f WHERE NOT EXISTS (SELECT FROM"
+        " usage_rollup AS r WHERE r.host = %(h)s AND r.session_id = f.session_id"
+        " AND ROW(r.*) IS NOT DISTINCT FROM ROW(f.*))",
+        {"h": host, "s": sorted(sessions), "estimated": list(ESTIMATED_AGENTS)},
+    )
+
+
 class _Batch:
-    """The rows of a few changed files, written in one transaction: each file's old rows and
-    watermark replaced by its new ones, whole, or (the transaction lost) not at all."""
+    """The rows of a few changed files, written in one transaction: each file's new or changed
+    entries and its watermark (a file the server holds as the ledger says), or all its rows
+    (any other), or (the transaction lost) nothing."""
 
     # A transaction holds about this many entries (a bigger file makes one of its own):
     # fewer commits, and memory that stays small.
@@ -229,43 +343,142 @@ class _Batch:
         self.host = host
         self.disclosure = disclosure
         self.staged = staged
+        # Files replaced whole: their rows for COPY.
         self.files: list[tuple[Any, ...]] = []
         self.sessions: list[tuple[Any, ...]] = []
+        # Files that send what changed: their watermark and session row, for UPDATE, and the
+        # (path, seq) of the entries the server holds that went or changed.
+        self.updated: list[tuple[Any, ...]] = []
+        self.removed: list[tuple[str, int]] = []
+        self.added: list[tuple[str, int]] = []
         self.entries: list[tuple[Any, ...]] = []
         self.refs: list[tuple[Any, ...]] = []
+        # What the ledger records once the transaction is committed.
+        self.ledger: list[tuple[str, Pushed]] = []
+        # Whether a file the server does not hold yet is among them (a first push).
+        self.new_files = False
 
     def full(self) -> bool:
-        return len(self.entries) >= self.ENTRIES or len(self.files) >= self.FILES
+        count = len(self.files) + len(self.updated)
+        return len(self.entries) >= self.ENTRIES or count >= self.FILES
 
-    def add(self, index: SessionIndex, path: str, state: FileState) -> None:
-        """The rows of the file ``state`` describes, as ``path`` (its name on the server)."""
+    def add(
+        self,
+        index: SessionIndex,
+        path: str,
+        state: FileState,
+        pushed: Pushed | None,
+        remote: str | None,
+    ) -> None:
+        """The rows of the file ``state`` describes, as ``path`` (its name on the server),
+        which ``remote`` (its watermark and tier there) and ``pushed`` (the ledger's record
+        of it) say the server holds."""
         host, disclosure = self.host, self.disclosure
         path = outgoing_text(path)
-        self.files.append((host, path, disclosure.watermark(path, state.state), disclosure.tier))
-        session = disclosure.session(session_row(index, state.file_id))
-        self.sessions.append((host, path, *map(outgoing_text, session)))
-        entries = list(entry_rows(index, state.file_id, with_text=disclosure.at_least("full")))
+        watermark = disclosure.watermark(path, state.state)
+        with one_state(index):
+            marks = entry_marks(index, state.file_id)
+            session = disclosure.session(session_row(index, state.file_id))
+            changes = None
+            if pushed is not None and remote == f"{pushed.watermark} {pushed.tier}":
+                changes = _changes(pushed, marks, disclosure.form)
+            entries = list(
+                entry_rows(
+                    index,
+                    state.file_id,
+                    disclosure.at_least("full"),
+                    seqs=None if changes is None else changes[0],
+                )
+            )
+        session_values = [outgoing_text(value) for value in session]
+        self.new_files |= remote is None
+        if changes is None:
+            self.files.append((host, path, watermark, disclosure.tier))
+            self.sessions.append((host, path, *session_values))
+        else:
+            self.updated.append((watermark, disclosure.tier, *session_values, host, path))
+            self.added += ((path, seq) for seq in changes[0])
+            self.removed += ((path, seq) for seq in changes[1])
         for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
             self.entries.append((host, path, *map(outgoing_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
+        self.ledger.append((path, Pushed(watermark, disclosure.tier, disclosure.form, marks)))
 
-    def write(self, connection: psycopg.Connection[Any]) -> int:
-        if not self.files:
-            return 0
+    def write(
+        self, connection: psycopg.Connection[Any], ledger: PushLedger, report: PushReport
+    ) -> None:
+        if not self.ledger:
+            return
+        host = self.host
         paths = [row[1] for row in self.files]
+        files = paths + [row[-1] for row in self.updated]
         with connection.transaction():
+            # Files new to the server (a first push) mark the host's rollup out of date, made
+            # again once at the end of the push (most rows change, and the tables may have no
+            # statistics yet); files it holds make their sessions' rollup rows again here.
+            touched = set()
+            if self.new_files:
+                _usage_changed(connection, host)
+            else:
+                touched = _sessions_touched(connection, host, paths, self.removed, files)
             connection.execute(
-                "DELETE FROM files WHERE host = %s AND path = ANY(%s)", (self.host, paths)
+                "DELETE FROM files WHERE host = %s AND path = ANY(%s)", (host, paths)
             )
+            if self.removed:
+                for table in ("entries", "blob_refs"):
+                    connection.execute(
+                        f"DELETE FROM {table} AS t USING unnest(%s::text[], %s::int[])"
+                        " AS r (path, seq) WHERE t.host = %s AND t.path = r.path"
+                        " AND t.seq = r.seq",
+                        ([p for p, _ in self.removed], [q for _, q in self.removed], host),
+                    )
+            if self.updated:
+                with connection.cursor() as cursor:
+                    cursor.executemany(_UPDATE_FILE, [row[:2] + row[-2:] for row in self.updated])
+                    cursor.executemany(_UPDATE_SESSION, [row[2:] for row in self.updated])
             for table, rows in (
                 ("files", self.files),
                 ("sessions", self.sessions),
                 ("entries", self.entries),
                 ("blob_refs", self.refs),
             ):
-                _copy(connection, table, rows, self.staged)
-            _usage_changed(connection, self.host)
-        return len(self.entries)
+                if rows:
+                    _copy(connection, table, rows, self.staged)
+            if not self.new_files:
+                touched |= _sessions_touched(connection, host, paths, self.added, files)
+                _refresh_rollup(connection, host, touched)
+        ledger.record(host, self.ledger)
+        report.pushed += len(self.ledger)
+        report.appended += len(self.updated)
+        report.entries += len(self.entries)
+
+
+def _changes(
+    pushed: Pushed, marks: dict[int, int], form: str
+) -> tuple[list[int], list[int]] | None:
+    """The seqs of the entries to send of a file the server holds as ``pushed`` says, now
+    ``marks`` (those new or changed), and of those the server holds to delete (gone or
+    changed); None when the file is better replaced whole: the form of its rows changed (its
+    tier, or the redaction: text sent as it was must be sent again redacted), or most of its
+    entries did (a re-read of the whole file, after a rewrite or a truncation, gives each
+    entry a new key)."""
+    if pushed.form != form:
+        return None
+    before = pushed.marks
+    added = [seq for seq, mark in marks.items() if before.get(seq) != mark]
+    removed = [seq for seq, mark in before.items() if marks.get(seq) != mark]
+    if len(added) + len(removed) > len(marks):
+        return None
+    return sorted(added), sorted(removed)
+
+
+_UPDATE_FILE = (
+    "UPDATE files SET state = %s, tier = %s, pushed_at = now() WHERE host = %s AND path = %s"
+)
+_UPDATE_SESSION = (
+    f"UPDATE sessions SET ({', '.join(SESSION_COLUMNS)}) ="
+    f" ({', '.join(['%s'] * len(SESSION_COLUMNS))}) WHERE host = %s AND path = %s"
+)
 
 
 def _copy(

@@ -97,6 +97,11 @@ def push_command(
     if every is None:
         _show(push(settings.agent_dir, url, **choices), as_json)
         return
+    if redact:
+        from xcsh_store.secrets import Redactor
+
+        # Made once: its rules take a second or two to load, which each round would pay.
+        choices["redactor"] = Redactor()
     while True:
         # Watching, a round the server could not do (away, out of time, its disk full) is
         # reported and retried; any other error (a wrong URL, a newer schema, no permission)
@@ -127,6 +132,7 @@ def _report_json(report: Any) -> dict[str, Any]:
         "lowered_from": report.lowered_from,
         "files": report.files,
         "pushed": report.pushed,
+        "appended": report.appended,
         "unchanged": report.unchanged,
         "deleted": report.deleted,
         "entries": report.entries,

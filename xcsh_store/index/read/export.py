@@ -7,7 +7,9 @@ Column names are the index's own (docs/schema.md), so a copy reads like the orig
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import hashlib
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +66,17 @@ def session_files(index: SessionIndex) -> dict[str, FileState]:
     }
 
 
+@contextlib.contextmanager
+def one_state(index: SessionIndex) -> Iterator[None]:
+    """One read transaction: what is read in it is of one state of the index, even while a
+    sync writes (a file's rows and their marks, below, must describe the same rows)."""
+    index.connection.execute("BEGIN DEFERRED")
+    try:
+        yield
+    finally:
+        index.connection.execute("COMMIT")
+
+
 def session_row(index: SessionIndex, file_id: int) -> tuple[Any, ...]:
     """The SESSION_COLUMNS of one file's session."""
     (row,) = index.connection.execute(
@@ -83,25 +96,21 @@ class EntryRow:
     raw: str | None = None
 
 
-def entry_rows(index: SessionIndex, file_id: int, with_text: bool) -> Iterator[EntryRow]:
-    """The entries of one file in file order."""
+def entry_rows(
+    index: SessionIndex, file_id: int, with_text: bool, seqs: Collection[int] | None = None
+) -> Iterator[EntryRow]:
+    """The entries of one file in file order (those at ``seqs`` only, when given)."""
     connection = index.connection
     rows = list(
         connection.execute(
             f"SELECT e.pk, f.path, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent,"
             f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
-            " FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?"
+            f" FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?{_AT_SEQS}"
             " ORDER BY e.seq",
-            (file_id,),
+            (file_id, _seqs(seqs)),
         )
     )
-    refs: dict[int, list[str]] = {}
-    for pk, digest in connection.execute(
-        "SELECT r.entry, r.hash FROM blob_refs AS r JOIN entries AS e ON e.pk = r.entry"
-        " WHERE e.session = ? ORDER BY r.hash",
-        (file_id,),
-    ):
-        refs.setdefault(pk, []).append(digest)
+    refs = _blob_refs(index, file_id, seqs)
     found: dict[int, tuple[str | None, str | None]] = {}
     if with_text and rows:
         path = index.local_path(rows[0][1])
@@ -111,6 +120,46 @@ def entry_rows(index: SessionIndex, file_id: int, with_text: bool) -> Iterator[E
     for row in rows:
         text, raw = found.get(row[0], (None, None))
         yield EntryRow(tuple(row[7:]), refs.get(row[0], []), text, raw)
+
+
+# Only the entries at the seqs of a JSON array (all of them when it is NULL).
+_AT_SEQS = " AND (?2 IS NULL OR e.seq IN (SELECT value FROM json_each(?2)))"
+
+
+def _seqs(seqs: Collection[int] | None) -> str | None:
+    return None if seqs is None else orjson.dumps(sorted(seqs)).decode()
+
+
+def _blob_refs(
+    index: SessionIndex, file_id: int, seqs: Collection[int] | None
+) -> dict[int, list[str]]:
+    """The blob digests of a file's entries (those at ``seqs``), by entry key."""
+    refs: dict[int, list[str]] = {}
+    for pk, digest in index.connection.execute(
+        "SELECT r.entry, r.hash FROM blob_refs AS r JOIN entries AS e ON e.pk = r.entry"
+        f" WHERE e.session = ?{_AT_SEQS} ORDER BY r.hash",
+        (file_id, _seqs(seqs)),
+    ):
+        refs.setdefault(pk, []).append(digest)
+    return refs
+
+
+def entry_marks(index: SessionIndex, file_id: int) -> dict[int, int]:
+    """A 64-bit mark of each entry of a file, by seq, that changes whenever the row another
+    store holds of it may: its key (a re-read of the whole file gives every entry a new one),
+    its place in the file (where its text is read), its values and its blob references. Read
+    from the index alone: no text, no file."""
+    refs = _blob_refs(index, file_id, None)
+    marks = {}
+    for row in index.connection.execute(
+        f"SELECT e.seq, e.pk, e.offset, e.length, e.part, f.legacy,"
+        f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
+        " FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?",
+        (file_id,),
+    ):
+        digest = hashlib.blake2b(orjson.dumps((row, refs.get(row[1]))), digest_size=8)
+        marks[row[0]] = int.from_bytes(digest.digest(), "little", signed=True)
+    return marks
 
 
 def _raw_json(line: bytes, value: dict[str, Any]) -> str:
