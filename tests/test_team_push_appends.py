@@ -60,13 +60,13 @@ def writes(url: str) -> dict[tuple[str, str], int]:
 
 def rollup_is_fresh(url: str, host: str) -> bool:
     """usage_rollup's rows equal the host's usage_entries summed again from scratch."""
-    from xcsh_store.agents import OTHER_AGENTS
+    from xcsh_store.agents import ESTIMATED_AGENTS
     from xcsh_store.team.upload import _ROLLUP
 
     fresh = _ROLLUP.replace("{source}", "usage_entries WHERE host = %(host)s")
     with psycopg.connect(url) as connection:
         kept = connection.execute("SELECT * FROM usage_rollup WHERE host = %s", (host,))
-        made = connection.execute(fresh, {"host": host, "others": list(OTHER_AGENTS)})
+        made = connection.execute(fresh, {"host": host, "estimated": list(ESTIMATED_AGENTS)})
         return _rounded(kept.fetchall()) == _rounded(made.fetchall())
 
 

@@ -62,12 +62,18 @@ def fingerprints(data: bytes, prompt: str) -> set[str]:
     return found
 
 
+# A date and time (a push's own clock among them): read whole, as its parts (a minute of 55)
+# would pass for the size of a 55-byte prompt whatever the push sent.
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}(:?\d{2})?|Z)?")
+
+
 def tokens(values: Iterable[str]) -> set[str]:
     """The values and each of their parts (a watermark joins a file's facts with ':')."""
     found = set()
     for value in values:
         found.add(value)
-        found.update(re.split(r"[\s:,/=\"{}\[\]]+", value))
+        if not DATE_TIME.fullmatch(value):
+            found.update(re.split(r"[\s:,/=\"{}\[\]]+", value))
     return found
 
 
