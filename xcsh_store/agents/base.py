@@ -161,7 +161,7 @@ class Agent:
     # The environment variables that move its folders (tests point them into a temp dir).
     folder_variables: ClassVar[tuple[str, ...]] = ()
     # Whether its files record their costs (else the index estimates them from the tokens:
-    # agents/pricing.py, and prices them again when the prices change).
+    # agents/prices/pricing.py, and prices them again when the prices change).
     records_costs: ClassVar[bool] = False
     # Files tried in this order by recognizes() (lower first): a reader that takes the first
     # object of many formats for its own comes after the narrower ones.

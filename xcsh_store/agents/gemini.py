@@ -48,7 +48,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table
 
 # Gemini CLI's own variable: the folder that stands for the home folder (``.gemini`` below it).
 HOME_ENV = "GEMINI_CLI_HOME"

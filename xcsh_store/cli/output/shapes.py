@@ -171,7 +171,7 @@ def usage_json(row: UsageRow) -> dict[str, Any]:
         "total_tokens": row.tokens,
         # null when no entry has a price; else the sum of those priced (a lower bound when
         # unpriced_entries is not 0). Claude Code and Codex write no costs: theirs are the
-        # index's estimates (agents/pricing.py).
+        # index's estimates (agents/prices/pricing.py).
         "cost": row.cost,
         "estimated_cost_entries": row.estimated,
         "unpriced_entries": row.unpriced,

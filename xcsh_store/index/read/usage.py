@@ -51,8 +51,8 @@ class UsageRow:
     cost: float | None
     # One key per grouping when usage was grouped by several (``key`` then joins them).
     keys: tuple[str | None, ...] = ()
-    # Entries whose cost the index estimated (Claude Code and Codex write none:
-    # agents/pricing.py), and entries of a model without a price (their cost is not in ``cost``).
+    # Entries whose cost the index estimated (Claude Code and Codex write none: agents/prices/
+    # pricing.py), and entries of a model without a price (their cost is not in ``cost``).
     estimated: int = 0
     unpriced: int = 0
     # GitHub Copilot CLI's premium requests (its sessions' shutdown totals).
