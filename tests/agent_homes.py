@@ -55,3 +55,33 @@ def lay_out_agents(home: Path, agents: tuple[str, ...] = tuple(HOME_PLACES)) -> 
             shutil.copyfile(FIXTURES / source, target)
             placed.append(target)
     return placed
+
+
+# The sessions kept as documents or trees of files (Gemini CLI's older chats, opencode's
+# storage): {fixture path below FIXTURES (a file or a folder): its place below the home}.
+DOCUMENT_PLACES = {
+    "gemini": {
+        "gemini/wesm__agentsview__tool_calls.json":
+            ".gemini/tmp/abc123def456/chats/session-2024-01-01T10-00-sess-uui.json",
+        "gemini/wesm__agentsview__thinking_only.json":
+            ".gemini/tmp/abc123def456/chats/session-2024-01-01T10-00-sess-thi.json",
+    },
+    "opencode": {
+        "opencode/jazzyalex__agent-sessions__storage_v2": ".local/share/opencode/storage",
+    },
+}  # fmt: skip
+
+
+def lay_out_documents(home: Path, agents: tuple[str, ...] = tuple(DOCUMENT_PLACES)) -> list[Path]:
+    """Copy the document and tree fixtures of ``agents`` where each agent keeps them."""
+    placed = []
+    for agent in agents:
+        for source, place in DOCUMENT_PLACES[agent].items():
+            target = home / place
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if (FIXTURES / source).is_dir():
+                shutil.copytree(FIXTURES / source, target)
+            else:
+                shutil.copyfile(FIXTURES / source, target)
+            placed.append(target)
+    return placed

@@ -209,6 +209,15 @@ class Agent:
     def is_session_name(self, name: str) -> bool:
         return False
 
+    # True when a JSONL agent keeps some sessions as files of another kind too (Gemini CLI's
+    # older whole-document chats): a sync then lists those through sources() beside the JSONL
+    # files below the same root, and kind_of() tells each path's kind.
+    other_kind_sources: ClassVar[bool] = False
+
+    def kind_of(self, path: str) -> str:
+        """The kind of the session at ``path`` (the agent's kind, unless it keeps two)."""
+        return self.kind
+
     def records(self, path: str) -> Iterator[Record]:
         """Every record of the session at ``path``, in order, opened read-only (kinds other
         than jsonl)."""

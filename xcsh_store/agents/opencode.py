@@ -1,0 +1,327 @@
+"""opencode (sst/opencode) sessions kept as a tree of small JSON files, the storage of releases
+before 1.x: ``${XDG_DATA_HOME:-~/.local/share}/opencode/storage`` (``$OPENCODE_DATA_DIR/storage``
+when set, ccusage's variable) holds
+
+* ``session/<projectID>/<sessionID>.json``: ``{id, version, projectID, directory, parentID,
+  title, time: {created, updated}}`` (times in milliseconds since the epoch; ``parentID`` names
+  the session a child session, a subagent's, was started from);
+* ``message/<sessionID>/<messageID>.json``: ``{id, sessionID, role, time: {created}}``; an
+  assistant message adds ``modelID``, ``providerID``, ``cost`` (dollars, recorded by opencode),
+  ``tokens {input, output, reasoning, cache: {read, write}}``, ``path``, ``finish``, ``error``;
+* ``part/<messageID>/<partID>.json``: a message's pieces, ``type`` ``text``, ``reasoning``,
+  ``tool`` (``callID``, ``tool``, ``state {status, input, output, error, time}``), ``file``,
+  ``step-start``, ``step-finish``, ``patch``, ``snapshot``, ``compaction``...
+
+A tree agent (Agent.kind): a session is its session file; its identity sums the sizes and
+takes the newest times of every file of the session (its messages and their parts), so a
+session is read again whole when any of them changed. Its records, the locator their number
+in this order: 0 the session, then each message (ordered by ``time.created``, then id: ids
+sort by time) with its parts (ordered by file name, their id), each ``tool`` part after its
+message as a record of its own, the tool's result. Entries have no ids of opencode's: they are
+a chain in that order (an assistant message's ``parentID`` names the user message it answers,
+which is the message before it).
+
+* Text parts are the message's text (``synthetic`` ones too: opencode wrote them into the
+  conversation), ``reasoning`` its thinking, each ``tool`` part a tool call (``callID``,
+  ``tool``, ``state.input``) and its result (``state.output``, or ``state.error`` when the
+  status is ``error``), paired by the call id. ``file``, ``patch``, ``snapshot``,
+  ``step-start``, ``step-finish``, ``agent`` and ``compaction`` parts add no text.
+* An assistant message's model is its ``modelID`` and ``providerID`` (else those of its
+  ``model``); a user message's ``model`` is the one asked for, not one that answered.
+* Usage is each assistant message's ``tokens``: ``input``, ``output`` plus ``reasoning`` (billed
+  as output), ``cache.read``, ``cache.write``; its cost is the ``cost`` opencode recorded (a
+  message whose ``cost`` is not a number has none: the tokens are counted, the cost unknown).
+* A child session's ``parentID`` is its parent session's id (a subagent link).
+* opencode 1.x keeps sessions in SQLite (``opencode.db``): not read (docs/agents.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from xcsh_store.agents.base import (
+    Agent,
+    AgentEntry,
+    Record,
+    SessionFacts,
+    Source,
+    number,
+    text_blocks,
+    text_of,
+)
+from xcsh_store.files import open_regular_file
+from xcsh_store.homes import XDG_DATA_HOME_ENV, agent_home, folder_of
+from xcsh_store.times import iso_millis
+
+log = logging.getLogger("xcsh_store")
+
+_SESSION = "opencode-session"
+_MESSAGE = "opencode-message"
+_TOOL = "opencode-tool"
+
+
+# ccusage's variable for opencode's data folder (opencode itself follows $XDG_DATA_HOME).
+DATA_DIR_ENV = "OPENCODE_DATA_DIR"
+
+
+def opencode_dir() -> str:
+    """``$OPENCODE_DATA_DIR``, else ``$XDG_DATA_HOME/opencode``, else
+    ``~/.local/share/opencode`` (opencode's own, through xdg-basedir)."""
+    return folder_of(DATA_DIR_ENV) or os.path.join(
+        agent_home(XDG_DATA_HOME_ENV, ".local", "share"), "opencode"
+    )
+
+
+class OpencodeReader(Agent):
+    name = "opencode"
+    label = "opencode"
+    kind = "tree"
+    has_ids = False
+    records_costs = True
+    folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
+    where = (
+        "`$OPENCODE_DATA_DIR/storage/session`, `$XDG_DATA_HOME/opencode/storage/session`, else"
+        " `~/.local/share/opencode/storage/session`:"
+        " `<project>/<id>.json`, with `../message/<id>/` and `../part/<message>/`"
+    )
+
+    def session_roots(self) -> list[str]:
+        # The session files' folder, so that a session's project folder is its project's.
+        return [os.path.join(opencode_dir(), "storage", "session")]
+
+    def sources(self, root: str) -> Iterator[Source]:
+        if not os.path.isdir(root):
+            return
+        for project in sorted(os.listdir(root)):
+            folder = os.path.join(root, project)
+            if not os.path.isdir(folder):
+                continue
+            for name in sorted(os.listdir(folder)):
+                if name.endswith(".json") and not name.startswith("."):
+                    source = _source(os.path.join(folder, name))
+                    if source is not None:
+                        yield source
+
+    def records(self, path: str) -> Iterator[Record]:
+        info = _load(path)
+        if type(info) is not dict:
+            raise ValueError("an opencode session file is a JSON object")
+        yield 0, {"type": _SESSION, **info}
+        storage = _storage_of(path)
+        locator = 0
+        for message_path in _message_files(storage, _session_id(path, info)):
+            message = _load_or_skip(message_path)
+            if type(message) is not dict:
+                continue
+            parts = [
+                part
+                for part_path in _part_files(storage, message_path, message)
+                if type(part := _load_or_skip(part_path)) is dict
+            ]
+            locator += 1
+            yield locator, {"type": _MESSAGE, "info": message, "parts": parts}
+            for part in parts:
+                if part.get("type") == "tool":
+                    locator += 1
+                    yield locator, {"type": _TOOL, "part": part}
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        kind = value.get("type")
+        if kind == _SESSION:
+            return _session(value, session)
+        if kind == _TOOL:
+            return _tool_result(value.get("part") or {})
+        return _message(value.get("info") or {}, value.get("parts") or [])
+
+
+def _source(path: str) -> Source | None:
+    """The session file's identity, with every file of its messages and their parts."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    size, mtime, ctime, count = info.st_size, info.st_mtime_ns, info.st_ctime_ns, 1
+    storage = _storage_of(path)
+    for message_path in _message_files(storage, _session_id(path, None)):
+        files = [message_path, *_part_files(storage, message_path, None)]
+        for file in files:
+            try:
+                found = os.stat(file)
+            except OSError:
+                continue
+            size += found.st_size
+            mtime, ctime = max(mtime, found.st_mtime_ns), max(ctime, found.st_ctime_ns)
+            count += 1
+    # The count too: a file removed and another grown by as many bytes change the sum alike.
+    return Source(path, size + count, mtime, info.st_ino, ctime)
+
+
+def _storage_of(session_path: str) -> str:
+    """``<storage>`` of ``<storage>/session/<project>/<id>.json``."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(session_path)))
+
+
+def _session_id(path: str, info: dict[str, Any] | None) -> str:
+    """The folder name of the session's messages: its file's name (opencode names the file by
+    the id), else the id the file holds."""
+    stem = os.path.basename(path)[:-5]
+    if os.path.isdir(os.path.join(_storage_of(path), "message", stem)):
+        return stem
+    if info is None:
+        info = _load_or_skip(path)
+    found = text_of(info.get("id")) if type(info) is dict else None
+    return found if found is not None and os.sep not in found else stem
+
+
+def _message_files(storage: str, session_id: str) -> list[str]:
+    """The session's message files, ordered by name (their ids, which sort by time)."""
+    return _json_files(os.path.join(storage, "message", session_id))
+
+
+def _part_files(storage: str, message_path: str, message: Any) -> list[str]:
+    """The message's part files (``part/<messageID>/``), by name: the folder is named by the
+    message's id, which is its file's name (else the id it holds: ``message``, read here when
+    None)."""
+    stem = os.path.basename(message_path)[:-5]
+    found = _json_files(os.path.join(storage, "part", stem))
+    if found:
+        return found
+    if message is None:
+        message = _load_or_skip(message_path)
+    if type(message) is not dict:
+        return found
+    message_id = text_of(message.get("id"))
+    if message_id is None or message_id == stem or os.sep in message_id:
+        return found
+    return _json_files(os.path.join(storage, "part", message_id))
+
+
+def _json_files(folder: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [
+        os.path.join(folder, name)
+        for name in names
+        if name.endswith(".json") and not name.startswith(".")
+    ]
+
+
+def _load(path: str) -> Any:
+    with open_regular_file(path) as stream:
+        return orjson.loads(stream.read())
+
+
+def _load_or_skip(path: str) -> Any:
+    """A message's or a part's file, None (and a warning naming it) when it cannot be read: one
+    bad file costs its own record, not the session."""
+    try:
+        return _load(path)
+    except (OSError, orjson.JSONDecodeError) as error:
+        log.warning("%s: opencode file left out: %s", path, error)
+        return None
+
+
+def _time(value: Any) -> str | None:
+    """An ISO time from opencode's milliseconds since the epoch."""
+    if type(value) in (int, float):
+        try:
+            return iso_millis(value / 1000)
+        except (OverflowError, ValueError, OSError):
+            return None
+    return None
+
+
+def _created(value: dict[str, Any]) -> str | None:
+    times = value.get("time")
+    return _time(times.get("created")) if type(times) is dict else None
+
+
+def _session(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+    created = _created(value)
+    session.session_id = text_of(value.get("id")) or session.session_id
+    session.cwd = text_of(value.get("directory"))
+    session.created_at = created
+    session.parent_session_id = text_of(value.get("parentID"))
+    found = AgentEntry({"type": "session_meta", "timestamp": created})
+    found.title = text_of(value.get("title"))
+    found.title_source = "auto" if found.title else None
+    return found
+
+
+def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
+    role = info.get("role")
+    entry: dict[str, Any] = {"type": "message", "timestamp": _created(info)}
+    found = AgentEntry(entry)
+    if role == "user":
+        texts = [text for part in parts if (text := text_of(part.get("text"))) is not None]
+        entry["message"] = {"role": "user", "content": text_blocks(texts)}
+        return found
+    if role != "assistant":
+        entry["type"] = "opencode-message"
+        found.qualifier = text_of(role)
+        return found
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type")
+        if kind == "text" and (text := text_of(part.get("text"))) is not None:
+            content.append({"type": "text", "text": text})
+        elif kind == "reasoning" and (text := text_of(part.get("text"))) is not None:
+            content.append({"type": "thinking", "thinking": text})
+        elif kind == "tool":
+            state = part.get("state")
+            content.append(
+                {"type": "toolCall", "id": text_of(part.get("callID")), "name": part.get("tool"),
+                 "arguments": state.get("input") if type(state) is dict else None}
+            )  # fmt: skip
+    # Assistant messages name their model at the top; some writers only in ``model`` (as user
+    # messages do).
+    chosen = info.get("model") if type(info.get("model")) is dict else {}
+    model = text_of(info.get("modelID")) or text_of(chosen.get("modelID"))
+    provider = text_of(info.get("providerID")) or text_of(chosen.get("providerID"))
+    entry["message"] = {"role": "assistant", "content": content, "model": model}
+    if provider is not None:
+        entry["message"]["provider"] = provider
+    found.model, found.provider = model, provider
+    tokens = info.get("tokens")
+    if type(tokens) is dict:
+        cache = tokens.get("cache") if type(tokens.get("cache")) is dict else {}
+        cost = info.get("cost")
+        found.usage = (
+            number(tokens.get("input")),
+            number(tokens.get("output")) + number(tokens.get("reasoning")),
+            number(cache.get("read")),
+            number(cache.get("write")),
+            0,
+            cost if type(cost) in (int, float) else None,
+        )
+    return found
+
+
+def _tool_result(part: dict[str, Any]) -> AgentEntry:
+    state = part.get("state") if type(part.get("state")) is dict else {}
+    failed = state.get("status") == "error"
+    output = state.get("error") if failed else state.get("output")
+    times = state.get("time")
+    ended = _time(times.get("end")) if type(times) is dict else None
+    entry = {
+        "type": "message",
+        "timestamp": ended,
+        "message": {
+            "role": "toolResult",
+            "toolCallId": text_of(part.get("callID")),
+            "toolName": text_of(part.get("tool")),
+            "isError": failed,
+            "content": text_blocks([output] if isinstance(output, str) and output else []),
+        },
+    }
+    return AgentEntry(entry)
+
+
+READER = OpencodeReader()
