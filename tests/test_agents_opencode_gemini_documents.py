@@ -15,18 +15,24 @@ values worked out from the files and the command that gives each (``$F`` the fix
 * Gemini documents: ``jq -c '[.sessionId, (.messages | length + 1), ([.messages[].toolCalls[]?]
   | length), ([.messages[] | select(.tokens)] | length), ([.messages[].model // empty] |
   unique), .messages[0].content]' $G`` (no ``tokens``: usage 0).
+
+opencode 1.x's database is not in the fixtures: the storage fixture is put into its tables
+(opencode's ``session.sql.ts``) as opencode's own migration does, and reads as the tree does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from agent_homes import DOCUMENT_PLACES, lay_out_documents
 from click.testing import CliRunner
+from session_builder import FIXTURES
 
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
@@ -273,3 +279,108 @@ def test_sync_gc_and_repair_write_nothing_in_the_agents_folders(agent_dir: Path)
     finally:
         for path in every:
             path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _database_of_tree(storage: Path, database: Path) -> None:
+    """The storage tree's sessions in opencode 1.x's tables (session.sql.ts), as opencode's
+    migration from the tree into SQLite puts them: a row per session, message and part, the
+    message's and part's JSON without its ids in ``data``; a WAL database, as opencode's."""
+    with closing(sqlite3.connect(database)) as connection, connection:
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.executescript(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,"
+            " slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT"
+            " NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);"
+            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created"
+            " INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);"
+            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT"
+            " NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT"
+            " NOT NULL);"
+        )
+        for path in sorted((storage / "session").glob("*/*.json")):
+            info = json.loads(path.read_bytes())
+            times = info["time"]
+            connection.execute(
+                "INSERT INTO session VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (info["id"], info["projectID"], info["parentID"], info.get("slug", ""),
+                 info["directory"], info["title"], info["version"], times["created"],
+                 times["updated"]),
+            )  # fmt: skip
+            for message_path in sorted((storage / "message" / info["id"]).glob("*.json")):
+                message = json.loads(message_path.read_bytes())
+                created = message["time"]["created"]
+                data = {k: v for k, v in message.items() if k not in ("id", "sessionID")}
+                connection.execute(
+                    "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                    (message["id"], info["id"], created, created, json.dumps(data)),
+                )
+                for part_path in sorted((storage / "part" / message["id"]).glob("*.json")):
+                    part = json.loads(part_path.read_bytes())
+                    data = {
+                        k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID")
+                    }
+                    connection.execute(
+                        "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                        (part["id"], message["id"], info["id"], created, created,
+                         json.dumps(data)),
+                    )  # fmt: skip
+
+
+@pytest.fixture
+def database(agent_dir: Path) -> Path:
+    """opencode 1.x's database of the storage fixture, where opencode keeps it."""
+    folder = _home() / ".local" / "share" / "opencode"
+    folder.mkdir(parents=True)
+    _database_of_tree(FIXTURES / "opencode" / "jazzyalex__agent-sessions__storage_v2",
+                      folder / "opencode.db")  # fmt: skip
+    (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)
+    return folder / "opencode.db"
+
+
+def test_opencode_database_sessions_read_as_the_tree_does(database: Path, agent_dir: Path):
+    with SessionIndex.open(str(agent_dir)) as opened:
+        assert opened.sync(workers=1).unreadable == {}
+        found = _sessions(opened, "opencode")
+        assert {key: row[:4] for key, row in found.items()} == {
+            key: (title, cwd, entries, created)
+            for key, (title, cwd, entries, created) in OPENCODE.items()
+        }
+        assert _roles(opened, "s_stage0_large") == [
+            None, "user", "assistant", "toolResult", "user", "assistant",
+        ]  # fmt: skip
+        assert {hit.agent for hit in opened.search("Investigating", limit=5)} == {"opencode"}
+        rows = {row.key: row for row in opened.usage(by="agent")}
+        assert (rows["opencode"].input_tokens, rows["opencode"].output_tokens) == (120, 16)
+        assert opened.verify().clean
+
+
+def test_a_changed_database_row_reads_its_session_again(database: Path, agent_dir: Path):
+    with SessionIndex.open(str(agent_dir)) as opened:
+        opened.sync(workers=1)
+        with closing(sqlite3.connect(database)) as connection, connection:
+            connection.execute(
+                "UPDATE part SET data = json_set(data, '$.text', 'a numbat appeared'),"
+                " time_updated = time_updated + 1 WHERE id = 'p_text_large_2'"
+            )
+        report = opened.sync(workers=1)
+        assert report.files_changed == 1
+        hits = opened.search("numbat", limit=5)
+        assert [hit.session_id for hit in hits] == ["s_stage0_large"]
+
+
+def test_sync_gc_and_repair_write_nothing_beside_the_database(database: Path, agent_dir: Path):
+    folder = database.parent
+    folder.chmod(0o555)
+    database.chmod(0o444)
+    try:
+        before = _snapshot(folder)
+        with SessionIndex.open(str(agent_dir)) as opened:
+            assert opened.sync(workers=1).unreadable == {}
+            opened.sync(full=True, workers=1)
+            opened.blob_gc(apply=True)
+            assert opened.verify(repair=True).clean
+            assert len(_sessions(opened, "opencode")) == len(OPENCODE)
+        assert _snapshot(folder) == before
+    finally:
+        folder.chmod(0o755)
+        database.chmod(0o644)

@@ -12,7 +12,8 @@ when set, ccusage's variable) holds
   ``tool`` (``callID``, ``tool``, ``state {status, input, output, error, time}``), ``file``,
   ``step-start``, ``step-finish``, ``patch``, ``snapshot``, ``compaction``...
 
-A tree agent (Agent.kind): a session is its session file; its identity sums the sizes and
+A tree agent (Agent.kind): below opencode's data folder (the one root), a session is its
+session file; its identity sums the sizes and
 takes the newest times of every file of the session (its messages and their parts), so a
 session is read again whole when any of them changed. Its records, the locator their number
 in this order: 0 the session, then each message (ordered by ``time.created``, then id: ids
@@ -32,7 +33,8 @@ which is the message before it).
   as output), ``cache.read``, ``cache.write``; its cost is the ``cost`` opencode recorded (a
   message whose ``cost`` is not a number has none: the tokens are counted, the cost unknown).
 * A child session's ``parentID`` is its parent session's id (a subagent link).
-* opencode 1.x keeps sessions in SQLite (``opencode.db``): not read (docs/agents.md).
+* opencode 1.x keeps the same sessions, messages and parts in SQLite (``opencode.db`` beside
+  ``storage``): opencode_db.py reads them as the same records (a session ``<db>#<id>``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -54,15 +57,20 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
+from xcsh_store.agents.opencode_db import (
+    DATABASE_NAME,
+    MESSAGE_RECORD,
+    SESSION_RECORD,
+    TOOL_RECORD,
+    database_records,
+    database_session,
+    database_sources,
+)
 from xcsh_store.files import open_regular_file
 from xcsh_store.homes import XDG_DATA_HOME_ENV, agent_home, folder_of
 from xcsh_store.times import iso_millis
 
 log = logging.getLogger("xcsh_store")
-
-_SESSION = "opencode-session"
-_MESSAGE = "opencode-message"
-_TOOL = "opencode-tool"
 
 
 # ccusage's variable for opencode's data folder (opencode itself follows $XDG_DATA_HOME).
@@ -85,58 +93,83 @@ class OpencodeReader(Agent):
     records_costs = True
     folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
     where = (
-        "`$OPENCODE_DATA_DIR/storage/session`, `$XDG_DATA_HOME/opencode/storage/session`, else"
-        " `~/.local/share/opencode/storage/session`:"
-        " `<project>/<id>.json`, with `../message/<id>/` and `../part/<message>/`"
+        "`$OPENCODE_DATA_DIR`, `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`:"
+        " `storage/session/<project>/<id>.json` with `storage/message/<id>/` and"
+        " `storage/part/<message>/` (before 1.x), `opencode.db` (1.x)"
     )
 
     def session_roots(self) -> list[str]:
-        # The session files' folder, so that a session's project folder is its project's.
-        return [os.path.join(opencode_dir(), "storage", "session")]
+        return [opencode_dir()]
+
+    def kind_of(self, path: str) -> str:
+        return "sqlite" if database_session(path) is not None else "tree"
 
     def sources(self, root: str) -> Iterator[Source]:
-        if not os.path.isdir(root):
-            return
-        for project in sorted(os.listdir(root)):
-            folder = os.path.join(root, project)
-            if not os.path.isdir(folder):
-                continue
-            for name in sorted(os.listdir(folder)):
+        """The session files below ``storage/session/<project>/``, then the sessions of each
+        database (``opencode.db``, a release channel's ``opencode-<channel>.db``)."""
+        sessions = os.path.join(root, "storage", "session")
+        for project in _names(sessions):
+            folder = os.path.join(sessions, project)
+            for name in _names(folder):
                 if name.endswith(".json") and not name.startswith("."):
                     source = _source(os.path.join(folder, name))
                     if source is not None:
                         yield source
+        for name in _names(root):
+            if DATABASE_NAME.fullmatch(name):
+                yield from database_sources(os.path.join(root, name))
 
     def records(self, path: str) -> Iterator[Record]:
+        in_database = database_session(path)
+        if in_database is not None:
+            yield from database_records(*in_database)
+            return
         info = _load(path)
         if type(info) is not dict:
             raise ValueError("an opencode session file is a JSON object")
-        yield 0, {"type": _SESSION, **info}
         storage = _storage_of(path)
-        locator = 0
+        messages = []
         for message_path in _message_files(storage, _session_id(path, info)):
             message = _load_or_skip(message_path)
-            if type(message) is not dict:
-                continue
-            parts = [
-                part
-                for part_path in _part_files(storage, message_path, message)
-                if type(part := _load_or_skip(part_path)) is dict
-            ]
+            if type(message) is dict:
+                parts = [
+                    part
+                    for part_path in _part_files(storage, message_path, message)
+                    if type(part := _load_or_skip(part_path)) is dict
+                ]
+                messages.append((_order(message, message_path), message, parts))
+        messages.sort(key=itemgetter(0))
+        locator = 0
+        yield 0, {"type": SESSION_RECORD, **info}
+        for _, message, parts in messages:
             locator += 1
-            yield locator, {"type": _MESSAGE, "info": message, "parts": parts}
+            yield locator, {"type": MESSAGE_RECORD, "info": message, "parts": parts}
             for part in parts:
                 if part.get("type") == "tool":
                     locator += 1
-                    yield locator, {"type": _TOOL, "part": part}
+                    yield locator, {"type": TOOL_RECORD, "part": part}
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = value.get("type")
-        if kind == _SESSION:
+        if kind == SESSION_RECORD:
             return _session(value, session)
-        if kind == _TOOL:
+        if kind == TOOL_RECORD:
             return _tool_result(value.get("part") or {})
         return _message(value.get("info") or {}, value.get("parts") or [])
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _order(message: dict[str, Any], path: str) -> tuple[float, str]:
+    """Messages in the order of ``time.created``, then of their files' names (their ids)."""
+    times = message.get("time")
+    created = times.get("created") if type(times) is dict else None
+    return (created if type(created) in (int, float) else 0, os.path.basename(path))
 
 
 def _source(path: str) -> Source | None:
