@@ -30,7 +30,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from agent_homes import DOCUMENT_PLACES, lay_out_documents
+from agent_homes import DOCUMENT_PLACES, lay_out_documents, opencode_database
 from click.testing import CliRunner
 from session_builder import FIXTURES
 
@@ -281,57 +281,12 @@ def test_sync_gc_and_repair_write_nothing_in_the_agents_folders(agent_dir: Path)
             path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _database_of_tree(storage: Path, database: Path) -> None:
-    """The storage tree's sessions in opencode 1.x's tables (session.sql.ts), as opencode's
-    migration from the tree into SQLite puts them: a row per session, message and part, the
-    message's and part's JSON without its ids in ``data``; a WAL database, as opencode's."""
-    with closing(sqlite3.connect(database)) as connection, connection:
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.executescript(
-            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,"
-            " slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT"
-            " NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);"
-            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created"
-            " INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);"
-            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT"
-            " NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT"
-            " NOT NULL);"
-        )
-        for path in sorted((storage / "session").glob("*/*.json")):
-            info = json.loads(path.read_bytes())
-            times = info["time"]
-            connection.execute(
-                "INSERT INTO session VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (info["id"], info["projectID"], info["parentID"], info.get("slug", ""),
-                 info["directory"], info["title"], info["version"], times["created"],
-                 times["updated"]),
-            )  # fmt: skip
-            for message_path in sorted((storage / "message" / info["id"]).glob("*.json")):
-                message = json.loads(message_path.read_bytes())
-                created = message["time"]["created"]
-                data = {k: v for k, v in message.items() if k not in ("id", "sessionID")}
-                connection.execute(
-                    "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
-                    (message["id"], info["id"], created, created, json.dumps(data)),
-                )
-                for part_path in sorted((storage / "part" / message["id"]).glob("*.json")):
-                    part = json.loads(part_path.read_bytes())
-                    data = {
-                        k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID")
-                    }
-                    connection.execute(
-                        "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
-                        (part["id"], message["id"], info["id"], created, created,
-                         json.dumps(data)),
-                    )  # fmt: skip
-
-
 @pytest.fixture
 def database(agent_dir: Path) -> Path:
     """opencode 1.x's database of the storage fixture, where opencode keeps it."""
     folder = _home() / ".local" / "share" / "opencode"
     folder.mkdir(parents=True)
-    _database_of_tree(FIXTURES / "opencode" / "jazzyalex__agent-sessions__storage_v2",
+    opencode_database(FIXTURES / "opencode" / "jazzyalex__agent-sessions__storage_v2",
                       folder / "opencode.db")  # fmt: skip
     (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)
     return folder / "opencode.db"
