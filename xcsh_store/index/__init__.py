@@ -87,6 +87,7 @@ __getattr__, __dir__ = lazy_exports(
             "UsageQuery",
             "known_agents",
             "model_match",
+            "project_folder",
             "search_role",
         ),
         "xcsh_store.index.read.query": (
@@ -197,6 +198,7 @@ __all__ = [
     "parse_search_query",
     "prefix_apart",
     "project_choices",
+    "project_folder",
     "prompt_json",
     "read_entries",
     "remove_side_files",

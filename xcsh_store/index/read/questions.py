@@ -155,6 +155,18 @@ class SearchQuery:
         return None if self.model is None else model_match(self.model)
 
 
+def project_folder(project: str) -> tuple[str, str] | None:
+    """The folder a project filter names and the start of the folders inside it: a session
+    is of the project when its working directory is the one or starts with the other. None
+    for an empty project, which keeps the sessions without a working directory. A session's
+    project is its cwd, for every agent (not the folder its file is in: Claude Code names
+    those after the cwd, Codex by date)."""
+    if not project:
+        return None
+    folder = project.rstrip("/") or "/"
+    return folder, folder if folder.endswith("/") else folder + "/"
+
+
 def model_match(model: str) -> tuple[str, str, str]:
     """``model`` as (whole id, provider, id after the first slash): an entry matches when its
     model is the whole id, or its provider and model are the two halves."""

@@ -20,7 +20,7 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
-from xcsh_store.index.read.questions import SessionFilter, SessionQuery
+from xcsh_store.index.read.questions import SessionFilter, SessionQuery, project_folder
 from xcsh_store.times import iso_millis, parse_iso
 
 if TYPE_CHECKING:
@@ -415,13 +415,12 @@ def _select_sessions(clauses: str, extra_column: str | None = None) -> str:
 
 
 def project_condition(column: str, project: str) -> tuple[str, list[Any]]:
-    """SQL that keeps the sessions of a project: those whose working directory (``column``) is
-    the folder ``project`` or one inside it. A session's project is its cwd, for every agent
-    (not the folder its file is in: Claude Code names those after the cwd, Codex by date)."""
-    if not project:
+    """SQL that keeps the sessions of a project (questions.project_folder): those whose
+    working directory (``column``) is the folder ``project`` or one inside it."""
+    found = project_folder(project)
+    if found is None:
         return f"{column} = ?", [project]  # (no folder: only a session without a cwd)
-    folder = project.rstrip("/") or "/"
-    inside = folder if folder.endswith("/") else folder + "/"
+    folder, inside = found
     return f"({column} = ? OR substr({column}, 1, ?) = ?)", [folder, len(inside), inside]
 
 
