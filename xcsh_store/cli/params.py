@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import os
+from collections.abc import Callable
 from datetime import timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -13,6 +16,7 @@ import click
 
 from xcsh_store.agents import AGENTS
 from xcsh_store.cli.complete import complete_project
+from xcsh_store.index import SessionFilter
 from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
 
 # The most a count option takes: far more rows than any store holds, and well inside SQLite's
@@ -80,8 +84,14 @@ def in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def _absolute(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    return os.path.abspath(value) if value else None
+
+
 # The folder filters of the verbs that list sessions or hits (ls, search).
-cwd_option = click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+cwd_option = click.option(
+    "--cwd", metavar="DIR", callback=_absolute, help="Only sessions started in this folder."
+)
 
 
 def _folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -147,3 +157,37 @@ timezone_option = click.option(
     help="Time zone of days, weeks and months, and of --since/--until dates (IANA name:"
     " Europe/Paris, UTC; default: the local one, $TZ).",
 )
+
+
+# The option of each field of a SessionFilter (index/read/questions.py), by the field's name.
+FILTER_OPTIONS = {
+    "cwd": cwd_option,
+    "project": project_option,
+    "since": since_option,
+    "until": until_option,
+    "agents": agent_option,
+    "host": host_option,
+}
+
+
+def filter_options(
+    *names: str, **options: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options of the SessionFilter fields ``names`` (in that order; ``options`` replaces
+    the option of a field by the verb's own), given to the verb as one ``filters`` argument:
+    the one place a verb's filter is built. A new filter is a field, its option here and a line
+    in each index's compiler."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in names}
+            # A verb may place its filter's options apart: each group adds its fields.
+            filters = kwargs.pop("filters", SessionFilter())
+            return command(*args, filters=dataclasses.replace(filters, **given), **kwargs)
+
+        for name in reversed(names):
+            run = options.get(name, FILTER_OPTIONS[name])(run)
+        return run
+
+    return decorate

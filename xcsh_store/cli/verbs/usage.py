@@ -35,8 +35,8 @@ from xcsh_store.cli.output.render import (
 )
 from xcsh_store.cli.output.shapes import cost_text, usage_json
 from xcsh_store.cli.output.table import Cut
-from xcsh_store.cli.params import agent_option, since_option, timezone_option, until_option
-from xcsh_store.index import USAGE_GROUPS, UsageRow, usage_total
+from xcsh_store.cli.params import filter_options, timezone_option
+from xcsh_store.index import USAGE_GROUPS, SessionFilter, UsageQuery, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
 
@@ -125,9 +125,7 @@ def _labels(row: UsageRow) -> list[str]:
     "--by day --by model.",
 )
 @timezone_option
-@since_option
-@until_option
-@agent_option
+@filter_options("since", "until", "agents")
 @click.option("--chart", is_flag=True, help="Draw bars instead of a table.")
 @click.option(
     "--metric",
@@ -149,9 +147,7 @@ def usage_command(
     settings: Settings,
     by: tuple[str, ...],
     zone: tzinfo | None,
-    since: str | None,
-    until: str | None,
-    agents: tuple[str, ...],
+    filters: SessionFilter,
     chart: bool,
     metric: str,
     html_file: str | None,
@@ -177,9 +173,8 @@ def usage_command(
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
-    local = {} if settings.db is not None else {"zone": zone}
     with open_index(settings, team=True) as index:
-        rows = index.usage(by=groups, since=since, until=until, agents=agents, **local)
+        rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -188,8 +183,8 @@ def usage_command(
             {
                 "by": name,
                 "group_by": groups,
-                "since": since,
-                "until": until,
+                "since": filters.since,
+                "until": filters.until,
                 "rows": [usage_json(row) for row in rows],
                 "total": usage_json(usage_total(rows)),
             }
