@@ -51,10 +51,15 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
+    SearchQuery,
+    SessionFilter,
     SessionIndex,
+    UsageQuery,
+    UsageRow,
     errors_explained,
     model_choices,
     project_choices,
+    usage_total,
 )
 from xcsh_store.js import well_formed
 from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
@@ -298,9 +303,16 @@ def create_app(
         key = request.query_params.get("path") or request.path_params.get("session", "")
         return index.find_session(key)
 
-    def agents_of(query: Any) -> list[str] | None:
+    def filters_of(query: Any) -> SessionFilter:
+        """The filter of a page's query string, built once (an agent or a ``since`` the page
+        does not offer is no filter)."""
         agent = query.get("agent")
-        return [agent] if agent in AGENTS else None
+        return SessionFilter(
+            cwd=query.get("cwd") or None,
+            project=query.get("project") or None,
+            agents=(agent,) if agent in AGENTS else (),
+            since=pages.since_of(query.get("since", "")),
+        )
 
     def sessions_list(request: Request) -> Response:
         query = request.query_params
@@ -309,10 +321,7 @@ def create_app(
         with open_index() as index:
             listing = pages.sessions_page(
                 index,
-                project=query.get("project") or None,
-                cwd=query.get("cwd") or None,
-                agents=agents_of(query),
-                since=pages.since_of(query.get("since", "")),
+                filters_of(query),
                 sort=sort,
                 descending=query.get("dir", "desc") != "asc",
                 page=number(request, "page") or 1,
@@ -333,15 +342,15 @@ def create_app(
         with open_index() as index:
             if text:
                 try:
-                    hits = index.search(
-                        text,
-                        project=query.get("project") or None,
-                        role=role if role in SEARCH_ROLES else None,
-                        model=query.get("model") or None,
-                        agents=agents_of(query),
-                        since=pages.since_of(query.get("since", "")),
-                        limit=limit,
-                        highlight=(pages.MARK_START, pages.MARK_END),
+                    hits = index.hits(
+                        SearchQuery(
+                            text,
+                            filters_of(query),
+                            role=role if role in SEARCH_ROLES else None,
+                            model=query.get("model") or None,
+                            limit=limit,
+                            highlight=(pages.MARK_START, pages.MARK_END),
+                        )
                     )
                 except (XcshStoreError, ValueError) as problem:
                     error = str(problem)
@@ -392,19 +401,22 @@ def create_app(
         by = by if by in ("day", "week", "month") else "day"
         metric = request.query_params.get("metric", "tokens")
         metric = metric if metric in ("tokens", "cost") else "tokens"
-        value_of = pages.tokens if metric == "tokens" else (lambda row: row.cost or 0.0)
+
+        def value_of(row: UsageRow) -> float:
+            return row.tokens if metric == "tokens" else row.cost or 0.0
+
         with open_index() as index:
-            over_time = index.usage(by)
-            models = sorted(index.usage("model"), key=value_of)
-            projects = sorted(index.usage("project"), key=value_of)
+            over_time = index.usage_rows(UsageQuery((by,)))
+            models = sorted(index.usage_rows(UsageQuery(("model",))), key=value_of)
+            projects = sorted(index.usage_rows(UsageQuery(("project",))), key=value_of)
         charts = [
-            pages.chart(f"by {by}", over_time, metric, value_of),
-            pages.chart("by model", models, metric, value_of, limit=20),
-            pages.chart("by project", projects, metric, value_of, limit=20),
+            pages.chart(f"by {by}", over_time, metric),
+            pages.chart("by model", models, metric, limit=20),
+            pages.chart("by project", projects, metric, limit=20),
         ]
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
-            totals=pages.usage_totals(over_time), tokens=pages.tokens, width=pages.CHART_WIDTH,
+            totals=usage_total(over_time), width=pages.CHART_WIDTH,
             height=pages.CHART_HEIGHT, label_height=pages.LABEL_HEIGHT,
         )  # fmt: skip
 

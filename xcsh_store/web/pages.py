@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,13 +17,16 @@ from xcsh_store.format.blobs import parse_blob_ref
 from xcsh_store.index import (
     IndexedEntry,
     IndexedSession,
+    SessionFilter,
     SessionIndex,
+    SessionQuery,
     SessionTree,
+    UsageRow,
     entry_summary,
     labels_of,
     message_summary,
     read_entries,
-    usage_total,
+    usage_bars,
 )
 
 SESSIONS_PAGE = 50
@@ -60,34 +62,24 @@ class SessionsPage:
 
 def sessions_page(
     index: SessionIndex,
+    filters: SessionFilter,
     *,
-    project: str | None = None,
-    cwd: str | None = None,
-    agents: list[str] | None = None,
-    since: datetime | None = None,
     sort: str = "modified",
     descending: bool = True,
     page: int = 1,
 ) -> SessionsPage:
-    """The sessions ``ls`` lists (project, cwd, agents), modified since ``since``, sorted, one page.
+    """The sessions ``ls`` lists with ``filters``, sorted, one page.
 
     The page's sessions come from a listing of the sessions up to that page, in an order the
     index keeps (newest, created, title): their other fields (path, project, created) are then
     read for those sessions only, not for all of them.
     """
-    listed = index.list_sessions(cwd=cwd, project=project, agents=agents)
-    if since is not None:
-        listed = [session for session in listed if session.modified >= since]
+    listed = index.sessions(SessionQuery(filters))
     pages = max(1, -(-len(listed) // SESSIONS_PAGE))
     page = min(max(page, 1), pages)
     start = (page - 1) * SESSIONS_PAGE
-    # Newest first, those modified since are a prefix of the index's own order.
-    kept_order = (sort, descending) in (("modified", True), ("created", True), ("title", False))
-    if kept_order and (since is None or sort == "modified"):
-        upto = index.list_sessions(
-            cwd=cwd, project=project, limit=start + SESSIONS_PAGE, order=sort, agents=agents
-        )
-        shown = [session for session in upto[start:] if since is None or session.modified >= since]
+    if (sort, descending) in (("modified", True), ("created", True), ("title", False)):
+        shown = index.sessions(SessionQuery(filters, sort, start + SESSIONS_PAGE))[start:]
     else:
         listed.sort(key=SESSION_SORTS[sort], reverse=descending)
         shown = listed[start : start + SESSIONS_PAGE]
@@ -594,41 +586,28 @@ class Chart:
     maximum: float
 
 
-def chart(
-    title: str, rows: list[Any], metric: str, value_of: Callable[[Any], float], limit: int = 60
-) -> Chart:
-    """An SVG bar chart's geometry: one bar per row (the last ``limit``), scaled to the max."""
-    rows = rows[-limit:]
-    values = [float(value_of(row)) for row in rows]
+def chart(title: str, rows: list[UsageRow], metric: str, by: str = "", limit: int = 60) -> Chart:
+    """An SVG bar chart's geometry: one bar per row (the last ``limit``: index.usage_bars, as
+    the terminal's and usage --html's charts), of ``metric`` (tokens or cost), scaled to the
+    max."""
+    bars = usage_bars(rows[-limit:], by)
+    values = [bar.measure(metric) for bar in bars]
     maximum = max(values, default=0.0) or 1.0
-    slot = CHART_WIDTH / max(len(rows), 1)
-    bars = [
-        Bar(
-            key=str(row.key),
-            value=value,
-            x=number * slot + 1,
-            y=CHART_HEIGHT - value / maximum * CHART_HEIGHT,
-            width=max(slot - 2, 1),
-            height=value / maximum * CHART_HEIGHT,
-            label=str(row.key)[:24] if len(rows) <= 12 or number in (0, len(rows) - 1) else "",
-        )
-        for number, (row, value) in enumerate(zip(rows, values, strict=True))
-    ]
-    return Chart(title, metric, bars, maximum)
-
-
-def tokens(row: Any) -> int:
-    return row.input_tokens + row.output_tokens + row.cache_read_tokens + row.cache_write_tokens
-
-
-def usage_totals(rows: list[Any]) -> dict[str, float | None]:
-    """The sums of every column of the usage table."""
-    columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens")
-    totals: dict[str, float] = {
-        column: sum(getattr(row, column) for row in rows)
-        for column in (*columns, "cache_write_tokens")
-    }
-    totals["tokens"] = sum(tokens(row) for row in rows)
-    total = usage_total(rows)
-    totals["cost"], totals["unpriced"] = total.cost, total.unpriced
-    return totals
+    slot = CHART_WIDTH / max(len(bars), 1)
+    return Chart(
+        title,
+        metric,
+        [
+            Bar(
+                key=bar.label,
+                value=value,
+                x=number * slot + 1,
+                y=CHART_HEIGHT - value / maximum * CHART_HEIGHT,
+                width=max(slot - 2, 1),
+                height=value / maximum * CHART_HEIGHT,
+                label=bar.label[:24] if len(bars) <= 12 or number in (0, len(bars) - 1) else "",
+            )
+            for number, (bar, value) in enumerate(zip(bars, values, strict=True))
+        ],
+        maximum,
+    )
