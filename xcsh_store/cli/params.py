@@ -114,18 +114,14 @@ agent_option = click.option(
     multiple=True,
     help="Only sessions of this agent (repeatable): " + ", ".join(AGENTS) + ".",
 )
-since_option = click.option(
-    "--since",
-    type=TimeBound(),
-    callback=in_order,
-    help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.",
-)
-until_option = click.option(
-    "--until",
-    type=TimeBound(),
-    callback=in_order,
-    help="Only before this time (same forms as --since).",
-)
+
+
+def _time_option(name: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(name, type=TimeBound(), callback=in_order, help=help)
+
+
+since_option = _time_option("--since", "Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.")
+until_option = _time_option("--until", "Only before this time (same forms as --since).")
 
 
 host_option = click.option(
@@ -170,11 +166,9 @@ FILTER_OPTIONS = {
 }
 
 
-def filter_options(
-    *names: str, **options: Callable[[Callable[..., Any]], Callable[..., Any]]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The options of the SessionFilter fields ``names`` (in that order; ``options`` replaces
-    the option of a field by the verb's own), given to the verb as one ``filters`` argument:
+def filter_options(*names: str, **helps: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options of the SessionFilter fields ``names`` (in that order; ``helps`` words a
+    time bound's help as the verb reads it), given to the verb as one ``filters`` argument:
     the one place a verb's filter is built. A new filter is a field, its option here and a line
     in each index's compiler."""
 
@@ -187,7 +181,10 @@ def filter_options(
             return command(*args, filters=dataclasses.replace(filters, **given), **kwargs)
 
         for name in reversed(names):
-            run = options.get(name, FILTER_OPTIONS[name])(run)
+            option = FILTER_OPTIONS[name]
+            if name in helps:
+                option = _time_option(f"--{name}", helps[name])
+            run = option(run)
         return run
 
     return decorate

@@ -1,7 +1,9 @@
 """``TeamIndex``: the reading side of ``SessionIndex`` answered by the team index, so that the
 read verbs (``ls``, ``search``, ``show``, ``usage``, ``history``) run unchanged over it
-(``--db postgresql://…``). It returns the index's own kinds of records, each with the host it
-came from: sessions with the fields of IndexedSession, SearchHit, UsageRow, PromptHit.
+(``--db postgresql://…``). It answers the same questions (index.IndexReader: the types of
+index/read/questions.py), compiled to PostgreSQL here (``filter_sql``), and returns the
+index's own kinds of records, each with the host it came from: sessions with the fields of
+IndexedSession, SearchHit, UsageRow, PromptHit.
 
 Search is PostgreSQL's full-text search: the ``search`` tsvector of each entry (GIN index),
 ``websearch_to_tsquery`` for the words, phrases and -exclusions (the last plain word also as a
@@ -13,7 +15,7 @@ which only the ``full`` tier carries.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -213,21 +215,6 @@ class TeamIndex:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def list_sessions(
-        self,
-        cwd: str | None = None,
-        project: str | None = None,
-        limit: int | None = None,
-        order: str = "modified",
-        agents: Collection[str] | None = None,
-        host: str | None = None,
-        *,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> list[TeamSession]:
-        filters = SessionFilter(cwd, project, tuple(agents or ()), since, until, host)
-        return self.sessions(SessionQuery(filters, order, limit))
-
     def sessions(self, query: SessionQuery) -> list[TeamSession]:
         """The listing ``query`` asks for, over every host (index.IndexReader)."""
         arguments: dict[str, Any] = {"limit": query.limit}
@@ -388,25 +375,6 @@ class TeamIndex:
         )
         return found != []
 
-    def search(
-        self,
-        query: str,
-        *,
-        cwd: str | None = None,
-        project: str | None = None,
-        role: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        model: str | None = None,
-        limit: int = 20,
-        highlight: tuple[str, str] = ("[", "]"),
-        agents: Collection[str] | None = None,
-        host: str | None = None,
-    ) -> list[TeamHit]:
-        """Ranked hits across every host's sessions (see the module docstring)."""
-        filters = SessionFilter(cwd, project, tuple(agents or ()), since, until, host)
-        return self.hits(SearchQuery(query, filters, role, model, limit, highlight))
-
     def hits(self, query: SearchQuery) -> list[TeamHit]:
         """The hits of the search ``query`` (index.IndexReader)."""
         tsquery, arguments = _tsquery(query.text)
@@ -453,15 +421,9 @@ class TeamIndex:
         )
         return [
             TeamHit(
-                session_id=row[3],
-                path=row[1],
-                title=row[4],
-                cwd=row[5],
-                entry_id=row[6],
-                type=row[7],
-                role=row[8],
-                model=row[9],
-                timestamp=row[10],
+                row[3],
+                row[1],
+                *row[4:11],  # title, cwd, entry id, type, role, model, timestamp
                 snippet=row[13],
                 score=-row[11],
                 file_id=0,
@@ -475,16 +437,6 @@ class TeamIndex:
     # -- prompts ----------------------------------------------------------------------------
 
     # The team index holds each host's history.db: xcsh's prompts only.
-    def history_search(
-        self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
-    ) -> list[TeamPromptHit]:
-        return self.prompts(PromptQuery(query, limit, tuple(agents or ())))
-
-    def history_recent(
-        self, limit: int = 20, *, agents: Collection[str] | None = None
-    ) -> list[TeamPromptHit]:
-        return self.prompts(PromptQuery(None, limit, tuple(agents or ())))
-
     def prompts(self, query: PromptQuery) -> list[TeamPromptHit]:
         """The prompts ``query`` recalls (index.IndexReader): the team index holds each host's
         history.db, xcsh's prompts only."""
@@ -517,17 +469,6 @@ class TeamIndex:
         ]  # fmt: skip
 
     # -- usage ------------------------------------------------------------------------------
-
-    def usage(
-        self,
-        by: str | Sequence[str] = "day",
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        agents: Collection[str] | None = None,
-    ) -> list[UsageRow]:
-        """As SessionIndex.usage, over every host; ``host`` is one more grouping."""
-        filters = SessionFilter(agents=tuple(agents or ()), since=since, until=until)
-        return self.usage_rows(UsageQuery(tuple([by] if isinstance(by, str) else by), filters))
 
     def usage_rows(self, query: UsageQuery) -> list[UsageRow]:
         """The usage sums ``query`` asks for, over every host (index.IndexReader); days,

@@ -26,7 +26,7 @@ from xcsh_store.cli.output.render import (
     short_time,
 )
 from xcsh_store.cli.output.shapes import session_cost, session_json
-from xcsh_store.cli.params import TimeBound, count_type, filter_options, in_order
+from xcsh_store.cli.params import count_type, filter_options
 from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index import SESSION_ORDERS, SessionFilter, SessionQuery, check_filters
 
@@ -96,18 +96,8 @@ SHARED_ID_MARK = "*"
     "until",
     "agents",
     "host",
-    since=click.option(
-        "--since",
-        type=TimeBound(),
-        callback=in_order,
-        help="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
-    ),
-    until=click.option(
-        "--until",
-        type=TimeBound(),
-        callback=in_order,
-        help="Only sessions started before this time (same forms as --since).",
-    ),
+    since="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
+    until="Only sessions started before this time (same forms as --since).",
 )
 @json_option
 @pass_settings

@@ -307,15 +307,9 @@ def search_entries(
         texts = texts_of((row[13:] for row in chunk), local_path)
         hits += [
             SearchHit(
-                session_id=row[2],
-                path=local_path(row[3]) if local_path else row[3],
-                title=row[4],
-                cwd=row[5],
-                entry_id=row[6],
-                type=row[7],
-                role=row[8],
-                model=row[9],
-                timestamp=row[10],
+                row[2],
+                local_path(row[3]) if local_path else row[3],
+                *row[4:11],  # title, cwd, entry id, type, role, model, timestamp
                 snippet=highlighter.snippet(texts[row[0]] or ""),
                 score=row[1],
                 file_id=row[11],

@@ -204,32 +204,9 @@ class SessionRecord:
     derives from its fields the one way: its total tokens, the kind of its cost, and its JSON
     shape (docs/json.md: ``ls``, ``show``, the MCP tools and the team index print these keys)."""
 
+    # Its fields are those of IndexedSession (columns of index.db) or TeamSession (of the
+    # team index), each declared once, there.
     __slots__ = ()
-
-    session_id: str
-    agent: str
-    path: str
-    cwd: str
-    project_dir: str | None
-    title: str | None
-    title_source: str | None
-    parent_session_path: str | None
-    parent_session_id: str | None
-    version: int | None
-    created: datetime
-    modified: datetime
-    entry_count: int
-    message_count: int
-    first_message: str
-    last_entry_id: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    premium_requests: float
-    cost: float
-    unpriced_entries: int
-    id_shared: bool
 
     @property
     def tokens(self) -> int:
