@@ -26,6 +26,7 @@ from xcsh_store.index.location import Relocation, find_relocation, settle_locati
 from xcsh_store.index.read import sessions
 from xcsh_store.index.read.questions import (
     PromptQuery,
+    Question,
     SearchQuery,
     SessionFilter,
     SessionQuery,
@@ -63,9 +64,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("xcsh_store")
 
-# The questions whose texts a public method makes storable, as it does its text arguments.
-QUESTIONS = (SessionFilter, SessionQuery, SearchQuery, UsageQuery, PromptQuery)
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -96,7 +94,7 @@ def _storable(value: Any) -> Any:
     """A text argument, or the texts of a question (questions.py), as the index stores text."""
     if isinstance(value, str):
         return well_formed(value)
-    if isinstance(value, QUESTIONS):
+    if isinstance(value, Question):
         return with_texts(value, well_formed)
     return value
 

@@ -218,7 +218,7 @@ class TeamIndex:
     def sessions(self, query: SessionQuery) -> list[TeamSession]:
         """The listing ``query`` asks for, over every host (index.IndexReader)."""
         arguments: dict[str, Any] = {"limit": query.limit}
-        where = filter_sql(query.filter, arguments, SESSION_COLUMNS)
+        where = filter_sql(query.filter, arguments, _LISTING_FILTER)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
         sql += f" ORDER BY {_ORDERS[query.order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
@@ -380,8 +380,8 @@ class TeamIndex:
         tsquery, arguments = _tsquery(query.text)
         where = "" if query.role is None else " AND e.role = %(role)s"
         arguments["role"] = query.role
-        where += filter_sql(query.filter, arguments, HIT_COLUMNS)
-        by_session = filter_sql(query.filter, arguments, HIT_SESSION_COLUMNS)
+        where += filter_sql(query.filter, arguments, _HIT_FILTER)
+        by_session = filter_sql(query.filter, arguments, _HIT_SESSION_FILTER)
         if by_session:
             where += (
                 " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.host = e.host"
@@ -492,14 +492,14 @@ class TeamIndex:
             "SELECT host, timestamp, provider, model, project_dir, cwd, session_id, agent,"
             " parent_session_id, 1 AS entries, (agent = ANY(%(others)s) AND cost IS NOT NULL)"
             f"::int AS estimated, (cost IS NULL)::int AS unpriced, {_SUMMED} FROM usage_entries"
-            f" WHERE true{filter_sql(query.filter, arguments, USAGE_ENTRY_COLUMNS)}"
+            f" WHERE true{filter_sql(query.filter, arguments, _USAGE_ENTRY_FILTER)}"
         )
         bounds = [bound for bound in (query.filter.since, query.filter.until) if bound]
         whole_days = all(bound.endswith("T00:00:00.000Z") for bound in bounds)
         if whole_days and query.filter.cwd is None and query.filter.project is None:
             stale = [host for (host,) in self._rows("SELECT host FROM hosts WHERE usage_stale")]
             arguments["stale"] = stale
-            days = filter_sql(query.filter, arguments, ROLLUP_COLUMNS)
+            days = filter_sql(query.filter, arguments, _ROLLUP_FILTER)
             source = (
                 "SELECT host, day AS timestamp, provider, model, project_dir, NULL AS cwd,"
                 " session_id, agent, parent_session_id, entries, estimated, unpriced,"
@@ -509,7 +509,7 @@ class TeamIndex:
                 source += f" UNION ALL {per_entry} AND host = ANY(%(stale)s)"
         else:
             source = per_entry
-        where = filter_sql(query.filter, arguments, USAGE_COLUMNS)
+        where = filter_sql(query.filter, arguments, _USAGE_FILTER)
         rows = self._rows(
             f"SELECT {keys}, {sums} FROM ({source}) AS usage WHERE true{where}"
             f" GROUP BY {names} ORDER BY {names}",
@@ -604,13 +604,13 @@ def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]
 # Where each field of a SessionFilter is compared, by question: a field a question's columns
 # leave out is compiled by another call (a search's session fields go in a subquery) or, for
 # usage, by the outer query.
-SESSION_COLUMNS = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host",
+_LISTING_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host",
                    "since": "modified_at", "until": "created_at"}  # fmt: skip
-HIT_COLUMNS = {"host": "e.host", "since": "e.timestamp", "until": "e.timestamp"}
-HIT_SESSION_COLUMNS = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent"}
-USAGE_ENTRY_COLUMNS = {"since": "timestamp", "until": "timestamp"}
-ROLLUP_COLUMNS = {"since": "day", "until": "day"}
-USAGE_COLUMNS = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host"}
+_HIT_FILTER = {"host": "e.host", "since": "e.timestamp", "until": "e.timestamp"}
+_HIT_SESSION_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent"}
+_USAGE_ENTRY_FILTER = {"since": "timestamp", "until": "timestamp"}
+_ROLLUP_FILTER = {"since": "day", "until": "day"}
+_USAGE_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host"}
 
 
 def filter_sql(

@@ -111,10 +111,6 @@ class SessionFilter:
             raise ValueError(problem)
         return cls(**bounds, **given)
 
-    def __bool__(self) -> bool:
-        """Whether it keeps only some sessions."""
-        return any(getattr(self, item.name) not in (None, ()) for item in fields(self))
-
 
 @dataclass(frozen=True, slots=True)
 class SessionQuery:
@@ -208,6 +204,7 @@ class PromptQuery:
         _set(self, "limit", normalize_limit(self.limit))
 
 
+# Every question (a public method of an index makes the texts of one storable).
 Question = SessionFilter | SessionQuery | SearchQuery | UsageQuery | PromptQuery
 
 
