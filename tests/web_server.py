@@ -35,9 +35,12 @@ class Server:
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def request(self, path: str, headers: dict[str, str] | None = None) -> Response:
-        """GET ``path`` with exactly ``headers`` (Host included: 127.0.0.1:port by default)."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=DEADLINE)
+    def request(
+        self, path: str, headers: dict[str, str] | None = None, timeout: float = DEADLINE
+    ) -> Response:
+        """GET ``path`` with exactly ``headers`` (Host included: 127.0.0.1:port by default),
+        waiting at most ``timeout`` seconds for each read."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             connection.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
             for name, value in {"Host": self.host, **(headers or {})}.items():
