@@ -169,6 +169,14 @@ def test_the_keyword_methods_ask_the_question_they_name(flux: Path):
         assert index.history_search("gigawatts") == index.prompts(PromptQuery("gigawatts"))
 
 
+def test_usage_of_a_project_sums_only_its_sessions_entries(flux: Path):
+    with SessionIndex.open(str(flux), read_only=True) as index:
+        (everything,) = index.usage_rows(UsageQuery(("agent",)))
+        (work,) = index.usage_rows(UsageQuery(("agent",), SessionFilter(project="/work")))
+        assert work == everything and work.entries > 0
+        assert index.usage_rows(UsageQuery(("agent",), SessionFilter(cwd="/elsewhere"))) == []
+
+
 def test_a_question_with_a_lone_surrogate_is_asked_as_the_index_stores_text(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
         assert index.sessions(SessionQuery(SessionFilter(cwd="/work/\ud800"))) == []
@@ -249,3 +257,17 @@ def test_the_team_index_prints_each_record_with_the_local_keys_and_its_host(
     local_usage = _json("--agent-dir", str(folder), "usage", "--by", "model")
     assert set(team_usage["rows"][0]) == set(local_usage["rows"][0])
     assert set(team_usage["total"]) == set(local_usage["total"])
+
+
+def test_both_indexes_compile_a_project_filter_of_usage_alike(
+    two_hosts: dict[str, Path], team_url: str
+) -> None:
+    from xcsh_store.team import TeamIndex
+
+    folder = two_hosts["laptop"]
+    project = _json("--agent-dir", str(folder), "ls", "-n", "0")[-1]["cwd"]
+    with SessionIndex.open(str(folder), read_only=True) as index:
+        local = index.usage_rows(UsageQuery(("agent",), SessionFilter(project=project)))
+    with TeamIndex.open(team_url) as team:
+        asked = UsageQuery(("agent",), SessionFilter(project=project, host="laptop"))
+        assert team.usage_rows(asked) == local != []

@@ -16,7 +16,7 @@ from xcsh_store.index.read.questions import SEARCH_ROLES as SEARCH_ROLES
 from xcsh_store.index.read.questions import SearchQuery, model_match
 from xcsh_store.index.read.questions import search_role as search_role
 from xcsh_store.index.read.ranking import WINDOW, completions, phrase_idfs
-from xcsh_store.index.read.sessions import filter_sql, host_of
+from xcsh_store.index.read.sessions import SEARCH_FILTER, filter_sql, host_of
 from xcsh_store.index.read.texts import TEXT_SOURCE, texts_of
 from xcsh_store.index.write.stale_search import stale_count
 
@@ -256,9 +256,7 @@ def search_entries(
     if expression is None:
         return []
     avgdl, group_idf, idfs = phrase_idfs(connection, *parsed.ranked_phrases(completions))
-    conditions, values = filter_sql(
-        query.filter, cwd="s.cwd", agent="s.agent", since="e.timestamp", until="e.timestamp"
-    )
+    conditions, values = filter_sql(query.filter, SEARCH_FILTER)
     arguments: list[Any] = [avgdl, group_idf, *idfs, expression, *values]
     if query.role is not None:
         conditions.append("e.role = ?")

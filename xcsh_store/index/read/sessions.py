@@ -5,6 +5,7 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -407,33 +408,45 @@ def agents_condition(column: str, agents: tuple[str, ...]) -> str:
     return f"{column} IN ({','.join('?' * len(agents))})"
 
 
+# Where each field of a SessionFilter is compared, by question (the team index keeps its own
+# maps: team/reader.py): a listing keeps the sessions active in the span (modified since,
+# started before until), a search and usage the entries in it.
+LISTING_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
+                  "since": "s.modified_at", "until": "s.created_at"}  # fmt: skip
+SEARCH_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
+                 "since": "e.timestamp", "until": "e.timestamp"}  # fmt: skip
+USAGE_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent",
+                "since": "timestamp", "until": "timestamp"}  # fmt: skip
+
+
 def filter_sql(
-    session_filter: SessionFilter, *, cwd: str, agent: str, since: str, until: str
+    session_filter: SessionFilter, columns: dict[str, str]
 ) -> tuple[list[str], list[Any]]:
     """The SQLite conditions (to be ANDed) and their values that keep what ``session_filter``
-    keeps: ``cwd`` and ``agent`` name the columns of a session's working directory and agent,
-    ``since`` the column that must be at or after its ``since``, ``until`` the one that must be
-    before its ``until``. index.db has no hosts: a host filter is a ValueError."""
-    if session_filter.host is not None:
-        raise ValueError("host: only a team index (--db) knows hosts")
+    keeps, each field compared with its column in ``columns`` (index.db's compiler of a
+    filter: team/reader.filter_sql is the team index's). A field set that ``columns`` has no
+    column for (a host: index.db has none) is a ValueError."""
+    for item in fields(session_filter):
+        if getattr(session_filter, item.name) not in (None, ()) and item.name not in columns:
+            if item.name == "host":
+                raise ValueError("host: only a team index (--db) knows hosts")
+            raise ValueError(f"{item.name}: this question cannot be asked of index.db")
     conditions: list[str] = []
     arguments: list[Any] = []
     if session_filter.cwd is not None:
-        conditions.append(f"{cwd} = ?")
+        conditions.append(f"{columns['cwd']} = ?")
         arguments.append(session_filter.cwd)
     if session_filter.project is not None:
-        condition, values = project_condition(cwd, session_filter.project)
+        condition, values = project_condition(columns["project"], session_filter.project)
         conditions.append(condition)
         arguments += values
     if session_filter.agents:
-        conditions.append(agents_condition(agent, session_filter.agents))
+        conditions.append(agents_condition(columns["agents"], session_filter.agents))
         arguments += session_filter.agents
-    for column, operator, bound in (
-        (since, ">=", session_filter.since),
-        (until, "<", session_filter.until),
-    ):
+    for name, operator in (("since", ">="), ("until", "<")):
+        bound = getattr(session_filter, name)
         if bound is not None:
-            conditions.append(f"{column} {operator} ?")
+            conditions.append(f"{columns[name]} {operator} ?")
             arguments.append(bound)
     return conditions, arguments
 
@@ -446,9 +459,7 @@ def list_sessions(index: SessionStore, query: SessionQuery) -> list[IndexedSessi
     SQLite does the filtering, ordering and limit, from indexes that hold the sessions in
     that order; only the columns a listing shows are read (see IndexedSession).
     """
-    conditions, arguments = filter_sql(
-        query.filter, cwd="s.cwd", agent="s.agent", since="s.modified_at", until="s.created_at"
-    )
+    conditions, arguments = filter_sql(query.filter, LISTING_FILTER)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[query.order]}"
     if query.limit is not None:

@@ -14,7 +14,7 @@ import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
 from xcsh_store.index.read.questions import UsageQuery
-from xcsh_store.index.read.sessions import filter_sql
+from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
 from xcsh_store.times import parse_iso
 
 # The agents whose costs are the index's estimates, as an SQL list.
@@ -111,9 +111,7 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
     the local one)."""
     groups = usage_groups(query.by, USAGE_GROUPS)
     connection.create_scalar_function("usage_period", _period_in(query.zone), 2, deterministic=True)
-    conditions, arguments = filter_sql(
-        query.filter, cwd="cwd", agent="agent", since="timestamp", until="timestamp"
-    )
+    conditions, arguments = filter_sql(query.filter, USAGE_FILTER)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
     names = ", ".join(f"key{number}" for number in range(len(groups)))
