@@ -28,6 +28,7 @@ import os
 import random
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -297,8 +298,15 @@ def agent_corpus(agent: str, size: int, sessions: int) -> tuple[str, int]:
     return str(target), written
 
 
-def throughput(agent: str, size: int, sessions: int) -> list[Any]:
-    agent_dir, total = agent_corpus(agent, size, sessions)
+def throughput(
+    agent: str,
+    size: int,
+    sessions: int,
+    corpus: Callable[[str, int, int], tuple[str, int]] = agent_corpus,
+) -> list[Any]:
+    """Full sync of ``corpus``'s files of ``agent`` with 1 and the default workers, and the
+    floor of parsing and inserting the same rows."""
+    agent_dir, total = corpus(agent, size, sessions)
     megabytes = total / 1e6
     label = f"{agent}: full sync of {megabytes:,.0f} MB ({sessions} sessions)"
     runs: list[tuple[int | None, str]] = [

@@ -3,6 +3,7 @@
     python benchmarks/bench_cost_curve.py [--sizes 100MB,1GB,3GB] [--sessions-per-gb 2000]
         [--workers 1,2] [--repeat 5] [--out benchmarks] [--quick]
     python benchmarks/bench_cost_curve.py --replot benchmarks/cost_curve.json
+    python benchmarks/bench_cost_curve.py --first-usage-only --sizes 100MB,1GB
 
 For each size, a cached agent corpus (benchmarks/corpus.py, sessions scaled with the size:
 200 / 2,000 / 6,000) and, each step in a fresh process (benchmarks/index_steps.py): full sync
@@ -15,6 +16,13 @@ figures, from which ``--replot`` draws both again without measuring) into ``--ou
 runs tiny sizes and writes them to the work folder instead, so a smoke run never replaces
 real figures. ``--workers 1,2`` adds full syncs with that many workers where
 ``SessionIndex.sync`` takes the option ("n/a" where it does not).
+
+The first run beside ccusage (issue 28, item 7): for each size, a Claude Code home of that many
+bytes made of the real fixture files (benchmarks/claude_tree.py) and, in turns, ccusage 20.0.24
+``claude daily --offline`` and xcsh-store's first ``usage`` on a fresh index (usage first), the
+text pass that completes it and ``usage`` after one appended entry (bench_first_usage.measure);
+with the cost per GB of each operation. ``--first-usage-only`` measures just that and adds it
+to the points of the ``cost_curve.json`` in ``--out`` (the other figures kept as they are).
 
 Targets (issue 16): sync grows linearly with the bytes, queries stay flat; on 1 GB index.db at
 most 0.40x the session bytes, full sync at least 50 MB/s, search middling p95 at most 10 ms
@@ -35,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_first_usage import measure as first_usage
 from benchmarks.corpus import parse_size
 from benchmarks.harness import format_bytes, format_seconds, print_table
 from benchmarks.index_common import WORK_DIR, agent_corpus
@@ -73,7 +82,51 @@ def run_size(size: str, options: argparse.Namespace) -> Result:
     finally:
         remove_subject_files(item)
     corpus = Corpus(manifest.sessions, manifest.total_bytes, manifest.entries)
-    return corpus, item.figures | extra
+    figures = item.figures | extra
+    if options.first_usage:
+        figures["first_usage"] = first_usage(size, options.first_usage_rounds, options.cache)
+    return corpus, figures
+
+
+def first_usage_table(results: list[Result]) -> str | None:
+    """The first run beside ccusage, and each operation's cost per GB."""
+    measured = [
+        (figures["first_usage"], figures, corpus.total_bytes / 1e9)
+        for corpus, figures in results
+        if "first_usage" in figures
+    ]
+    if not measured:
+        return None
+    headers = [
+        "Claude Code bytes", "ccusage claude daily", "first usage (usage first)", "× ccusage",
+        "text pass after it", "usage after an append", "× ccusage",
+    ]  # fmt: skip
+    rows = []
+    per_gb = []
+    for first, figures, sync_gigabytes in measured:
+        median = first["median"]
+        gigabytes = first["bytes"] / 1e9
+        rows.append([
+            format_bytes(first["bytes"]), format_seconds(median["ccusage"]),
+            format_seconds(median["usage"]), f"{median['usage'] / median['ccusage']:.2f}×",
+            format_seconds(median["text"]), format_seconds(median["append"]),
+            f"{median['append'] / median['ccusage']:.2f}×",
+        ])  # fmt: skip
+        per_gb.append([
+            format_bytes(first["bytes"]),
+            f"{median['ccusage'] / gigabytes:.2f} s", f"{median['usage'] / gigabytes:.2f} s",
+            f"{median['text'] / gigabytes:.2f} s", f"{median['full'] / gigabytes:.2f} s",
+            f"{figures['sync']['seconds'] / sync_gigabytes:.2f} s",
+            f"{figures['size']['bytes'] / sync_gigabytes / 1e6:.0f} MB",
+        ])  # fmt: skip
+    per_gb_headers = [
+        "Claude Code bytes", "ccusage daily / GB", "first usage / GB", "text pass / GB",
+        "first usage with text / GB", "full sync / GB, xcsh corpus", "index.db / GB, xcsh corpus",
+    ]  # fmt: skip
+    return "\n\n".join([
+        _titled(rows, headers, "The first run beside ccusage (same Claude Code tree, in turns)"),
+        _titled(per_gb, per_gb_headers, "Cost per GB of sessions"),
+    ])  # fmt: skip
 
 
 def search_cell(search: dict[str, Any], kind: str) -> str:
@@ -131,6 +184,9 @@ def tables(results: list[Result], workers: tuple[int, ...]) -> list[str]:
         _titled(build_rows, build_headers, "Building and keeping the index"),
         _titled(query_rows, query_headers, "Answering (each step in a fresh process)"),
     ]
+    first = first_usage_table(results)
+    if first is not None:
+        markdown.append(first)
     names = _largest_tables(results)
     if names:
         size_rows = []
@@ -176,7 +232,10 @@ def plot(results: list[Result], path: Path) -> None:
     import matplotlib.ticker
 
     gigabytes = [manifest.total_bytes / 1e9 for manifest, _ in results]
-    figure, (build, size, queries) = plt.subplots(1, 3, figsize=(18, 5))
+    first_runs = [figures["first_usage"] for _, figures in results if "first_usage" in figures]
+    panels = 4 if first_runs else 3
+    figure, axes_row = plt.subplots(1, panels, figsize=(6 * panels, 5))
+    build, size, queries = axes_row[:3]
 
     seconds = [figures["sync"]["seconds"] for _, figures in results]
     build.plot(gigabytes, seconds, "o-", label="full sync")
@@ -209,6 +268,24 @@ def plot(results: list[Result], path: Path) -> None:
                 title="Queries and incremental syncs (should stay flat)")  # fmt: skip
     labels = [format_bytes(manifest.total_bytes) for manifest, _ in results]
     plain = matplotlib.ticker.FuncFormatter(lambda value, _position: f"{value:g}")
+    if first_runs:
+        first = axes_row[3]
+        claude_gigabytes = [run["bytes"] / 1e9 for run in first_runs]
+        for step, label in (
+            ("ccusage", "ccusage claude daily"), ("usage", "first usage (usage first)"),
+            ("full", "first usage with search text"), ("text", "text pass after it"),
+            ("append", "usage after an append"),
+        ):  # fmt: skip
+            first.plot(claude_gigabytes, [run["median"][step] for run in first_runs], "o-",
+                       label=label)  # fmt: skip
+        first.set(xscale="log", yscale="log", xlabel="Claude Code session bytes",
+                  ylabel="seconds", title="First run beside ccusage")  # fmt: skip
+        first.set_xticks(claude_gigabytes, [format_bytes(run["bytes"]) for run in first_runs])
+        first.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        first.yaxis.set_major_formatter(plain)
+        first.yaxis.set_minor_formatter(plain)
+        first.grid(True, which="both", alpha=0.3)
+        first.legend(fontsize=8)
     for axes in (build, size, queries):
         axes.set_xticks(gigabytes, labels)
         axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
@@ -225,6 +302,25 @@ def plot(results: list[Result], path: Path) -> None:
     plt.close(figure)
 
 
+def _add_first_usage(saved_path: Path, options: argparse.Namespace) -> Path:
+    """Measure the first run beside ccusage at each of ``--sizes`` into the saved point of
+    that size (by its session bytes, the nearest); returns the file to draw from."""
+    saved = json.loads(saved_path.read_text())
+    for size in (size.strip() for size in options.sizes.split(",") if size.strip()):
+        wanted = parse_size(size)
+        point = min(saved["points"], key=lambda p: abs(p["corpus"]["total_bytes"] - wanted))
+        point["figures"]["first_usage"] = first_usage(
+            size, options.first_usage_rounds, options.cache
+        )
+    command = " ".join(["python benchmarks/bench_cost_curve.py", *sys.argv[1:]])
+    saved["ended"] += (
+        f" The first run beside ccusage: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f" with `{command}`, load average {os.getloadavg()[0]:.1f} at the end."
+    )
+    saved_path.write_text(json.dumps(saved, indent=1) + "\n")
+    return saved_path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100MB,1GB,3GB")
@@ -235,6 +331,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help=f"--sizes {QUICK_SIZES}, once")
     parser.add_argument(
+        "--no-first-usage", dest="first_usage", action="store_false",
+        help="leave out the first run beside ccusage",
+    )  # fmt: skip
+    parser.add_argument(
+        "--first-usage-only", action="store_true",
+        help="measure only the first run beside ccusage, into the points of --out's json",
+    )  # fmt: skip
+    parser.add_argument("--first-usage-rounds", type=int, default=3)
+    parser.add_argument(
+        "--cache", type=Path, default=Path.home() / ".cache" / "xcsh-store-bench" / "ccusage",
+        help="where ccusage is installed from npm",
+    )  # fmt: skip
+    parser.add_argument(
         "--replot", type=Path, default=None,
         help="no measuring: the tables and plot again from a cost_curve.json",
     )  # fmt: skip
@@ -243,6 +352,8 @@ def main() -> None:
         options.sizes, options.repeat, options.rounds = QUICK_SIZES, 1, 1
     out = options.out or (WORK_DIR / "cost-curve" if options.quick else HERE)
     out.mkdir(parents=True, exist_ok=True)
+    if options.first_usage_only:
+        options.replot = _add_first_usage(out / "cost_curve.json", options)
     if options.replot:
         saved = json.loads(options.replot.read_text())
         results = [(Corpus(**point["corpus"]), point["figures"]) for point in saved["points"]]

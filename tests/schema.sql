@@ -38,6 +38,9 @@ CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key I
 -- index files_identity on files
 CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
 
+-- index files_text_pending on files
+CREATE INDEX files_text_pending ON files (id) WHERE text_pending = 1;
+
 -- index history_prompt_hash on history
 CREATE INDEX history_prompt_hash ON history (prompt_hash);
 
@@ -180,7 +183,7 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh');
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0);
 
 -- table history on history
 CREATE TABLE history (

@@ -76,7 +76,7 @@ def test_search_agent_filter(mixed: Path):
 
 
 def test_an_unknown_agent_is_refused(mixed: Path):
-    assert "Invalid value for '--agent'" in run(mixed, "ls", "--agent", "gemini", code=2)
+    assert "Invalid value for '--agent'" in run(mixed, "ls", "--agent", "nosuch", code=2)
 
 
 def test_usage_by_agent_counts_estimated_and_unpriced_costs(mixed: Path):

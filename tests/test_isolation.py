@@ -15,8 +15,9 @@ from isolation import ISOLATED_FOLDERS, REMOVED
 from real_home import lay_out_home
 from session_builder import header, message, write_session
 
+from xcsh_store.agents import agent_session_roots
 from xcsh_store.cli.app import cli
-from xcsh_store.homes import get_agent_session_roots, get_store_dir
+from xcsh_store.homes import get_store_dir
 from xcsh_store.index import SessionIndex
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +35,7 @@ def test_a_test_sees_its_own_folders_only(tmp_path: Path):
         assert Path(os.environ[variable]).is_relative_to(tmp_path), variable
     for variable in REMOVED:
         assert variable not in os.environ, variable
-    for folder in [get_store_dir(), *get_agent_session_roots()]:
+    for folder in [get_store_dir(), *agent_session_roots()]:
         assert Path(folder).is_relative_to(tmp_path), folder
     result = CliRunner().invoke(cli, ["sync", "--init", "--json"])
     assert result.exit_code == 0, result.output

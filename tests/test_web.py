@@ -8,10 +8,14 @@ import base64
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+from markupsafe import escape
+from real_home import SNATCH_PARENT, SNATCH_SUBAGENT
 from session_builder import (
     append,
     flux_records,
@@ -141,10 +145,24 @@ def test_the_list_filters_sorts_and_pages(agent_dir, client):
     assert titles == [f"title {number:02d}" for number in range(1, 60, 2)]
 
 
-def test_usage_draws_svg_charts_and_the_totals(client, branched):
+def test_usage_draws_its_charts_and_the_totals(client, branched):
     html = client.get("/usage?by=month").text
-    assert html.count("<svg ") == 3 and html.count("<rect ") == 3  # one month, model, project
+    # One month, drawn wide and narrow (the page shows one of them by its width).
+    assert html.count("<svg ") == 2 and html.count("<rect ") == 2
+    assert html.count("<meter ") == 2  # one model, one project, ranked
     assert "<th>total</th>" in html and "$0.90" in html  # three assistant messages of $0.30
+
+
+def handler_attributes(page: str) -> list[str]:
+    """The event-handler attributes (``on…``) of the page's tags."""
+    found: list[str] = []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found.extend(f"{tag} {name}" for name, _value in attrs if name.startswith("on"))
+
+    Parser().feed(page)
+    return found
 
 
 def test_hostile_session_content_never_becomes_markup(agent_dir, client):
@@ -165,7 +183,8 @@ def test_hostile_session_content_never_becomes_markup(agent_dir, client):
         assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
         html = response.text
         assert "<script>" not in html and "<svg" not in html, url
-        assert "onerror=" not in html.replace("onerror=&#34;", ""), url
+        # No tag has an event handler (a text or a title may say onerror=: it is text).
+        assert not handler_attributes(html), url
         assert 'href="javascript:' not in html and "data:image/svg" not in html, url
     assert "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;" in client.get("/").text
     assert "'unsafe-inline'" not in CONTENT_SECURITY_POLICY
@@ -242,8 +261,32 @@ def test_the_list_and_the_search_filter_by_agent_and_mark_estimated_costs(
     assert fixture.stem in listed and "sess-branched" not in listed
     # Its one model is an OpenRouter :free one: an estimate of $0 (an unpriced model shows
     # "?": tests/test_costs.py).
-    assert re.search(r'<td class="number">~\$0.00</td>', listed)
+    assert re.search(r'<td class="number"><span title="estimated">~\$0.00</span></td>', listed)
     assert "sess-branched" in client.get("/", params={"agent": "xcsh"}).text
     found = client.get("/search", params={"q": "Superteam", "agent": "xcsh"}).text
     assert fixture.stem not in found
     assert fixture.stem in client.get("/search", params={"q": "Superteam", "agent": "claude"}).text
+
+
+def test_a_subagent_and_its_session_link_to_each_other(agent_dir, real_home, client):
+    index_all(agent_dir)
+    parent, subagent = (real_home.files[name] for name in (SNATCH_PARENT, SNATCH_SUBAGENT))
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        paths = [index.find_session(str(path)).path for path in (parent, subagent)]
+    link = {path: escape("/session?" + urlencode({"path": path})) for path in paths}
+    parent_page, subagent_page = (client.get(link[path].unescape()).text for path in paths)
+    assert f'class="subagent" href="{link[paths[1]]}"' in parent_page
+    assert f'class="parent-session" href="{link[paths[0]]}"' in subagent_page
+
+
+def test_a_session_header_says_what_it_cost_and_used(agent_dir, real_home, client):
+    index_all(agent_dir)
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        session = index.find_session(str(real_home.files[SNATCH_PARENT]))
+        path, tokens = session.path, session.input_tokens
+    page = client.get("/session?" + urlencode({"path": path})).text
+    facts = page.split('<dl class="session-facts">')[1].split("</dl>")[0]
+    for fact in ("agent", "model", "project", "duration", "tokens", "cost"):
+        assert f"<dt>{fact}" in facts, fact
+    assert "claude-opus-4-20250514" in facts
+    assert f"in {tokens}" in facts and '<span title="estimated">~$' in facts

@@ -60,7 +60,10 @@ MAX_TEXT_PAGE = 50_000
 # Costs to a hundredth of a cent: finer is noise in an estimate from list prices.
 COST_DIGITS = 4
 
-Agent = Literal["xcsh", "pi", "omp", "claude", "codex"]
+# Every agent the index reads (agents.AGENTS; tests/test_agents_jsonl.py holds them equal).
+Agent = Literal[
+    "xcsh", "pi", "omp", "claude", "codex", "gemini", "copilot", "qwen", "droid", "cursor"
+]
 Order = Literal["modified", "created", "title"]
 UsageGroup = Literal[
     "day", "week", "month", "model", "provider", "project", "session", "agent", "root-session"

@@ -1,21 +1,37 @@
 """Readers of other agents' session files, one module per format, behind one interface
-(base.py): what the index reads of Claude Code and Codex sessions. Adding an agent is one more
-module and one more entry in READERS."""
+(base.py): what the index reads of Claude Code, Codex, Gemini CLI, Qwen Code, GitHub Copilot
+CLI, Factory Droid and Cursor sessions. Adding an agent is one more module and one more entry
+in READERS."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from xcsh_store.agents.base import AgentEntry, AgentReader, HistoryPrompt, SessionFacts
+from xcsh_store.agents import copilot, cursor, droid, gemini, qwen
+from xcsh_store.agents.base import (
+    UNKNOWN_VERSION_PREFIX,
+    AgentEntry,
+    AgentReader,
+    HistoryPrompt,
+    SessionFacts,
+)
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
-from xcsh_store.homes import agent_folders
+from xcsh_store.homes import agent_folders, get_agent_session_roots
 
 # The xcsh format family: the header does not say which of them wrote a file (pi, oh-my-pi and
 # xcsh write the same one); oh-my-pi's leading title record and the folder do (xcsh_agent_of).
 XCSH_AGENTS = ("xcsh", "pi", "omp")
-READERS: tuple[AgentReader, ...] = (CLAUDE, CODEX)
+READERS: tuple[AgentReader, ...] = (
+    CLAUDE, CODEX, gemini.READER, copilot.READER, qwen.READER, droid.READER, cursor.READER,
+)  # fmt: skip
+# The order their recognizes() is asked in: Qwen Code's lines have Claude Code's uuid and
+# sessionId, so Qwen's reader looks first.
+_RECOGNITION_ORDER = (qwen.READER, *(reader for reader in READERS if reader is not qwen.READER))
+# The variables that move the folders of the agents read here beyond homes.py's (tests point
+# them into a temp dir).
+FOLDER_VARIABLES = (*gemini.FOLDER_VARIABLES, *copilot.FOLDER_VARIABLES, *qwen.FOLDER_VARIABLES)
 # The agents whose files a reader here reads: their folders are only ever read, and their files
 # hold no costs (the index estimates them: agents/pricing.py).
 OTHER_AGENTS = tuple(reader.name for reader in READERS)
@@ -23,13 +39,16 @@ AGENTS = (*XCSH_AGENTS, *OTHER_AGENTS)
 
 __all__ = [
     "AGENTS",
+    "FOLDER_VARIABLES",
     "OTHER_AGENTS",
     "READERS",
+    "UNKNOWN_VERSION_PREFIX",
     "XCSH_AGENTS",
     "AgentEntry",
     "AgentReader",
     "HistoryPrompt",
     "SessionFacts",
+    "agent_session_roots",
     "cost_kind",
     "reader_for",
     "reader_named",
@@ -49,9 +68,19 @@ def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     return "partial" if cost else "unpriced"
 
 
+def agent_session_roots() -> dict[str, str]:
+    """Every folder where an agent may keep session files on this machine -> the agent (the
+    folders need not exist): homes.py's, and each reader's own."""
+    roots = get_agent_session_roots()
+    for reader in READERS:
+        for folder in reader.session_roots():
+            roots.setdefault(folder, reader.name)
+    return roots
+
+
 def reader_for(first: dict[str, Any]) -> AgentReader | None:
     """The reader of a file whose first object is ``first`` (None: not another agent's)."""
-    for reader in READERS:
+    for reader in _RECOGNITION_ORDER:
         if reader.recognizes(first):
             return reader
     return None

@@ -9,9 +9,12 @@ line alone; only usage, titles and session facts may use what earlier lines said
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+log = logging.getLogger("xcsh_store")
 
 
 @dataclass(slots=True)
@@ -30,6 +33,11 @@ class SessionFacts:
     replay_second: str | None = None
     # The model of the current turn (Codex names it in turn_context lines, not in responses).
     model: str | None = None
+    # Formats whose records name no parent (Gemini CLI): the id of the entry the next record
+    # continues from, and the parent of each entry with an id read so far (a resumed read of
+    # a reader that ``remembers_parents`` gets both back from the index).
+    leaf: str | None = None
+    parents: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -60,6 +68,10 @@ class AgentEntry:
     # The agent's qualifier of the entry's type (a system line's subtype, ``sidechain``),
     # kept in the custom_type column.
     qualifier: str | None = None
+    # A record without an id in a format that has ids (Copilot events some writers leave
+    # without): it gets one in file order, the child of the entry before, as in a format
+    # without ids (the id cannot be the reader's: a hit's text is read from its line alone).
+    chained: bool = False
 
 
 def text_blocks(texts: Iterable[str]) -> list[dict[str, str]]:
@@ -72,12 +84,19 @@ class AgentReader(Protocol):
 
     # The sessions.agent value of its files.
     name: str
+    # True when a record may name an entry written before it by id (Gemini's rewinds): a
+    # resumed read then gets every entry's parent back in SessionFacts.parents.
+    remembers_parents: bool
     # False when the format has no entry ids: entries then get deterministic ids in file
     # order, each the child of the entry before it (unless it names its parent).
     has_ids: bool
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         """Whether the first object of a file is this agent's."""
+
+    def session_roots(self) -> list[str]:
+        """The folders where the agent keeps its session files on this machine (they need not
+        exist), found as the agent finds them: its default and the variables that move it."""
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         """The object as an entry; updates ``session`` with what the object says of it."""
@@ -95,6 +114,39 @@ class HistoryPrompt:
     session_id: str | None
 
 
+# The qualifier (custom_type) of the record that named a format version its reader does not
+# know, followed by that version.
+UNKNOWN_VERSION_PREFIX = "unknown-version:"
+
+
+def unknown_version(found: AgentEntry, path: str, agent: str, version: Any) -> None:
+    """The record names a format version the reader does not know: it is kept as an entry
+    without text, qualified by the version, and a warning names the file and the version. The
+    file's other records are read as far as they look like known ones (a record's text may
+    depend on its own line only: a hit's text is read again from that line alone)."""
+    shown = str(version)
+    found.qualifier = UNKNOWN_VERSION_PREFIX + shown
+    log.warning(
+        "%s: %s format version %s is unknown to this xcsh-store; its records are read as far"
+        " as they look like those of known versions (upgrade xcsh-store to read them all)",
+        path, agent, shown,
+    )  # fmt: skip
+
+
+def unknown_entry(value: dict[str, Any], kind: str | None, id_key: str = "id") -> AgentEntry:
+    """A record of a format version the reader does not know: its id, parent and time if it
+    has them where the known versions have them, and its own type."""
+    entry: dict[str, Any] = {"type": kind or "unknown"}
+    entry_id = text_of(value.get(id_key))
+    if entry_id is not None:
+        entry["id"] = entry_id
+        entry["parentId"] = text_of(value.get("parentId"))
+    timestamp = text_of(value.get("timestamp"))
+    if timestamp is not None:
+        entry["timestamp"] = timestamp
+    return AgentEntry(entry, qualifier="unknown", chained=entry_id is None)
+
+
 def text_of(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -102,3 +154,56 @@ def text_of(value: Any) -> str | None:
 def number(value: Any) -> int:
     """A token count (0 when missing or not a number; a bool is not one)."""
     return value if type(value) in (int, float) else 0
+
+
+def content_texts(content: Any) -> list[str]:
+    """The strings of Anthropic-style content: a string, or its ``text`` blocks (and strings)."""
+    if isinstance(content, str):
+        return [content] if content else []
+    if type(content) is not list:
+        return []
+    texts = []
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+        elif type(block) is dict and block.get("type") == "text":
+            text = text_of(block.get("text"))
+            if text is not None:
+                texts.append(text)
+    return texts
+
+
+def anthropic_message(role: Any, content: Any) -> dict[str, Any] | None:
+    """A message of Anthropic-style content blocks (``text``, ``thinking``, ``tool_use``,
+    ``tool_result``) in the xcsh model: a user turn made only of tool results is a
+    ``toolResult`` message (paired with its call by ``toolCallId``); None for another role."""
+    blocks = content if type(content) is list else [content]
+    if role == "user":
+        results = [
+            block for block in blocks if type(block) is dict and block.get("type") == "tool_result"
+        ]
+        if results and len(results) == len(blocks):
+            texts = [text for block in results for text in content_texts(block.get("content"))]
+            return {
+                "role": "toolResult",
+                "toolCallId": text_of(results[0].get("tool_use_id")),
+                "isError": results[0].get("is_error") is True,
+                "content": text_blocks(texts),
+            }
+        return {"role": "user", "content": text_blocks(content_texts(content))}
+    if role != "assistant":
+        return None
+    found: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, str) and block:
+            found.append({"type": "text", "text": block})
+        elif type(block) is dict:
+            kind = block.get("type")
+            if kind in ("text", "thinking") and isinstance(block.get(kind), str):
+                found.append({"type": kind, kind: block[kind]})
+            elif kind == "tool_use":
+                found.append(
+                    {"type": "toolCall", "id": text_of(block.get("id")), "name": block.get("name"),
+                     "arguments": block.get("input")}
+                )  # fmt: skip
+    return {"role": "assistant", "content": found}

@@ -38,6 +38,7 @@ from xcsh_store.agents.base import (
 )
 from xcsh_store.agents.pricing import Request, price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
+from xcsh_store.homes import get_claude_dir
 
 # Types only Claude Code writes as the first line of a file (a user or assistant line also
 # has uuid and sessionId, which is what recognizes() checks first).
@@ -59,6 +60,10 @@ SUBAGENT_PREFIX = "agent-"
 class ClaudeReader:
     name = "claude"
     has_ids = True
+    remembers_parents = False
+
+    def session_roots(self) -> list[str]:
+        return [os.path.join(get_claude_dir(), "projects")]
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         if "payload" in value:

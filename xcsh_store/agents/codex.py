@@ -24,6 +24,7 @@ Entries have no ids: each gets one in file order, the child of the one before.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 import orjson
@@ -37,11 +38,17 @@ from xcsh_store.agents.base import (
     text_of,
 )
 from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.homes import get_codex_dir
+from xcsh_store.paths import SESSIONS_DIRNAME
 
 
 class CodexReader:
     name = "codex"
     has_ids = False
+    remembers_parents = False
+
+    def session_roots(self) -> list[str]:
+        return [os.path.join(get_codex_dir(), SESSIONS_DIRNAME)]
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         if "payload" in value and isinstance(value.get("type"), str):

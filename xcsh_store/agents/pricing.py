@@ -23,9 +23,11 @@ priced with reads the Claude Code and Codex files again (index/store.py).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from importlib import metadata, resources
@@ -141,9 +143,28 @@ def dataset_version() -> str:
         return "missing"
 
 
+# The tables held by fixed_prices, innermost last.
+_FIXED: list[PriceTable] = []
+
+
+@contextlib.contextmanager
+def fixed_prices() -> Iterator[PriceTable]:
+    """The prices in force now, held for a while: meanwhile :func:`price_table` answers this
+    table without looking at the user's file again. A sync prices every line of its files
+    with one table: looking for the file at each line cost 5-10 % of reading Claude Code's."""
+    table = price_table()
+    _FIXED.append(table)
+    try:
+        yield table
+    finally:
+        _FIXED.pop()
+
+
 def price_table() -> PriceTable:
     """The prices in force now: read again when the user's file changed (a long-running
     ``watch`` or ``serve`` sees an edit); a bad file raises PriceFileError."""
+    if _FIXED:
+        return _FIXED[-1]
     path = get_prices_file()
     try:
         info = os.stat(path)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 
+from xcsh_store.agents import agent_session_roots
 from xcsh_store.cli.output.render import home_relative
-from xcsh_store.homes import get_agent_session_roots, get_data_store_dir
+from xcsh_store.homes import get_data_store_dir
 from xcsh_store.paths import get_agent_dir, get_index_db_path, get_sessions_dir
 
 
@@ -15,7 +16,7 @@ def session_folders(store_dir: str) -> dict[str, str]:
     of the agent dir ``store_dir``, or the default one for an index in the data dir), then the
     other agents' (homes.py); the folders need not exist."""
     agent_dir = get_agent_dir() if store_dir == get_data_store_dir() else store_dir
-    return {get_sessions_dir(agent_dir): "xcsh", **get_agent_session_roots()}
+    return {get_sessions_dir(agent_dir): "xcsh", **agent_session_roots()}
 
 
 def found_session_folders(store_dir: str) -> list[str]:

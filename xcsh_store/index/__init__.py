@@ -107,6 +107,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.read.usage": (
             "USAGE_GROUPS",
+            "BillingBlock",
             "DuplicateSession",
             "UsageBar",
             "UsageRow",
@@ -145,6 +146,7 @@ __all__ = [
     "USAGE_GROUPINGS",
     "USAGE_GROUPS",
     "WINDOW",
+    "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import apsw
 
+from xcsh_store.agents import agent_session_roots
 from xcsh_store.errors import HistoryError, IndexDatabaseError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
-from xcsh_store.homes import get_agent_history_files, get_agent_session_roots, get_store_dir
+from xcsh_store.homes import get_agent_history_files, get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.read.usage import DuplicateSession, UsageRow
+    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
@@ -251,7 +252,7 @@ class SessionIndex:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
         agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
         themselves (Claude Code's, Codex's, pi's and oh-my-pi's folders: homes.py)."""
-        found = get_agent_session_roots()
+        found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
             "SELECT path, agent FROM roots WHERE agent IS NOT NULL"
@@ -262,7 +263,7 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
-        return [folder for folder in get_agent_session_roots() if os.path.isdir(folder)]
+        return [folder for folder in agent_session_roots() if os.path.isdir(folder)]
 
     @property
     def finds_agent_roots(self) -> bool:
@@ -313,35 +314,52 @@ class SessionIndex:
 
     @_entry_point
     def sync(
-        self, full: bool = False, progress: Progress | None = None, *, workers: int | None = None
+        self,
+        full: bool = False,
+        progress: Progress | None = None,
+        *,
+        workers: int | None = None,
+        text: bool = True,
     ) -> SyncReport:
         """Bring the index up to date with every session file and history.db.
 
         ``workers``: processes that read files whole, in parallel (default: one per core; a
         sync with little to read whole starts none); 1 reads everything in this process.
+        ``text`` false: usage first (index/write/text_later.py): with tens of MB to read whole
+        (a first sync), those files get every row but their search rows, which a later sync
+        adds (``SyncReport.text_pending`` says how many files wait; searches are partial until
+        then). A sync with ``text`` adds the search rows still pending.
         """
         if workers is not None and workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
         self._require_writable()
         with self._sync_lock():
-            return self._sync_locked(full, progress, workers)
+            return self._sync_locked(full, progress, workers, text)
 
     def _sync_locked(
-        self, full: bool = False, progress: Progress | None = None, workers: int | None = None
+        self,
+        full: bool = False,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        text: bool = False,
     ) -> SyncReport:
+        """The sync, under the lock. ``text`` is false unless asked for: the syncs that come
+        before something else (a read's, gc's) leave the search text of a first run for later;
+        ``sync`` itself, ``watch`` and ``search`` add it."""
         try:
             with database.type_confusion_as_damage(self.connection):
-                return self._sync_once(full, progress, workers)
+                return self._sync_once(full, progress, workers, text)
         except database.DAMAGE_ERRORS as error:
             return self._rebuild_after_damage(error, progress, workers)
 
     def _sync_once(
-        self, full: bool, progress: Progress | None, workers: int | None = None
+        self, full: bool, progress: Progress | None, workers: int | None = None, text: bool = True
     ) -> SyncReport:
         from xcsh_store.agents.pricing import price_table
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.sync import sync_files
+        from xcsh_store.index.write.text_later import pending_text_files
 
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
@@ -360,7 +378,11 @@ class SessionIndex:
             indexed,
             workers,
             read_only_roots=set(self.agent_roots()),
+            text=text,
         )
+        if text:
+            report.text_files_indexed = self._index_pending_text(progress, workers)
+        report.text_pending = pending_text_files(self.connection)
         report.recorded_roots = read_session_roots(self.agent_dir)
         record_prices(self.connection, prices)
         report.repriced = repriced
@@ -399,6 +421,38 @@ class SessionIndex:
             database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    @_entry_point
+    def index_pending_text(
+        self, progress: Progress | None = None, *, workers: int | None = None
+    ) -> int:
+        """Add the search rows a usage-first sync put off (``sync(text=False)``), without
+        syncing anything else; returns the files done. Waits for a sync under way."""
+        self._require_writable()
+        with self._sync_lock():
+            done = self._index_pending_text(progress, workers)
+        if done:
+            from xcsh_store.index.read.ranking import refresh_term_counts
+
+            refresh_term_counts(self.connection)
+        return done
+
+    def _index_pending_text(self, progress: Progress | None, workers: int | None) -> int:
+        from xcsh_store.index.write.pipeline import default_workers
+        from xcsh_store.index.write.text_later import index_pending_text
+
+        done, _changed = index_pending_text(
+            self.connection, default_workers() if workers is None else workers, progress
+        )
+        return done
+
+    @_entry_point
+    def text_pending(self) -> int:
+        """How many files' search text is still to be indexed: while any is, a search may miss
+        their entries (a usage-first sync put it off; the next sync adds it)."""
+        from xcsh_store.index.write.text_later import pending_text_files
+
+        return pending_text_files(self.connection)
 
     def _forget_search_text(self) -> None:
         """Empty entries_fts before a sync that reads every file whole (its rows could only go
@@ -488,6 +542,18 @@ class SessionIndex:
         :class:`AmbiguousSessionError` listing them (two files may share one session id).
         """
         return sessions.find_session(self, prefix)
+
+    @_entry_point
+    def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
+        """The sessions (at most ``limit``) that say they are subagents or forks of
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        found = self._session(session)
+        rows = self.connection.execute(
+            "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+            " ORDER BY path LIMIT ?",
+            (found.id, found.path, limit),
+        ).fetchall()
+        return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
 
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
         if isinstance(session, IndexedSession):
@@ -693,6 +759,20 @@ class SessionIndex:
         from xcsh_store.index.read.usage import usage_rows
 
         return usage_rows(self.connection, query)
+
+    @_entry_point
+    def billing_blocks(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        agents: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> list[BillingBlock]:
+        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
+        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        from xcsh_store.index.read.usage import billing_blocks
+
+        return billing_blocks(self.connection, since, until, agents, now)
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

@@ -7,6 +7,7 @@ front-end build step. This package front is what the CLI uses.
   pages make, the token (and the token file), the security headers;
 * ``app``: the Starlette app: routes, bounded pages, error pages, the live stream;
 * ``pages``: what each page shows, as plain data for its template, each bounded in size;
+* ``markup``: a session's text as safe HTML (markdown, sanitised; code highlighted);
 * ``server``: running the app under uvicorn, with a watcher beside it for ``serve --watch``.
 """
 

@@ -54,7 +54,6 @@ from xcsh_store.index import (
     SearchQuery,
     SessionFilter,
     SessionIndex,
-    UsageQuery,
     UsageRow,
     errors_explained,
     model_choices,
@@ -64,7 +63,7 @@ from xcsh_store.index import (
 from xcsh_store.js import well_formed
 from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
 from xcsh_store.secrets import FileSecrets, Redactor, Secret
-from xcsh_store.web import pages
+from xcsh_store.web import markup, pages
 from xcsh_store.web.access import Guard, allowed_host_names
 
 log = logging.getLogger("xcsh_store")
@@ -241,8 +240,19 @@ def create_app(
         given = {key: value for key, value in parameters.items() if value is not None}
         return f"{route}?{urlencode({'path': path, **given})}"
 
+    def redacted(text: object) -> str:
+        """A text to render as HTML: its secrets redacted first, a lone surrogate as U+FFFD
+        (markdown and highlighting output Markup, which the template does not redact)."""
+        return well_formed(printed("" if text is None else str(text)))
+
     templates.globals["url"] = url
     templates.filters["shorten"] = shorten
+    templates.filters["markdown"] = lambda text: markup.markdown(redacted(text))
+    templates.filters["code"] = lambda text, language: markup.highlighted(redacted(text), language)
+    templates.filters["human_time"] = pages.human_time
+    templates.filters["duration"] = pages.duration_text
+    templates.filters["count"] = pages.count_text
+    templates.filters["project"] = lambda cwd: shorten(pages.project_name(cwd), 80)
 
     def render(
         name: str, status: int = 200, known: list[Secret] | None = None, **context: Any
@@ -356,7 +366,8 @@ def create_app(
                     error = str(problem)
             projects, models = filter_choices(index)
             return render(
-                "search.html", q=text, hits=hits, error=error, query=query,
+                "search.html", q=text, hits=hits, groups=pages.grouped_hits(hits), error=error,
+                query=query,
                 known=secrets_of(index, (hit.path for hit in hits)),
                 projects=projects, models=models, roles=sorted(SEARCH_ROLES), agents=AGENTS,
                 pieces=snippet_pieces,
@@ -398,26 +409,36 @@ def create_app(
 
     def usage(request: Request) -> Response:
         by = request.query_params.get("by", "day")
-        by = by if by in ("day", "week", "month") else "day"
+        by = by if by in ("day", "week", "month", "block") else "day"
         metric = request.query_params.get("metric", "tokens")
         metric = metric if metric in ("tokens", "cost") else "tokens"
 
-        def value_of(row: UsageRow) -> float:
-            return row.tokens if metric == "tokens" else row.cost or 0.0
+        def value_of(row: UsageRow) -> float | None:
+            return row.tokens if metric == "tokens" else row.cost
 
+        blocks: list[Any] = []
         with open_index() as index:
-            over_time = index.usage_rows(UsageQuery((by,)))
-            models = sorted(index.usage_rows(UsageQuery(("model",))), key=value_of)
-            projects = sorted(index.usage_rows(UsageQuery(("project",))), key=value_of)
+            if by == "block":
+                blocks = index.billing_blocks()
+                over_time = [pages.block_row(block) for block in blocks]
+            else:
+                over_time = index.usage(by)
+            models = index.usage("model")
+            projects = index.usage("project")
+        title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
+        # The chart shows the windows worked in; the table also the idle time between them.
+        worked = [row for row in over_time if row.entries]
         charts = [
-            pages.chart(f"by {by}", over_time, metric),
-            pages.chart("by model", models, metric, limit=20),
-            pages.chart("by project", projects, metric, limit=20),
+            pages.chart(title, worked if by == "block" else over_time, metric, value_of),
+            pages.ranked_chart("by model", models, metric, value_of),
+            pages.ranked_chart(
+                "by project", projects, metric, value_of, name_of=pages.project_name
+            ),
         ]
+        active = next((block for block in blocks if block.active), None)
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
-            totals=usage_total(over_time), width=pages.CHART_WIDTH,
-            height=pages.CHART_HEIGHT, label_height=pages.LABEL_HEIGHT,
+            totals=usage_total(over_time), active=active, blocks=blocks,
         )  # fmt: skip
 
     def image(request: Request) -> Response:
@@ -492,6 +513,12 @@ def create_app(
     async def not_found(request: Request, error: Exception) -> Response:
         return render("error.html", 404, title="Not found", message="No such page")
 
+    code_css = markup.code_css()
+
+    async def code_style(request: Request) -> Response:
+        """The colours of highlighted code (Pygments' classes), light and dark."""
+        return Response(code_css, media_type="text/css", headers={"cache-control": "max-age=3600"})
+
     static = resources.files("xcsh_store.web") / "static"
     return Starlette(
         routes=[
@@ -506,6 +533,7 @@ def create_app(
             Route("/image", page(image)),
             Route("/blob/{hash:str}", page(blob)),
             Route("/live", live),
+            Route("/code.css", code_style),
             Mount("/static", StaticFiles(directory=str(static)), name="static"),
         ],
         middleware=[Middleware(Guard, token=token, hosts=hosts or allowed_host_names("127.0.0.1"))],

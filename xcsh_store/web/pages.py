@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,8 +14,10 @@ from urllib.parse import urlencode
 
 import orjson
 
+from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.blobs import parse_blob_ref
 from xcsh_store.index import (
+    BillingBlock,
     IndexedEntry,
     IndexedSession,
     SessionFilter,
@@ -26,8 +29,8 @@ from xcsh_store.index import (
     labels_of,
     message_summary,
     read_entries,
-    usage_bars,
 )
+from xcsh_store.times import parse_iso
 
 SESSIONS_PAGE = 50
 # Characters of a one-line text shown (a title, a first message, a label, a name, a snippet):
@@ -109,6 +112,67 @@ def snippet_pieces(snippet: str) -> list[tuple[bool, str]]:
     return pieces
 
 
+@dataclass
+class HitGroup:
+    """The hits of one session file, in rank order; groups in the rank of their best hit."""
+
+    path: str
+    title: str
+    agent: str
+    project: str
+    hits: list[Any]
+
+
+def grouped_hits(hits: list[Any]) -> list[HitGroup]:
+    """``hits`` (best first) grouped by session file, the group of the best hit first."""
+    groups: dict[str, HitGroup] = {}
+    for hit in hits:
+        group = groups.get(hit.path)
+        if group is None:
+            title = hit.title or hit.session_id
+            group = groups[hit.path] = HitGroup(hit.path, title, hit.agent, hit.cwd or "", [])
+        group.hits.append(hit)
+    return list(groups.values())
+
+
+def project_name(cwd: str | None, parts: int = 2) -> str:
+    """A project as people name it: the last ``parts`` folders of its cwd (``src/api``)."""
+    if not cwd:
+        return ""
+    folders = [folder for folder in cwd.replace("\\", "/").split("/") if folder]
+    return "/".join(folders[-parts:]) or cwd
+
+
+def human_time(timestamp: str | None) -> str:
+    """A timestamp to the minute, in UTC (the page's script shows it in the reader's zone)."""
+    moment = parse_iso(timestamp) if timestamp else None
+    if moment is None:
+        return shorten(timestamp, 40)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def duration_text(span: timedelta) -> str:
+    """``2h 05m``, ``12m 30s``, ``45s``."""
+    seconds = int(span.total_seconds())
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def count_text(number: float | None) -> str:
+    """``1.2M``, ``34k``, ``512``: a count to read at a glance."""
+    value = float(number or 0)
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.1f}{suffix}"
+    return f"{value:.0f}"
+
+
 # -- one session ----------------------------------------------------------------------------
 
 # Every page is bounded in bytes, whatever the session holds: a window reads at most WINDOW
@@ -129,6 +193,11 @@ FOLDED_BRANCHES = 20
 FOLDED_BYTES = 256 << 10
 # Images shown: raster types only (an SVG can carry script).
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+# A tool's output longer than this many lines is folded, its first HEAD_LINES shown.
+FOLD_LINES = 20
+HEAD_LINES = 8
+# The roles whose text is a program's output (shown as it is, not as markdown).
+OUTPUT_ROLES = {"toolResult", "bashExecution", "pythonExecution"}
 _INTERNAL_URL = re.compile(r"\b(?:artifact|agent)://[\w.\-/%?=&#:]+")
 
 
@@ -140,6 +209,7 @@ class Block:
     text: str = ""
     name: str = ""
     image: str | None = None  # a URL of this server the page loads the image from
+    cut: bool = False  # a part of its text only (shown as it is: markdown cut is not markdown)
 
     @property
     def links(self) -> list[str]:
@@ -150,6 +220,20 @@ class Block:
     def length(self) -> int:
         """Its place in the entry's text: its characters, one for an image or an empty block."""
         return 1 if self.image is not None else max(len(self.text), 1)
+
+    @property
+    def line_count(self) -> int:
+        return self.text.count("\n") + 1
+
+    @property
+    def folds(self) -> bool:
+        """Whether the page folds it (a tool's output of more than FOLD_LINES lines)."""
+        return self.kind == "output" and self.line_count > FOLD_LINES
+
+    @property
+    def head(self) -> str:
+        """Its first HEAD_LINES lines, shown while it is folded."""
+        return "\n".join(self.text.split("\n", HEAD_LINES)[:HEAD_LINES])
 
 
 @dataclass
@@ -162,6 +246,7 @@ class ShownEntry:
     model: str | None
     summary: str
     blocks: list[Block]
+    role: str = ""  # a message's role (user, assistant, toolResult, ...), else empty
     label: str | None = None
     siblings: int = 0  # children of this entry (a branch point has more than one)
     folded: list[FoldedBranch] = field(default_factory=list)
@@ -189,6 +274,13 @@ class SessionPage:
     entries: list[ShownEntry]
     branch_points: int
     leaves: int
+    models: list[str] = field(default_factory=list)
+    parent: IndexedSession | None = None
+    subagents: list[IndexedSession] = field(default_factory=list)
+
+    @property
+    def duration(self) -> timedelta:
+        return max(self.session.modified - self.session.created, timedelta(0))
 
     @property
     def end(self) -> int:
@@ -288,9 +380,36 @@ def session_page(
     for entry in shown:
         if entry.siblings > 1:
             _fold(entry, session, tree, on_path, labels, folded_budget)
+    parent, subagents = _relatives(index, session)
     return SessionPage(
-        session, leaf, len(branch), start, shown, len(tree.branch_points), len(tree.leaves)
+        session,
+        leaf,
+        len(branch),
+        start,
+        shown,
+        len(tree.branch_points),
+        len(tree.leaves),
+        models=sorted({row.model for row in tree.entries.values() if row.model}),
+        parent=parent,
+        subagents=subagents,
     )
+
+
+# Subagents (and forks) a session header links to, at most.
+SUBAGENTS_SHOWN = 50
+
+
+def _relatives(
+    index: SessionIndex, session: IndexedSession
+) -> tuple[IndexedSession | None, list[IndexedSession]]:
+    """The session ``session`` is a subagent or fork of, and its own subagents and forks."""
+    parent = None
+    if session.parent_session_id:
+        try:
+            parent = index.find_session(session.parent_session_id)
+        except XcshStoreError:
+            parent = None
+    return parent, index.subagents(session, SUBAGENTS_SHOWN)
 
 
 def _labels(session: IndexedSession, tree: SessionTree) -> dict[str, str]:
@@ -368,8 +487,15 @@ def _entry(
         model=row.model,
         summary=summary,
         blocks=shown,
+        role=_role(value),
         more=max(0, length - start - size),
     )
+
+
+def _role(entry: dict[str, Any]) -> str:
+    message = entry.get("message") if entry.get("type") == "message" else None
+    role = message.get("role") if isinstance(message, dict) else None
+    return role if isinstance(role, str) else ""
 
 
 def _unread(row: IndexedEntry) -> ShownEntry:
@@ -396,7 +522,7 @@ def text_part(blocks: list[Block], start: int, size: int) -> tuple[list[Block], 
         low, high = max(start - position, 0), min(start + size - position, block.length)
         if low < high:
             cut = block.image is None and (low > 0 or high < len(block.text))
-            shown.append(replace(block, text=block.text[low:high]) if cut else block)
+            shown.append(replace(block, text=block.text[low:high], cut=True) if cut else block)
         position += block.length
     return shown, position
 
@@ -410,8 +536,9 @@ def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
     if not isinstance(message, dict):
         return []
     content = message.get("content")
+    text_kind = "output" if message.get("role") in OUTPUT_ROLES else "text"
     if isinstance(content, str):
-        return [Block("text", content)]
+        return [Block(text_kind, content)]
     if not isinstance(content, list):
         return []
     blocks = []
@@ -420,7 +547,7 @@ def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
             continue
         part_type = part.get("type")
         if part_type == "text" and isinstance(part.get("text"), str):
-            blocks.append(Block("text", part["text"]))
+            blocks.append(Block(text_kind, part["text"]))
         elif part_type == "thinking" and isinstance(part.get("thinking"), str):
             blocks.append(Block("thinking", part["thinking"]))
         elif part_type == "toolCall":
@@ -563,19 +690,29 @@ def context_page(
 # -- usage ----------------------------------------------------------------------------------
 
 CHART_WIDTH, CHART_HEIGHT = 760, 180
+# The same chart drawn for a phone (the page shows one or the other by its width): scaled
+# down, the wide one's labels would be too small to read.
+NARROW_WIDTH = 360
 # Room under the bars for their keys.
 LABEL_HEIGHT = 22
+# Chart text is 11px monospace: a character is 0.6em wide; reckoned a little wider, so that
+# labels kept apart by this reckoning are apart on any screen.
+CHAR_WIDTH = 7.0
+LABEL_GAP = 10.0
 
 
 @dataclass
 class Bar:
     key: str
-    value: float
+    value: float | None  # None: no price known for any of its entries
     x: float
     y: float
     width: float
     height: float
-    label: str  # the key under the bar; empty where the bars are too many for every key
+    label: str = ""  # the key shown by the bar; empty where it would crowd its neighbours
+    label_x: float = 0.0
+    anchor: str = "middle"  # the label's text-anchor: the first and last keep inside
+    value_text: str = ""
 
 
 @dataclass
@@ -584,30 +721,117 @@ class Chart:
     metric: str
     bars: list[Bar]
     maximum: float
+    kind: str = "time"  # time: columns over keys in order; ranked: rows, the largest last
+    width: int = CHART_WIDTH
+    height: int = CHART_HEIGHT + LABEL_HEIGHT
+    narrow: Chart | None = None  # the same at NARROW_WIDTH, for a phone
 
 
-def chart(title: str, rows: list[UsageRow], metric: str, by: str = "", limit: int = 60) -> Chart:
-    """An SVG bar chart's geometry: one bar per row (the last ``limit``: index.usage_bars, as
-    the terminal's and usage --html's charts), of ``metric`` (tokens or cost), scaled to the
-    max."""
-    bars = usage_bars(rows[-limit:], by)
-    values = [bar.measure(metric) for bar in bars]
-    maximum = max(values, default=0.0) or 1.0
-    slot = CHART_WIDTH / max(len(bars), 1)
-    return Chart(
-        title,
-        metric,
-        [
+def value_text(value: float | None, metric: str) -> str:
+    if value is None:
+        return "unpriced"
+    return f"${value:,.2f}" if metric == "cost" else count_text(value)
+
+
+def _labelled(bars: list[Bar]) -> None:
+    """Labels for as many bars as fit without two touching: the first and the last always
+    (anchored inside the chart, never clipped), others from the left where they fit."""
+    if not bars:
+        return
+
+    def box(bar: Bar, anchor: str) -> tuple[float, float]:
+        width = len(bar.key) * CHAR_WIDTH
+        centre = bar.x + bar.width / 2
+        if anchor == "start":
+            return bar.x, bar.x + width
+        if anchor == "end":
+            return bar.x + bar.width - width, bar.x + bar.width
+        return centre - width / 2, centre + width / 2
+
+    first, last = bars[0], bars[-1]
+    first_box = box(first, "start")
+    last_box = box(last, "end") if last is not first else first_box
+    chosen = [(first, "start", first_box)]
+    right_end = first_box[1]
+    for bar in bars[1:-1]:
+        left, right = box(bar, "middle")
+        if left >= right_end + LABEL_GAP and right + LABEL_GAP <= last_box[0]:
+            chosen.append((bar, "middle", (left, right)))
+            right_end = right
+    if last is not first and last_box[0] >= first_box[1] + LABEL_GAP:
+        chosen.append((last, "end", last_box))
+    for bar, anchor, (left, right) in chosen:
+        bar.label, bar.anchor = bar.key, anchor
+        bar.label_x = {"start": left, "end": right}.get(anchor, (left + right) / 2)
+
+
+def chart(
+    title: str,
+    rows: list[Any],
+    metric: str,
+    value_of: Callable[[Any], float | None],
+    limit: int = 60,
+    width: int = CHART_WIDTH,
+) -> Chart:
+    """A column chart over keys in order (days, windows): one column per row (the last
+    ``limit``), scaled to the largest; an unpriced row's column is drawn full height in grey
+    (its cost is not known, not zero). Drawn ``width`` wide, with its NARROW_WIDTH twin."""
+    rows = rows[-limit:]
+    values = [value_of(row) for row in rows]
+    maximum = max((value for value in values if value is not None), default=0.0) or 1.0
+    slot = width / max(len(rows), 1)
+    bars = []
+    for number, (row, value) in enumerate(zip(rows, values, strict=True)):
+        height = CHART_HEIGHT if value is None else float(value) / maximum * CHART_HEIGHT
+        bars.append(
             Bar(
-                key=bar.label,
+                key=shorten(str(row.key), 24),
                 value=value,
                 x=number * slot + 1,
-                y=CHART_HEIGHT - value / maximum * CHART_HEIGHT,
+                y=CHART_HEIGHT - height,
                 width=max(slot - 2, 1),
-                height=value / maximum * CHART_HEIGHT,
-                label=bar.label[:24] if len(bars) <= 12 or number in (0, len(bars) - 1) else "",
+                height=height,
+                value_text=value_text(value, metric),
             )
-            for number, (bar, value) in enumerate(zip(bars, values, strict=True))
-        ],
-        maximum,
-    )
+        )
+    _labelled(bars)
+    narrow = None
+    if width > NARROW_WIDTH:
+        narrow = chart(title, rows, metric, value_of, limit, NARROW_WIDTH)
+    return Chart(title, metric, bars, maximum, width=width, narrow=narrow)
+
+
+def ranked_chart(
+    title: str,
+    rows: list[Any],
+    metric: str,
+    value_of: Callable[[Any], float | None],
+    limit: int = 20,
+    name_of: Callable[[str], str] = str,
+) -> Chart:
+    """The largest ``limit`` keys (models, projects), largest first, each a row of the page's
+    list: its name (cut by the page, whole on hover), a bar (``<meter>``: no inline style) and
+    its value (``unpriced`` where no price is known, not a zero)."""
+    ranked = sorted(rows, key=lambda row: -1.0 if value_of(row) is None else value_of(row))
+    ranked = ranked[-limit:][::-1]
+    values = [value_of(row) for row in ranked]
+    maximum = max((value for value in values if value is not None), default=0.0) or 1.0
+    bars = [
+        Bar(
+            key=shorten(name_of("?" if row.key is None else str(row.key))),
+            value=value,
+            x=0,
+            y=0,
+            width=0,
+            height=0,
+            value_text=value_text(value, metric),
+        )
+        for row, value in zip(ranked, values, strict=True)
+    ]
+    return Chart(title, metric, bars, maximum, kind="ranked")
+
+
+def block_row(block: BillingBlock) -> UsageRow:
+    """A billing window as a usage row keyed by its start (UTC, to the minute)."""
+    key = block.start.strftime("%m-%d %H:%M") + (" gap" if block.gap else "")
+    return replace(block.usage, key=key)

@@ -156,10 +156,11 @@ def _nice_step(top: float, ticks: int = 5) -> float:
     return 10 * power
 
 
-def html_chart(rows: Sequence[UsageRow], by: str, title: str) -> str:
+def html_chart(rows: Sequence[UsageRow], by: str, title: str, note: str = "") -> str:
     """A self-contained HTML page: stacked token columns, a cost line, a legend and a table.
 
     No scripts and no external files: it opens from disk, in a mail, or behind a strict CSP.
+    ``note`` (the active billing window's burn rate) is shown under the summary.
     """
     bars = usage_bars(rows, by)
     width, height = 960, 420
@@ -243,6 +244,7 @@ def html_chart(rows: Sequence[UsageRow], by: str, title: str) -> str:
             f"{human_count(total_tokens)} tokens · {money(total_cost)} · {len(bars)} × {by}"
         ),
         legend=legend,
+        note=f'<p class="note">{html.escape(note)}</p>' if note else "",
         width=width,
         height=height,
         svg="".join(parts),
@@ -284,6 +286,7 @@ _PAGE = """<!doctype html>
 <body>
 <h1>{title}</h1>
 <p class="summary">{summary}</p>
+{note}
 <p class="legend">{legend}</p>
 <svg viewBox="0 0 {width} {height}" role="img" aria-label="{title}">{svg}</svg>
 <table>

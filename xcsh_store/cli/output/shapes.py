@@ -19,8 +19,17 @@ from xcsh_store.cli.output.render import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from xcsh_store.format.context import SessionContext
-    from xcsh_store.index import PromptHit, SearchHit, SessionRecord, SkippedLines, UsageRow
+    from xcsh_store.index import (
+        BillingBlock,
+        PromptHit,
+        SearchHit,
+        SessionRecord,
+        SkippedLines,
+        UsageRow,
+    )
 
 
 def session_json(session: SessionRecord) -> dict[str, Any]:
@@ -59,6 +68,29 @@ def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
 
 def usage_json(row: UsageRow) -> dict[str, Any]:
     return row.to_json()
+
+
+def block_json(block: BillingBlock) -> dict[str, Any]:
+    """A billing window (``usage --by block``), its times in UTC ISO."""
+
+    def iso(moment: datetime | None) -> str | None:
+        return None if moment is None else moment.isoformat()
+
+    return {
+        "start": iso(block.start),
+        "end": iso(block.end),
+        "first_request": iso(block.first),
+        "last_request": iso(block.last),
+        "active": block.active,
+        "gap": block.gap,
+        "models": list(block.models),
+        **{key: value for key, value in usage_json(block.usage).items() if key != "keys"},
+        "tokens_per_minute": block.tokens_per_minute,
+        "cost_per_hour": block.cost_per_hour,
+        "remaining_minutes": block.remaining_minutes if block.active else None,
+        "projected_tokens": block.projected_tokens,
+        "projected_cost": block.projected_cost,
+    }
 
 
 def context_json(context: SessionContext) -> dict[str, Any]:

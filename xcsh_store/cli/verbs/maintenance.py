@@ -104,6 +104,8 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "skipped_lines": skipped_json(report.skipped_lines),
         "resync_reason": report.resync_reason,
         "repriced": report.repriced,
+        "text_files_indexed": report.text_files_indexed,
+        "text_pending": report.text_pending,
     }
 
 
@@ -117,6 +119,16 @@ def describe_sync(report: SyncReport) -> list[str]:
     ]
     if report.repriced:
         lines.append("Prices changed: Claude Code and Codex sessions were priced again")
+    if report.text_files_indexed:
+        lines.append(
+            f"Search text added for {plural(report.text_files_indexed, 'file')} (an earlier"
+            " usage-first sync had left it for later)"
+        )
+    if report.text_pending:
+        lines.append(
+            f"Search text: {plural(report.text_pending, 'file')} changed while it was indexed:"
+            " searches miss some of their entries until the next sync"
+        )
     if report.history_mirrored:
         lines.append(f"Prompt history: {plural(report.history_mirrored, 'new prompt')} mirrored")
     if report.history_error:
@@ -172,10 +184,10 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--add-root",
     "add_roots",
     multiple=True,
-    metavar="[claude:|codex:]DIR",
+    metavar="[AGENT:]DIR",
     help="Also index the session files under DIR, now and in every later sync (repeatable);"
-    " claude:DIR or codex:DIR for another agent's files (e.g. a copy from another machine),"
-    " which are only ever read.",
+    f" AGENT:DIR for another agent's files ({', '.join(ROOT_AGENTS)}; e.g. a copy from"
+    " another machine), which are only ever read.",
 )
 @click.option(
     "--remove-root",
@@ -189,9 +201,10 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     "--agent-roots/--no-agent-roots",
     "agent_roots",
     default=None,
-    help="Index the sessions folders of Claude Code, Codex, pi and oh-my-pi (~/.claude/projects,"
-    " ~/.codex/sessions, ~/.pi/agent/sessions, ~/.omp/agent/sessions, or where their variables"
-    " move them) when they exist (the default), or stop (remembered).",
+    help="Index the sessions folders of the other agents (Claude Code, Codex, Gemini CLI, Copilot"
+    " CLI, Qwen Code, Droid, Cursor, pi, oh-my-pi: ~/.claude/projects, ~/.codex/sessions, ...,"
+    " or where their variables move them; docs/agents.md) when they exist (the default), or"
+    " stop (remembered).",
 )
 @click.option(
     "--workers",
@@ -253,7 +266,7 @@ def sync_command(
 
 
 def _agent_root(text: str) -> tuple[str, str | None]:
-    """(folder, agent) of an --add-root value: ``DIR``, ``claude:DIR`` or ``codex:DIR``."""
+    """(folder, agent) of an --add-root value: ``DIR`` or ``AGENT:DIR`` (``claude:DIR``)."""
     agent, separator, rest = text.partition(":")
     if separator and agent in ROOT_AGENTS:
         path, named = os.path.expanduser(rest), agent

@@ -49,13 +49,14 @@ from xcsh_store.cli.output.shapes import (
 )
 from xcsh_store.cli.params import count_type, filter_options
 from xcsh_store.cli.verbs.listing import known_filters, where
-from xcsh_store.errors import SearchQueryError
+from xcsh_store.errors import SearchQueryError, XcshStoreError
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
     SearchQuery,
     SessionFilter,
+    SessionIndex,
     SessionOutline,
     SkippedLines,
     entry_summary,
@@ -63,7 +64,7 @@ from xcsh_store.index import (
     search_role,
     unique_prefixes,
 )
-from xcsh_store.paths import artifacts_dir_for
+from xcsh_store.paths import artifacts_dir_for, get_index_db_path
 
 # --------------------------------------------------------------------------------------------
 # show
@@ -369,6 +370,8 @@ def search_command(
       xcsh-store search -- -draft release notes
     """
     team_only(settings, filters.host is not None, "--host")
+    if settings.db is None:
+        _index_pending_text(settings)
     with open_index(settings, team=True) as index:
         try:
             question = SearchQuery(
@@ -379,6 +382,7 @@ def search_command(
             raise click.UsageError(str(error)) from None
         if not hits:
             known_filters(index, model=model, project=filters.project)
+        pending = index.text_pending() if settings.db is None else 0
         active = [index.on_active_branch(hit) for hit in hits]
         ids = index.unique_id_prefixes(hit.session_id for hit in hits)
         entries = [
@@ -387,6 +391,13 @@ def search_command(
             else None
             for hit in hits
         ]
+    if pending:
+        echo(
+            f"Partial results: the search text of {pending:,} session file"
+            f"{'s' if pending != 1 else ''} is still being indexed (`xcsh-store sync` finishes"
+            " it).",
+            err=True,
+        )
     if as_json:
         emit_json([hit_json(hit, on_branch) for hit, on_branch in zip(hits, active, strict=True)])
         return
@@ -410,6 +421,21 @@ def search_command(
         optional=(4,),
         styles=lambda row, column, text: _hit_style(settings, column, text),
     )
+
+
+def _index_pending_text(settings: Settings) -> None:
+    """The search text a usage-first sync put off, indexed before searching (a sync under way
+    is waited for); when it cannot be, the search says its results are partial."""
+    if not os.path.exists(get_index_db_path(settings.agent_dir)):
+        return
+    with SessionIndex.open(settings.agent_dir, read_only=True) as index:
+        if not index.text_pending():
+            return
+    try:
+        with SessionIndex.open(settings.agent_dir) as index:
+            index.index_pending_text()
+    except (XcshStoreError, OSError) as error:
+        echo(f"The search text could not be indexed now: {error}", err=True)
 
 
 def _hit_style(settings: Settings, column: int, text: str) -> str:

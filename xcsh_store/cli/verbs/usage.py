@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import tzinfo
 from typing import Any
 
@@ -33,10 +34,17 @@ from xcsh_store.cli.output.render import (
     money,
     terminal_width,
 )
-from xcsh_store.cli.output.shapes import cost_text, usage_json
+from xcsh_store.cli.output.shapes import block_json, cost_text, usage_json
 from xcsh_store.cli.output.table import Cut
 from xcsh_store.cli.params import filter_options, timezone_option
-from xcsh_store.index import USAGE_GROUPS, SessionFilter, UsageQuery, UsageRow, usage_total
+from xcsh_store.index import (
+    USAGE_GROUPS,
+    BillingBlock,
+    SessionFilter,
+    UsageQuery,
+    UsageRow,
+    usage_total,
+)
 from xcsh_store.paths import write_private_file
 
 
@@ -116,13 +124,14 @@ def _labels(row: UsageRow) -> list[str]:
 @cli.command("usage")
 @click.option(
     "--by",
-    type=click.Choice([*USAGE_GROUPS, "host"]),
+    type=click.Choice([*USAGE_GROUPS, "host", "block"]),
     multiple=True,
     default=("day",),
     show_default=True,
     help="How to group (days, weeks from Monday, months: in --timezone); repeat it to group"
     " by several: "
-    "--by day --by model.",
+    "--by day --by model. `block`: Claude's 5-hour billing windows, as ccusage's `blocks`,"
+    " with the active window's burn rate and projection.",
 )
 @timezone_option
 @filter_options("since", "until", "agents")
@@ -156,9 +165,10 @@ def usage_command(
     """Tokens and cost per day, week, month, model, provider, project, session or agent.
 
     Each entry counts once, even when forked sessions hold copies of it, and a response Claude
-    Code streamed as several lines once. Claude Code and Codex write no costs: theirs are
-    estimates from list prices (said below the table); a model without a known price adds
-    tokens but no cost, and is counted as unpriced.
+    Code streamed as several lines once. The other agents (Claude Code, Codex, Gemini CLI,
+    Copilot CLI, Qwen Code, ...) write no costs: theirs are estimates from list prices (said
+    below the table); a model without a known price adds tokens but no cost, and is counted as
+    unpriced. --json rows also carry Copilot CLI's premium requests.
 
     \b
     Examples:
@@ -170,6 +180,15 @@ def usage_command(
     """
     groups = list(dict.fromkeys(by))
     team_only(settings, "host" in groups, "--by host")
+    if "block" in groups:
+        if len(groups) > 1:
+            raise click.UsageError("--by block groups alone (billing windows are not keys)")
+        if settings.db is not None:
+            raise click.UsageError("--by block works on index.db, not with --db")
+        with open_index(settings) as index:
+            blocks = index.billing_blocks(filters.since, filters.until, filters.agents)
+        _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
+        return
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
@@ -223,3 +242,83 @@ def usage_command(
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+
+
+def _block_label(block: BillingBlock, zone: tzinfo | None) -> str:
+    start = block.start.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+    return f"{start} (gap)" if block.gap else start
+
+
+def active_block_note(block: BillingBlock, zone: tzinfo | None) -> str:
+    """The active window's burn rate and what it comes to at the window's end."""
+    end = block.end.astimezone(zone).strftime("%H:%M")
+    rate = block.tokens_per_minute
+    cost_rate = block.cost_per_hour
+    parts = [f"Active window until {end} ({block.remaining_minutes:.0f} min left)"]
+    if rate is not None and cost_rate is not None:
+        parts.append(f"burn rate {human_count(rate)} tokens/min, {money(cost_rate)}/h")
+        projected_tokens = block.projected_tokens or 0
+        parts.append(
+            f"projected {human_count(projected_tokens)} tokens,"
+            f" {money(block.projected_cost or 0.0)} by its end"
+        )
+    return "; ".join(parts) + "."
+
+
+def _print_blocks(
+    settings: Settings,
+    blocks: list[BillingBlock],
+    zone: tzinfo | None,
+    chart: bool,
+    metric: str,
+    html_file: str | None,
+    as_json: bool,
+) -> None:
+    """``usage --by block``: the windows as a table (a gap as one line), a chart or a page."""
+    rows = [replace(block.usage, key=_block_label(block, zone)) for block in blocks]
+    active = next((block for block in blocks if block.active), None)
+    note = active_block_note(active, zone) if active is not None else ""
+    if html_file:
+        page = html_chart(rows, "block", "Token usage and cost per 5-hour billing window", note)
+        write_private_file(html_file, page.encode("utf-8"))
+    if as_json:
+        emit_json({"by": "block", "blocks": [block_json(block) for block in blocks]})
+        return
+    if chart:
+        for line in terminal_chart(rows, "block", metric, terminal_width(), settings.color):
+            echo(line)
+    elif blocks:
+        worked = [row for row, block in zip(rows, blocks, strict=True) if not block.gap]
+        print_table(
+            [
+                *(
+                    (row.key, "gap", *[""] * len(NUMBER_HEADERS))
+                    if block.gap
+                    else _row_cells([row.key or "", _block_status(block)], row)
+                    for row, block in zip(rows, blocks, strict=True)
+                ),
+                _row_cells(["total", ""], usage_total(worked)),
+            ],
+            headers=("window start", "status", *NUMBER_HEADERS),
+            right=range(2, 2 + len(NUMBER_HEADERS)),
+            flexible=[0],
+            styles=lambda row, column, text: (
+                settings.style(text, bold=True) if row == len(rows) or
+                (row < len(blocks) and blocks[row].active) else text
+            ),
+        )  # fmt: skip
+    else:
+        echo("No usage recorded in that period.")
+    if note:
+        echo_wrapped(note)
+    totals = usage_total([block.usage for block in blocks if not block.gap])
+    if totals.estimated or totals.unpriced:
+        echo_wrapped(cost_note(totals))
+    if html_file:
+        echo(f"Wrote {html_file}")
+
+
+def _block_status(block: BillingBlock) -> str:
+    if block.gap:
+        return "gap"
+    return "active" if block.active else "done"

@@ -338,7 +338,11 @@ def read_entries(
                 value = parsed[row.part]
                 if reader is not None:
                     value = reader.read(value, SessionFacts(path)).entry
-                if row.id is not None:
+                if row.id is not None and reader is not None:
+                    # Another agent's entry sits where its read of the whole file put it (a
+                    # Gemini record names no parent: its line alone cannot say).
+                    value["id"], value["parentId"] = row.id, row.parent_id
+                elif row.id is not None:
                     # Repaired ids live in the index, not in the file (compatibility:
                     # Deterministic ids for files without them).
                     value.setdefault("id", row.id)

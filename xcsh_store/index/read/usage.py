@@ -7,13 +7,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
-from xcsh_store.index.read.questions import UsageQuery
+from xcsh_store.index.read.questions import SessionFilter, UsageQuery
 from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
 from xcsh_store.times import parse_iso
 
@@ -57,6 +57,8 @@ class UsageRow:
     # agents/pricing.py), and entries of a model without a price (their cost is not in ``cost``).
     estimated: int = 0
     unpriced: int = 0
+    # GitHub Copilot CLI's premium requests (its sessions' shutdown totals).
+    premium_requests: float = 0
 
     @property
     def tokens(self) -> int:
@@ -86,6 +88,7 @@ class UsageRow:
             "cost": self.cost,
             "estimated_cost_entries": self.estimated,
             "unpriced_entries": self.unpriced,
+            "premium_requests": self.premium_requests,
         }
 
 
@@ -102,6 +105,7 @@ def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
         cost=sum(costs) if costs or not rows else None,
         estimated=sum(row.estimated for row in rows),
         unpriced=sum(row.unpriced for row in rows),
+        premium_requests=sum(row.premium_requests for row in rows),
     )
 
 
@@ -119,7 +123,8 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
         f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
         " sum(cache_read_tokens), sum(cache_write_tokens),"
         " CASE WHEN count(*) > sum(cost IS NULL) THEN total(cost) END,"
-        f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL)"
+        f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL),"
+        " total(premium_requests)"
         f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
         arguments,
     )
@@ -129,7 +134,7 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
 def usage_row(row: Sequence[Any], width: int) -> UsageRow:
     """A row of a usage query of either index: ``width`` keys, then the entries, the four
     token sums, the cost (None: no entry has a price), the estimated and the unpriced
-    entries."""
+    entries, and the premium requests (the team index keeps none: absent there)."""
     return UsageRow(
         joined_key(row[:width]),
         *(int(value or 0) for value in row[width : width + 5]),
@@ -137,6 +142,7 @@ def usage_row(row: Sequence[Any], width: int) -> UsageRow:
         keys=tuple(row[:width]),
         estimated=int(row[width + 6] or 0),
         unpriced=int(row[width + 7] or 0),
+        premium_requests=row[width + 8] or 0 if len(row) > width + 8 else 0,
     )
 
 
@@ -278,3 +284,138 @@ def duplicate_sessions(connection: apsw.Connection) -> list[DuplicateSession]:
         if copies and kept:
             found.append(DuplicateSession(session_id, kept[0][1], copies, kept[0][3]))
     return found
+
+
+# -- billing windows ------------------------------------------------------------------------
+
+# Claude's usage limits count in windows of five hours from the first request of a window.
+BLOCK_HOURS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class BillingBlock:
+    """One billing window, as ccusage's ``blocks`` finds them: it starts at its first
+    request's hour (UTC) and lasts BLOCK_HOURS; a request past its end, or more than
+    BLOCK_HOURS after the one before, starts the next. ``gap`` blocks stand for the idle time
+    between two windows more than BLOCK_HOURS apart (no requests)."""
+
+    start: datetime
+    end: datetime
+    first: datetime | None  # the first and last requests in it (None for a gap)
+    last: datetime | None
+    active: bool  # its end is still to come, and its last request less than BLOCK_HOURS ago
+    gap: bool
+    usage: UsageRow  # its sums, keyed by its start (UTC ISO, to the minute)
+    models: tuple[str, ...] = ()
+    now: datetime | None = None  # the time ``active`` and the projection are measured at
+
+    @property
+    def minutes(self) -> float:
+        """Minutes from its first request to its last (ccusage's burn-rate span)."""
+        if self.first is None or self.last is None:
+            return 0.0
+        return (self.last - self.first).total_seconds() / 60
+
+    @property
+    def tokens_per_minute(self) -> float | None:
+        """Every token of its requests per minute of activity (None: a single moment)."""
+        return self.usage.tokens / self.minutes if self.minutes > 0 else None
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        if self.minutes <= 0:
+            return None
+        return (self.usage.cost or 0.0) / self.minutes * 60
+
+    @property
+    def remaining_minutes(self) -> float:
+        """Minutes left until its end (0 when it is not active)."""
+        if not self.active or self.now is None:
+            return 0.0
+        return max(0.0, (self.end - self.now).total_seconds() / 60)
+
+    @property
+    def projected_tokens(self) -> int | None:
+        """Its tokens at its end if requests go on at its burn rate (active windows only)."""
+        rate = self.tokens_per_minute
+        if not self.active or rate is None:
+            return None
+        return round(self.usage.tokens + rate * self.remaining_minutes)
+
+    @property
+    def projected_cost(self) -> float | None:
+        rate = self.cost_per_hour
+        if not self.active or rate is None:
+            return None
+        return (self.usage.cost or 0.0) + rate / 60 * self.remaining_minutes
+
+
+def billing_blocks(
+    connection: apsw.Connection,
+    since: datetime | str | None,
+    until: datetime | str | None,
+    agents: Collection[str] | None = None,
+    now: datetime | None = None,
+    hours: int = BLOCK_HOURS,
+) -> list[BillingBlock]:
+    """The billing windows of the requests (since ``since``, before ``until``, of ``agents``),
+    oldest first, with a gap block between two windows more than ``hours`` apart; ``now``
+    (default: the clock) decides which window is active."""
+    now = now or datetime.now(UTC)
+    length = timedelta(hours=hours)
+    filters = SessionFilter(agents=tuple(agents or ()), since=since, until=until)
+    conditions, arguments = filter_sql(filters, USAGE_FILTER)
+    conditions.append("timestamp IS NOT NULL")
+    rows = connection.execute(
+        "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+        f" cost, agent IN ({_ESTIMATED}) AND cost IS NOT NULL,"
+        " coalesce(provider || '/', '') || coalesce(model, '?')"
+        f" FROM usage_entries WHERE {' AND '.join(conditions)}",
+        arguments,
+    ).fetchall()
+    requests = sorted((moment, row) for row in rows if (moment := parse_iso(row[0])) is not None)
+    blocks: list[BillingBlock] = []
+    window: list[tuple[datetime, tuple[Any, ...]]] = []
+    for moment, row in requests:
+        if window and (moment - _hour_of(window[0][0]) > length or moment - window[-1][0] > length):
+            blocks.append(_block(window, length, now))
+            if moment - window[-1][0] > length:
+                blocks.append(_gap(window[-1][0] + length, moment, now))
+            window = []
+        window.append((moment, row))
+    if window:
+        blocks.append(_block(window, length, now))
+    return blocks
+
+
+def _block(
+    window: list[tuple[datetime, tuple[Any, ...]]], length: timedelta, now: datetime
+) -> BillingBlock:
+    start = _hour_of(window[0][0])
+    end = start + length
+    first, last = window[0][0], window[-1][0]
+    costs = [row[5] for _moment, row in window if row[5] is not None]
+    usage = UsageRow(
+        key=start.strftime("%Y-%m-%dT%H:%MZ"),
+        entries=len(window),
+        input_tokens=sum(row[1] or 0 for _moment, row in window),
+        output_tokens=sum(row[2] or 0 for _moment, row in window),
+        cache_read_tokens=sum(row[3] or 0 for _moment, row in window),
+        cache_write_tokens=sum(row[4] or 0 for _moment, row in window),
+        cost=sum(costs) if costs else None,
+        estimated=sum(1 for _moment, row in window if row[6]),
+        unpriced=len(window) - len(costs),
+    )
+    active = now - last < length and now < end
+    models = tuple(dict.fromkeys(row[7] for _moment, row in window))
+    return BillingBlock(start, end, first, last, active, False, usage, models, now)
+
+
+def _hour_of(moment: datetime) -> datetime:
+    """The start of the UTC hour of ``moment`` (a zone's offset may not be whole hours)."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _gap(start: datetime, end: datetime, now: datetime) -> BillingBlock:
+    empty = UsageRow(start.strftime("%Y-%m-%dT%H:%MZ"), 0, 0, 0, 0, 0, None)
+    return BillingBlock(start, end, None, None, False, True, empty, (), now)

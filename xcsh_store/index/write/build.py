@@ -283,8 +283,11 @@ def read_from_start(
     chunk_values: int = CHUNK_VALUES,
     chunk_bytes: int = CHUNK_BYTES,
     first_key: int = 0,
+    *,
+    with_text: bool = True,
 ) -> None:
-    """Read a whole file (its rows in the index, if any, are about to go)."""
+    """Read a whole file (its rows in the index, if any, are about to go); without search
+    text when not ``with_text`` (text_later.py adds it afterwards)."""
     tally = ReadTally()
     records: Iterator[_Record] = complete_records(stream, 0, tally)
     leading, header = _read_until_header(records)
@@ -302,6 +305,7 @@ def read_from_start(
     else:
         records = itertools.chain(leading, records)
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, chunk_values, chunk_bytes)
+    builder.with_text = with_text
     builder.add_records(records, tally)
 
 
@@ -379,6 +383,8 @@ class RowBuilder:
         self.turn_parents: list[str | None] = []
         self.earlier_turns_read = indexed is None
         self.resumed_after = state.last_id
+        # False: the chunks carry no search text (a usage-first read, text_later.py).
+        self.with_text = True
 
     def add_records(self, records: Iterable[_Record], tally: ReadTally) -> None:
         state = self.state
@@ -447,7 +453,7 @@ class RowBuilder:
             is_header_record = True  # (compatibility: A second header is an opaque record)
         elif not state.legacy:
             self._repair_links(value, seq)
-        facts = EntryFacts(value, is_header_record)
+        facts = EntryFacts(value, is_header_record, self.with_text)
         if not is_header_record:
             inherited = self.defaults.add(facts, value)
             if inherited is not None:
@@ -476,7 +482,7 @@ class RowBuilder:
         assert self.reader is not None and state.session is not None
         found = self.reader.read(value, state.session)
         entry = found.entry
-        if not self.reader.has_ids:
+        if not self.reader.has_ids or found.chained:
             entry["id"] = agent_entry_id(state.path, seq)
             if found.rewind_turns is not None:
                 state.last_id = self._rewound(found.rewind_turns)
@@ -485,7 +491,7 @@ class RowBuilder:
             message = entry.get("message")
             if type(message) is dict and message.get("role") == "user":
                 self.turn_parents.append(entry["parentId"])
-        facts = EntryFacts(entry, False)
+        facts = EntryFacts(entry, False, self.with_text)
         facts.custom_type = facts.custom_type or found.qualifier
         if found.model is not None:
             facts.model, facts.provider = found.model, found.provider
@@ -567,7 +573,7 @@ class RowBuilder:
                 state.chained = False
                 self._forget(previous)
             self.batch_ids[entry_id] = len(entry_rows) - 1
-        if facts.text:
+        if facts.text and self.with_text:
             self.text_rows.append((key, facts.text))
         return key
 

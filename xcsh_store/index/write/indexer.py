@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import XCSH_AGENTS, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS, AgentReader, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -160,11 +160,20 @@ class FileIndexer:
     """Indexes files within the current batch (the caller commits the batch); commits always
     end on a line boundary."""
 
-    def __init__(self, connection: apsw.Connection, keys: KeyCounter, report: SyncReport) -> None:
+    def __init__(
+        self,
+        connection: apsw.Connection,
+        keys: KeyCounter,
+        report: SyncReport,
+        with_text: bool = True,
+    ) -> None:
         self.connection = connection
         self.keys = keys
         self.report = report
         self.batch = WriteBatch(connection)
+        # False: files read whole get no search rows yet, and are marked text_pending
+        # (text_later.py); appends always get theirs.
+        self.with_text = with_text
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Read one file here and index it: from where the last read stopped when it only
@@ -178,8 +187,9 @@ class FileIndexer:
             try:
                 if resume is None:
                     read_from_start(
-                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key
-                    )
+                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key,
+                        with_text=self.with_text,
+                    )  # fmt: skip
                 else:
                     assert known is not None
                     state = _resumed_state(self.connection, known, seen.path, *resume)
@@ -265,6 +275,8 @@ class FileWrite:
         self.chains_written = fresh or (known is not None and known.chained)
         self.statements: tuple[str, str, str] = ("", "", "")
         self.offset = 0
+        # A whole read without search text leaves the file's text pending (text_later.py).
+        self.text_pending = fresh and not indexer.with_text
 
     def apply(self, chunk: Chunk) -> bool:
         """Write one chunk; True when it replaced rows of earlier reads (found in the index)."""
@@ -456,12 +468,12 @@ class FileWrite:
             " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
             " legacy = ?, chained = ?, root = ?, project_dir = ?, lines = ?, skipped_count = ?,"
-            " skipped_lines = ?, agent = ? WHERE id = ?",
+            " skipped_lines = ?, agent = ?, text_pending = iif(?, ?, text_pending) WHERE id = ?",
             (
                 size, seen.mtime_ns, seen.inode, seen.ctime_ns, indexed_bytes, head_hash,
                 tail_hash, status, iso_now(), next_seq, last_id, legacy, int(chained),
                 seen.root, seen.project_dir, lines, skipped_count, skipped_lines, agent,
-                self.file_id,
+                int(self.fresh), int(self.text_pending), self.file_id,
             ),
         )  # fmt: skip
 
@@ -560,9 +572,10 @@ def _resumed_state(
         ids=synthetic_ids_for(path),
         chained=known.chained,
     )
-    if reader_named(known.agent) is not None:
+    reader = reader_named(known.agent)
+    if reader is not None:
         state.agent = known.agent
-        state.session = _session_facts(connection, known.id, path)
+        state.session = _session_facts(connection, known.id, path, reader)
         state.session_written = True
     else:
         state.family_agent = known.agent
@@ -586,7 +599,9 @@ def _resumed_state(
     return state
 
 
-def _session_facts(connection: apsw.Connection, file_id: int, path: str) -> SessionFacts:
+def _session_facts(
+    connection: apsw.Connection, file_id: int, path: str, reader: AgentReader
+) -> SessionFacts:
     """What an earlier read of another agent's file learnt of its session, as the index holds
     it (the reader carries on from there)."""
     facts = SessionFacts(path)
@@ -600,6 +615,20 @@ def _session_facts(connection: apsw.Connection, file_id: int, path: str) -> Sess
          facts.parent_session_id) = found[0]  # fmt: skip
         if facts.parent_session_id is not None and facts.created_at is not None:
             facts.replay_second = facts.created_at[:19]
+    if reader.remembers_parents:
+        facts.parents = dict(
+            connection.execute(
+                "SELECT id, parent_id FROM entries WHERE session = ? AND id IS NOT NULL"
+                " ORDER BY seq",
+                (file_id,),
+            ).fetchall()
+        )
+        # The entry the next record continues from: the newest that none continues from yet
+        # (the last entry may be an earlier one written again, which keeps its place).
+        continued = set(facts.parents.values())
+        facts.leaf = next(
+            (entry_id for entry_id in reversed(facts.parents) if entry_id not in continued), None
+        )
     model = connection.execute(
         "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
         " ORDER BY seq DESC LIMIT 1",

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from xcsh_store.agents.pricing import fixed_prices
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
@@ -93,7 +94,7 @@ def shares(sizes: list[tuple[int, int]], workers: int) -> list[list[int]]:
 class Workers:
     """Worker processes reading files whole, each its own list in file order."""
 
-    def __init__(self, tasks: list[list[tuple[int, str]]]) -> None:
+    def __init__(self, tasks: list[list[tuple[int, str]]], with_text: bool = True) -> None:
         # The folder that holds the package, importable however this process found it: as many
         # folders up from this file as its module name has dots (xcsh_store/index/write/...).
         package_parent = str(Path(__file__).resolve().parents[__name__.count(".")])
@@ -115,7 +116,7 @@ class Workers:
                     )
                 )
             # The sizes go with the tasks: they are this module's, as the writer sees it.
-            settings = (WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES)
+            settings = (WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES, with_text)
             for process, share in zip(self.processes, tasks, strict=True):
                 assert process.stdin is not None
                 process.stdin.write(marshal.dumps((settings, share)))
@@ -243,19 +244,23 @@ def worker_main() -> None:
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     try:
-        (chunk_values, chunk_bytes, outbox_bytes), tasks = marshal.loads(sys.stdin.buffer.read())
+        settings, tasks = marshal.loads(sys.stdin.buffer.read())
     except (EOFError, ValueError):
         return  # the writer died before it handed out the files
+    chunk_values, chunk_bytes, outbox_bytes, with_text = settings
     outbox = _Outbox(channel, outbox_bytes)
     try:
-        for position, path in tasks:
-            _read(position, path, outbox, chunk_values, chunk_bytes)
+        with fixed_prices():  # every line priced with one table (see fixed_prices)
+            for position, path in tasks:
+                _read(position, path, outbox, chunk_values, chunk_bytes, with_text)
     except BaseException:
         outbox.put(("crashed", None, traceback.format_exc()))
     outbox.close()
 
 
-def _read(position: int, path: str, outbox: _Outbox, chunk_values: int, chunk_bytes: int) -> None:
+def _read(
+    position: int, path: str, outbox: _Outbox, chunk_values: int, chunk_bytes: int, with_text: bool
+) -> None:
     def emit(chunk: Chunk) -> bool:
         outbox.put(("chunk", position, tuple(chunk)))
         return False
@@ -265,6 +270,9 @@ def _read(position: int, path: str, outbox: _Outbox, chunk_values: int, chunk_by
             info = os.fstat(stream.fileno())
             stat = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
             outbox.put(("opened", position, stat))
-            read_from_start(stream, path, info.st_mtime_ns, emit, chunk_values, chunk_bytes)
+            read_from_start(
+                stream, path, info.st_mtime_ns, emit, chunk_values, chunk_bytes,
+                with_text=with_text,
+            )  # fmt: skip
     except OSError as error:
         outbox.put(("failed", position, (error.errno, error.strerror or str(error))))

@@ -115,7 +115,9 @@ class EntryFacts:
         "usage",
     )
 
-    def __init__(self, value: dict[str, Any], is_header_record: bool) -> None:
+    def __init__(
+        self, value: dict[str, Any], is_header_record: bool, with_text: bool = True
+    ) -> None:
         kind = value.get("type")
         self.type = kind if isinstance(kind, str) else None
         entry_id = value.get("id")
@@ -128,16 +130,17 @@ class EntryFacts:
         self.role = self.provider = self.model = self.tool_name = self.custom_type = None
         self.usage: tuple[int | float, ...] | None = None
         self.prompt_hash: str | None = None
-        self.text = _describe(self, value, kind)
+        self.text = _describe(self, value, kind, with_text)
         if len(self.text) > ENTRY_TEXT_CAP:
             self.text = self.text[:ENTRY_TEXT_CAP]
 
 
-def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
-    """Fill the type-specific columns and return the searchable text."""
+def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any, with_text: bool) -> str:
+    """Fill the type-specific columns and return the searchable text (without ``with_text``,
+    only a user message's, which its prompt hash needs: the rest waits, text_later.py)."""
     if kind == "message":
         message = value.get("message")
-        return _describe_message(facts, message) if type(message) is dict else ""
+        return _describe_message(facts, message, with_text) if type(message) is dict else ""
     if kind in ("custom", "custom_message"):
         custom_type = value.get("customType")
         facts.custom_type = custom_type if isinstance(custom_type, str) else None
@@ -168,7 +171,7 @@ def _describe(facts: EntryFacts, value: dict[str, Any], kind: Any) -> str:
     return ""
 
 
-def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
+def _describe_message(facts: EntryFacts, message: dict[str, Any], with_text: bool) -> str:
     role = message.get("role")
     facts.role = role if isinstance(role, str) else None
     # What counts as usage is message_usage's rule alone; the usage_entries view sums these.
@@ -182,10 +185,12 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any]) -> str:
         provider, model = message.get("provider"), message.get("model")
         facts.provider = provider if isinstance(provider, str) else None
         facts.model = model if isinstance(model, str) else None
-        return _assistant_text(message.get("content"))
+        return _assistant_text(message.get("content")) if with_text else ""
     if role == "toolResult":
         tool_name = message.get("toolName")
         facts.tool_name = tool_name if isinstance(tool_name, str) else None
+        if not with_text:
+            return ""
         texts = _text_blocks(message.get("content"), cap=TOOL_RESULT_TEXT_CAP)
         return (facts.tool_name or "") + "\n" + "\n".join(texts)[:TOOL_RESULT_TEXT_CAP]
     if role in ("bashExecution", "pythonExecution"):

@@ -72,6 +72,10 @@ class SyncReport:
     # Whether the prices changed since the index was priced, so Claude Code's and Codex's
     # files were read again (index/write/prices.py).
     repriced: bool = False
+    # Files whose search text is still to come (a usage-first sync put it off: searches are
+    # partial until a sync adds it), and the files whose search text this sync added.
+    text_pending: int = 0
+    text_files_indexed: int = 0
 
     @property
     def complete(self) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Set
 
 import apsw
 
+from xcsh_store.agents.pricing import fixed_prices
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.db import transaction
@@ -46,6 +47,9 @@ log = logging.getLogger("xcsh_store")
 # once per checkpoint) and synced files 11 times instead of 41. The log grows to about 64 MB
 # meanwhile; the next commit after the sync checkpoints it at the usual size again.
 SYNC_CHECKPOINT_PAGES = 16_384
+# A sync that may put search text off (text=False) does so only with at least this much to read
+# whole: below, the text costs too little to leave searches partial for (a new session or two).
+TEXT_LATER_MIN_BYTES = 32 << 20
 
 
 def sync_files(
@@ -57,8 +61,12 @@ def sync_files(
     workers: int | None = None,
     *,
     read_only_roots: Set[str] = frozenset(),
+    text: bool = True,
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
+
+    ``text`` false: when there is much to read whole (a first sync), usage first: those files
+    get every row but their search rows, which text_later.py adds afterwards.
 
     ``read_only_roots`` hold other agents' files: nothing there is ever removed (the stale
     temp files of xcsh's rewrites are looked for only in the other roots).
@@ -110,6 +118,8 @@ def sync_files(
     # matches of a very common query by walking rowids downwards.
     todo.sort(key=lambda pair: pair[0].mtime_ns)
     indexer = FileIndexer(connection, pk_counter(connection), report)
+    if not text:
+        indexer.with_text = _whole_bytes(todo, full) < TEXT_LATER_MIN_BYTES
     _index_files(indexer, todo, full, progress, default_workers() if workers is None else workers)
 
     # Files found under a root that is no longer registered go too.
@@ -142,7 +152,7 @@ def _index_files(
     Files to read whole go to worker processes when there are enough of them to pay for
     starting those; the rest (appends, mostly) need the index, and are read here, in turn.
     """
-    pool, owners = _start_workers(todo, full, workers)
+    pool, owners = _start_workers(todo, full, workers, indexer.with_text)
     report, batch = indexer.report, indexer.batch
     total = sum(item.size for item, _row in todo)
     done = 0
@@ -178,21 +188,32 @@ def _index_files(
         progress(total, total, "")
 
 
-def _start_workers(
-    todo: list[tuple[SeenFile, KnownFile | None]], full: bool, workers: int
-) -> tuple[Workers | None, dict[int, int]]:
-    """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
-    which of them reads each (by position in ``todo``)."""
-    whole = [
+def _whole_reads(
+    todo: list[tuple[SeenFile, KnownFile | None]], full: bool
+) -> list[tuple[int, int]]:
+    """(position in ``todo``, bytes) of the files to read whole."""
+    return [
         (position, item.size)
         for position, (item, row) in enumerate(todo)
         if full or row is None or not may_resume(row, item.size)
     ]
+
+
+def _whole_bytes(todo: list[tuple[SeenFile, KnownFile | None]], full: bool) -> int:
+    return sum(size for _position, size in _whole_reads(todo, full))
+
+
+def _start_workers(
+    todo: list[tuple[SeenFile, KnownFile | None]], full: bool, workers: int, with_text: bool
+) -> tuple[Workers | None, dict[int, int]]:
+    """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
+    which of them reads each (by position in ``todo``)."""
+    whole = _whole_reads(todo, full)
     if workers < 2 or sum(size for _position, size in whole) < pipeline.PARALLEL_MIN_BYTES:
         return None, {}
     plan = shares(whole, min(workers, len(whole)))
     try:
-        pool = Workers([[(at, todo[at][0].path) for at in share] for share in plan])
+        pool = Workers([[(at, todo[at][0].path) for at in share] for share in plan], with_text)
     except OSError as error:
         # (No process left to start, no memory for one.) Slower, but a sync all the same.
         log.warning("could not start sync workers (%s): reading in this process", error)
@@ -203,8 +224,12 @@ def _start_workers(
 @contextlib.contextmanager
 def bulk_writing(connection: apsw.Connection) -> Iterator[None]:
     """How the writer of a sync runs while it writes rows: fewer checkpoints of the
-    write-ahead log, fewer cycle collections."""
-    with _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES), _few_collections():
+    write-ahead log, fewer cycle collections, one price table for every line it reads."""
+    with (
+        _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES),
+        _few_collections(),
+        fixed_prices(),
+    ):
         yield
 
 

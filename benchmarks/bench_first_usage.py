@@ -1,0 +1,200 @@
+"""The first ``usage`` on a machine never indexed, beside ccusage, on a Claude Code home made of
+the real fixture files (benchmarks/claude_tree.py), in one run (issue 28, item 4):
+
+    python -m benchmarks.bench_first_usage [--size 326MB] [--rounds 3]
+        [--cache ~/.cache/xcsh-store-bench/ccusage]
+
+Each round, in turns (the machine's load falls on both alike): ccusage 20.0.24 (npm, as
+compare_ccusage.py installs it) ``claude daily --offline --json``; then, each a fresh process
+on a fresh agent dir with $HOME the tree's, xcsh-store's first ``usage`` (open, usage-first
+sync ``sync(text=False)``, usage by day: what ``usage`` does on a machine never indexed), the
+same with the search text too (``sync()``, for comparison), the text pass that completes the
+first (``index_pending_text``), and ``usage`` after one entry appended to the largest session
+with the index warm (open, sync, usage). Wall times of whole processes, interpreter start
+included; medians over the rounds, ratios against ccusage's median in the same run.
+
+Token totals: ours (by day) against ccusage's ``claude daily`` and ``claude session`` totals
+(input, output, cache read, cache write).
+
+Targets: the first usage at most 1.0x ccusage, usage after an append at most 0.3x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.claude_tree import claude_home, tree_bytes
+from benchmarks.compare_ccusage import install_ccusage
+from benchmarks.harness import compare, print_table
+from benchmarks.index_common import WORK_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The child's steps: argv[1] the step, argv[2] the agent dir.
+_CHILD = """
+import json, sys
+from xcsh_store.index import SessionIndex
+
+step, agent_dir = sys.argv[1], sys.argv[2]
+with SessionIndex.open(agent_dir) as index:
+    if step == "text":
+        report = index.index_pending_text()
+        print(json.dumps({"text_files": report}))
+        raise SystemExit
+    report = index.sync(text=step == "full")
+    rows = index.usage(by="day")
+    totals = [sum(getattr(row, name) for row in rows) for name in
+              ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")]
+    print(json.dumps({"totals": totals, "text_pending": report.text_pending}))
+"""
+
+
+def _environment(home: Path) -> dict[str, str]:
+    """$HOME the tree's; bytecode cached as on a user's machine (a shell that turns the cache
+    off would have every process, and every sync worker, compile the package again)."""
+    environment = dict(os.environ)
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    return {
+        **environment,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "XDG_CONFIG_HOME": str(WORK_DIR / "first-usage-config"),
+        "XDG_DATA_HOME": str(WORK_DIR / "first-usage-data"),
+        "CODEX_HOME": str(WORK_DIR / "no-codex"),
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def timed(argv: list[str], environment: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=environment, capture_output=True, text=True, check=True)
+    return time.perf_counter() - started, done.stdout
+
+
+def ours(step: str, agent_dir: Path, environment: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    seconds, output = timed([sys.executable, "-c", _CHILD, step, str(agent_dir)], environment)
+    return seconds, json.loads(output)
+
+
+def ccusage_totals(report: dict[str, Any]) -> list[int]:
+    totals = report["totals"]
+    return [
+        totals["inputTokens"],
+        totals["outputTokens"],
+        totals["cacheReadTokens"],
+        totals["cacheCreationTokens"],
+    ]
+
+
+def largest_session(home: Path) -> Path:
+    return max((home / ".claude" / "projects").rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+
+
+def append_entry(path: Path, serial: int) -> None:
+    """One more assistant line, a copy of the file's last one with usage, under a new id."""
+    lines = path.read_bytes().splitlines()
+    last = next(json.loads(line) for line in reversed(lines) if b'"usage"' in line)
+    last["uuid"] = f"00000000-0000-4000-8000-{serial:012d}"
+    last["message"]["id"] = f"msg_appended_{serial}"
+    last["requestId"] = f"req_appended_{serial}"
+    with path.open("ab") as stream:
+        stream.write(json.dumps(last, separators=(",", ":")).encode() + b"\n")
+
+
+def measure(size: str, rounds: int, cache: Path) -> dict[str, Any]:
+    """Every step, ``rounds`` times in turns, on the Claude Code home of ``size``: the times of
+    each run (s), their medians and the token totals of each tool."""
+    binary = install_ccusage(cache)
+    source = claude_home(size)
+    # A copy, since the rounds append to it.
+    home = WORK_DIR / f"first-usage-home-{size.lower()}"
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(source, home)
+    environment = _environment(home)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "xcsh_store")], check=True)
+    agent_dir = WORK_DIR / f"first-usage-agent-{size.lower()}"
+    times: dict[str, list[float]] = {}
+    totals: dict[str, list[int]] = {}
+    ccusage = [str(binary), "claude", "daily", "--offline", "--json"]
+    try:
+        for round_number in range(rounds):
+            seconds, output = timed(ccusage, environment)
+            times.setdefault("ccusage", []).append(seconds)
+            totals.setdefault("ccusage daily, first round", ccusage_totals(json.loads(output)))
+            for step in ("full", "usage"):
+                shutil.rmtree(agent_dir, ignore_errors=True)
+                seconds, found = ours(step, agent_dir, environment)
+                times.setdefault(step, []).append(seconds)
+                totals.setdefault(f"{step}, first round", found["totals"])
+            seconds, _found = ours("text", agent_dir, environment)
+            times.setdefault("text", []).append(seconds)
+            append_entry(largest_session(home), round_number)
+            seconds, found = ours("usage", agent_dir, environment)
+            times.setdefault("append", []).append(seconds)
+            totals["usage, after the appends"] = found["totals"]
+            # ccusage after the append: the same tree for both.
+            seconds, output = timed(ccusage, environment)
+            times["ccusage"].append(seconds)
+            totals["ccusage daily, after the appends"] = ccusage_totals(json.loads(output))
+        session_report = subprocess.run(
+            [str(binary), "claude", "session", "--offline", "--json"],
+            env=environment, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        totals["ccusage session, after the appends"] = ccusage_totals(
+            json.loads(session_report.stdout)
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(agent_dir, ignore_errors=True)
+    return {
+        "bytes": tree_bytes(source),
+        "times": times,
+        "median": {step: statistics.median(values) for step, values in times.items()},
+        "totals": totals,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="326MB")
+    parser.add_argument("--rounds", type=int, default=3)
+    default_cache = Path.home() / ".cache" / "xcsh-store-bench" / "ccusage"
+    parser.add_argument("--cache", type=Path, default=default_cache)
+    options = parser.parse_args()
+    figures = measure(options.size, options.rounds, options.cache)
+    median = figures["median"]
+    megabytes = figures["bytes"] / 1e6
+    rows = [
+        compare(
+            f"first usage, usage first ({megabytes:.0f} MB, fresh index)",
+            median["usage"], median["ccusage"], min_ratio=1.0,
+        ),
+        compare("first usage with search text (a full sync)", median["full"], median["ccusage"]),
+        compare("the text pass that completes it", median["text"], median["ccusage"]),
+        compare(
+            "usage after one appended entry, index warm", median["append"], median["ccusage"],
+            min_ratio=1 / 0.3,
+        ),
+    ]  # fmt: skip
+    print_table(rows, title=f"First usage beside ccusage claude daily (median of {options.rounds})")
+    print("\nAll times (s):")
+    for step, values in figures["times"].items():
+        print(f"  {step}: {', '.join(f'{value:.2f}' for value in values)}")
+    print("\nToken totals (input, output, cache read, cache write):")
+    for label, values in figures["totals"].items():
+        print(f"  {label}: {', '.join(f'{value:,}' for value in values)}")
+
+
+if __name__ == "__main__":
+    main()

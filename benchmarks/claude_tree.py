@@ -1,0 +1,89 @@
+"""A Claude Code home of a given size made from the real fixture files: each fixture copied again
+and again into ``<home>/.claude/projects/<project>/<session id>.jsonl``, every copy a session of
+its own (its UUIDs, message ids and request ids replaced by ones of the copy, so that neither
+ccusage nor xcsh-store takes two copies for one response), its bytes otherwise those of the
+real file. Cached under ``$XCSH_BENCH_DATA`` (default ``benchmarks/.data``) and reused.
+
+    python benchmarks/claude_tree.py --size 326MB
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.corpus import DATA_DIR, parse_size
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claude"
+# Bump when the bytes written change, so that an older cached tree is built again.
+TREE_VERSION = 1
+_IDS = re.compile(
+    rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?:msg|req)_[0-9A-Za-z]+"
+)
+
+
+def _renamed(data: bytes, copy: int) -> tuple[bytes, str]:
+    """The file's bytes with every id replaced by one of this copy; the copy's session id."""
+    mapping: dict[bytes, bytes] = {}
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        found = match.group(0)
+        new = mapping.get(found)
+        if new is None:
+            if found[:4] in (b"msg_", b"req_"):
+                new = found + b"c%d" % copy
+            else:
+                new = str(uuid.uuid5(uuid.NAMESPACE_OID, f"{copy}:{found.decode()}")).encode()
+            mapping[found] = new
+        return new
+
+    renamed = _IDS.sub(replace, data)
+    return renamed, str(uuid.uuid5(uuid.NAMESPACE_OID, f"session:{copy}"))
+
+
+def claude_home(size: str) -> Path:
+    """A home folder whose ``.claude/projects`` holds about ``size`` bytes of sessions."""
+    base = Path(os.environ.get("XCSH_BENCH_DATA", DATA_DIR))
+    home = base / f"claude-home-{size.lower()}-v{TREE_VERSION}"
+    done = home / ".complete"
+    if done.exists():
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    target = parse_size(size)
+    sources = sorted(path.read_bytes() for path in FIXTURES.glob("*.jsonl"))
+    written = 0
+    copy = 0
+    while written < target:
+        for data in sources:
+            renamed, session_id = _renamed(data, copy)
+            project = home / ".claude" / "projects" / f"-work-project-{copy % 40}"
+            project.mkdir(parents=True, exist_ok=True)
+            (project / f"{session_id}.jsonl").write_bytes(renamed)
+            written += len(renamed)
+            copy += 1
+            if written >= target:
+                break
+    done.write_text(f"{written}\n")
+    return home
+
+
+def tree_bytes(home: Path) -> int:
+    return int((home / ".complete").read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="326MB")
+    home = claude_home(parser.parse_args().size)
+    print(home, tree_bytes(home))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""Gemini CLI chats in JSONL (``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl``,
+``GEMINI_CLI_HOME`` replacing the home folder; a subagent's chat is
+``chats/<parent session id>/<session id>.jsonl``). The older whole-document ``.json`` chats are
+not read here.
+
+* Line 1 is the session's metadata (``sessionId``, ``projectHash``, ``startTime``,
+  ``lastUpdated``, ``kind``, ``summary``, ``directories``); records without ``type`` that say
+  ``$set`` update it (``summary`` titles the session).
+* Message records (``id``, ``timestamp``, ``type`` ``user``/``gemini``/``info``/``error``/
+  ``warning``, ``content`` as a string or genai parts) name no parent: each continues from the
+  one before. A record whose id was seen before replaces that one (the index keeps the later
+  line) and keeps its place in the tree.
+* ``{"$rewindTo": id}`` drops that message and every later one: what follows branches from the
+  message's parent. The rewind is an entry of its own (``$rewindTo:<id>:<n>``, ``n`` the count
+  of ids before it, so that two rewinds to one message are two entries), a child of that
+  parent, so the tree keeps the dropped messages as the branch left behind. (Rewinds and
+  checkpoints hold no text: their ids may depend on earlier lines, and ``show`` takes every
+  entry's id and parent from the index, not from its line alone.)
+* ``{"$set": {"messages": [...]}}`` is a checkpoint that replaces everything before it: what
+  follows continues from its last message (through a ``checkpoint`` entry). The checkpoint
+  adds no text: its messages were records before (a message known only from a checkpoint is
+  not searchable; an entry's text comes from its own line alone, and the checkpoint repeats
+  the whole conversation).
+* Usage is each ``gemini`` message's ``tokens`` (one API call): ``input`` less ``cached`` is
+  input, ``cached`` is cache reads, ``output`` plus ``thoughts`` is output (Google bills the
+  thinking as output), ``tool`` (tool-use prompt tokens) is input. A replaced record counts
+  once (its id is its usage key); rewound messages were paid for and still count.
+* The file names no cwd: the first folder of the ``<session_context>`` user record that opens
+  the conversation is the session's cwd; that record is context, searchable, not a prompt.
+* A tool call's result is written twice: inside the call and as the next ``user`` record of
+  ``functionResponse`` parts; the second is the tool result entry.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import orjson
+
+from xcsh_store.agents.base import (
+    AgentEntry,
+    HistoryPrompt,
+    SessionFacts,
+    number,
+    text_blocks,
+    text_of,
+)
+from xcsh_store.agents.pricing import Request, price_table
+
+# Gemini CLI's own variable: the folder that stands for the home folder (``.gemini`` below it).
+HOME_ENV = "GEMINI_CLI_HOME"
+FOLDER_VARIABLES = (HOME_ENV,)
+CHATS_DIRNAME = "chats"
+REWIND_KEY = "$rewindTo"
+SET_KEY = "$set"
+MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+NOTICE_TYPES = frozenset({"info", "error", "warning"})
+CONTEXT_TAG = "<session_context>"
+# How the context names the workspace: its folders as a list (current releases), or a sentence
+# (older ones).
+_WORKSPACE = re.compile(
+    r"\*\*Workspace Directories:\*\*\s*\n\s*-\s*(\S[^\n]*)|working in the directory:\s*(\S[^\n]*)"
+)
+
+
+def gemini_dir() -> str:
+    """``$GEMINI_CLI_HOME/.gemini``, else ``~/.gemini``."""
+    home = os.environ.get(HOME_ENV)
+    base = os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~")
+    return os.path.join(base, ".gemini")
+
+
+class GeminiReader:
+    name = "gemini"
+    has_ids = True
+    remembers_parents = True
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        return (
+            "type" not in value
+            and isinstance(value.get("sessionId"), str)
+            and "projectHash" in value
+            and "messages" not in value
+        )
+
+    def session_roots(self) -> list[str]:
+        return [os.path.join(gemini_dir(), "tmp")]
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        if SET_KEY in value:
+            return _set(value[SET_KEY], session)
+        if REWIND_KEY in value:
+            return _rewind(text_of(value[REWIND_KEY]), session)
+        kind = value.get("type")
+        if kind is None and "sessionId" in value:
+            return _metadata(value, session)
+        entry_id = text_of(value.get("id"))
+        found = AgentEntry({"type": kind if isinstance(kind, str) else "unknown"})
+        if entry_id is not None:
+            found.entry.update(id=entry_id, parentId=_place(entry_id, session))
+        timestamp = text_of(value.get("timestamp"))
+        if timestamp is not None:
+            found.entry["timestamp"] = timestamp
+        if kind == "user":
+            _user(found, value)
+            if session.cwd is None and found.qualifier == "session_context":
+                session.cwd = workspace_of(_texts(value))
+        elif kind == "gemini":
+            _gemini(found, value, timestamp)
+        elif kind in NOTICE_TYPES:
+            found.entry.update(
+                type="custom_message", customType=kind, content=text_blocks(_texts(value))
+            )
+            found.qualifier = kind
+        else:
+            found.qualifier = "unknown"
+        return found
+
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        return None  # Gemini CLI keeps its prompts in logs.json, a JSON document
+
+
+def _place(entry_id: str, session: SessionFacts) -> str | None:
+    """The parent of a message record: the one it replaces had, else the entry before it."""
+    if entry_id in session.parents:
+        return session.parents[entry_id]
+    parent = session.leaf
+    session.parents[entry_id] = parent
+    session.leaf = entry_id
+    return parent
+
+
+def _metadata(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+    if session.session_id is None:
+        session.session_id = text_of(value.get("sessionId"))
+        session.created_at = text_of(value.get("startTime"))
+        folder = os.path.dirname(session.path)
+        if (
+            os.path.basename(folder) != CHATS_DIRNAME
+            and os.path.basename(os.path.dirname(folder)) == CHATS_DIRNAME
+        ):
+            session.parent_session_id = os.path.basename(folder)
+        directories = value.get("directories")
+        if type(directories) is list and directories:
+            session.cwd = text_of(directories[0])
+    found = AgentEntry({"type": "session_metadata", "timestamp": text_of(value.get("startTime"))})
+    found.qualifier = text_of(value.get("kind"))
+    _title(found, value)
+    return found
+
+
+def _title(found: AgentEntry, fields: dict[str, Any]) -> None:
+    found.title = text_of(fields.get("summary"))
+    found.title_source = "auto" if found.title else None
+
+
+def _set(fields: Any, session: SessionFacts) -> AgentEntry:
+    found = AgentEntry({"type": SET_KEY}, qualifier="metadata")
+    if type(fields) is not dict:
+        return found
+    _title(found, fields)
+    messages = fields.get("messages")
+    if type(messages) is not list:
+        return found
+    ids = [text_of(message.get("id")) for message in messages if type(message) is dict]
+    last = next((entry_id for entry_id in reversed(ids) if entry_id is not None), None)
+    found.entry = {"type": "checkpoint"}
+    found.qualifier = "checkpoint"
+    if last is not None:
+        checkpoint = f"{SET_KEY}:{last}:{len(session.parents)}"
+        found.entry.update(id=checkpoint, parentId=last)
+        session.parents[checkpoint] = last
+        session.leaf = checkpoint
+    return found
+
+
+def _rewind(target: str | None, session: SessionFacts) -> AgentEntry:
+    found = AgentEntry({"type": REWIND_KEY}, qualifier="rewind")
+    if target is None:
+        return found
+    rewind = f"{REWIND_KEY}:{target}:{len(session.parents)}"
+    # (A message the file never held: what follows starts a tree of its own.)
+    parent = session.parents.get(target)
+    found.entry.update(id=rewind, parentId=parent)
+    session.parents[rewind] = parent
+    session.leaf = rewind
+    return found
+
+
+def _parts(content: Any) -> list[Any]:
+    return content if type(content) is list else [content]
+
+
+def _texts(message: dict[str, Any], key: str = "content") -> list[str]:
+    """The text of a message's content: a string, or its ``text`` parts."""
+    texts = []
+    for part in _parts(message.get(key)):
+        if isinstance(part, str):
+            texts.append(part)
+        elif type(part) is dict and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return [text for text in texts if text]
+
+
+def _user(found: AgentEntry, value: dict[str, Any]) -> None:
+    parts = _parts(value.get("content"))
+    responses = [
+        part["functionResponse"]
+        for part in parts
+        if type(part) is dict and type(part.get("functionResponse")) is dict
+    ]
+    if responses and len(responses) == len(parts):
+        first = responses[0]
+        message = {
+            "role": "toolResult",
+            "toolName": text_of(first.get("name")),
+            "toolCallId": text_of(first.get("id")),
+            "content": text_blocks(_response_text(response) for response in responses),
+        }
+        found.entry.update(type="message", message=message)
+        return
+    texts = _texts(value)
+    if texts and texts[0].lstrip().startswith(CONTEXT_TAG):
+        # The context Gemini CLI puts before the first prompt: searchable, not a prompt.
+        found.entry.update(
+            type="custom_message", customType="session_context", content=text_blocks(texts)
+        )
+        found.qualifier = "session_context"
+        return
+    shown = _texts(value, "displayContent") if "displayContent" in value else []
+    found.entry.update(
+        type="message", message={"role": "user", "content": text_blocks(shown or texts)}
+    )
+
+
+def workspace_of(texts: list[str]) -> str | None:
+    """The first workspace folder a ``<session_context>`` names (the session's cwd)."""
+    for text in texts:
+        found = _WORKSPACE.search(text)
+        if found is not None:
+            return (found.group(1) or found.group(2)).strip().rstrip(".")
+    return None
+
+
+def _response_text(response: dict[str, Any]) -> str:
+    """A functionResponse's ``response``: its ``output`` (or ``error``), else its JSON."""
+    body = response.get("response")
+    if type(body) is dict:
+        for key in ("output", "error"):
+            if isinstance(body.get(key), str):
+                return body[key]
+    return orjson.dumps(body).decode() if body is not None else ""
+
+
+def _gemini(found: AgentEntry, value: dict[str, Any], timestamp: str | None) -> None:
+    blocks: list[dict[str, Any]] = []
+    for thought in value.get("thoughts") or ():
+        if type(thought) is dict:
+            said = [text_of(thought.get("subject")), text_of(thought.get("description"))]
+            text = ": ".join(part for part in said if part)
+            if text:
+                blocks.append({"type": "thinking", "thinking": text})
+    blocks += text_blocks(_texts(value))
+    for call in value.get("toolCalls") or ():
+        if type(call) is dict:
+            blocks.append(
+                {"type": "toolCall", "id": text_of(call.get("id")), "name": call.get("name"),
+                 "arguments": call.get("args")}
+            )  # fmt: skip
+    model = text_of(value.get("model"))
+    found.entry.update(type="message", message={"role": "assistant", "content": blocks})
+    found.model, found.provider = model, price_table().provider_of(model)
+    tokens = value.get("tokens")
+    if type(tokens) is dict and "id" in found.entry:
+        found.usage = gemini_usage(tokens, model, timestamp)
+        found.usage_key = f"gemini:{found.entry['id']}"
+
+
+def gemini_usage(tokens: dict[str, Any], model: str | None, timestamp: str | None) -> tuple:
+    """(input, output, cache read, cache write, premium requests, cost) of one API call's
+    ``tokens``."""
+    cached = number(tokens.get("cached"))
+    figures = (
+        max(number(tokens.get("input")) - cached, 0) + number(tokens.get("tool")),
+        number(tokens.get("output")) + number(tokens.get("thoughts")),
+        cached,
+        0,
+    )
+    return (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
+
+
+READER = GeminiReader()

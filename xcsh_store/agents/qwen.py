@@ -1,0 +1,188 @@
+"""Qwen Code sessions (``$QWEN_HOME/projects/<sanitised cwd>/chats/<session id>.jsonl``,
+``$QWEN_HOME`` defaulting to ``~/.qwen``: Qwen Code's Storage.getGlobalQwenDir).
+
+Qwen Code is a Gemini CLI fork whose lines look like Claude Code's (``uuid``, ``parentUuid``:
+the tree; ``sessionId``, ``timestamp``, ``cwd``, ``version``, ``gitBranch``) with Gemini
+content: ``message`` is ``{role: "user"|"model", parts: [...]}``.
+
+* ``user`` lines are prompts: ``systemPayload.displayText`` (what the user typed) when there,
+  else the text parts (which may add hook context); a ``notification`` subtype is a notice.
+* ``assistant`` lines are answers: text parts, ``thought: true`` parts as thinking,
+  ``functionCall`` parts as tool calls; ``model`` names the model.
+* ``tool_result`` lines hold ``functionResponse`` parts: the results, paired by call id.
+* A ``system`` line of subtype ``chat_compression`` is a compaction: its
+  ``systemPayload.compressedHistory`` is what the model sees from then on (its summary). Other
+  ``system`` lines (``ui_telemetry``, ``attribution_snapshot``, ...) add no text; their subtype
+  qualifies them.
+* Usage is each assistant line's ``usageMetadata``: ``promptTokenCount`` less
+  ``cachedContentTokenCount`` is input, the cached count is cache reads,
+  ``candidatesTokenCount`` plus ``thoughtsTokenCount`` is output. The ``ui_telemetry``
+  ``api_response`` events repeat those figures and are not counted again.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from xcsh_store.agents.base import (
+    AgentEntry,
+    HistoryPrompt,
+    SessionFacts,
+    number,
+    text_blocks,
+    text_of,
+)
+from xcsh_store.agents.pricing import Request, price_table
+
+HOME_ENV = "QWEN_HOME"
+COMPRESSION = "chat_compression"
+FOLDER_VARIABLES = (HOME_ENV,)
+
+
+def qwen_dir() -> str:
+    """``$QWEN_HOME``, else ``~/.qwen``."""
+    home = os.environ.get(HOME_ENV)
+    return os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~/.qwen")
+
+
+class QwenReader:
+    name = "qwen"
+    has_ids = True
+    remembers_parents = False
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        if not (isinstance(value.get("uuid"), str) and isinstance(value.get("sessionId"), str)):
+            return False
+        message = value.get("message")
+        return (
+            (type(message) is dict and type(message.get("parts")) is list)
+            or "systemPayload" in value
+            or "usageMetadata" in value
+            or value.get("type") == "tool_result"
+        )
+
+    def session_roots(self) -> list[str]:
+        return [os.path.join(qwen_dir(), "projects")]
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        if session.session_id is None:
+            session.session_id = text_of(value.get("sessionId"))
+            session.created_at = text_of(value.get("timestamp"))
+        session.cwd = session.cwd or text_of(value.get("cwd"))
+        kind = text_of(value.get("type"))
+        entry: dict[str, Any] = {"type": kind or "unknown"}
+        uuid = text_of(value.get("uuid"))
+        if uuid is not None:
+            entry.update(id=uuid, parentId=text_of(value.get("parentUuid")))
+        timestamp = text_of(value.get("timestamp"))
+        if timestamp is not None:
+            entry["timestamp"] = timestamp
+        found = AgentEntry(entry, qualifier=text_of(value.get("subtype")))
+        message = value.get("message")
+        parts = message.get("parts") if type(message) is dict else None
+        parts = [part for part in parts if type(part) is dict] if type(parts) is list else []
+        if kind == "user":
+            _user(found, value, parts)
+        elif kind == "assistant":
+            _assistant(found, value, parts, timestamp)
+        elif kind == "tool_result":
+            entry.update(type="message", message=_results(parts))
+        elif found.qualifier == COMPRESSION:
+            _compression(found, value.get("systemPayload"))
+        return found
+
+    def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
+        return None  # Qwen Code keeps no prompt history file of its own
+
+
+def _texts(parts: list[dict[str, Any]], thought: bool = False) -> list[str]:
+    return [
+        part["text"]
+        for part in parts
+        if isinstance(part.get("text"), str)
+        and part["text"]
+        and bool(part.get("thought")) == thought
+    ]
+
+
+def _user(found: AgentEntry, value: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+    payload = value.get("systemPayload")
+    shown = text_of(payload.get("displayText")) if type(payload) is dict else None
+    texts = [shown] if shown is not None else _texts(parts)
+    if found.qualifier == "notification":
+        found.entry.update(
+            type="custom_message", customType="notification", content=text_blocks(texts)
+        )
+        return
+    found.entry.update(type="message", message={"role": "user", "content": text_blocks(texts)})
+
+
+def _assistant(
+    found: AgentEntry, value: dict[str, Any], parts: list[dict[str, Any]], timestamp: str | None
+) -> None:
+    blocks: list[dict[str, Any]] = [
+        {"type": "thinking", "thinking": text} for text in _texts(parts, thought=True)
+    ]
+    blocks += text_blocks(_texts(parts))
+    for part in parts:
+        call = part.get("functionCall")
+        if type(call) is dict:
+            blocks.append(
+                {"type": "toolCall", "id": text_of(call.get("id")), "name": call.get("name"),
+                 "arguments": call.get("args")}
+            )  # fmt: skip
+    model = text_of(value.get("model"))
+    found.entry.update(type="message", message={"role": "assistant", "content": blocks})
+    found.model, found.provider = model, price_table().provider_of(model)
+    usage = value.get("usageMetadata")
+    if type(usage) is dict:
+        cached = number(usage.get("cachedContentTokenCount"))
+        figures = (
+            max(number(usage.get("promptTokenCount")) - cached, 0),
+            number(usage.get("candidatesTokenCount")) + number(usage.get("thoughtsTokenCount")),
+            cached,
+            0,
+        )
+        found.usage = (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
+        found.usage_key = f"qwen:{found.entry.get('id')}"
+
+
+def _compression(found: AgentEntry, payload: Any) -> None:
+    """A ``chat_compression`` record: the history the model sees from then on
+    (``compressedHistory``, most often one summary) is the compaction's summary."""
+    history = payload.get("compressedHistory") if type(payload) is dict else None
+    texts = [
+        text
+        for content in (history if type(history) is list else ())
+        if type(content) is dict and type(content.get("parts")) is list
+        for text in _texts([part for part in content["parts"] if type(part) is dict])
+    ]
+    found.entry.update(type="compaction", summary="\n".join(texts))
+
+
+def _results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    responses = [
+        part["functionResponse"] for part in parts if type(part.get("functionResponse")) is dict
+    ]
+    first = responses[0] if responses else {}
+    texts = []
+    for response in responses:
+        body = response.get("response")
+        if type(body) is dict and any(
+            isinstance(body.get(key), str) for key in ("output", "error")
+        ):
+            texts.append(body["output"] if isinstance(body.get("output"), str) else body["error"])
+        elif body is not None:
+            texts.append(orjson.dumps(body).decode())
+    return {
+        "role": "toolResult",
+        "toolCallId": text_of(first.get("id")),
+        "toolName": text_of(first.get("name")),
+        "content": text_blocks(texts),
+    }
+
+
+READER = QwenReader()
