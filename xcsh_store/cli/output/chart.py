@@ -1,5 +1,5 @@
 """Usage charts: stacked unicode bars for the terminal and a self-contained HTML/SVG page, of
-the bars index.usage_bars makes of the rows (the web app's usage page draws the same)."""
+the bars index.usage_bars makes of the rows."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def terminal_chart(
     available = width - label_width - values_width - 4
     bar_width = max(MIN_BAR_WIDTH, min(MAX_BAR_WIDTH, available))
     lines = [_legend(metric, color, width), ""]
-    top = max((bar.cost if metric == "cost" else bar.total) for bar in bars)
+    top = max(bar.measure(metric) for bar in bars)
     scale = bar_width / top if top > 0 else 0.0
     for bar, total in zip(bars, totals, strict=True):
         drawn = (

@@ -187,8 +187,8 @@ def joined_key(keys: Sequence[str | None]) -> str | None:
 
 
 # -- charts ---------------------------------------------------------------------------------
-# What a usage chart draws, the same in the terminal, in the HTML page of ``usage --html`` and
-# on the web app's usage page: one bar per row, its four kinds of tokens stacked and its cost.
+# What a usage chart draws, the same in the terminal and in the HTML page of ``usage --html``:
+# one bar per row, its four kinds of tokens stacked and its cost.
 
 
 @dataclass(frozen=True, slots=True)
