@@ -183,10 +183,11 @@ def _pytest(arguments: list[str], environment: dict[str, str]) -> str:
 
 
 def run_fuzz(scale: float, deselect: list[str]) -> tuple[int, int]:
-    """Every property test (but ``deselect``) with ``scale`` times its CI examples; returns
-    (tests, examples run)."""
+    """Every property test (but ``deselect``) with ``scale`` times its CI examples, new ones
+    on every run (the stress profile, tests/fuzzing.py); returns (tests, examples run)."""
     tests = [test for test in property_tests() if test not in deselect]
-    output = _pytest([*tests, "--hypothesis-show-statistics"], {"XCSH_FUZZ_SCALE": str(scale)})
+    environment = {"HYPOTHESIS_PROFILE": "stress", "XCSH_FUZZ_SCALE": str(scale)}
+    output = _pytest([*tests, "--hypothesis-show-statistics"], environment)
     examples = sum(int(count) for count in re.findall(r"- (\d+) passing", output))
     return len(tests), examples
 

@@ -1,6 +1,8 @@
 """Shared fixtures: every test runs with its own home, agent dir and agents' folders, none of
 them the machine's (isolation.py), and a pinned terminal id; an index over the agent dir, one
-with two small sessions synced, and the real agents' fixtures laid out in the home."""
+with two small sessions synced, the real agents' fixtures laid out in the home, a blob store,
+the usual umask and the web app's test client. And the Hypothesis profiles: ``ci`` (the
+default) and ``stress`` (fuzzing.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,42 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from fuzzing import examples, profile
+from hypothesis import HealthCheck, settings
 from isolation import REMOVED, isolate, isolated_environment
 from real_home import RealHome, lay_out_home
 from session_builder import header, message, sessions_dir, write_session
 from store_checks import SmallDisk, mount_small_disk
+from web_server import LOCAL
 
+from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
+
+if TYPE_CHECKING:
+    from starlette.testclient import TestClient
+    from team_server import Roles
+
+# Hypothesis (fuzzing.py says why): the same examples on every run in CI, new and many more
+# in the stress run. A slow example (a loaded machine) fails neither.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile(
+    "stress",
+    max_examples=examples(settings.default.max_examples),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.load_profile(profile())
 
 # The home of everything that runs outside a test (collection, module-scoped fixtures).
 _RUN_HOME = Path(tempfile.mkdtemp(prefix="xcsh-store-tests-"))
@@ -84,3 +114,56 @@ def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Smal
     monkeypatch.setenv("XCSH_AGENT_DIR", str(disk.path / "agent"))
     yield disk
     disk.unmount()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> BlobStore:
+    """A blob store of its own, in the test's folder."""
+    return BlobStore(str(tmp_path / "blobs"))
+
+
+@pytest.fixture
+def usual_umask() -> Iterator[None]:
+    """The common umask 022, under which Python's and SQLite's defaults are world-readable."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+@pytest.fixture
+def client(agent_dir: Path) -> TestClient:
+    """The web app over the test's agent dir, through Starlette's test client (the web extra:
+    imported here, when a test asks for it)."""
+    from starlette.testclient import TestClient
+
+    from xcsh_store.web import create_app
+
+    return TestClient(create_app(str(agent_dir)), base_url=LOCAL)
+
+
+# The team index's server (team_server.py, which imports psycopg: the team extra, imported only
+# by the tests that ask for these).
+@pytest.fixture(scope="session")
+def team_server() -> Iterator[str]:
+    """A fresh database on $XCSH_TEST_PG for the whole run, dropped after it."""
+    import team_server as server
+
+    yield from server.fresh_database()
+
+
+@pytest.fixture
+def team_url(team_server: str) -> str:
+    """The run's database, emptied for the test."""
+    import team_server as server
+
+    return server.emptied(team_server)
+
+
+@pytest.fixture
+def roles(team_url: str) -> Iterator[Roles]:
+    """The PostgreSQL roles the test makes, dropped after it."""
+    import team_server as server
+
+    made = server.Roles(team_url)
+    yield made
+    made.drop()

@@ -1,9 +1,10 @@
 """The PostgreSQL server the team-index tests talk to (never a mock), and what they compare.
 
-``team_server``: a fresh database (unique name) on $XCSH_TEST_PG (default: the local server,
-postgres user) for the whole test session, dropped after it. Unreachable: with CI=true the
-tests fail, elsewhere they are skipped with a one-line reason. ``team_url``: that database
-emptied for one test.
+The fixtures, in conftest.py: ``team_server``, a fresh database (unique name) on $XCSH_TEST_PG
+(default: the local server, postgres user) for the whole test session, dropped after it
+(unreachable: with CI=true the tests fail, elsewhere they are skipped with a one-line reason);
+``team_url``, that database emptied for one test; ``roles``, the roles a test makes, dropped
+after it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def database_url(base: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
 
 
-@pytest.fixture(scope="session")
-def team_server() -> Iterator[str]:
+def fresh_database() -> Iterator[str]:
+    """The ``team_server`` fixture (conftest.py): a new database, dropped at the end."""
     base = os.environ.get(PG_ENV, DEFAULT_PG)
     try:
         admin = psycopg.connect(base, autocommit=True, connect_timeout=5)
@@ -49,12 +50,12 @@ def team_server() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture
-def team_url(team_server: str) -> str:
-    with psycopg.connect(team_server, autocommit=True) as connection:
+def emptied(url: str) -> str:
+    """The ``team_url`` fixture (conftest.py): the database at ``url`` with nothing in it."""
+    with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("DROP SCHEMA public CASCADE")
         connection.execute("CREATE SCHEMA public")
-    return team_server
+    return url
 
 
 def team_index_as_of(url: str, version: int) -> None:
@@ -188,10 +189,3 @@ class Roles:
             for role in reversed(self.made):
                 connection.execute(f'DROP OWNED BY "{role}"')
                 connection.execute(f'DROP ROLE "{role}"')
-
-
-@pytest.fixture
-def roles(team_url: str) -> Iterator[Roles]:
-    made = Roles(team_url)
-    yield made
-    made.drop()

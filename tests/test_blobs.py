@@ -10,7 +10,6 @@ import stat
 import pytest
 
 from xcsh_store.format.blobs import (
-    BlobStore,
     decode_base64_leniently,
     externalize_image_data,
     is_blob_ref,
@@ -19,11 +18,6 @@ from xcsh_store.format.blobs import (
 )
 
 DIGEST = hashlib.sha256(b"hello").hexdigest()
-
-
-@pytest.fixture
-def store(tmp_path):
-    return BlobStore(str(tmp_path / "blobs"))
 
 
 def test_put_returns_hash_path_and_ref(store):

@@ -8,7 +8,6 @@ import base64
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,8 @@ from xcsh_store import HistoryStorage, SessionManager
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 
-
-@pytest.fixture(autouse=True)
-def usual_umask() -> Iterator[None]:
-    """The common umask 022, under which Python's and SQLite's defaults are world-readable."""
-    previous = os.umask(0o022)
-    yield
-    os.umask(previous)
+# Under the common umask 022, Python's and SQLite's defaults would be world-readable.
+pytestmark = pytest.mark.usefixtures("usual_umask")
 
 
 def invoke(agent: Path, *args: str, code: int = 0) -> Result:

@@ -6,12 +6,10 @@ import base64
 import copy
 import hashlib
 
-import pytest
 from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.jsonl import parse_line
 from xcsh_store.format.persist import (
     MAX_PERSIST_CHARS,
@@ -22,11 +20,6 @@ from xcsh_store.format.persist import (
     truncate_for_persistence,
 )
 from xcsh_store.js import utf16_length
-
-
-@pytest.fixture
-def store(tmp_path):
-    return BlobStore(str(tmp_path / "blobs"))
 
 
 def test_notice_text():

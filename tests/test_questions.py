@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from session_builder import flux_records, header, message, sessions_dir, write_session
-from team_server import roles, team_server, team_url
 from test_team_read import two_hosts
 
 from xcsh_store import HistoryStorage
@@ -35,7 +34,7 @@ from xcsh_store.index import (
     project_folder,
 )
 
-__all__ = ["roles", "team_server", "team_url", "two_hosts"]
+__all__ = ["two_hosts"]
 
 # -- each question checks itself once --------------------------------------------------------
 

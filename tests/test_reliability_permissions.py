@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,8 @@ from manager_helpers import assistant, user
 from xcsh_store import HistoryStorage, OutputSink, SessionManager
 from xcsh_store.index import SessionIndex
 
-
-@pytest.fixture(autouse=True)
-def usual_umask() -> Iterator[None]:
-    """The common umask 022, which would leave SQLite's and Python's defaults world-readable."""
-    previous = os.umask(0o022)
-    yield
-    os.umask(previous)
+# Under the common umask 022, SQLite's and Python's defaults would be world-readable.
+pytestmark = pytest.mark.usefixtures("usual_umask")
 
 
 def _modes(root: Path) -> dict[str, str]:

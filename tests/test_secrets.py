@@ -30,15 +30,13 @@ from session_builder import (
     sessions_dir,
     write_session,
 )
-from team_server import all_values, team_server, team_url
+from team_server import all_values
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.secrets import Redactor, Secret, SecretDetector, mask, session_secrets
 from xcsh_store.secrets.redact import replace_known
 from xcsh_store.web.pages import ENTRY_PART
-
-__all__ = ["team_server", "team_url"]
 
 NEEDLES = [needle for planted in PLANTED for needle in planted.needles]
 CLAUDE_FIXTURE = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"

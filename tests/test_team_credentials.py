@@ -12,13 +12,10 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 from click.testing import CliRunner
-from team_server import team_server, team_url
-from test_team_push import planted_host
+from session_builder import planted_host
 
 from xcsh_store.cli import cli
 from xcsh_store.team import TeamConnectionError, TeamIndex, connect, push
-
-__all__ = ["team_server", "team_url"]
 
 PASSWORD = "Quokka7/Lantern@Velvet?Zebra"
 # Every way the password can be spelled, and its pieces between / @ ? (what libpq would take

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from team_server import Roles, local_rows, psycopg, roles, server_rows, team_server, team_url
-from test_team_push import planted_host
+from session_builder import planted_host
+from team_server import Roles, local_rows, psycopg, server_rows
 
 from xcsh_store.cli import cli
 from xcsh_store.team import TeamIndexError, connect, push
-
-__all__ = ["roles", "team_server", "team_url"]
 
 
 @pytest.fixture

@@ -14,15 +14,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from session_builder import header, message, sessions_dir, write_session
+from session_builder import header, message, planted_host, sessions_dir, sync, write_session
 from store_checks import mount_small_disk
-from team_server import local_rows, psycopg, server_rows, team_server, team_url
-from test_team_push import planted_host, sync
+from team_server import local_rows, psycopg, server_rows
 
 from xcsh_store.cli import cli
 from xcsh_store.team import push
-
-__all__ = ["team_server", "team_url"]
 
 
 def push_error(agent_dir: Path, url: str, *options: str) -> str:

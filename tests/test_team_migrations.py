@@ -8,20 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from team_server import (
-    local_rows,
-    psycopg,
-    server_rows,
-    team_index_as_of,
-    team_server,
-    team_url,
-)
-from test_team_push import planted_host
+from session_builder import planted_host
+from team_server import local_rows, psycopg, server_rows, team_index_as_of
 
 from xcsh_store.team import TeamIndexError, connect, push
 from xcsh_store.team.server import migrations
-
-__all__ = ["team_server", "team_url"]
 
 # The tables of the pushed rows, the same in every schema version (0002 changes files and
 # hosts, 0003 adds host_roles and row-level security).

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from session_builder import append, message, sessions_dir
-from test_team_push import PLANTED, planted_host, sync
+from session_builder import PLANTED, append, message, planted_host, sessions_dir, sync
 
 from xcsh_store.cli import cli
 from xcsh_store.team import export_parquet

@@ -12,11 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from session_builder import append, message, random_tree_session
-from team_server import local_rows, psycopg, server_rows, team_server, team_url
-from test_team_push import sync
-
-__all__ = ["team_server", "team_url"]
+from session_builder import append, message, random_tree_session, sync
+from team_server import local_rows, psycopg, server_rows
 
 DEADLINE = 120  # seconds: generous, the machine may be loaded; nothing asserts a duration
 

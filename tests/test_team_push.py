@@ -12,53 +12,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from session_builder import (
+    PLANTED,
     append,
-    copy_fixtures,
-    header,
     message,
+    planted_host,
     random_tree_session,
     sessions_dir,
-    write_session,
+    sync,
 )
-from team_server import local_rows, psycopg, server_rows, team_server, team_url, text_values
+from team_server import local_rows, psycopg, server_rows, text_values
 
 from xcsh_store.cli import cli
-from xcsh_store.format.blobs import BlobStore
-from xcsh_store.index import SessionIndex
 from xcsh_store.team import TeamIndexError, push, schema_version
-
-__all__ = ["team_server", "team_url"]
-
-PLANTED = ("zebrafinch", "quokkalantern", "marmosetvelvet")
-
-
-def planted_host(agent_dir: Path, seeds: range = range(3)) -> Path:
-    """An agent dir with random branched sessions (blob refs among them), real pi fixtures, and
-    one session whose title, first prompt, answer and label hold the PLANTED words."""
-    folder = sessions_dir(agent_dir)
-    blobs = BlobStore(str(agent_dir / "blobs"))
-    for seed in seeds:
-        random_tree_session(
-            folder / f"2026-01-02T00-00-0{seed}-000Z_r{seed}.jsonl", seed, 40, blobs
-        )
-    copy_fixtures(agent_dir, max_bytes=200_000)
-    write_session(
-        folder / "2026-01-03T00-00-00-000Z_planted.jsonl",
-        [
-            header("planted", title=f"{PLANTED[0]} title"),
-            message("p1", None, "user", f"first prompt {PLANTED[1]}"),
-            message("p2", "p1", "assistant", f"answer {PLANTED[2]}"),
-            {"type": "label", "id": "l1", "parentId": "p2", "targetId": "p1",
-             "label": PLANTED[0], "timestamp": "2026-01-03T00:00:05.000Z"},
-        ],
-    )  # fmt: skip
-    sync(agent_dir)
-    return agent_dir
-
-
-def sync(agent_dir: Path) -> None:
-    with SessionIndex.open(str(agent_dir)) as index:
-        index.sync()
 
 
 def test_push_copies_the_local_index_exactly(agent_dir: Path, team_url: str) -> None:

@@ -9,14 +9,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from session_builder import FIXTURES
-from team_server import Roles, psycopg, roles, team_server, team_url
-from test_team_push import PLANTED, planted_host
+from session_builder import FIXTURES, PLANTED, planted_host
+from team_server import Roles, psycopg
 
 from xcsh_store.cli import cli
 from xcsh_store.team import push
-
-__all__ = ["roles", "team_server", "team_url"]
 
 
 @pytest.fixture

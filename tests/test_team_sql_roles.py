@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from team_server import Roles, psycopg, roles, team_server, team_url
-from test_team_push import planted_host
+from session_builder import planted_host
+from team_server import Roles, psycopg
 
 from xcsh_store.cli import cli
 from xcsh_store.team import push
-
-__all__ = ["roles", "team_server", "team_url"]
 
 
 @pytest.fixture

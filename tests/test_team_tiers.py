@@ -16,16 +16,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from session_builder import header, message, sessions_dir, write_session
-from team_server import all_values, psycopg, team_index_as_of, team_server, team_url
-from test_team_push import planted_host, sync
+from session_builder import header, message, planted_host, sessions_dir, sync, write_session
+from team_server import all_values, psycopg, team_index_as_of
 
 from xcsh_store.cli import cli
 from xcsh_store.js import stringify
 from xcsh_store.team import connect, export_parquet, push
 from xcsh_store.team.disclosure import host_key
-
-__all__ = ["team_server", "team_url"]
 
 GUESSES = (
     "rotate the staging database password before the audit",

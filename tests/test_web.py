@@ -26,6 +26,7 @@ from session_builder import (
     sessions_dir,
     write_session,
 )
+from web_server import LOCAL
 
 from xcsh_store.artifacts.store import ArtifactManager
 from xcsh_store.format.blobs import BlobStore
@@ -69,15 +70,6 @@ def branched(agent_dir: Path) -> Path:
 def index_all(agent_dir: Path) -> None:
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
-
-
-# The app answers to loopback's names only (DNS rebinding): the test client names one.
-LOCAL = "http://127.0.0.1:8765"
-
-
-@pytest.fixture
-def client(agent_dir: Path) -> TestClient:
-    return TestClient(create_app(str(agent_dir)), base_url=LOCAL)
 
 
 def entry_ids(html: str, folded: bool = False) -> list[str]:

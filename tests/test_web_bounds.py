@@ -23,20 +23,13 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 
 pytest.importorskip("starlette")
-from starlette.testclient import TestClient
 
-from xcsh_store.web import create_app
 from xcsh_store.web.app import PAGE_BYTES, RESOURCE_CHARACTERS, bounded_html
 from xcsh_store.web.pages import ENTRY_PART, ENTRY_SHOWN, FOLDED_BRANCHES, FOLDED_BYTES
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
-
-
-@pytest.fixture
-def client(agent_dir: Path) -> TestClient:
-    return TestClient(create_app(str(agent_dir)), base_url="http://127.0.0.1:8765")
 
 
 def index_all(agent_dir: Path) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEADLINE = 60.0
+# The app answers to loopback's names only (DNS rebinding): the test client names one.
+LOCAL = "http://127.0.0.1:8765"
 
 
 @dataclass

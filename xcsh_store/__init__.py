@@ -4,7 +4,96 @@
 imported on first use (see ``lazy.py``).
 """
 
+from typing import TYPE_CHECKING
+
 from xcsh_store.lazy import lazy_exports
+
+# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
+# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+if TYPE_CHECKING:
+    from xcsh_store.artifacts.output import (
+        DEFAULT_MAX_BYTES,
+        DEFAULT_MAX_COLUMN,
+        DEFAULT_MAX_LINES,
+        OutputSink,
+        OutputSummary,
+        TailBuffer,
+        format_bytes,
+        format_head_truncation_notice,
+        format_tail_truncation_notice,
+        sanitize_text,
+        truncate_head,
+        truncate_head_bytes,
+        truncate_line,
+        truncate_tail,
+        truncate_tail_bytes,
+    )
+    from xcsh_store.artifacts.query import apply_query, parse_query, path_to_query
+    from xcsh_store.artifacts.store import AgentOutputManager, ArtifactManager
+    from xcsh_store.artifacts.urls import InternalResource, read_internal_url, resolve_internal_url
+    from xcsh_store.errors import (
+        AmbiguousEntryError,
+        AmbiguousLookupError,
+        AmbiguousSessionError,
+        EntryNotFoundError,
+        HistoryError,
+        IndexDatabaseError,
+        InternalUrlError,
+        PersistenceError,
+        SearchQueryError,
+        SessionNotFoundError,
+        UnknownFilterError,
+        XcshStoreError,
+    )
+    from xcsh_store.format.blobs import (
+        BlobPutResult,
+        BlobStore,
+        externalize_image_data,
+        is_blob_ref,
+        parse_blob_ref,
+        resolve_image_data,
+    )
+    from xcsh_store.format.context import (
+        LAST,
+        SessionContext,
+        build_session_context,
+        create_branch_summary_message,
+        create_compaction_summary_message,
+        create_custom_message,
+    )
+    from xcsh_store.format.loader import load_entries_from_file, parse_session_entries
+    from xcsh_store.format.persist import (
+        BLOB_EXTERNALIZE_THRESHOLD,
+        MAX_PERSIST_CHARS,
+        TRUNCATION_NOTICE,
+        prepare_entry_for_persistence,
+    )
+    from xcsh_store.format.storage import (
+        FileSessionStorage,
+        MemorySessionStorage,
+        SessionStorage,
+        SessionStorageWriter,
+    )
+    from xcsh_store.format.versions import CURRENT_SESSION_VERSION, migrate_session_entries
+    from xcsh_store.history.store import HistoryEntry, HistoryStorage
+    from xcsh_store.index import SessionIndex
+    from xcsh_store.paths import (
+        encode_cwd,
+        get_agent_dir,
+        get_blobs_dir,
+        get_default_session_dir,
+        get_history_db_path,
+        get_sessions_dir,
+    )
+    from xcsh_store.session.discovery import (
+        RecentSessionInfo,
+        ResolvedSession,
+        SessionInfo,
+        find_most_recent_session,
+        get_recent_sessions,
+        resolve_resumable_session,
+    )
+    from xcsh_store.session.manager import SessionManager, SessionTreeNode
 
 __version__ = "0.1.0"
 

@@ -217,7 +217,7 @@ def _stringify_exact(value: Any, indent: str, *, property_order: bool) -> str:
         if isinstance(item, dict):
             items = _property_order(item) if property_order else item.items()
             keys = [quote(str(key)) + colon for key, _ in items]
-            members = [member for _, member in items]
+            members: list[Any] | tuple[Any, ...] = [member for _, member in items]
             opening, closing = "{", "}"
         elif isinstance(item, (list, tuple)):
             keys, members = None, item

@@ -10,6 +10,7 @@ import secrets
 import stat
 import threading
 import time
+from collections.abc import Container
 
 from xcsh_store.files import open_regular_file
 
@@ -162,7 +163,7 @@ def new_session_id() -> str:
     return f"{value:016x}"
 
 
-def new_entry_id(existing: object = ()) -> str:
+def new_entry_id(existing: Container[str] = ()) -> str:
     """Eight random hex digits not in ``existing``; a Snowflake after 100 collisions."""
     for _ in range(ENTRY_ID_ATTEMPTS):
         # Ids only need to be unique within their session (checked here), not unguessable; the

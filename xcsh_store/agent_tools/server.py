@@ -78,7 +78,8 @@ def _tool(
         parameter.replace(annotation=hints[parameter.name])
         for parameter in list(inspect.signature(question).parameters.values())[1:]
     ]
-    call.__signature__ = inspect.Signature(parameters, return_annotation=str)
+    # The SDK reads the tool's parameters from its signature (a wrapper's, here).
+    call.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     del call.__wrapped__  # the signature above is the one the SDK reads
     call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     return call

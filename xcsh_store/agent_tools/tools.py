@@ -13,7 +13,7 @@ hundredth of a cent.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from xcsh_store.agents import AGENTS
 from xcsh_store.artifacts.pages import retold_paging_hint
@@ -78,7 +78,10 @@ def _cut(text: str, chars: int = MAX_TEXT) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _one_of(name: str, value: str, choices: tuple[str, ...]) -> str:
+_Word = TypeVar("_Word", bound=str)  # a parameter's Literal type, kept
+
+
+def _one_of(name: str, value: _Word, choices: tuple[str, ...]) -> _Word:
     """``value`` when it is one of ``choices``; else the CLI's words for a bad choice."""
     if value not in choices:
         raise ValueError(f"{name}: {value!r} is not one of {', '.join(map(repr, choices))}")
@@ -198,7 +201,7 @@ def get_session(
             "kind": kind,
             "timestamp": row.timestamp,
             "text": text,
-            "children": len(tree.children.get(row.id, [])),
+            "children": len(tree.children.get(row.id, [])) if row.id is not None else 0,
         }
         if on_path is not None:
             item["on_active_branch"] = row.id in on_path

@@ -110,7 +110,7 @@ class ClaudeReader:
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         """``{"display", "timestamp" (ms), "project", "sessionId"?}``."""
         prompt, timestamp = text_of(value.get("display")), value.get("timestamp")
-        if prompt is None or type(timestamp) not in (int, float):
+        if prompt is None or isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
             return None
         return HistoryPrompt(
             prompt, timestamp / 1000, text_of(value.get("project")), text_of(value.get("sessionId"))
@@ -142,7 +142,7 @@ def _learn_session(value: dict[str, Any], session: SessionFacts) -> None:
 
 def _assistant(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
     content = message.get("content")
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for block in content if type(content) is list else [content]:
         if isinstance(block, str):
             blocks.append({"type": "text", "text": block})
@@ -191,7 +191,7 @@ def claude_usage(
 
 def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:
     content = message.get("content")
-    blocks = content if type(content) is list else [content]
+    blocks: list[Any] = content if type(content) is list else [content]
     results = [
         block for block in blocks if type(block) is dict and block.get("type") == "tool_result"
     ]

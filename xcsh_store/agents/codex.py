@@ -85,7 +85,7 @@ class CodexReader:
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         """``{"session_id", "ts" (seconds), "text"}``."""
         prompt, timestamp = text_of(value.get("text")), value.get("ts")
-        if prompt is None or type(timestamp) not in (int, float):
+        if prompt is None or isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
             return None
         return HistoryPrompt(prompt, float(timestamp), None, text_of(value.get("session_id")))
 

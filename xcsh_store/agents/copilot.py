@@ -157,7 +157,7 @@ def _event(
         )
         found.model, found.provider = session.model, price_table().provider_of(session.model)
     elif kind in NOTICES:
-        texts = [text for key in _NOTICE_KEYS if (text := text_of(data.get(key)))]
+        texts = [notice for key in _NOTICE_KEYS if (notice := text_of(data.get(key)))]
         entry.update(type="custom_message", customType=kind, content=text_blocks(texts[:1]))
         found.qualifier = found.qualifier or kind
     elif kind == "session.shutdown":

@@ -84,7 +84,7 @@ def _model_price(table: dict[str, Any], where: str, source: str) -> ModelPrice:
         if key not in table:
             raise PriceFileError(f"{where}: {key} is missing (dollars per million tokens)")
     long_context = table.get("long_context")
-    threshold, long_rates = None, {}
+    threshold, long_rates = 0, {}
     if long_context is not None:
         if type(long_context) is not dict or "above" not in long_context:
             raise PriceFileError(f"{where}: long_context needs above = TOKENS and its rates")

@@ -202,7 +202,7 @@ def _dataset_price(model: str, provider: str | None, day: date) -> ModelPrice | 
     has the model there, else the one whose models' names it matches; a ``vendor/model`` name
     (OpenRouter's form) is looked for among OpenRouter's."""
     snapshot = _snapshot()
-    hints = [provider] if provider else []
+    hints: list[str | None] = [provider] if provider else []
     hints += [None, OPENROUTER] if "/" in model else [None]
     for hint in hints:
         try:

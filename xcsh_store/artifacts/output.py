@@ -443,7 +443,7 @@ class OutputSink:
             self.push(text)
 
     def _write_to_file(self, chunk: str) -> None:
-        if self._file_failed or self._file_complete:
+        if self._file_failed or self._file_complete or self._artifact_path is None:
             return
         try:
             if self._file is None:
@@ -462,7 +462,7 @@ class OutputSink:
     def _abandon_file(self, error: Exception) -> None:
         """Fall back to the in-memory tail; an incomplete artifact must not look complete."""
         log.debug("output artifact %s unavailable: %s", self._artifact_path, error)
-        if self._file is not None:
+        if self._file is not None and self._artifact_path is not None:  # the one with a file
             with contextlib.suppress(OSError):
                 self._file.close()
             self._file = None

@@ -135,7 +135,8 @@ class StoreGroup(SuggestingGroup):
             ctx.exit(0)
         except click.ClickException as error:
             # Verbs put paths and ids from the user's files into their messages.
-            error.message = visible(error.message)
+            # click declares message Final, yet prints what it holds then.
+            error.message = visible(error.message)  # type: ignore[misc]
             raise
         except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
@@ -179,7 +180,9 @@ def not_utf8(arguments: Sequence[str], error: UnicodeError) -> str:
     for argument in arguments:
         if well_formed(argument) != argument:
             return f"the argument {visible(argument)} is not valid UTF-8 text: give it in UTF-8"
-    return f"text that is not valid UTF-8 cannot be used here ({visible(str(error.reason))})"
+    # A UnicodeError of the base class (from the idna codec, say) has no reason.
+    reason = error.reason if isinstance(error, UnicodeDecodeError | UnicodeEncodeError) else error
+    return f"text that is not valid UTF-8 cannot be used here ({visible(str(reason))})"
 
 
 def wants_json(arguments: Sequence[str]) -> bool:

@@ -156,7 +156,7 @@ timezone_option = click.option(
 
 
 # The option of each field of a SessionFilter (index/read/questions.py), by the field's name.
-FILTER_OPTIONS = {
+FILTER_OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "cwd": cwd_option,
     "project": project_option,
     "since": since_option,
@@ -180,11 +180,12 @@ def filter_options(*names: str, **helps: str) -> Callable[[Callable[..., Any]], 
             filters = kwargs.pop("filters", SessionFilter())
             return command(*args, filters=dataclasses.replace(filters, **given), **kwargs)
 
+        decorated: Callable[..., Any] = run
         for name in reversed(names):
             option = FILTER_OPTIONS[name]
             if name in helps:
                 option = _time_option(f"--{name}", helps[name])
-            run = option(run)
-        return run
+            decorated = option(decorated)
+        return decorated
 
     return decorate

@@ -198,7 +198,8 @@ def _legacy_session(
 def _orphan_blob(agent_dir: str, story: dict[str, Any], now: datetime, rng: random.Random) -> str:
     """An image pasted into a prompt that was never sent: a blob nothing references."""
     with SessionManager.in_memory(story["cwd"], agent_dir=agent_dir) as draft:
-        stored = draft.put_blob(png_bytes(*story["image"], rng))
+        width, height = story["image"]
+        stored = draft.put_blob(png_bytes(width, height, rng))
     pasted = (now - timedelta(days=story["days_ago"])).timestamp()
     os.utime(stored.path, (pasted, pasted))
     return stored.hash

@@ -65,7 +65,10 @@ def start_time(start: dict[str, Any], now: datetime) -> datetime:
 
 def image(step: dict[str, Any], rng: random.Random) -> bytes | None:
     """The step's generated PNG, drawn from ``rng`` before the turn's own draws."""
-    return png_bytes(*step["image"], rng) if "image" in step else None
+    if "image" not in step:
+        return None
+    width, height = step["image"]
+    return png_bytes(width, height, rng)
 
 
 class _Player:

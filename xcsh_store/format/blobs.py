@@ -9,6 +9,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import fsync_dir, remove_quietly
@@ -31,7 +32,7 @@ class BlobPutResult:
     ref: str
 
 
-def is_blob_ref(value: object) -> bool:
+def is_blob_ref(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and value.startswith(BLOB_REF_PREFIX)
 
 
@@ -39,7 +40,7 @@ def parse_blob_ref(value: object) -> str | None:
     """The hash of a well-formed ref (``blob:sha256:`` + 64 lowercase hex), else None."""
     if not is_blob_ref(value):
         return None
-    digest = value[len(BLOB_REF_PREFIX) :]  # type: ignore[index]
+    digest = value[len(BLOB_REF_PREFIX) :]
     return digest if _HASH.fullmatch(digest) else None
 
 

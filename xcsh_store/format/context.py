@@ -39,11 +39,12 @@ class SessionContext:
 
 
 # --------------------------------------------------------------------------------------------
-# Message factories (compatibility: Context rebuild as in the reference)
+# Message factories (compatibility: Context rebuild as in the reference). They copy what an
+# entry holds: a field its file lacks arrives as None.
 
 
 def create_custom_message(
-    custom_type: str,
+    custom_type: str | None,
     content: Any,
     display: Any,
     details: Any,
@@ -64,7 +65,9 @@ def create_custom_message(
     return message
 
 
-def create_branch_summary_message(summary: str, from_id: str, timestamp: Any) -> dict[str, Any]:
+def create_branch_summary_message(
+    summary: str, from_id: str | None, timestamp: Any
+) -> dict[str, Any]:
     return {
         "role": "branchSummary",
         "summary": summary,
@@ -74,7 +77,7 @@ def create_branch_summary_message(summary: str, from_id: str, timestamp: Any) ->
 
 
 def create_compaction_summary_message(
-    summary: str,
+    summary: str | None,
     tokens_before: Any,
     timestamp: Any,
     short_summary: str | None = None,

@@ -184,12 +184,12 @@ def usage_figures(usage: Any) -> tuple[int | float, ...] | None:
         return None
     get = usage.get
     # A loop, not a comprehension: this runs for every message of every file read.
-    figures = []
+    figures: list[int | float] = []
     for key in USAGE_KEYS:
-        value = get(key)
+        value: Any = get(key)
         figures.append(value if type(value) in _NUMBERS else 0)
     cost = get("cost")
-    total = cost.get("total") if type(cost) is dict else 0
+    total: Any = cost.get("total") if type(cost) is dict else 0
     figures.append(total if type(total) in _NUMBERS else 0)
     return tuple(figures)
 

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]  # CPython's, not in typeshed
 from typing import Any, BinaryIO
 
 import orjson
@@ -50,7 +51,7 @@ def parse_line(line: bytes | bytearray | memoryview) -> list[dict[str, Any]]:
 
 def _recover_values(text: str) -> list[dict[str, Any]]:
     values: list[dict[str, Any]] = []
-    position = _WHITESPACE.match(text, 0).end()
+    position = _after_space(text, 0)
     while position < len(text):
         try:
             value, position = _DECODER.raw_decode(text, position)
@@ -63,19 +64,24 @@ def _recover_values(text: str) -> list[dict[str, Any]]:
             break
         if type(value) is dict:
             values.append(value)
-        position = _WHITESPACE.match(text, position).end()
+        position = _after_space(text, position)
     return values
+
+
+def _after_space(text: str, position: int) -> int:
+    """The first position at or after ``position`` that is not JSON whitespace."""
+    return _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]  # * matches ""
 
 
 def _decode_deep(text: str, position: int) -> tuple[Any, int]:
     """Decode one JSON value without recursion, for nesting too deep for the C decoders."""
     stack: list[tuple[dict[str, Any] | list[Any], str | None]] = []
     while True:
-        position = _WHITESPACE.match(text, position).end()
+        position = _after_space(text, position)
         char = text[position : position + 1]
         if char == "{" or char == "[":
             container: dict[str, Any] | list[Any] = {} if char == "{" else []
-            position = _WHITESPACE.match(text, position + 1).end()
+            position = _after_space(text, position + 1)
             closing = "}" if char == "{" else "]"
             if text[position : position + 1] == closing:
                 value: Any = container
@@ -89,7 +95,7 @@ def _decode_deep(text: str, position: int) -> tuple[Any, int]:
                 stack.append((container, key))
                 continue
         elif char == '"':
-            value, position = json.decoder.scanstring(text, position + 1)
+            value, position = scanstring(text, position + 1)
         else:
             value, position = _decode_scalar(text, position)
         # Attach the finished value to its parent, closing every container it completes.
@@ -97,16 +103,16 @@ def _decode_deep(text: str, position: int) -> tuple[Any, int]:
             if not stack:
                 return value, position
             container, key = stack[-1]
-            if key is None:
-                container.append(value)  # type: ignore[union-attr]
-            else:
-                container[key] = value  # type: ignore[index]
-            position = _WHITESPACE.match(text, position).end()
+            if isinstance(container, list):
+                container.append(value)
+            elif key is not None:  # always, in an object
+                container[key] = value
+            position = _after_space(text, position)
             char = text[position : position + 1]
             if char == ",":
                 position += 1
                 if isinstance(container, dict):
-                    position = _WHITESPACE.match(text, position).end()
+                    position = _after_space(text, position)
                     key, position = _decode_key(text, position)
                     stack[-1] = (container, key)
                 break
@@ -121,8 +127,8 @@ def _decode_deep(text: str, position: int) -> tuple[Any, int]:
 def _decode_key(text: str, position: int) -> tuple[str, int]:
     if text[position : position + 1] != '"':
         raise ValueError(f"expected a key at {position}")
-    key, position = json.decoder.scanstring(text, position + 1)
-    position = _WHITESPACE.match(text, position).end()
+    key, position = scanstring(text, position + 1)
+    position = _after_space(text, position)
     if text[position : position + 1] != ":":
         raise ValueError(f"expected ':' at {position}")
     return key, position + 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import apsw
 import orjson
@@ -123,9 +124,11 @@ class _Matcher:
         }
 
     def _words(self, text: str, flags: int) -> list[str]:
-        return self._tokenizer(
+        # Without offsets and colocated tokens the tokenizer gives the words alone.
+        words = self._tokenizer(
             text.encode(), flags, None, include_offsets=False, include_colocated=False
         )
+        return cast("list[str]", words)
 
     def matches(self, text: str) -> bool:
         # In ASCII text unicode61 words are lower-cased runs of letters and digits, so a query
@@ -165,7 +168,7 @@ def newest_matches(
 
 def ranked_matches(connection: apsw.Connection, tokens: Sequence[str], count: int) -> list[Row]:
     """Best bm25 match first, newest first among equals (FTS5 ranks every match)."""
-    return connection.execute(_RANKED_SQL, (fts_query(tokens), count)).fetchall()
+    return list(connection.execute(_RANKED_SQL, (fts_query(tokens), count)))
 
 
 def _scan_recent(connection: apsw.Connection, matcher: _Matcher, count: int) -> list[Row]:
@@ -210,7 +213,7 @@ def _newest_by_time(connection: apsw.Connection, match_ids: Iterator[int], count
     candidates = newest
     if len(newest) == window:
         candidates = newest[:count]
-        oldest_time = connection.execute(_OLDEST_TIME_SQL, (_json_ids(candidates),)).fetchone()[0]
+        ((oldest_time,),) = connection.execute(_OLDEST_TIME_SQL, (_json_ids(candidates),))
         later = {
             row[0] for row in connection.execute(_LATER_ROWS_SQL, (oldest_time, newest[count - 1]))
         }
@@ -220,7 +223,7 @@ def _newest_by_time(connection: apsw.Connection, match_ids: Iterator[int], count
             candidates += [
                 i for i in itertools.takewhile(lambda i: i >= lowest, rest) if i in later
             ]
-    return connection.execute(_ROWS_BY_ID_SQL, (_json_ids(candidates), count)).fetchall()
+    return list(connection.execute(_ROWS_BY_ID_SQL, (_json_ids(candidates), count)))
 
 
 def _json_ids(ids: list[int]) -> str:

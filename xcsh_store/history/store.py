@@ -30,6 +30,7 @@ from xcsh_store.errors import HistoryError
 from xcsh_store.history.schema import Refusals, adopt, check_schema, history_migrations
 from xcsh_store.history.search import (
     RECENT_SQL,
+    Row,
     index_tokenizer,
     newest_matches,
     query_tokens,
@@ -245,7 +246,7 @@ class HistoryStorage:
             raise HistoryError(f"prompt history {self.db_path} is closed")
 
     def _read(
-        self, action: str, fetch: Callable[..., list[tuple[object, ...]]], *arguments: object
+        self, action: str, fetch: Callable[..., list[Row]], *arguments: object
     ) -> list[HistoryEntry]:
         self._check_open()
         try:
@@ -367,11 +368,16 @@ class _Writer:
 
     def _take_work(self) -> _Job | list[_Add]:
         """The next job alone, or the run of adds at the head of the queue (up to MAX_BATCH)."""
-        if isinstance(self._queue[0], _Job):
-            return self._queue.popleft()
-        batch: list[_Add] = []
-        while self._queue and len(batch) < MAX_BATCH and isinstance(self._queue[0], _Add):
-            batch.append(self._queue.popleft())
+        head = self._queue.popleft()
+        if isinstance(head, _Job):
+            return head
+        batch = [head]
+        while self._queue and len(batch) < MAX_BATCH:
+            head = self._queue[0]
+            if not isinstance(head, _Add):
+                break
+            self._queue.popleft()
+            batch.append(head)
         return batch
 
     def _insert(self, batch: list[_Add]) -> None:
@@ -398,8 +404,8 @@ class _Writer:
             job.done = True
 
 
-def _recent_rows(connection: apsw.Connection, count: int) -> list[tuple[object, ...]]:
-    return connection.execute(RECENT_SQL, (count,)).fetchall()
+def _recent_rows(connection: apsw.Connection, count: int) -> list[Row]:
+    return list(connection.execute(RECENT_SQL, (count,)))
 
 
 def _close_resources(writer: _Writer, reader: apsw.Connection, read_lock: threading.Lock) -> None:

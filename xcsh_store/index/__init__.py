@@ -29,11 +29,100 @@ borderline module went, and why):
   folder and the folder watch gc relies on, and what other SQLite programs can do with the file.
 """
 
+from typing import TYPE_CHECKING
+
 # What every use of the index needs: the store and its connection.
 from xcsh_store.index.db import errors_explained, remove_side_files
 from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
 from xcsh_store.index.store import IndexReader, IndexStats, SessionIndex
 from xcsh_store.lazy import lazy_exports
+
+# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
+# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+if TYPE_CHECKING:
+    from xcsh_store.index.read.choices import (
+        Choice,
+        check_filters,
+        model_choices,
+        project_choices,
+        session_choices,
+    )
+    from xcsh_store.index.read.export import (
+        ENTRY_COLUMNS,
+        HISTORY_COLUMNS,
+        SESSION_COLUMNS,
+        USAGE_COLUMNS,
+        EntryRow,
+        FileState,
+        entry_rows,
+        history_rows,
+        history_state,
+        session_files,
+        session_row,
+        usage_rows,
+    )
+    from xcsh_store.index.read.names import (
+        MIN_PREFIX,
+        prefix_apart,
+        unique_id_prefixes,
+        unique_prefixes,
+    )
+    from xcsh_store.index.read.outline import (
+        SessionOutline,
+        entry_summary,
+        entry_text,
+        labels_of,
+        message_summary,
+        session_outline,
+    )
+    from xcsh_store.index.read.prompts import PromptHit, prompt_json
+    from xcsh_store.index.read.query import (
+        QueryInterruptedError,
+        QueryStream,
+        QueryTimeoutError,
+        open_query,
+    )
+    from xcsh_store.index.read.questions import (
+        SEARCH_ROLES,
+        SESSION_ORDERS,
+        TEAM_USAGE_GROUPINGS,
+        USAGE_GROUPINGS,
+        PromptQuery,
+        SearchQuery,
+        SessionFilter,
+        SessionQuery,
+        UsageQuery,
+        known_agents,
+        model_match,
+        project_folder,
+        search_role,
+        time_bound,
+    )
+    from xcsh_store.index.read.ranking import WINDOW
+    from xcsh_store.index.read.search import SearchHit, parse_search_query
+    from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
+    from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
+    from xcsh_store.index.read.usage import (
+        USAGE_GROUPS,
+        BillingBlock,
+        UsageBar,
+        UsageRow,
+        joined_key,
+        usage_bars,
+        usage_groups,
+        usage_row,
+        usage_total,
+    )
+    from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
+    from xcsh_store.index.upkeep.gc import GcReport
+    from xcsh_store.index.upkeep.outside_readers import (
+        OutsideReader,
+        OutsideReaders,
+        check_outside_readers,
+    )
+    from xcsh_store.index.upkeep.verify import VerifyReport
+    from xcsh_store.index.write.prices import ModelSeen
+    from xcsh_store.index.write.scan import Progress, SkippedLines, SyncReport, is_under_any
 
 # The rest is imported on first use (see xcsh_store/lazy.py).
 __getattr__, __dir__ = lazy_exports(
@@ -89,6 +178,7 @@ __getattr__, __dir__ = lazy_exports(
             "model_match",
             "project_folder",
             "search_role",
+            "time_bound",
         ),
         "xcsh_store.index.read.query": (
             "QueryInterruptedError",
@@ -210,6 +300,7 @@ __all__ = [
     "session_outline",
     "session_row",
     "sqlite_versions",
+    "time_bound",
     "unique_id_prefixes",
     "unique_prefixes",
     "usage_bars",

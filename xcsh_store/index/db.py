@@ -79,8 +79,8 @@ def compact_if_sparse(connection: apsw.Connection) -> bool:
     """VACUUM when over a quarter of index.db is free pages (after a resync rewrote every row);
     returns whether it did. A file that size is compacted in seconds, and a smaller file is
     worth more than those seconds to every later query and backup."""
-    ((free,),) = connection.execute("PRAGMA freelist_count").fetchall()
-    ((pages,),) = connection.execute("PRAGMA page_count").fetchall()
+    ((free,),) = connection.execute("PRAGMA freelist_count")
+    ((pages,),) = connection.execute("PRAGMA page_count")
     if free < COMPACT_MIN_FREE_PAGES or free * 4 < pages:
         return False
     # VACUUM copies the database into a temporary one: on disk, not in memory, whatever its size.
@@ -106,7 +106,7 @@ def transaction(connection: apsw.Connection, mode: str = "IMMEDIATE") -> Iterato
 
 def get_meta(connection: apsw.Connection, key: str) -> str | None:
     """A value of the ``meta`` table (None when the key is absent)."""
-    rows = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+    rows = list(connection.execute("SELECT value FROM meta WHERE key = ?", (key,)))
     return rows[0][0] if rows else None
 
 
@@ -192,7 +192,7 @@ def check_integrity(connection: apsw.Connection) -> str | None:
         if problems:
             return "; ".join(problems[:3])
         tables = connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-        for table in [name for name, sql in tables.fetchall() if _FTS5_TABLE.search(sql or "")]:
+        for table in [name for name, sql in list(tables) if _FTS5_TABLE.search(sql or "")]:
             with contextlib.suppress(apsw.ReadOnlyError):
                 connection.execute(
                     f'INSERT INTO "{table}" ("{table}", rank) VALUES (\'integrity-check\', 1)'
@@ -286,8 +286,8 @@ def _check_readable(connection: apsw.Connection, path: str) -> None:
     wal = path + "-wal"
     if os.path.exists(wal) and os.path.getsize(wal) > 0:
         return  # pages may legitimately live in the WAL only
-    page_size = connection.execute("PRAGMA page_size").fetchall()[0][0]
-    page_count = connection.execute("PRAGMA page_count").fetchall()[0][0]
+    ((page_size,),) = connection.execute("PRAGMA page_size")
+    ((page_count,),) = connection.execute("PRAGMA page_count")
     size = os.path.getsize(path)
     if size < page_size * page_count:
         raise apsw.CorruptError(

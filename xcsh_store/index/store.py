@@ -32,6 +32,7 @@ from xcsh_store.index.read.questions import (
     SessionFilter,
     SessionQuery,
     UsageQuery,
+    time_bound,
     with_texts,
 )
 from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
@@ -79,14 +80,15 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
-        args = tuple(_storable(item) for item in args)
+        storable = tuple(_storable(item) for item in args)
         for name, value in kwargs.items():
             kwargs[name] = _storable(value)
         with (
             database.errors_explained(index.db_path),
             database.type_confusion_as_damage(index.connection),
         ):
-            return method(*args, **kwargs)  # type: ignore[arg-type]
+            # The same arguments, their text made storable: the checker cannot see that.
+            return method(*storable, **kwargs)
 
     return wrapper
 
@@ -488,7 +490,7 @@ class SessionIndex:
     def _write_stamp(self) -> tuple[int, int]:
         """Changes when anything writes index.db: another connection (PRAGMA data_version)
         or this one (its count of changed rows)."""
-        ((version,),) = self.connection.execute("PRAGMA data_version").fetchall()
+        ((version,),) = self.connection.execute("PRAGMA data_version")
         return version, self.connection.total_changes()
 
     def _rebuild_after_damage(
@@ -524,7 +526,8 @@ class SessionIndex:
         ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
         started before ``until``)."""
-        filters = SessionFilter(cwd, project, tuple(agents or ()), since, until)
+        bounds = time_bound(since), time_bound(until)
+        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
         return self.sessions(SessionQuery(filters, order, limit))
 
     @_entry_point
@@ -548,11 +551,13 @@ class SessionIndex:
         """The sessions (at most ``limit``) that say they are subagents or forks of
         ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
         found = self._session(session)
-        rows = self.connection.execute(
-            "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
-            " ORDER BY path LIMIT ?",
-            (found.id, found.path, limit),
-        ).fetchall()
+        rows = list(
+            self.connection.execute(
+                "SELECT file_id FROM sessions WHERE parent_session_id = ? AND path != ?"
+                " ORDER BY path LIMIT ?",
+                (found.id, found.path, limit),
+            )
+        )
         return [sessions.session_by_file_id(self, file_id) for (file_id,) in rows]
 
     def _session(self, session: str | int | IndexedSession) -> IndexedSession:
@@ -666,7 +671,8 @@ class SessionIndex:
         highlight: tuple[str, str] = ("[", "]"),
         agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
-        filters = SessionFilter(cwd, project, tuple(agents or ()), since, until)
+        bounds = time_bound(since), time_bound(until)
+        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
         return self.hits(SearchQuery(query, filters, role, model, limit, highlight))
 
     @_entry_point
@@ -748,7 +754,9 @@ class SessionIndex:
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
         """
-        filters = SessionFilter(agents=tuple(agents or ()), since=since, until=until)
+        filters = SessionFilter(
+            agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
+        )
         return self.usage_rows(
             UsageQuery(tuple([by] if isinstance(by, str) else by), filters, zone)
         )

@@ -103,8 +103,8 @@ class SecretDetector:
         for finding in self._scanner.scan(data):
             # The text the rule matched: a secret found base64-encoded is its encoded form.
             location = finding.location
-            value = data[location["start_offset"] : location["end_offset"]]
-            _keep(found, _text(value), kind_of(finding.rule_id))
+            matched = data[location["start_offset"] : location["end_offset"]]
+            _keep(found, _text(matched), kind_of(finding.rule_id))
         for kind, value in self._keyword_values(data):
             _keep(found, value, kind)
         if _AWS_KEY_PREFIX.search(data):
@@ -128,7 +128,7 @@ class SecretDetector:
                     start, end = max(line_start, at - WINDOW_BEFORE), at + WINDOW_AFTER
                     windows.setdefault((start, min(line_end, end)), stem)
                 at = lowered.find(needle, at + len(needle))
-        found = []
+        found: list[tuple[str, str]] = []
         for (start, end), stem in windows.items():
             # A window cut inside a character loses only that character.
             window = data[start:end].decode("utf-8", "ignore")

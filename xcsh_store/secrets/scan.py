@@ -49,7 +49,7 @@ def session_secrets(
             index.connection.execute(
                 "SELECT offset, id FROM entries WHERE session = ? ORDER BY offset DESC, part DESC",
                 (session.file_id,),
-            ).fetchall()
+            )
         )
         path = index.local_path(session.path)
         for number, offset, secret in _file_secrets(path, detector):

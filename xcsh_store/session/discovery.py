@@ -277,7 +277,7 @@ def _session_files_below(root: str, storage: SessionStorage) -> list[str]:
             and path.endswith(".jsonl")
             and not os.path.basename(path).startswith(".")
         )
-    found = []
+    found: list[str] = []
     for directory, folders, names in os.walk(root):
         folders[:] = sorted(folder for folder in folders if not folder.startswith("."))
         found.extend(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import re
@@ -238,6 +239,7 @@ class SessionManager:
         manager.new_session()
         return manager
 
+    # From here on the class names the builtin builtins.list: in the class, "list" is this method.
     @classmethod
     def list(
         cls,
@@ -245,14 +247,14 @@ class SessionManager:
         session_dir: str | None = None,
         storage: SessionStorage | None = None,
         agent_dir: str | None = None,
-    ) -> list[SessionInfo]:
+    ) -> builtins.list[SessionInfo]:
         """Every session of one project, newest modification first."""
         return list_sessions(cwd, session_dir, storage, agent_dir)
 
     @classmethod
     def list_all(
         cls, storage: SessionStorage | None = None, agent_dir: str | None = None
-    ) -> list[SessionInfo]:
+    ) -> builtins.list[SessionInfo]:
         """Every session below ``<agent>/sessions``, in any folder, newest modification first."""
         return list_all_sessions(storage, agent_dir)
 
@@ -307,7 +309,7 @@ class SessionManager:
     def get_header(self) -> dict[str, Any]:
         return self._header
 
-    def get_entries(self) -> list[dict[str, Any]]:
+    def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every record after the header, in file order (the live dicts)."""
         return list(self._entries)
 
@@ -323,16 +325,16 @@ class SessionManager:
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
 
-    def get_children(self, parent_id: str | None) -> list[dict[str, Any]]:
+    def get_children(self, parent_id: str | None) -> builtins.list[dict[str, Any]]:
         return [entry for entry in self._by_id.values() if entry.get("parentId") == parent_id]
 
-    def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
+    def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Root -> ``from_id`` (default: the leaf); [] for an unknown id. Stops on cycles
         (compatibility: Cycles end every walk)."""
         start = self._by_id.get(from_id if from_id is not None else self._leaf_id or "")
         return [] if start is None else path_to_root(start, self._by_id)
 
-    def get_tree(self) -> list[SessionTreeNode]:
+    def get_tree(self) -> builtins.list[SessionTreeNode]:
         """Every entry once: roots are entries without a (known, other) parent; children are
         sorted by timestamp (compatibility: Tree children without a valid time go last). A parent
         cycle is broken at its first entry in file order (compatibility: Cycles end every walk)."""
@@ -349,7 +351,7 @@ class SessionManager:
                 roots.append(node)
             else:
                 parent.children.append(node)
-                parent_of[entry_id] = parent_id
+                parent_of[entry_id] = parent.entry["id"]
         reached: set[str] = set()
         for root in roots:
             reached.update(_subtree_ids(root))
@@ -374,7 +376,7 @@ class SessionManager:
         reference; Missing usage counts as zero)."""
         return dict(zip(USAGE_FIELDS, self._usage, strict=True))
 
-    def get_injected_ttsr_rules(self) -> list[str]:
+    def get_injected_ttsr_rules(self) -> builtins.list[str]:
         rules: dict[str, None] = {}
         for entry in self.get_branch():
             injected = entry.get("injectedRules")
@@ -457,14 +459,14 @@ class SessionManager:
             raise EntryNotFoundError(target_id)
         return self._append(build_label_change(self._new_id(), self._leaf_id, target_id, label))
 
-    def append_ttsr_injection(self, rule_names: list[str]) -> str:
+    def append_ttsr_injection(self, rule_names: builtins.list[str]) -> str:
         return self._append(build_ttsr_injection(self._new_id(), self._leaf_id, rule_names))
 
     def append_session_init(
         self,
         system_prompt: str,
         task: str,
-        tools: list[str],
+        tools: builtins.list[str],
         output_schema: Any = None,
     ) -> str:
         entry = build_session_init(
@@ -588,7 +590,7 @@ class SessionManager:
         self._header = build_header(self._session_id, self._cwd, parent_session)
         self._title_after_id = False
 
-    def _adopt(self, records: list[dict[str, Any]]) -> None:
+    def _adopt(self, records: builtins.list[dict[str, Any]]) -> None:
         """Take over a loaded file's records (title records, header, entries)."""
         leading, header, rest = split_header(records)
         assert header is not None
@@ -716,12 +718,12 @@ class SessionManager:
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Continue in a new session holding only the path to ``leaf_id`` (labels re-created)."""
-        path = self.get_branch(leaf_id)
-        if not path:
+        branch = self.get_branch(leaf_id)
+        if not branch:
             raise EntryNotFoundError(leaf_id)
         kept: list[dict[str, Any]] = []
         dropped_labels: set[str] = set()
-        for entry in path:
+        for entry in branch:
             if entry.get("type") == "label":
                 dropped_labels.add(entry["id"])
                 continue
@@ -743,7 +745,9 @@ class SessionManager:
         write_terminal_breadcrumb(self._cwd, path, self._agent_dir)
         return path
 
-    def _recreated_labels(self, kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _recreated_labels(
+        self, kept: builtins.list[dict[str, Any]]
+    ) -> builtins.list[dict[str, Any]]:
         used = {entry["id"] for entry in kept}
         parent_id = kept[-1]["id"] if kept else None
         labels = []

@@ -94,9 +94,9 @@ class SessionFile:
     def set_aside_invalid(self) -> None:
         """A non-empty file without a valid header is renamed, never overwritten (compatibility:
         Invalid files are moved aside)."""
-        if not self._has_content():
-            return
         path = self.path
+        if path is None or not self._has_content():
+            return
         stamp = file_timestamp(iso_now())
         target = f"{path}.invalid-{stamp}"
         suffix = 1
@@ -155,6 +155,7 @@ class SessionFile:
             line = b"\n" + line
         try:
             if self._writer is None:
+                assert self.path is not None  # the rewrite above, on the first write, set it
                 self._writer = self._storage.open_writer(self.path, "a")
             self._writer.write_line(line)
         except Exception as error:

@@ -16,7 +16,27 @@ psycopg and pyarrow (the ``team`` extra) are imported only by the modules that n
 first use of a name from this front.
 """
 
+from typing import TYPE_CHECKING
+
 from xcsh_store.lazy import lazy_exports
+
+# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
+# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+if TYPE_CHECKING:
+    from xcsh_store.team.conninfo import Target
+    from xcsh_store.team.disclosure import TIERS
+    from xcsh_store.team.errors import (
+        ConnectionStringError,
+        PrivilegedRoleError,
+        TeamConnectionError,
+        TeamIndexError,
+        TeamTimeoutError,
+    )
+    from xcsh_store.team.errors import TeamUnavailableError as TeamUnavailableError
+    from xcsh_store.team.parquet import ExportReport, export_parquet
+    from xcsh_store.team.reader import USAGE_GROUPS, TeamIndex, TeamSession
+    from xcsh_store.team.server import connect, schema_version
+    from xcsh_store.team.upload import PushReport, push, remembered_host
 
 __getattr__, __dir__ = lazy_exports(
     __name__,

@@ -36,7 +36,7 @@ class Target:
     """A connection string libpq can read, and what messages may say of it."""
 
     conninfo: str
-    parts: dict[str, str | int]
+    parts: dict[str, str | int | None]
 
     @classmethod
     def parse(cls, conninfo: str) -> Target:

@@ -32,7 +32,7 @@ import os
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from xcsh_store.index import (
     ENTRY_COLUMNS,
@@ -152,6 +152,10 @@ class Disclosure:
             return path
         return LABEL_PREFIX + self.keyed("directory", path)[:12]
 
+    @overload
+    def path(self, path: str) -> str: ...
+    @overload
+    def path(self, path: None) -> None: ...
     def path(self, path: str | None) -> str | None:
         """A session file's path: its folder labelled, its name (a time and an id) kept."""
         if path is None or not self.redact_paths:

@@ -187,8 +187,8 @@ def _write_month(
                 {"path": path, "session_id": session["session_id"],
                  **dict(zip(ENTRY_COLUMNS, values, strict=True)), "text": text},
             )  # fmt: skip
-        for values in usage.get(state.file_id, []):
-            row = dict(zip(USAGE_COLUMNS, disclosure.usage(values), strict=True))
+        for usage_values in usage.get(state.file_id, []):
+            row = dict(zip(USAGE_COLUMNS, disclosure.usage(usage_values), strict=True))
             _add(columns["usage"], {"path": path, **row})
     written = 0
     for table in TABLES:

@@ -315,7 +315,8 @@ class TeamIndex:
             if fields[0] is not None:  # ids a v1/v2 file lacks come from its migration
                 value.setdefault("id", fields[0])
                 value.setdefault("parentId", fields[1])
-            entries.append((IndexedEntry(seq, seq, *fields, 0, 0, 0), value))
+            columns = (seq, seq, *fields, 0, 0, 0)  # no offset, length or part on the server
+            entries.append((IndexedEntry(*columns), value))
         return [(row, value) for row, value in entries if value.get("type") != "session"]
 
     def branch_entries(self, session: TeamSession, leaf_id: str | None = None) -> list[Any]:
@@ -420,16 +421,24 @@ class TeamIndex:
             arguments | {"window": WINDOW},
         )
         return [
+            # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet,
+            # score, file id (none here), pk (its seq), agent, host
             TeamHit(
                 row[3],
                 row[1],
-                *row[4:11],  # title, cwd, entry id, type, role, model, timestamp
-                snippet=row[13],
-                score=-row[11],
-                file_id=0,
-                pk=row[2],
-                agent=row[12],
-                host=row[0],
+                row[4],
+                row[5],
+                row[6],
+                row[7],
+                row[8],
+                row[9],
+                row[10],
+                row[13],
+                -row[11],
+                0,
+                row[2],
+                row[12],
+                row[0],
             )
             for row in rows
         ]
@@ -569,7 +578,7 @@ class TeamIndex:
             # any other statement (refused by the READ ONLY transaction) runs as it is. Both
             # are sent with the extended protocol, which takes one statement.
             if re.match(r"\s*(SELECT|WITH|VALUES|TABLE)\b", sql, re.IGNORECASE):
-                cursor = self.connection.cursor(name="xcsh_sql")
+                cursor: psycopg.Cursor[Any] = self.connection.cursor(name="xcsh_sql")
                 cursor.execute(text, parameters)
             else:
                 cursor = self.connection.cursor()

@@ -162,9 +162,9 @@ class _Ledger:
         """The migrations recorded; [] when there is no schema yet. A role that may not use
         the schema sees no table in it: that is said, not taken for a database nobody pushed
         to."""
-        usable, exists = self.connection.execute(
+        ((usable, exists),) = self.connection.execute(
             "SELECT current_schema() IS NOT NULL, to_regclass('xcsh_schema') IS NOT NULL"
-        ).fetchone()
+        )
         if not usable:
             raise TeamIndexError(
                 "No permission to use the schema of the team index at"
@@ -172,10 +172,10 @@ class _Ledger:
             )
         if not exists:
             return []
-        (checked,) = self.connection.execute(
+        ((checked,),) = self.connection.execute(
             "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'xcsh_schema'::regclass"
             " AND attname = 'checksum' AND NOT attisdropped)"
-        ).fetchone()
+        )
         checksum = "checksum" if checked else "NULL"
         rows = self.connection.execute(f"SELECT version, name, {checksum} FROM xcsh_schema")
         return [Applied(version, name, value) for version, name, value in rows]

@@ -147,7 +147,8 @@ def _push(
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
     # few commits, rows and watermarks together, and the next push sends those files again.
     connection.execute("SET synchronous_commit = off")
-    staged = bool(connection.execute("SELECT row_security_active('entries')").fetchone()[0])
+    ((active,),) = connection.execute("SELECT row_security_active('entries')")
+    staged = bool(active)
     if staged:
         for table in _COLUMNS:
             connection.execute(

@@ -132,7 +132,7 @@ class IndexWatcher:
                     self._open_index()
                     self._full_sync("index.db was deleted or replaced")
                     continue
-                if batch != "timeout":
+                if not isinstance(batch, str):  # events, not "timeout"
                     paths = self._relevant({path for _change, path in batch})
                     if paths:
                         self._apply(paths)

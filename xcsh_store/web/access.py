@@ -11,12 +11,11 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.files import open_regular_file
@@ -119,7 +118,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
 
-        async def with_headers(message: dict[str, Any]) -> None:
+        async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"server"]
                 headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]

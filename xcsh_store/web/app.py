@@ -58,6 +58,7 @@ from xcsh_store.index import (
     errors_explained,
     model_choices,
     project_choices,
+    time_bound,
     usage_total,
 )
 from xcsh_store.js import well_formed
@@ -321,7 +322,7 @@ def create_app(
             cwd=query.get("cwd") or None,
             project=query.get("project") or None,
             agents=(agent,) if agent in AGENTS else (),
-            since=pages.since_of(query.get("since", "")),
+            since=time_bound(pages.since_of(query.get("since", ""))),
         )
 
     def sessions_list(request: Request) -> Response:

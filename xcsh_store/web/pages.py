@@ -426,7 +426,7 @@ def _fold(
     point: ShownEntry,
     session: IndexedSession,
     tree: SessionTree,
-    on_path: set[str],
+    on_path: set[str | None],
     labels: dict[str, str],
     budget: ReadBudget,
 ) -> None:
@@ -465,8 +465,8 @@ def _shown(
             entry = _unread(row)
         else:
             entry = _entry(row, value, _blocks(session, value), 0, ENTRY_SHOWN)
-        entry.label = labels.get(entry.id)
-        entry.siblings = len(tree.children.get(row.id, []))
+        entry.label = labels.get(entry.id) if entry.id is not None else None
+        entry.siblings = len(tree.children.get(row.id, [])) if row.id is not None else 0
         shown.append(entry)
     return shown
 
@@ -812,7 +812,12 @@ def ranked_chart(
     """The largest ``limit`` keys (models, projects), largest first, each a row of the page's
     list: its name (cut by the page, whole on hover), a bar (``<meter>``: no inline style) and
     its value (``unpriced`` where no price is known, not a zero)."""
-    ranked = sorted(rows, key=lambda row: -1.0 if value_of(row) is None else value_of(row))
+
+    def rank(row: Any) -> float:
+        value = value_of(row)
+        return -1.0 if value is None else value
+
+    ranked = sorted(rows, key=rank)
     ranked = ranked[-limit:][::-1]
     values = [value_of(row) for row in ranked]
     maximum = max((value for value in values if value is not None), default=0.0) or 1.0

@@ -24,20 +24,20 @@ if TYPE_CHECKING:
     from xcsh_store.format.context import SessionContext
     from xcsh_store.index import (
         BillingBlock,
+        IndexedSession,
         PromptHit,
         SearchHit,
-        SessionRecord,
         SkippedLines,
         UsageRow,
     )
 
 
-def session_json(session: SessionRecord) -> dict[str, Any]:
+def session_json(session: IndexedSession) -> dict[str, Any]:
     """The session's own shape (SessionRecord.to_json), the one every front prints."""
     return session.to_json()
 
 
-def session_cost(session: SessionRecord) -> str:
+def session_cost(session: IndexedSession) -> str:
     """A session's cost as shown: ``~$1.20`` when it is an estimate (Claude Code and Codex
     record none), ``≥~$1.20`` when some of its entries have no price, ``?`` when none has one;
     never a silent ``$0``."""

@@ -10,11 +10,12 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TextIO, cast
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Layout, Window
@@ -75,7 +76,8 @@ class Drawn(UIControl):
         self._draw = draw
 
     def create_content(self, width: int, height: int) -> UIContent:
-        lines = self._draw(width, height)
+        # A line's (style, text) pieces are the two-item form of prompt_toolkit's tuples.
+        lines = cast("list[StyleAndTextTuples]", self._draw(width, height))
         return UIContent(get_line=lambda number: lines[number], line_count=len(lines))
 
 

@@ -107,7 +107,7 @@ class PickSource:
         """``row`` in context: the entries of its session around the row's entry (on the
         branch the entry is on), or the prompt alone when it has no session."""
         if row.path is None:
-            facts = (row.cwd, local_time(row.when), row.agent)
+            facts: tuple[str, ...] = (row.cwd, local_time(row.when), row.agent)
             return Preview("prompt", facts, (PreviewEntry("prompt", row.value, hit=True),))
         info = self.index.find_session(row.path)
         facts = (

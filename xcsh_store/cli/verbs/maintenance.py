@@ -712,8 +712,8 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
             )
     if diagnosis.problems:
         echo_wrapped(style("Problems", bold=True, fg="red"))
-        for problem in diagnosis.problems:
-            echo_wrapped(f"  • {problem}")
+        for described in diagnosis.problems:
+            echo_wrapped(f"  • {described}")
     else:
         echo_wrapped(style("No problems found.", fg="green"))
 

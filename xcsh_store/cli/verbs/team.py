@@ -88,7 +88,12 @@ def push_command(
     if every is not None and every.total_seconds() < 1:
         raise click.UsageError("--watch needs an interval of a second or more")
     warn_of_visible_password(url, "url")
-    choices = {"host": host, "tier": tier, "redact_paths": redact_paths, "redact": redact}
+    choices: dict[str, Any] = {
+        "host": host,
+        "tier": tier,
+        "redact_paths": redact_paths,
+        "redact": redact,
+    }
     if every is None:
         _show(push(settings.agent_dir, url, **choices), as_json)
         return

@@ -30,12 +30,14 @@ def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -
     """Sessions whose id starts with ``typed`` (case-insensitive), newest first: each as the
     shortest prefix that names it alone (never shorter than ``typed``), its title as help."""
     typed = typed.lower()
-    rows = index.connection.execute(
-        "SELECT session_id, coalesce(title, compaction_title, first_message) FROM sessions"
-        " WHERE lower(session_id) >= ?1 AND lower(session_id) < ?1 || ?2"
-        " ORDER BY modified_at DESC, file_id DESC LIMIT ?3",
-        (typed, _LAST, limit),
-    ).fetchall()
+    rows = list(
+        index.connection.execute(
+            "SELECT session_id, coalesce(title, compaction_title, first_message) FROM sessions"
+            " WHERE lower(session_id) >= ?1 AND lower(session_id) < ?1 || ?2"
+            " ORDER BY modified_at DESC, file_id DESC LIMIT ?3",
+            (typed, _LAST, limit),
+        )
+    )
     prefixes = unique_id_prefixes(index.connection, (session_id for session_id, _title in rows))
     choices: dict[str, Choice] = {}
     for session_id, title in rows:
@@ -48,11 +50,13 @@ def session_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -
 def project_choices(index: SessionIndex, typed: str, limit: int = MAX_CHOICES) -> list[Choice]:
     """Projects (the sessions' working directories) that start with ``typed``, with their
     session counts."""
-    rows = index.connection.execute(
-        "SELECT cwd, count(*) FROM sessions WHERE cwd >= ?1 AND cwd < ?1 || ?2"
-        " GROUP BY cwd ORDER BY max(modified_at) DESC LIMIT ?3",
-        (typed, _LAST, limit),
-    ).fetchall()
+    rows = list(
+        index.connection.execute(
+            "SELECT cwd, count(*) FROM sessions WHERE cwd >= ?1 AND cwd < ?1 || ?2"
+            " GROUP BY cwd ORDER BY max(modified_at) DESC LIMIT ?3",
+            (typed, _LAST, limit),
+        )
+    )
     return [
         Choice(project, f"{count} session{'' if count == 1 else 's'}") for project, count in rows
     ]

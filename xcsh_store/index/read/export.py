@@ -66,9 +66,10 @@ def session_files(index: SessionIndex) -> dict[str, FileState]:
 
 def session_row(index: SessionIndex, file_id: int) -> tuple[Any, ...]:
     """The SESSION_COLUMNS of one file's session."""
-    return index.connection.execute(
+    (row,) = index.connection.execute(
         f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE file_id = ?", (file_id,)
-    ).fetchone()
+    )
+    return row
 
 
 @dataclass(slots=True)
@@ -85,13 +86,15 @@ class EntryRow:
 def entry_rows(index: SessionIndex, file_id: int, with_text: bool) -> Iterator[EntryRow]:
     """The entries of one file in file order."""
     connection = index.connection
-    rows = connection.execute(
-        f"SELECT e.pk, f.path, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent,"
-        f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
-        " FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?"
-        " ORDER BY e.seq",
-        (file_id,),
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            f"SELECT e.pk, f.path, iif(f.legacy, NULL, e.id), e.offset, e.length, e.part, f.agent,"
+            f" {', '.join(f'e.{column}' for column in ENTRY_COLUMNS)}"
+            " FROM entries AS e JOIN files AS f ON f.id = e.session WHERE e.session = ?"
+            " ORDER BY e.seq",
+            (file_id,),
+        )
+    )
     refs: dict[int, list[str]] = {}
     for pk, digest in connection.execute(
         "SELECT r.entry, r.hash FROM blob_refs AS r JOIN entries AS e ON e.pk = r.entry"
@@ -134,7 +137,7 @@ def history_rows(index: SessionIndex) -> list[tuple[Any, ...]]:
 
 def history_state(index: SessionIndex) -> str:
     """Changes whenever the mirrored history does (the mirror only appends, or starts over)."""
-    count, last, total = index.connection.execute(
+    ((count, last, total),) = index.connection.execute(
         "SELECT count(*), max(id), total(length(prompt)) FROM history"
-    ).fetchone()
+    )
     return f"{count}:{last}:{total}"

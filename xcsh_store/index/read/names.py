@@ -57,7 +57,7 @@ def unique_id_prefixes(
     for session_id in set(session_ids):
         key = session_id.lower()
         neighbours = [
-            connection.execute(sql, (key,)).fetchall()[0][0]
+            connection.execute(sql, (key,)).get
             for sql in (
                 "SELECT max(lower(session_id)) FROM sessions WHERE lower(session_id) < ?",
                 "SELECT min(lower(session_id)) FROM sessions WHERE lower(session_id) > ?",
@@ -77,7 +77,7 @@ def unique_entry_prefixes(
         entry_id: prefix_apart(
             entry_id,
             [
-                connection.execute(sql, (file_id, entry_id)).fetchall()[0][0]
+                connection.execute(sql, (file_id, entry_id)).get
                 for sql in (
                     "SELECT max(id) FROM entries WHERE session = ? AND id < ?",
                     "SELECT min(id) FROM entries WHERE session = ? AND id > ?",

@@ -123,7 +123,8 @@ def _tool_calls(content: Any) -> list[str]:
 
 
 def message_summary(message: dict[str, Any]) -> tuple[str, str]:
-    role = message.get("role") if isinstance(message.get("role"), str) else "message"
+    role = message.get("role")
+    role = role if isinstance(role, str) else "message"
     content = message.get("content")
     if role == "assistant":
         text = _blocks_text(content)
@@ -212,7 +213,8 @@ def _whole_blocks(content: Any) -> list[str]:
 
 def _gist(entry: dict[str, Any]) -> tuple[str, str]:
     """``(kind, text)`` of :func:`entry_summary`, before it is made one line and cut."""
-    kind = entry.get("type") if isinstance(entry.get("type"), str) else "?"
+    kind = entry.get("type")
+    kind = kind if isinstance(kind, str) else "?"
     text = ""
     if kind == "message" and isinstance(entry.get("message"), dict):
         kind, text = message_summary(entry["message"])

@@ -106,9 +106,7 @@ def _content_signature(source: apsw.Connection, history_db: str) -> str:
     ((count, newest),) = source.execute("SELECT count(*), coalesce(max(id), 0) FROM history")
     counters: list[tuple[int]] = []
     if source.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchall():
-        counters = source.execute(
-            "SELECT seq FROM sqlite_sequence WHERE name = 'history'"
-        ).fetchall()
+        counters = list(source.execute("SELECT seq FROM sqlite_sequence WHERE name = 'history'"))
     counter = counters[0][0] if counters else None
     return f"{os.stat(history_db).st_ino}:{counter}:{count}:{newest}"
 
@@ -268,12 +266,14 @@ def recall_prompts(
     hits: list[PromptHit] = []
     if not agents or "xcsh" in agents:
         history_filter = "h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?)"
-        history_rows = connection.execute(
-            f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
-            f" {'WHERE ' + history_filter if match else ''}"
-            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-            (match, limit) if match else (limit,),
-        ).fetchall()
+        history_rows = list(
+            connection.execute(
+                f"SELECT h.id, h.prompt, h.created_at, h.cwd, {links} FROM history AS h"
+                f" {'WHERE ' + history_filter if match else ''}"
+                " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+                (match, limit) if match else (limit,),
+            )
+        )
         hits += [
             PromptHit(prompt, created_at, cwd, "history", history_id, session_id, path, entry_id)
             for history_id, prompt, created_at, cwd, session_id, path, entry_id in history_rows
@@ -287,28 +287,33 @@ def recall_prompts(
     if agents:
         conditions.append(agents_condition("h.agent", agents))
         arguments += agents
-    agent_rows = connection.execute(
-        f"SELECT h.prompt, h.created_at, h.cwd, h.agent, {links} FROM agent_prompts AS h"
-        f"{' WHERE ' + ' AND '.join(conditions) if conditions else ''}"
-        " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
-        (*arguments, limit),
-    ).fetchall()
+    agent_rows = list(
+        connection.execute(
+            f"SELECT h.prompt, h.created_at, h.cwd, h.agent, {links} FROM agent_prompts AS h"
+            f"{' WHERE ' + ' AND '.join(conditions) if conditions else ''}"
+            " ORDER BY h.created_at DESC, h.id DESC LIMIT ?",
+            (*arguments, limit),
+        )
+    )
     hits += [
         PromptHit(prompt, created_at, cwd, "history", None, session_id, path, entry_id, agent)
         for prompt, created_at, cwd, agent, session_id, path, entry_id in agent_rows
     ]
     session_filter = "e.pk IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) AND"
     only = f" AND {agents_condition('s.agent', agents)}" if agents else ""
-    session_rows = connection.execute(
-        "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id, s.agent"
-        " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
-        f" WHERE {session_filter if match else ''} e.role = 'user' AND e.prompt_hash IS NOT NULL"
-        f"{only}"
-        " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
-        " AND NOT EXISTS (SELECT 1 FROM agent_prompts AS h WHERE h.prompt_hash = e.prompt_hash)"
-        " ORDER BY e.timestamp DESC LIMIT ?",
-        (*((match,) if match else ()), *agents, limit),
-    ).fetchall()
+    session_rows = list(
+        connection.execute(
+            "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id, s.agent"
+            " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
+            f" WHERE {session_filter if match else ''} e.role = 'user'"
+            " AND e.prompt_hash IS NOT NULL"
+            f"{only}"
+            " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
+            " AND NOT EXISTS (SELECT 1 FROM agent_prompts AS h WHERE h.prompt_hash = e.prompt_hash)"
+            " ORDER BY e.timestamp DESC LIMIT ?",
+            (*((match,) if match else ()), *agents, limit),
+        )
+    )
     texts = entry_texts(connection, [row[0] for row in session_rows], local_path)
     hits += [
         PromptHit(text, _epoch(timestamp), cwd, "session", None, session_id, path, entry_id, agent)

@@ -157,7 +157,7 @@ def _sqlite_errors() -> Iterator[None]:
 def _check_statement(connection: apsw.Connection, sql: str, parameters: Mapping[str, Any]) -> None:
     """Refuse several statements (only one result could be shown) and unbound parameters."""
     statements = 0
-    names: list[str] = []
+    names: list[str | None] = []
     remaining: str | None = sql
     with _sqlite_errors():
         while remaining:
@@ -170,7 +170,7 @@ def _check_statement(connection: apsw.Connection, sql: str, parameters: Mapping[
         raise IndexDatabaseError(f"sql runs one statement at a time; the query has {statements}")
     if any(name is None for name in names):
         raise IndexDatabaseError("Name every parameter (:name) and give it with -p NAME VALUE")
-    missing = sorted({name for name in names if name not in parameters})
+    missing = sorted({name for name in names if name is not None and name not in parameters})
     if missing:
         raise IndexDatabaseError(
             "No value for " + ", ".join(f":{name}" for name in missing) + " (give -p NAME VALUE)"

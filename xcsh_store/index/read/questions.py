@@ -42,6 +42,12 @@ def search_role(role: str) -> str:
     return found
 
 
+def time_bound(bound: datetime | str | None) -> str | None:
+    """A time bound as questions hold it: an index timestamp (a datetime as iso_millis writes
+    it, text as given), or None."""
+    return None if bound is None else iso_bound(bound)
+
+
 def known_agents(agents: Collection[str] | None) -> tuple[str, ...]:
     """``agents`` sorted, each once (None or empty: every agent, ``()``); ValueError names the
     agents there are when one is not."""
@@ -85,8 +91,8 @@ class SessionFilter:
     def __post_init__(self) -> None:
         _set(self, "agents", known_agents(self.agents))
         for name in ("since", "until"):
-            bound: datetime | str | None = getattr(self, name)
-            _set(self, name, None if bound is None else iso_bound(bound))
+            # (A datetime given anyway is taken as time_bound takes it.)
+            _set(self, name, time_bound(getattr(self, name)))
 
     @classmethod
     def parse(
@@ -109,7 +115,7 @@ class SessionFilter:
         problem = time_order_problem(bounds["since"], bounds["until"])
         if problem:
             raise ValueError(problem)
-        return cls(**bounds, **given)
+        return cls(since=bounds["since"], until=bounds["until"], **given)
 
 
 @dataclass(frozen=True, slots=True)

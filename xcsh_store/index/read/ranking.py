@@ -59,7 +59,7 @@ def bm25_score(api: apsw.FTS5ExtensionApi, avgdl: float, group_idf: float, *idfs
 
 def index_size(connection: apsw.Connection) -> tuple[int, float]:
     """(texts indexed, average tokens per text), from FTS5's own totals record."""
-    rows = connection.execute("SELECT block FROM entries_fts_data WHERE id = 1").fetchall()
+    rows = list(connection.execute("SELECT block FROM entries_fts_data WHERE id = 1"))
     if not rows or not rows[0][0]:
         return 0, 1.0
     block = rows[0][0]
@@ -93,12 +93,10 @@ def phrase_documents(connection: apsw.Connection, phrase: str, rows: int) -> flo
         "SELECT count(*), min(rowid) FROM (SELECT rowid FROM entries_fts"
         " WHERE entries_fts MATCH ? ORDER BY rowid DESC LIMIT ?)",
         (phrase, WINDOW),
-    ).fetchall()
+    )
     if found < WINDOW:
         return found
-    newest = connection.execute(
-        "SELECT rowid FROM entries_fts ORDER BY rowid DESC LIMIT 1"
-    ).fetchall()[0][0]
+    ((newest,),) = connection.execute("SELECT rowid FROM entries_fts ORDER BY rowid DESC LIMIT 1")
     # Keys are dense but for texts without words: scale the span by the share of keys in use.
     share = rows / newest if newest else 1.0
     return min(rows, found / max((newest - oldest + 1) * share, 1.0) * rows)
@@ -115,17 +113,21 @@ def completions(connection: apsw.Connection, start: str, limit: int) -> list[tup
     completions of a very common prefix come from search_terms, as of its last count.
     """
     bounds = (start, start + "\U0010ffff")
-    known = connection.execute(
-        "SELECT term, doc FROM search_terms WHERE term >= ? AND term < ? ORDER BY doc DESC",
-        bounds,
-    ).fetchall()
+    known = list(
+        connection.execute(
+            "SELECT term, doc FROM search_terms WHERE term >= ? AND term < ? ORDER BY doc DESC",
+            bounds,
+        )
+    )
     if sum(doc for _, doc in known) > LIVE_COMPLETION_DOCUMENTS:
         return known[:limit]
-    return connection.execute(
-        "SELECT term, doc FROM entries_vocab WHERE term >= ? AND term < ? ORDER BY doc DESC"
-        " LIMIT ?",
-        (*bounds, limit),
-    ).fetchall()
+    return list(
+        connection.execute(
+            "SELECT term, doc FROM entries_vocab WHERE term >= ? AND term < ? ORDER BY doc DESC"
+            " LIMIT ?",
+            (*bounds, limit),
+        )
+    )
 
 
 def refresh_term_counts(connection: apsw.Connection) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -47,17 +47,20 @@ class FtsTokens:
 
     def spans(self, data: bytes) -> list[tuple[int, int, str]]:
         """(start, end, folded token) of each token of UTF-8 ``data``; offsets in bytes."""
-        return self._tokenize(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
+        # With offsets and without colocated tokens, the tokenizer gives (start, end, token).
+        spans = self._tokenize(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
+        return cast("list[tuple[int, int, str]]", spans)
 
     def terms(self, text: str) -> list[str]:
         """The folded tokens of ``text``, as FTS5 reads them from a query."""
-        return self._tokenize(
+        tokens = self._tokenize(
             utf8(text),
             apsw.FTS5_TOKENIZE_QUERY,
             None,
             include_offsets=False,
             include_colocated=False,
         )
+        return cast("list[str]", tokens)  # without offsets: the tokens alone
 
 
 def utf8(text: str) -> bytes:
@@ -304,15 +307,23 @@ def search_entries(
         start += len(chunk)
         texts = texts_of((row[13:] for row in chunk), local_path)
         hits += [
+            # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet,
+            # score, file id, pk, agent
             SearchHit(
                 row[2],
                 local_path(row[3]) if local_path else row[3],
-                *row[4:11],  # title, cwd, entry id, type, role, model, timestamp
-                snippet=highlighter.snippet(texts[row[0]] or ""),
-                score=row[1],
-                file_id=row[11],
-                pk=row[0],
-                agent=row[12],
+                row[4],
+                row[5],
+                row[6],
+                row[7],
+                row[8],
+                row[9],
+                row[10],
+                highlighter.snippet(texts[row[0]] or ""),
+                row[1],
+                row[11],
+                row[0],
+                row[12],
             )
             for row in chunk
             if row[0] in texts

@@ -200,6 +200,70 @@ def _detail(column: str) -> Any:
     return property(lambda session: session._listing.details(session._row[0])[position])
 
 
+class SessionFields(Protocol):
+    """The fields a SessionRecord derives from (IndexedSession's columns of index.db,
+    TeamSession's of the team index), read-only, for the checker."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def project_dir(self) -> str | None: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def title_source(self) -> str | None: ...
+    @property
+    def parent_session_path(self) -> str | None: ...
+    @property
+    def parent_session_id(self) -> str | None: ...
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def created(self) -> datetime: ...
+    @property
+    def modified(self) -> datetime: ...
+    @property
+    def entry_count(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def first_message(self) -> str: ...
+    @property
+    def last_entry_id(self) -> str | None: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+    @property
+    def premium_requests(self) -> float: ...
+    @property
+    def cost(self) -> float: ...
+    @property
+    def unpriced_entries(self) -> int: ...
+    @property
+    def id_shared(self) -> bool: ...
+
+
+class SessionRecordFields(SessionFields, Protocol):
+    """SessionFields and what a SessionRecord derives from them."""
+
+    @property
+    def tokens(self) -> int: ...
+
+    @property
+    def cost_kind(self) -> str: ...
+
+
 class SessionRecord:
     """What a session record of either index (IndexedSession, the team index's TeamSession)
     derives from its fields the one way: its total tokens, the kind of its cost, and its JSON
@@ -210,18 +274,18 @@ class SessionRecord:
     __slots__ = ()
 
     @property
-    def tokens(self) -> int:
+    def tokens(self: SessionFields) -> int:
         """Every token of its requests: input, output, cache reads and writes (what ``usage``
         sums as its total, UsageRow.tokens)."""
         figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
         return sum(figures) + self.cache_write_tokens
 
     @property
-    def cost_kind(self) -> str:
+    def cost_kind(self: SessionFields) -> str:
         """recorded, estimated, partial or unpriced (agents.cost_kind)."""
         return cost_kind(self.agent, self.cost, self.unpriced_entries)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self: SessionRecordFields) -> dict[str, Any]:
         """The session as ``--json`` prints it; ``id`` and ``session_id`` are both its session
         id (``id`` first, as ``ls`` always printed it; ``session_id`` as every other record
         names it); a record of the team index adds its ``host``."""
@@ -310,7 +374,7 @@ class IndexedSession(SessionRecord):
     cache_read_tokens: int = _detail("s.cache_read_tokens")
     cache_write_tokens: int = _detail("s.cache_write_tokens")
     premium_requests: float = _detail("s.premium_requests")
-    unpriced_entries: int = property(lambda session: session._details()[-1])
+    unpriced_entries: int = _detail(_DETAILS[-1])
 
     @property
     def id(self) -> str:
@@ -561,12 +625,14 @@ def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str,
 def find_entry_id(connection: apsw.Connection, file_id: int, text: str) -> str:
     """:meth:`SessionIndex.find_entry_id` in the file ``file_id``."""
     # The (session, id) unique index answers both: the exact id, then an id range.
-    rows = connection.execute(
-        "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
-        " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
-        " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
-        (file_id, text, AMBIGUOUS_LISTED + 1),
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "SELECT id FROM entries WHERE session = ?1 AND id = ?2 UNION ALL"
+            " SELECT * FROM (SELECT id FROM entries WHERE session = ?1 AND id > ?2"
+            " AND id < ?2 || char(1114111) ORDER BY id LIMIT ?3)",
+            (file_id, text, AMBIGUOUS_LISTED + 1),
+        )
+    )
     ids = [entry_id for (entry_id,) in rows]
     if not text or not ids:
         raise EntryNotFoundError(text)

@@ -62,7 +62,7 @@ def texts_of(
     """:func:`entry_texts` of entries whose TEXT_SOURCE columns were read already."""
     by_path: dict[str, list[_Source]] = defaultdict(list)
     for path, *source in rows:
-        by_path[local_path(path) if local_path else path].append(tuple(source))  # type: ignore[arg-type]
+        by_path[local_path(path) if local_path else path].append(tuple(source))
     texts: dict[int, str | None] = {}
     for path, sources in by_path.items():
         texts.update(_texts_in_file(path, sources))

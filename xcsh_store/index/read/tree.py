@@ -57,7 +57,7 @@ class SessionTree:
     """Every entry of a session with its children; roots, leaves and branch points."""
 
     entries: dict[str, IndexedEntry]
-    children: dict[str | None, list[str]] = field(default_factory=dict)
+    children: dict[str, list[str]] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)
 
     @property
@@ -99,11 +99,11 @@ def walk_to_root(
     leaf first, one per step (the CTE's queue is first-in first-out); that order is checked, and
     rebuilt if it ever differs.
     """
-    rows = connection.execute(_WALK_SQL, (file_id, leaf_id)).fetchall()
+    rows = list(connection.execute(_WALK_SQL, (file_id, leaf_id)))
     if not rows:
         raise EntryNotFoundError(leaf_id)
     seen: set[int] = set()
-    path = []
+    path: list[Any] = []
     for row in rows:
         if row[0] in seen or (path and row[1] != path[-1][2]):
             break
@@ -204,9 +204,12 @@ class ChainPath(EntryPath):
         self.run_of = {chain: run for run, chain in enumerate(self.chains)}
 
     def position_of(self, entry_id: str) -> Position | None:
-        found = self.connection.execute(
-            "SELECT chain, seq FROM entries WHERE session = ? AND id = ?", (self.file_id, entry_id)
-        ).fetchall()
+        found = list(
+            self.connection.execute(
+                "SELECT chain, seq FROM entries WHERE session = ? AND id = ?",
+                (self.file_id, entry_id),
+            )
+        )
         run = self.run_of.get(found[0][0]) if found else None
         if run is None or found[0][1] > self.lasts[run]:
             return None
@@ -261,7 +264,7 @@ def entry_path(connection: apsw.Connection, file_id: int, leaf_id: str) -> Entry
         raise EntryNotFoundError(leaf_id)
     chain, chained = found[0]
     if chained and chain is not None:
-        runs = connection.execute(_RUNS_SQL, (file_id, leaf_id)).fetchall()
+        runs = list(connection.execute(_RUNS_SQL, (file_id, leaf_id)))
         return ChainPath(connection, file_id, runs[::-1])
     walk = walk_to_root(connection, file_id, leaf_id)
     rows = rows_by_pk(connection, [row[0] for row in walk])
@@ -387,7 +390,10 @@ def context_from_index(
     if legacy:
         # v1/v2 files: ids exist only after migration, which needs the whole file.
         loaded = load_session(file, blob_store=blobs, new_id=synthetic_ids_for(file))
-        entries = loaded.entries[find_header_index(loaded.entries) + 1 :]
+        header = find_header_index(loaded.entries)
+        if header is None:  # the file was replaced by one without a header since the sync
+            raise FileChangedError(file)
+        entries = loaded.entries[header + 1 :]
         return build_session_context(entries, leaf_id) if entries else SessionContext()
     if leaf_id is None:
         return SessionContext()

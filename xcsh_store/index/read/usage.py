@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
-from xcsh_store.index.read.questions import SessionFilter, UsageQuery
+from xcsh_store.index.read.questions import SessionFilter, UsageQuery, time_bound
 from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
 from xcsh_store.times import parse_iso
 
@@ -114,7 +114,9 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
     of the entries ``query.filter`` keeps; days, weeks and months in ``query.zone`` (default:
     the local one)."""
     groups = usage_groups(query.by, USAGE_GROUPS)
-    connection.create_scalar_function("usage_period", _period_in(query.zone), 2, deterministic=True)
+    # apsw types a SQL function as taking any SQL values; usage_period is given text.
+    period = _period_in(query.zone)
+    connection.create_scalar_function("usage_period", period, 2, deterministic=True)  # type: ignore[arg-type]
     conditions, arguments = filter_sql(query.filter, USAGE_FILTER)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
@@ -135,15 +137,17 @@ def usage_row(row: Sequence[Any], width: int) -> UsageRow:
     """A row of a usage query of either index: ``width`` keys, then the entries, the four
     token sums, the cost (None: no entry has a price), the estimated and the unpriced
     entries, and the premium requests (the team index keeps none: absent there)."""
+    entries, input_tokens, output_tokens, cache_read, cache_write = (
+        int(value or 0) for value in row[width : width + 5]
+    )
     return UsageRow(
-        joined_key(row[:width]),
-        *(int(value or 0) for value in row[width : width + 5]),
+        joined_key(row[:width]), entries, input_tokens, output_tokens, cache_read, cache_write,
         None if row[width + 5] is None else float(row[width + 5]),
         keys=tuple(row[:width]),
         estimated=int(row[width + 6] or 0),
         unpriced=int(row[width + 7] or 0),
-        premium_requests=row[width + 8] or 0 if len(row) > width + 8 else 0,
-    )
+        premium_requests=float(row[width + 8] or 0) if len(row) > width + 8 else 0.0,
+    )  # fmt: skip
 
 
 def _period_in(zone: tzinfo | None) -> Callable[[str | None, str], str | None]:
@@ -265,17 +269,19 @@ class DuplicateSession:
 def duplicate_sessions(connection: apsw.Connection) -> list[DuplicateSession]:
     """Sessions whose usage is in several files (a migrated or restored copy): each counted
     once, in the file ``counted`` names."""
-    rows = connection.execute(
-        "WITH shared AS (SELECT session_id FROM sessions GROUP BY session_id"
-        " HAVING count(*) > 1),"
-        " per_file AS (SELECT s.session_id, s.path, s.modified_at,"
-        " (SELECT count(*) FROM entries AS e WHERE e.session = s.file_id"
-        "  AND e.input_tokens IS NOT NULL) AS used,"
-        " (SELECT count(*) FROM usage_entries AS u WHERE u.session = s.file_id) AS counted"
-        " FROM sessions AS s JOIN shared USING (session_id))"
-        " SELECT session_id, path, used, counted FROM per_file WHERE used > 0"
-        " ORDER BY session_id, modified_at DESC, path"
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "WITH shared AS (SELECT session_id FROM sessions GROUP BY session_id"
+            " HAVING count(*) > 1),"
+            " per_file AS (SELECT s.session_id, s.path, s.modified_at,"
+            " (SELECT count(*) FROM entries AS e WHERE e.session = s.file_id"
+            "  AND e.input_tokens IS NOT NULL) AS used,"
+            " (SELECT count(*) FROM usage_entries AS u WHERE u.session = s.file_id) AS counted"
+            " FROM sessions AS s JOIN shared USING (session_id))"
+            " SELECT session_id, path, used, counted FROM per_file WHERE used > 0"
+            " ORDER BY session_id, modified_at DESC, path"
+        )
+    )
     found = []
     for session_id in dict.fromkeys(row[0] for row in rows):
         files = [row for row in rows if row[0] == session_id]
@@ -363,16 +369,20 @@ def billing_blocks(
     (default: the clock) decides which window is active."""
     now = now or datetime.now(UTC)
     length = timedelta(hours=hours)
-    filters = SessionFilter(agents=tuple(agents or ()), since=since, until=until)
+    filters = SessionFilter(
+        agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
+    )
     conditions, arguments = filter_sql(filters, USAGE_FILTER)
     conditions.append("timestamp IS NOT NULL")
-    rows = connection.execute(
-        "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-        f" cost, agent IN ({_ESTIMATED}) AND cost IS NOT NULL,"
-        " coalesce(provider || '/', '') || coalesce(model, '?')"
-        f" FROM usage_entries WHERE {' AND '.join(conditions)}",
-        arguments,
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+            f" cost, agent IN ({_ESTIMATED}) AND cost IS NOT NULL,"
+            " coalesce(provider || '/', '') || coalesce(model, '?')"
+            f" FROM usage_entries WHERE {' AND '.join(conditions)}",
+            arguments,
+        )
+    )
     requests = sorted((moment, row) for row in rows if (moment := parse_iso(row[0])) is not None)
     blocks: list[BillingBlock] = []
     window: list[tuple[datetime, tuple[Any, ...]]] = []

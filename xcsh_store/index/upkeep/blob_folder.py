@@ -50,7 +50,7 @@ def is_blob_name(name: str) -> bool:
 
 def _hashes(connection: apsw.Connection, sql: str) -> list[str]:
     """Hashes from a ``group_concat`` query: one string split in C instead of a row per hash."""
-    joined = connection.execute(sql).fetchall()[0][0]
+    joined = connection.execute(sql).get  # one row: group_concat() is an aggregate
     return joined.split(" ") if joined else []
 
 

@@ -230,11 +230,11 @@ def collect_garbage(
         if report.restored:
             others = folder.record(connection, full=True)
     # One pass over the blobs for every count and list.
-    (report.blobs_on_disk, report.referenced, unreferenced, dangling) = connection.execute(
+    ((report.blobs_on_disk, report.referenced, unreferenced, dangling),) = connection.execute(
         "SELECT count(size), count(*) FILTER (WHERE refcount > 0),"
         " group_concat(hash, ' ') FILTER (WHERE refcount <= 0 AND size IS NOT NULL),"
         " group_concat(hash, ' ') FILTER (WHERE refcount > 0 AND size IS NULL) FROM blobs"
-    ).fetchall()[0]
+    )
     report.skipped = folder_skipped(connection)
     report.dangling = sorted(dangling.split(" ") if dangling else [])
     for digest in sorted(unreferenced.split(" ") if unreferenced else []):

@@ -75,9 +75,7 @@ def compare_with_files(
     on_disk = {
         item.path: item for root in roots if os.path.isdir(root) for item in scan_root(root, scan)
     }
-    rows = connection.execute(
-        "SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files"
-    ).fetchall()
+    rows = list(connection.execute("SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files"))
     indexed = {path: file_id for path, file_id, *_ in rows}
     synced = {path: tuple(seen) for path, _, *seen in rows}
     verifier = Verifier(connection)
@@ -133,10 +131,12 @@ class Verifier:
 
     def compare_file(self, seen: SeenFile) -> list[str]:
         """Differences between the index and a fresh parse of ``seen`` (empty when equal)."""
-        row = self.connection.execute(
-            "SELECT id, indexed_bytes, status, chained, text_pending FROM files WHERE path = ?",
-            (seen.path,),
-        ).fetchall()
+        row = list(
+            self.connection.execute(
+                "SELECT id, indexed_bytes, status, chained, text_pending FROM files WHERE path = ?",
+                (seen.path,),
+            )
+        )
         if not row:
             return ["file is not in the index"]
         file_id, *state, text_pending = row[0]
@@ -146,9 +146,7 @@ class Verifier:
             return [f"file cannot be read: {error}"]
         finally:
             self.scratch_indexer.batch.commit()
-        scratch_id = self.scratch.execute(
-            "SELECT id FROM files WHERE path = ?", (seen.path,)
-        ).fetchall()[0][0]
+        ((scratch_id,),) = self.scratch.execute("SELECT id FROM files WHERE path = ?", (seen.path,))
         try:
             return self._differences(file_id, tuple(state), scratch_id, bool(text_pending))
         finally:
@@ -161,10 +159,8 @@ class Verifier:
         """Whether the index counted the lines and the skipped lines as the fresh parse did;
         the fresh parse's skipped lines are kept for the report."""
         query = "SELECT lines, skipped_count, skipped_lines, path FROM files WHERE id = ?"
-        indexed = self.connection.execute(query, (file_id,)).fetchall()[0]
-        lines, skipped_count, skipped_lines, path = self.scratch.execute(
-            query, (scratch_id,)
-        ).fetchall()[0]
+        (indexed,) = self.connection.execute(query, (file_id,))
+        ((lines, skipped_count, skipped_lines, path),) = self.scratch.execute(query, (scratch_id,))
         if skipped_count:
             self.skipped_lines[path] = SkippedLines(skipped_count, orjson.loads(skipped_lines))
         if indexed[:3] == (lines, skipped_count, skipped_lines):
@@ -180,9 +176,9 @@ class Verifier:
         """What differs; the search rows of a file whose text is still to come
         (write/text_later.py) are not compared: it has some or none of them, by design."""
         found: list[str] = []
-        fresh = self.scratch.execute(
+        (fresh,) = self.scratch.execute(
             "SELECT indexed_bytes, status, chained FROM files WHERE id = ?", (scratch_id,)
-        ).fetchall()[0]
+        )
         if state != fresh:
             found.append(
                 f"indexed {state[0]} bytes ({state[1]}, chained {state[2]}),"
@@ -228,9 +224,11 @@ class Verifier:
 
         One query per distinct word, over the file's range of keys, answers for all its
         entries at once."""
-        rows = self.connection.execute(
-            "SELECT seq, pk FROM entries WHERE session = ? ORDER BY seq", (file_id,)
-        ).fetchall()
+        rows = list(
+            self.connection.execute(
+                "SELECT seq, pk FROM entries WHERE session = ? ORDER BY seq", (file_id,)
+            )
+        )
         if not rows:
             return []
         texts = entry_texts(self.connection, [pk for _, pk in rows])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from xcsh_store.files import walk_folders
 
@@ -38,17 +38,19 @@ _NAME_CHANGED = (
     | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
 )  # fmt: skip
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
+# libc's inotify_add_watch(descriptor, path, mask) -> watch descriptor, or -1.
+_AddWatch = Callable[[int, bytes, int], int]
 
 
 class _Inotify:
     """One inotify instance: its descriptor, the function that adds a watch, its events."""
 
-    def __init__(self, descriptor: int, add_watch: ctypes._CFuncPtr) -> None:
+    def __init__(self, descriptor: int, add_watch: _AddWatch) -> None:
         self.descriptor = descriptor
         self._add_watch = add_watch
 
     @classmethod
-    def _create(cls) -> tuple[int, ctypes._CFuncPtr] | None:
+    def _create(cls) -> tuple[int, _AddWatch] | None:
         """A new descriptor and add_watch, or None where the system has no inotify (not
         Linux); an OSError where it has, but none can be made now (no instances left)."""
         try:
@@ -91,7 +93,7 @@ class FolderWatch(_Inotify):
     consistent, however the files moved meanwhile.
     """
 
-    def __init__(self, descriptor: int, add_watch: ctypes._CFuncPtr) -> None:
+    def __init__(self, descriptor: int, add_watch: _AddWatch) -> None:
         super().__init__(descriptor, add_watch)
         self.folders: dict[int, str] = {}
 
@@ -170,9 +172,7 @@ class FolderChanges(_Inotify):
     watched: a name that points elsewhere now (a symlink moved) is another folder.
     """
 
-    def __init__(
-        self, descriptor: int, add_watch: ctypes._CFuncPtr, identity: tuple[int, int]
-    ) -> None:
+    def __init__(self, descriptor: int, add_watch: _AddWatch, identity: tuple[int, int]) -> None:
         super().__init__(descriptor, add_watch)
         self.identity = identity
 

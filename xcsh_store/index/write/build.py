@@ -504,7 +504,7 @@ class RowBuilder:
         if found.leaf_summary is not None:
             self.leaf_summaries.append((seq, *found.leaf_summary))
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
-        if usage_key is not None:
+        if usage_key is not None and found.usage is not None:  # the key comes with usage
             self._supersede_usage(usage_key, key, found.usage)
 
     def _rewound(self, turns: int) -> str | None:
@@ -742,7 +742,7 @@ class RowBuilder:
                 return None, figures, name, source, learnt
             state.session_written = True
             session_id = facts.session_id or os.path.basename(state.path).removesuffix(".jsonl")
-            columns = (
+            columns: tuple[Any, ...] = (
                 session_id, facts.cwd, name, source, facts.parent_session, None,
                 facts.created_at, state.agent, facts.parent_session_id,
             )  # fmt: skip

@@ -360,12 +360,16 @@ class FileWrite:
         again (a later line may have moved the leaf off it, or onto another)."""
         from xcsh_store.index.read.tree import branch_name_of  # tree imports us
 
+        assert self.file_id is not None  # _start gave the file its row
+
         connection = self.connection
-        renamed = connection.execute(
-            "SELECT s.last_entry_id FROM sessions AS s WHERE s.file_id = ?1 AND EXISTS"
-            " (SELECT 1 FROM entries WHERE session = ?1 AND type = 'title_change')",
-            (self.file_id,),
-        ).fetchall()
+        renamed = list(
+            connection.execute(
+                "SELECT s.last_entry_id FROM sessions AS s WHERE s.file_id = ?1 AND EXISTS"
+                " (SELECT 1 FROM entries WHERE session = ?1 AND type = 'title_change')",
+                (self.file_id,),
+            )
+        )
         if not renamed or renamed[0][0] is None:
             return
         named = branch_name_of(connection, self.file_id, self.seen.path, renamed[0][0])
@@ -502,19 +506,23 @@ class _IndexedRows:
         return bool(found.fetchall())
 
     def parent(self, parent_id: str) -> list[tuple[int, int]]:
-        return self.connection.execute(
-            "SELECT chain, EXISTS (SELECT 1 FROM entries WHERE session = ?1 AND parent_id = ?2)"
-            " FROM entries WHERE session = ?1 AND id = ?2",
-            (self.file_id, parent_id),
-        ).fetchall()
+        return list(
+            self.connection.execute(
+                "SELECT chain, EXISTS (SELECT 1 FROM entries WHERE session = ?1 AND parent_id = ?2)"
+                " FROM entries WHERE session = ?1 AND id = ?2",
+                (self.file_id, parent_id),
+            )
+        )
 
     def usage_of(self, usage_key: str) -> tuple[int, tuple[Any, ...]] | None:
-        found = self.connection.execute(
-            "SELECT pk, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-            " premium_requests, cost FROM entries"
-            " WHERE session = ? AND usage_key = ? AND input_tokens IS NOT NULL",
-            (self.file_id, usage_key),
-        ).fetchall()
+        found = list(
+            self.connection.execute(
+                "SELECT pk, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+                " premium_requests, cost FROM entries"
+                " WHERE session = ? AND usage_key = ? AND input_tokens IS NOT NULL",
+                (self.file_id, usage_key),
+            )
+        )
         return (found[0][0], tuple(found[0][1:])) if found else None
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
@@ -579,12 +587,14 @@ def _resumed_state(
         state.session_written = True
     else:
         state.family_agent = known.agent
-    row = connection.execute(
-        "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
-        " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-        " compaction_title, activity_at FROM sessions WHERE file_id = ?",
-        (known.id,),
-    ).fetchall()
+    row = list(
+        connection.execute(
+            "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
+            " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
+            " compaction_title, activity_at FROM sessions WHERE file_id = ?",
+            (known.id,),
+        )
+    )
     if row:
         values = row[0]
         state.totals = Totals(
@@ -593,7 +603,7 @@ def _resumed_state(
         )  # fmt: skip
     ((lines, skipped_count, skipped_lines),) = connection.execute(
         "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
-    ).fetchall()
+    )
     state.lines = lines
     state.skipped = SkippedLines(skipped_count, orjson.loads(skipped_lines or "[]"))
     return state
@@ -605,11 +615,13 @@ def _session_facts(
     """What an earlier read of another agent's file learnt of its session, as the index holds
     it (the reader carries on from there)."""
     facts = SessionFacts(path)
-    found = connection.execute(
-        "SELECT session_id, cwd, created_at, parent_session, parent_session_id FROM sessions"
-        " WHERE file_id = ?",
-        (file_id,),
-    ).fetchall()
+    found = list(
+        connection.execute(
+            "SELECT session_id, cwd, created_at, parent_session, parent_session_id FROM sessions"
+            " WHERE file_id = ?",
+            (file_id,),
+        )
+    )
     if found:
         (facts.session_id, facts.cwd, facts.created_at, facts.parent_session,
          facts.parent_session_id) = found[0]  # fmt: skip
@@ -621,7 +633,7 @@ def _session_facts(
                 "SELECT id, parent_id FROM entries WHERE session = ? AND id IS NOT NULL"
                 " ORDER BY seq",
                 (file_id,),
-            ).fetchall()
+            )
         )
         # The entry the next record continues from: the newest that none continues from yet
         # (the last entry may be an earlier one written again, which keeps its place).
@@ -629,19 +641,20 @@ def _session_facts(
         facts.leaf = next(
             (entry_id for entry_id in reversed(facts.parents) if entry_id not in continued), None
         )
-    model = connection.execute(
-        "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
-        " ORDER BY seq DESC LIMIT 1",
-        (file_id,),
-    ).fetchall()
+    model = list(
+        connection.execute(
+            "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
+            " ORDER BY seq DESC LIMIT 1",
+            (file_id,),
+        )
+    )
     facts.model = model[0][0] if model else None
     return facts
 
 
 def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     """Delete every row derived from a file's content; returns how many entries went."""
-    count = connection.execute("SELECT count(*) FROM entries WHERE session = ?", (file_id,))
-    removed = count.fetchall()[0][0]
+    ((removed,),) = connection.execute("SELECT count(*) FROM entries WHERE session = ?", (file_id,))
     connection.execute(
         "DELETE FROM blob_refs WHERE entry IN (SELECT pk FROM entries WHERE session = ?)",
         (file_id,),
@@ -681,4 +694,4 @@ def max_pk(connection: apsw.Connection) -> int:
     return connection.execute(
         "SELECT max((SELECT coalesce(max(pk), 0) FROM entries),"
         " coalesce((SELECT rowid FROM entries_fts ORDER BY rowid DESC LIMIT 1), 0))"
-    ).fetchall()[0][0]
+    ).get

@@ -66,10 +66,12 @@ class ModelSeen:
 def models_seen(connection: apsw.Connection, table: PriceTable) -> list[ModelSeen]:
     """Every agent and model with usage in the index, most used first; the price of Claude
     Code's and Codex's models as ``table`` gives it on the day of their last request."""
-    rows = connection.execute(
-        "SELECT agent, provider, model, count(*), sum(cost IS NULL), max(timestamp)"
-        " FROM usage_entries GROUP BY agent, provider, model ORDER BY count(*) DESC, model"
-    ).fetchall()
+    rows = list(
+        connection.execute(
+            "SELECT agent, provider, model, count(*), sum(cost IS NULL), max(timestamp)"
+            " FROM usage_entries GROUP BY agent, provider, model ORDER BY count(*) DESC, model"
+        )
+    )
     return [
         ModelSeen(
             *(agent, provider, model, entries, unpriced, last),

@@ -114,6 +114,11 @@ class EntryFacts:
         "type",
         "usage",
     )
+    role: str | None
+    provider: str | None
+    model: str | None
+    tool_name: str | None
+    custom_type: str | None
 
     def __init__(
         self, value: dict[str, Any], is_header_record: bool, with_text: bool = True

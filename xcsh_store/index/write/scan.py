@@ -313,7 +313,8 @@ _KNOWN_COLUMNS = (
 
 
 def _known_file(row: tuple[Any, ...]) -> KnownFile:
-    return KnownFile(*row[:11], bool(row[11]), bool(row[12]), row[13])
+    columns = (*row[:11], bool(row[11]), bool(row[12]), row[13])  # legacy, chained: 0/1 in SQL
+    return KnownFile(*columns)
 
 
 def known_file(connection: apsw.Connection, path: str) -> KnownFile | None:

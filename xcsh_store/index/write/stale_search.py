@@ -40,7 +40,7 @@ def leave_behind(connection: apsw.Connection, keys_sql: str, keys: tuple[object,
     transaction that deletes those entries, before it does)."""
     ((count,),) = connection.execute(
         f"SELECT count(*) FROM entries_fts_docsize WHERE id IN ({keys_sql})", keys
-    ).fetchall()
+    )
     if count:
         set_meta(connection, STALE_KEY, str(stale_count(connection) + count))
 
@@ -88,9 +88,9 @@ def _stale_rows_with_terms(connection: apsw.Connection) -> list[tuple[int, str]]
             connection.execute(
                 "SELECT doc, group_concat(term, ' ') FROM temp.entries_instances"
                 " WHERE doc IN (SELECT id FROM temp.stale_keys) GROUP BY doc"
-            ).fetchall()
+            )
         )
-        keys = connection.execute("SELECT id FROM temp.stale_keys").fetchall()
+        keys = list(connection.execute("SELECT id FROM temp.stale_keys"))
     finally:
         connection.execute("DROP TABLE temp.stale_keys")
     # A text without a single token has no instance: it was indexed from nothing.

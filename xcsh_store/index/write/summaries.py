@@ -103,7 +103,7 @@ def _title_of(
     file_id, file_title, file_title_source, *_, root, project_dir = session
     if file_title is not None:
         return file_title, file_title_source, None
-    best = connection.execute(_BEST_SUMMARY, (file_id, root, project_dir)).fetchall()
+    best = list(connection.execute(_BEST_SUMMARY, (file_id, root, project_dir)))
     if not best:
         return None, None, None
     return best[0][0], SUMMARY_SOURCE, best[0][1]
@@ -118,7 +118,7 @@ def check_summary_titles(connection: apsw.Connection) -> dict[str, str]:
         if wanted != (session[3], session[4], session[5]):
             ((path,),) = connection.execute(
                 "SELECT path FROM sessions WHERE file_id = ?", (session[0],)
-            ).fetchall()
+            )
             wrong[path] = (
                 f"title: {session[3]!r} ({session[4]}), its summary lines give {wanted[0]!r}"
             )

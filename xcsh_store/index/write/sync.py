@@ -124,9 +124,7 @@ def sync_files(
 
     # Files found under a root that is no longer registered go too.
     marks = ",".join("?" * len(roots))
-    forgotten = connection.execute(
-        f"SELECT id FROM files WHERE root NOT IN ({marks})", roots
-    ).fetchall()
+    forgotten = list(connection.execute(f"SELECT id FROM files WHERE root NOT IN ({marks})", roots))
     for file_id in [row.id for row in vanished.values()] + [row[0] for row in forgotten]:
         with transaction(connection):
             report.entries_removed += drop_file_rows(connection, file_id)
@@ -248,7 +246,7 @@ def _few_collections() -> Iterator[None]:
 @contextlib.contextmanager
 def _checkpoints_every(connection: apsw.Connection, pages: int) -> Iterator[None]:
     """SQLite's automatic checkpoints every ``pages`` pages of write-ahead log, for a while."""
-    ((previous,),) = connection.execute("PRAGMA wal_autocheckpoint").fetchall()
+    ((previous,),) = connection.execute("PRAGMA wal_autocheckpoint")
     connection.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
     try:
         yield

@@ -42,7 +42,7 @@ _WITHOUT_TEXT = (
 
 def pending_text_files(connection: apsw.Connection) -> int:
     """How many files' entries may lack their search rows (searches are partial until then)."""
-    ((count,),) = connection.execute("SELECT count(*) FROM files WHERE text_pending = 1").fetchall()
+    ((count,),) = connection.execute("SELECT count(*) FROM files WHERE text_pending = 1")
     return count
 
 
@@ -52,7 +52,7 @@ def index_pending_text(
     """Add the search rows of every file marked ``text_pending`` that is unchanged since it
     was indexed; returns (files done, files left pending: changed since, to be read again by
     the next sync). ``workers`` as for a sync."""
-    pending = connection.execute(_PENDING).fetchall()
+    pending = list(connection.execute(_PENDING))
     if not pending:
         return 0, 0
     sizes = [(position, row[2]) for position, row in enumerate(pending)]
