@@ -420,28 +420,13 @@ class TeamIndex:
             " hit.seq",
             arguments | {"window": WINDOW},
         )
+        # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet, score,
+        # file id (none here), pk (its seq), agent, host
         return [
-            # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet,
-            # score, file id (none here), pk (its seq), agent, host
-            TeamHit(
-                row[3],
-                row[1],
-                row[4],
-                row[5],
-                row[6],
-                row[7],
-                row[8],
-                row[9],
-                row[10],
-                row[13],
-                -row[11],
-                0,
-                row[2],
-                row[12],
-                row[0],
-            )
+            TeamHit(row[3], row[1], row[4], row[5], row[6], row[7], row[8], row[9], row[10],
+                    row[13], -row[11], 0, row[2], row[12], row[0])
             for row in rows
-        ]
+        ]  # fmt: skip
 
     # -- prompts ----------------------------------------------------------------------------
 

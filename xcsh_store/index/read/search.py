@@ -306,28 +306,15 @@ def search_entries(
         chunk = rows[start : start + limit - len(hits)]
         start += len(chunk)
         texts = texts_of((row[13:] for row in chunk), local_path)
+        # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet, score,
+        # file id, pk, agent
         hits += [
-            # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet,
-            # score, file id, pk, agent
-            SearchHit(
-                row[2],
-                local_path(row[3]) if local_path else row[3],
-                row[4],
-                row[5],
-                row[6],
-                row[7],
-                row[8],
-                row[9],
-                row[10],
-                highlighter.snippet(texts[row[0]] or ""),
-                row[1],
-                row[11],
-                row[0],
-                row[12],
-            )
+            SearchHit(row[2], local_path(row[3]) if local_path else row[3], row[4], row[5],
+                      row[6], row[7], row[8], row[9], row[10],
+                      highlighter.snippet(texts[row[0]] or ""), row[1], row[11], row[0], row[12])
             for row in chunk
             if row[0] in texts
-        ]
+        ]  # fmt: skip
     return hits
 
 
