@@ -53,7 +53,7 @@ def snapshot(folder: Path) -> dict[str, Any]:
 def test_sync_just_works_for_a_user_of_other_agents(no_xcsh: None, real_home: RealHome):
     home = real_home.home
     before = snapshot(home)
-    told = run("ls", code=1)
+    told = run("--no-sync", "ls", code=1)
     assert told.startswith("Error: No index at ~/.local/share/xcsh-store/index.db yet: run")
     assert (
         "`xcsh-store sync` to index ~/.claude/projects (claude), ~/.codex/sessions (codex),"
@@ -71,6 +71,25 @@ def test_sync_just_works_for_a_user_of_other_agents(no_xcsh: None, real_home: Re
         Path(path).is_relative_to(store) or Path(path) in store.parents for path in made
     )
     assert {path: after[path] for path in before} == before
+
+
+def test_the_first_read_indexes_the_sessions_found_and_says_so(no_xcsh: None, real_home: RealHome):
+    before = snapshot(real_home.home)
+    result = CliRunner().invoke(cli, ["ls", "--limit", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    counts: dict[str, int] = {}
+    for session in json.loads(result.stdout):
+        counts[session["agent"]] = counts.get(session["agent"], 0) + 1
+    assert counts == EXPECTED_AGENTS
+    assert result.stderr.startswith("Note: no index yet: indexing the sessions of this machine")
+    assert result.stderr.count("\n") == 1
+    store = real_home.home / ".local" / "share" / "xcsh-store"
+    assert (store / "index.db").is_file()
+    after = snapshot(real_home.home)
+    assert all(
+        Path(path).is_relative_to(store)
+        for path in set(after) - set(before) - {str(path) for path in store.parents}
+    )
 
 
 def test_the_data_dir_follows_xdg_data_home(

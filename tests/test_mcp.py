@@ -55,12 +55,16 @@ def branched(agent_dir: Path) -> Path:
 
 
 def call_tools(
-    agent_dir: Path, calls: list[tuple[str, dict[str, Any]]], raw: bool = False
+    agent_dir: Path,
+    calls: list[tuple[str, dict[str, Any]]],
+    raw: bool = False,
+    options: typing.Sequence[str] = (),
 ) -> tuple[set[str], list]:
     """The server's tool names, and the result of each call (JSON, or ("error", text); with
-    ``raw``, the SDK's result itself)."""
+    ``raw``, the SDK's result itself); ``options``: global options of the process."""
     parameters = StdioServerParameters(
-        command=sys.executable, args=["-m", "xcsh_store", "--agent-dir", str(agent_dir), "mcp"]
+        command=sys.executable,
+        args=["-m", "xcsh_store", "--agent-dir", str(agent_dir), *options, "mcp"],
     )
     found: dict[str, Any] = {}
 

@@ -16,12 +16,12 @@ import xcsh_store
 from xcsh_store.cli import cli
 from xcsh_store.cli.app import VERB_MODULES
 
-# What `ls` never needs: syncing, gc, verify, the manager, artifacts, history, charts. (Search
-# is imported: every connection of a SessionIndex gets its SQL functions, xcsh_rank and
-# entry_text.)
+# What the sync `ls` runs first needs; `ls --no-sync` none of it.
+SYNC_MODULES = ("xcsh_store.index.write.sync", "xcsh_store.index.write.indexer")
+# What `ls` never needs: gc, verify, repair, the manager, artifacts, history's own store,
+# charts. (Search is imported: every connection of a SessionIndex gets its SQL functions,
+# xcsh_rank and entry_text.)
 NOT_FOR_LS = (
-    "xcsh_store.index.write.sync",
-    "xcsh_store.index.write.indexer",
     "xcsh_store.index.upkeep.gc",
     "xcsh_store.index.upkeep.watch",
     "xcsh_store.index.upkeep.verify",
@@ -31,6 +31,7 @@ NOT_FOR_LS = (
     "xcsh_store.session.manager",
     "xcsh_store.artifacts.urls",
     "xcsh_store.history.store",
+    "xcsh_store.agents.price_file",
     "xcsh_store.cli.verbs.sessions",
     "xcsh_store.cli.verbs.maintenance",
     "xcsh_store.cli.output.chart",
@@ -84,13 +85,25 @@ def test_the_click_api_finds_every_verb():
     assert all(cli.get_command(context, name) is not None for name in VERB_MODULES)
 
 
-def test_ls_imports_only_what_it_needs(agent_dir, two_sessions):
-    loaded = _modules_after(
+def _ls_modules(agent_dir: Path, *options: str) -> set[str]:
+    return _modules_after(
         "from xcsh_store.cli import cli\n"
-        f"cli(['--agent-dir', {str(agent_dir)!r}, 'ls'], standalone_mode=False)"
+        f"cli(['--agent-dir', {str(agent_dir)!r}, *{options!r}, 'ls'], standalone_mode=False)"
     )
+
+
+def test_ls_imports_only_what_it_needs(agent_dir, two_sessions):
+    loaded = _ls_modules(agent_dir)
     assert "xcsh_store.cli.verbs.listing" in loaded and "xcsh_store.index.read.sessions" in loaded
+    assert set(SYNC_MODULES) <= loaded
+    # An unchanged tree: no price table is built (its files parsed), no damage repaired.
     assert sorted(set(NOT_FOR_LS) & loaded) == []
+
+
+def test_ls_no_sync_imports_no_sync(agent_dir, two_sessions):
+    loaded = _ls_modules(agent_dir, "--no-sync")
+    assert "xcsh_store.cli.verbs.listing" in loaded
+    assert sorted(set(NOT_FOR_LS + SYNC_MODULES) & loaded) == []
 
 
 def test_help_and_ls_import_none_of_the_live_verbs_packages(agent_dir, two_sessions):

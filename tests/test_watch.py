@@ -129,9 +129,16 @@ def test_a_file_moved_between_project_folders_keeps_its_session(agent_dir, watch
     run_writer("import os, sys; os.rename(sys.argv[1], sys.argv[2])", str(old),
                str(agent_dir / "sessions" / "--two--" / "a.jsonl"))  # fmt: skip
     new = str(agent_dir / "sessions" / "--two--" / "a.jsonl")
-    running.wait_for(lambda line: line["change"] == "added" and line["path"] == new)
-    running.wait_for(lambda line: line["change"] == "removed" and line["path"] == str(old))
-    assert indexed_paths(agent_dir) == {new}
+    # The sync that sees the move says so by the new name ("added") when the rename's events
+    # woke it, or by its count of files renamed ("moved") when the folder's creation woke it
+    # after the rename: the machine's load decides how events are batched.
+    running.wait_for(
+        lambda line: (
+            (line["change"] == "added" and line.get("path") == new) or line["change"] == "moved"
+        )
+    )
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert [(s.path, s.id) for s in index.list_sessions()] == [(new, "aaa")]
 
 
 def test_a_moved_folder_and_a_deleted_root_are_followed(agent_dir, watch):

@@ -6,7 +6,6 @@ import itertools
 import logging
 import os
 import random
-import secrets
 import stat
 import threading
 import time
@@ -31,7 +30,7 @@ FILE_MODE = 0o600
 # and paths as in the reference).
 _SNOWFLAKE_EPOCH_MS = 1_420_070_400_000
 _SEQUENCE_MASK = 0x3FFFFF
-_sequence = itertools.count(secrets.randbits(22) + 1)
+_sequence = itertools.count((int.from_bytes(os.urandom(3), "big") >> 2) + 1)
 _sequence_lock = threading.Lock()
 
 ENTRY_ID_ATTEMPTS = 100

@@ -1,8 +1,9 @@
 """``xcsh-store mcp``: the functions of ``tools`` served as MCP tools over stdio by the
 official SDK.
 
-Each call opens the index read-only (it never waits for a sync and always answers from the
-last one), so a ``watch`` running beside the server keeps the answers current. An answer is
+Each call brings the index up to date first (a sync at most every ``REFRESH_SECONDS``, none
+while a ``watch`` keeps it current, none that waits for another process's sync), then opens it
+read-only. An answer is
 one text of compact JSON (no indentation, no second structured copy: an agent's context is
 what it costs); an error is an error result (``isError``) of one line, an argument the schema
 refuses too. Every answer goes to an agent and from there to its model's provider: its secrets
@@ -26,7 +27,7 @@ from pydantic import ValidationError
 from xcsh_store.agent_tools import tools
 from xcsh_store.artifacts.urls import resolve_internal_url
 from xcsh_store.errors import AmbiguousSessionError
-from xcsh_store.index import SessionIndex
+from xcsh_store.index import REFRESH_SECONDS, Refresher, SessionIndex
 from xcsh_store.js import stringify
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.secrets import FileSecrets, Redactor
@@ -49,13 +50,16 @@ def _tool(
     question: Callable[..., dict[str, Any]],
     redactor: Redactor | None,
     file_secrets: FileSecrets | None,
+    refresher: Refresher | None = None,
 ) -> Callable[..., str]:
-    """``question`` without its first parameter (the index), which each call opens, answering
-    compact JSON; redacted by ``redactor``, with the secrets of the files the answer quotes
-    (``file_secrets``)."""
+    """``question`` without its first parameter (the index), which each call opens (after
+    ``refresher`` brought it up to date), answering compact JSON; redacted by ``redactor``,
+    with the secrets of the files the answer quotes (``file_secrets``)."""
 
     @functools.wraps(question)
     def call(**arguments: Any) -> str:
+        if refresher is not None:
+            refresher.refresh()
         with SessionIndex.open(agent_dir, read_only=True) as index:
             try:
                 answer = question(index, **arguments)
@@ -140,16 +144,20 @@ class StoreServer(FastMCP):
             raise ToolError(self.redactor.text(message) if self.redactor else message) from None
 
 
-def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
+def build_server(
+    agent_dir: str, redact: bool = True, sync_every: float | None = REFRESH_SECONDS
+) -> FastMCP:
     """The MCP server over the index of ``agent_dir``; its answers' secrets redacted unless
-    ``redact`` is false."""
+    ``redact`` is false; the index synced before a call at most every ``sync_every`` seconds
+    (None: never)."""
     redactor = Redactor() if redact else None
+    refresher = None if sync_every is None else Refresher(agent_dir, sync_every)
     server = StoreServer(redactor, instructions=INSTRUCTIONS)
     # One cache of the quoted files' secrets for all the tools.
     file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
     for name in tools.TOOLS:
         server.add_tool(
-            _tool(agent_dir, getattr(tools, name), redactor, file_secrets),
+            _tool(agent_dir, getattr(tools, name), redactor, file_secrets, refresher),
             name=name,
             annotations=READ_ONLY,
             structured_output=False,
@@ -157,6 +165,8 @@ def build_server(agent_dir: str, redact: bool = True) -> FastMCP:
     return server
 
 
-def serve_stdio(agent_dir: str, redact: bool = True) -> None:
-    """Serve until the client closes stdin."""
-    build_server(agent_dir, redact).run("stdio")
+def serve_stdio(
+    agent_dir: str, redact: bool = True, sync_every: float | None = REFRESH_SECONDS
+) -> None:
+    """Serve until the client closes stdin (build_server's ``sync_every``)."""
+    build_server(agent_dir, redact, sync_every).run("stdio")

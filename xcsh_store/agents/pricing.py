@@ -30,16 +30,16 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from importlib import metadata, resources
 from typing import TYPE_CHECKING
 
-from xcsh_store.agents.price_file import PriceFile, read_price_file
 from xcsh_store.agents.pricing_model import ModelPrice, Rate, Rates
 from xcsh_store.homes import get_prices_file
 
 if TYPE_CHECKING:
     from genai_prices.data_snapshot import DataSnapshot
     from genai_prices.types import ModelInfo
+
+    from xcsh_store.agents.price_file import PriceFile
 
 # Bumped when the rules above or the arithmetic change: the fingerprint then changes too.
 PRICING_RULES = "2"
@@ -137,25 +137,60 @@ def request_day(timestamp: str | None) -> date:
 
 
 def dataset_version() -> str:
+    # Imported here: scanning the installed distributions is for the table, not every sync.
+    from importlib import metadata
+
     try:
         return metadata.version(DATASET)
     except metadata.PackageNotFoundError:
         return "missing"
 
 
-# The tables held by fixed_prices, innermost last.
-_FIXED: list[PriceTable] = []
+def price_sources() -> str:
+    """A cheap key of what the prices in force come from: the pricing rules, and the identity
+    (inode, size, modification time) of the user's prices file, the shipped corrections and
+    the dataset's data. A few stats, no file read: while the key stays the same, so does
+    :func:`price_table`'s fingerprint, which a sync then need not compute (parsing TOML and
+    asking the installed packages for the dataset's version)."""
+    parts = [f"rules {PRICING_RULES}"]
+    for path in (get_prices_file(), _corrections_path(), _dataset_path()):
+        try:
+            info = os.stat(path) if path is not None else None
+        except OSError:
+            info = None
+        parts.append("-" if info is None else f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}")
+    return "; ".join(parts)
+
+
+def _corrections_path() -> str:
+    return os.path.join(os.path.dirname(__file__), CORRECTIONS)
+
+
+@functools.cache
+def _dataset_path() -> str | None:
+    """The dataset's data module (an upgrade of genai-prices rewrites it), found without
+    importing the package (a few tenths of a second)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(DATASET.replace("-", "_"))
+    if spec is None or spec.origin is None:
+        return None
+    return os.path.join(os.path.dirname(spec.origin), "data.py")
+
+
+# The tables held by fixed_prices, innermost last (None: not built yet).
+_FIXED: list[PriceTable | None] = []
 
 
 @contextlib.contextmanager
-def fixed_prices() -> Iterator[PriceTable]:
-    """The prices in force now, held for a while: meanwhile :func:`price_table` answers this
-    table without looking at the user's file again. A sync prices every line of its files
-    with one table: looking for the file at each line cost 5-10 % of reading Claude Code's."""
-    table = price_table()
-    _FIXED.append(table)
+def fixed_prices() -> Iterator[None]:
+    """The prices in force, held for a while: the first :func:`price_table` within builds the
+    table, the others answer it without looking at the user's file again. A sync prices every
+    line of its files with one table: looking for the file at each line cost 5-10 % of reading
+    Claude Code's. Built on first use only: a sync that prices nothing never builds one."""
+    _FIXED.append(None)
     try:
-        yield table
+        yield
     finally:
         _FIXED.pop()
 
@@ -163,7 +198,7 @@ def fixed_prices() -> Iterator[PriceTable]:
 def price_table() -> PriceTable:
     """The prices in force now: read again when the user's file changed (a long-running
     ``watch`` or ``serve`` sees an edit); a bad file raises PriceFileError."""
-    if _FIXED:
+    if _FIXED and _FIXED[-1] is not None:
         return _FIXED[-1]
     path = get_prices_file()
     try:
@@ -171,12 +206,18 @@ def price_table() -> PriceTable:
         identity: tuple[int, int, int] | None = (info.st_ino, info.st_size, info.st_mtime_ns)
     except FileNotFoundError:
         identity = None
-    return _price_table(path, identity)
+    table = _price_table(path, identity)
+    if _FIXED:
+        _FIXED[-1] = table
+    return table
 
 
 @functools.lru_cache(maxsize=4)
 def _price_table(path: str, identity: tuple[int, int, int] | None) -> PriceTable:
-    corrections = resources.files(__package__).joinpath(CORRECTIONS).read_bytes()
+    from xcsh_store.agents.price_file import read_price_file
+
+    with open(_corrections_path(), "rb") as stream:
+        corrections = stream.read()
     files = [read_price_file(CORRECTIONS, corrections, "xcsh-store corrections")]
     user = b""
     if identity is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import difflib
 import importlib
 import os
 import sys
@@ -21,12 +20,14 @@ from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_te
 from xcsh_store.cli.output.table import Cut, Header, fit_table
 from xcsh_store.errors import IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
-from xcsh_store.index import SessionIndex, SQLiteError
+from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
 from xcsh_store.js import well_formed
 from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
+# Set (to 1), the read verbs answer from index.db as it is, as with --no-sync.
+NO_SYNC_ENV = "XCSH_STORE_NO_SYNC"
 
 # The variable click's completion protocol reads: the shells' scripts set it.
 COMPLETION_VARIABLE = "_XCSH_STORE_COMPLETE"
@@ -57,6 +58,8 @@ class Settings:
     color: bool = False
     # --db: the team index (postgresql://…) the read verbs read instead of index.db.
     db: str | None = None
+    # Whether the read verbs bring index.db up to date before they answer (--no-sync: not).
+    sync: bool = True
 
     def style(self, text: str, **styles: Any) -> Shown:
         """``text`` escaped, then coloured when colour is on (safe.styled)."""
@@ -105,6 +108,8 @@ class SuggestingGroup(click.Group):
             typed = args[0] if args else ""
             if typed.startswith("-") or self.get_command(ctx, typed) is not None:
                 raise  # an option, or an error of the verb itself
+            import difflib  # only for a mistyped verb: every start would pay for it
+
             close = difflib.get_close_matches(typed, self.list_commands(ctx), n=3, cutoff=0.6)
             hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
             raise click.UsageError(f"No such command {typed!r}.{hint}", ctx) from None
@@ -255,9 +260,18 @@ def error_line(error: BaseException) -> str:
     help=f"Read a team index (postgresql://…, env ${TEAM_DB_ENV}) instead of this machine's"
     " index: ls, search, show, usage, history and sql.",
 )
+@click.option(
+    "--no-sync",
+    is_flag=True,
+    envvar=NO_SYNC_ENV,
+    help=f"Answer from index.db as it is (or ${NO_SYNC_ENV}=1): ls, show, cat, search, usage,"
+    " history, serve and mcp sync it first otherwise, unless a `watch` keeps it current.",
+)
 @click.version_option(__version__, prog_name="xcsh-store")
 @click.pass_context
-def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -> None:
+def cli(
+    ctx: click.Context, agent_dir: str | None, color: str, db: str | None, no_sync: bool
+) -> None:
     """Store coding-agent sessions and search them through a SQLite index.
 
     The JSONL session files stay the source of truth; index.db is a mirror that `sync` keeps up
@@ -281,6 +295,7 @@ def cli(ctx: click.Context, agent_dir: str | None, color: str, db: str | None) -
         agent_dir=folder,
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
+        sync=not no_sync,
     )
     ctx.color = ctx.obj.color
 
@@ -377,18 +392,25 @@ def echo_text(text: str, newline: bool = True) -> None:
     click.echo(visible_text(text), nl=newline)
 
 
-def open_index(settings: Settings, read_only: bool = True, team: bool = False) -> SessionIndex:
+def open_index(
+    settings: Settings, read_only: bool = True, team: bool = False, fresh: bool = False
+) -> SessionIndex:
     """The agent dir's index; read-only for the verbs that only look (they never block a sync).
+    ``fresh``: brought up to date first (fresh_index), unless --no-sync.
 
     With ``--db``, the verbs that can (``team``) get the team index instead, which answers the
     same questions with the same kinds of records (xcsh_store.team.TeamIndex), each with its
     host; the others refuse ``--db``.
     """
     if settings.db is None:
+        fresh = fresh and settings.sync
         if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
             from xcsh_store.cli.places import no_index_yet
 
-            raise IndexDatabaseError(no_index_yet(settings.agent_dir))
+            if not (fresh and first_index(settings)):
+                raise IndexDatabaseError(no_index_yet(settings.agent_dir))
+        if fresh:
+            return fresh_index(settings)
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
         verb = click.get_current_context().info_name
@@ -400,6 +422,51 @@ def open_index(settings: Settings, read_only: bool = True, team: bool = False) -
 
     warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
     return TeamIndex.open(settings.db)  # type: ignore[return-value]
+
+
+def first_index(settings: Settings) -> bool:
+    """Whether a read verb may make the first index of its agent dir, as `sync` would: an
+    agent dir, or the data dir with sessions found on this machine (never a mistyped
+    --agent-dir). Says so on stderr: the first sync reads every session (usage first, the
+    search text after: docs/commands.md)."""
+    from xcsh_store.cli.places import found_session_folders
+    from xcsh_store.homes import get_data_store_dir
+    from xcsh_store.paths import is_agent_dir
+
+    folder = settings.agent_dir
+    found = found_session_folders(folder)
+    if not (is_agent_dir(folder) or (folder == get_data_store_dir() and found)):
+        return False
+    where = f" ({', '.join(found)})" if found else ""
+    echo(f"Note: no index yet: indexing the sessions of this machine first{where}", err=True)
+    return True
+
+
+def fresh_index(settings: Settings) -> SessionIndex:
+    """The agent dir's index, synced before a read verb answers, unless a watch keeps it
+    current. It never fails for want of a sync: while another sync runs, or where index.db
+    cannot be written, the verb answers from what the index holds and says so in one line on
+    stderr."""
+    try:
+        index = SessionIndex.open(settings.agent_dir)
+    except (IndexDatabaseError, OSError, SQLiteError) as error:
+        echo(f"Note: {error_line(error)}; answering from index.db as it is", err=True)
+        return SessionIndex.open(settings.agent_dir, read_only=True)
+    try:
+        upgrade = index.pending_upgrade()
+        if upgrade is not None and not is_watched(index.db_path):
+            echo(f"Note: upgrading index.db first ({upgrade}): every session file is read again",
+                 err=True)  # fmt: skip
+        freshness = index.refresh()
+    except (XcshStoreError, OSError, SQLiteError) as error:
+        echo(f"Note: index.db was not brought up to date ({error_line(error)})", err=True)
+        return index
+    if freshness.state == BUSY:
+        echo(
+            "Note: another sync of index.db is under way; answering from what it holds now",
+            err=True,
+        )
+    return index
 
 
 def warn_of_visible_password(

@@ -24,7 +24,8 @@ DEMO_MARKER = ".xcsh-store-demo"
 # The index is a mirror of the demo's files that every sync rewrites; a later run may replace it
 # whatever it holds (the files it mirrors are checked).
 INDEX_FILES = tuple(
-    INDEX_DB_NAME + suffix for suffix in ("", "-wal", "-shm", "-journal", ".sync-lock")
+    INDEX_DB_NAME + suffix
+    for suffix in ("", "-wal", "-shm", "-journal", ".sync-lock", ".watch-lock")
 )
 # SQLite's companions of history.db that a reader leaves behind: the shared-memory index never
 # holds data, and an empty write-ahead log holds none either.

@@ -11,6 +11,8 @@ At the top, the store and the database core:
   rebuilding a damaged file), the sync lock, the sync, gc and verify entry points, and every
   question handed to the module of a room below that knows its query. The modules it calls
   never import it (no import circle: tests/test_layering.py); see read/'s docstring.
+* ``fresh``: the locks that tell a read whether to sync first (a watch keeps the index
+  current; another sync is under way) and what ``SessionIndex.refresh`` did.
 * ``db``: connections, the migrations (run by xcsh_store/sql_migrations.py), transactions, damage
   detection; ``engine``: the SQLite library's versions and error class; ``location``:
   following an agent dir that was copied or moved; ``sql_functions``: entry_text() and the
@@ -34,7 +36,14 @@ from typing import TYPE_CHECKING
 # What every use of the index needs: the store and its connection.
 from xcsh_store.index.db import errors_explained, remove_side_files
 from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
-from xcsh_store.index.store import IndexReader, IndexStats, SessionIndex
+from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
+from xcsh_store.index.store import (
+    REFRESH_SECONDS,
+    IndexReader,
+    IndexStats,
+    Refresher,
+    SessionIndex,
+)
 from xcsh_store.lazy import lazy_exports
 
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
@@ -225,21 +234,26 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "BUSY",
     "ENTRY_COLUMNS",
     "HISTORY_COLUMNS",
     "MIN_PREFIX",
+    "REFRESH_SECONDS",
     "SEARCH_ROLES",
     "SESSION_COLUMNS",
     "SESSION_ORDERS",
+    "SYNCED",
     "TEAM_USAGE_GROUPINGS",
     "USAGE_COLUMNS",
     "USAGE_GROUPINGS",
     "USAGE_GROUPS",
+    "WATCHED",
     "WINDOW",
     "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",
+    "Freshness",
     "GcReport",
     "IndexReader",
     "IndexStats",
@@ -254,6 +268,7 @@ __all__ = [
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
+    "Refresher",
     "SQLiteError",
     "SearchHit",
     "SearchQuery",
@@ -279,7 +294,9 @@ __all__ = [
     "has_fts5",
     "history_rows",
     "history_state",
+    "holding_watch",
     "is_under_any",
+    "is_watched",
     "joined_key",
     "known_agents",
     "labels_of",

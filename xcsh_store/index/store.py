@@ -9,6 +9,7 @@ import fcntl
 import functools
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -19,10 +20,18 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 import apsw
 
 from xcsh_store.agents import agent_session_roots
-from xcsh_store.errors import HistoryError, IndexDatabaseError
+from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
 from xcsh_store.homes import get_agent_history_files, get_store_dir
 from xcsh_store.index import db as database
+from xcsh_store.index.fresh import (
+    BUSY,
+    SYNC_LOCK_SUFFIX,
+    SYNCED,
+    WATCHED,
+    Freshness,
+    is_watched,
+)
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
 from xcsh_store.index.read.questions import (
@@ -303,16 +312,37 @@ class SessionIndex:
     # -- sync -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _sync_lock(self) -> Iterator[None]:
-        """One sync at a time per index; a second one waits, then finds little left to do."""
+    def _sync_lock(self, wait: bool = True) -> Iterator[bool]:
+        """One sync at a time per index; a second one waits, then finds little left to do.
+        With ``wait`` false, yields whether the lock was free (and is now held)."""
         lock = os.open(
-            self.db_path + ".sync-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+            self.db_path + SYNC_LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
         )
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                free = False
+            else:
+                free = True
+            yield free
         finally:
             os.close(lock)  # releases the lock
+
+    @_entry_point
+    def refresh(self) -> Freshness:
+        """Bring the index up to date before a read answers: a sync (an unchanged file costs a
+        stat), unless a watch keeps the index current (``watched``) or another process is
+        syncing it now (``busy``: the read answers from what the index holds, never waits).
+        One that finds nothing changed writes nothing, not even the time of the last sync: a
+        read verb then costs no write to index.db (nor the checkpoint of it on close)."""
+        self._require_writable()
+        if is_watched(self.db_path):
+            return Freshness(WATCHED)
+        with self._sync_lock(wait=False) as free:
+            if not free:
+                return Freshness(BUSY)
+            return Freshness(SYNCED, self._sync_locked(record_time=False))
 
     @_entry_point
     def sync(
@@ -344,29 +374,37 @@ class SessionIndex:
         progress: Progress | None = None,
         workers: int | None = None,
         text: bool = False,
+        record_time: bool = True,
     ) -> SyncReport:
         """The sync, under the lock. ``text`` is false unless asked for: the syncs that come
         before something else (a read's, gc's) leave the search text of a first run for later;
-        ``sync`` itself, ``watch`` and ``search`` add it."""
+        ``sync`` itself, ``watch`` and ``search`` add it. ``record_time``: note the time of
+        this sync in index.db even when it changed nothing (a read's refresh does not)."""
         try:
             with database.type_confusion_as_damage(self.connection):
-                return self._sync_once(full, progress, workers, text)
+                return self._sync_once(full, progress, workers, text, record_time)
         except database.DAMAGE_ERRORS as error:
             return self._rebuild_after_damage(error, progress, workers)
 
     def _sync_once(
-        self, full: bool, progress: Progress | None, workers: int | None = None, text: bool = True
+        self,
+        full: bool,
+        progress: Progress | None,
+        workers: int | None = None,
+        text: bool = True,
+        record_time: bool = True,
     ) -> SyncReport:
-        from xcsh_store.agents.pricing import price_table
+        from xcsh_store.agents.pricing import price_sources
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.sync import sync_files
         from xcsh_store.index.write.text_later import pending_text_files
 
+        changes_before = self.connection.total_changes()
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
-        prices = price_table()
-        repriced = price_again_if_changed(self.connection, prices)
+        sources = price_sources()
+        repriced = price_again_if_changed(self.connection, sources)
         whole = full or resync is not None
         if whole:
             self._forget_search_text()
@@ -386,7 +424,7 @@ class SessionIndex:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
         report.recorded_roots = read_session_roots(self.agent_dir)
-        record_prices(self.connection, prices)
+        record_prices(self.connection, sources)
         report.repriced = repriced
         if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
@@ -419,8 +457,13 @@ class SessionIndex:
         if not self.finds_agent_roots:
             histories = dict.fromkeys(histories)  # turned off: their prompts go
         report.history_mirrored += mirror_agent_history(self.connection, histories)
-        with database.transaction(self.connection):
-            database.set_meta(self.connection, "last_sync", iso_now())
+        if (
+            record_time
+            or self.connection.total_changes() != changes_before
+            or database.get_meta(self.connection, "last_sync") is None
+        ):
+            with database.transaction(self.connection):
+                database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
 
@@ -902,6 +945,61 @@ class SessionIndex:
         )
 
 
+# How often, at most, a long-running reader (serve, mcp) syncs before it answers.
+REFRESH_SECONDS = 2.0
+
+
+class Refresher:
+    """Fresh answers for a long-running reader (``serve``, ``mcp``): :meth:`refresh` brings the
+    index of ``agent_dir`` up to date before a read, at most once every ``every`` seconds,
+    unless a watch keeps it current. Thread-safe: a read that comes while another's sync runs
+    waits for it, then answers from what it wrote."""
+
+    def __init__(self, agent_dir: str, every: float = REFRESH_SECONDS) -> None:
+        self.agent_dir = os.path.abspath(agent_dir)
+        self.db_path = get_index_db_path(self.agent_dir)
+        self.every = every
+        self._index: SessionIndex | None = None
+        self._identity: tuple[int, int] | None = None
+        self._synced_at: float | None = None
+        self._lock = threading.Lock()
+
+    def refresh(self) -> Freshness | None:
+        """What the index's refresh did; None when it was done less than ``every`` seconds
+        ago, or could not be (the reason is logged: the read answers from what is there)."""
+        with self._lock:
+            if self._synced_at is not None and time.monotonic() - self._synced_at < self.every:
+                return None
+            try:
+                return self._opened().refresh()
+            except (XcshStoreError, OSError, apsw.Error) as error:
+                log.warning("index.db could not be brought up to date: %s", error)
+                return None
+            finally:
+                self._synced_at = time.monotonic()
+
+    def _opened(self) -> SessionIndex:
+        """The index, kept open between reads (a sync of unchanged files then reads no rows
+        of the files table again); opened afresh when index.db was deleted or replaced."""
+        try:
+            info = os.stat(self.db_path)
+            identity: tuple[int, int] | None = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            identity = None
+        if self._index is not None and identity != self._identity:
+            self.close()
+        if self._index is None:
+            self._index = SessionIndex.open(self.agent_dir)
+            info = os.stat(self.db_path)
+            self._identity = (info.st_dev, info.st_ino)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+
 def _open_for_reading(db_path: str) -> apsw.Connection:
     """A read-only connection to an index of the current schema: its queries would fail on an
     older one, which only a sync (it may write) can upgrade."""
@@ -922,15 +1020,18 @@ def _open_for_reading(db_path: str) -> apsw.Connection:
 
 def _open_for_writing(db_path: str) -> apsw.Connection:
     """Connect and migrate; a damaged file is started afresh."""
-    from xcsh_store.index.upkeep.repair import start_afresh
-
+    # The repair is imported only for a damaged file: it brings verify and its parsers.
     try:
         connection = database.connect(db_path)
     except database.DamagedIndexError as error:
+        from xcsh_store.index.upkeep.repair import start_afresh
+
         return start_afresh(db_path, error)
     try:
         database.apply_migrations(connection, database.load_migrations())
     except database.DAMAGE_ERRORS as error:
+        from xcsh_store.index.upkeep.repair import start_afresh
+
         connection.close()
         return start_afresh(db_path, error)
     except BaseException:

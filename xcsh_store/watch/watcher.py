@@ -21,7 +21,7 @@ from typing import Any
 from watchfiles._rust_notify import RustNotify
 
 from xcsh_store.errors import SessionNotFoundError
-from xcsh_store.index import SessionIndex, SyncReport, is_under_any
+from xcsh_store.index import SessionIndex, SyncReport, holding_watch, is_under_any
 from xcsh_store.paths import get_blobs_dir, get_history_db_path, get_index_db_path
 from xcsh_store.times import iso_now
 
@@ -29,7 +29,7 @@ log = logging.getLogger("xcsh_store")
 
 # The index's own files: events on them are the watcher's own writes (or a deletion, which the
 # check between batches sees).
-_INDEX_SUFFIXES = ("", "-wal", "-shm", "-journal", ".sync-lock")
+_INDEX_SUFFIXES = ("", "-wal", "-shm", "-journal", ".sync-lock", ".watch-lock")
 
 
 @dataclass(frozen=True)
@@ -96,12 +96,14 @@ class IndexWatcher:
 
     def run(self) -> None:
         """Watch, sync once, then apply events until stopped; the index is closed on the way
-        out."""
+        out. The watch lock is held all along: read verbs then leave the syncing to this
+        watch (index/fresh.py)."""
         try:
             self._open_index()
             reason = "start"
-            while not self.stop.is_set():
-                reason = self._watch(reason)
+            with holding_watch(self.db_path):
+                while not self.stop.is_set():
+                    reason = self._watch(reason)
         finally:
             if self._index is not None:
                 self._index.close()

@@ -49,8 +49,10 @@ from xcsh_store.errors import (
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import (
+    REFRESH_SECONDS,
     SEARCH_ROLES,
     IndexedSession,
+    Refresher,
     SearchQuery,
     SessionFilter,
     SessionIndex,
@@ -167,10 +169,12 @@ def create_app(
     token: str | None = None,
     hosts: frozenset[str] | None = None,
     redact: bool = False,
+    sync_every: float | None = REFRESH_SECONDS,
 ) -> Starlette:
     """The app over the index of ``agent_dir``; with ``token``, every request must carry it;
     it answers to the Host names ``hosts`` (default: loopback's); with ``redact``, no secret
-    of a session is in a page or a resource.
+    of a session is in a page or a resource. A page syncs the index before it reads it, at
+    most every ``sync_every`` seconds (None: never), unless a watch keeps it current.
 
     The pages are plain functions, run in worker threads PAGES_AT_ONCE at a time: a slow query
     never holds up the event loop, and with it the live streams of other pages."""
@@ -292,7 +296,11 @@ def create_app(
 
         return endpoint
 
+    refresher = None if sync_every is None else Refresher(agent_dir, sync_every)
+
     def open_index() -> SessionIndex:
+        if refresher is not None:
+            refresher.refresh()
         return SessionIndex.open(agent_dir, read_only=True)
 
     # The filters' choices (projects, models: a scan of the entries' model index), kept until

@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection
 
 import uvicorn
 
+from xcsh_store.index import REFRESH_SECONDS
 from xcsh_store.watch import AppliedChange, IndexWatcher
 from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names, beyond_loopback
 from xcsh_store.web.app import create_app
@@ -23,6 +24,7 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     allowed_hosts: Collection[str] = (),
     redact: bool | None = None,
+    sync_every: float | None = REFRESH_SECONDS,
 ) -> None:
     """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``. Requests must
     name loopback, ``host`` or one of ``allowed_hosts`` in their Host header. ``on_ready`` is
@@ -32,7 +34,13 @@ def serve(
         raise ValueError(f"serving on {host} needs a token")
     hosts = allowed_host_names(host, allowed_hosts)
     config = uvicorn.Config(
-        create_app(agent_dir, token, hosts, beyond_loopback(hosts) if redact is None else redact),
+        create_app(
+            agent_dir,
+            token,
+            hosts,
+            beyond_loopback(hosts) if redact is None else redact,
+            sync_every,
+        ),
         host=host,
         port=port,
         log_level="warning",

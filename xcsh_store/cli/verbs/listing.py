@@ -117,7 +117,7 @@ def ls_command(
       xcsh-store ls --since 2026-11-16 --until 2026-11-17
     """
     team_only(settings, filters.host is not None, "--host")
-    with open_index(settings, team=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         sessions = index.sessions(SessionQuery(filters, order, limit + 1 if limit else None))
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
         if not sessions:

@@ -27,6 +27,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.render import home_relative, local_time
 from xcsh_store.cli.verbs.maintenance import require_agent_dir
 from xcsh_store.cli.verbs.redaction import no_redact_option, redaction
+from xcsh_store.index import REFRESH_SECONDS
 
 if TYPE_CHECKING:
     from xcsh_store.watch import AppliedChange
@@ -43,6 +44,11 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def sync_every(settings: Settings) -> float | None:
+    """How often, at most, serve and mcp sync before they answer (None: --no-sync)."""
+    return REFRESH_SECONDS if settings.sync else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,7 +131,8 @@ def mcp_command(settings: Settings, no_redact: bool) -> None:
     Tools: list_sessions, search_sessions, get_session (active branch or tree, paged),
     get_entry (one entry whole, paged), get_context, read_url (artifact:// and agent://),
     recall_prompts, usage; compact JSON of bounded size. Add it to an agent's MCP config as
-    the command `xcsh-store mcp` (see docs/live.md). Run `sync` or `watch` to keep it current.
+    the command `xcsh-store mcp` (see docs/live.md). Each call syncs the index first (at most
+    every 2 seconds; not while a `watch` keeps it current; never with --no-sync).
     Secrets in the answers (which reach the agent's model provider) are replaced by
     [REDACTED:<kind>].
     """
@@ -134,7 +141,7 @@ def mcp_command(settings: Settings, no_redact: bool) -> None:
     from xcsh_store.agent_tools import serve_stdio
 
     open_index(settings).close()  # no index yet: say so now, not on the first call
-    serve_stdio(settings.agent_dir, redact)
+    serve_stdio(settings.agent_dir, redact, sync_every(settings))
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,11 +197,12 @@ def serve_command(
     """A read-only session browser in the web browser, on http://127.0.0.1:8765/.
 
     Sessions list, search, each session read as its active branch with the branch points
-    marked and the abandoned branches folded, contexts, usage charts. Pages update while
-    `watch` (or --watch) runs. With --json, the URL is printed as {"url": ...}, then with
-    --watch each change applied as `watch --json` prints it. On any address or --allow-host
-    name but loopback's, secrets are replaced by [REDACTED:<kind>] in every page (--redact:
-    on loopback too).
+    marked and the abandoned branches folded, contexts, usage charts. A page syncs the index
+    before it reads it (at most every 2 seconds; not while `watch` or --watch keeps it current;
+    never with --no-sync); open pages update while `watch` (or --watch) runs. With --json,
+    the URL is printed as {"url": ...}, then with --watch each change applied as `watch
+    --json` prints it. On any address or --allow-host name but loopback's, secrets are
+    replaced by [REDACTED:<kind>] in every page (--redact: on loopback too).
 
     \b
     Examples:
@@ -269,4 +277,5 @@ def serve_command(
             on_ready=ready,
             allowed_hosts=allowed_hosts,
             redact=redact,
+            sync_every=sync_every(settings),
         )

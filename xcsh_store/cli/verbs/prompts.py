@@ -160,7 +160,7 @@ def recent_command(
       xcsh-store history recent --agent claude
     """
     if sessions or agents or settings.db:
-        with open_index(settings, team=True) as index:
+        with open_index(settings, team=True, fresh=True) as index:
             hits = index.prompts(PromptQuery(None, limit, agents))
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
@@ -204,7 +204,7 @@ def search_command(
             raise click.UsageError(
                 "--rank works on history.db alone; drop it or --sessions, --agent and --db"
             )
-        with open_index(settings, team=True) as index:
+        with open_index(settings, team=True, fresh=True) as index:
             hits = index.prompts(PromptQuery(" ".join(query), limit, agents))
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)

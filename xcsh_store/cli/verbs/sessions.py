@@ -104,7 +104,7 @@ def show_command(
     if tree and context_view:
         raise click.UsageError("--tree and --context are two views: give one of them")
     view = "tree" if tree else "context" if context_view else None
-    with open_index(settings, team=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         info = index.find_session(session)
         leaf = index.find_entry_id(info, leaf) if leaf is not None else None
         skipped = index.skipped_lines(info).get(info.path)
@@ -370,9 +370,9 @@ def search_command(
       xcsh-store search -- -draft release notes
     """
     team_only(settings, filters.host is not None, "--host")
-    if settings.db is None:
-        _index_pending_text(settings)
-    with open_index(settings, team=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
+        if settings.db is None and settings.sync:
+            _index_pending_text(settings)
         try:
             question = SearchQuery(
                 " ".join(query), filters, role, model, limit, (MARK_OPEN, MARK_CLOSE)
@@ -502,5 +502,5 @@ def _session_path(settings: Settings, session: str) -> str:
     """A session file given by path needs no index; anything else is looked up in it."""
     if session.endswith(".jsonl") and os.path.isfile(session):
         return os.path.abspath(session)
-    with open_index(settings) as index:
+    with open_index(settings, fresh=True) as index:
         return index.find_session(session).path

@@ -192,7 +192,7 @@ def usage_command(
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
-    with open_index(settings, team=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"

@@ -7,6 +7,11 @@ index.db. A new genai-prices release, an edited prices.toml or new pricing rules
 table's fingerprint; the next sync then reads those agents' files again, whole, which prices
 every request anew (their files hold what billing needs: the 1-hour cache writes, each
 request's size and day), and records the new fingerprint only once it is done.
+
+Computing the fingerprint means reading the price files and asking the installed packages for
+the dataset's version: a sync first compares the cheap key of those sources (a few stats:
+``pricing.price_sources``) with the one recorded beside the fingerprint, and builds the table
+only when the key moved; the readers price a request with it only when they read one.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from dataclasses import dataclass
 import apsw
 
 from xcsh_store.agents import OTHER_AGENTS
-from xcsh_store.agents.pricing import PriceTable, request_day
+from xcsh_store.agents.pricing import PriceTable, price_sources, price_table, request_day
 from xcsh_store.agents.pricing_model import ModelPrice
 from xcsh_store.index.db import get_meta, set_meta, transaction
 
 PRICES_META = "price_table"
+# The sources key (price_sources) of the table whose fingerprint PRICES_META records.
+SOURCES_META = "price_sources"
 _PRICED = ", ".join(f"'{agent}'" for agent in OTHER_AGENTS)
 
 
@@ -29,11 +36,18 @@ def priced_with(connection: apsw.Connection) -> str | None:
     return get_meta(connection, PRICES_META)
 
 
-def price_again_if_changed(connection: apsw.Connection, table: PriceTable) -> bool:
-    """Before a sync: when ``table`` is not the one the index was priced with, make the sync
-    read every Claude Code and Codex file again, whole (a changed stat and nothing read).
-    Returns whether it did."""
-    if priced_with(connection) == table.fingerprint:
+def price_again_if_changed(connection: apsw.Connection, sources: str) -> bool:
+    """Before a sync: when the prices in force (from ``sources``: price_sources) are not the
+    ones the index was priced with, make the sync read every Claude Code and Codex file again,
+    whole (a changed stat and nothing read). Returns whether it did. The price table is built
+    only when its sources changed since the last sync."""
+    if get_meta(connection, SOURCES_META) == sources:
+        return False
+    fingerprint = price_table().fingerprint
+    if priced_with(connection) == fingerprint:
+        # The same prices from sources that moved (a file saved again as it was).
+        with transaction(connection):
+            set_meta(connection, SOURCES_META, sources)
         return False
     with transaction(connection):
         connection.execute(
@@ -42,11 +56,16 @@ def price_again_if_changed(connection: apsw.Connection, table: PriceTable) -> bo
     return connection.changes() > 0
 
 
-def record_prices(connection: apsw.Connection, table: PriceTable) -> None:
-    """After a sync that priced everything with ``table``."""
-    if priced_with(connection) != table.fingerprint:
-        with transaction(connection):
-            set_meta(connection, PRICES_META, table.fingerprint)
+def record_prices(connection: apsw.Connection, sources: str) -> None:
+    """After a sync that priced everything it read with the prices of ``sources`` (taken
+    before it): record their table's fingerprint, unless recorded already, or unless the
+    sources moved during the sync (some files may have been priced either way: the next sync
+    finds them changed and prices again)."""
+    if get_meta(connection, SOURCES_META) == sources or price_sources() != sources:
+        return
+    with transaction(connection):
+        set_meta(connection, PRICES_META, price_table().fingerprint)
+        set_meta(connection, SOURCES_META, sources)
 
 
 @dataclass(frozen=True, slots=True)
