@@ -125,13 +125,14 @@ def _labels(row: UsageRow) -> list[str]:
 @click.option(
     "--by",
     type=click.Choice([*USAGE_GROUPS, "host", "block"]),
+    metavar="GROUP",
     multiple=True,
     default=("day",),
     show_default=True,
-    help="How to group (days, weeks from Monday, months: in --timezone); repeat it to group"
-    " by several: "
-    "--by day --by model. `block`: Claude's 5-hour billing windows, as ccusage's `blocks`,"
-    " with the active window's burn rate and projection.",
+    help=f"How to group: {', '.join([*USAGE_GROUPS, 'host', 'block'])} (days, weeks from"
+    " Monday, months: in --timezone); repeat it to group by several: --by day --by model."
+    " `block`: Claude's 5-hour billing windows, as ccusage's `blocks`, with the active"
+    " window's burn rate and projection.",
 )
 @timezone_option
 @filter_options("since", "until", "agents")
