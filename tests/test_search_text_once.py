@@ -293,7 +293,9 @@ def test_a_reader_of_an_index_not_yet_upgraded_is_told_to_sync(agent_dir):
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
     _as_of_0006(agent_dir / "index.db")
-    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "search", "hello"])
+    result = CliRunner().invoke(
+        cli, ["--agent-dir", str(agent_dir), "--no-sync", "search", "hello"]
+    )
     assert result.exit_code == 1
     assert result.stderr.strip().endswith(
         "was written by an older xcsh-store (it lacks schema 0012_search_for_sqlite_3_40);"
@@ -308,3 +310,13 @@ def test_a_new_index_is_not_said_to_be_upgraded(agent_dir):
     _session(agent_dir, "one", "hello")
     result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "sync"])
     assert result.exit_code == 0 and "Upgrading" not in result.stderr
+
+
+def test_a_read_verb_upgrades_an_old_index_with_the_sync_it_runs_first(agent_dir):
+    _session(agent_dir, "one", "hello")
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+    _as_of_0006(agent_dir / "index.db")
+    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "search", "hello", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert [hit["session_id"] for hit in json.loads(result.stdout)] == ["one"]

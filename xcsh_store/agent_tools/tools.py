@@ -19,19 +19,25 @@ from xcsh_store.agents import AGENTS
 from xcsh_store.artifacts.pages import retold_paging_hint
 from xcsh_store.artifacts.urls import read_internal_url
 from xcsh_store.index import (
-    USAGE_GROUPS,
+    SESSION_ORDERS,
+    USAGE_GROUPINGS,
     IndexedSession,
+    PromptQuery,
+    SearchQuery,
+    SessionFilter,
     SessionIndex,
+    SessionQuery,
+    UsageQuery,
+    UsageRow,
     check_filters,
     entry_summary,
     entry_text,
     message_summary,
     read_entries,
-    search_role,
     usage_total,
 )
 from xcsh_store.paths import artifacts_dir_for
-from xcsh_store.times import iso_millis, parse_time_bound, time_order_problem
+from xcsh_store.times import iso_millis
 
 # The tools, in the order the server lists them.
 TOOLS = (
@@ -81,44 +87,25 @@ def _one_of(name: str, value: _Word, choices: tuple[str, ...]) -> _Word:
     return value
 
 
-def _agents(agent: str | None) -> list[str] | None:
-    return None if agent is None else [_one_of("agent", agent, AGENTS)]
-
-
-def _span(since: str | None, until: str | None) -> tuple[str | None, str | None]:
-    """``since`` and ``until`` as index timestamps, read as ``--since``/``--until`` are."""
-    bounds = []
-    for name, text in (("since", since), ("until", until)):
-        try:
-            bounds.append(None if text is None else parse_time_bound(text))
-        except ValueError as error:
-            raise ValueError(f"{name}: {error}") from None
-    problem = time_order_problem(bounds[0], bounds[1])
-    if problem:
-        raise ValueError(problem)
-    return bounds[0], bounds[1]
+def _agents(agent: str | None) -> tuple[str, ...]:
+    return () if agent is None else (_one_of("agent", agent, AGENTS),)
 
 
 def _cost(value: float | None) -> float | None:
     return None if value is None else round(value, COST_DIGITS)
 
 
-def _time(moment: Any) -> str | None:
-    return None if moment is None else iso_millis(moment)
-
-
 def _session(info: IndexedSession) -> dict[str, Any]:
-    return {
+    """The session's own shape (as ``ls --json``), its texts cut, its cost rounded; ``session``
+    (as every tool names a session), ``leaf_id`` (the leaf get_session reads) and ``tokens``
+    (its total_tokens) as this tool first named them."""
+    shape = info.to_json()
+    return shape | {
         "session": info.session_id,
-        "agent": info.agent,
-        "path": info.path,
-        "cwd": info.cwd,
-        "project": info.project_dir,
-        "title": info.title,
-        "created": _time(info.created),
-        "modified": _time(info.modified),
-        "entry_count": info.entry_count,
-        "message_count": info.message_count,
+        "title": None if info.title is None else _cut(info.title),
+        "first_message": _cut(info.first_message, 200),
+        "tokens": info.tokens,
+        "cost": _cost(shape["cost"]),
         "leaf_id": info.last_entry_id,
     }
 
@@ -139,25 +126,16 @@ def list_sessions(
     (modified at or after since, started before until): "what did I work on yesterday?" is
     since=<yesterday's date>, until=<today's date>. Filters: cwd, project folder, agent (xcsh,
     pi, omp, claude, codex). At most 50."""
-    order = _one_of("order", order, ("modified", "created", "title"))
-    start, end = _span(since, until)
+    order = _one_of("order", order, SESSION_ORDERS)
+    filters = SessionFilter.parse(
+        since=since, until=until, cwd=cwd, project=project, agents=_agents(agent)
+    )
     limit = _bounded(limit, MAX_HITS)
-    sessions = index.list_sessions(
-        cwd=cwd, project=project, limit=limit + 1, order=order, agents=_agents(agent),
-        since=start, until=end,
-    )  # fmt: skip
+    sessions = index.sessions(SessionQuery(filters, order, limit + 1))
     if not sessions:
         check_filters(index, project=project)
     return {
-        "sessions": [
-            _session(info)
-            | {
-                "first_message": None if info.title else _cut(info.first_message, 200),
-                "tokens": info.input_tokens + info.output_tokens,
-                "cost": _cost(info.cost),
-            }
-            for info in sessions[:limit]
-        ],
+        "sessions": [_session(info) for info in sessions[:limit]],
         "more": len(sessions) > limit,
     }
 
@@ -178,28 +156,14 @@ def search_sessions(
     toolResult…), model (an id or provider/id), since/until (a date, a time or an age such as
     7d), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry id
     (get_entry reads it whole). At most 50 hits."""
-    start, end = _span(since, until)
+    filters = SessionFilter.parse(since=since, until=until, project=project, agents=_agents(agent))
     limit = _bounded(limit, MAX_HITS)
-    hits = index.search(
-        query, project=project, role=None if role is None else search_role(role), model=model,
-        since=start, until=end, limit=limit, agents=_agents(agent),
-    )  # fmt: skip
+    hits = index.hits(SearchQuery(query, filters, role, model, limit))
     if not hits:
         check_filters(index, model=model, project=project)
     return {
         "hits": [
-            {
-                "session": hit.session_id,
-                "agent": hit.agent,
-                "path": hit.path,
-                "title": hit.title,
-                "cwd": hit.cwd,
-                "entry_id": hit.entry_id,
-                "role": hit.role,
-                "model": hit.model,
-                "timestamp": hit.timestamp,
-                "snippet": _cut(hit.snippet),
-            }
+            hit.to_json() | {"session": hit.session_id, "snippet": _cut(hit.snippet)}
             for hit in hits
         ],
         "limit": limit,
@@ -274,6 +238,7 @@ def get_entry(
     following = offset + limit
     return {
         "session": info.session_id,
+        "session_id": info.session_id,
         "id": found,
         "parent_id": row.parent_id,
         "kind": kind,
@@ -304,6 +269,7 @@ def get_context(
     following = offset + len(page)
     return {
         "session": info.session_id,
+        "session_id": info.session_id,
         "leaf_id": leaf or info.last_entry_id,
         "models": context.models,
         "thinking_level": context.thinking_level,
@@ -330,7 +296,8 @@ def read_url(
     how to continue."""
     info = index.find_session(session)
     text = read_internal_url(url, artifacts_dir_for(info.path), offset, limit)
-    return {"session": info.session_id, "url": url, "text": retold_paging_hint(text, "offset=")}
+    text = retold_paging_hint(text, "offset=")
+    return {"session": info.session_id, "session_id": info.session_id, "url": url, "text": text}
 
 
 def recall_prompts(
@@ -339,38 +306,29 @@ def recall_prompts(
     """Prompts typed before (prompt history and user messages of sessions), newest first:
     all of them, or those holding every word of query; agent: only that agent's (xcsh, pi,
     omp, claude, codex). At most 50."""
-    limit = _bounded(limit, MAX_HITS)
-    agents = _agents(agent)
-    hits = (
-        index.history_search(query, limit, agents=agents)
-        if query
-        else index.history_recent(limit, agents=agents)
-    )
+    hits = index.prompts(PromptQuery(query or None, _bounded(limit, MAX_HITS), _agents(agent)))
     return {
         "prompts": [
-            {
+            hit.to_json()
+            | {
                 "prompt": _cut(hit.prompt),
+                # Milliseconds, as every time of these tools.
                 "created": iso_millis(hit.created_at),
-                "cwd": hit.cwd,
-                "source": hit.source,
-                "agent": hit.agent,
                 "session": hit.session_id,
-                "entry_id": hit.entry_id,
             }
             for hit in hits
         ]
     }
 
 
-_USAGE_COUNTS = (
-    "entries",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "estimated",
-    "unpriced",
-)
+def _usage_row(row: UsageRow) -> dict[str, Any]:
+    """The row's own shape (as ``usage --json``), its cost rounded; ``estimated`` and
+    ``unpriced`` as this tool first named them."""
+    return row.to_json() | {
+        "cost": _cost(row.cost),
+        "estimated": row.estimated,
+        "unpriced": row.unpriced,
+    }
 
 
 def usage(
@@ -386,19 +344,12 @@ def usage(
     only that agent's sessions. estimated counts the entries whose cost is an estimate from
     list prices (Claude Code and Codex record none), unpriced those of models without a
     known price, whose cost is not in the sums (cost null: none has a price)."""
-    by = _one_of("by", by, tuple(USAGE_GROUPS))
-    start, end = _span(since, until)
-    rows = index.usage(by, start, end, _agents(agent))
-    total = usage_total(rows)
+    by = _one_of("by", by, USAGE_GROUPINGS)
+    filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))
+    rows = index.usage_rows(UsageQuery((by,), filters))
     return {
         "by": by,
         "groups": len(rows),
-        "rows": [
-            {"key": row.key}
-            | {column: getattr(row, column) for column in _USAGE_COUNTS}
-            | {"total_tokens": row.tokens, "cost": _cost(row.cost)}
-            for row in rows[-MAX_PAGE:]
-        ],
-        "totals": {column: getattr(total, column) for column in _USAGE_COUNTS}
-        | {"total_tokens": total.tokens, "cost": _cost(total.cost)},
+        "rows": [_usage_row(row) for row in rows[-MAX_PAGE:]],
+        "totals": _usage_row(usage_total(rows)),
     }

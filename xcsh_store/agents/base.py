@@ -271,6 +271,12 @@ def unknown_entry(value: dict[str, Any], kind: str | None, id_key: str = "id") -
     return AgentEntry(entry, qualifier="unknown", chained=entry_id is None)
 
 
+def folder_from(variable: str, default: str) -> str:
+    """The folder ``$variable`` names (``~`` expanded, made absolute), else ``default``."""
+    value = os.environ.get(variable)
+    return os.path.abspath(os.path.expanduser(value)) if value else os.path.expanduser(default)
+
+
 def text_of(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 

@@ -40,6 +40,7 @@ from xcsh_store.agents.base import (
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
+    folder_from,
     number,
     text_blocks,
     text_of,
@@ -60,8 +61,7 @@ _NOTICE_KEYS = ("message", "content", "reason")
 
 def copilot_dir() -> str:
     """``$COPILOT_HOME``, else ``~/.copilot``."""
-    home = os.environ.get(HOME_ENV)
-    return os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~/.copilot")
+    return folder_from(HOME_ENV, "~/.copilot")
 
 
 class CopilotReader(Agent):

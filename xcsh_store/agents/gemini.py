@@ -56,6 +56,7 @@ from xcsh_store.agents.base import (
     Record,
     SessionFacts,
     Source,
+    folder_from,
     number,
     text_blocks,
     text_of,
@@ -86,9 +87,7 @@ _WORKSPACE = re.compile(
 
 def gemini_dir() -> str:
     """``$GEMINI_CLI_HOME/.gemini``, else ``~/.gemini``."""
-    home = os.environ.get(HOME_ENV)
-    base = os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~")
-    return os.path.join(base, ".gemini")
+    return os.path.join(folder_from(HOME_ENV, "~"), ".gemini")
 
 
 class GeminiReader(Agent):

@@ -32,6 +32,7 @@ from xcsh_store.agents.base import (
     AgentEntry,
     HistoryPrompt,
     SessionFacts,
+    folder_from,
     number,
     text_blocks,
     text_of,
@@ -45,8 +46,7 @@ FOLDER_VARIABLES = (HOME_ENV,)
 
 def qwen_dir() -> str:
     """``$QWEN_HOME``, else ``~/.qwen``."""
-    home = os.environ.get(HOME_ENV)
-    return os.path.abspath(os.path.expanduser(home)) if home else os.path.expanduser("~/.qwen")
+    return folder_from(HOME_ENV, "~/.qwen")
 
 
 class QwenReader(Agent):

@@ -506,9 +506,3 @@ def team_only(settings: Settings, given: bool, option: str) -> None:
     """An option only the team index answers (``--host``, ``--by host``)."""
     if given and settings.db is None:
         raise click.UsageError(f"{option} needs a team index: --db postgresql://…")
-
-
-def team_only_filter(settings: Settings, host: str | None) -> dict[str, str]:
-    """The ``host`` keyword of a team index's listing or search, when ``--host`` was given."""
-    team_only(settings, host is not None, "--host")
-    return {} if host is None else {"host": host}

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import os
+from collections.abc import Callable
 from datetime import timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -13,6 +16,7 @@ import click
 
 from xcsh_store.agents import AGENTS, ESTIMATED_AGENTS, XCSH_AGENTS, agent_labels
 from xcsh_store.cli.complete import complete_project
+from xcsh_store.index import SessionFilter
 from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
 
 # The most a count option takes: far more rows than any store holds, and well inside SQLite's
@@ -80,8 +84,14 @@ def in_order(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def _absolute(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    return os.path.abspath(value) if value else None
+
+
 # The folder filters of the verbs that list sessions or hits (ls, search).
-cwd_option = click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+cwd_option = click.option(
+    "--cwd", metavar="DIR", callback=_absolute, help="Only sessions started in this folder."
+)
 
 
 def _folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -123,18 +133,14 @@ agent_option = click.option(
     multiple=True,
     help="Only sessions of this agent (repeatable): " + ", ".join(AGENTS) + ".",
 )
-since_option = click.option(
-    "--since",
-    type=TimeBound(),
-    callback=in_order,
-    help="Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.",
-)
-until_option = click.option(
-    "--until",
-    type=TimeBound(),
-    callback=in_order,
-    help="Only before this time (same forms as --since).",
-)
+
+
+def _time_option(name: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(name, type=TimeBound(), callback=in_order, help=help)
+
+
+since_option = _time_option("--since", "Only from this time on: 2026-11-01, 2026-11-01T09:30, 7d.")
+until_option = _time_option("--until", "Only before this time (same forms as --since).")
 
 
 host_option = click.option(
@@ -166,3 +172,39 @@ timezone_option = click.option(
     help="Time zone of days, weeks and months, and of --since/--until dates (IANA name:"
     " Europe/Paris, UTC; default: the local one, $TZ).",
 )
+
+
+# The option of each field of a SessionFilter (index/read/questions.py), by the field's name.
+FILTER_OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "cwd": cwd_option,
+    "project": project_option,
+    "since": since_option,
+    "until": until_option,
+    "agents": agent_option,
+    "host": host_option,
+}
+
+
+def filter_options(*names: str, **helps: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options of the SessionFilter fields ``names`` (in that order; ``helps`` words a
+    time bound's help as the verb reads it), given to the verb as one ``filters`` argument:
+    the one place a verb's filter is built. A new filter is a field, its option here and a line
+    in each index's compiler."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in names}
+            # A verb may place its filter's options apart: each group adds its fields.
+            filters = kwargs.pop("filters", SessionFilter())
+            return command(*args, filters=dataclasses.replace(filters, **given), **kwargs)
+
+        decorated: Callable[..., Any] = run
+        for name in reversed(names):
+            option = FILTER_OPTIONS[name]
+            if name in helps:
+                option = _time_option(f"--{name}", helps[name])
+            decorated = option(decorated)
+        return decorated
+
+    return decorate

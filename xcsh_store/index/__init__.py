@@ -37,7 +37,13 @@ from typing import TYPE_CHECKING
 from xcsh_store.index.db import errors_explained, remove_side_files
 from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
 from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
-from xcsh_store.index.store import REFRESH_SECONDS, IndexStats, Refresher, SessionIndex
+from xcsh_store.index.store import (
+    REFRESH_SECONDS,
+    IndexReader,
+    IndexStats,
+    Refresher,
+    SessionIndex,
+)
 from xcsh_store.lazy import lazy_exports
 
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
@@ -80,28 +86,42 @@ if TYPE_CHECKING:
         message_summary,
         session_outline,
     )
-    from xcsh_store.index.read.prompts import PromptHit
+    from xcsh_store.index.read.prompts import PromptHit, prompt_json
     from xcsh_store.index.read.query import (
         QueryInterruptedError,
         QueryStream,
         QueryTimeoutError,
         open_query,
     )
-    from xcsh_store.index.read.ranking import WINDOW
-    from xcsh_store.index.read.search import (
+    from xcsh_store.index.read.questions import (
         SEARCH_ROLES,
-        SearchHit,
-        parse_search_query,
+        SESSION_ORDERS,
+        TEAM_USAGE_GROUPINGS,
+        USAGE_GROUPINGS,
+        PromptQuery,
+        SearchQuery,
+        SessionFilter,
+        SessionQuery,
+        UsageQuery,
+        known_agents,
+        model_match,
+        project_folder,
         search_role,
+        time_bound,
     )
-    from xcsh_store.index.read.sessions import IndexedSession
+    from xcsh_store.index.read.ranking import WINDOW
+    from xcsh_store.index.read.search import SearchHit, parse_search_query
+    from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,
         BillingBlock,
+        UsageBar,
         UsageRow,
         joined_key,
+        usage_bars,
         usage_groups,
+        usage_row,
         usage_total,
     )
     from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
@@ -156,7 +176,23 @@ __getattr__, __dir__ = lazy_exports(
             "message_summary",
             "session_outline",
         ),
-        "xcsh_store.index.read.prompts": ("PromptHit",),
+        "xcsh_store.index.read.prompts": ("PromptHit", "prompt_json"),
+        "xcsh_store.index.read.questions": (
+            "SEARCH_ROLES",
+            "SESSION_ORDERS",
+            "TEAM_USAGE_GROUPINGS",
+            "USAGE_GROUPINGS",
+            "PromptQuery",
+            "SearchQuery",
+            "SessionFilter",
+            "SessionQuery",
+            "UsageQuery",
+            "known_agents",
+            "model_match",
+            "project_folder",
+            "search_role",
+            "time_bound",
+        ),
         "xcsh_store.index.read.query": (
             "QueryInterruptedError",
             "QueryStream",
@@ -164,13 +200,8 @@ __getattr__, __dir__ = lazy_exports(
             "open_query",
         ),
         "xcsh_store.index.read.ranking": ("WINDOW",),
-        "xcsh_store.index.read.search": (
-            "SEARCH_ROLES",
-            "SearchHit",
-            "parse_search_query",
-            "search_role",
-        ),
-        "xcsh_store.index.read.sessions": ("IndexedSession",),
+        "xcsh_store.index.read.search": ("SearchHit", "parse_search_query"),
+        "xcsh_store.index.read.sessions": ("IndexedSession", "SessionRecord"),
         "xcsh_store.index.read.tree": (
             "IndexedEntry",
             "SessionTree",
@@ -181,9 +212,12 @@ __getattr__, __dir__ = lazy_exports(
             "USAGE_GROUPS",
             "BillingBlock",
             "DuplicateSession",
+            "UsageBar",
             "UsageRow",
             "joined_key",
+            "usage_bars",
             "usage_groups",
+            "usage_row",
             "usage_total",
         ),
         "xcsh_store.index.upkeep.gc": ("GcReport",),
@@ -211,8 +245,11 @@ __all__ = [
     "REFRESH_SECONDS",
     "SEARCH_ROLES",
     "SESSION_COLUMNS",
+    "SESSION_ORDERS",
     "SYNCED",
+    "TEAM_USAGE_GROUPINGS",
     "USAGE_COLUMNS",
+    "USAGE_GROUPINGS",
     "USAGE_GROUPS",
     "WATCHED",
     "WINDOW",
@@ -222,6 +259,7 @@ __all__ = [
     "FileState",
     "Freshness",
     "GcReport",
+    "IndexReader",
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
@@ -230,17 +268,24 @@ __all__ = [
     "OutsideReaders",
     "Progress",
     "PromptHit",
+    "PromptQuery",
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
     "Refresher",
     "SQLiteError",
     "SearchHit",
+    "SearchQuery",
+    "SessionFilter",
     "SessionIndex",
     "SessionOutline",
+    "SessionQuery",
+    "SessionRecord",
     "SessionTree",
     "SkippedLines",
     "SyncReport",
+    "UsageBar",
+    "UsageQuery",
     "UsageRow",
     "VerifyReport",
     "build_tree",
@@ -258,14 +303,18 @@ __all__ = [
     "is_under_any",
     "is_watched",
     "joined_key",
+    "known_agents",
     "labels_of",
     "message_summary",
     "model_choices",
+    "model_match",
     "one_state",
     "open_query",
     "parse_search_query",
     "prefix_apart",
     "project_choices",
+    "project_folder",
+    "prompt_json",
     "read_entries",
     "remove_side_files",
     "search_role",
@@ -274,9 +323,12 @@ __all__ = [
     "session_outline",
     "session_row",
     "sqlite_versions",
+    "time_bound",
     "unique_id_prefixes",
     "unique_prefixes",
+    "usage_bars",
     "usage_groups",
+    "usage_row",
     "usage_rows",
     "usage_total",
 ]

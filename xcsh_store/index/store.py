@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import apsw
 
@@ -34,7 +34,17 @@ from xcsh_store.index.fresh import (
 )
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
-from xcsh_store.index.read.sessions import IndexedSession
+from xcsh_store.index.read.questions import (
+    PromptQuery,
+    Question,
+    SearchQuery,
+    SessionFilter,
+    SessionQuery,
+    UsageQuery,
+    time_bound,
+    with_texts,
+)
+from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
 from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
@@ -79,18 +89,41 @@ def _entry_point(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         index = args[0]
         assert isinstance(index, SessionIndex)
-        storable = tuple(well_formed(item) if isinstance(item, str) else item for item in args)
+        storable = tuple(_storable(item) for item in args)
         for name, value in kwargs.items():
-            if isinstance(value, str):
-                kwargs[name] = well_formed(value)
+            kwargs[name] = _storable(value)
         with (
             database.errors_explained(index.db_path),
             database.type_confusion_as_damage(index.connection),
         ):
             # The same arguments, their text made storable: the checker cannot see that.
-            return method(*storable, **kwargs)  # type: ignore[arg-type]
+            return method(*storable, **kwargs)
 
     return wrapper
+
+
+def _storable(value: Any) -> Any:
+    """A text argument, or the texts of a question (questions.py), as the index stores text."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, Question):
+        return with_texts(value, well_formed)
+    return value
+
+
+class IndexReader(Protocol):
+    """The questions (questions.py) that index.db (``SessionIndex``) and the team index
+    (``TeamIndex``) both answer, each compiling them to its own SQL."""
+
+    def sessions(self, query: SessionQuery) -> Sequence[SessionRecord]: ...
+
+    def hits(self, query: SearchQuery) -> Sequence[SearchHit]: ...
+
+    def usage_rows(self, query: UsageQuery) -> Sequence[UsageRow]: ...
+
+    def prompts(self, query: PromptQuery) -> Sequence[PromptHit]: ...
+
+    def has_model(self, model: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,7 +569,14 @@ class SessionIndex:
         ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
         started before ``until``)."""
-        return sessions.list_sessions(self, cwd, project, limit, order, agents, since, until)
+        bounds = time_bound(since), time_bound(until)
+        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
+        return self.sessions(SessionQuery(filters, order, limit))
+
+    @_entry_point
+    def sessions(self, query: SessionQuery) -> list[IndexedSession]:
+        """The listing ``query`` asks for (questions.IndexReader)."""
+        return sessions.list_sessions(self, query)
 
     @_entry_point
     def find_session(self, prefix: str) -> IndexedSession:
@@ -674,13 +714,16 @@ class SessionIndex:
         highlight: tuple[str, str] = ("[", "]"),
         agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
+        bounds = time_bound(since), time_bound(until)
+        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
+        return self.hits(SearchQuery(query, filters, role, model, limit, highlight))
+
+    @_entry_point
+    def hits(self, query: SearchQuery) -> list[SearchHit]:
+        """The hits of the search ``query`` (questions.IndexReader)."""
         from xcsh_store.index.read.search import search_entries
 
-        return search_entries(
-            self.connection, query, cwd=cwd, project=project, role=role, since=since,
-            until=until, model=model, limit=limit, highlight=highlight,
-            local_path=self._path_mapping(), agents=agents,
-        )  # fmt: skip
+        return search_entries(self.connection, query, self._path_mapping())
 
     @_entry_point
     def has_model(self, model: str) -> bool:
@@ -706,21 +749,20 @@ class SessionIndex:
     def history_search(
         self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        from xcsh_store.index.read.prompts import recall_prompts
-
-        return self._local_prompts(
-            recall_prompts(self.connection, query, limit, self._path_mapping(), agents)
-        )
+        return self.prompts(PromptQuery(query, limit, tuple(agents or ())))
 
     @_entry_point
     def history_recent(
         self, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
+        return self.prompts(PromptQuery(None, limit, tuple(agents or ())))
+
+    @_entry_point
+    def prompts(self, query: PromptQuery) -> list[PromptHit]:
+        """The prompts ``query`` recalls (questions.IndexReader)."""
         from xcsh_store.index.read.prompts import recall_prompts
 
-        return self._local_prompts(
-            recall_prompts(self.connection, None, limit, self._path_mapping(), agents)
-        )
+        return self._local_prompts(recall_prompts(self.connection, query, self._path_mapping()))
 
     def _local_prompts(self, hits: list[PromptHit]) -> list[PromptHit]:
         from dataclasses import replace
@@ -755,9 +797,19 @@ class SessionIndex:
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
         """
+        filters = SessionFilter(
+            agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
+        )
+        return self.usage_rows(
+            UsageQuery(tuple([by] if isinstance(by, str) else by), filters, zone)
+        )
+
+    @_entry_point
+    def usage_rows(self, query: UsageQuery) -> list[UsageRow]:
+        """The usage sums ``query`` asks for (questions.IndexReader)."""
         from xcsh_store.index.read.usage import usage_rows
 
-        return usage_rows(self.connection, by, since, until, agents, zone)
+        return usage_rows(self.connection, query)
 
     @_entry_point
     def billing_blocks(

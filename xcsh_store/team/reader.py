@@ -1,7 +1,9 @@
 """``TeamIndex``: the reading side of ``SessionIndex`` answered by the team index, so that the
 read verbs (``ls``, ``search``, ``show``, ``usage``, ``history``) run unchanged over it
-(``--db postgresql://…``). It returns the index's own kinds of records, each with the host it
-came from: sessions with the fields of IndexedSession, SearchHit, UsageRow, PromptHit.
+(``--db postgresql://…``). It answers the same questions (index.IndexReader: the types of
+index/read/questions.py), compiled to PostgreSQL here (``filter_sql``), and returns the
+index's own kinds of records, each with the host it came from: sessions with the fields of
+IndexedSession, SearchHit, UsageRow, PromptHit.
 
 Search is PostgreSQL's full-text search: the ``search`` tsvector of each entry (GIN index),
 ``websearch_to_tsquery`` for the words, phrases and -exclusions (the last plain word also as a
@@ -13,7 +15,7 @@ which only the ``full`` tier carries.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from xcsh_store.agents import ESTIMATED_AGENTS, cost_kind
+from xcsh_store.agents import ESTIMATED_AGENTS
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -35,20 +37,27 @@ from xcsh_store.index import (
     WINDOW,
     IndexedEntry,
     PromptHit,
+    PromptQuery,
     SearchHit,
+    SearchQuery,
+    SessionFilter,
     SessionOutline,
+    SessionQuery,
+    SessionRecord,
     SkippedLines,
+    UsageQuery,
     UsageRow,
     build_tree,
-    joined_key,
     labels_of,
+    model_match,
     prefix_apart,
-    search_role,
+    project_folder,
     usage_groups,
+    usage_row,
 )
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
-from xcsh_store.times import iso_bound, parse_iso
+from xcsh_store.times import parse_iso
 
 # The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
 # index/read/usage.py, plus host). Timestamps are ISO 8601 text, as in the local index.
@@ -102,8 +111,9 @@ def _time(text: str | None) -> datetime:
 
 
 @dataclass(frozen=True, slots=True)
-class TeamSession:
-    """A session on the team index: the fields of IndexedSession, and its host."""
+class TeamSession(SessionRecord):
+    """A session on the team index: the fields of IndexedSession, and its host (its totals
+    and JSON shape are SessionRecord's, as IndexedSession's)."""
 
     host: str
     path: str
@@ -148,15 +158,6 @@ class TeamSession:
     def first_message(self) -> str:
         return self.first_message_text or "(no messages)"
 
-    @property
-    def tokens(self) -> int:
-        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
-        return sum(figures) + self.cache_write_tokens
-
-    @property
-    def cost_kind(self) -> str:
-        return cost_kind(self.agent, self.cost, self.unpriced_entries)
-
 
 def _session(row: Sequence[Any]) -> TeamSession:
     return TeamSession(row[0], row[1], row[2], row[3] or "", *row[4:])
@@ -176,14 +177,12 @@ class TeamPromptHit(PromptHit):
     host: str = ""
 
 
-# An entry of a model: an id, or provider/model as usage prints it (a model id may itself hold a
-# slash, as openrouter's do); as index.search.model_condition.
+# An entry of a model: an id, or provider/model as usage prints it (questions.model_match).
 _MODEL_CONDITION = "(e.model = %(model)s OR (e.provider = %(pr)s AND e.model = %(mn)s))"
 
 
 def _model_arguments(model: str) -> dict[str, str]:
-    provider, _, name = model.partition("/")
-    return {"model": model, "pr": provider, "mn": name}
+    return dict(zip(("model", "pr", "mn"), model_match(model), strict=True))
 
 
 class TeamIndex:
@@ -216,32 +215,12 @@ class TeamIndex:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def list_sessions(
-        self,
-        cwd: str | None = None,
-        project: str | None = None,
-        limit: int | None = None,
-        order: str = "modified",
-        agents: Collection[str] | None = None,
-        host: str | None = None,
-        *,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> list[TeamSession]:
-        if order not in _ORDERS:
-            raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
-        arguments: dict[str, Any] = {"limit": limit}
-        where = _equal({"cwd": cwd, "project_dir": project, "host": host}, arguments)
-        where += _any_agent("agent", agents, arguments)
-        for condition, name, bound in (
-            ("modified_at >=", "since", since),
-            ("created_at <", "until", until),
-        ):
-            if bound is not None:
-                where += f" AND {condition} %({name})s"
-                arguments[name] = iso_bound(bound)
+    def sessions(self, query: SessionQuery) -> list[TeamSession]:
+        """The listing ``query`` asks for, over every host (index.IndexReader)."""
+        arguments: dict[str, Any] = {"limit": query.limit}
+        where = filter_sql(query.filter, arguments, _LISTING_FILTER)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
-        sql += f" ORDER BY {_ORDERS[order]} LIMIT %(limit)s"
+        sql += f" ORDER BY {_ORDERS[query.order]} LIMIT %(limit)s"
         return [_session(row) for row in self._rows(sql, arguments)]
 
     def find_session(self, prefix: str) -> TeamSession:
@@ -397,42 +376,24 @@ class TeamIndex:
         )
         return found != []
 
-    def search(
-        self,
-        query: str,
-        *,
-        cwd: str | None = None,
-        project: str | None = None,
-        role: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        model: str | None = None,
-        limit: int = 20,
-        highlight: tuple[str, str] = ("[", "]"),
-        agents: Collection[str] | None = None,
-        host: str | None = None,
-    ) -> list[TeamHit]:
-        """Ranked hits across every host's sessions (see the module docstring)."""
-        role = search_role(role) if role is not None else None
-        tsquery, arguments = _tsquery(query)
-        where = _equal({"e.role": role, "e.host": host}, arguments)
-        by_session = _equal({"s.cwd": cwd, "s.project_dir": project}, arguments)
-        by_session += _any_agent("s.agent", agents, arguments)
+    def hits(self, query: SearchQuery) -> list[TeamHit]:
+        """The hits of the search ``query`` (index.IndexReader)."""
+        tsquery, arguments = _tsquery(query.text)
+        where = "" if query.role is None else " AND e.role = %(role)s"
+        arguments["role"] = query.role
+        where += filter_sql(query.filter, arguments, _HIT_FILTER)
+        by_session = filter_sql(query.filter, arguments, _HIT_SESSION_FILTER)
         if by_session:
             where += (
                 " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.host = e.host"
                 f" AND s.path = e.path{by_session})"
             )
-        if model is not None:
+        if query.model is not None:
             where += f" AND {_MODEL_CONDITION}"
-            arguments |= _model_arguments(model)
-        for operator, name, bound in ((">=", "since", since), ("<", "until", until)):
-            if bound is not None:
-                where += f" AND e.timestamp {operator} %({name})s"
-                arguments[name] = iso_bound(bound)
-        start, stop = (mark.replace('"', "") for mark in highlight)
+            arguments |= _model_arguments(query.model)
+        start, stop = (mark.replace('"', "") for mark in query.highlight)
         arguments |= {
-            "limit": limit,
+            "limit": query.limit,
             "options": f'StartSel="{start}", StopSel="{stop}", MaxWords=14, MinWords=6,'
             ' MaxFragments=1, FragmentDelimiter=" … "',
         }
@@ -459,47 +420,31 @@ class TeamIndex:
             " hit.seq",
             arguments | {"window": WINDOW},
         )
+        # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet, score,
+        # file id (none here), pk (its seq), agent, host
         return [
-            TeamHit(
-                session_id=row[3],
-                path=row[1],
-                title=row[4],
-                cwd=row[5],
-                entry_id=row[6],
-                type=row[7],
-                role=row[8],
-                model=row[9],
-                timestamp=row[10],
-                snippet=row[13],
-                score=-row[11],
-                file_id=0,
-                pk=row[2],
-                agent=row[12],
-                host=row[0],
-            )
+            TeamHit(row[3], row[1], row[4], row[5], row[6], row[7], row[8], row[9], row[10],
+                    row[13], -row[11], 0, row[2], row[12], row[0])
             for row in rows
-        ]
+        ]  # fmt: skip
 
     # -- prompts ----------------------------------------------------------------------------
 
     # The team index holds each host's history.db: xcsh's prompts only.
-    def history_search(
-        self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
-    ) -> list[TeamPromptHit]:
-        words = _SEPARATORS.sub(" ", query).replace('"', " ").split()
-        if not words or (agents and "xcsh" not in agents):
+    def prompts(self, query: PromptQuery) -> list[TeamPromptHit]:
+        """The prompts ``query`` recalls (index.IndexReader): the team index holds each host's
+        history.db, xcsh's prompts only."""
+        if query.agents and "xcsh" not in query.agents:
+            return []
+        if query.text is None:
+            return self._prompts("", {"limit": query.limit})
+        words = _SEPARATORS.sub(" ", query.text).replace('"', " ").split()
+        if not words:
             return []
         return self._prompts(
             "WHERE h.search @@ to_tsquery('simple', %(q)s)",
-            {"q": " & ".join(_prefix_term(word) for word in words), "limit": limit},
+            {"q": " & ".join(_prefix_term(word) for word in words), "limit": query.limit},
         )
-
-    def history_recent(
-        self, limit: int = 20, *, agents: Collection[str] | None = None
-    ) -> list[TeamPromptHit]:
-        if agents and "xcsh" not in agents:
-            return []
-        return self._prompts("", {"limit": limit})
 
     def _prompts(self, where: str, arguments: dict[str, Any]) -> list[TeamPromptHit]:
         rows = self._rows(
@@ -519,61 +464,52 @@ class TeamIndex:
 
     # -- usage ------------------------------------------------------------------------------
 
-    def usage(
-        self,
-        by: str | Sequence[str] = "day",
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        agents: Collection[str] | None = None,
-    ) -> list[UsageRow]:
-        """As SessionIndex.usage, over every host; ``host`` is one more grouping.
+    def usage_rows(self, query: UsageQuery) -> list[UsageRow]:
+        """The usage sums ``query`` asks for, over every host (index.IndexReader); days,
+        weeks and months are UTC's.
 
         Summed from usage_rollup (a few rows per session) where the bounds are whole days (or
-        none) and the host's rollup is up to date; from usage_entries otherwise.
+        none), no folder is asked for (the rollup keeps none) and the host's rollup is up to
+        date; from usage_entries otherwise.
         """
-        groups = usage_groups(by, USAGE_GROUPS)
-        bounds = [
-            (operator, iso_bound(bound))
-            for operator, bound in ((">=", since), ("<", until))
-            if bound is not None
-        ]
+        groups = usage_groups(query.by, USAGE_GROUPS)
         keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{n}" for n, group in enumerate(groups))
         names = ", ".join(f"key{n}" for n in range(len(groups)))
         sums = "sum(entries), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
-        sums += " sum(cache_write_tokens), sum(cost), sum(estimated), sum(unpriced)"
+        sums += " sum(cache_write_tokens),"
+        # None when no entry of the group has a price (as the local index says).
+        sums += " CASE WHEN sum(entries) > sum(unpriced) THEN coalesce(sum(cost), 0) END,"
+        sums += " sum(estimated), sum(unpriced)"
+        arguments: dict[str, Any] = {"others": list(ESTIMATED_AGENTS)}
         # usage_entries' rows as usage_rollup's: one entry each, its cost estimated or unknown.
         per_entry = (
-            "SELECT host, timestamp, provider, model, project_dir, session_id, agent,"
-            " parent_session_id, 1 AS entries, (agent = ANY(%s) AND cost IS NOT NULL)::int"
-            f" AS estimated, (cost IS NULL)::int AS unpriced, {_SUMMED} FROM usage_entries"
+            "SELECT host, timestamp, provider, model, project_dir, cwd, session_id, agent,"
+            " parent_session_id, 1 AS entries, (agent = ANY(%(others)s) AND cost IS NOT NULL)"
+            f"::int AS estimated, (cost IS NULL)::int AS unpriced, {_SUMMED} FROM usage_entries"
+            f" WHERE true{filter_sql(query.filter, arguments, _USAGE_ENTRY_FILTER)}"
         )
-        entries = "".join(f" AND timestamp {operator} %s" for operator, _ in bounds)
-        others = list(ESTIMATED_AGENTS)
-        if all(bound.endswith("T00:00:00.000Z") for _, bound in bounds):
+        bounds = [bound for bound in (query.filter.since, query.filter.until) if bound]
+        whole_days = all(bound.endswith("T00:00:00.000Z") for bound in bounds)
+        if whole_days and query.filter.cwd is None and query.filter.project is None:
             stale = [host for (host,) in self._rows("SELECT host FROM hosts WHERE usage_stale")]
-            days = "".join(f" AND day {operator} %s" for operator, _ in bounds)
+            arguments["stale"] = stale
+            days = filter_sql(query.filter, arguments, _ROLLUP_FILTER)
             source = (
-                "SELECT host, day AS timestamp, provider, model, project_dir, session_id, agent,"
-                " parent_session_id, entries, estimated, unpriced,"
-                f" {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%s){days}"
+                "SELECT host, day AS timestamp, provider, model, project_dir, NULL AS cwd,"
+                " session_id, agent, parent_session_id, entries, estimated, unpriced,"
+                f" {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%(stale)s){days}"
             )
-            arguments: list[Any] = [stale, *(bound[:10] for _, bound in bounds)]
             if stale:  # only then: the view is expensive even when it yields nothing
-                source += f" UNION ALL {per_entry} WHERE host = ANY(%s){entries}"
-                arguments += [others, stale, *(bound for _, bound in bounds)]
+                source += f" UNION ALL {per_entry} AND host = ANY(%(stale)s)"
         else:
-            source = f"{per_entry} WHERE true{entries}"
-            arguments = [others, *(bound for _, bound in bounds)]
-        agents_only = ""
-        if agents:
-            agents_only = " WHERE agent = ANY(%s)"
-            arguments.append(list(agents))
+            source = per_entry
+        where = filter_sql(query.filter, arguments, _USAGE_FILTER)
         rows = self._rows(
-            f"SELECT {keys}, {sums} FROM ({source}) AS usage{agents_only}"
+            f"SELECT {keys}, {sums} FROM ({source}) AS usage WHERE true{where}"
             f" GROUP BY {names} ORDER BY {names}",
             arguments,
         )
-        return [_usage_row(row, len(groups)) for row in rows]
+        return [usage_row(row, len(groups)) for row in rows]
 
     # -- sql --------------------------------------------------------------------------------
 
@@ -659,21 +595,47 @@ def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]
     return path_to_root(by_id[leaf], by_id)
 
 
-def _any_agent(column: str, agents: Collection[str] | None, arguments: dict[str, Any]) -> str:
-    """`` AND column = ANY(%(agents)s)`` when only some agents' sessions are asked for."""
-    if not agents:
-        return ""
-    arguments["agents"] = list(agents)
-    return f" AND {column} = ANY(%(agents)s)"
+# Where each field of a SessionFilter is compared, by question: a field a question's columns
+# leave out is compiled by another call (a search's session fields go in a subquery) or, for
+# usage, by the outer query.
+_LISTING_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host",
+                   "since": "modified_at", "until": "created_at"}  # fmt: skip
+_HIT_FILTER = {"host": "e.host", "since": "e.timestamp", "until": "e.timestamp"}
+_HIT_SESSION_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent"}
+_USAGE_ENTRY_FILTER = {"since": "timestamp", "until": "timestamp"}
+_ROLLUP_FILTER = {"since": "day", "until": "day"}
+_USAGE_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host"}
 
 
-def _equal(pairs: dict[str, Any], arguments: dict[str, Any]) -> str:
-    """`` AND column = %(name)s`` for each given value, its value added to ``arguments``."""
+def filter_sql(
+    session_filter: SessionFilter, arguments: dict[str, Any], columns: dict[str, str]
+) -> str:
+    """`` AND …`` for each field of ``session_filter`` that is set and that ``columns`` names
+    a column for (the team index's compiler of a filter: index/read/sessions.filter_sql is
+    index.db's), its values added to ``arguments``. A ``day`` column (usage_rollup's) is
+    compared with the date of a bound."""
     where = ""
-    for number, (column, value) in enumerate(pairs.items()):
-        if value is not None:
-            where += f" AND {column} = %(equal{number})s"
-            arguments[f"equal{number}"] = value
+    if session_filter.cwd is not None and "cwd" in columns:
+        where += f" AND {columns['cwd']} = %(cwd)s"
+        arguments["cwd"] = session_filter.cwd
+    if session_filter.project is not None and "project" in columns:
+        column, found = columns["project"], project_folder(session_filter.project)
+        if found is None:
+            where += f" AND {column} = ''"
+        else:
+            where += f" AND ({column} = %(folder)s OR left({column}, %(width)s) = %(inside)s)"
+            arguments |= {"folder": found[0], "width": len(found[1]), "inside": found[1]}
+    if session_filter.agents and "agents" in columns:
+        where += f" AND {columns['agents']} = ANY(%(agents)s)"
+        arguments["agents"] = list(session_filter.agents)
+    if session_filter.host is not None and "host" in columns:
+        where += f" AND {columns['host']} = %(host)s"
+        arguments["host"] = session_filter.host
+    for name, operator in (("since", ">="), ("until", "<")):
+        bound = getattr(session_filter, name)
+        if bound is not None and name in columns:
+            where += f" AND {columns[name]} {operator} %({name})s"
+            arguments[name] = bound[:10] if columns[name] == "day" else bound
     return where
 
 
@@ -712,18 +674,3 @@ def _is_path(text: str) -> bool:
 
 def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1].lower().removesuffix(".jsonl")
-
-
-def _usage_row(row: Sequence[Any], width: int) -> UsageRow:
-    """A row of the usage query: ``width`` keys, then the sums."""
-    unpriced = int(row[width + 7] or 0)
-    # None when no entry of the group has a price (as the local index says).
-    cost = None if unpriced >= row[width] else row[width + 5] or 0.0
-    keys = tuple(row[:width])
-    entries, input_tokens, output_tokens, cache_read, cache_write = (
-        int(value or 0) for value in row[width : width + 5]
-    )
-    return UsageRow(
-        joined_key(keys), entries, input_tokens, output_tokens, cache_read, cache_write, cost,
-        keys, estimated=int(row[width + 6] or 0), unpriced=unpriced,
-    )  # fmt: skip

@@ -62,7 +62,12 @@ class AppliedChange:
     at: str = field(default_factory=iso_now)
 
     def as_json(self) -> dict[str, Any]:
-        return {key: value for key, value in vars(self).items() if value is not None}
+        """The change as ``watch --json`` prints it: its fields that are set, and its session
+        under ``session_id`` too, as every other record names a session's id."""
+        shape = {key: value for key, value in vars(self).items() if value is not None}
+        if self.session is not None:
+            shape["session_id"] = self.session
+        return shape
 
 
 class IndexWatcher:

@@ -53,10 +53,15 @@ from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
     Refresher,
+    SearchQuery,
+    SessionFilter,
     SessionIndex,
+    UsageRow,
     errors_explained,
     model_choices,
     project_choices,
+    time_bound,
+    usage_total,
 )
 from xcsh_store.js import well_formed
 from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
@@ -317,9 +322,16 @@ def create_app(
         key = request.query_params.get("path") or request.path_params.get("session", "")
         return index.find_session(key)
 
-    def agents_of(query: Any) -> list[str] | None:
+    def filters_of(query: Any) -> SessionFilter:
+        """The filter of a page's query string, built once (an agent or a ``since`` the page
+        does not offer is no filter)."""
         agent = query.get("agent")
-        return [agent] if agent in AGENTS else None
+        return SessionFilter(
+            cwd=query.get("cwd") or None,
+            project=query.get("project") or None,
+            agents=(agent,) if agent in AGENTS else (),
+            since=time_bound(pages.since_of(query.get("since", ""))),
+        )
 
     def sessions_list(request: Request) -> Response:
         query = request.query_params
@@ -328,10 +340,7 @@ def create_app(
         with open_index() as index:
             listing = pages.sessions_page(
                 index,
-                project=query.get("project") or None,
-                cwd=query.get("cwd") or None,
-                agents=agents_of(query),
-                since=pages.since_of(query.get("since", "")),
+                filters_of(query),
                 sort=sort,
                 descending=query.get("dir", "desc") != "asc",
                 page=number(request, "page") or 1,
@@ -352,15 +361,15 @@ def create_app(
         with open_index() as index:
             if text:
                 try:
-                    hits = index.search(
-                        text,
-                        project=query.get("project") or None,
-                        role=role if role in SEARCH_ROLES else None,
-                        model=query.get("model") or None,
-                        agents=agents_of(query),
-                        since=pages.since_of(query.get("since", "")),
-                        limit=limit,
-                        highlight=(pages.MARK_START, pages.MARK_END),
+                    hits = index.hits(
+                        SearchQuery(
+                            text,
+                            filters_of(query),
+                            role=role if role in SEARCH_ROLES else None,
+                            model=query.get("model") or None,
+                            limit=limit,
+                            highlight=(pages.MARK_START, pages.MARK_END),
+                        )
                     )
                 except (XcshStoreError, ValueError) as problem:
                     error = str(problem)
@@ -412,7 +421,10 @@ def create_app(
         by = by if by in ("day", "week", "month", "block") else "day"
         metric = request.query_params.get("metric", "tokens")
         metric = metric if metric in ("tokens", "cost") else "tokens"
-        value_of = pages.tokens if metric == "tokens" else (lambda row: row.cost)
+
+        def value_of(row: UsageRow) -> float | None:
+            return row.tokens if metric == "tokens" else row.cost
+
         blocks: list[Any] = []
         with open_index() as index:
             if by == "block":
@@ -435,8 +447,7 @@ def create_app(
         active = next((block for block in blocks if block.active), None)
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
-            totals=pages.usage_totals(over_time), tokens=pages.tokens, active=active,
-            blocks=blocks,
+            totals=usage_total(over_time), active=active, blocks=blocks,
         )  # fmt: skip
 
     def image(request: Request) -> Response:

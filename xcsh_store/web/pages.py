@@ -20,14 +20,15 @@ from xcsh_store.index import (
     BillingBlock,
     IndexedEntry,
     IndexedSession,
+    SessionFilter,
     SessionIndex,
+    SessionQuery,
     SessionTree,
     UsageRow,
     entry_summary,
     labels_of,
     message_summary,
     read_entries,
-    usage_total,
 )
 from xcsh_store.times import parse_iso
 
@@ -64,34 +65,24 @@ class SessionsPage:
 
 def sessions_page(
     index: SessionIndex,
+    filters: SessionFilter,
     *,
-    project: str | None = None,
-    cwd: str | None = None,
-    agents: list[str] | None = None,
-    since: datetime | None = None,
     sort: str = "modified",
     descending: bool = True,
     page: int = 1,
 ) -> SessionsPage:
-    """The sessions ``ls`` lists (project, cwd, agents), modified since ``since``, sorted, one page.
+    """The sessions ``ls`` lists with ``filters``, sorted, one page.
 
     The page's sessions come from a listing of the sessions up to that page, in an order the
     index keeps (newest, created, title): their other fields (path, project, created) are then
     read for those sessions only, not for all of them.
     """
-    listed = index.list_sessions(cwd=cwd, project=project, agents=agents)
-    if since is not None:
-        listed = [session for session in listed if session.modified >= since]
+    listed = index.sessions(SessionQuery(filters))
     pages = max(1, -(-len(listed) // SESSIONS_PAGE))
     page = min(max(page, 1), pages)
     start = (page - 1) * SESSIONS_PAGE
-    # Newest first, those modified since are a prefix of the index's own order.
-    kept_order = (sort, descending) in (("modified", True), ("created", True), ("title", False))
-    if kept_order and (since is None or sort == "modified"):
-        upto = index.list_sessions(
-            cwd=cwd, project=project, limit=start + SESSIONS_PAGE, order=sort, agents=agents
-        )
-        shown = [session for session in upto[start:] if since is None or session.modified >= since]
+    if (sort, descending) in (("modified", True), ("created", True), ("title", False)):
+        shown = index.sessions(SessionQuery(filters, sort, start + SESSIONS_PAGE))[start:]
     else:
         listed.sort(key=SESSION_SORTS[sort], reverse=descending)
         shown = listed[start : start + SESSIONS_PAGE]
@@ -849,20 +840,3 @@ def block_row(block: BillingBlock) -> UsageRow:
     """A billing window as a usage row keyed by its start (UTC, to the minute)."""
     key = block.start.strftime("%m-%d %H:%M") + (" gap" if block.gap else "")
     return replace(block.usage, key=key)
-
-
-def tokens(row: Any) -> int:
-    return row.input_tokens + row.output_tokens + row.cache_read_tokens + row.cache_write_tokens
-
-
-def usage_totals(rows: list[Any]) -> dict[str, float | None]:
-    """The sums of every column of the usage table."""
-    columns = ("entries", "input_tokens", "output_tokens", "cache_read_tokens")
-    totals: dict[str, float | None] = {
-        column: sum(getattr(row, column) for row in rows)
-        for column in (*columns, "cache_write_tokens")
-    }
-    totals["tokens"] = sum(tokens(row) for row in rows)
-    total = usage_total(rows)
-    totals["cost"], totals["unpriced"] = total.cost, total.unpriced
-    return totals

@@ -1,18 +1,18 @@
-"""Usage charts: stacked unicode bars for the terminal and a self-contained HTML/SVG page."""
+"""Usage charts: stacked unicode bars for the terminal and a self-contained HTML/SVG page, of
+the bars index.usage_bars makes of the rows."""
 
 from __future__ import annotations
 
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from dataclasses import replace
 
 import click
 
 from xcsh_store.cli.output.render import cut, cut_styled, display_width, human_count, money, pad
 from xcsh_store.cli.output.safe import Shown, shown, styled, visible
-from xcsh_store.index import UsageRow
+from xcsh_store.index import UsageBar, UsageRow, usage_bars
 
 # (name, colour on a terminal, shade without colour, colour in HTML)
 SERIES = (
@@ -30,62 +30,6 @@ MIN_LABEL_WIDTH = 8
 MAX_BAR_WIDTH = 72
 # Room for the totals right of the bars.
 VALUES_WIDTH = 18
-
-
-@dataclass(frozen=True, slots=True)
-class Bar:
-    label: str
-    values: tuple[float, float, float, float]  # input, output, cache read, cache write
-    cost: float
-
-    @property
-    def total(self) -> float:
-        return sum(self.values)
-
-
-def _bar(row: UsageRow) -> Bar:
-    return Bar(
-        row.key if row.key is not None else "?",
-        (
-            row.input_tokens or 0,
-            row.output_tokens or 0,
-            row.cache_read_tokens or 0,
-            row.cache_write_tokens or 0,
-        ),
-        row.cost or 0.0,
-    )
-
-
-def _next_key(key: str, by: str) -> str:
-    if by == "month":
-        year, month = (int(part) for part in key.split("-"))
-        return f"{year + month // 12:04d}-{month % 12 + 1:02d}"
-    return (date.fromisoformat(key) + timedelta(days=7 if by == "week" else 1)).isoformat()
-
-
-# Filling gaps stops here (about 13 years of days); a longer span is drawn without filling.
-MAX_FILLED_BARS = 5000
-
-
-def bars_of(rows: Sequence[UsageRow], by: str) -> list[Bar]:
-    """One bar per row; for day/week/month the quiet periods in between are filled with zeros,
-    so the time axis is honest."""
-    bars = [_bar(row) for row in rows]
-    if by not in ("day", "week", "month") or len(bars) < 2:
-        return bars
-    by_key = {bar.label: bar for bar in bars}
-    keys = sorted(by_key)
-    if not all(key[:1].isdigit() for key in keys):
-        return bars  # entries without a timestamp have no place on a time axis
-    filled: list[Bar] = []
-    key = keys[0]
-    try:
-        while key <= keys[-1] and len(filled) < MAX_FILLED_BARS:
-            filled.append(by_key.get(key, Bar(key, (0, 0, 0, 0), 0.0)))
-            key = _next_key(key, by)
-    except ValueError:
-        return bars
-    return filled if key > keys[-1] else bars
 
 
 def sparkline(values: Sequence[float]) -> str:
@@ -122,7 +66,7 @@ def terminal_chart(
     neighbouring groups when there are more groups than columns.
     """
     # Labels come from session data: escaped before they are measured and cut.
-    bars = [replace(bar, label=visible(bar.label)) for bar in bars_of(rows, by)]
+    bars = [replace(bar, label=visible(bar.label)) for bar in usage_bars(rows, by)]
     if not bars:
         return [shown("No usage recorded.")]
     width = width or 100
@@ -137,7 +81,7 @@ def terminal_chart(
     available = width - label_width - values_width - 4
     bar_width = max(MIN_BAR_WIDTH, min(MAX_BAR_WIDTH, available))
     lines = [_legend(metric, color, width), ""]
-    top = max((bar.cost if metric == "cost" else bar.total) for bar in bars)
+    top = max(bar.measure(metric) for bar in bars)
     scale = bar_width / top if top > 0 else 0.0
     for bar, total in zip(bars, totals, strict=True):
         drawn = (
@@ -177,7 +121,7 @@ def _legend(metric: str, color: bool, width: int) -> Shown:
     return legend + note if display_width(legend + note) <= width else legend
 
 
-def _token_bar(bar: Bar, scale: float, width: int, color: bool) -> Shown:
+def _token_bar(bar: UsageBar, scale: float, width: int, color: bool) -> Shown:
     parts = []
     for (_name, colour, shade, _html), cells in zip(
         SERIES, _cells(bar.values, scale, width), strict=True
@@ -218,7 +162,7 @@ def html_chart(rows: Sequence[UsageRow], by: str, title: str, note: str = "") ->
     No scripts and no external files: it opens from disk, in a mail, or behind a strict CSP.
     ``note`` (the active billing window's burn rate) is shown under the summary.
     """
-    bars = bars_of(rows, by)
+    bars = usage_bars(rows, by)
     width, height = 960, 420
     left, right, top_margin, bottom = 70, 70, 20, 90
     plot_w, plot_h = width - left - right, height - top_margin - bottom

@@ -17,7 +17,6 @@ from xcsh_store.cli.output.render import (
     money,
     plural,
 )
-from xcsh_store.times import iso_millis, iso_seconds
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,49 +32,9 @@ if TYPE_CHECKING:
     )
 
 
-def host_of(record: Any) -> dict[str, str]:
-    """``{"host": …}`` for a record of the team index (``--db``), else nothing."""
-    host = getattr(record, "host", None)
-    return {} if host is None else {"host": host}
-
-
 def session_json(session: IndexedSession) -> dict[str, Any]:
-    return {
-        "id": session.session_id,
-        "agent": session.agent,
-        "path": session.path,
-        "cwd": session.cwd or None,
-        # A session's project is its working directory, for every agent; project_dir is the
-        # folder its file is in (below sessions/, Claude Code's projects/, Codex's sessions/).
-        "project": session.cwd or None,
-        "project_dir": session.project_dir,
-        "title": session.title,
-        "title_source": session.title_source,
-        "parent_session": session.parent_session_path,
-        "parent_session_id": session.parent_session_id,
-        "version": session.version,
-        "created": iso_millis(session.created),
-        "modified": iso_millis(session.modified),
-        "entry_count": session.entry_count,
-        "message_count": session.message_count,
-        "first_message": session.first_message,
-        "last_entry_id": session.last_entry_id,
-        "input_tokens": session.input_tokens,
-        "output_tokens": session.output_tokens,
-        "cache_read_tokens": session.cache_read_tokens,
-        "cache_write_tokens": session.cache_write_tokens,
-        # The four above together: the "tokens" of ls and show, the total of usage.
-        "total_tokens": session.tokens,
-        "premium_requests": session.premium_requests,
-        # null when none of its tokens has a price; a lower bound when unpriced_entries is not 0.
-        "cost": None if session.cost_kind == "unpriced" else session.cost,
-        # Claude Code and Codex record no costs: theirs is priced by the index
-        # (`xcsh-store prices`); entries of models without a price are not in "cost".
-        "cost_estimated": session.cost_kind != "recorded",
-        "unpriced_entries": session.unpriced_entries,
-        "id_shared": session.id_shared,
-        **host_of(session),
-    }
+    """The session's own shape (SessionRecord.to_json), the one every front prints."""
+    return session.to_json()
 
 
 def session_cost(session: IndexedSession) -> str:
@@ -99,84 +58,16 @@ def plain_snippet(snippet: str) -> str:
 
 
 def hit_json(hit: SearchHit, on_active_branch: bool) -> dict[str, Any]:
-    return {
-        "session_id": hit.session_id,
-        "agent": hit.agent,
-        "path": hit.path,
-        "title": hit.title,
-        "cwd": hit.cwd,
-        "entry_id": hit.entry_id,
-        "type": hit.type,
-        "role": hit.role,
-        "model": hit.model,
-        "timestamp": hit.timestamp,
-        "snippet": plain_snippet(hit.snippet),
-        "score": hit.score,
-        "on_active_branch": on_active_branch,
-        **host_of(hit),
-    }
-
-
-def prompt_json(
-    prompt: str,
-    created_at: float,
-    cwd: str | None,
-    *,
-    history_id: int | None,
-    source: str = "history",
-    session_id: str | None = None,
-    session_path: str | None = None,
-    entry_id: str | None = None,
-    agent: str = "xcsh",
-) -> dict[str, Any]:
-    """One remembered prompt, from history.db or (``source: "session"``) from a session."""
-    return {
-        "id": history_id,
-        "prompt": prompt,
-        "created_at": created_at,
-        # history.db keeps whole seconds, so no milliseconds here.
-        "created": iso_seconds(created_at),
-        "cwd": cwd,
-        "source": source,
-        "agent": agent,
-        "session_id": session_id,
-        "session_path": session_path,
-        "entry_id": entry_id,
-    }
+    """The hit's own shape (SearchHit.to_json), its highlight marks as ``«`` and ``»``."""
+    return hit.to_json(on_active_branch) | {"snippet": plain_snippet(hit.snippet)}
 
 
 def prompt_hit_json(hit: PromptHit) -> dict[str, Any]:
-    return prompt_json(
-        hit.prompt,
-        hit.created_at,
-        hit.cwd,
-        history_id=hit.history_id,
-        source=hit.source,
-        session_id=hit.session_id,
-        session_path=hit.session_path,
-        entry_id=hit.entry_id,
-        agent=hit.agent,
-    ) | host_of(hit)
+    return hit.to_json()
 
 
 def usage_json(row: UsageRow) -> dict[str, Any]:
-    return {
-        "key": row.key,
-        "keys": list(row.keys) if row.keys else [row.key],
-        "entries": row.entries,
-        "input_tokens": row.input_tokens or 0,
-        "output_tokens": row.output_tokens or 0,
-        "cache_read_tokens": row.cache_read_tokens or 0,
-        "cache_write_tokens": row.cache_write_tokens or 0,
-        "total_tokens": row.tokens,
-        # null when no entry has a price; else the sum of those priced (a lower bound when
-        # unpriced_entries is not 0). Claude Code and Codex write no costs: theirs are the
-        # index's estimates (agents/prices/pricing.py).
-        "cost": row.cost,
-        "estimated_cost_entries": row.estimated,
-        "unpriced_entries": row.unpriced,
-        "premium_requests": row.premium_requests,
-    }
+    return row.to_json()
 
 
 def block_json(block: BillingBlock) -> dict[str, Any]:

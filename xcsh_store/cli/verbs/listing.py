@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
@@ -16,7 +15,7 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
-    team_only_filter,
+    team_only,
 )
 from xcsh_store.cli.output.render import (
     cut_path,
@@ -27,18 +26,9 @@ from xcsh_store.cli.output.render import (
     short_time,
 )
 from xcsh_store.cli.output.shapes import session_cost, session_json
-from xcsh_store.cli.params import (
-    TimeBound,
-    agent_option,
-    agents_in_words,
-    count_type,
-    cwd_option,
-    host_option,
-    in_order,
-    project_option,
-)
+from xcsh_store.cli.params import agents_in_words, count_type, filter_options
 from xcsh_store.errors import UnknownFilterError
-from xcsh_store.index import check_filters
+from xcsh_store.index import SESSION_ORDERS, SessionFilter, SessionQuery, check_filters
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
@@ -85,8 +75,7 @@ SHARED_ID_MARK = "*"
 
 
 @cli.command("ls")
-@cwd_option
-@project_option
+@filter_options("cwd", "project")
 @click.option(
     "--limit",
     "-n",
@@ -97,37 +86,26 @@ SHARED_ID_MARK = "*"
 )
 @click.option(
     "--order",
-    type=click.Choice(["modified", "created", "title"]),
+    type=click.Choice(SESSION_ORDERS),
     default="modified",
     show_default=True,
     help="Newest modified, newest created, or by title.",
 )
-@click.option(
-    "--since",
-    type=TimeBound(),
-    callback=in_order,
-    help="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
+@filter_options(
+    "since",
+    "until",
+    "agents",
+    "host",
+    since="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
+    until="Only sessions started before this time (same forms as --since).",
 )
-@click.option(
-    "--until",
-    type=TimeBound(),
-    callback=in_order,
-    help="Only sessions started before this time (same forms as --since).",
-)
-@agent_option
-@host_option
 @json_option
 @pass_settings
 def ls_command(
     settings: Settings,
-    cwd: str | None,
-    project: str | None,
+    filters: SessionFilter,
     limit: int,
     order: str,
-    since: str | None,
-    until: str | None,
-    agents: tuple[str, ...],
-    host: str | None,
     as_json: bool,
 ) -> None:
     """List sessions, newest first: xcsh's, and the other agents' (AGENTS) once synced.
@@ -138,21 +116,13 @@ def ls_command(
       xcsh-store ls --agent claude --agent codex
       xcsh-store ls --since 2026-11-16 --until 2026-11-17
     """
+    team_only(settings, filters.host is not None, "--host")
     with open_index(settings, team=True, fresh=True) as index:
-        sessions = index.list_sessions(
-            cwd=os.path.abspath(cwd) if cwd else None,
-            project=project,
-            limit=limit + 1 if limit else None,
-            order=order,
-            agents=agents,
-            since=since,
-            until=until,
-            **team_only_filter(settings, host),
-        )
+        sessions = index.sessions(SessionQuery(filters, order, limit + 1 if limit else None))
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
         if not sessions:
-            known_filters(index, project=project)
-            nothing = [] if as_json else nothing_listed(settings, index, agents)
+            known_filters(index, project=filters.project)
+            nothing = [] if as_json else nothing_listed(settings, index, filters.agents)
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:

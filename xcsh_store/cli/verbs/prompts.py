@@ -22,11 +22,11 @@ from xcsh_store.cli.app import (
     print_table,
 )
 from xcsh_store.cli.output.render import cut_path, short_time
-from xcsh_store.cli.output.shapes import prompt_hit_json, prompt_json
+from xcsh_store.cli.output.shapes import prompt_hit_json
 from xcsh_store.cli.params import agent_option, count_type, days_type
 from xcsh_store.cli.verbs.listing import where
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import PromptHit, SessionIndex
+from xcsh_store.index import PromptHit, PromptQuery, SessionIndex, prompt_json
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -161,7 +161,7 @@ def recent_command(
     """
     if sessions or agents or settings.db:
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.history_recent(limit, agents=agents)
+            hits = index.prompts(PromptQuery(None, limit, agents))
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return
@@ -205,7 +205,7 @@ def search_command(
                 "--rank works on history.db alone; drop it or --sessions, --agent and --db"
             )
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.history_search(" ".join(query), limit, agents=agents)
+            hits = index.prompts(PromptQuery(" ".join(query), limit, agents))
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return

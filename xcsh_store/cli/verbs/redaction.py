@@ -84,6 +84,7 @@ def secrets_command(
                 {
                     "kind": secret.kind,
                     "session": secret.session_id,
+                    "session_id": secret.session_id,
                     "agent": secret.agent,
                     "entry_id": secret.entry_id,
                     "path": secret.path,

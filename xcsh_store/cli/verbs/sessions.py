@@ -20,7 +20,7 @@ from xcsh_store.cli.app import (
     open_index,
     pass_settings,
     print_table,
-    team_only_filter,
+    team_only,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
 from xcsh_store.cli.output.render import (
@@ -47,21 +47,15 @@ from xcsh_store.cli.output.shapes import (
     skipped_json,
     skipped_note,
 )
-from xcsh_store.cli.params import (
-    agent_option,
-    count_type,
-    cwd_option,
-    host_option,
-    project_option,
-    since_option,
-    until_option,
-)
+from xcsh_store.cli.params import count_type, filter_options
 from xcsh_store.cli.verbs.listing import known_filters, where
 from xcsh_store.errors import SearchQueryError, XcshStoreError
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
     IndexedSession,
+    SearchQuery,
+    SessionFilter,
     SessionIndex,
     SessionOutline,
     SkippedLines,
@@ -335,8 +329,7 @@ def _search_role(value: str | None) -> str | None:
 
 @cli.command("search")
 @click.argument("query", nargs=-1, required=True)
-@cwd_option
-@project_option
+@filter_options("cwd", "project")
 @click.option(
     "--role",
     callback=lambda _context, _parameter, value: _search_role(value),
@@ -350,25 +343,18 @@ def _search_role(value: str | None) -> str | None:
     help="Only entries of this model: an id (claude-sonnet-4-5) or provider/id, as usage shows.",
     shell_complete=complete_model,
 )
-@since_option
-@until_option
-@agent_option
+@filter_options("since", "until", "agents")
 @click.option("--limit", "-n", type=count_type(1), default=20, show_default=True, help="Most hits.")
-@host_option
+@filter_options("host")
 @json_option
 @pass_settings
 def search_command(
     settings: Settings,
     query: tuple[str, ...],
-    cwd: str | None,
-    project: str | None,
+    filters: SessionFilter,
     role: str | None,
     model: str | None,
-    since: str | None,
-    until: str | None,
-    agents: tuple[str, ...],
     limit: int,
-    host: str | None,
     as_json: bool,
 ) -> None:
     """Full-text search over every session: best match first, newest breaking ties.
@@ -383,27 +369,19 @@ def search_command(
       xcsh-store search '"connection refused"' --role toolResult --since 7d
       xcsh-store search -- -draft release notes
     """
+    team_only(settings, filters.host is not None, "--host")
     with open_index(settings, team=True, fresh=True) as index:
         if settings.db is None and settings.sync:
             _index_pending_text(settings)
         try:
-            hits = index.search(
-                " ".join(query),
-                cwd=os.path.abspath(cwd) if cwd else None,
-                project=project,
-                role=role,
-                model=model,
-                since=since,
-                until=until,
-                limit=limit,
-                highlight=(MARK_OPEN, MARK_CLOSE),
-                agents=agents,
-                **team_only_filter(settings, host),
+            question = SearchQuery(
+                " ".join(query), filters, role, model, limit, (MARK_OPEN, MARK_CLOSE)
             )
+            hits = index.hits(question)
         except SearchQueryError as error:
             raise click.UsageError(str(error)) from None
         if not hits:
-            known_filters(index, model=model, project=project)
+            known_filters(index, model=model, project=filters.project)
         pending = index.text_pending() if settings.db is None else 0
         active = [index.on_active_branch(hit) for hit in hits]
         ids = index.unique_id_prefixes(hit.session_id for hit in hits)

@@ -36,14 +36,15 @@ from xcsh_store.cli.output.render import (
 )
 from xcsh_store.cli.output.shapes import block_json, cost_text, usage_json
 from xcsh_store.cli.output.table import Cut
-from xcsh_store.cli.params import (
-    agent_option,
-    agents_in_words,
-    since_option,
-    timezone_option,
-    until_option,
+from xcsh_store.cli.params import agents_in_words, filter_options, timezone_option
+from xcsh_store.index import (
+    USAGE_GROUPS,
+    BillingBlock,
+    SessionFilter,
+    UsageQuery,
+    UsageRow,
+    usage_total,
 )
-from xcsh_store.index import USAGE_GROUPS, BillingBlock, UsageRow, usage_total
 from xcsh_store.paths import write_private_file
 
 
@@ -124,18 +125,17 @@ def _labels(row: UsageRow) -> list[str]:
 @click.option(
     "--by",
     type=click.Choice([*USAGE_GROUPS, "host", "block"]),
+    metavar="GROUP",
     multiple=True,
     default=("day",),
     show_default=True,
-    help="How to group (days, weeks from Monday, months: in --timezone); repeat it to group"
-    " by several: "
-    "--by day --by model. `block`: Claude's 5-hour billing windows, as ccusage's `blocks`,"
-    " with the active window's burn rate and projection.",
+    help=f"How to group: {', '.join([*USAGE_GROUPS, 'host', 'block'])} (days, weeks from"
+    " Monday, months: in --timezone); repeat it to group by several: --by day --by model."
+    " `block`: Claude's 5-hour billing windows, as ccusage's `blocks`, with the active"
+    " window's burn rate and projection.",
 )
 @timezone_option
-@since_option
-@until_option
-@agent_option
+@filter_options("since", "until", "agents")
 @click.option("--chart", is_flag=True, help="Draw bars instead of a table.")
 @click.option(
     "--metric",
@@ -157,9 +157,7 @@ def usage_command(
     settings: Settings,
     by: tuple[str, ...],
     zone: tzinfo | None,
-    since: str | None,
-    until: str | None,
-    agents: tuple[str, ...],
+    filters: SessionFilter,
     chart: bool,
     metric: str,
     html_file: str | None,
@@ -189,15 +187,14 @@ def usage_command(
         if settings.db is not None:
             raise click.UsageError("--by block works on index.db, not with --db")
         with open_index(settings) as index:
-            blocks = index.billing_blocks(since=since, until=until, agents=agents)
+            blocks = index.billing_blocks(filters.since, filters.until, filters.agents)
         _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
         return
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
-    local = {} if settings.db is not None else {"zone": zone}
     with open_index(settings, team=True, fresh=True) as index:
-        rows = index.usage(by=groups, since=since, until=until, agents=agents, **local)
+        rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -206,8 +203,8 @@ def usage_command(
             {
                 "by": name,
                 "group_by": groups,
-                "since": since,
-                "until": until,
+                "since": filters.since,
+                "until": filters.until,
                 "rows": [usage_json(row) for row in rows],
                 "total": usage_json(usage_total(rows)),
             }

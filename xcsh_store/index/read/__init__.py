@@ -1,5 +1,7 @@
 """The index's read room: the questions the index answers, each module the query of one kind.
 
+* ``questions``: the questions as frozen types that check themselves (SessionFilter,
+  SessionQuery, SearchQuery, UsageQuery, PromptQuery), which the modules below compile to SQL.
 * ``sessions``: the listing, lookup by path or id prefix, one session's text and skipped lines;
   ``names``: short id prefixes; ``choices``: shell-completion choices and the check that a
   filter names a model or project the index has.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index.read.names import unique_id_prefixes
+from xcsh_store.index.read.questions import SessionFilter, SessionQuery
 
 if TYPE_CHECKING:
     from xcsh_store.index.store import SessionIndex
@@ -87,7 +88,9 @@ def check_filters(index: Any, *, model: str | None = None, project: str | None =
     costs nothing when there are matches."""
     if model is not None and not index.has_model(model):
         raise UnknownFilterError("model", f"no entry in the index has the model {model!r}")
-    if project is not None and not index.list_sessions(project=project, limit=1):
+    if project is not None and not index.sessions(
+        SessionQuery(SessionFilter(project=project), limit=1)
+    ):
         raise UnknownFilterError(
             "project", f"no session in the index was started in {project} or a folder inside it"
         )

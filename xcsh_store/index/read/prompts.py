@@ -7,8 +7,9 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -17,11 +18,12 @@ from xcsh_store.errors import HistoryError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
-from xcsh_store.index.read.sessions import agents_condition
+from xcsh_store.index.read.questions import PromptQuery
+from xcsh_store.index.read.sessions import agents_condition, host_of
 from xcsh_store.index.read.texts import entry_texts
 from xcsh_store.index.write.rows import prompt_hash
 from xcsh_store.js import well_formed
-from xcsh_store.times import timestamp_to_millis
+from xcsh_store.times import iso_seconds, timestamp_to_millis
 
 log = logging.getLogger("xcsh_store")
 
@@ -182,6 +184,48 @@ class PromptHit:
     # session prompts, say their agent.
     agent: str = "xcsh"
 
+    def to_json(self) -> dict[str, Any]:
+        """The prompt as ``history --json`` prints it (the team index's add ``host``)."""
+        return prompt_json(
+            self.prompt,
+            self.created_at,
+            self.cwd,
+            history_id=self.history_id,
+            source=self.source,
+            session_id=self.session_id,
+            session_path=self.session_path,
+            entry_id=self.entry_id,
+            agent=self.agent,
+        ) | host_of(self)
+
+
+def prompt_json(
+    prompt: str,
+    created_at: float,
+    cwd: str | None,
+    *,
+    history_id: int | None,
+    source: str = "history",
+    session_id: str | None = None,
+    session_path: str | None = None,
+    entry_id: str | None = None,
+    agent: str = "xcsh",
+) -> dict[str, Any]:
+    """One remembered prompt, from history.db or (``source: "session"``) from a session."""
+    return {
+        "id": history_id,
+        "prompt": prompt,
+        "created_at": created_at,
+        # history.db keeps whole seconds, so no milliseconds here.
+        "created": iso_seconds(created_at),
+        "cwd": cwd,
+        "source": source,
+        "agent": agent,
+        "session_id": session_id,
+        "session_path": session_path,
+        "entry_id": entry_id,
+    }
+
 
 def _prompt_query(query: str | None) -> str | None:
     """The reference's query building: every word a quoted prefix term, all must match
@@ -200,10 +244,8 @@ _SESSION_OF_HASH = (
 
 def recall_prompts(
     connection: apsw.Connection,
-    query: str | None,
-    limit: int,
+    question: PromptQuery,
     local_path: Callable[[str], str] | None = None,
-    agents: Collection[str] | None = None,
 ) -> list[PromptHit]:
     """Newest first: history prompts (history.db's, Claude Code's and Codex's; linked to their
     session) and session-only user prompts; ``agents``: only these agents' prompts.
@@ -212,10 +254,7 @@ def recall_prompts(
     read from its file (``local_path`` as for entry_texts); one whose file no longer holds it,
     or cannot be read now, is left out.
     """
-    # Imported here: a sync mirrors history.db without the history's own store.
-    from xcsh_store.history.store import normalize_limit
-
-    limit = normalize_limit(limit)
+    limit, query, agents = question.limit, question.text, question.agents
     if limit <= 0:
         return []
     match = _prompt_query(query)
@@ -224,9 +263,8 @@ def recall_prompts(
     links = ", ".join(
         _SESSION_OF_HASH.format(column=column) for column in ("s.session_id", "s.path", "e.id")
     )
-    wanted = set(agents) if agents else None
     hits: list[PromptHit] = []
-    if wanted is None or "xcsh" in wanted:
+    if not agents or "xcsh" in agents:
         history_filter = "h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?)"
         history_rows = list(
             connection.execute(
@@ -246,10 +284,9 @@ def recall_prompts(
             "h.id IN (SELECT rowid FROM agent_prompts_fts WHERE agent_prompts_fts MATCH ?)"
         )
         arguments.append(match)
-    only = agents_condition("h.agent", agents)
-    if only is not None:
-        conditions.append(only[0])
-        arguments += only[1]
+    if agents:
+        conditions.append(agents_condition("h.agent", agents))
+        arguments += agents
     agent_rows = list(
         connection.execute(
             f"SELECT h.prompt, h.created_at, h.cwd, h.agent, {links} FROM agent_prompts AS h"
@@ -263,18 +300,18 @@ def recall_prompts(
         for prompt, created_at, cwd, agent, session_id, path, entry_id in agent_rows
     ]
     session_filter = "e.pk IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) AND"
-    only = agents_condition("s.agent", agents)
+    only = f" AND {agents_condition('s.agent', agents)}" if agents else ""
     session_rows = list(
         connection.execute(
             "SELECT e.pk, e.timestamp, s.cwd, s.session_id, s.path, e.id, s.agent"
             " FROM entries AS e JOIN sessions AS s ON s.file_id = e.session"
             f" WHERE {session_filter if match else ''} e.role = 'user'"
             " AND e.prompt_hash IS NOT NULL"
-            f"{' AND ' + only[0] if only else ''}"
+            f"{only}"
             " AND NOT EXISTS (SELECT 1 FROM history AS h WHERE h.prompt_hash = e.prompt_hash)"
             " AND NOT EXISTS (SELECT 1 FROM agent_prompts AS h WHERE h.prompt_hash = e.prompt_hash)"
             " ORDER BY e.timestamp DESC LIMIT ?",
-            (*((match,) if match else ()), *(only[1] if only else ()), limit),
+            (*((match,) if match else ()), *agents, limit),
         )
     )
     texts = entry_texts(connection, [row[0] for row in session_rows], local_path)

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, cast
 
 import apsw
 
 from xcsh_store.errors import SearchQueryError
+
+# The roles and their check are the questions' (questions.py); named here too for old imports.
+from xcsh_store.index.read.questions import SEARCH_ROLES as SEARCH_ROLES
+from xcsh_store.index.read.questions import SearchQuery, model_match
+from xcsh_store.index.read.questions import search_role as search_role
 from xcsh_store.index.read.ranking import WINDOW, completions, phrase_idfs
-from xcsh_store.index.read.sessions import agents_condition, project_condition
+from xcsh_store.index.read.sessions import SEARCH_FILTER, filter_sql, host_of
 from xcsh_store.index.read.texts import TEXT_SOURCE, texts_of
 from xcsh_store.index.write.stale_search import stale_count
-from xcsh_store.times import iso_bound
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 SNIPPET_TOKENS = 12
@@ -32,12 +35,6 @@ STALE_MARGIN = 10
 # as the index does.
 FTS_TOKENIZER = ("unicode61", "remove_diacritics", "2", "categories", "L* N* Co Sm So",
                  "separators", "+<=>|~")  # fmt: skip
-
-# The message roles of session entries (compatibility: Session file format as in the reference);
-# --role accepts these in any case.
-SEARCH_ROLES = ("user", "assistant", "toolResult", "bashExecution", "pythonExecution", "custom",
-                "hookMessage", "branchSummary", "compactionSummary", "fileMention")  # fmt: skip
-_ROLES_BY_FOLDED_NAME = {role.casefold(): role for role in SEARCH_ROLES}
 
 
 class FtsTokens:
@@ -181,14 +178,6 @@ def prefix_completions(
     return completions(connection, terms[0], PREFIX_COMPLETIONS)
 
 
-def search_role(role: str) -> str:
-    """The role named ``role`` in any letter case; SearchQueryError names the valid ones."""
-    found = _ROLES_BY_FOLDED_NAME.get(role.casefold())
-    if found is None:
-        raise SearchQueryError(f"Unknown role {role!r}; roles are: {', '.join(SEARCH_ROLES)}")
-    return found
-
-
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One matching entry and where it lives."""
@@ -209,52 +198,56 @@ class SearchHit:
     # Which agent wrote the session (xcsh, pi, omp, claude, codex).
     agent: str = "xcsh"
 
+    def to_json(self, on_active_branch: bool | None = None) -> dict[str, Any]:
+        """The hit as ``search --json`` prints it (the MCP tool prints the same keys; the
+        team index's hits add ``host``); ``on_active_branch`` when it is known."""
+        shape = {
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "path": self.path,
+            "title": self.title,
+            "cwd": self.cwd,
+            "entry_id": self.entry_id,
+            "type": self.type,
+            "role": self.role,
+            "model": self.model,
+            "timestamp": self.timestamp,
+            "snippet": self.snippet,
+            "score": self.score,
+        }
+        if on_active_branch is not None:
+            shape["on_active_branch"] = on_active_branch
+        return shape | host_of(self)
+
 
 def model_condition(table: str, model: str) -> tuple[str, list[str]]:
-    """The condition (and its values) an entry of ``table`` meets when it is of ``model``: a
-    model id, or ``provider/model`` as usage prints it (a model id may itself hold a slash, as
-    openrouter's do)."""
-    provider, _, name = model.partition("/")
-    return f"({table}.model = ? OR ({table}.provider = ? AND {table}.model = ?))", [
-        model,
-        provider,
-        name,
-    ]
+    """The condition (and its values) an entry of ``table`` meets when it is of ``model``
+    (questions.model_match: a model id, or ``provider/model`` as usage prints it)."""
+    return f"({table}.model = ? OR ({table}.provider = ? AND {table}.model = ?))", list(
+        model_match(model)
+    )
 
 
 def search_entries(
     connection: apsw.Connection,
-    query: str,
-    *,
-    cwd: str | None = None,
-    project: str | None = None,
-    role: str | None = None,
-    since: datetime | str | None = None,
-    until: datetime | str | None = None,
-    model: str | None = None,
-    limit: int = 20,
-    highlight: tuple[str, str] = ("[", "]"),
+    query: SearchQuery,
     local_path: Callable[[str], str] | None = None,
-    agents: Collection[str] | None = None,
 ) -> list[SearchHit]:
     """Ranked hits across every session: bm25, then newest first (index/read/ranking.py).
 
     bm25 has to look at every match, so a query matching more than ``WINDOW`` entries ranks
     only the newest that many (entry keys grow as files are indexed, oldest first); this keeps
-    every search fast on any corpus size. ``role`` is matched in any letter
-    case; ``model`` is a model id or the ``provider/model`` form of usage. SearchQueryError:
-    the query has no word to search for, or ``role`` is not one of SEARCH_ROLES.
-    ``local_path`` maps stored paths to where the files are now (see entry_texts).
-    ``agents``: only sessions of these agents (xcsh, pi, omp, claude, codex).
+    every search fast on any corpus size. SearchQueryError: the query has no word to search
+    for. ``local_path`` maps stored paths to where the files are now (see entry_texts).
     """
     tokens = FtsTokens(connection)
-    parsed = parse_search_query(query, tokens)
+    parsed = parse_search_query(query.text, tokens)
     if not parsed.terms:
         raise SearchQueryError(
             "Nothing to search for: give at least one word"
             " (punctuation is not searchable, and -excluded words only narrow a search)"
         )
-    role = search_role(role) if role is not None else None
+    limit = query.limit
     if limit <= 0:
         return []
     completions = (
@@ -266,30 +259,15 @@ def search_entries(
     if expression is None:
         return []
     avgdl, group_idf, idfs = phrase_idfs(connection, *parsed.ranked_phrases(completions))
-    conditions: list[str] = []
-    arguments: list[Any] = [avgdl, group_idf, *idfs, expression]
-    for column, value in (("s.cwd", cwd), ("e.role", role)):
-        if value is not None:
-            conditions.append(f"{column} = ?")
-            arguments.append(value)
-    if project is not None:
-        condition, values = project_condition("s.cwd", project)
+    conditions, values = filter_sql(query.filter, SEARCH_FILTER)
+    arguments: list[Any] = [avgdl, group_idf, *idfs, expression, *values]
+    if query.role is not None:
+        conditions.append("e.role = ?")
+        arguments.append(query.role)
+    if query.model is not None:
+        condition, model_values = model_condition("e", query.model)
         conditions.append(condition)
-        arguments += values
-    if model is not None:
-        condition, values = model_condition("e", model)
-        conditions.append(condition)
-        arguments += values
-    agents_only = agents_condition("s.agent", agents)
-    if agents_only is not None:
-        conditions.append(agents_only[0])
-        arguments += agents_only[1]
-    if since is not None:
-        conditions.append("e.timestamp >= ?")
-        arguments.append(iso_bound(since))
-    if until is not None:
-        conditions.append("e.timestamp < ?")
-        arguments.append(iso_bound(until))
+        arguments += model_values
     where = "".join(f" AND {condition}" for condition in conditions)
     marks = ", ?" * len(idfs)
 
@@ -319,7 +297,7 @@ def search_entries(
         rows = ranked("")
         if len(rows) < limit + STALE_MARGIN and stale_count(connection):
             rows = ranked(joins)
-    highlighter = Highlighter(parsed, highlight, tokens)
+    highlighter = Highlighter(parsed, query.highlight, tokens)
     hits: list[SearchHit] = []
     # The text of a hit is read from its file; a hit whose file changed since the last sync
     # (and no longer holds the entry) is left out, and the next one takes its place.
@@ -328,26 +306,15 @@ def search_entries(
         chunk = rows[start : start + limit - len(hits)]
         start += len(chunk)
         texts = texts_of((row[13:] for row in chunk), local_path)
+        # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet, score,
+        # file id, pk, agent
         hits += [
-            SearchHit(
-                session_id=row[2],
-                path=local_path(row[3]) if local_path else row[3],
-                title=row[4],
-                cwd=row[5],
-                entry_id=row[6],
-                type=row[7],
-                role=row[8],
-                model=row[9],
-                timestamp=row[10],
-                snippet=highlighter.snippet(texts[row[0]] or ""),
-                score=row[1],
-                file_id=row[11],
-                pk=row[0],
-                agent=row[12],
-            )
+            SearchHit(row[2], local_path(row[3]) if local_path else row[3], row[4], row[5],
+                      row[6], row[7], row[8], row[9], row[10],
+                      highlighter.snippet(texts[row[0]] or ""), row[1], row[11], row[0], row[12])
             for row in chunk
             if row[0] in texts
-        ]
+        ]  # fmt: skip
     return hits
 
 

@@ -5,7 +5,7 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import apsw
 import orjson
 
-from xcsh_store.agents import AGENTS, cost_kind
+from xcsh_store.agents import cost_kind
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -21,7 +21,8 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
-from xcsh_store.times import iso_bound, parse_iso
+from xcsh_store.index.read.questions import SessionFilter, SessionQuery, project_folder
+from xcsh_store.times import iso_millis, parse_iso
 
 if TYPE_CHECKING:
     import weakref
@@ -199,7 +200,143 @@ def _detail(column: str) -> Any:
     return property(lambda session: session._listing.details(session._row[0])[position])
 
 
-class IndexedSession:
+class SessionFields(Protocol):
+    """The fields a SessionRecord derives from (IndexedSession's columns of index.db,
+    TeamSession's of the team index), read-only, for the checker."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def project_dir(self) -> str | None: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def title_source(self) -> str | None: ...
+    @property
+    def parent_session_path(self) -> str | None: ...
+    @property
+    def parent_session_id(self) -> str | None: ...
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def created(self) -> datetime: ...
+    @property
+    def modified(self) -> datetime: ...
+    @property
+    def entry_count(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def first_message(self) -> str: ...
+    @property
+    def last_entry_id(self) -> str | None: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+    @property
+    def premium_requests(self) -> float: ...
+    @property
+    def cost(self) -> float: ...
+    @property
+    def unpriced_entries(self) -> int: ...
+    @property
+    def id_shared(self) -> bool: ...
+
+
+class SessionRecordFields(SessionFields, Protocol):
+    """SessionFields and what a SessionRecord derives from them."""
+
+    @property
+    def tokens(self) -> int: ...
+
+    @property
+    def cost_kind(self) -> str: ...
+
+
+class SessionRecord:
+    """What a session record of either index (IndexedSession, the team index's TeamSession)
+    derives from its fields the one way: its total tokens, the kind of its cost, and its JSON
+    shape (docs/json.md: ``ls``, ``show``, the MCP tools and the team index print these keys)."""
+
+    # Its fields are those of IndexedSession (columns of index.db) or TeamSession (of the
+    # team index), each declared once, there.
+    __slots__ = ()
+
+    @property
+    def tokens(self: SessionFields) -> int:
+        """Every token of its requests: input, output, cache reads and writes (what ``usage``
+        sums as its total, UsageRow.tokens)."""
+        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
+        return sum(figures) + self.cache_write_tokens
+
+    @property
+    def cost_kind(self: SessionFields) -> str:
+        """recorded, estimated, partial or unpriced (agents.cost_kind)."""
+        return cost_kind(self.agent, self.cost, self.unpriced_entries)
+
+    def to_json(self: SessionRecordFields) -> dict[str, Any]:
+        """The session as ``--json`` prints it; ``id`` and ``session_id`` are both its session
+        id (``id`` first, as ``ls`` always printed it; ``session_id`` as every other record
+        names it); a record of the team index adds its ``host``."""
+        return {
+            "id": self.session_id,
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "path": self.path,
+            "cwd": self.cwd or None,
+            # A session's project is its working directory, for every agent; project_dir is
+            # the folder its file is in (below sessions/, Claude Code's projects/, Codex's
+            # sessions/).
+            "project": self.cwd or None,
+            "project_dir": self.project_dir,
+            "title": self.title,
+            "title_source": self.title_source,
+            "parent_session": self.parent_session_path,
+            "parent_session_id": self.parent_session_id,
+            "version": self.version,
+            "created": iso_millis(self.created),
+            "modified": iso_millis(self.modified),
+            "entry_count": self.entry_count,
+            "message_count": self.message_count,
+            "first_message": self.first_message,
+            "last_entry_id": self.last_entry_id,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            # The four above together: the "tokens" of ls and show, the total of usage.
+            "total_tokens": self.tokens,
+            "premium_requests": self.premium_requests,
+            # null when none of its tokens has a price; a lower bound when unpriced_entries is
+            # not 0.
+            "cost": None if self.cost_kind == "unpriced" else self.cost,
+            # Claude Code and Codex record no costs: theirs is priced by the index
+            # (`xcsh-store prices`); entries of models without a price are not in "cost".
+            "cost_estimated": self.cost_kind != "recorded",
+            "unpriced_entries": self.unpriced_entries,
+            "id_shared": self.id_shared,
+            **host_of(self),
+        }
+
+
+def host_of(record: Any) -> dict[str, str]:
+    """``{"host": …}`` for a record of the team index, else nothing."""
+    host = getattr(record, "host", None)
+    return {} if host is None else {"host": host}
+
+
+class IndexedSession(SessionRecord):
     """A session as listed by the index: the fields of ``SessionInfo`` and a few more.
 
     Built from the row of the few columns a listing shows (two attributes set per session:
@@ -242,18 +379,6 @@ class IndexedSession:
     @property
     def id(self) -> str:
         return self._row[1]
-
-    @property
-    def tokens(self) -> int:
-        """Every token of its requests: input, output, cache reads and writes (what ``usage``
-        sums as its total, UsageRow.tokens)."""
-        figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
-        return sum(figures) + self.cache_write_tokens
-
-    @property
-    def cost_kind(self) -> str:
-        """recorded, estimated, partial or unpriced (agents.cost_kind)."""
-        return cost_kind(self.agent, self.cost, self.unpriced_entries)
 
     @property
     def cwd(self) -> str:
@@ -332,69 +457,78 @@ def _select_sessions(clauses: str, extra_column: str | None = None) -> str:
 
 
 def project_condition(column: str, project: str) -> tuple[str, list[Any]]:
-    """SQL that keeps the sessions of a project: those whose working directory (``column``) is
-    the folder ``project`` or one inside it. A session's project is its cwd, for every agent
-    (not the folder its file is in: Claude Code names those after the cwd, Codex by date)."""
-    if not project:
+    """SQL that keeps the sessions of a project (questions.project_folder): those whose
+    working directory (``column``) is the folder ``project`` or one inside it."""
+    found = project_folder(project)
+    if found is None:
         return f"{column} = ?", [project]  # (no folder: only a session without a cwd)
-    folder = project.rstrip("/") or "/"
-    inside = folder if folder.endswith("/") else folder + "/"
+    folder, inside = found
     return f"({column} = ? OR substr({column}, 1, ?) = ?)", [folder, len(inside), inside]
 
 
-def agents_condition(column: str, agents: Collection[str] | None) -> tuple[str, list[str]] | None:
-    """SQL that keeps the rows whose ``column`` is one of ``agents`` (None or empty: all);
-    ValueError names the agents there are when one is not."""
-    if not agents:
-        return None
-    unknown = sorted(set(agents) - set(AGENTS))
-    if unknown:
-        raise ValueError(f"Unknown agent {unknown[0]!r}; agents are: {', '.join(AGENTS)}")
-    names = sorted(set(agents))
-    return f"{column} IN ({','.join('?' * len(names))})", names
+def agents_condition(column: str, agents: tuple[str, ...]) -> str:
+    """SQL that keeps the rows whose ``column`` is one of ``agents`` (questions.known_agents),
+    which are its values."""
+    return f"{column} IN ({','.join('?' * len(agents))})"
 
 
-def list_sessions(
-    index: SessionStore,
-    cwd: str | None = None,
-    project: str | None = None,
-    limit: int | None = None,
-    order: str = "modified",
-    agents: Collection[str] | None = None,
-    since: datetime | str | None = None,
-    until: datetime | str | None = None,
-) -> list[IndexedSession]:
-    """The sessions (of one cwd, or of a project: a folder and those inside it), newest first or
-    by ``created``/``title``; with ``since``/``until``, those active in that span: modified at
-    or after ``since``, started before ``until``.
+# Where each field of a SessionFilter is compared, by question (the team index keeps its own
+# maps: team/reader.py): a listing keeps the sessions active in the span (modified since,
+# started before until), a search and usage the entries in it.
+LISTING_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
+                  "since": "s.modified_at", "until": "s.created_at"}  # fmt: skip
+SEARCH_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
+                 "since": "e.timestamp", "until": "e.timestamp"}  # fmt: skip
+USAGE_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent",
+                "since": "timestamp", "until": "timestamp"}  # fmt: skip
+
+
+def filter_sql(
+    session_filter: SessionFilter, columns: dict[str, str]
+) -> tuple[list[str], list[Any]]:
+    """The SQLite conditions (to be ANDed) and their values that keep what ``session_filter``
+    keeps, each field compared with its column in ``columns`` (index.db's compiler of a
+    filter: team/reader.filter_sql is the team index's). A field set that ``columns`` has no
+    column for (a host: index.db has none) is a ValueError."""
+    for item in fields(session_filter):
+        if getattr(session_filter, item.name) not in (None, ()) and item.name not in columns:
+            if item.name == "host":
+                raise ValueError("host: only a team index (--db) knows hosts")
+            raise ValueError(f"{item.name}: this question cannot be asked of index.db")
+    conditions: list[str] = []
+    arguments: list[Any] = []
+    if session_filter.cwd is not None:
+        conditions.append(f"{columns['cwd']} = ?")
+        arguments.append(session_filter.cwd)
+    if session_filter.project is not None:
+        condition, values = project_condition(columns["project"], session_filter.project)
+        conditions.append(condition)
+        arguments += values
+    if session_filter.agents:
+        conditions.append(agents_condition(columns["agents"], session_filter.agents))
+        arguments += session_filter.agents
+    for name, operator in (("since", ">="), ("until", "<")):
+        bound = getattr(session_filter, name)
+        if bound is not None:
+            conditions.append(f"{columns[name]} {operator} ?")
+            arguments.append(bound)
+    return conditions, arguments
+
+
+def list_sessions(index: SessionStore, query: SessionQuery) -> list[IndexedSession]:
+    """The sessions of ``query.filter`` (of one cwd, or of a project: a folder and those inside
+    it; with ``since``/``until``, those active in that span: modified at or after ``since``,
+    started before ``until``), newest first or by ``created``/``title``.
 
     SQLite does the filtering, ordering and limit, from indexes that hold the sessions in
     that order; only the columns a listing shows are read (see IndexedSession).
     """
-    if order not in _ORDERS:
-        raise ValueError(f"order must be one of {', '.join(_ORDERS)}")
-    conditions: list[str] = []
-    arguments: list[Any] = []
-    if cwd is not None:
-        conditions.append("s.cwd = ?")
-        arguments.append(cwd)
-    if project is not None:
-        condition, values = project_condition("s.cwd", project)
-        conditions.append(condition)
-        arguments += values
-    agents_only = agents_condition("s.agent", agents)
-    if agents_only is not None:
-        conditions.append(agents_only[0])
-        arguments += agents_only[1]
-    for condition, bound in (("s.modified_at >= ?", since), ("s.created_at < ?", until)):
-        if bound is not None:
-            conditions.append(condition)
-            arguments.append(iso_bound(bound))
+    conditions, arguments = filter_sql(query.filter, LISTING_FILTER)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
-    sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[order]}"
-    if limit is not None:
+    sql = f"SELECT {_LISTED_COLUMNS} FROM sessions AS s{where} ORDER BY {_ORDERS[query.order]}"
+    if query.limit is not None:
         sql += " LIMIT ?"
-        arguments.append(limit)
+        arguments.append(query.limit)
     rows = index.connection.execute(sql, arguments).fetchall()
     listing = Listing(index, rows)
     index.listings.add(listing)

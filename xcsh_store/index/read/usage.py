@@ -7,19 +7,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import apsw
 
 from xcsh_store.agents import ESTIMATED_AGENTS
-from xcsh_store.index.read.sessions import agents_condition
-from xcsh_store.times import iso_bound, parse_iso
+from xcsh_store.index.read.questions import SessionFilter, UsageQuery, time_bound
+from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
+from xcsh_store.times import parse_iso
 
 # The agents whose costs are the index's estimates, as an SQL list.
 _ESTIMATED = ", ".join(f"'{agent}'" for agent in ESTIMATED_AGENTS)
 
-# Each grouping as the SQL expression over ``usage_entries`` that makes its key.
+# Each grouping (questions.USAGE_GROUPINGS, in that order) as the SQL expression over
+# ``usage_entries`` that makes its key.
 # Days, weeks (from Monday) and months are the user's: usage_period() puts each timestamp in
 # the time zone of the query (the local one unless told), as --since and --until dates are.
 USAGE_GROUPS = {
@@ -69,6 +71,26 @@ class UsageRow:
             + (self.cache_write_tokens or 0)
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The row as ``usage --json`` prints it (the MCP tool prints the same keys)."""
+        return {
+            "key": self.key,
+            "keys": list(self.keys) if self.keys else [self.key],
+            "entries": self.entries,
+            "input_tokens": self.input_tokens or 0,
+            "output_tokens": self.output_tokens or 0,
+            "cache_read_tokens": self.cache_read_tokens or 0,
+            "cache_write_tokens": self.cache_write_tokens or 0,
+            "total_tokens": self.tokens,
+            # null when no entry has a price; else the sum of those priced (a lower bound
+            # when unpriced_entries is not 0). Claude Code and Codex write no costs: theirs
+            # are the index's estimates (agents/prices/pricing.py).
+            "cost": self.cost,
+            "estimated_cost_entries": self.estimated,
+            "unpriced_entries": self.unpriced,
+            "premium_requests": self.premium_requests,
+        }
+
 
 def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
     """The sums of ``rows``: its cost None only when no row has one."""
@@ -87,30 +109,15 @@ def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
     )
 
 
-def usage_rows(
-    connection: apsw.Connection,
-    by: str | Sequence[str],
-    since: datetime | str | None,
-    until: datetime | str | None,
-    agents: Collection[str] | None = None,
-    zone: tzinfo | None = None,
-) -> list[UsageRow]:
-    """Token and cost sums per group of ``by`` (one grouping or several), in key order;
-    ``agents``: only the usage of these agents' sessions; ``zone``: the time zone of days,
-    weeks and months (default: the local one)."""
-    groups = usage_groups(by, USAGE_GROUPS)
+def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]:
+    """Token and cost sums per group of ``query.by`` (one grouping or several), in key order,
+    of the entries ``query.filter`` keeps; days, weeks and months in ``query.zone`` (default:
+    the local one)."""
+    groups = usage_groups(query.by, USAGE_GROUPS)
     # apsw types a SQL function as taking any SQL values; usage_period is given text.
-    period = _period_in(zone)
+    period = _period_in(query.zone)
     connection.create_scalar_function("usage_period", period, 2, deterministic=True)  # type: ignore[arg-type]
-    conditions, arguments = [], []
-    for operator, bound in ((">=", since), ("<", until)):
-        if bound is not None:
-            conditions.append(f"timestamp {operator} ?")
-            arguments.append(iso_bound(bound))
-    agents_only = agents_condition("agent", agents)
-    if agents_only is not None:
-        conditions.append(agents_only[0])
-        arguments += agents_only[1]
+    conditions, arguments = filter_sql(query.filter, USAGE_FILTER)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
     names = ", ".join(f"key{number}" for number in range(len(groups)))
@@ -123,25 +130,23 @@ def usage_rows(
         f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
         arguments,
     )
-    width = len(groups)
-    return [_usage_row(row[:width], *row[width:]) for row in rows]
+    return [usage_row(row, len(groups)) for row in rows]
 
 
-def _usage_row(
-    keys: tuple[str | None, ...],
-    entries: int,
-    input_tokens: int,
-    output_tokens: int,
-    cache_read_tokens: int,
-    cache_write_tokens: int,
-    cost: float | None,
-    estimated: int,
-    unpriced: int,
-    premium_requests: float,
-) -> UsageRow:
+def usage_row(row: Sequence[Any], width: int) -> UsageRow:
+    """A row of a usage query of either index: ``width`` keys, then the entries, the four
+    token sums, the cost (None: no entry has a price), the estimated and the unpriced
+    entries, and the premium requests (the team index keeps none: absent there)."""
+    entries, input_tokens, output_tokens, cache_read, cache_write = (
+        int(value or 0) for value in row[width : width + 5]
+    )
     return UsageRow(
-        joined_key(keys), entries, input_tokens, output_tokens, cache_read_tokens,
-        cache_write_tokens, cost, keys, estimated, unpriced, premium_requests,
+        joined_key(row[:width]), entries, input_tokens, output_tokens, cache_read, cache_write,
+        None if row[width + 5] is None else float(row[width + 5]),
+        keys=tuple(row[:width]),
+        estimated=int(row[width + 6] or 0),
+        unpriced=int(row[width + 7] or 0),
+        premium_requests=float(row[width + 8] or 0) if len(row) > width + 8 else 0.0,
     )  # fmt: skip
 
 
@@ -183,6 +188,71 @@ def joined_key(keys: Sequence[str | None]) -> str | None:
     if len(keys) == 1:
         return keys[0]
     return " · ".join("?" if key is None else key for key in keys)
+
+
+# -- charts ---------------------------------------------------------------------------------
+# What a usage chart draws, the same in the terminal and in the HTML page of ``usage --html``:
+# one bar per row, its four kinds of tokens stacked and its cost.
+
+
+@dataclass(frozen=True, slots=True)
+class UsageBar:
+    label: str
+    values: tuple[float, float, float, float]  # input, output, cache read, cache write
+    cost: float
+
+    @property
+    def total(self) -> float:
+        return sum(self.values)
+
+    def measure(self, metric: str) -> float:
+        """What a bar of ``metric`` (tokens or cost) measures."""
+        return self.cost if metric == "cost" else self.total
+
+
+def _bar(row: UsageRow) -> UsageBar:
+    return UsageBar(
+        row.key if row.key is not None else "?",
+        (
+            row.input_tokens or 0,
+            row.output_tokens or 0,
+            row.cache_read_tokens or 0,
+            row.cache_write_tokens or 0,
+        ),
+        row.cost or 0.0,
+    )
+
+
+def _next_key(key: str, by: str) -> str:
+    if by == "month":
+        year, month = (int(part) for part in key.split("-"))
+        return f"{year + month // 12:04d}-{month % 12 + 1:02d}"
+    return (date.fromisoformat(key) + timedelta(days=7 if by == "week" else 1)).isoformat()
+
+
+# Filling gaps stops here (about 13 years of days); a longer span is drawn without filling.
+MAX_FILLED_BARS = 5000
+
+
+def usage_bars(rows: Sequence[UsageRow], by: str) -> list[UsageBar]:
+    """One bar per row; for day/week/month the quiet periods in between are filled with zeros,
+    so the time axis is honest."""
+    bars = [_bar(row) for row in rows]
+    if by not in ("day", "week", "month") or len(bars) < 2:
+        return bars
+    by_key = {bar.label: bar for bar in bars}
+    keys = sorted(by_key)
+    if not all(key[:1].isdigit() for key in keys):
+        return bars  # entries without a timestamp have no place on a time axis
+    filled: list[UsageBar] = []
+    key = keys[0]
+    try:
+        while key <= keys[-1] and len(filled) < MAX_FILLED_BARS:
+            filled.append(by_key.get(key, UsageBar(key, (0, 0, 0, 0), 0.0)))
+            key = _next_key(key, by)
+    except ValueError:
+        return bars
+    return filled if key > keys[-1] else bars
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,15 +369,11 @@ def billing_blocks(
     (default: the clock) decides which window is active."""
     now = now or datetime.now(UTC)
     length = timedelta(hours=hours)
-    conditions, arguments = ["timestamp IS NOT NULL"], []
-    for operator, bound in ((">=", since), ("<", until)):
-        if bound is not None:
-            conditions.append(f"timestamp {operator} ?")
-            arguments.append(iso_bound(bound))
-    agents_only = agents_condition("agent", agents)
-    if agents_only is not None:
-        conditions.append(agents_only[0])
-        arguments += agents_only[1]
+    filters = SessionFilter(
+        agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
+    )
+    conditions, arguments = filter_sql(filters, USAGE_FILTER)
+    conditions.append("timestamp IS NOT NULL")
     rows = list(
         connection.execute(
             "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
