@@ -339,3 +339,16 @@ def test_sync_gc_and_repair_write_nothing_beside_the_database(database: Path, ag
     finally:
         folder.chmod(0o755)
         database.chmod(0o644)
+
+
+def test_an_opencode_summary_message_is_a_compaction(index: SessionIndex):
+    # opencode marks the answer to a compaction's "what did we do so far" with summary: true.
+    message = _home() / STORAGE / "message" / "s_stage0_large" / "msg_0004.json"
+    message.write_text(json.dumps({**json.loads(message.read_bytes()), "summary": True}))
+    index.sync(workers=1)
+    rows = index.connection.execute(
+        "SELECT e.type FROM entries AS e JOIN sessions AS s ON e.session = s.file_id"
+        " WHERE s.session_id = 's_stage0_large' ORDER BY e.seq"
+    ).fetchall()
+    assert [kind for (kind,) in rows][-1] == "compaction"
+    assert [hit.session_id for hit in index.search("Ok", limit=5)] == ["s_stage0_large"]

@@ -26,7 +26,10 @@ which is the message before it).
   conversation), ``reasoning`` its thinking, each ``tool`` part a tool call (``callID``,
   ``tool``, ``state.input``) and its result (``state.output``, or ``state.error`` when the
   status is ``error``), paired by the call id. ``file``, ``patch``, ``snapshot``,
-  ``step-start``, ``step-finish``, ``agent`` and ``compaction`` parts add no text.
+  ``step-start``, ``step-finish``, ``agent``, ``subtask``, ``retry`` and ``compaction`` parts add
+  no text.
+* An assistant message marked ``summary`` is the summary a compaction asked for (after a user
+  message with a ``compaction`` part): a ``compaction`` entry, its text the summary.
 * An assistant message's model is its ``modelID`` and ``providerID`` (else those of its
   ``model``); a user message's ``model`` is the one asked for, not one that answered.
 * Usage is each assistant message's ``tokens``: ``input``, ``output`` plus ``reasoning`` (billed
@@ -318,9 +321,15 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
     chosen = info.get("model") if type(info.get("model")) is dict else {}
     model = text_of(info.get("modelID")) or text_of(chosen.get("modelID"))
     provider = text_of(info.get("providerID")) or text_of(chosen.get("providerID"))
-    entry["message"] = {"role": "assistant", "content": content, "model": model}
-    if provider is not None:
-        entry["message"]["provider"] = provider
+    if info.get("summary") is True:
+        # The summary of the conversation so far that opencode's compaction asked for: what the
+        # model sees from here on.
+        texts = [block["text"] for block in content if block["type"] == "text"]
+        entry.update(type="compaction", summary="\n".join(texts))
+    else:
+        entry["message"] = {"role": "assistant", "content": content, "model": model}
+        if provider is not None:
+            entry["message"]["provider"] = provider
     found.model, found.provider = model, provider
     tokens = info.get("tokens")
     if type(tokens) is dict:
