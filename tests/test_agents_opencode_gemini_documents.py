@@ -352,3 +352,34 @@ def test_an_opencode_summary_message_is_a_compaction(index: SessionIndex):
     ).fetchall()
     assert [kind for (kind,) in rows][-1] == "compaction"
     assert [hit.session_id for hit in index.search("Ok", limit=5)] == ["s_stage0_large"]
+
+
+def test_watch_reads_a_new_part_and_writes_nothing_in_the_agents_folders(agent_dir: Path):
+    pytest.importorskip("watchfiles")
+    from test_watch import Watch
+
+    lay_out_documents(_home())
+    (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)
+    folders = [_home() / ".gemini", _home() / STORAGE]
+    before = [_snapshot(root) for root in folders]
+    session = _home() / STORAGE / "session" / "proj_test" / "ses_s_stage0_small.json"
+    part = _home() / STORAGE / "part" / "m_assistant_small" / "003.json"
+    running = Watch(agent_dir)
+    try:
+        # What opencode does as an answer streams in: a part file of its own.
+        part.write_text(json.dumps({"id": "p_text_3", "type": "text", "text": "a quokka waved"}))
+        running.wait_for(
+            lambda line: line["change"] == "indexed" and line.get("path") == str(session)
+        )
+        assert running.stop() == 0
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+    with SessionIndex.open(str(agent_dir), read_only=True) as opened:
+        assert [hit.session_id for hit in opened.search("quokka")] == ["s_stage0_small"]
+    after = [_snapshot(root) for root in folders]
+    # The part file the "agent" wrote, and its folder's time.
+    for name in (str(part), str(part.parent)):
+        after[1].pop(name)
+        before[1].pop(name, None)
+    assert after == before
