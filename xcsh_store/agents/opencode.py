@@ -13,10 +13,9 @@ when set, ccusage's variable) holds
   ``step-start``, ``step-finish``, ``patch``, ``snapshot``, ``compaction``...
 
 A tree agent (Agent.kind): below opencode's data folder (the one root), a session is its
-session file; its identity sums the sizes and
-takes the newest times of every file of the session (its messages and their parts), so a
-session is read again whole when any of them changed. Its records, the locator their number
-in this order: 0 the session, then each message (ordered by ``time.created``, then id: ids
+session file; its identity sums the sizes and takes the newest times of every file of the
+session (its messages and their parts), so a session is read again whole when any of them
+changed. Its records, the locator their number in this order: 0 the session, then each message (ordered by ``time.created``, then id: ids
 sort by time) with its parts (ordered by file name, their id), each ``tool`` part after its
 message as a record of its own, the tool's result. Entries have no ids of opencode's: they are
 a chain in that order (an assistant message's ``parentID`` names the user message it answers,
