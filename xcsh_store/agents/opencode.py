@@ -15,11 +15,11 @@ when set, ccusage's variable) holds
 A tree agent (Agent.kind): below opencode's data folder (the one root), a session is its
 session file; its identity sums the sizes and takes the newest times of every file of the
 session (its messages and their parts), so a session is read again whole when any of them
-changed. Its records, the locator their number in this order: 0 the session, then each message (ordered by ``time.created``, then id: ids
-sort by time) with its parts (ordered by file name, their id), each ``tool`` part after its
-message as a record of its own, the tool's result. Entries have no ids of opencode's: they are
-a chain in that order (an assistant message's ``parentID`` names the user message it answers,
-which is the message before it).
+changed. Its records, the locator their number in this order: 0 the session, then each
+message (ordered by ``time.created``, then id: ids sort by time) with its parts (ordered by
+file name, their id), each ``tool`` part after its message as a record of its own, the tool's
+result. Entries have no ids of opencode's: they are a chain in that order (an assistant
+message's ``parentID`` names the user message it answers, which is the message before it).
 
 * Text parts are the message's text (``synthetic`` ones too: opencode wrote them into the
   conversation), ``reasoning`` its thinking, each ``tool`` part a tool call (``callID``,
@@ -169,9 +169,15 @@ def _names(folder: str) -> list[str]:
 
 def _order(message: dict[str, Any], path: str) -> tuple[float, str]:
     """Messages in the order of ``time.created``, then of their files' names (their ids)."""
-    times = message.get("time")
-    created = times.get("created") if type(times) is dict else None
-    return (created if type(created) in (int, float) else 0, os.path.basename(path))
+    created = _object(message.get("time")).get("created")
+    if not isinstance(created, (int, float)) or isinstance(created, bool):
+        created = 0.0
+    return (created, os.path.basename(path))
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else."""
+    return value if type(value) is dict else {}
 
 
 def _source(path: str) -> Source | None:
@@ -317,7 +323,7 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
             )  # fmt: skip
     # Assistant messages name their model at the top; some writers only in ``model`` (as user
     # messages do).
-    chosen = info.get("model") if type(info.get("model")) is dict else {}
+    chosen = _object(info.get("model"))
     model = text_of(info.get("modelID")) or text_of(chosen.get("modelID"))
     provider = text_of(info.get("providerID")) or text_of(chosen.get("providerID"))
     if info.get("summary") is True:
@@ -332,7 +338,7 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
     found.model, found.provider = model, provider
     tokens = info.get("tokens")
     if type(tokens) is dict:
-        cache = tokens.get("cache") if type(tokens.get("cache")) is dict else {}
+        cache = _object(tokens.get("cache"))
         cost = info.get("cost")
         found.usage = (
             number(tokens.get("input")),
@@ -346,7 +352,7 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
 
 
 def _tool_result(part: dict[str, Any]) -> AgentEntry:
-    state = part.get("state") if type(part.get("state")) is dict else {}
+    state = _object(part.get("state"))
     failed = state.get("status") == "error"
     output = state.get("error") if failed else state.get("output")
     times = state.get("time")
