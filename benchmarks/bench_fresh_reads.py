@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_old_vs_new import extract
 from benchmarks.harness import Row, compare, print_table, time_call
 from benchmarks.index_common import WORK_DIR, agent_corpus
-from xcsh_store.agents import pricing
+from xcsh_store.agents.prices import pricing
 from xcsh_store.index import SessionIndex
 
 LS_LIMIT = 0.080

@@ -1,6 +1,7 @@
-"""``usage`` beside ccusage 20.0.24 for Gemini CLI, Qwen Code, GitHub Copilot CLI and Factory
-Droid: the fixtures of tests/fixtures laid out as a home (tests/agent_homes.py), tokens and cost
-per session side by side. docs/ccusage.md explains every difference.
+"""``usage`` beside ccusage 20.0.24 for Gemini CLI (JSONL and its older JSON documents), Qwen
+Code, GitHub Copilot CLI, Factory Droid and opencode (its storage tree): the fixtures of
+tests/fixtures laid out as a home (tests/agent_homes.py), tokens and cost per session side by
+side. docs/ccusage.md explains every difference.
 
 ccusage is installed from npm into a cache folder outside the repository (compare_ccusage.py)
 and run --offline with HOME pointing into a temp home; xcsh-store syncs that home into a temp
@@ -23,12 +24,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from agent_homes import lay_out_agents
+from agent_homes import lay_out_agents, lay_out_documents
 from isolation import isolated_environment
 
 from benchmarks.compare_ccusage import install_ccusage
 
-AGENTS = ("gemini", "qwen", "copilot", "droid")
+AGENTS = ("gemini", "qwen", "copilot", "droid", "opencode")
+# The agents of tests/agent_homes.py HOME_PLACES (JSONL files).
+JSONL_AGENTS = AGENTS[:4]
 # (input, output, cache read, cache write, cost)
 Figures = list[Any]
 
@@ -82,7 +85,8 @@ def main() -> None:
     binary = install_ccusage(options.cache)
     with tempfile.TemporaryDirectory() as temp:
         home = Path(temp) / "home"
-        lay_out_agents(home, AGENTS)
+        lay_out_agents(home, JSONL_AGENTS)
+        lay_out_documents(home)
         environment = {**isolated_environment(home), "PATH": os.environ["PATH"]}
         ccusage = ccusage_rows(binary, environment)
         ours = xcsh_rows(environment, Path(temp) / "agent")

@@ -5,7 +5,10 @@ ccusage on them."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from session_builder import FIXTURES
@@ -55,3 +58,78 @@ def lay_out_agents(home: Path, agents: tuple[str, ...] = tuple(HOME_PLACES)) -> 
             shutil.copyfile(FIXTURES / source, target)
             placed.append(target)
     return placed
+
+
+# The sessions kept as documents or trees of files (Gemini CLI's older chats, opencode's
+# storage): {fixture path below FIXTURES (a file or a folder): its place below the home}.
+DOCUMENT_PLACES = {
+    "gemini": {
+        "gemini/wesm__agentsview__tool_calls.json":
+            ".gemini/tmp/abc123def456/chats/session-2024-01-01T10-00-sess-uui.json",
+        "gemini/wesm__agentsview__thinking_only.json":
+            ".gemini/tmp/abc123def456/chats/session-2024-01-01T10-00-sess-thi.json",
+    },
+    "opencode": {
+        "opencode/jazzyalex__agent-sessions__storage_v2": ".local/share/opencode/storage",
+    },
+}  # fmt: skip
+
+
+def lay_out_documents(home: Path, agents: tuple[str, ...] = tuple(DOCUMENT_PLACES)) -> list[Path]:
+    """Copy the document and tree fixtures of ``agents`` where each agent keeps them."""
+    placed = []
+    for agent in agents:
+        for source, place in DOCUMENT_PLACES[agent].items():
+            target = home / place
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if (FIXTURES / source).is_dir():
+                shutil.copytree(FIXTURES / source, target)
+            else:
+                shutil.copyfile(FIXTURES / source, target)
+            placed.append(target)
+    return placed
+
+
+def opencode_database(storage: Path, database: Path) -> None:
+    """The storage tree's sessions in opencode 1.x's tables (session.sql.ts), as opencode's
+    migration from the tree into SQLite puts them: a row per session, message and part, the
+    message's and part's JSON without its ids in ``data``; a WAL database, as opencode's."""
+    with closing(sqlite3.connect(database)) as connection, connection:
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.executescript(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,"
+            " slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT"
+            " NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);"
+            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created"
+            " INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);"
+            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT"
+            " NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT"
+            " NOT NULL);"
+        )
+        for path in sorted((storage / "session").glob("*/*.json")):
+            info = json.loads(path.read_bytes())
+            times = info["time"]
+            connection.execute(
+                "INSERT INTO session VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (info["id"], info["projectID"], info.get("parentID"), info.get("slug", ""),
+                 info["directory"], info["title"], info["version"], times["created"],
+                 times["updated"]),
+            )  # fmt: skip
+            for message_path in sorted((storage / "message" / info["id"]).glob("*.json")):
+                message = json.loads(message_path.read_bytes())
+                created = message["time"]["created"]
+                data = {k: v for k, v in message.items() if k not in ("id", "sessionID")}
+                connection.execute(
+                    "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                    (message["id"], info["id"], created, created, json.dumps(data)),
+                )
+                for part_path in sorted((storage / "part" / message["id"]).glob("*.json")):
+                    part = json.loads(part_path.read_bytes())
+                    data = {
+                        k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID")
+                    }
+                    connection.execute(
+                        "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                        (part["id"], message["id"], info["id"], created, created,
+                         json.dumps(data)),
+                    )  # fmt: skip

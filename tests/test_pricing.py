@@ -1,13 +1,14 @@
-"""Costs of Claude Code and Codex sessions, priced as billed (agents/pricing.py).
+"""Costs of Claude Code and Codex sessions, priced as billed (agents/prices/pricing.py).
 
 Each fixture's expected cost is written out below: its requests' token sums (each response
 once: the last line of a ``message.id`` + ``requestId``, each Codex ``token_count`` once, the
 input without its cached part), times the price in force on the session's day, in dollars per
 million tokens. Sources: genai-prices 0.2.3 (pydantic/genai-prices, which cites the vendors'
-pricing pages), and xcsh_store/agents/price_corrections.toml for Claude Sonnet 4's long-context
-tier (Anthropic's pricing page, in force from 2025-08-12). The token sums come from the files
-alone, as tests/test_agents.py computes them; a request's size for the long-context threshold
-is its ``input + cache_read + cache_write`` (Codex: ``input_tokens``, cached included).
+pricing pages), and xcsh_store/agents/prices/price_corrections.toml for Claude Sonnet 4's
+long-context tier (Anthropic's pricing page, in force from 2025-08-12). The token sums come
+from the files alone, as tests/test_agents.py computes them; a request's size for the
+long-context threshold is its ``input + cache_read + cache_write`` (Codex: ``input_tokens``,
+cached included).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from genai_prices import Usage, calc_price
 from real_home import RealHome
 from test_agents_cli import run, run_json
 
-from xcsh_store.agents.price_file import PriceFileError
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.price_file import PriceFileError
+from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.index import SessionIndex
 
 

@@ -31,7 +31,7 @@ NOT_FOR_LS = (
     "xcsh_store.session.manager",
     "xcsh_store.artifacts.urls",
     "xcsh_store.history.store",
-    "xcsh_store.agents.price_file",
+    "xcsh_store.agents.prices.price_file",
     "xcsh_store.cli.verbs.sessions",
     "xcsh_store.cli.verbs.maintenance",
     "xcsh_store.cli.output.chart",

@@ -38,7 +38,7 @@ OMP_CONFIG_DIR_ENV = "PI_CONFIG_DIR"
 XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 XDG_CONFIG_HOME_ENV = "XDG_CONFIG_HOME"
 STORE_DIRNAME = "xcsh-store"
-# The user's own prices (negotiated rates, private models): agents/price_file.py reads it.
+# The user's own prices (negotiated rates, private models): agents/prices/price_file.py reads it.
 PRICES_FILE_NAME = "prices.toml"
 
 # Every variable that names a folder the store reads or writes, and every one that names a

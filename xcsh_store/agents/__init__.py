@@ -60,7 +60,7 @@ agent_labels = labels
 def __getattr__(name: str) -> Any:
     # READERS: every plugin; OTHER_AGENTS: their names (the agents whose folders are only ever
     # read); ESTIMATED_AGENTS: those whose files hold no costs (the index estimates them:
-    # agents/pricing.py); AGENTS: the xcsh family and the plugins.
+    # agents/prices/pricing.py); AGENTS: the xcsh family and the plugins.
     if name == "READERS":
         return agents()
     if name == "OTHER_AGENTS":

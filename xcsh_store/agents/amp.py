@@ -37,7 +37,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.files import open_regular_file
 from xcsh_store.homes import agent_home
 from xcsh_store.times import iso_millis

@@ -161,7 +161,7 @@ class Agent:
     # The environment variables that move its folders (tests point them into a temp dir).
     folder_variables: ClassVar[tuple[str, ...]] = ()
     # Whether its files record their costs (else the index estimates them from the tokens:
-    # agents/pricing.py, and prices them again when the prices change).
+    # agents/prices/pricing.py, and prices them again when the prices change).
     records_costs: ClassVar[bool] = False
     # Files tried in this order by recognizes() (lower first): a reader that takes the first
     # object of many formats for its own comes after the narrower ones.
@@ -208,6 +208,15 @@ class Agent:
 
     def is_session_name(self, name: str) -> bool:
         return False
+
+    # True when a JSONL agent keeps some sessions as files of another kind too (Gemini CLI's
+    # older whole-document chats): a sync then lists those through sources() beside the JSONL
+    # files below the same root, and kind_of() tells each path's kind.
+    other_kind_sources: ClassVar[bool] = False
+
+    def kind_of(self, path: str) -> str:
+        """The kind of the session at ``path`` (the agent's kind, unless it keeps two)."""
+        return self.kind
 
     def records(self, path: str) -> Iterator[Record]:
         """Every record of the session at ``path``, in order, opened read-only (kinds other

@@ -37,7 +37,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 from xcsh_store.homes import agent_home
 

@@ -38,7 +38,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.homes import agent_home
 
 # Codex's folder: $CODEX_HOME, else ~/.codex; rollouts in sessions/, the prompts typed in

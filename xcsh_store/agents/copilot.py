@@ -47,7 +47,7 @@ from xcsh_store.agents.base import (
     unknown_entry,
     unknown_version,
 )
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table
 
 HOME_ENV = "COPILOT_HOME"
 FOLDER_VARIABLES = (HOME_ENV,)

@@ -25,7 +25,7 @@ from xcsh_store.agents.base import (
     anthropic_message,
     text_of,
 )
-from xcsh_store.agents.pricing import price_table
+from xcsh_store.agents.prices.pricing import price_table
 
 START_TYPE = "session_start"
 

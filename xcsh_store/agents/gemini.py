@@ -1,7 +1,16 @@
 """Gemini CLI chats in JSONL (``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl``,
 ``GEMINI_CLI_HOME`` replacing the home folder; a subagent's chat is
-``chats/<parent session id>/<session id>.jsonl``). The older whole-document ``.json`` chats are
-not read here.
+``chats/<parent session id>/<session id>.jsonl``), and the older whole-document chats beside
+them (``session-*.json``, written up to about v0.3x; a resumed one is renamed ``.jsonl``).
+
+* A document chat is ``{sessionId, projectHash, startTime, lastUpdated, summary?, kind?,
+  directories?, messages: [...]}``: read whole when it changed (Agent.kind_of says
+  ``document`` for it), record 0 the metadata (as line 1 of a JSONL chat), record N its Nth
+  message, read as a JSONL message record is. Such a chat keeps a tool's result only inside
+  its call (``toolCalls[].result``, genai parts) unless the next message is a ``user`` one of
+  ``functionResponse`` parts: then that message is the result, as in JSONL; else each call
+  with a result is a record of its own after its message (locator ``N * 1000 + call``), a
+  tool result entry ``<message id>/<call>``.
 
 * Line 1 is the session's metadata (``sessionId``, ``projectHash``, ``startTime``,
   ``lastUpdated``, ``kind``, ``summary``, ``directories``); records without ``type`` that say
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -43,13 +53,16 @@ from xcsh_store.agents.base import (
     Agent,
     AgentEntry,
     HistoryPrompt,
+    Record,
     SessionFacts,
+    Source,
     folder_from,
     number,
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.files import open_regular_file
 
 # Gemini CLI's own variable: the folder that stands for the home folder (``.gemini`` below it).
 HOME_ENV = "GEMINI_CLI_HOME"
@@ -60,6 +73,11 @@ SET_KEY = "$set"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
 CONTEXT_TAG = "<session_context>"
+DOCUMENT_SUFFIX = ".json"
+# A document chat's record of a call's result: the key that marks it, and the locators each
+# message leaves for its calls (record N is at N * CALL_SLOTS, its calls' results after it).
+TOOL_RESULT_KEY = "$toolResult"
+CALL_SLOTS = 1000
 # How the context names the workspace: its folders as a list (current releases), or a sentence
 # (older ones).
 _WORKSPACE = re.compile(
@@ -78,9 +96,11 @@ class GeminiReader(Agent):
     folder_variables = FOLDER_VARIABLES
     where = (
         "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`: `<project>/chats/session-*.jsonl`"
+        " (older chats: `session-*.json` documents)"
     )
     has_ids = True
     remembers_parents = True
+    other_kind_sources = True
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         return (
@@ -93,7 +113,50 @@ class GeminiReader(Agent):
     def session_roots(self) -> list[str]:
         return [os.path.join(gemini_dir(), "tmp")]
 
+    def kind_of(self, path: str) -> str:
+        return "document" if path.endswith(DOCUMENT_SUFFIX) else "jsonl"
+
+    def is_session_name(self, name: str) -> bool:
+        return name.endswith(DOCUMENT_SUFFIX) and not name.startswith(".")
+
+    def sources(self, root: str) -> Iterator[Source]:
+        """The document chats below ``root``: ``.json`` files in a ``chats`` folder (or in a
+        subagent's folder below one); Gemini CLI keeps other JSON files (logs, checkpoints)
+        beside ``chats``."""
+        for source in super().sources(root):
+            folder = os.path.dirname(source.path)
+            if CHATS_DIRNAME in (
+                os.path.basename(folder), os.path.basename(os.path.dirname(folder))
+            ):  # fmt: skip
+                yield source
+
+    def records(self, path: str) -> Iterator[Record]:
+        with open_regular_file(path) as stream:
+            chat = orjson.loads(stream.read())
+        if type(chat) is not dict:
+            raise ValueError("a Gemini CLI chat document is a JSON object")
+        messages = chat.get("messages")
+        messages = (
+            [item for item in messages if type(item) is dict] if type(messages) is list else []
+        )
+        yield 0, {key: value for key, value in chat.items() if key != "messages"}
+        for position, message in enumerate(messages, 1):
+            yield position * CALL_SLOTS, message
+            following = messages[position] if position < len(messages) else None
+            if following is not None and _is_tool_response(following):
+                continue
+            calls = message.get("toolCalls") if message.get("type") == "gemini" else None
+            for call_number, call in enumerate(calls if type(calls) is list else (), 1):
+                if type(call) is dict and "result" in call and call_number < CALL_SLOTS:
+                    yield (
+                        position * CALL_SLOTS + call_number,
+                        {TOOL_RESULT_KEY: call, "message": text_of(message.get("id")),
+                         "call": call_number, "timestamp": message.get("timestamp")},
+                    )  # fmt: skip
+
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        if TOOL_RESULT_KEY in value:
+            return _call_result(value, session)
         if SET_KEY in value:
             return _set(value[SET_KEY], session)
         if REWIND_KEY in value:
@@ -125,6 +188,45 @@ class GeminiReader(Agent):
 
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
         return None  # Gemini CLI keeps its prompts in logs.json, a JSON document
+
+
+def _is_tool_response(message: dict[str, Any]) -> bool:
+    """A ``user`` message made of ``functionResponse`` parts only (a tool's result)."""
+    parts = _parts(message.get("content"))
+    return (
+        message.get("type") == "user"
+        and bool(parts)
+        and all(type(part) is dict and "functionResponse" in part for part in parts)
+    )
+
+
+def _call_result(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+    """A tool call's result kept inside the call (a document chat's ``toolCalls[].result``)."""
+    call = value[TOOL_RESULT_KEY] if type(value[TOOL_RESULT_KEY]) is dict else {}
+    found = AgentEntry({"type": "message"})
+    message_id = text_of(value.get("message"))
+    if message_id is not None:
+        entry_id = f"{message_id}/{value.get('call')}"
+        found.entry.update(id=entry_id, parentId=_place(entry_id, session))
+    timestamp = text_of(call.get("timestamp")) or text_of(value.get("timestamp"))
+    if timestamp is not None:
+        found.entry["timestamp"] = timestamp
+    responses = [
+        part["functionResponse"]
+        for part in _parts(call.get("result"))
+        if type(part) is dict and type(part.get("functionResponse")) is dict
+    ]
+    texts = [_response_text(response) for response in responses]
+    if not responses:
+        texts = _texts(call, "result")
+    found.entry["message"] = {
+        "role": "toolResult",
+        "toolName": text_of(call.get("name")),
+        "toolCallId": text_of(call.get("id")),
+        "isError": call.get("status") == "error",
+        "content": text_blocks(text for text in texts if text),
+    }
+    return found
 
 
 def _place(entry_id: str, session: SessionFacts) -> str | None:

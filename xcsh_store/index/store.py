@@ -59,7 +59,7 @@ from xcsh_store.times import iso_now
 # The modules behind the other questions are imported by the methods that ask them: a process
 # that only lists sessions (`xcsh-store ls`) does not wait for the sync, search or gc code.
 if TYPE_CHECKING:
-    from xcsh_store.agents.pricing import PriceTable
+    from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
     from xcsh_store.index.read.outline import SessionOutline
@@ -394,7 +394,7 @@ class SessionIndex:
         text: bool = True,
         record_time: bool = True,
     ) -> SyncReport:
-        from xcsh_store.agents.pricing import price_sources
+        from xcsh_store.agents.prices.pricing import price_sources
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.sync import sync_files

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from xcsh_store.agents.pricing import price_table
-from xcsh_store.agents.pricing_model import Rate
+from xcsh_store.agents.prices.pricing import price_table
+from xcsh_store.agents.prices.pricing_model import Rate
 from xcsh_store.cli.app import (
     Settings,
     cli,

@@ -96,7 +96,7 @@ def entry_values(
         for source in sources:
             yield source[0], None, b""
         return
-    if plugin is not None and plugin.kind != "jsonl":
+    if plugin is not None and plugin.kind_of(path) != "jsonl":
         yield from _source_values(plugin, path, sources)
         return
     try:

@@ -331,7 +331,7 @@ def read_entries(
     reader = reader_named(agent)
     if reader is None and agent not in (None, *XCSH_AGENTS):
         raise FileChangedError(path)  # its plugin is gone: the next sync drops its rows
-    if reader is not None and reader.kind != "jsonl":
+    if reader is not None and reader.kind_of(path) != "jsonl":
         return _source_entries(reader, path, rows)
     values: dict[int, dict[str, Any]] = {}
     with open_regular_file(path) as stream:
@@ -378,8 +378,9 @@ def _source_entries(agent: Agent, path: str, rows: list[IndexedEntry]) -> list[d
         if row.id is not None:
             if value.get("id", row.id) != row.id:
                 raise FileChangedError(path)
-            value.setdefault("id", row.id)
-            value.setdefault("parentId", row.parent_id)
+            # The parent the read of the whole session gave it (a record read alone may not
+            # know it: Gemini CLI's records name none).
+            value["id"], value["parentId"] = row.id, row.parent_id
         ordered.append(value)
     return ordered
 

@@ -53,8 +53,8 @@ class UsageRow:
     cost: float | None
     # One key per grouping when usage was grouped by several (``key`` then joins them).
     keys: tuple[str | None, ...] = ()
-    # Entries whose cost the index estimated (Claude Code and Codex write none:
-    # agents/pricing.py), and entries of a model without a price (their cost is not in ``cost``).
+    # Entries whose cost the index estimated (Claude Code and Codex write none: agents/prices/
+    # pricing.py), and entries of a model without a price (their cost is not in ``cost``).
     estimated: int = 0
     unpriced: int = 0
     # GitHub Copilot CLI's premium requests (its sessions' shutdown totals).
@@ -84,7 +84,7 @@ class UsageRow:
             "total_tokens": self.tokens,
             # null when no entry has a price; else the sum of those priced (a lower bound
             # when unpriced_entries is not 0). Claude Code and Codex write no costs: theirs
-            # are the index's estimates (agents/pricing.py).
+            # are the index's estimates (agents/prices/pricing.py).
             "cost": self.cost,
             "estimated_cost_entries": self.estimated,
             "unpriced_entries": self.unpriced,

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from xcsh_store.agents.pricing import fixed_prices
+from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.write.build import Chunk, FileStat, read_from_start

@@ -2,7 +2,7 @@
 ``meta``), pricing again when the table changed, and the price each model seen was given.
 
 Claude Code and Codex files hold tokens, not costs: a sync prices each request as it reads it
-(agents/pricing.py), so ``entries.cost`` and ``sessions.cost`` are there for every reader of
+(agents/prices/pricing.py), so ``entries.cost`` and ``sessions.cost`` are there for every reader of
 index.db. A new genai-prices release, an edited prices.toml or new pricing rules change the
 table's fingerprint; the next sync then reads those agents' files again, whole, which prices
 every request anew (their files hold what billing needs: the 1-hour cache writes, each
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import apsw
 
 from xcsh_store.agents import ESTIMATED_AGENTS
-from xcsh_store.agents.pricing import PriceTable, price_sources, price_table, request_day
-from xcsh_store.agents.pricing_model import ModelPrice
+from xcsh_store.agents.prices.pricing import PriceTable, price_sources, price_table, request_day
+from xcsh_store.agents.prices.pricing_model import ModelPrice
 from xcsh_store.index.db import get_meta, set_meta, transaction
 
 PRICES_META = "price_table"

@@ -10,7 +10,7 @@ import stat as stat_module
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Any
 
@@ -222,12 +222,16 @@ def scan_any(
     agent: str | None = None,
 ) -> Iterator[SeenFile]:
     """The sessions below ``root``: the files scan_root finds, or, in the root of an agent that
-    finds its own (``agent``, a kind other than JSONL), those its plugin lists. Stale temp
-    files are looked for only in a root of no agent's."""
+    finds its own (``agent``, a kind other than JSONL), those its plugin lists (both for a
+    JSONL agent that keeps sessions of another kind too). Stale temp files are looked for only
+    in a root of no agent's."""
     plugin = reader_named(agent)
     if plugin is not None and plugin.kind != "jsonl":
         return scan_sources(root, plugin, report, known)
-    return scan_root(root, report, known, temp_files=agent is None)
+    found = scan_root(root, report, known, temp_files=agent is None)
+    if plugin is not None and plugin.other_kind_sources:
+        return chain(found, scan_sources(root, plugin, report, known))
+    return found
 
 
 def scan_sources(

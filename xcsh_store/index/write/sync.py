@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Set
 
 import apsw
 
-from xcsh_store.agents.pricing import fixed_prices
+from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.db import transaction

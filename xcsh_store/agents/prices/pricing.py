@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
-from xcsh_store.agents.pricing_model import ModelPrice, Rate, Rates
+from xcsh_store.agents.prices.pricing_model import ModelPrice, Rate, Rates
 from xcsh_store.homes import get_prices_file
 
 if TYPE_CHECKING:
     from genai_prices.data_snapshot import DataSnapshot
     from genai_prices.types import ModelInfo
 
-    from xcsh_store.agents.price_file import PriceFile
+    from xcsh_store.agents.prices.price_file import PriceFile
 
 # Bumped when the rules above or the arithmetic change: the fingerprint then changes too.
 PRICING_RULES = "2"
@@ -214,7 +214,7 @@ def price_table() -> PriceTable:
 
 @functools.lru_cache(maxsize=4)
 def _price_table(path: str, identity: tuple[int, int, int] | None) -> PriceTable:
-    from xcsh_store.agents.price_file import read_price_file
+    from xcsh_store.agents.prices.price_file import read_price_file
 
     with open(_corrections_path(), "rb") as stream:
         corrections = stream.read()

@@ -24,7 +24,7 @@ import fnmatch
 import tomllib
 from typing import Any
 
-from xcsh_store.agents.pricing_model import ModelPrice, Rate, Rates
+from xcsh_store.agents.prices.pricing_model import ModelPrice, Rate, Rates
 from xcsh_store.errors import XcshStoreError
 
 RATE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
