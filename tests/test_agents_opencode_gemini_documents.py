@@ -150,6 +150,16 @@ def test_opencode_costs_are_never_estimated(index: SessionIndex):
     assert rows["opencode"].estimated == 0
 
 
+def test_a_recorded_cost_that_is_missing_is_unknown_not_zero(index: SessionIndex):
+    """The message with tokens and no cost in dollars: its session's cost is unknown (null,
+    ``?``), as an unpriced model's is, never a recorded $0."""
+    sessions = {session.session_id: session for session in index.list_sessions()}
+    assert sessions["s_stage0_large"].cost_kind == "unpriced"
+    assert sessions["s_stage0_large"].to_json()["cost"] is None
+    # No tokens, no cost: nothing is unknown.
+    assert sessions["s_stage0_small"].cost_kind == "recorded"
+
+
 def test_opencode_text_reasoning_and_tool_output_are_searchable(index: SessionIndex):
     # The reasoning part (004.json), the tool's output (001.json), a user's text part.
     for word in ("Investigating", "non-existent-directory", "Hello"):

@@ -102,15 +102,13 @@ def _plugin_failed(agent: Agent, what: str, error: Exception) -> None:
 
 def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
-    (Claude Code and Codex write none: the index prices their tokens), ``partial`` (estimated,
-    but some entries are of a model without a price: the cost is a lower bound) or
-    ``unpriced`` (no entry adds a cost and some have no price): never an unknown cost as $0."""
+    (Claude Code and Codex write none: the index prices their tokens), ``partial`` (some
+    entries have neither a recorded cost nor a price: the cost is a lower bound) or
+    ``unpriced`` (no entry adds a cost and some have none): never an unknown cost as $0."""
+    if unpriced_entries:
+        return "partial" if cost else "unpriced"
     found = agent_named(agent)
-    if found is None or found.records_costs:
-        return "recorded"
-    if not unpriced_entries:
-        return "estimated"
-    return "partial" if cost else "unpriced"
+    return "recorded" if found is None or found.records_costs else "estimated"
 
 
 def reader_for(first: dict[str, Any]) -> Agent | None:

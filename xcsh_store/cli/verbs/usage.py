@@ -59,7 +59,7 @@ def cost_note(totals: UsageRow) -> str:
     if totals.unpriced:
         parts.append(
             f"at least {money(totals.cost)}, {totals.unpriced:,} entries unpriced"
-            " (models without a price: add them to prices.toml)"
+            " (no cost recorded and no price known: add their models to prices.toml)"
         )
     return "Note: " + "; ".join(parts) + "."
 
