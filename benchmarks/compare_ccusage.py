@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +86,12 @@ def xcsh_rows(environment: dict[str, str], agent_dir: Path) -> dict[tuple[str, s
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@contextmanager
+def fixture_home(description: str) -> Iterator[tuple[Path, dict[str, str], Path]]:
+    """ccusage installed (``--cache``) and the Claude Code and Codex fixtures laid out as a home
+    in a temporary folder: (ccusage's binary, an environment pointing both tools at that home, a
+    scratch folder for xcsh-store's agent dir), until the block ends."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     default_cache = Path.home() / ".cache" / "xcsh-store-bench" / "ccusage"
     parser.add_argument("--cache", type=Path, default=default_cache)
     arguments = parser.parse_args()
@@ -98,8 +104,13 @@ def main() -> None:
             CODEX_HOME=str(home / ".codex"), XDG_CONFIG_HOME=str(home / ".config"),
             XDG_DATA_HOME=str(home / ".local" / "share"), PYTHONPATH=str(ROOT),
         )  # fmt: skip
+        yield binary, environment, Path(folder)
+
+
+def main() -> None:
+    with fixture_home(__doc__ or "") as (binary, environment, folder):
         theirs = ccusage_rows(binary, environment)
-        ours = xcsh_rows(environment, Path(folder) / "agent")
+        ours = xcsh_rows(environment, folder / "agent")
     print("| session | model | tokens (in/out/read/write) equal | xcsh-store | ccusage |")
     print("|---|---|---|---:|---:|")
     for key in sorted(set(ours) | set(theirs)):

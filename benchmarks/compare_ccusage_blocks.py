@@ -7,21 +7,17 @@ by side (docs/ccusage.md explains the differences).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from real_home import lay_out_home
 
-from benchmarks.compare_ccusage import install_ccusage
+from benchmarks.compare_ccusage import fixture_home
 
 
 def ccusage_blocks(binary: Path, environment: dict[str, str]) -> dict[str, list[Any]]:
@@ -64,21 +60,9 @@ def xcsh_blocks(environment: dict[str, str], agent_dir: Path) -> dict[str, list[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_cache = Path.home() / ".cache" / "xcsh-store-bench" / "ccusage"
-    parser.add_argument("--cache", type=Path, default=default_cache)
-    arguments = parser.parse_args()
-    binary = install_ccusage(arguments.cache)
-    with tempfile.TemporaryDirectory() as folder:
-        home = Path(folder) / "home"
-        lay_out_home(home)
-        environment = dict(
-            os.environ, HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"),
-            CODEX_HOME=str(home / ".codex"), XDG_CONFIG_HOME=str(home / ".config"),
-            XDG_DATA_HOME=str(home / ".local" / "share"), PYTHONPATH=str(ROOT),
-        )  # fmt: skip
+    with fixture_home(__doc__ or "") as (binary, environment, folder):
         theirs = ccusage_blocks(binary, environment)
-        ours = xcsh_blocks(environment, Path(folder) / "agent")
+        ours = xcsh_blocks(environment, folder / "agent")
 
     def cells(row: list[Any] | None, number: int) -> str:
         if row is None:
