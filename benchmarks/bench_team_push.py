@@ -20,11 +20,15 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from team_server import count_row_writes
 
 from benchmarks.bench_team import fresh_database
 from benchmarks.harness import compare, print_table
@@ -34,8 +38,6 @@ from xcsh_store.js import stringify
 from xcsh_store.secrets import Redactor
 from xcsh_store.team import connect, push
 from xcsh_store.team.ledger import LEDGER_FILE_NAME
-
-TABLES = ("hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup")
 
 
 def appended(path: Path, number: int) -> None:
@@ -60,20 +62,6 @@ def timed_push(agent_dir: str, url: str, redactor: Redactor | None = None) -> tu
     started = time.perf_counter()
     report = push(agent_dir, url, host="bench", redactor=redactor)
     return time.perf_counter() - started, report.entries
-
-
-def count_writes(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute("CREATE TABLE row_writes (tab text, op text)")
-        connection.execute(
-            "CREATE FUNCTION log_row_write() RETURNS trigger LANGUAGE plpgsql AS"
-            " $$BEGIN INSERT INTO row_writes VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END$$"
-        )
-        for table in TABLES:
-            connection.execute(
-                f"CREATE TRIGGER log_row_write AFTER INSERT OR UPDATE OR DELETE ON {table}"
-                " FOR EACH ROW EXECUTE FUNCTION log_row_write()"
-            )
 
 
 def writes_since(url: str) -> int:
@@ -144,7 +132,7 @@ def main() -> None:
             appended(Path(path), 9)
             sync(agent_dir)
             push(agent_dir, url, host="bench")
-            count_writes(url)
+            count_row_writes(url)
             for number, with_ledger in ((10, True), (11, False)):
                 if not with_ledger:
                     ledger.unlink()

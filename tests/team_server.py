@@ -189,3 +189,23 @@ class Roles:
             for role in reversed(self.made):
                 connection.execute(f'DROP OWNED BY "{role}"')
                 connection.execute(f'DROP ROLE "{role}"')
+
+
+# The team index's tables a push writes.
+TEAM_TABLES = ("hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup")
+
+
+def count_row_writes(url: str) -> None:
+    """Triggers that log every row inserted, updated or deleted in the team tables into
+    ``row_writes (tab, op)``."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE row_writes (tab text, op text)")
+        connection.execute(
+            "CREATE FUNCTION log_row_write() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$BEGIN INSERT INTO row_writes VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END$$"
+        )
+        for table in TEAM_TABLES:
+            connection.execute(
+                f"CREATE TRIGGER log_row_write AFTER INSERT OR UPDATE OR DELETE ON {table}"
+                " FOR EACH ROW EXECUTE FUNCTION log_row_write()"
+            )

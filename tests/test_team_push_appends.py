@@ -15,12 +15,10 @@ from typing import Any
 
 import pytest
 from session_builder import append, header, message, sessions_dir, sync, write_session
-from team_server import local_rows, psycopg, server_rows
+from team_server import count_row_writes, local_rows, psycopg, server_rows
 
 from xcsh_store.team import push
 from xcsh_store.team.ledger import LEDGER_FILE_NAME
-
-TABLES = ("hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup")
 
 
 def conversation(path: Path, session_id: str, turns: int, created: str | None = None) -> Path:
@@ -35,21 +33,6 @@ def conversation(path: Path, session_id: str, turns: int, created: str | None = 
             records.append(message(entry_id, parent, role, f"{role} turn {turn} of {session_id}"))
             parent = entry_id
     return write_session(path, records)
-
-
-def count_writes(url: str) -> None:
-    """Triggers that log every row inserted, updated or deleted in the team tables."""
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute("CREATE TABLE row_writes (tab text, op text)")
-        connection.execute(
-            "CREATE FUNCTION log_row_write() RETURNS trigger LANGUAGE plpgsql AS"
-            " $$BEGIN INSERT INTO row_writes VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END$$"
-        )
-        for table in TABLES:
-            connection.execute(
-                f"CREATE TRIGGER log_row_write AFTER INSERT OR UPDATE OR DELETE ON {table}"
-                " FOR EACH ROW EXECUTE FUNCTION log_row_write()"
-            )
 
 
 def writes(url: str) -> dict[tuple[str, str], int]:
@@ -86,7 +69,7 @@ def test_one_appended_entry_costs_a_few_row_writes_whatever_the_file(
     conversation(folder / "2026-01-01T00-00-01-000Z_other.jsonl", "other", 5)
     sync(agent_dir)
     push(str(agent_dir), team_url, host="laptop")
-    count_writes(team_url)
+    count_row_writes(team_url)
     append(grown, message("big-answer-more", f"biga{turns - 1}", "assistant", "one more"))
     sync(agent_dir)
     report = push(str(agent_dir), team_url, host="laptop")
@@ -149,7 +132,7 @@ def test_a_rewrite_makes_only_its_sessions_rollup_rows_again(
     ]
     sync(agent_dir)
     push(str(agent_dir), team_url, host="laptop")
-    count_writes(team_url)
+    count_row_writes(team_url)
     paths[3].write_bytes(paths[3].read_bytes().replace(b"turn", b"TURN") + b"\n")
     sync(agent_dir)
     assert push(str(agent_dir), team_url, host="laptop").pushed == 1
