@@ -204,3 +204,46 @@ def test_sync_says_it_added_the_text_that_was_put_off(
     assert result.exit_code == 0, result.output
     report = orjson.loads(result.stdout)
     assert (report["text_files_indexed"], report["text_pending"]) == (pending, 0)
+
+
+def test_the_web_and_mcp_searches_say_when_their_results_are_partial(
+    agent_dir: Path, real_home: RealHome, text_later_always: None
+):
+    from starlette.testclient import TestClient
+    from web_server import LOCAL
+
+    from xcsh_store.agent_tools.tools import search_sessions
+    from xcsh_store.web import create_app
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(text=False)
+        pending = index.text_pending()
+    assert pending
+    client = TestClient(create_app(str(agent_dir), sync_every=None), base_url=LOCAL)
+    page = client.get("/search", params={"q": WORD}).text
+    assert f"the search text of {pending} session files is still being indexed" in page
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert "still being indexed" in search_sessions(index, WORD)["partial"]
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.index_pending_text()
+    assert "still being indexed" not in client.get("/search", params={"q": WORD}).text
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert "partial" not in search_sessions(index, WORD)
+
+
+def test_serve_and_mcp_index_the_text_that_was_put_off_in_the_background(
+    agent_dir: Path, real_home: RealHome, text_later_always: None, reference: SessionIndex
+):
+    from xcsh_store.index import Refresher
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(text=False)
+    refresher = Refresher(str(agent_dir), every=0)
+    try:
+        refresher.refresh()
+        refresher.wait_for_text()
+    finally:
+        refresher.close()
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert index.text_pending() == 0
+        assert hits(index, WORD) == hits(reference, WORD)

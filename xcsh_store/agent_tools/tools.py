@@ -124,8 +124,8 @@ def list_sessions(
     title (or first prompt), folder and size. since/until (a date 2026-11-01, a time
     2026-11-01T09:30, or an age such as 1d or 12h): only sessions active in that span
     (modified at or after since, started before until): "what did I work on yesterday?" is
-    since=<yesterday's date>, until=<today's date>. Filters: cwd, project folder, agent (xcsh,
-    pi, omp, claude, codex). At most 50."""
+    since=<yesterday's date>, until=<today's date>. Filters: cwd, project folder, agent (one of
+    the agents the store reads). At most 50."""
     order = _one_of("order", order, SESSION_ORDERS)
     filters = SessionFilter.parse(
         since=since, until=until, cwd=cwd, project=project, agents=_agents(agent)
@@ -154,20 +154,27 @@ def search_sessions(
     """Full-text search over every session (all words must match; "phrases", -excluded).
     Filters: project (a working directory, with the folders inside it), role (user, assistant,
     toolResult…), model (an id or provider/id), since/until (a date, a time or an age such as
-    7d), agent (xcsh, pi, omp, claude, codex). Each hit names its session and entry id
+    7d), agent (one of the agents the store reads). Each hit names its session and entry id
     (get_entry reads it whole). At most 50 hits."""
     filters = SessionFilter.parse(since=since, until=until, project=project, agents=_agents(agent))
     limit = _bounded(limit, MAX_HITS)
     hits = index.hits(SearchQuery(query, filters, role, model, limit))
     if not hits:
         check_filters(index, model=model, project=project)
-    return {
+    found: dict[str, Any] = {
         "hits": [
             hit.to_json() | {"session": hit.session_id, "snippet": _cut(hit.snippet)}
             for hit in hits
         ],
         "limit": limit,
     }
+    pending = index.text_pending()
+    if pending:
+        found["partial"] = (
+            f"the search text of {pending} session files is still being indexed:"
+            " these hits may miss some"
+        )
+    return found
 
 
 def get_session(

@@ -965,20 +965,48 @@ class Refresher:
         self._identity: tuple[int, int] | None = None
         self._synced_at: float | None = None
         self._lock = threading.Lock()
+        self._text_pass: threading.Thread | None = None
 
     def refresh(self) -> Freshness | None:
         """What the index's refresh did; None when it was done less than ``every`` seconds
-        ago, or could not be (the reason is logged: the read answers from what is there)."""
+        ago, or could not be (the reason is logged: the read answers from what is there).
+        Search text a usage-first sync put off is indexed by a thread of its own, so reads
+        answer meanwhile (searches say they are partial until it is done)."""
         with self._lock:
             if self._synced_at is not None and time.monotonic() - self._synced_at < self.every:
                 return None
             try:
-                return self._opened().refresh()
+                index = self._opened()
+                freshness = index.refresh()
+                if index.text_pending():
+                    self._start_text_pass()
+                return freshness
             except (XcshStoreError, OSError, apsw.Error) as error:
                 log.warning("index.db could not be brought up to date: %s", error)
                 return None
             finally:
                 self._synced_at = time.monotonic()
+
+    def _start_text_pass(self) -> None:
+        if self._text_pass is not None and self._text_pass.is_alive():
+            return
+        self._text_pass = threading.Thread(
+            target=self._index_pending_text, name="xcsh-store search text", daemon=True
+        )
+        self._text_pass.start()
+
+    def wait_for_text(self) -> None:
+        """Wait for the search text being indexed in the background, if any."""
+        if self._text_pass is not None:
+            self._text_pass.join()
+
+    def _index_pending_text(self) -> None:
+        try:
+            with SessionIndex.open(self.agent_dir) as index:
+                log.info("indexing the search text of %d files", index.text_pending())
+                index.index_pending_text(workers=1)
+        except (XcshStoreError, OSError, apsw.Error) as error:
+            log.warning("the search text could not be indexed now: %s", error)
 
     def _opened(self) -> SessionIndex:
         """The index, kept open between reads (a sync of unchanged files then reads no rows

@@ -376,7 +376,7 @@ def create_app(
             projects, models = filter_choices(index)
             return render(
                 "search.html", q=text, hits=hits, groups=pages.grouped_hits(hits), error=error,
-                query=query,
+                query=query, pending=index.text_pending() if text else 0,
                 known=secrets_of(index, (hit.path for hit in hits)),
                 projects=projects, models=models, roles=sorted(SEARCH_ROLES), agents=AGENTS,
                 pieces=snippet_pieces,
