@@ -282,3 +282,23 @@ def test_a_session_header_says_what_it_cost_and_used(agent_dir, real_home, clien
         assert f"<dt>{fact}" in facts, fact
     assert "claude-opus-4-20250514" in facts
     assert f"in {tokens}" in facts and '<span title="estimated">~$' in facts
+
+
+def test_model_rows_drop_the_provider_where_the_names_stay_apart():
+    from xcsh_store.web.pages import model_labels
+
+    keys = ["anthropic/claude-opus-4-6", "openai/gpt-5.4", "bedrock/claude-opus-4-6", "local"]
+    assert model_labels(keys) == [
+        "anthropic/claude-opus-4-6",
+        "gpt-5.4",
+        "bedrock/claude-opus-4-6",
+        "local",
+    ]
+
+
+def test_the_usage_page_names_models_without_their_provider(client, branched):
+    page = client.get("/usage", params={"by": "day"}).text
+    chart = page.split("by model (max", 1)[1].split("</ol>", 1)[0]
+    models = re.findall(r'<span class="key" title="([^"]*)">([^<]*)</span>', chart)
+    assert models and all("/" in key for key, _ in models)
+    assert all(label == key.split("/", 1)[1] for key, label in models)

@@ -439,7 +439,7 @@ def create_app(
         worked = [row for row in over_time if row.entries]
         charts = [
             pages.chart(title, worked if by == "block" else over_time, metric, value_of),
-            pages.ranked_chart("by model", models, metric, value_of),
+            pages.ranked_chart("by model", models, metric, value_of, labels_of=pages.model_labels),
             pages.ranked_chart(
                 "by project", projects, metric, value_of, name_of=pages.project_name
             ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -808,10 +809,12 @@ def ranked_chart(
     value_of: Callable[[Any], float | None],
     limit: int = 20,
     name_of: Callable[[str], str] = str,
+    labels_of: Callable[[list[str]], list[str]] = list,
 ) -> Chart:
     """The largest ``limit`` keys (models, projects), largest first, each a row of the page's
-    list: its name (cut by the page, whole on hover), a bar (``<meter>``: no inline style) and
-    its value (``unpriced`` where no price is known, not a zero)."""
+    list: its name (``labels_of`` the keys; cut by the page, whole on hover), a bar
+    (``<meter>``: no inline style) and its value (``unpriced`` where no price is known, not a
+    zero)."""
 
     def rank(row: Any) -> float:
         value = value_of(row)
@@ -833,7 +836,17 @@ def ranked_chart(
         )
         for row, value in zip(ranked, values, strict=True)
     ]
+    for bar, label in zip(bars, labels_of([bar.key for bar in bars]), strict=True):
+        bar.label = label
     return Chart(title, metric, bars, maximum, kind="ranked")
+
+
+def model_labels(keys: list[str]) -> list[str]:
+    """``provider/model`` keys without their provider where that still tells them apart (at
+    phone width the provider took all the room: every Anthropic model read "anthropic/clau…")."""
+    bare = [key.split("/", 1)[-1] for key in keys]
+    seen = Counter(bare)
+    return [name if seen[name] == 1 else key for key, name in zip(keys, bare, strict=True)]
 
 
 def block_row(block: BillingBlock) -> UsageRow:
