@@ -41,6 +41,10 @@ settings.register_profile(
 )
 settings.register_profile(
     "stress",
+    # Whatever profile Hypothesis itself loaded (its own "ci" profile derandomises when $CI is
+    # set): new examples on every run, none saved.
+    derandomize=False,
+    database=None,
     max_examples=examples(settings.default.max_examples),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -157,3 +157,15 @@ def test_the_content_tells_oh_my_pi_from_pi_in_a_folder_both_use(
         OMP_FILE: "omp",
         PI_FILE: "pi",
     }
+
+
+def test_serve_makes_the_first_index_as_any_reader_does(no_xcsh: None, real_home: RealHome):
+    from web_server import running_server
+
+    store = real_home.home / ".local" / "share" / "xcsh-store"
+    with running_server(store) as server:
+        listing = server.request("/?limit=100")
+    assert listing.status == 200
+    assert (store / "index.db").is_file()
+    assert b"claude" in listing.body and b"codex" in listing.body
+    assert server.output["stderr"].startswith("Note: no index yet: indexing the sessions")

@@ -130,6 +130,7 @@ agent_option = click.option(
     "--agent",
     "agents",
     type=click.Choice(AGENTS),
+    metavar="AGENT",
     multiple=True,
     help="Only sessions of this agent (repeatable): " + ", ".join(AGENTS) + ".",
 )

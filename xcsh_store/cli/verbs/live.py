@@ -140,7 +140,8 @@ def mcp_command(settings: Settings, no_redact: bool) -> None:
     redact = redaction("mcp", no_redact)
     from xcsh_store.agent_tools import serve_stdio
 
-    open_index(settings).close()  # no index yet: say so now, not on the first call
+    # The first index is made now (as any read verb makes it), not on the first call.
+    open_index(settings, fresh=True).close()
     serve_stdio(settings.agent_dir, redact, sync_every(settings))
 
 
@@ -247,7 +248,7 @@ def serve_command(
     if live:
         require_agent_dir(settings)
     else:
-        open_index(settings).close()  # no index yet: say so now
+        open_index(settings, fresh=True).close()  # the first index made now, as by any reader
 
     def ready(url: str) -> None:
         # A token typed on the command line is no secret from this terminal; one from the
