@@ -257,18 +257,26 @@ def unknown_version(found: AgentEntry, path: str, agent: str, version: Any) -> N
     )  # fmt: skip
 
 
-def unknown_entry(value: dict[str, Any], kind: str | None, id_key: str = "id") -> AgentEntry:
-    """A record of a format version the reader does not know: its id, parent and time if it
-    has them where the known versions have them, and its own type."""
+def record_entry(
+    value: dict[str, Any], kind: str | None, id_key: str = "id", parent_key: str = "parentId"
+) -> dict[str, Any]:
+    """An entry of the record's type (``unknown`` without one), with its id and parent where
+    it has an id, and its ``timestamp``."""
     entry: dict[str, Any] = {"type": kind or "unknown"}
     entry_id = text_of(value.get(id_key))
     if entry_id is not None:
-        entry["id"] = entry_id
-        entry["parentId"] = text_of(value.get("parentId"))
+        entry.update(id=entry_id, parentId=text_of(value.get(parent_key)))
     timestamp = text_of(value.get("timestamp"))
     if timestamp is not None:
         entry["timestamp"] = timestamp
-    return AgentEntry(entry, qualifier="unknown", chained=entry_id is None)
+    return entry
+
+
+def unknown_entry(value: dict[str, Any], kind: str | None, id_key: str = "id") -> AgentEntry:
+    """A record of a format version the reader does not know: its id, parent and time if it
+    has them where the known versions have them, and its own type."""
+    entry = record_entry(value, kind, id_key)
+    return AgentEntry(entry, qualifier="unknown", chained="id" not in entry)
 
 
 def folder_from(variable: str, default: str) -> str:

@@ -23,6 +23,7 @@ from xcsh_store.agents.base import (
     HistoryPrompt,
     SessionFacts,
     anthropic_message,
+    record_entry,
     text_of,
 )
 from xcsh_store.agents.prices.pricing import price_table
@@ -45,13 +46,8 @@ class DroidReader(Agent):
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = text_of(value.get("type"))
-        entry: dict[str, Any] = {"type": kind or "unknown"}
-        entry_id = text_of(value.get("id"))
-        if entry_id is not None:
-            entry.update(id=entry_id, parentId=text_of(value.get("parentId")))
-        timestamp = text_of(value.get("timestamp"))
-        if timestamp is not None:
-            entry["timestamp"] = timestamp
+        entry = record_entry(value, kind)
+        entry_id = entry.get("id")
         found = AgentEntry(entry)
         if kind == START_TYPE:
             session.session_id = session.session_id or entry_id
@@ -59,7 +55,7 @@ class DroidReader(Agent):
             found.title = text_of(value.get("sessionTitle")) or text_of(value.get("title"))
             found.title_source = "auto" if found.title else None
         elif kind == "message":
-            session.created_at = session.created_at or timestamp
+            session.created_at = session.created_at or entry.get("timestamp")
             message = value.get("message")
             if type(message) is dict:
                 _message(found, message)

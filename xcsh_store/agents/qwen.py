@@ -34,6 +34,7 @@ from xcsh_store.agents.base import (
     SessionFacts,
     folder_from,
     number,
+    record_entry,
     text_blocks,
     text_of,
 )
@@ -77,13 +78,7 @@ class QwenReader(Agent):
             session.created_at = text_of(value.get("timestamp"))
         session.cwd = session.cwd or text_of(value.get("cwd"))
         kind = text_of(value.get("type"))
-        entry: dict[str, Any] = {"type": kind or "unknown"}
-        uuid = text_of(value.get("uuid"))
-        if uuid is not None:
-            entry.update(id=uuid, parentId=text_of(value.get("parentUuid")))
-        timestamp = text_of(value.get("timestamp"))
-        if timestamp is not None:
-            entry["timestamp"] = timestamp
+        entry = record_entry(value, kind, "uuid", "parentUuid")
         found = AgentEntry(entry, qualifier=text_of(value.get("subtype")))
         message = value.get("message")
         parts = message.get("parts") if type(message) is dict else None
@@ -91,7 +86,7 @@ class QwenReader(Agent):
         if kind == "user":
             _user(found, value, parts)
         elif kind == "assistant":
-            _assistant(found, value, parts, timestamp)
+            _assistant(found, value, parts, entry.get("timestamp"))
         elif kind == "tool_result":
             entry.update(type="message", message=_results(parts))
         elif found.qualifier == COMPRESSION:
