@@ -370,12 +370,7 @@ def _gemini(found: AgentEntry, value: dict[str, Any], timestamp: str | None) -> 
             if text:
                 blocks.append({"type": "thinking", "thinking": text})
     blocks += text_blocks(_texts(value))
-    for call in value.get("toolCalls") or ():
-        if type(call) is dict:
-            blocks.append(
-                {"type": "toolCall", "id": text_of(call.get("id")), "name": call.get("name"),
-                 "arguments": call.get("args")}
-            )  # fmt: skip
+    blocks += [tool_call(call) for call in value.get("toolCalls") or () if type(call) is dict]
     model = text_of(value.get("model"))
     found.entry.update(type="message", message={"role": "assistant", "content": blocks})
     found.model, found.provider = model, price_table().provider_of(model)
@@ -399,3 +394,13 @@ def gemini_usage(tokens: dict[str, Any], model: str | None, timestamp: str | Non
 
 
 READER = GeminiReader()
+
+
+def tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini API function call (``id``, ``name``, ``args``; Qwen Code's too) as a block."""
+    return {
+        "type": "toolCall",
+        "id": text_of(call.get("id")),
+        "name": call.get("name"),
+        "arguments": call.get("args"),
+    }

@@ -38,6 +38,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
+from xcsh_store.agents.gemini import tool_call
 from xcsh_store.agents.prices.pricing import Request, price_table
 
 HOME_ENV = "QWEN_HOME"
@@ -126,13 +127,8 @@ def _assistant(
         {"type": "thinking", "thinking": text} for text in _texts(parts, thought=True)
     ]
     blocks += text_blocks(_texts(parts))
-    for part in parts:
-        call = part.get("functionCall")
-        if type(call) is dict:
-            blocks.append(
-                {"type": "toolCall", "id": text_of(call.get("id")), "name": call.get("name"),
-                 "arguments": call.get("args")}
-            )  # fmt: skip
+    calls = [part.get("functionCall") for part in parts]
+    blocks += [tool_call(call) for call in calls if type(call) is dict]
     model = text_of(value.get("model"))
     found.entry.update(type="message", message={"role": "assistant", "content": blocks})
     found.model, found.provider = model, price_table().provider_of(model)
