@@ -40,6 +40,17 @@ def iso_millis(moment: datetime | float) -> str:
     return text.replace("+00:00", "Z")
 
 
+def iso_from_millis(value: Any) -> str | None:
+    """:func:`iso_millis` of a count of milliseconds since the epoch as an agent records one;
+    None when ``value`` is not a number or no time."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        return iso_millis(value / 1000)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
 def iso_bound(bound: datetime | str) -> str:
     """A time bound of a query as the ISO text timestamps are compared with: text as given, a
     datetime as :func:`iso_millis`."""

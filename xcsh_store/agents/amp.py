@@ -40,7 +40,7 @@ from xcsh_store.agents.base import (
 from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.files import open_regular_file
 from xcsh_store.homes import agent_home
-from xcsh_store.times import iso_millis
+from xcsh_store.times import iso_from_millis
 
 DATA_DIR_ENV = "AMP_DATA_DIR"
 _THREAD = "amp-thread"
@@ -146,12 +146,7 @@ def _time(value: Any) -> str | None:
     """An ISO time as written, or one from milliseconds since the epoch."""
     if isinstance(value, str) and value:
         return value
-    if type(value) in (int, float):
-        try:
-            return iso_millis(value / 1000)
-        except (OverflowError, ValueError, OSError):
-            return None
-    return None
+    return iso_from_millis(value)
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

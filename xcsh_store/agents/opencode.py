@@ -70,7 +70,7 @@ from xcsh_store.agents.opencode_db import (
 )
 from xcsh_store.files import open_regular_file
 from xcsh_store.homes import XDG_DATA_HOME_ENV, agent_home, folder_of
-from xcsh_store.times import iso_millis
+from xcsh_store.times import iso_from_millis
 
 log = logging.getLogger("xcsh_store")
 
@@ -269,19 +269,9 @@ def _load_or_skip(path: str) -> Any:
         return None
 
 
-def _time(value: Any) -> str | None:
-    """An ISO time from opencode's milliseconds since the epoch."""
-    if type(value) in (int, float):
-        try:
-            return iso_millis(value / 1000)
-        except (OverflowError, ValueError, OSError):
-            return None
-    return None
-
-
 def _created(value: dict[str, Any]) -> str | None:
     times = value.get("time")
-    return _time(times.get("created")) if type(times) is dict else None
+    return iso_from_millis(times.get("created")) if type(times) is dict else None
 
 
 def _session(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
@@ -356,7 +346,7 @@ def _tool_result(part: dict[str, Any]) -> AgentEntry:
     failed = state.get("status") == "error"
     output = state.get("error") if failed else state.get("output")
     times = state.get("time")
-    ended = _time(times.get("end")) if type(times) is dict else None
+    ended = iso_from_millis(times.get("end")) if type(times) is dict else None
     entry = {
         "type": "message",
         "timestamp": ended,
