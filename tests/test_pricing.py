@@ -3,8 +3,8 @@
 Each fixture's expected cost is written out below: its requests' token sums (each response
 once: the last line of a ``message.id`` + ``requestId``, each Codex ``token_count`` once, the
 input without its cached part), times the price in force on the session's day, in dollars per
-million tokens. Sources: genai-prices 0.2.3 (pydantic/genai-prices, which cites the vendors'
-pricing pages), and xcsh_store/agents/prices/price_corrections.toml for Claude Sonnet 4's
+million tokens. Sources: genai-prices at the version requirements.lock pins (pydantic/genai-prices,
+which cites the vendors' pricing pages; each price below is the same from 0.2.3 to 0.2.5), and xcsh_store/agents/prices/price_corrections.toml for Claude Sonnet 4's
 long-context tier (Anthropic's pricing page, in force from 2025-08-12). The token sums come
 from the files alone, as tests/test_agents.py computes them; a request's size for the
 long-context threshold is its ``input + cache_read + cache_write`` (Codex: ``input_tokens``,
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import random
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -302,7 +303,8 @@ def test_prices_lists_each_model_its_price_source_and_the_unpriced(
     prices = run_json(priced_home, "prices")
     by_model = {(item["agent"], item["model"]): item for item in prices["models"]}
     opus = by_model[("claude", "claude-opus-4-6")]
-    assert (opus["price"]["input"]["base"], opus["source"]) == (5.0, "genai-prices 0.2.3")
+    source = f"genai-prices {metadata.version('genai-prices')}"
+    assert (opus["price"]["input"]["base"], opus["source"]) == (5.0, source)
     assert opus["date"] == "2026-03-13"  # the day its long-context tier ended (dataset)
     sonnet = by_model[("claude", "claude-sonnet-4-20250514")]
     assert sonnet["price"]["input"]["tiers"] == [[200000, 6.0]]
