@@ -13,7 +13,15 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
+from xcsh_store.agents import (
+    XCSH_AGENTS,
+    Agent,
+    SessionFacts,
+    kind_of,
+    read_entry,
+    reader_named,
+    records_at,
+)
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
@@ -96,7 +104,7 @@ def entry_values(
         for source in sources:
             yield source[0], None, b""
         return
-    if plugin is not None and plugin.kind_of(path) != "jsonl":
+    if plugin is not None and kind_of(plugin, path) != "jsonl":
         yield from _source_values(plugin, path, sources)
         return
     try:
@@ -142,10 +150,12 @@ def _source_values(
     """entry_values of a session its plugin reads (Agent.records_at); None for each entry of
     one that exists but cannot be read now, nothing for one that is gone."""
     try:
-        found = plugin.records_at(path, [source[2] for source in sources])
+        found = records_at(plugin, path, [source[2] for source in sources])
     except FileNotFoundError:
         return
-    except Exception:  # unreadable now, or the plugin's own fault: the index still holds it
+    except OSError:
+        found = None
+    if found is None:  # unreadable now, or the plugin's own fault: the index still holds it
         for source in sources:
             yield source[0], None, b""
         return

@@ -20,6 +20,7 @@ from xcsh_store.agents import (
     reader_named,
     xcsh_agent_of,
 )
+from xcsh_store.agents import records as plugin_records
 from xcsh_store.format.entries import (
     NAMED_TITLE_SOURCE,
     SESSION_INFO_TYPE,
@@ -317,7 +318,7 @@ def read_source(agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: i
     state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
     builder.reader = agent
-    records = ((locator, b"", [value], False) for locator, value in agent.records(path))
+    records = ((locator, b"", [value], False) for locator, value in plugin_records(agent, path))
     builder.add_records(records, tally)
 
 
