@@ -26,8 +26,6 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from xcsh_store.agents.base import (
     Agent,
     AgentEntry,
@@ -38,7 +36,7 @@ from xcsh_store.agents.base import (
     text_of,
 )
 from xcsh_store.agents.prices.pricing import Request, price_table
-from xcsh_store.files import open_regular_file
+from xcsh_store.format.jsonl import read_document
 from xcsh_store.homes import agent_home
 from xcsh_store.times import iso_from_millis
 
@@ -67,8 +65,7 @@ class AmpReader(Agent):
         return name.endswith(".json") and not name.startswith(".")
 
     def records(self, path: str) -> Iterator[Record]:
-        with open_regular_file(path) as stream:
-            thread = orjson.loads(stream.read())
+        thread = read_document(path)
         if type(thread) is not dict:
             raise ValueError("an Amp thread is a JSON object")
         yield (
