@@ -7,9 +7,9 @@ run (issue 39 item 7).
 bench_web_bounds.py does; both trees answer (``xcsh-store mcp`` as a process, ``PYTHONPATH`` at
 the tree, driven by the MCP SDK's client) over the same agent dir, written once under
 ``--work``: 60 sessions each in a folder 30,000 characters long, with a prompt of 3,000 control
-characters (six bytes each in JSON) and an answer of a model with a 30,000-character name; one
-session whose one message is 20 MB; an artifact whose one line is a megabyte. Target: every
-answer at most 64 KiB (agent_tools/bounds.py ANSWER_BYTES).
+characters (six bytes each in JSON) and an answer (with usage) of a model with a 30,000-character
+name; one session whose one message is 20 MB; an artifact whose one line is a megabyte. Target:
+every answer at most 64 KiB (agent_tools/bounds.py ANSWER_BYTES).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from xcsh_store.js import stringify
 
 DEFAULT_REF = "a24a449"
 WIDE = "w" * 30_000
+COST = {"input": 0.1, "output": 0.2, "cacheRead": 0, "cacheWrite": 0, "total": 0.3}
+USAGE = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15, "cost": COST}
 CONTROLS = "\x01" * 3000
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "list_sessions (limit 50)": ("list_sessions", {"limit": 50}),
@@ -78,7 +80,7 @@ def agent_dir(work: Path) -> Path:
             header(f"wide-{number:02d}", f"/work/{WIDE}/{number}")
             + record(f"u{number}", None, "user", f"needle {number} {CONTROLS}")
             + record(f"a{number}", f"u{number}", "assistant", f"answer {number}",
-                     model=f"{WIDE}-{number}", provider="anthropic")
+                     model=f"{WIDE}-{number}", provider="anthropic", usage=USAGE)
         )  # fmt: skip
     huge = folder / "2026-01-01T00-00-00-000Z_huge.jsonl"
     huge.write_bytes(header("huge", "/work") + record("big", None, "user", "x\x02 " * 7_000_000))
