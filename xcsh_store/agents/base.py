@@ -223,6 +223,17 @@ class Agent:
         than jsonl)."""
         return iter(())
 
+    def session_files(self, path: str) -> list[str]:
+        """The files whose bytes make up the session at ``path`` (kinds other than jsonl),
+        which the store's archive keeps whole and ``restore`` writes back: the file itself by
+        default; none for a session kept in a database."""
+        return [path] if os.path.isfile(path) else []
+
+    def resume_command(self, session_id: str, cwd: str | None) -> str | None:
+        """The command that resumes a session of this agent (``restore`` prints it once the
+        session's file is back), None when the agent has none."""
+        return None
+
     def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The records of ``locators`` (those the session still holds), read again: by default
         the session is read again and those are kept."""

@@ -151,6 +151,17 @@ class OpencodeReader(Agent):
                     locator += 1
                     yield locator, {"type": TOOL_RECORD, "part": part}
 
+    def session_files(self, path: str) -> list[str]:
+        """The session's file, its messages' files and their parts' (a session of the
+        database: none)."""
+        if database_session(path) is not None or not os.path.isfile(path):
+            return []
+        storage = _storage_of(path)
+        files = [path]
+        for message_path in _message_files(storage, _session_id(path, None)):
+            files += [message_path, *_part_files(storage, message_path, None)]
+        return files
+
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = value.get("type")
         if kind == SESSION_RECORD:

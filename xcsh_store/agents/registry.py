@@ -115,7 +115,8 @@ class _Adopted(Agent):
                 setattr(self, fact, getattr(reader, fact))
         for method in (
             "read", "recognizes", "history_prompt", "session_roots", "history_files",
-            "sources", "records", "records_at", "is_session_name", "kind_of",
+            "sources", "records", "records_at", "is_session_name", "kind_of", "session_files",
+            "resume_command",
         ):  # fmt: skip
             if callable(getattr(reader, method, None)):
                 setattr(self, method, getattr(reader, method))

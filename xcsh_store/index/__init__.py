@@ -49,6 +49,7 @@ from xcsh_store.lazy import lazy_exports
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
 # only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
 if TYPE_CHECKING:
+    from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -139,6 +140,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "xcsh_store.index.archive.sources": ("ArchivedSources",),
         "xcsh_store.index.read.choices": (
             "Choice",
             "check_filters",
@@ -253,6 +255,7 @@ __all__ = [
     "USAGE_GROUPS",
     "WATCHED",
     "WINDOW",
+    "ArchivedSources",
     "BillingBlock",
     "Choice",
     "EntryRow",

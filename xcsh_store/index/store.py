@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
+    from xcsh_store.index.archive.folder import ArchiveFolder
+    from xcsh_store.index.archive.keeper import Keeper
+    from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -172,6 +175,20 @@ class SessionIndex:
                     raise IndexDatabaseError(f"No index at {db_path}; run `xcsh-store sync` first")
                 return cls(_open_for_reading(db_path), agent_dir, db_path, True)
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
+
+    @functools.cached_property
+    def archive(self) -> ArchiveFolder:
+        """The archive of other agents' session files, beside index.db (index/archive/)."""
+        from xcsh_store.index.archive.folder import ArchiveFolder, archive_dir
+
+        return ArchiveFolder(archive_dir(os.path.dirname(os.path.abspath(self.db_path))))
+
+    @functools.cached_property
+    def archived_sources(self) -> ArchivedSources:
+        """The sessions the archive keeps, read where their files are gone."""
+        from xcsh_store.index.archive.sources import ArchivedSources
+
+        return ArchivedSources(self.archive, lambda: self.connection)
 
     @functools.cached_property
     def blob_store(self) -> BlobStore:
@@ -410,6 +427,7 @@ class SessionIndex:
             self._forget_search_text()
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
+        agent_roots = self.agent_roots()
         report = sync_files(
             self.connection,
             self.roots(),
@@ -417,9 +435,14 @@ class SessionIndex:
             progress,
             indexed,
             workers,
-            agent_roots=self.agent_roots(),
+            agent_roots=agent_roots,
             text=text,
+            keeper=self._keeper(agent_roots),
         )
+        if report.archive_error is None:
+            from xcsh_store.index.archive.adopt import adopt_archived
+
+            adopt_archived(self.connection, self.archive, report, whole)
         if text:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
@@ -466,6 +489,22 @@ class SessionIndex:
                 database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    def _keeper(self, agent_roots: dict[str, str]) -> Keeper:
+        """The archive's writer for a sync: the roots of the agents whose sessions it keeps
+        (all but those the config file turns off: archive/settings.py), never a root that
+        holds the archive itself."""
+        from xcsh_store.index.archive.keeper import Keeper
+        from xcsh_store.index.archive.settings import agents_not_archived
+        from xcsh_store.index.write.scan import is_under_any
+
+        off = agents_not_archived()
+        kept = {
+            root: agent
+            for root, agent in agent_roots.items()
+            if agent not in off and not is_under_any(self.archive.folder, [root])
+        }
+        return Keeper(self.connection, self.archive, kept)
 
     @_entry_point
     def index_pending_text(
@@ -668,7 +707,8 @@ class SessionIndex:
         from xcsh_store.index.read.tree import read_entries
 
         info = self._session(session)
-        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store, info.agent)
+        rows = self.branch(info, leaf_id)
+        return read_entries(info.path, rows, self.blob_store, info.agent, self.archived_sources)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
@@ -694,8 +734,9 @@ class SessionIndex:
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         return context_from_index(
-            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store, info.agent
-        )
+            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store,
+            info.agent, self.archived_sources,
+        )  # fmt: skip
 
     # -- search -----------------------------------------------------------------------------
 

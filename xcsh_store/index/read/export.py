@@ -114,7 +114,8 @@ def entry_rows(
     found: dict[int, tuple[str | None, str | None]] = {}
     if with_text and rows:
         path = index.local_path(rows[0][1])
-        for pk, value, line in entry_values(path, [(row[0], *row[2:7]) for row in rows]):
+        sources = [(row[0], *row[2:7]) for row in rows]
+        for pk, value, line in entry_values(path, sources, index.archived_sources):
             if value is not None:
                 found[pk] = (EntryFacts(value, False).text, _raw_json(line, value))
     for row in rows:

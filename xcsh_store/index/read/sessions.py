@@ -591,6 +591,7 @@ def session_by_file_id(index: SessionStore, file_id: int) -> IndexedSession:
 def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> str:
     """Every user and assistant text of the session, read from its file, joined by spaces."""
     from xcsh_store.format.entries import content_text
+    from xcsh_store.index.archive.sources import sources_of
     from xcsh_store.index.read.tree import entry_rows, read_entries
 
     rows = [
@@ -598,7 +599,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
         for row in entry_rows(connection, session.file_id)
         if row.type == "message" and row.role in ("user", "assistant")
     ]
-    values = read_entries(session.path, rows, None, session.agent)
+    values = read_entries(session.path, rows, None, session.agent, sources_of(connection))
     texts = [
         content_text(value["message"].get("content"))
         for value in values

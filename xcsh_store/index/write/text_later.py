@@ -62,7 +62,7 @@ def index_pending_text(
     if workers >= 2 and total >= pipeline.PARALLEL_MIN_BYTES:
         plan = shares(sizes, min(workers, len(sizes)))
         try:
-            pool = Workers([[(at, pending[at][1]) for at in share] for share in plan])
+            pool = Workers([[(at, pending[at][1], None) for at in share] for share in plan])
         except OSError as error:
             log.warning("could not start workers for the search text (%s)", error)
         owners = {at: worker for worker, share in enumerate(plan) for at in share}
