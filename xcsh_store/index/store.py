@@ -438,11 +438,12 @@ class SessionIndex:
             agent_roots=agent_roots,
             text=text,
             keeper=self._keeper(agent_roots),
+            standing_roots=self._standing_roots(),
         )
         if report.archive_error is None:
             from xcsh_store.index.archive.adopt import adopt_archived
 
-            adopt_archived(self.connection, self.archive, report, whole)
+            adopt_archived(self.connection, self.archive, report, whole, self._standing_roots())
         if text:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
@@ -489,6 +490,17 @@ class SessionIndex:
                 database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    def _standing_roots(self) -> set[str]:
+        """The roots of other agents' files whose archived sessions stay when the folder is
+        gone: those added with an agent, and, unless turned off, every folder where an agent
+        keeps sessions on this machine, there or not."""
+        standing = {self.local_path(path) for (path,) in self.connection.execute(
+            "SELECT path FROM roots WHERE agent IS NOT NULL"
+        )}  # fmt: skip
+        if self.finds_agent_roots:
+            standing.update(agent_session_roots())
+        return standing
 
     def _keeper(self, agent_roots: dict[str, str]) -> Keeper:
         """The archive's writer for a sync: the roots of the agents whose sessions it keeps

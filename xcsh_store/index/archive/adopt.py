@@ -9,6 +9,7 @@ session whose file is still there comes from the file, the others from the archi
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 import apsw
 
@@ -30,9 +31,14 @@ ADOPTED_KEY = "archive_adopted"
 
 
 def adopt_archived(
-    connection: apsw.Connection, folder: ArchiveFolder, report: SyncReport, every_time: bool
+    connection: apsw.Connection,
+    folder: ArchiveFolder,
+    report: SyncReport,
+    every_time: bool,
+    roots: Collection[str],
 ) -> None:
-    """Index the archived sessions the index lacks (once per index, or ``every_time``)."""
+    """Index the archived sessions of ``roots`` the index lacks (once per index, or
+    ``every_time``): those of a root no longer asked for (turned off, removed) stay out."""
     if not every_time and database.get_meta(connection, ADOPTED_KEY) is not None:
         return
     try:
@@ -59,6 +65,8 @@ def adopt_archived(
     found.sort(key=lambda item: (item[2].mtime_ns, item[2].source or ""))
     for base, stored, contents in found:
         assert contents.header is not None and contents.source is not None
+        if (contents.root or contents.header.root) not in roots:
+            continue
         file_id = files.get(contents.source)
         try:
             if file_id is None:

@@ -7,7 +7,7 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Collection, Iterator, Mapping, Set
 
 import apsw
 
@@ -66,6 +66,7 @@ def sync_files(
     agent_roots: Mapping[str, str] | None = None,
     text: bool = True,
     keeper: Keeper | None = None,
+    standing_roots: Collection[str] = (),
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
 
@@ -81,7 +82,9 @@ def sync_files(
     everything in this process.
 
     ``keeper``: the archive's writer (index/archive/): the files of its roots are archived as
-    they are read, and one found gone keeps its rows (marked gone) when the archive has it.
+    they are read, and one found gone keeps its rows (marked gone) when the archive has it;
+    so does one of a root of ``standing_roots`` that is gone (an agent's folder deleted whole),
+    while the files of a root no longer asked for (turned off, removed) lose their rows.
     """
     started = time.perf_counter()
     report = SyncReport()
@@ -147,11 +150,13 @@ def sync_files(
     marks = ",".join("?" * len(roots))
     forgotten = list(
         connection.execute(
-            f"SELECT id FROM files WHERE root NOT IN ({marks}) AND gone_at IS NULL", roots
+            f"SELECT id, root FROM files WHERE root NOT IN ({marks}) AND gone_at IS NULL", roots
         )
     )
-    for file_id in [row.id for row in vanished.values()] + [row[0] for row in forgotten]:
+    for file_id in [row.id for row in vanished.values()]:
         _file_gone(connection, file_id, report)
+    for file_id, root in forgotten:
+        _file_gone(connection, file_id, report, keep=root in standing_roots)
     for path in report.stale_temp_files:
         # A rewrite killed before its rename: the session file itself was never touched.
         if remove_quietly(path):
@@ -160,17 +165,20 @@ def sync_files(
     return report
 
 
-def _file_gone(connection: apsw.Connection, file_id: int, report: SyncReport) -> None:
+def _file_gone(
+    connection: apsw.Connection, file_id: int, report: SyncReport, keep: bool = True
+) -> None:
     """A file the index knew is gone: its session stays, read from the archive from now on,
-    when the archive keeps it; else its rows go."""
+    when the archive keeps it (and ``keep``); else its rows go (its archive stays)."""
     with transaction(connection):
-        if archived_row(connection, file_id) is not None:
+        if keep and archived_row(connection, file_id) is not None:
             connection.execute(
                 "UPDATE files SET gone_at = ?, text_pending = 0 WHERE id = ?", (iso_now(), file_id)
             )
             report.files_archived_gone += 1
             return
         report.entries_removed += drop_file_rows(connection, file_id)
+        connection.execute("DELETE FROM archived WHERE file_id = ?", (file_id,))
         connection.execute("DELETE FROM files WHERE id = ?", (file_id,))
     report.files_removed += 1
 
