@@ -56,6 +56,7 @@ class AiderReader(Agent):
     kind = "markdown"
     has_ids = False
     records_costs = True
+    resume = "aider --restore-chat-history"
     where = (
         "`.aider.chat.history.md` in each repository's root, below the roots added with"
         " `sync --add-root aider:DIR`: one session per run"

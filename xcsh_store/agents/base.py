@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -168,6 +169,9 @@ class Agent:
     order: ClassVar[int] = 100
     # What a session file is, and where its agent keeps them (docs/agents.md).
     where: ClassVar[str] = ""
+    # The command that resumes a session, ``{id}`` its id, run in its working folder ("": the
+    # agent has none): resume_command() fills it in.
+    resume: ClassVar[str] = ""
 
     def session_roots(self) -> list[str]:
         """The folders where the agent keeps its sessions on this machine (they need not
@@ -230,9 +234,13 @@ class Agent:
         return [path] if os.path.isfile(path) else []
 
     def resume_command(self, session_id: str, cwd: str | None) -> str | None:
-        """The command that resumes a session of this agent (``restore`` prints it once the
-        session's file is back), None when the agent has none."""
-        return None
+        """The command that resumes a session of this agent in its working folder (``restore``
+        prints it once the session's file is back): :attr:`resume` filled in, None when the
+        agent has none."""
+        if not self.resume:
+            return None
+        command = self.resume.format(id=shlex.quote(session_id))
+        return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
 
     def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The records of ``locators`` (those the session still holds), read again: by default

@@ -55,6 +55,7 @@ class CodexReader(Agent):
     label = "Codex"
     has_ids = False
     folder_variables = (HOME_ENV,)
+    resume = "codex resume {id}"
     where = (
         "`$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-<time>-<id>.jsonl`"
     )

@@ -36,6 +36,7 @@ _USER_QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
 class CursorReader(Agent):
     name = "cursor"
     label = "Cursor"
+    resume = "cursor-agent --resume {id}"
     where = "`~/.cursor/projects`: `<project>/agent-transcripts/<id>/<id>.jsonl`"
     has_ids = False
     remembers_parents = False

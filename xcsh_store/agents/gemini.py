@@ -94,6 +94,7 @@ class GeminiReader(Agent):
     name = "gemini"
     label = "Gemini CLI"
     folder_variables = FOLDER_VARIABLES
+    resume = "gemini --resume {id}"
     where = (
         "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`: `<project>/chats/session-*.jsonl`"
         " (older chats: `session-*.json` documents)"

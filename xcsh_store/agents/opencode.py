@@ -94,6 +94,7 @@ class OpencodeReader(Agent):
     has_ids = False
     records_costs = True
     folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
+    resume = "opencode --session {id}"
     where = (
         "`$OPENCODE_DATA_DIR`, `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`:"
         " `storage/session/<project>/<id>.json` with `storage/message/<id>/` and"

@@ -55,6 +55,7 @@ class QwenReader(Agent):
     name = "qwen"
     label = "Qwen Code"
     folder_variables = FOLDER_VARIABLES
+    resume = "qwen --resume {id}"
     where = "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<project>/chats/<session id>.jsonl`"
     has_ids = True
     remembers_parents = False

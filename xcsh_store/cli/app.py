@@ -74,6 +74,7 @@ VERB_MODULES = {
     "demo": "demo",
     "doctor": "maintenance",
     "export": "team",
+    "forget": "archive",
     "gc": "maintenance",
     "history": "prompts",
     "ls": "listing",
@@ -82,6 +83,7 @@ VERB_MODULES = {
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",
+    "restore": "archive",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",
@@ -466,6 +468,8 @@ def fresh_index(settings: Settings) -> SessionIndex:
             "Note: another sync of index.db is under way; answering from what it holds now",
             err=True,
         )
+    if freshness.report is not None and freshness.report.archive_error:
+        echo(f"Note: {freshness.report.archive_error}", err=True)
     return index
 
 

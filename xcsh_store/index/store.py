@@ -62,8 +62,10 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
-    from xcsh_store.index.archive.folder import ArchiveFolder
+    from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
+    from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.keeper import Keeper
+    from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
@@ -973,6 +975,66 @@ class SessionIndex:
                 self._rebuild_after_damage(report.damaged, None)
             report.rebuilt = True
         return report
+
+    # -- the archive --------------------------------------------------------------------------
+
+    @_entry_point
+    def restore(self, session: str | IndexedSession, to: str | None = None) -> Restored:
+        """Write the archived session back where its agent keeps it (its folder as found now),
+        or into the folder ``to``: the bytes the store read, byte for byte (index/archive/
+        restore.py). RestoreError: not archived, or its place holds other bytes."""
+        from xcsh_store.agents import reader_named
+        from xcsh_store.index.archive.keeper import archived_row
+        from xcsh_store.index.archive.restore import (
+            Restored,
+            RestoreError,
+            current_root,
+            restore_files,
+        )
+
+        info = self._session(session)
+        row = archived_row(self.connection, info.file_id)
+        if row is None:
+            raise RestoreError(
+                f"{info.session_id} is not archived (xcsh's own sessions and those of agents"
+                " whose archiving is off are not): nothing to restore"
+            )
+        ((root,),) = self.connection.execute("SELECT root FROM files WHERE id = ?", (info.file_id,))
+        target = None if to is not None else current_root(info.agent, root)
+        path, written, there, digest, size = restore_files(
+            self.archive, row.name, row.version, target, to
+        )
+        plugin = reader_named(info.agent)
+        command = None if plugin is None else plugin.resume_command(info.session_id, info.cwd)
+        return Restored(info.session_id, info.agent, path, written, there, digest, size, command)
+
+    @_entry_point
+    def forget(self, sessions: Iterable[IndexedSession], apply: bool = False) -> Forgotten:
+        """Forget ``sessions`` on purpose: their rows leave the index and their files the
+        archive (the one way anything leaves it); the team index drops them on the next push.
+        Only counted unless ``apply`` (index/archive/forget.py)."""
+        from xcsh_store.index.archive.forget import forget_files
+
+        if apply:
+            self._require_writable()
+            with self._sync_lock():
+                return forget_files(
+                    self.connection, self.archive, [s.file_id for s in sessions], True
+                )
+        return forget_files(self.connection, self.archive, [s.file_id for s in sessions], False)
+
+    @_entry_point
+    def archive_stats(self) -> ArchiveStats:
+        """The archive's files and bytes, and the sessions it keeps (those whose file is
+        gone among them)."""
+        from xcsh_store.index.archive.folder import ArchiveStats
+
+        files, size = self.archive.size()
+        ((sessions, gone, held),) = self.connection.execute(
+            "SELECT count(*), count(f.gone_at), coalesce(sum(a.source_bytes), 0)"
+            " FROM archived AS a JOIN files AS f ON f.id = a.file_id"
+        )
+        return ArchiveStats(self.archive.folder, files, size, sessions, gone, held)
 
     # -- stats ------------------------------------------------------------------------------
 

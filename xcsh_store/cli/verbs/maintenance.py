@@ -106,6 +106,9 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "repriced": report.repriced,
         "text_files_indexed": report.text_files_indexed,
         "text_pending": report.text_pending,
+        "files_archived_gone": report.files_archived_gone,
+        "archive_bytes_written": report.archive_bytes_written,
+        "archive_error": report.archive_error,
     }
 
 
@@ -117,6 +120,13 @@ def describe_sync(report: SyncReport) -> list[str]:
         + f" · +{report.entries_added:,}/-{report.entries_removed:,} entries · "
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
+    if report.files_archived_gone:
+        lines.append(
+            f"Archived: {plural(report.files_archived_gone, 'file')} gone from their agents'"
+            " folders; their sessions stay, read from the store's archive"
+        )
+    if report.archive_error:
+        lines.append(f"Archive: {report.archive_error}")
     if report.repriced:
         lines.append(
             f"Prices changed: {agents_in_words(estimated=True)} sessions were priced again"
@@ -264,6 +274,8 @@ def sync_command(
         return
     for line in describe_sync(report):
         echo_wrapped(line)
+    if report.archive_error:
+        raise click.exceptions.Exit(1)
 
 
 sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))
@@ -613,6 +625,16 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             }
             for duplicate in diagnosis.duplicates
         ],
+        "archive": None
+        if diagnosis.archive is None
+        else {
+            "folder": diagnosis.archive.folder,
+            "files": diagnosis.archive.files,
+            "bytes": diagnosis.archive.bytes,
+            "sessions": diagnosis.archive.sessions,
+            "sessions_gone": diagnosis.archive.gone,
+            "source_bytes": diagnosis.archive.source_bytes,
+        },
         "problems": diagnosis.problems,
     }
 
@@ -687,6 +709,14 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
             f"  {plural(stats.sessions, 'session')} · {plural(stats.entries, 'entry', 'entries')}"
             f" · {plural(stats.history_prompts, 'prompt')} · {format_bytes(stats.db_bytes)}"
             f" · last sync {local_time(stats.last_sync) or 'never'}"
+        )
+    archive = diagnosis.archive
+    if archive is not None:
+        echo_wrapped(style("Archive", bold=True) + f" {home_relative(archive.folder)}")
+        echo_wrapped(
+            f"  {plural(archive.sessions, 'session')} kept ({archive.gone:,} with their file"
+            f" gone) · {plural(archive.files, 'file')} · {format_bytes(archive.bytes)}"
+            f" for {format_bytes(archive.source_bytes)} of sessions"
         )
     if diagnosis.outside_readers is not None:
         _print_outside_readers(settings, diagnosis.outside_readers)

@@ -16,6 +16,7 @@ import apsw
 from xcsh_store.agents import reader_named
 from xcsh_store.index import db as database
 from xcsh_store.index.archive.folder import ArchiveFolder, StoredVersion
+from xcsh_store.index.archive.forget import finish_forgetting
 from xcsh_store.index.archive.frames import APPEND, ArchiveDamagedError, Contents
 from xcsh_store.index.archive.keeper import ArchivedRow, record_archived
 from xcsh_store.index.archive.sources import ArchivedSources
@@ -39,6 +40,7 @@ def adopt_archived(
 ) -> None:
     """Index the archived sessions of ``roots`` the index lacks (once per index, or
     ``every_time``): those of a root no longer asked for (turned off, removed) stay out."""
+    finish_forgetting(connection, folder)
     if not every_time and database.get_meta(connection, ADOPTED_KEY) is not None:
         return
     try:

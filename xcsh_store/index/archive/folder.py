@@ -60,6 +60,19 @@ class StoredVersion:
     path: str
 
 
+@dataclass(frozen=True)
+class ArchiveStats:
+    """The archive folder, its files and bytes, the sessions it keeps, those of them whose
+    file is gone, and the source bytes it holds."""
+
+    folder: str
+    files: int
+    bytes: int
+    sessions: int
+    gone: int
+    source_bytes: int
+
+
 class ArchiveFolder:
     """The archive folder of one store."""
 

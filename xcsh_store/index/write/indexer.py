@@ -480,6 +480,8 @@ class FileWrite:
             " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
             (seen.path, seen.root, seen.project_dir, seen.inode),
         )
+        # A file forgotten on purpose that its agent wrote to again is a new session.
+        self.connection.execute("DELETE FROM forgotten WHERE path = ?", (seen.path,))
         return self.connection.last_insert_rowid()
 
     def _indexed_duplicates(self, rows: list[tuple[Any, ...]], replaced: list[int]) -> bool:
