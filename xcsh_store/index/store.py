@@ -944,6 +944,7 @@ class SessionIndex:
         never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
         ``repair``.
         """
+        from xcsh_store.index.archive.check import check_archive, repair_archive
         from xcsh_store.index.upkeep.repair import repair_files
         from xcsh_store.index.upkeep.verify import VerifyReport, compare_with_files
 
@@ -963,9 +964,15 @@ class SessionIndex:
                 on_disk, indexed = compare_with_files(
                     self.connection, self.roots(), report, self.agent_roots()
                 )
+                archive_problems = check_archive(self.connection, self.archive)
+                report.archive_problems = {p.archive: p.problem for p in archive_problems}
                 if repair and not report.clean:
                     self._require_writable()
                     with self._sync_lock():
+                        for problem in archive_problems:
+                            report.archive_repaired[problem.archive] = repair_archive(
+                                self.connection, self.archive, problem
+                            )
                         repair_files(self.connection, report, on_disk, indexed)
         except database.DAMAGE_ERRORS as error:
             report.damaged = str(error)

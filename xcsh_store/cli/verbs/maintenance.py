@@ -406,6 +406,8 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "refcount_errors": report.refcount_errors,
         "search_errors": report.search_errors,
         "repaired": report.repaired,
+        "archive_problems": report.archive_problems,
+        "archive_repaired": report.archive_repaired,
         "skipped_lines": skipped_json(report.skipped_lines),
     }
 
@@ -455,7 +457,7 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
 def _print_verify(settings: Settings, report: VerifyReport) -> None:
     if report.clean:
         echo_wrapped(
-            settings.style("Index matches the files", fg="green")
+            settings.style("Index matches the files and the archive", fg="green")
             + f" ({report.files_checked:,} checked)."
         )
     else:
@@ -472,6 +474,13 @@ def _print_verify(settings: Settings, report: VerifyReport) -> None:
             echo_wrapped(f"  {home_relative(path)} ({change}{state})")
     for problem in [*report.refcount_errors, *report.search_errors]:
         echo_wrapped(problem)
+    for archive, problem in report.archive_problems.items():
+        repaired = report.archive_repaired.get(archive)
+        echo_wrapped(
+            settings.style(f"Archive {home_relative(archive)}", bold=True)
+            + (f" (repaired: {repaired})" if repaired else "")
+        )
+        echo_wrapped(f"  {problem}")
     if report.skipped_lines:
         echo_wrapped("Skipped lines (no JSON object; every reader skips them):")
         for line in describe_skipped(report.skipped_lines):

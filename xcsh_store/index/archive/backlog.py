@@ -19,13 +19,11 @@ import orjson
 
 from xcsh_store.agents import reader_named
 from xcsh_store.files import open_regular_file
+from xcsh_store.index.archive.capture import PIECE_BYTES
 from xcsh_store.index.archive.frames import APPEND, piece_record
 from xcsh_store.index.archive.keeper import Keeper, Place
 from xcsh_store.index.write.indexer import indexed_windows
 from xcsh_store.index.write.scan import SyncReport, known_file
-
-# The bytes of one piece the backlog writes (a read's own pieces are its chunks).
-PIECE_BYTES = 16 << 20
 
 _BEHIND = (
     "SELECT f.id, f.path, f.root, f.project_dir, f.agent, f.indexed_bytes, f.mtime_ns,"

@@ -15,6 +15,9 @@ KeptPieces = list[tuple[int, int, bytes]]
 # (first byte, one past the last, the archive record) of what a chunk's lines were.
 CapturedPiece = tuple[int, int, bytes]
 _HASH_BLOCK = 1 << 20
+# The most source bytes one piece holds: a damaged piece loses no more than that, and a read
+# of one entry of a gone session decompresses no more than that.
+PIECE_BYTES = 1 << 20
 
 
 class ByteCapture:
@@ -38,14 +41,19 @@ class ByteCapture:
         self.position = end
 
     def take(self) -> CapturedPiece | None:
-        """The piece of what was read since the last one, compressed; None when nothing was."""
+        """What was read since the last take, compressed (pieces of at most PIECE_BYTES, so
+        that damage to one costs little); None when nothing was."""
         if not self.parts:
             return None
         data = b"".join(self.parts)
         start = self.pending_from
         self.parts = []
         self.pending_from = self.position
-        return start, self.position, piece_record(start, data, self.mtime_ns)
+        records = b"".join(
+            piece_record(start + at, data[at : at + PIECE_BYTES], self.mtime_ns)
+            for at in range(0, len(data), PIECE_BYTES)
+        )
+        return start, self.position, records
 
 
 def capture_start(descriptor: int, kept: KeptPieces) -> int:

@@ -75,7 +75,7 @@ class Header:
 @dataclass(frozen=True, slots=True)
 class Piece:
     """Bytes of the source kept in one Zstandard frame, ``size`` bytes at ``at`` in the
-    archive file."""
+    archive file (its record, the frame that says what it holds first, begins at ``start``)."""
 
     offset: int
     length: int
@@ -84,6 +84,7 @@ class Piece:
     member: str
     at: int
     size: int
+    start: int
 
     @property
     def end(self) -> int:
@@ -161,7 +162,7 @@ def read_contents(descriptor: int) -> Contents:
                 break  # the frame was cut short: a torn tail
             member = payload[_PIECE.size :].decode("utf-8", "surrogateescape")
             contents.pieces.append(
-                Piece(offset, count, mtime_ns, digest, member, following, frame_size)
+                Piece(offset, count, mtime_ns, digest, member, following, frame_size, at)
             )
             following += frame_size
         elif tag == MOVE_TAG and contents.header is not None:
