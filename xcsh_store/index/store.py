@@ -493,16 +493,16 @@ class SessionIndex:
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
 
-    def _standing_roots(self) -> set[str]:
-        """The roots of other agents' files whose archived sessions stay when the folder is
-        gone: those added with an agent, and, unless turned off, every folder where an agent
-        keeps sessions on this machine, there or not."""
-        standing = {self.local_path(path) for (path,) in self.connection.execute(
-            "SELECT path FROM roots WHERE agent IS NOT NULL"
-        )}  # fmt: skip
+    def _standing_roots(self) -> set[str] | None:
+        """The roots whose archived sessions stay in the index when their folder is no longer
+        read (deleted, or moved by the agent's variable): every root (None) unless the other
+        agents' folders are turned off, then those added with an agent."""
         if self.finds_agent_roots:
-            standing.update(agent_session_roots())
-        return standing
+            return None
+        return {
+            self.local_path(path)
+            for (path,) in self.connection.execute("SELECT path FROM roots WHERE agent IS NOT NULL")
+        }
 
     def _keeper(self, agent_roots: dict[str, str]) -> Keeper:
         """The archive's writer for a sync: the roots of the agents whose sessions it keeps

@@ -33,6 +33,7 @@ from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import GcReport, OutsideReaders, Progress, SyncReport, VerifyReport
 from xcsh_store.paths import (
     ensure_private_dir,
+    get_archive_dir,
     get_index_db_path,
     get_sessions_dir,
     is_agent_dir,
@@ -164,7 +165,11 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     folder = settings.agent_dir
     if init:
         ensure_private_dir(get_sessions_dir(folder))
-    elif is_agent_dir(folder) or os.path.isfile(get_index_db_path(folder)):
+    elif (
+        is_agent_dir(folder)
+        or os.path.isfile(get_index_db_path(folder))
+        or os.path.isdir(get_archive_dir(folder))
+    ):
         return
     elif folder == get_data_store_dir():
         if not found_session_folders(folder) and not adding_roots:

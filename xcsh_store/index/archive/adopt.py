@@ -36,10 +36,10 @@ def adopt_archived(
     folder: ArchiveFolder,
     report: SyncReport,
     every_time: bool,
-    roots: Collection[str],
+    roots: Collection[str] | None,
 ) -> None:
-    """Index the archived sessions of ``roots`` the index lacks (once per index, or
-    ``every_time``): those of a root no longer asked for (turned off, removed) stay out."""
+    """Index the archived sessions of ``roots`` (None: of every root) the index lacks (once per
+    index, or ``every_time``): those of a root turned off stay out."""
     finish_forgetting(connection, folder)
     if not every_time and database.get_meta(connection, ADOPTED_KEY) is not None:
         return
@@ -67,7 +67,7 @@ def adopt_archived(
     found.sort(key=lambda item: (item[2].mtime_ns, item[2].source or ""))
     for base, stored, contents in found:
         assert contents.header is not None and contents.source is not None
-        if (contents.root or contents.header.root) not in roots:
+        if roots is not None and (contents.root or contents.header.root) not in roots:
             continue
         file_id = files.get(contents.source)
         try:

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index.archive.frames import Contents, Header, header_record, read_contents
-from xcsh_store.paths import DIR_MODE, FILE_MODE, ensure_private_dir
+from xcsh_store.paths import ARCHIVE_DIRNAME, DIR_MODE, FILE_MODE, ensure_private_dir
 
-ARCHIVE_DIRNAME = "archive"
 SUFFIX = ".zst"
 _VERSIONED = re.compile(r"(?P<base>.+)\.v(?P<version>[0-9]+)\.zst")
 # The part of a source's file name kept in its archive's name (the rest is a hash of the path).

@@ -66,7 +66,7 @@ def sync_files(
     agent_roots: Mapping[str, str] | None = None,
     text: bool = True,
     keeper: Keeper | None = None,
-    standing_roots: Collection[str] = (),
+    standing_roots: Collection[str] | None = (),
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
 
@@ -83,8 +83,8 @@ def sync_files(
 
     ``keeper``: the archive's writer (index/archive/): the files of its roots are archived as
     they are read, and one found gone keeps its rows (marked gone) when the archive has it;
-    so does one of a root of ``standing_roots`` that is gone (an agent's folder deleted whole),
-    while the files of a root no longer asked for (turned off, removed) lose their rows.
+    so does one of a root no longer read when it is one of ``standing_roots`` (None: any), while
+    the others (a root turned off) lose their rows; their archive stays.
     """
     started = time.perf_counter()
     report = SyncReport()
@@ -156,7 +156,9 @@ def sync_files(
     for file_id in [row.id for row in vanished.values()]:
         _file_gone(connection, file_id, report)
     for file_id, root in forgotten:
-        _file_gone(connection, file_id, report, keep=root in standing_roots)
+        _file_gone(
+            connection, file_id, report, keep=standing_roots is None or root in standing_roots
+        )
     for path in report.stale_temp_files:
         # A rewrite killed before its rename: the session file itself was never touched.
         if remove_quietly(path):
