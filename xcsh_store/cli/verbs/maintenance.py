@@ -126,8 +126,7 @@ def describe_sync(report: SyncReport) -> list[str]:
             f"Archived: {plural(report.files_archived_gone, 'file')} gone from their agents'"
             " folders; their sessions stay, read from the store's archive"
         )
-    if report.archive_error:
-        lines.append(f"Archive: {report.archive_error}")
+
     if report.repriced:
         lines.append(
             f"Prices changed: {agents_in_words(estimated=True)} sessions were priced again"
@@ -280,7 +279,7 @@ def sync_command(
     for line in describe_sync(report):
         echo_wrapped(line)
     if report.archive_error:
-        raise click.exceptions.Exit(1)
+        raise click.ClickException(report.archive_error)
 
 
 sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))
