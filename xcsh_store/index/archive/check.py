@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -49,7 +50,7 @@ class ArchiveProblem:
 def check_archive(connection: apsw.Connection, folder: ArchiveFolder) -> list[ArchiveProblem]:
     """Every archive file the index records that does not hold what the index says."""
     problems = []
-    rows = connection.execute(
+    rows: list[tuple[Any, ...]] = connection.execute(
         "SELECT a.file_id, a.name, a.kind, a.version, a.source_bytes, a.archive_bytes, f.path,"
         " f.indexed_bytes, f.head_hash, f.tail_hash, f.gone_at"
         " FROM archived AS a JOIN files AS f ON f.id = a.file_id ORDER BY f.path"

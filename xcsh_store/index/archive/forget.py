@@ -15,6 +15,7 @@ import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 import orjson
@@ -55,7 +56,7 @@ def forget_files(
     bases: list[str] = []
     ids = sorted(set(file_ids))
     for file_id in ids:
-        found = connection.execute(
+        found: list[tuple[Any, ...]] = connection.execute(
             "SELECT f.path, f.size, f.mtime_ns, f.inode, f.ctime_ns, f.gone_at, a.name,"
             " (SELECT count(*) FROM entries WHERE session = f.id)"
             " FROM files AS f LEFT JOIN archived AS a ON a.file_id = f.id WHERE f.id = ?",

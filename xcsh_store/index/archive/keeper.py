@@ -16,6 +16,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -49,7 +50,7 @@ class ArchivedRow:
 
 
 def archived_row(connection: apsw.Connection, file_id: int) -> ArchivedRow | None:
-    found = connection.execute(
+    found: list[tuple[Any, ...]] = connection.execute(
         "SELECT file_id, name, kind, version, source_bytes, archive_bytes FROM archived"
         " WHERE file_id = ?",
         (file_id,),

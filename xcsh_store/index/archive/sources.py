@@ -13,7 +13,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import apsw
 
@@ -83,7 +83,7 @@ class ArchivedSources:
             " WHERE f.path = ?",
             (path,),
         )
-        rows = found.fetchall()
+        rows: list[tuple[Any, ...]] = found.fetchall()
         return (rows[0][0], rows[0][1]) if rows else None
 
     @contextlib.contextmanager

@@ -136,7 +136,7 @@ def _compare_gone(connection: apsw.Connection, verifier: Verifier, report: Verif
     sources = sources_of(connection)
     if sources is None:
         return
-    gone = connection.execute(
+    gone: list[tuple[Any, ...]] = connection.execute(
         "SELECT path, root, project_dir, size, mtime_ns, agent FROM files"
         " WHERE gone_at IS NOT NULL ORDER BY path"
     ).fetchall()

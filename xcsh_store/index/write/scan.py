@@ -164,7 +164,7 @@ class IndexedFiles:
         for path, *identity in connection.execute(
             "SELECT path, size, mtime_ns, inode, ctime_ns FROM forgotten"
         ):
-            stats.setdefault(path, tuple(identity))  # type: ignore[arg-type]
+            stats.setdefault(path, tuple(identity))
         gone = {path for (path,) in connection.execute(_GONE)}
         return cls(stats, paths, gone)
 

@@ -266,7 +266,7 @@ def _start_workers(
     def task(at: int) -> tuple[int, str, KeptPieces | None]:
         item, row = todo[at]
         place = Place(item.path, item.root, item.project_dir)
-        kept = None if keeper is None else keeper.kept_pieces(row and row.id, place)
+        kept = None if keeper is None else keeper.kept_pieces(row.id if row else None, place)
         return at, item.path, kept
 
     try:
