@@ -372,3 +372,14 @@ def test_sessions_of_xcsh_itself_are_not_archived(agent_dir: Path, two_sessions)
         index.sync(workers=1)
         assert index.sessions(SessionQuery())
     assert not (agent_dir / "archive").exists()
+
+
+def test_a_folder_moved_away_and_back_is_back(agent_dir: Path, home: RealHome):
+    codex = home.home / ".codex"
+    codex.rename(home.home / "codex-away")
+    assert {s["source"] for s in _json("ls", "--agent", "codex")} == {"archived"}  # type: ignore[index, union-attr]
+    (home.home / "codex-away").rename(codex)
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.sync(workers=1)
+    assert report.files_changed == 0 and report.bytes_read == 0
+    assert {s["source"] for s in _json("ls", "--agent", "codex")} == {"file"}  # type: ignore[index, union-attr]

@@ -150,7 +150,8 @@ class IndexedFiles:
 
     stats: dict[str, tuple[int, int, int, int]]
     paths: set[str]
-    gone: set[str] = field(default_factory=set)
+    # The gone files' identity as last read: one found again just so is back, unchanged.
+    gone: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
@@ -161,11 +162,12 @@ class IndexedFiles:
             paths.add(path)
             if status != "unreadable":
                 stats[path] = (size, mtime_ns, inode, ctime_ns)
+        # A gone file is never taken for unchanged: the scan yields it when it is back.
+        gone = {path: stats.pop(path) for (path,) in connection.execute(_GONE) if path in stats}
         for path, *identity in connection.execute(
             "SELECT path, size, mtime_ns, inode, ctime_ns FROM forgotten"
         ):
             stats.setdefault(path, tuple(identity))
-        gone = {path for (path,) in connection.execute(_GONE)}
         return cls(stats, paths, gone)
 
 

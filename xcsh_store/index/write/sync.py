@@ -100,6 +100,7 @@ def sync_files(
         scanned_roots.append(root)
         for item in scan_any(root, report, None if full else known, (agent_roots or {}).get(root)):
             seen[item.path] = item
+    _take_back(connection, seen, indexed.gone, known.unchanged)
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
 
@@ -107,7 +108,7 @@ def sync_files(
     unreadable = list(report.unreadable)
     vanished = {
         path: row
-        for path in known_paths - known.unchanged - seen.keys() - indexed.gone
+        for path in known_paths - known.unchanged - seen.keys() - indexed.gone.keys()
         if is_under_any(path, scanned_roots)
         # A file in a folder that cannot be listed keeps its rows until it can be looked at.
         and not (unreadable and is_under_any(path, unreadable))
@@ -165,6 +166,30 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _take_back(
+    connection: apsw.Connection,
+    seen: dict[str, SeenFile],
+    gone: Mapping[str, tuple[int, int, int, int]],
+    unchanged: set[str],
+) -> None:
+    """Files found gone that are back just as they were read (a folder moved away and back, a
+    disk mounted again): no longer gone, and unchanged."""
+    back = [
+        path
+        for path in gone.keys() & seen.keys()
+        if ((item := seen[path]).size, item.mtime_ns, item.inode, item.ctime_ns) == gone[path]
+    ]
+    if not back:
+        return
+    with transaction(connection):
+        connection.executemany(
+            "UPDATE files SET gone_at = NULL WHERE path = ?", [(p,) for p in back]
+        )
+    for path in back:
+        del seen[path]
+        unchanged.add(path)
 
 
 def _file_gone(
