@@ -14,11 +14,13 @@ import contextlib
 import hashlib
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from xcsh_store.agents import agent_session_roots
 from xcsh_store.errors import XcshStoreError
+from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.folder import ArchiveFolder
-from xcsh_store.index.archive.frames import APPEND, Contents, piece_bytes
+from xcsh_store.index.archive.frames import APPEND, Contents, Piece, piece_bytes
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
 
 
@@ -71,25 +73,27 @@ def restore_files(
         destination = target_root or root
         places = {member: os.path.join(destination, member) for member in members}
     session_member = os.path.relpath(contents.source, root)
+    by_member: dict[str, list[Piece]] = {member: [] for member in members}
+    for piece in contents.pieces:
+        by_member[piece.member if contents.header.kind != APPEND else session_member].append(piece)
     digest = hashlib.sha256()
     written, there, total = [], [], 0
     with folder.opened(base, version) as descriptor:
-        datas = {member: b"" for member in members}
-        for piece in contents.pieces:
-            member = piece.member if contents.header.kind != APPEND else session_member
-            datas[member] += piece_bytes(descriptor, piece)
-    for member, data in datas.items():
-        place = places[member]
-        _check_place(place, data)
-    for member, data in datas.items():
-        place = places[member]
-        digest.update(data)
-        total += len(data)
-        if os.path.lexists(place):
-            there.append(place)
-        else:
-            _write_new(place, data, contents.mtime_ns)
-            written.append(place)
+        # Every place is looked at before anything is written: all of the session, or none.
+        found = {
+            member: _holds(places[member], descriptor, pieces)
+            for member, pieces in by_member.items()
+        }
+        for member, pieces in by_member.items():
+            place = places[member]
+            total += sum(piece.length for piece in pieces)
+            if found[member]:
+                there.append(place)
+                for piece in pieces:
+                    digest.update(piece_bytes(descriptor, piece))
+            else:
+                _write_new(place, descriptor, pieces, contents.mtime_ns, digest)
+                written.append(place)
     return places[session_member], written, there, digest.hexdigest(), total
 
 
@@ -101,36 +105,43 @@ def _members(contents: Contents, root: str) -> list[str]:
     return list(dict.fromkeys(piece.member for piece in contents.pieces))
 
 
-def _check_place(place: str, data: bytes) -> None:
-    """Refuse a place that holds anything but these very bytes."""
+def _holds(place: str, descriptor: int, pieces: list[Piece]) -> bool:
+    """Whether ``place`` holds these very bytes (False: nothing there); RestoreError when it
+    holds anything else."""
     try:
-        with open(place, "rb") as stream:
-            if stream.read(len(data) + 1) == data:
-                return
+        stream = open_regular_file(place)
     except FileNotFoundError:
         if os.path.lexists(place):
             raise RestoreError(f"{place} is a link to nothing: not replaced") from None
-        return
-    except IsADirectoryError:
-        pass
+        return False
     except OSError as error:
-        raise RestoreError(f"cannot look at {place}: {error.strerror}") from None
+        raise RestoreError(f"{place} is there and cannot be read: {error.strerror}") from None
+    with stream:
+        same = all(stream.read(piece.length) == piece_bytes(descriptor, piece) for piece in pieces)
+        if same and not stream.read(1):
+            return True
     raise RestoreError(
         f"{place} exists and is not the archived session: it is left as it is"
         " (move it away, or restore with --to DIR)"
     )
 
 
-def _write_new(place: str, data: bytes, mtime_ns: int) -> None:
+def _write_new(
+    place: str, descriptor: int, pieces: list[Piece], mtime_ns: int, digest: Any
+) -> None:
     """Write a new file at ``place`` (never over another): a temporary name beside it,
-    fsynced, linked to ``place`` (which fails if anything appeared there meanwhile)."""
+    fsynced, linked to ``place`` (which fails if anything appeared there meanwhile); its bytes
+    go into ``digest`` too."""
     folder = os.path.dirname(place)
     ensure_private_dir(folder)
     temporary = os.path.join(folder, f".{os.path.basename(place)}.{os.getpid()}.restore")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     try:
-        with open(descriptor, "wb") as stream:
-            stream.write(data)
+        with open(os.open(temporary, flags, FILE_MODE), "wb") as stream:
+            for piece in pieces:
+                data = piece_bytes(descriptor, piece)
+                digest.update(data)
+                stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         if mtime_ns:
