@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -93,17 +90,6 @@ def test_a_full_disk_under_the_archive_stops_the_sync_cleanly(
     small_disk.grow(65536)
     _consistent_after_the_next_sync(agent_dir)
     assert _snapshot(real_home.home) == grown
-
-
-@pytest.fixture
-def shared_agent_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An agent dir outside pytest's private temp folder, so that ``nobody`` can reach it."""
-    base = Path(tempfile.mkdtemp(prefix="xcsh-archive-"))
-    base.chmod(0o755)
-    agent = base / "agent"
-    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
-    yield agent
-    shutil.rmtree(base)
 
 
 @pytest.mark.skipif(not can_drop_to_nobody(), reason="permissions bind only a user not root")
