@@ -23,6 +23,7 @@ from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex, SessionQuery
 from xcsh_store.index.archive.folder import ArchiveFolder
 from xcsh_store.index.archive.frames import Contents, read_contents
+from xcsh_store.index.write import sync
 
 # Other agents' folders below the test's home (every agent the fixtures cover).
 AGENT_FOLDERS = (".claude", ".codex", ".pi", ".omp", ".gemini", ".copilot", ".qwen", ".factory",
@@ -383,3 +384,16 @@ def test_a_folder_moved_away_and_back_is_back(agent_dir: Path, home: RealHome):
         report = index.sync(workers=1)
     assert report.files_changed == 0 and report.bytes_read == 0
     assert {s["source"] for s in _json("ls", "--agent", "codex")} == {"file"}  # type: ignore[index, union-attr]
+
+
+def test_search_text_left_for_later_comes_from_the_archive(
+    agent_dir: Path, real_home: RealHome, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(sync, "TEXT_LATER_MIN_BYTES", 0)  # usage first, however little
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync(workers=1, text=False).text_pending
+    _delete_every_agent_folder(real_home.home)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(workers=1)
+        assert index.text_pending() == 0
+        assert index.search(RARE_WORD, limit=5)

@@ -199,9 +199,8 @@ def _file_gone(
     when the archive keeps it (and ``keep``); else its rows go (its archive stays)."""
     with transaction(connection):
         if keep and archived_row(connection, file_id) is not None:
-            connection.execute(
-                "UPDATE files SET gone_at = ?, text_pending = 0 WHERE id = ?", (iso_now(), file_id)
-            )
+            # (Search text still to come is read from the archive: text_later.py.)
+            connection.execute("UPDATE files SET gone_at = ? WHERE id = ?", (iso_now(), file_id))
             report.files_archived_gone += 1
             return
         report.entries_removed += drop_file_rows(connection, file_id)
