@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from click.testing import CliRunner
 
 from xcsh_store.agents.prices.pricing import Request, price_table
@@ -158,7 +157,8 @@ def _flat_part_session() -> Path:
         messages / "msg_a1.json",
         {"id": "msg_a1", "sessionID": "ses_flat", "role": "user",
          "time": {"created": 1752000001000},
-         "summary": {"title": "Port scan", "body": "why is port 8080 busy?", "diffs": []}},
+         "summary": {"title": "Port 8080 in use", "body": "Found nginx holding port 8080.",
+                     "diffs": []}},
     )  # fmt: skip
     _write(
         messages / "msg_a2.json",
@@ -190,11 +190,20 @@ def test_opencode_parts_in_the_flat_part_folder_are_found_by_their_message(
     assert _texts(index, path, "toolResult") == ["LISTEN 0 511 *:8080"]
 
 
-def test_an_opencode_user_message_with_only_a_summary_body_is_its_words(index: SessionIndex):
+def test_an_opencode_user_message_known_by_its_summary_alone_is_a_searchable_notice(
+    index: SessionIndex,
+):
+    # summary.title and .body are what opencode wrote of the turn afterwards (session/
+    # summary.ts asks a small model to summarise it), not the user's words: searchable, shown,
+    # and no prompt.
     path = _flat_part_session()
     index.sync(workers=1)
-    assert _texts(index, path, "user") == ["why is port 8080 busy?"]
-    assert _session(index, path)["first_message"] == "why is port 8080 busy?"
+    assert _texts(index, path, "user") == []
+    assert _session(index, path)["first_message"] is None
+    (hit,) = index.search("nginx holding")
+    assert (hit.path, hit.type, "Port 8080 in use" in hit.snippet) == (
+        str(path), "custom_message", True,
+    )  # fmt: skip
 
 
 # An `opencode export <session id>` document: the session's info, each message's info with
@@ -420,9 +429,7 @@ def _claude_file() -> Path:
 
 def test_a_claude_line_written_twice_counts_once(index: SessionIndex):
     answer = _claude_line("a1", "u1", "assistant", "hello")
-    path = _write_lines(
-        _claude_file(), [_claude_line("u1", None, "user", "hi"), answer, answer]
-    )
+    path = _write_lines(_claude_file(), [_claude_line("u1", None, "user", "hi"), answer, answer])
     index.sync(workers=1)
     row = _session(index, path)
     assert (row["entry_count"], row["message_count"]) == (2, 2)
