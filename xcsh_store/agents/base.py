@@ -168,6 +168,11 @@ class Agent:
     order: ClassVar[int] = 100
     # What a session file is, and where its agent keeps them (docs/agents.md).
     where: ClassVar[str] = ""
+    # Whether the first folder below a session root names the session's project (Claude Code's
+    # projects/<project>/, Gemini CLI's tmp/<project>/): its project_dir. False where those
+    # folders are dates (Codex's sessions/YYYY/) or sessions (Copilot CLI's session-state/<id>/):
+    # such sessions have no project folder (their project is their cwd, as every session's).
+    project_folders: ClassVar[bool] = True
 
     def session_roots(self) -> list[str]:
         """The folders where the agent keeps its sessions on this machine (they need not

@@ -74,6 +74,7 @@ class CopilotReader(Agent):
     )
     has_ids = True
     remembers_parents = False
+    project_folders = False
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         kind = value.get("type")

@@ -107,6 +107,7 @@ class OpencodeReader(Agent):
     kind = "tree"
     has_ids = False
     records_costs = True
+    project_folders = False
     folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
     where = (
         "`$OPENCODE_DATA_DIR`, `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`:"

@@ -296,10 +296,10 @@ class SessionRecord:
             "path": self.path,
             "cwd": self.cwd or None,
             # A session's project is its working directory, for every agent; project_dir is
-            # the folder its file is in (below sessions/, Claude Code's projects/, Codex's
-            # sessions/).
+            # the project folder its file is in (below sessions/, Claude Code's projects/),
+            # null for an agent whose folders name no projects (Codex's are dates).
             "project": self.cwd or None,
-            "project_dir": self.project_dir,
+            "project_dir": self.project_dir or None,
             "title": self.title,
             "title_source": self.title_source,
             "parent_session": self.parent_session_path,
