@@ -103,7 +103,7 @@ def _session(info: IndexedSession) -> dict[str, Any]:
     return shape | {
         "session": info.session_id,
         "title": None if info.title is None else _cut(info.title),
-        "first_message": _cut(info.first_message, 200),
+        "first_message": None if info.first_prompt is None else _cut(info.first_prompt, 200),
         "tokens": info.tokens,
         "cost": _cost(shape["cost"]),
         "leaf_id": info.last_entry_id,

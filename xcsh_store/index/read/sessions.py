@@ -225,7 +225,7 @@ class SessionFields(Protocol):
     @property
     def version(self) -> int | None: ...
     @property
-    def created(self) -> datetime: ...
+    def created_at(self) -> str | None: ...
     @property
     def modified(self) -> datetime: ...
     @property
@@ -233,7 +233,7 @@ class SessionFields(Protocol):
     @property
     def message_count(self) -> int: ...
     @property
-    def first_message(self) -> str: ...
+    def first_prompt(self) -> str | None: ...
     @property
     def last_entry_id(self) -> str | None: ...
     @property
@@ -261,6 +261,9 @@ class SessionRecordFields(SessionFields, Protocol):
     def tokens(self) -> int: ...
 
     @property
+    def started(self) -> datetime | None: ...
+
+    @property
     def cost_kind(self) -> str: ...
 
 
@@ -279,6 +282,25 @@ class SessionRecord:
         sums as its total, UsageRow.tokens)."""
         figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
         return sum(figures) + self.cache_write_tokens
+
+    @property
+    def started(self: SessionFields) -> datetime | None:
+        """When the session started; None when its file does not say (Cursor's transcripts
+        hold no times), never the epoch."""
+        return parse_iso(self.created_at) if self.created_at else None
+
+    @property
+    def created(self: SessionRecordFields) -> datetime:
+        """``started``, the epoch when unknown (so that a sort by it puts those last)."""
+        return self.started or _EPOCH
+
+    @property
+    def first_message(self: SessionFields) -> str:
+        """The text of the first user message, as a listing shows it: ``"(no prompt)"`` for
+        a session of messages none of which is the user's, ``"(no messages)"`` without any."""
+        if self.first_prompt:
+            return self.first_prompt
+        return "(no prompt)" if self.message_count else "(no messages)"
 
     @property
     def cost_kind(self: SessionFields) -> str:
@@ -305,11 +327,11 @@ class SessionRecord:
             "parent_session": self.parent_session_path,
             "parent_session_id": self.parent_session_id,
             "version": self.version,
-            "created": iso_millis(self.created),
+            "created": None if self.started is None else iso_millis(self.started),
             "modified": iso_millis(self.modified),
             "entry_count": self.entry_count,
             "message_count": self.message_count,
-            "first_message": self.first_message,
+            "first_message": self.first_prompt or None,
             "last_entry_id": self.last_entry_id,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -390,16 +412,16 @@ class IndexedSession(SessionRecord):
         return _parse_time(self._row[3])
 
     @property
-    def created(self) -> datetime:
-        return _parse_time(self._details()[_CREATED])
+    def created_at(self) -> str | None:
+        return self._details()[_CREATED]
 
     @property
-    def first_message(self) -> str:
-        """The text of the first user message, ``"(no messages)"`` when there is none."""
+    def first_prompt(self) -> str | None:
+        """The text of the first user message, None when there is none."""
         start = self._row[9]  # read by the listing only when there is no title
         if self._row[8] or (start is not None and len(start) >= FIRST_MESSAGE_LISTED):
             start = self._details()[_FIRST_MESSAGE]
-        return start or "(no messages)"
+        return start or None
 
     @property
     def legacy(self) -> bool:
