@@ -553,6 +553,16 @@ class _IndexedRows:
         )
         return (found[0][0], tuple(found[0][1:])) if found else None
 
+    def counted(self, entry_id: str) -> bool | None:
+        # As RowBuilder._count counts a message: a message entry with a message (which names
+        # its role).
+        found = self.connection.execute(
+            "SELECT type = 'message' AND role IS NOT NULL FROM entries"
+            " WHERE session = ? AND id = ?",
+            (self.file_id, entry_id),
+        ).fetchall()
+        return bool(found[0][0]) if found else None
+
     def turn_parents(self, entry_id: str) -> list[str | None]:
         from xcsh_store.index.read.tree import entry_path  # tree imports us
 
