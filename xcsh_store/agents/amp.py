@@ -61,7 +61,10 @@ class AmpReader(Agent):
     kind = "document"
     has_ids = False
     folder_variables = (DATA_DIR_ENV,)
-    where = "`$AMP_DATA_DIR/threads`, else `~/.local/share/amp/threads`: `T-<uuid>.json`"
+    where = (
+        "`$AMP_DATA_DIR/threads`, else `~/.local/share/amp/threads`: `T-<uuid>.json`, one JSON"
+        " document per thread"
+    )
 
     def session_roots(self) -> list[str]:
         return [os.path.join(amp_dir(), "threads")]

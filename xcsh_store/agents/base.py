@@ -9,8 +9,9 @@ lines) their defaults.
 
 The kinds of session files (``Agent.kind``):
 
-* ``jsonl`` (Claude Code, Codex): the index reads the bytes (read-only) and hands the reader
-  one parsed object at a time, in file order; an entry is read again by its line's byte offset.
+* ``jsonl`` (Claude Code, Codex and most others): the index reads the bytes (read-only) and
+  hands the reader one parsed object at a time, in file order; an entry is read again by its
+  line's byte offset.
   Its files are ``*.jsonl`` anywhere below a root, recognised by their first object.
 * ``document`` (one JSON file per chat), ``tree`` (a session's small JSON files in folders),
   ``sqlite`` (sessions in a database), ``markdown`` (an appended chat log): the agent finds its

@@ -62,7 +62,8 @@ class CodexReader(Agent):
     folder_variables = (HOME_ENV,)
     project_folders = False
     where = (
-        "`$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-<time>-<id>.jsonl`"
+        "`$CODEX_HOME/sessions`, else `~/.codex/sessions`:"
+        " `YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`"
     )
 
     def session_roots(self) -> list[str]:

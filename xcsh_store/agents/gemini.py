@@ -108,8 +108,10 @@ class GeminiReader(Agent):
     label = "Gemini CLI"
     folder_variables = FOLDER_VARIABLES
     where = (
-        "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`: `<project>/chats/session-*.jsonl`"
-        " (older chats: `session-*.json` documents)"
+        "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`:"
+        " `<project>/chats/session-<time>-<id>.jsonl`; a subagent's `chats/<parent id>/<id>.jsonl`;"
+        " older releases' (up to about v0.3x) `chats/session-<time>-<id>.json`, one JSON document"
+        " per chat"
     )
     has_ids = True
     remembers_parents = True

@@ -110,10 +110,11 @@ class OpencodeReader(Agent):
     project_folders = False
     folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
     where = (
-        "`$OPENCODE_DATA_DIR`, `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`:"
-        " `storage/session/<project>/<id>.json` with `storage/message/<id>/` and"
-        " `storage/part/<message>/` (before 1.x), `opencode.db` (1.x); a root added as"
-        " `opencode:DIR` without either: `opencode export` documents"
+        "`$OPENCODE_DATA_DIR` (ccusage's variable), else `$XDG_DATA_HOME/opencode`, else"
+        " `~/.local/share/opencode`: releases before 1.x `storage/session/<project>/<id>.json`,"
+        " its messages in `storage/message/<id>/`, their parts in `storage/part/<message id>/`"
+        " (older: flat in `storage/part/`); 1.x `opencode.db`; a root added as `opencode:DIR`"
+        " that holds neither: `opencode export` documents, `*.json`"
     )
 
     def __init__(self) -> None:

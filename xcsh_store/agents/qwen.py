@@ -59,7 +59,9 @@ class QwenReader(Agent):
     name = "qwen"
     label = "Qwen Code"
     folder_variables = FOLDER_VARIABLES
-    where = "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<project>/chats/<session id>.jsonl`"
+    where = (
+        "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<sanitised cwd>/chats/<session id>.jsonl`"
+    )
     has_ids = True
     remembers_parents = False
 

@@ -343,7 +343,7 @@ class SessionRecord:
             # null when none of its tokens has a price; a lower bound when unpriced_entries is
             # not 0.
             "cost": None if self.cost_kind == "unpriced" else self.cost,
-            # Claude Code and Codex record no costs: theirs is priced by the index
+            # Most agents record no costs (Claude Code, Codex, …): theirs is priced by the index
             # (`xcsh-store prices`); entries of models without a price are not in "cost".
             "cost_estimated": self.cost_kind != "recorded",
             "unpriced_entries": self.unpriced_entries,
@@ -386,8 +386,8 @@ class IndexedSession(SessionRecord):
     project_dir: str | None = _detail("s.project_dir")
     title_source: str | None = _detail("s.title_source")
     parent_session_path: str | None = _detail("s.parent_session")
-    # Which agent wrote it (xcsh, pi, omp, claude, codex), and the session id of the session
-    # it is a subagent or fork of (Claude Code and Codex say so).
+    # Which agent wrote it (xcsh, pi, omp or a plugin's name: claude, codex, …), and the session
+    # id of the session it is a subagent or fork of (where its agent says so).
     agent: str = _detail("s.agent")
     parent_session_id: str | None = _detail("s.parent_session_id")
     version: int | None = _detail("s.version")

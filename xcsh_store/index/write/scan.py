@@ -73,8 +73,8 @@ class SyncReport:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     # Why this sync read every file again (an index upgrade asked for it), else None.
     resync_reason: str | None = None
-    # Whether the prices changed since the index was priced, so Claude Code's and Codex's
-    # files were read again (index/write/prices.py).
+    # Whether the prices changed since the index was priced, so the files of the agents whose
+    # costs the index estimates were read again (index/write/prices.py).
     repriced: bool = False
     # Files whose search text is still to come (a usage-first sync put it off: searches are
     # partial until a sync adds it), and the files whose search text this sync added.
