@@ -117,9 +117,9 @@ class IndexedRows(Protocol):
     def turn_parents(self, entry_id: str) -> list[str | None]:
         """The parents of the user messages on the path to an indexed entry, in path order."""
 
-    def counted(self, entry_id: str) -> bool | None:
-        """Whether the indexed entry of ``entry_id`` counted as a message (None: there is
-        none)."""
+    def counted(self, entry_ids: list[str]) -> tuple[int, int]:
+        """(entries, messages): how many of ``entry_ids`` are indexed, and how many of those
+        counted as messages."""
 
 
 @dataclass
@@ -394,8 +394,10 @@ class RowBuilder:
         self.superseded: list[int] = []
         self.leaf_summaries: list[tuple[int, str, str]] = []
         # Each entry id this read counted, and whether as a message: a later line of the same
-        # id replaces that entry, and its count with it.
+        # id replaces that entry, and its count with it. A resumed read asks the index about
+        # the ids new to it once per chunk (unchecked), before it hands the chunk over.
         self.counted: dict[str, bool] = {}
+        self.unchecked: list[str] = []
         # Of a format without ids: the parent of each user turn on the current path, oldest
         # first (what a rollback goes back to). A resumed read starts with this read's turns
         # and puts the earlier ones of the path in front only when a rollback reaches them.
@@ -688,19 +690,30 @@ class RowBuilder:
 
     def _uncount(self, entry_id: str) -> None:
         """A line with the id of an entry read before (in this read, or indexed by an earlier
-        one) replaces it: the counts lose that entry (its usage goes by its usage key)."""
+        one: _uncount_indexed) replaces it: the counts lose that entry (its usage goes by its
+        usage key)."""
         earlier = self.counted.get(entry_id)
-        if earlier is None and self.indexed is not None:
-            earlier = self.indexed.counted(entry_id)
         if earlier is not None:
             totals = self.state.totals
             totals.entry_count -= 1
             totals.message_count -= int(earlier)
+        elif self.indexed is not None:
+            self.unchecked.append(entry_id)
+
+    def _uncount_indexed(self) -> None:
+        """The counts lose the entries of earlier reads that lines of this chunk replace."""
+        if self.unchecked and self.indexed is not None:
+            entries, messages = self.indexed.counted(self.unchecked)
+            totals = self.state.totals
+            totals.entry_count -= entries
+            totals.message_count -= messages
+        self.unchecked = []
 
     # -- handing over -----------------------------------------------------------------------
 
     def _flush(self, final: bool, tally: ReadTally) -> None:
         """Hand over the pending rows with the session figures and the file's progress."""
+        self._uncount_indexed()
         state = self.state
         rows = [row for row in self.entry_rows if row is not None]
         replaced = []
