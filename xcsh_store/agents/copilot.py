@@ -70,10 +70,11 @@ class CopilotReader(Agent):
     folder_variables = FOLDER_VARIABLES
     where = (
         "`$COPILOT_HOME/session-state`, else `~/.copilot/session-state`:"
-        " `<session id>/events.jsonl`"
+        " `<session id>/events.jsonl`, older `<session id>.jsonl`"
     )
     has_ids = True
     remembers_parents = False
+    project_folders = False
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         kind = value.get("type")

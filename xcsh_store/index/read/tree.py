@@ -327,7 +327,7 @@ def read_entries(
     path: str, rows: list[IndexedEntry], blob_store: BlobStore | None, agent: str | None = None
 ) -> list[dict[str, Any]]:
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use; those
-    of another agent's file (``agent``: claude, codex) as entries of the xcsh model."""
+    of another agent's file (``agent``: a plugin's name) as entries of the xcsh model."""
     reader = reader_named(agent)
     if reader is None and agent not in (None, *XCSH_AGENTS):
         raise FileChangedError(path)  # its plugin is gone: the next sync drops its rows
