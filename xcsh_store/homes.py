@@ -21,7 +21,8 @@ The index of someone who uses none of xcsh lives in the data dir of the XDG Base
 rules, ``$XDG_DATA_HOME/xcsh-store`` (``~/.local/share/xcsh-store``), never in another agent's
 folder. The rules are a few lines, so no library: platformdirs would put it in
 ``~/Library/Application Support`` on macOS, where the agents read here (Claude Code, Codex, pi,
-oh-my-pi) all keep dot-folders in $HOME and oh-my-pi follows $XDG_DATA_HOME too.
+oh-my-pi and the other plugins') keep dot-folders in $HOME or follow $XDG_DATA_HOME (oh-my-pi,
+Amp, opencode) too.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def _session(info: IndexedSession) -> dict[str, Any]:
     return shape | {
         "session": info.session_id,
         "title": None if info.title is None else _cut(info.title),
-        "first_message": _cut(info.first_message, 200),
+        "first_message": None if info.first_prompt is None else _cut(info.first_prompt, 200),
         "tokens": info.tokens,
         "cost": _cost(shape["cost"]),
         "leaf_id": info.last_entry_id,
@@ -313,8 +313,8 @@ def recall_prompts(
     index: SessionIndex, query: str | None = None, limit: int = 20, agent: Agent | None = None
 ) -> dict[str, Any]:
     """Prompts typed before (prompt history and user messages of sessions), newest first:
-    all of them, or those holding every word of query; agent: only that agent's (xcsh, pi,
-    omp, claude, codex). At most 50."""
+    all of them, or those holding every word of query; agent: only that agent's (one of the
+    agents the store reads). At most 50."""
     hits = index.prompts(PromptQuery(query or None, _bounded(limit, MAX_HITS), _agents(agent)))
     return {
         "prompts": [
@@ -351,7 +351,7 @@ def usage(
     root-session (a subagent's or fork's usage under the session it came from) (the last 200
     groups) with the totals of all groups; since/until as for search_sessions; agent:
     only that agent's sessions. estimated counts the entries whose cost is an estimate from
-    list prices (Claude Code and Codex record none), unpriced those of models without a
+    list prices (most agents record none), unpriced those of models without a
     known price, whose cost is not in the sums (cost null: none has a price)."""
     by = _one_of("by", by, USAGE_GROUPINGS)
     filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))

@@ -9,8 +9,9 @@ lines) their defaults.
 
 The kinds of session files (``Agent.kind``):
 
-* ``jsonl`` (Claude Code, Codex): the index reads the bytes (read-only) and hands the reader
-  one parsed object at a time, in file order; an entry is read again by its line's byte offset.
+* ``jsonl`` (Claude Code, Codex and most others): the index reads the bytes (read-only) and
+  hands the reader one parsed object at a time, in file order; an entry is read again by its
+  line's byte offset.
   Its files are ``*.jsonl`` anywhere below a root, recognised by their first object.
 * ``document`` (one JSON file per chat), ``tree`` (a session's small JSON files in folders),
   ``sqlite`` (sessions in a database), ``markdown`` (an appended chat log): the agent finds its
@@ -169,6 +170,11 @@ class Agent:
     order: ClassVar[int] = 100
     # What a session file is, and where its agent keeps them (docs/agents.md).
     where: ClassVar[str] = ""
+    # Whether the first folder below a session root names the session's project (Claude Code's
+    # projects/<project>/, Gemini CLI's tmp/<project>/): its project_dir. False where those
+    # folders are dates (Codex's sessions/YYYY/) or sessions (Copilot CLI's session-state/<id>/):
+    # such sessions have no project folder (their project is their cwd, as every session's).
+    project_folders: ClassVar[bool] = True
     # The command that resumes a session, ``{id}`` its id, run in its working folder ("": the
     # agent has none): resume_command() fills it in.
     resume: ClassVar[str] = ""

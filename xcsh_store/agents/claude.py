@@ -75,7 +75,8 @@ class ClaudeReader(Agent):
     resume = "claude --resume {id}"
     where = (
         "`$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`: `<project>/<session id>.jsonl`;"
-        " subagents in `<session id>/subagents/agent-<id>.jsonl`"
+        " subagents in `<session id>/subagents/agent-<id>.jsonl` (older ones `agent-<id>.jsonl`"
+        " beside it)"
     )
 
     def session_roots(self) -> list[str]:

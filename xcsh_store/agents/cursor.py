@@ -37,7 +37,10 @@ class CursorReader(Agent):
     name = "cursor"
     label = "Cursor"
     resume = "cursor-agent --resume {id}"
-    where = "`~/.cursor/projects`: `<project>/agent-transcripts/<id>/<id>.jsonl`"
+    where = (
+        "`~/.cursor/projects`: `<project slug>/agent-transcripts/<id>/<id>.jsonl`, subagents in"
+        " `<id>/subagents/<id>.jsonl` (the CLI's `~/.cursor/chats/*/store.db` is not read)"
+    )
     has_ids = False
     remembers_parents = False
 

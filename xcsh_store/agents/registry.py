@@ -108,7 +108,8 @@ class _Adopted(Agent):
         self.name = reader.name  # type: ignore[misc]
         facts = (
             "label", "kind", "has_ids", "remembers_parents", "folder_variables",
-            "records_costs", "order", "where", "other_kind_sources", "resume",
+            "records_costs", "order", "where", "other_kind_sources", "project_folders",
+            "resume",
         )  # fmt: skip
         for fact in facts:
             if hasattr(reader, fact):

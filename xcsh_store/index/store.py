@@ -280,8 +280,8 @@ class SessionIndex:
     @_entry_point
     def agent_roots(self) -> dict[str, str]:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
-        agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
-        themselves (pi's and oh-my-pi's folders: homes.py; each agent plugin's own)."""
+        agent: those added as ``AGENT:PATH`` (``claude:PATH``, ``opencode:PATH``) and the ones
+        found by themselves (pi's and oh-my-pi's folders: homes.py; each agent plugin's own)."""
         found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
@@ -314,7 +314,8 @@ class SessionIndex:
     @_entry_point
     def add_root(self, path: str, agent: str | None = None) -> None:
         """Index the files under ``path`` too; ``agent`` names whose files they are when they
-        are another agent's (``claude``, ``codex``): then the folder is only ever read."""
+        are another agent's (a plugin's name: ``claude``, ``opencode``): then the folder is only
+        ever read."""
         with database.transaction(self.connection):
             self.connection.execute(
                 "INSERT INTO roots (path, added_at, agent) VALUES (?, ?, ?)"
@@ -619,7 +620,7 @@ class SessionIndex:
         until: datetime | str | None = None,
     ) -> list[IndexedSession]:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
-        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
+        ``agents``: only the sessions of these agents (``AGENTS``: xcsh, pi, omp, claude, …);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
         started before ``until``)."""
         bounds = time_bound(since), time_bound(until)
@@ -645,7 +646,8 @@ class SessionIndex:
     @_entry_point
     def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
         """The sessions (at most ``limit``) that say they are subagents or forks of
-        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads, Gemini
+        CLI's and Cursor's subagent chats, opencode's child sessions."""
         found = self._session(session)
         rows = list(
             self.connection.execute(
@@ -702,7 +704,7 @@ class SessionIndex:
     def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
         """Each entry id of the file of ``where`` (a session or a search hit) by the shortest
         prefix (at least 8 characters) no other entry of that file shares: what find_entry_id
-        resolves to the same entry (Claude Code's and Codex's ids are 36-character UUIDs)."""
+        resolves to the same entry (other agents' ids are often 36-character UUIDs)."""
         from xcsh_store.index.read.names import unique_entry_prefixes
 
         return unique_entry_prefixes(self.connection, where.file_id, entry_ids)
@@ -845,8 +847,8 @@ class SessionIndex:
         """Token and cost sums per group; an entry copied into a fork counts once, and so does
         a session kept in several files; days, weeks and months are ``zone``'s (default: the
         local time zone); ``agents``:
-        only these agents' sessions (costs of Claude Code and Codex are estimates: see each
-        row's ``estimated`` and ``unpriced``).
+        only these agents' sessions (the costs of agents that record none are estimates: see
+        each row's ``estimated`` and ``unpriced``).
 
         ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its

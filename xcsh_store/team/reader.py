@@ -129,7 +129,7 @@ class TeamSession(SessionRecord):
     modified_at: str | None
     entry_count: int
     message_count: int
-    first_message_text: str | None
+    first_prompt: str | None
     last_entry_id: str | None
     input_tokens: int
     output_tokens: int
@@ -150,16 +150,8 @@ class TeamSession(SessionRecord):
         return self.session_id
 
     @property
-    def created(self) -> datetime:
-        return _time(self.created_at)
-
-    @property
     def modified(self) -> datetime:
         return _time(self.modified_at)
-
-    @property
-    def first_message(self) -> str:
-        return self.first_message_text or "(no messages)"
 
 
 def _session(row: Sequence[Any]) -> TeamSession:

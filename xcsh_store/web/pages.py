@@ -281,8 +281,10 @@ class SessionPage:
     subagents: list[IndexedSession] = field(default_factory=list)
 
     @property
-    def duration(self) -> timedelta:
-        return max(self.session.modified - self.session.created, timedelta(0))
+    def duration(self) -> timedelta | None:
+        """From its start to its last activity; None when its start is unknown."""
+        started = self.session.started
+        return None if started is None else max(self.session.modified - started, timedelta(0))
 
     @property
     def end(self) -> int:

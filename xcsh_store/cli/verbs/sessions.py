@@ -175,7 +175,11 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
         ("Session", label(info.session_id, fg="cyan", bold=True) + title),
         ("File", home_relative(info.path)),
         ("Cwd", home_relative(info.cwd)),
-        ("Created", f"{local_time(info.created)}    modified {local_time(info.modified)}"),
+        (
+            "Created",
+            f"{local_time(info.started) if info.started else 'unknown'}"
+            f"    modified {local_time(info.modified)}",
+        ),
         (
             "Entries",
             f"{plural(info.entry_count, 'entry', 'entries')} · "

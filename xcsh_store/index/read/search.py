@@ -196,7 +196,7 @@ class SearchHit:
     score: float
     file_id: int
     pk: int
-    # Which agent wrote the session (xcsh, pi, omp, claude, codex).
+    # Which agent wrote the session (xcsh, pi, omp or a plugin's name: claude, codex, …).
     agent: str = "xcsh"
 
     def to_json(self, on_active_branch: bool | None = None) -> dict[str, Any]:

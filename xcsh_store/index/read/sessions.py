@@ -227,7 +227,7 @@ class SessionFields(Protocol):
     @property
     def version(self) -> int | None: ...
     @property
-    def created(self) -> datetime: ...
+    def created_at(self) -> str | None: ...
     @property
     def modified(self) -> datetime: ...
     @property
@@ -235,7 +235,7 @@ class SessionFields(Protocol):
     @property
     def message_count(self) -> int: ...
     @property
-    def first_message(self) -> str: ...
+    def first_prompt(self) -> str | None: ...
     @property
     def last_entry_id(self) -> str | None: ...
     @property
@@ -265,6 +265,9 @@ class SessionRecordFields(SessionFields, Protocol):
     def tokens(self) -> int: ...
 
     @property
+    def started(self) -> datetime | None: ...
+
+    @property
     def cost_kind(self) -> str: ...
 
 
@@ -285,6 +288,25 @@ class SessionRecord:
         return sum(figures) + self.cache_write_tokens
 
     @property
+    def started(self: SessionFields) -> datetime | None:
+        """When the session started; None when its file does not say (Cursor's transcripts
+        hold no times), never the epoch."""
+        return parse_iso(self.created_at) if self.created_at else None
+
+    @property
+    def created(self: SessionRecordFields) -> datetime:
+        """``started``, the epoch when unknown (so that a sort by it puts those last)."""
+        return self.started or _EPOCH
+
+    @property
+    def first_message(self: SessionFields) -> str:
+        """The text of the first user message, as a listing shows it: ``"(no prompt)"`` for
+        a session of messages none of which is the user's, ``"(no messages)"`` without any."""
+        if self.first_prompt:
+            return self.first_prompt
+        return "(no prompt)" if self.message_count else "(no messages)"
+
+    @property
     def cost_kind(self: SessionFields) -> str:
         """recorded, estimated, partial or unpriced (agents.cost_kind)."""
         return cost_kind(self.agent, self.cost, self.unpriced_entries)
@@ -300,20 +322,20 @@ class SessionRecord:
             "path": self.path,
             "cwd": self.cwd or None,
             # A session's project is its working directory, for every agent; project_dir is
-            # the folder its file is in (below sessions/, Claude Code's projects/, Codex's
-            # sessions/).
+            # the project folder its file is in (below sessions/, Claude Code's projects/),
+            # null for an agent whose folders name no projects (Codex's are dates).
             "project": self.cwd or None,
-            "project_dir": self.project_dir,
+            "project_dir": self.project_dir or None,
             "title": self.title,
             "title_source": self.title_source,
             "parent_session": self.parent_session_path,
             "parent_session_id": self.parent_session_id,
             "version": self.version,
-            "created": iso_millis(self.created),
+            "created": None if self.started is None else iso_millis(self.started),
             "modified": iso_millis(self.modified),
             "entry_count": self.entry_count,
             "message_count": self.message_count,
-            "first_message": self.first_message,
+            "first_message": self.first_prompt or None,
             "last_entry_id": self.last_entry_id,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -325,7 +347,7 @@ class SessionRecord:
             # null when none of its tokens has a price; a lower bound when unpriced_entries is
             # not 0.
             "cost": None if self.cost_kind == "unpriced" else self.cost,
-            # Claude Code and Codex record no costs: theirs is priced by the index
+            # Most agents record no costs (Claude Code, Codex, …): theirs is priced by the index
             # (`xcsh-store prices`); entries of models without a price are not in "cost".
             "cost_estimated": self.cost_kind != "recorded",
             "unpriced_entries": self.unpriced_entries,
@@ -372,8 +394,8 @@ class IndexedSession(SessionRecord):
     project_dir: str | None = _detail("s.project_dir")
     title_source: str | None = _detail("s.title_source")
     parent_session_path: str | None = _detail("s.parent_session")
-    # Which agent wrote it (xcsh, pi, omp, claude, codex), and the session id of the session
-    # it is a subagent or fork of (Claude Code and Codex say so).
+    # Which agent wrote it (xcsh, pi, omp or a plugin's name: claude, codex, …), and the session
+    # id of the session it is a subagent or fork of (where its agent says so).
     agent: str = _detail("s.agent")
     parent_session_id: str | None = _detail("s.parent_session_id")
     source_gone_at: str | None = _detail("f.gone_at")
@@ -399,16 +421,16 @@ class IndexedSession(SessionRecord):
         return _parse_time(self._row[3])
 
     @property
-    def created(self) -> datetime:
-        return _parse_time(self._details()[_CREATED])
+    def created_at(self) -> str | None:
+        return self._details()[_CREATED]
 
     @property
-    def first_message(self) -> str:
-        """The text of the first user message, ``"(no messages)"`` when there is none."""
+    def first_prompt(self) -> str | None:
+        """The text of the first user message, None when there is none."""
         start = self._row[9]  # read by the listing only when there is no title
         if self._row[8] or (start is not None and len(start) >= FIRST_MESSAGE_LISTED):
             start = self._details()[_FIRST_MESSAGE]
-        return start or "(no messages)"
+        return start or None
 
     @property
     def legacy(self) -> bool:

@@ -330,7 +330,7 @@ def read_entries(
     archive: ArchivedSources | None = None,
 ) -> list[dict[str, Any]]:
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use; those
-    of another agent's file (``agent``: claude, codex) as entries of the xcsh model. A file
+    of another agent's file (``agent``: a plugin's name) as entries of the xcsh model. A file
     that is gone is read from ``archive`` when it keeps it."""
     reader = reader_named(agent)
     if reader is None and agent not in (None, *XCSH_AGENTS):

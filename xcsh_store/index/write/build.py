@@ -120,6 +120,10 @@ class IndexedRows(Protocol):
     def turn_parents(self, entry_id: str) -> list[str | None]:
         """The parents of the user messages on the path to an indexed entry, in path order."""
 
+    def counted(self, entry_ids: list[str]) -> tuple[int, int]:
+        """(entries, messages): how many of ``entry_ids`` are indexed, and how many of those
+        counted as messages."""
+
 
 @dataclass
 class Totals:
@@ -416,6 +420,11 @@ class RowBuilder:
         self.chunk_first_key = first_key
         self.superseded: list[int] = []
         self.leaf_summaries: list[tuple[int, str, str]] = []
+        # Each entry id this read counted, and whether as a message: a later line of the same
+        # id replaces that entry, and its count with it. A resumed read asks the index about
+        # the ids new to it once per chunk (unchecked), before it hands the chunk over.
+        self.counted: dict[str, bool] = {}
+        self.unchecked: list[str] = []
         # Of a format without ids: the parent of each user turn on the current path, oldest
         # first (what a rollback goes back to). A resumed read starts with this read's turns
         # and puts the earlier ones of the path in front only when a rollback reaches them.
@@ -686,16 +695,18 @@ class RowBuilder:
 
     def _count(self, value: dict[str, Any], facts: EntryFacts) -> None:
         totals = self.state.totals
+        kind = facts.type
+        message = value.get("message") if kind == "message" else None
         totals.entry_count += 1
         if facts.id is not None:
             totals.last_entry_id = facts.id
+            self._uncount(facts.id)
+            self.counted[facts.id] = bool(message)
         usage = facts.usage
         if usage is not None:
             # (An estimated cost is None for a model without a price: it adds nothing.)
             totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage, strict=True)]
-        kind = facts.type
         if kind == "message":
-            message = value.get("message")
             if message:
                 totals.message_count += 1
                 if totals.first_message is None and facts.role == "user":
@@ -709,10 +720,32 @@ class RowBuilder:
             if name:
                 totals.session_name, totals.session_name_source = name, NAMED_TITLE_SOURCE
 
+    def _uncount(self, entry_id: str) -> None:
+        """A line with the id of an entry read before (in this read, or indexed by an earlier
+        one: _uncount_indexed) replaces it: the counts lose that entry (its usage goes by its
+        usage key)."""
+        earlier = self.counted.get(entry_id)
+        if earlier is not None:
+            totals = self.state.totals
+            totals.entry_count -= 1
+            totals.message_count -= int(earlier)
+        elif self.indexed is not None:
+            self.unchecked.append(entry_id)
+
+    def _uncount_indexed(self) -> None:
+        """The counts lose the entries of earlier reads that lines of this chunk replace."""
+        if self.unchecked and self.indexed is not None:
+            entries, messages = self.indexed.counted(self.unchecked)
+            totals = self.state.totals
+            totals.entry_count -= entries
+            totals.message_count -= messages
+        self.unchecked = []
+
     # -- handing over -----------------------------------------------------------------------
 
     def _flush(self, final: bool, tally: ReadTally) -> None:
         """Hand over the pending rows with the session figures and the file's progress."""
+        self._uncount_indexed()
         state = self.state
         rows = [row for row in self.entry_rows if row is not None]
         replaced = []

@@ -613,6 +613,21 @@ class _IndexedRows:
         )
         return (found[0][0], tuple(found[0][1:])) if found else None
 
+    def counted(self, entry_ids: list[str]) -> tuple[int, int]:
+        # A message as RowBuilder._count counts one: a message entry with a message (which
+        # names its role).
+        entries = messages = 0
+        for start in range(0, len(entry_ids), 500):
+            part = entry_ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            ((found, of_messages),) = self.connection.execute(
+                "SELECT count(*), total(type = 'message' AND role IS NOT NULL) FROM entries"
+                f" WHERE session = ? AND id IN ({marks})",
+                (self.file_id, *part),
+            )
+            entries, messages = entries + found, messages + int(of_messages)
+        return entries, messages
+
     def turn_parents(self, entry_id: str) -> list[str | None]:
         from xcsh_store.index.read.tree import entry_path  # tree imports us
 

@@ -73,8 +73,8 @@ class SyncReport:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     # Why this sync read every file again (an index upgrade asked for it), else None.
     resync_reason: str | None = None
-    # Whether the prices changed since the index was priced, so Claude Code's and Codex's
-    # files were read again (index/write/prices.py).
+    # Whether the prices changed since the index was priced, so the files of the agents whose
+    # costs the index estimates were read again (index/write/prices.py).
     repriced: bool = False
     # Files whose search text is still to come (a usage-first sync put it off: searches are
     # partial until a sync adds it), and the files whose search text this sync added.
@@ -185,13 +185,18 @@ class KnownStats:
 
 
 def scan_root(
-    root: str, report: SyncReport, known: KnownStats | None = None, temp_files: bool = True
+    root: str,
+    report: SyncReport,
+    known: KnownStats | None = None,
+    temp_files: bool = True,
+    project_folders: bool = True,
 ) -> Iterator[SeenFile]:
     """Every session file below ``root`` (but the unchanged ones of ``known``); follows
     folder symlinks once, never in a loop. ``temp_files``: whether to report the stale temp
     files of xcsh's rewrites (for the sync to remove); never in another agent's folder.
 
-    A file's project folder is the first folder below the root (empty for files in the root).
+    A file's project folder is the first folder below the root (empty for files in the root,
+    and where the root's folders name no projects: ``project_folders`` false, Agent's).
     """
     stale = time.time() - STALE_TEMP_SECONDS
     indexed_stat = (known.stats if known is not None else {}).get
@@ -202,7 +207,8 @@ def scan_root(
         report.unreadable[path] = describe_error(error)
 
     for folder, entries in walk_folders([root], failed):
-        project_dir = folder[below_root:].split(os.sep, 1)[0] if len(folder) > below_root else ""
+        in_project = project_folders and len(folder) > below_root
+        project_dir = folder[below_root:].split(os.sep, 1)[0] if in_project else ""
         named = []
         for entry in entries:
             name = entry.name
@@ -248,7 +254,8 @@ def scan_any(
     plugin = reader_named(agent)
     if plugin is not None and plugin.kind != "jsonl":
         return scan_sources(root, plugin, report, known)
-    found = scan_root(root, report, known, temp_files=agent is None)
+    projects = plugin is None or plugin.project_folders
+    found = scan_root(root, report, known, temp_files=agent is None, project_folders=projects)
     if plugin is not None and plugin.other_kind_sources:
         return chain(found, scan_sources(root, plugin, report, known))
     return found
@@ -270,7 +277,8 @@ def scan_sources(
                 unchanged.add(source.path)
                 continue
             relative = source.path[below_root:] if len(source.path) > below_root else ""
-            project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
+            in_project = agent.project_folders and os.sep in relative
+            project_dir = relative.split(os.sep, 1)[0] if in_project else ""
             yield SeenFile(source.path, root, project_dir, *identity, agent=agent.name)
     except OSError as error:
         report.unreadable[root] = describe_error(error)
