@@ -98,9 +98,7 @@ def fixtures_figures() -> dict[str, Any]:
     with SessionIndex.open(str(store)) as index:
         index.sync(workers=1)
     archive, kept = _archive_figures(store)
-    claude_codex = [
-        _folder_bytes(store / "archive" / agent) for agent in ("claude", "codex")
-    ]
+    claude_codex = [_folder_bytes(store / "archive" / agent) for agent in ("claude", "codex")]
     kept_claude_codex = _folder_bytes(home / ".claude") + _folder_bytes(home / ".codex")
     figures: dict[str, Any] = {
         "fixtures: sessions kept (MB)": kept / 1e6,

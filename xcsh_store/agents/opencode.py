@@ -229,7 +229,7 @@ class OpencodeReader(Agent):
         storage = _storage_of(path)
         files = [path]
         for message_path in _message_files(storage, _session_id(path, None)):
-            files += [message_path, *_part_files(storage, message_path, None)]
+            files += [message_path, *self._part_files(storage, message_path, None)]
         return files
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
