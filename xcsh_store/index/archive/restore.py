@@ -139,7 +139,8 @@ def _write_new(
     try:
         with open(os.open(temporary, flags, FILE_MODE), "wb") as stream:
             for piece in pieces:
-                data = piece_bytes(descriptor, piece)
+                # (Hashed whole, here: the SHA-256 restore reports is of what it wrote.)
+                data = piece_bytes(descriptor, piece, hashed=False)
                 digest.update(data)
                 stream.write(data)
             stream.flush()
