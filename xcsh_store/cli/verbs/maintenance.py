@@ -738,11 +738,14 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     archive = diagnosis.archive
     if archive is not None:
         echo_wrapped(style("Archive", bold=True) + f" {home_relative(archive.folder)}")
-        echo_wrapped(
-            f"  {plural(archive.sessions, 'session')} kept ({archive.gone:,} with their file"
-            f" gone) · {plural(archive.files, 'file')} · {format_bytes(archive.bytes)}"
-            f" for {format_bytes(archive.source_bytes)} of sessions"
-        )
+        if archive.files:
+            echo_wrapped(
+                f"  {plural(archive.sessions, 'session')} kept ({archive.gone:,} with their file"
+                f" gone) · {plural(archive.files, 'file')} · {format_bytes(archive.bytes)}"
+                f" for {format_bytes(archive.source_bytes)} of sessions"
+            )
+        else:
+            echo_wrapped("  empty: other agents' sessions are kept here as sync reads them")
     if diagnosis.outside_readers is not None:
         _print_outside_readers(settings, diagnosis.outside_readers)
     echo_wrapped(style("Permissions", bold=True))
