@@ -28,6 +28,7 @@ from xcsh_store.index.archive.frames import (
     APPEND,
     DOCUMENT,
     ArchiveDamagedError,
+    Contents,
     Header,
     move_record,
     piece_record,
@@ -151,8 +152,12 @@ class Keeper:
             base, version, committed_or_none = self._current(None, place)
             kept, committed = 0, 0
             if version and committed_or_none is None:
-                # An archive the index does not know (index.db made again): taken as it is.
-                contents = self.folder.contents(base, version)
+                # An archive the index does not know (index.db made again): taken as it is
+                # (one that does not read was given no pieces to check: a new version).
+                try:
+                    contents = self.folder.contents(base, version)
+                except (OSError, ArchiveDamagedError):
+                    contents = Contents(None)
                 if contents.header is not None and contents.header.kind == APPEND:
                     kept, committed = contents.source_bytes, contents.end
         if start != kept or version == 0:
