@@ -197,9 +197,10 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
     if info.parent_session_path:
         lines.append(("Parent", home_relative(info.parent_session_path)))
     if info.source_gone_at:
+        # (The id's first 8 characters: the line fits 80 columns; restore takes a prefix.)
         lines.insert(2, ("Source", label(f"{ARCHIVED_MARK} archived", fg="yellow") + (
-            f" · the file is gone since {local_time(info.source_gone_at)};"
-            f" `xcsh-store restore {info.session_id}` writes it back"
+            f" (file gone {local_time(info.source_gone_at)}):"
+            f" xcsh-store restore {info.session_id[:8]}"
         )))  # fmt: skip
     width = terminal_width()
     for name, value in lines:
