@@ -41,6 +41,8 @@ XDG_CONFIG_HOME_ENV = "XDG_CONFIG_HOME"
 STORE_DIRNAME = "xcsh-store"
 # The user's own prices (negotiated rates, private models): agents/prices/price_file.py reads it.
 PRICES_FILE_NAME = "prices.toml"
+# The store's settings (index/archive/settings.py reads its [agents.NAME] archive switches).
+CONFIG_FILE_NAME = "config.toml"
 
 # Every variable that names a folder the store reads or writes, and every one that names a
 # folder below $HOME (tests/isolation.py points the first into each test's temp dir and removes
@@ -132,6 +134,12 @@ def data_home() -> str:
 def get_prices_file() -> str:
     """``$XDG_CONFIG_HOME/xcsh-store/prices.toml`` (``~/.config/xcsh-store/prices.toml``)."""
     return os.path.join(_xdg_home(XDG_CONFIG_HOME_ENV, ".config"), STORE_DIRNAME, PRICES_FILE_NAME)
+
+
+def get_config_file() -> str:
+    """The store's settings: ``$XDG_CONFIG_HOME/xcsh-store/config.toml``
+    (``~/.config/xcsh-store/config.toml``)."""
+    return os.path.join(_xdg_home(XDG_CONFIG_HOME_ENV, ".config"), STORE_DIRNAME, CONFIG_FILE_NAME)
 
 
 def get_data_store_dir() -> str:

@@ -199,7 +199,9 @@ def get_session(
     page = rows[offset : offset + limit]
     on_path = {row.id for row in index.branch(info, leaf)} if view == "tree" else None
     entries = []
-    for row, value in zip(page, read_entries(info.path, page, None, info.agent), strict=True):
+    for row, value in zip(
+        page, read_entries(info.path, page, None, info.agent, index.archived_sources), strict=True
+    ):
         kind, text = entry_summary(value)
         item = {
             "id": row.id,
@@ -238,7 +240,7 @@ def get_entry(
     info = index.find_session(session)
     found = index.find_entry_id(info, entry_id)
     row = index.tree(info).entries[found]
-    (value,) = read_entries(info.path, [row], None, info.agent)
+    (value,) = read_entries(info.path, [row], None, info.agent, index.archived_sources)
     kind, _summary = entry_summary(value)
     text = entry_text(value)
     offset, limit = max(0, int(offset)), _bounded(limit, MAX_TEXT_PAGE)

@@ -56,6 +56,7 @@ class AiderReader(Agent):
     kind = "markdown"
     has_ids = False
     records_costs = True
+    resume = "aider --restore-chat-history"
     where = (
         "`.aider.chat.history.md` in a repository's root (or as `$AIDER_CHAT_HISTORY_FILE` names"
         " it), below the roots added with `sync --add-root aider:DIR` (three folders deep: Aider"

@@ -61,6 +61,7 @@ class AmpReader(Agent):
     kind = "document"
     has_ids = False
     folder_variables = (DATA_DIR_ENV,)
+    resume = "amp threads continue {id}"
     where = (
         "`$AMP_DATA_DIR/threads`, else `~/.local/share/amp/threads`: `T-<uuid>.json`, one JSON"
         " document per thread"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -174,6 +175,9 @@ class Agent:
     # folders are dates (Codex's sessions/YYYY/) or sessions (Copilot CLI's session-state/<id>/):
     # such sessions have no project folder (their project is their cwd, as every session's).
     project_folders: ClassVar[bool] = True
+    # The command that resumes a session, ``{id}`` its id, run in its working folder ("": the
+    # agent has none): resume_command() fills it in.
+    resume: ClassVar[str] = ""
 
     def session_roots(self) -> list[str]:
         """The folders where the agent keeps its sessions on this machine (they need not
@@ -228,6 +232,21 @@ class Agent:
         """Every record of the session at ``path``, in order, opened read-only (kinds other
         than jsonl)."""
         return iter(())
+
+    def session_files(self, path: str) -> list[str]:
+        """The files whose bytes make up the session at ``path`` (kinds other than jsonl),
+        which the store's archive keeps whole and ``restore`` writes back: the file itself by
+        default; none for a session kept in a database."""
+        return [path] if os.path.isfile(path) else []
+
+    def resume_command(self, session_id: str, cwd: str | None) -> str | None:
+        """The command that resumes a session of this agent in its working folder (``restore``
+        prints it once the session's file is back): :attr:`resume` filled in, None when the
+        agent has none."""
+        if not self.resume:
+            return None
+        command = self.resume.format(id=shlex.quote(session_id))
+        return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
 
     def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The records of ``locators`` (those the session still holds), read again: by default

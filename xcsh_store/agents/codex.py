@@ -60,6 +60,7 @@ class CodexReader(Agent):
     label = "Codex"
     has_ids = False
     folder_variables = (HOME_ENV,)
+    resume = "codex resume {id}"
     project_folders = False
     where = (
         "`$CODEX_HOME/sessions`, else `~/.codex/sessions`:"

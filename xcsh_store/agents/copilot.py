@@ -68,6 +68,7 @@ class CopilotReader(Agent):
     name = "copilot"
     label = "GitHub Copilot CLI"
     folder_variables = FOLDER_VARIABLES
+    resume = "copilot --resume {id}"
     where = (
         "`$COPILOT_HOME/session-state`, else `~/.copilot/session-state`:"
         " `<session id>/events.jsonl`, older `<session id>.jsonl`"

@@ -107,6 +107,7 @@ class GeminiReader(Agent):
     name = "gemini"
     label = "Gemini CLI"
     folder_variables = FOLDER_VARIABLES
+    resume = "gemini --resume {id}"
     where = (
         "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`:"
         " `<project>/chats/session-<time>-<id>.jsonl`; a subagent's `chats/<parent id>/<id>.jsonl`;"

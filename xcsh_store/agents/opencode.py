@@ -109,6 +109,7 @@ class OpencodeReader(Agent):
     records_costs = True
     project_folders = False
     folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
+    resume = "opencode --session {id}"
     where = (
         "`$OPENCODE_DATA_DIR` (ccusage's variable), else `$XDG_DATA_HOME/opencode`, else"
         " `~/.local/share/opencode`: releases before 1.x `storage/session/<project>/<id>.json`,"
@@ -219,6 +220,17 @@ class OpencodeReader(Agent):
         if flat is None:
             flat = self._flat_parts[storage] = _FlatParts(os.path.join(storage, "part"))
         return flat.of(message_id or stem)
+
+    def session_files(self, path: str) -> list[str]:
+        """The session's file, its messages' files and their parts' (a session of the
+        database: none)."""
+        if database_session(path) is not None or not os.path.isfile(path):
+            return []
+        storage = _storage_of(path)
+        files = [path]
+        for message_path in _message_files(storage, _session_id(path, None)):
+            files += [message_path, *self._part_files(storage, message_path, None)]
+        return files
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = value.get("type")

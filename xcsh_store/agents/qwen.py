@@ -59,6 +59,7 @@ class QwenReader(Agent):
     name = "qwen"
     label = "Qwen Code"
     folder_variables = FOLDER_VARIABLES
+    resume = "qwen --resume {id}"
     where = (
         "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<sanitised cwd>/chats/<session id>.jsonl`"
     )

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     )
 
 
+# Marks a session whose file is gone, which the store's archive keeps (ls, show, pick).
+ARCHIVED_MARK = "⌂"
+
+
 def session_json(session: IndexedSession) -> dict[str, Any]:
     """The session's own shape (SessionRecord.to_json), the one every front prints."""
     return session.to_json()

@@ -96,6 +96,8 @@ _DETAILS = (
     "f.legacy",
     "s.agent",
     "s.parent_session_id",
+    # When its file was found gone (its session is the archive's since: index/archive/).
+    "f.gone_at",
     # Entries of a model without a price (migration 0010's index holds just those).
     "(SELECT count(*) FROM entries AS e WHERE e.session = s.file_id AND e.cost IS NULL"
     " AND e.input_tokens IS NOT NULL)",
@@ -252,6 +254,8 @@ class SessionFields(Protocol):
     def unpriced_entries(self) -> int: ...
     @property
     def id_shared(self) -> bool: ...
+    @property
+    def source_gone_at(self) -> str | None: ...
 
 
 class SessionRecordFields(SessionFields, Protocol):
@@ -348,6 +352,10 @@ class SessionRecord:
             "cost_estimated": self.cost_kind != "recorded",
             "unpriced_entries": self.unpriced_entries,
             "id_shared": self.id_shared,
+            # "file" while its file is there, "archived" once it is gone (its session is then
+            # read from the store's archive: docs/archive.md), with when it was found gone.
+            "source": "archived" if self.source_gone_at else "file",
+            "source_gone_at": self.source_gone_at,
             **host_of(self),
         }
 
@@ -390,6 +398,7 @@ class IndexedSession(SessionRecord):
     # id of the session it is a subagent or fork of (where its agent says so).
     agent: str = _detail("s.agent")
     parent_session_id: str | None = _detail("s.parent_session_id")
+    source_gone_at: str | None = _detail("f.gone_at")
     version: int | None = _detail("s.version")
     entry_count: int = _detail("s.entry_count")
     last_entry_id: str | None = _detail("s.last_entry_id")
@@ -498,7 +507,8 @@ def agents_condition(column: str, agents: tuple[str, ...]) -> str:
 # maps: team/reader.py): a listing keeps the sessions active in the span (modified since,
 # started before until), a search and usage the entries in it.
 LISTING_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
-                  "since": "s.modified_at", "until": "s.created_at"}  # fmt: skip
+                  "since": "s.modified_at", "until": "s.created_at",
+                  "archived": "s.file_id"}  # fmt: skip
 SEARCH_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
                  "since": "e.timestamp", "until": "e.timestamp"}  # fmt: skip
 USAGE_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent",
@@ -534,6 +544,12 @@ def filter_sql(
         if bound is not None:
             conditions.append(f"{columns[name]} {operator} ?")
             arguments.append(bound)
+    if session_filter.archived is not None:
+        # (The partial index files_gone holds the gone files: migration 0014.)
+        among = "IN" if session_filter.archived else "NOT IN"
+        conditions.append(
+            f"{columns['archived']} {among} (SELECT id FROM files WHERE gone_at IS NOT NULL)"
+        )
     return conditions, arguments
 
 
@@ -613,6 +629,7 @@ def session_by_file_id(index: SessionStore, file_id: int) -> IndexedSession:
 def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> str:
     """Every user and assistant text of the session, read from its file, joined by spaces."""
     from xcsh_store.format.entries import content_text
+    from xcsh_store.index.archive.sources import sources_of
     from xcsh_store.index.read.tree import entry_rows, read_entries
 
     rows = [
@@ -620,7 +637,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
         for row in entry_rows(connection, session.file_id)
         if row.type == "message" and row.role in ("user", "assistant")
     ]
-    values = read_entries(session.path, rows, None, session.agent)
+    values = read_entries(session.path, rows, None, session.agent, sources_of(connection))
     texts = [
         content_text(value["message"].get("content"))
         for value in values

@@ -37,6 +37,7 @@ from xcsh_store.format.versions import (
     session_version,
     synthetic_ids_for,
 )
+from xcsh_store.index.archive.capture import ByteCapture, CapturedPiece, KeptPieces, capture_start
 from xcsh_store.index.write.rows import EntryFacts, blob_refs_in, storable_values
 from xcsh_store.index.write.scan import SkippedLines, sha1_hex
 from xcsh_store.js import stringify
@@ -97,6 +98,8 @@ class Chunk(NamedTuple):
     superseded: list[int]
     # (seq, leaf entry id, summary) of the lines that summarise a conversation by its leaf.
     leaf_summaries: list[tuple[int, str, str]]
+    # The bytes of these lines for the archive (a read that keeps them: archive/capture.py).
+    archived: CapturedPiece | None = None
 
 
 class IndexedRows(Protocol):
@@ -290,10 +293,19 @@ def read_from_start(
     first_key: int = 0,
     *,
     with_text: bool = True,
+    kept: KeptPieces | None = None,
 ) -> None:
     """Read a whole file (its rows in the index, if any, are about to go); without search
-    text when not ``with_text`` (text_later.py adds it afterwards)."""
+    text when not ``with_text`` (text_later.py adds it afterwards). ``kept``: the pieces its
+    archive keeps (None: the file is not archived); the chunks carry the bytes read after
+    them, or all of them when the file no longer begins with those."""
     tally = ReadTally()
+    capture = None
+    if kept is not None:
+        start = capture_start(stream.fileno(), kept)
+        capture = ByteCapture(start, mtime_ns)
+        if start == 0 and read_at(stream, 0, len(BOM)) == BOM:
+            capture.add(0, BOM)  # (the lines are read after it)
     records: Iterator[_Record] = complete_records(stream, 0, tally)
     leading, header = _read_until_header(records)
     state = ReadState(path, ids=synthetic_ids_for(path))
@@ -311,17 +323,27 @@ def read_from_start(
         records = itertools.chain(leading, records)
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, chunk_values, chunk_bytes)
     builder.with_text = with_text
+    builder.capture = capture
     builder.add_records(records, tally)
 
 
-def read_source(agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: int = 0) -> None:
+def read_source(
+    agent: Agent,
+    path: str,
+    mtime_ns: int,
+    emit: Emit,
+    first_key: int = 0,
+    records_from: str | None = None,
+) -> None:
     """Read a whole session of an agent whose sessions are not JSONL files (Agent.kind): its
-    records, in order, each kept by its locator (in the offset column; no length)."""
+    records, in order, each kept by its locator (in the offset column; no length); read from
+    the copy at ``records_from`` when given (one made from the archive)."""
     tally = ReadTally()
     state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
     builder.reader = agent
-    records = ((locator, b"", [value], False) for locator, value in agent.records(path))
+    found = agent.records(records_from or path)
+    records = ((locator, b"", [value], False) for locator, value in found)
     builder.add_records(records, tally)
 
 
@@ -332,10 +354,15 @@ def read_appended(
     first_key: int,
     indexed: IndexedRows,
     emit: Emit,
+    *,
+    archive: bool = False,
 ) -> None:
-    """Read what was appended to a file since ``state`` (the index's view of it)."""
+    """Read what was appended to a file since ``state`` (the index's view of it); with
+    ``archive``, the chunks carry those bytes for the archive too."""
     tally = ReadTally()
     builder = RowBuilder(state, mtime_ns, first_key, indexed, emit, CHUNK_VALUES, CHUNK_BYTES)
+    if archive:
+        builder.capture = ByteCapture(state.indexed_bytes, mtime_ns)
     builder.add_records(complete_records(stream, state.indexed_bytes, tally), tally)
 
 
@@ -406,12 +433,17 @@ class RowBuilder:
         self.resumed_after = state.last_id
         # False: the chunks carry no search text (a usage-first read, text_later.py).
         self.with_text = True
+        # Set: the lines' bytes go to the archive with their chunks.
+        self.capture: ByteCapture | None = None
 
     def add_records(self, records: Iterable[_Record], tally: ReadTally) -> None:
         state = self.state
         add_value = self._add_value
+        capture = self.capture
         for record in records:
             offset, data, values, escaped = record
+            if capture is not None:
+                capture.add(offset, data)
             state.lines += 1
             if len(values) == 1:
                 add_value(offset, data, 0, values[0], data, escaped)
@@ -754,6 +786,7 @@ class RowBuilder:
             self.skipped,
             self.superseded,
             self.leaf_summaries,
+            None if self.capture is None else self.capture.take(),
         )
         self.bytes_reported = tally.bytes
         run_keys = self.run_keys

@@ -80,11 +80,17 @@ class SyncReport:
     # partial until a sync adds it), and the files whose search text this sync added.
     text_pending: int = 0
     text_files_indexed: int = 0
+    # The archive (index/archive/): files found gone whose sessions it keeps, the bytes it
+    # took, and why it could not be written (the sync stopped there; None when it could).
+    files_archived_gone: int = 0
+    archive_bytes_written: int = 0
+    archive_error: str | None = None
 
     @property
     def complete(self) -> bool:
-        """True when every known file and root could be read: nothing is unaccounted for."""
-        return not self.unreadable and not self.missing_roots
+        """True when every known file and root could be read (and archived): nothing is
+        unaccounted for."""
+        return not self.unreadable and not self.missing_roots and self.archive_error is None
 
 
 @dataclass(slots=True)
@@ -138,10 +144,14 @@ def is_session_file_name(name: str) -> bool:
 @dataclass(frozen=True)
 class IndexedFiles:
     """What the files table says: the identity (size, mtime_ns, inode, ctime_ns) of each
-    readable file, every path."""
+    readable file (and of each file forgotten on purpose, which a sync leaves alone while it
+    is unchanged), every path, and the paths of the files found gone (their sessions are the
+    archive's)."""
 
     stats: dict[str, tuple[int, int, int, int]]
     paths: set[str]
+    # The gone files' identity as last read: one found again just so is back, unchanged.
+    gone: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
@@ -152,7 +162,17 @@ class IndexedFiles:
             paths.add(path)
             if status != "unreadable":
                 stats[path] = (size, mtime_ns, inode, ctime_ns)
-        return cls(stats, paths)
+        # A gone file is never taken for unchanged: the scan yields it when it is back.
+        gone = {path: stats.pop(path) for (path,) in connection.execute(_GONE) if path in stats}
+        for path, *identity in connection.execute(
+            "SELECT path, size, mtime_ns, inode, ctime_ns FROM forgotten"
+        ):
+            stats.setdefault(path, tuple(identity))
+        return cls(stats, paths, gone)
+
+
+# (Served by the partial index files_gone, migration 0014.)
+_GONE = "SELECT path FROM files WHERE gone_at IS NOT NULL"
 
 
 @dataclass
