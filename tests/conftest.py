@@ -121,6 +121,17 @@ def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Smal
 
 
 @pytest.fixture
+def shared_agent_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An agent dir outside pytest's private temp folder, so that ``nobody`` can reach it."""
+    base = Path(tempfile.mkdtemp(prefix="xcsh-unreadable-"))
+    base.chmod(0o755)
+    agent = base / "agent"
+    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
+    yield agent
+    shutil.rmtree(base)
+
+
+@pytest.fixture
 def store(tmp_path: Path) -> BlobStore:
     """A blob store of its own, in the test's folder."""
     return BlobStore(str(tmp_path / "blobs"))

@@ -35,6 +35,9 @@ CREATE INDEX entries_unpriced ON entries (session) WHERE cost IS NULL AND input_
 -- index entries_usage_key on entries
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
 
+-- index files_gone on files
+CREATE INDEX files_gone ON files (path) WHERE gone_at IS NOT NULL;
+
 -- index files_identity on files
 CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
 
@@ -80,11 +83,15 @@ CREATE INDEX sessions_session_id ON sessions (session_id);
 -- index sessions_summary_from on sessions
 CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from IS NOT NULL;
 
+-- index sqlite_autoindex_archived_1 on archived
+
 -- index sqlite_autoindex_entries_1 on entries
 
 -- index sqlite_autoindex_entries_2 on entries
 
 -- index sqlite_autoindex_files_1 on files
+
+-- index sqlite_autoindex_forgotten_1 on forgotten
 
 -- index sqlite_autoindex_meta_1 on meta
 
@@ -106,6 +113,16 @@ CREATE TABLE agent_prompts (
 -- table agent_prompts_fts on agent_prompts_fts
 CREATE VIRTUAL TABLE agent_prompts_fts USING fts5 (
     prompt, content = 'agent_prompts', content_rowid = 'id'
+);
+
+-- table archived on archived
+CREATE TABLE archived (
+    file_id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    source_bytes INTEGER NOT NULL,
+    archive_bytes INTEGER NOT NULL
 );
 
 -- table blob_refs on blob_refs
@@ -183,7 +200,17 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0);
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT);
+
+-- table forgotten on forgotten
+CREATE TABLE forgotten (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    forgotten_at TEXT NOT NULL
+);
 
 -- table history on history
 CREATE TABLE history (

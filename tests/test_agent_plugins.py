@@ -324,7 +324,8 @@ def test_a_records_wrong_field_is_named(field: str, value: Any, problem: str):
 def test_a_record_that_is_not_an_entry_is_named():
     from xcsh_store.agents.base import entry_problem
 
-    assert entry_problem({"type": "message"}) == "read() gave {'type': 'message'}, not an AgentEntry"
+    problem = entry_problem({"type": "message"})
+    assert problem == "read() gave {'type': 'message'}, not an AgentEntry"
 
 
 def test_a_plugin_calling_sys_exit_costs_those_records_not_the_sync(tmp_path: Path):

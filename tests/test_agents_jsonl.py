@@ -6,7 +6,9 @@ at a time with syncs in between equals one full read.
 
 Common commands:
 
-* entries (every object of the file): ``jq -s length $F``;
+* entries (every object of the file, less those a later line of the same id replaced):
+  ``jq -s 'length - ([map(.id // .uuid | select(.)) | group_by(.)[] | length - 1] | add // 0)'
+  $F``;
 * tree entries (objects with an id; Copilot's trimmed events share one id, "[trimmed for
   fixture]", and a later line of an id replaces the earlier one): ``jq -s 'map(.id // .uuid |
   select(.)) | unique | length' $F``; Cursor's transcripts have no ids: every object is one;
@@ -53,7 +55,7 @@ EXPECTED: dict[str, tuple[Any, ...]] = {
     #   ones collapse into the last, line 32): jq -sc 'map(select(.type ==
     #   "assistant.message") | .data.model | select(.)) | unique' $F -> ["gpt-5-mini"].
     "copilot/jazzyalex__agent-sessions__small.jsonl": (
-        "copilot", "copilot_stage0_small", 32, 17, 2, None, ["gpt-5-mini"],
+        "copilot", "copilot_stage0_small", 17, 17, 2, None, ["gpt-5-mini"],
         (95, 15, 5, 0, 1), "Listing",
     ),
     # No ids: each event continues from the one before (a chain of 7); no shutdown, no usage;

@@ -190,10 +190,10 @@ def test_a_session_is_read_again_when_a_part_changes(index: SessionIndex):
 
 
 def test_a_bad_opencode_part_costs_its_record_only(index: SessionIndex):
-    (_home() / STORAGE / "part" / "m_user_small" / "001.json").write_text("{not json")
+    (_home() / STORAGE / "part" / "m_assistant_small" / "002.json").write_text("{not json")
     index.sync(workers=1)
     assert _roles(index, "s_stage0_small") == [None, "user", "assistant", "toolResult"]
-    assert index.search("Hello", limit=5) == []
+    assert index.search("Found", limit=5) == []
 
 
 def test_each_gemini_document_is_a_session(index: SessionIndex):

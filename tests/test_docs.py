@@ -11,9 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
-from xcsh_store.cli.app import VERB_MODULES
+from xcsh_store.cli.app import VERB_MODULES, cli
+from xcsh_store.cli.doc_lists import REGENERATE as LISTS
+from xcsh_store.cli.doc_lists import filled
 from xcsh_store.cli.reference import COLUMNS, REGENERATE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,3 +122,111 @@ def test_the_readmes_link_to_files_that_exist(name: str) -> None:
     assert targets
     missing = [target for target in targets if not (page.parent / target).exists()]
     assert not missing, f"{name} links to files that are not there: {missing}"
+
+
+# -- The lists of the manual whose source is code --------------------------------------------
+
+DOCS = ROOT / "docs"
+
+
+@pytest.mark.parametrize(
+    "page", ["README.md", *sorted(f"docs/{path.name}" for path in DOCS.glob("*.md"))]
+)
+def test_each_list_of_a_page_is_what_the_code_gives_now(page: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert filled(text) == text, f"{page} has a list the code gives otherwise: run `{LISTS}`"
+
+
+def test_the_pages_that_name_the_agents_name_every_one_from_the_registry() -> None:
+    """The pages a new user reads first say which agents are read through a generated list,
+    never a hand-written one that a new plugin leaves behind."""
+    for page in ("docs/agents.md", "docs/index.md", "docs/install.md", "README.md"):
+        assert "<!-- list:agents -->" in (ROOT / page).read_text(encoding="utf-8"), page
+    assert "<!-- list:agents-table -->" in (DOCS / "agents.md").read_text(encoding="utf-8")
+
+
+def _command_table(page: str) -> dict[str, str]:
+    """``verb`` -> its row, of the verbs' table of a page (a row per verb or subverb)."""
+    rows: dict[str, str] = {}
+    for line in (DOCS / page).read_text(encoding="utf-8").splitlines():
+        found = re.match(r"\| `([a-z-]+)", line)
+        if found:
+            rows[found.group(1)] = rows.get(found.group(1), "") + line
+    return rows
+
+
+def _parameters(command: click.Command) -> dict[str, click.Parameter]:
+    """Every option of ``command`` and of its subverbs, by each of its names."""
+    found = {
+        name: param for param in command.params for name in (*param.opts, *param.secondary_opts)
+    }
+    if isinstance(command, click.Group):
+        for name in command.list_commands(click.Context(command)):
+            child = command.get_command(click.Context(command), name)
+            if child is not None:
+                found |= _parameters(child)
+    return found
+
+
+def test_the_commands_page_has_a_row_per_verb_naming_options_that_exist() -> None:
+    rows = _command_table("commands.md")
+    context = click.Context(cli)
+    assert set(rows) == set(cli.list_commands(context))
+    for verb, row in rows.items():
+        command = cli.get_command(context, verb)
+        assert command is not None
+        parameters = _parameters(command) | _parameters(cli)  # global options too
+        named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", row))
+        assert named <= set(parameters), (verb, sorted(named - set(parameters)))
+        # A choice spelt out (`--by day\|week\|…`) is every choice the option has.
+        for option, spelt in re.findall(r"`(--[a-z-]+) ([a-z-]+(?:\\\|[a-z-]+)+)`", row):
+            choices = getattr(parameters[option].type, "choices", ())
+            assert set(spelt.split("\\|")) == set(choices), (verb, option)
+
+
+def test_the_architecture_page_draws_every_part_and_its_imports_as_the_layering_test() -> None:
+    from test_layering import BELOW, LEAVES
+
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    layout = text[text.index("```\nxcsh_store/") : text.index("```", text.index("```\n") + 4)]
+    package = ROOT / "xcsh_store"
+    parts = {path.parent.name for path in package.glob("*/__init__.py")}
+    drawn = set(re.findall(r"^  ([a-z_]+)/", layout, re.MULTILINE))
+    assert parts <= drawn, sorted(parts - drawn)
+    assert {f"{leaf}.py" for leaf in LEAVES} <= set(re.findall(r"([a-z_]+\.py)", layout))
+    # The table "part | may import": a row per part (or several), each part as a folder, the
+    # leaves, or the public API (`xcsh_store`); the CLI may import every part.
+    table = text[text.index("| part | may import") :].split("\n\n")[0].splitlines()[2:]
+    found: dict[str, set[str]] = {}
+    for row in table:
+        left, right = (cell.strip() for cell in row.strip("|").split("|"))
+        below = {folder or leaves for folder, leaves in re.findall(r"`([a-z_]+)/`|(leaves)", right)}
+        if left.startswith("`xcsh_store`"):
+            found["api"] = below
+        for folder, leaves in re.findall(r"`([a-z_]+)/`|(leaves)", left):
+            found[folder or leaves] = below
+    expected = {part: below for part, below in BELOW.items() if part not in ("cli", "main")}
+    assert {part: found.get(part) for part in expected} == expected
+
+
+def test_the_schema_page_names_every_table_and_view_of_a_new_index(tmp_path: Path) -> None:
+    from xcsh_store.index import SessionIndex
+
+    agent = tmp_path / "agent"
+    (agent / "sessions").mkdir(parents=True)
+    with SessionIndex.open(str(agent)) as index:
+        names = [
+            name
+            for (name,) in index.connection.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                " AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+    shadows = ("_data", "_idx", "_docsize", "_config", "_content")
+    text = (DOCS / "schema.md").read_text(encoding="utf-8")
+    missing = [
+        name
+        for name in names
+        if not name.endswith(shadows) and f"`{name}" not in text and f"`{name}." not in text
+    ]
+    assert not missing

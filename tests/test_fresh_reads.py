@@ -192,11 +192,12 @@ def test_serve_syncs_before_a_page_at_most_every_n_seconds(agent_dir, session, e
 
 def test_mcp_as_a_process_answers_fresh_unless_told_not_to(agent_dir, session):
     pytest.importorskip("mcp")
-    from test_mcp import call_tools
+    from mcp_client import call_tools
 
     new_session(agent_dir)
-    _tools, [stale] = call_tools(agent_dir, [("list_sessions", {})], options=["--no-sync"])
-    _tools, [fresh] = call_tools(agent_dir, [("list_sessions", {})])
+    calls = [("list_sessions", {})]
+    _tools, [stale] = call_tools(agent_dir, calls, process=True, options=["--no-sync"])
+    _tools, [fresh] = call_tools(agent_dir, calls, process=True)
     assert len(stale["sessions"]) == 1 and len(fresh["sessions"]) == 2
 
 

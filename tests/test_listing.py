@@ -260,5 +260,8 @@ def test_the_full_listing_reads_one_covering_index_only(varied):
 
 
 def test_a_sync_reads_the_files_table_from_its_covering_index(two_sessions, index):
-    (sql,) = _statements(index, lambda: IndexedFiles.read(index.connection))
-    assert _plan(index, sql) == "SCAN files USING COVERING INDEX files_identity"
+    files, gone, forgotten = _statements(index, lambda: IndexedFiles.read(index.connection))
+    assert _plan(index, files) == "SCAN files USING COVERING INDEX files_identity"
+    # The gone files alone (migration 0014's partial index): no other row of the table.
+    assert _plan(index, gone) == "SCAN files USING INDEX files_gone"
+    assert _plan(index, forgotten) == "SCAN forgotten"  # (files forgotten on purpose: few)

@@ -1,18 +1,17 @@
-"""``xcsh-store mcp`` as a real process, driven by the MCP SDK's own client over stdio."""
+"""``xcsh-store mcp``, driven by the MCP SDK's own client: as a real process over stdio where the
+process is what is tested, else the same server in memory (tests/mcp_client.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import sys
 import typing
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
+from mcp_client import call_tools
 from session_builder import (
     append,
     flux_records,
@@ -27,9 +26,6 @@ from xcsh_store import HistoryStorage
 from xcsh_store.agents import AGENTS
 from xcsh_store.demo.build import write_demo
 from xcsh_store.index import USAGE_GROUPS, SessionIndex
-
-mcp = pytest.importorskip("mcp")
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 TOOLS = {
     "list_sessions", "search_sessions", "get_session", "get_entry", "get_context", "read_url",
@@ -54,49 +50,11 @@ def branched(agent_dir: Path) -> Path:
     return path
 
 
-def call_tools(
-    agent_dir: Path,
-    calls: list[tuple[str, dict[str, Any]]],
-    raw: bool = False,
-    options: typing.Sequence[str] = (),
-) -> tuple[set[str], list]:
-    """The server's tool names, and the result of each call (JSON, or ("error", text); with
-    ``raw``, the SDK's result itself); ``options``: global options of the process."""
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "xcsh_store", "--agent-dir", str(agent_dir), *options, "mcp"],
-    )
-    found: dict[str, Any] = {}
-
-    async def session() -> None:
-        with anyio.fail_after(120):
-            await talk()
-
-    async def talk() -> None:
-        async with (
-            stdio_client(parameters) as (read, write),
-            mcp.ClientSession(read, write) as client,
-        ):
-            await client.initialize()
-            found["tools"] = {tool.name for tool in (await client.list_tools()).tools}
-            results = []
-            for name, arguments in calls:
-                result = await client.call_tool(name, arguments)
-                text = result.content[0].text
-                if raw:
-                    results.append(result)
-                else:
-                    results.append(("error", text) if result.isError else json.loads(text))
-            found["results"] = results
-
-    anyio.run(session)
-    return found["tools"], found["results"]
-
-
 def test_every_tool_answers_through_the_sdk_client(agent_dir, branched):
     tools, results = call_tools(
         agent_dir,
-        [
+        process=True,
+        calls=[
             ("search_sessions", {"query": "configure"}),
             ("get_session", {"session": "sess-branched", "limit": 4}),
             ("get_session", {"session": "sess-branched", "view": "tree", "offset": 0, "limit": 5}),

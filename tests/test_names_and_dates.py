@@ -379,10 +379,12 @@ def test_the_project_of_every_session_is_its_cwd(real_home: RealHome, index: Ses
     listed = run_json("ls", "--limit", "0")
     expected = {str(path): recorded_cwd(path) for path in real_home.files.values()}
     assert {item["path"]: item["project"] for item in listed} == expected
-    # Not the folder a file is in: Codex's year ("2025"), Claude Code's "-Users-…".
+    # Not the folder a file is in: Claude Code's "-Users-…"; Codex files its sessions by date
+    # (sessions/2025/…), a folder that names no project: none.
     folders = {item["project_dir"] for item in listed}
-    assert {"2025", claude_project_folder(f"{STREAMING}/.worktrees/streaming")} <= folders
-    assert not folders & {item["project"] for item in listed}
+    assert claude_project_folder(f"{STREAMING}/.worktrees/streaming") in folders
+    assert {item["project_dir"] for item in listed if item["agent"] == "codex"} == {None}
+    assert not (folders - {None}) & {item["project"] for item in listed}
     # A project holds the sessions started in its folder and the folders inside it.
     inside = {item["path"] for item in run_json("ls", "--project", STREAMING, "--limit", "0")}
     assert inside == {

@@ -3,8 +3,9 @@
 Each fixture's expected cost is written out below: its requests' token sums (each response
 once: the last line of a ``message.id`` + ``requestId``, each Codex ``token_count`` once, the
 input without its cached part), times the price in force on the session's day, in dollars per
-million tokens. Sources: genai-prices at the version requirements.lock pins (pydantic/genai-prices,
-which cites the vendors' pricing pages; each price below is the same from 0.2.3 to 0.2.5), and xcsh_store/agents/prices/price_corrections.toml for Claude Sonnet 4's
+million tokens. Sources: genai-prices at the version requirements.lock pins
+(pydantic/genai-prices, which cites the vendors' pricing pages; each price below is the same
+from 0.2.3 to 0.2.5), and xcsh_store/agents/prices/price_corrections.toml for Claude Sonnet 4's
 long-context tier (Anthropic's pricing page, in force from 2025-08-12). The token sums come
 from the files alone, as tests/test_agents.py computes them; a request's size for the
 long-context threshold is its ``input + cache_read + cache_write`` (Codex: ``input_tokens``,

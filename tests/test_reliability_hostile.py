@@ -7,11 +7,8 @@ import contextlib
 import errno
 import json
 import os
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -356,17 +353,6 @@ except OSError as error:
     found["open"] = str(error)
 print(json.dumps(found))
 """
-
-
-@pytest.fixture
-def shared_agent_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An agent dir outside pytest's private temp folder, so that ``nobody`` can reach it."""
-    base = Path(tempfile.mkdtemp(prefix="xcsh-unreadable-"))
-    base.chmod(0o755)
-    agent = base / "agent"
-    monkeypatch.setenv("XCSH_AGENT_DIR", str(agent))
-    yield agent
-    shutil.rmtree(base)
 
 
 def _two_sessions(agent: Path, folder: str) -> tuple[Path, Path]:

@@ -376,7 +376,7 @@ def test_serve_no_redact_warns_and_shows_everything(agent_dir, planted) -> None:
 
 
 def test_mcp_answers_hold_no_secret(agent_dir, planted) -> None:
-    from test_mcp import call_tools
+    from mcp_client import call_tools
 
     calls = [
         ("get_session", {"session": "sess-planted", "limit": 200}),
@@ -488,7 +488,7 @@ def test_serve_answering_a_name_beyond_loopback_redacts(agent_dir, cut) -> None:
 
 
 def test_mcp_answers_that_cut_a_text_hold_no_piece_of_its_secret(agent_dir, cut) -> None:
-    from test_mcp import call_tools
+    from mcp_client import call_tools
 
     from xcsh_store.agent_tools import tools
 
@@ -541,8 +541,8 @@ def test_switching_redaction_exports_again_only_what_holds_text(agent_dir, plant
 
 def test_an_error_naming_sessions_by_their_titles_holds_no_secret(agent_dir) -> None:
     """An ambiguous id is answered with its candidates' titles, cut short."""
+    from mcp_client import call_tools
     from starlette.testclient import TestClient
-    from test_mcp import call_tools
 
     from xcsh_store.web import create_app
 

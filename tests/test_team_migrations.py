@@ -14,19 +14,23 @@ from team_server import local_rows, psycopg, server_rows, team_index_as_of
 from xcsh_store.team import TeamIndexError, connect, push
 from xcsh_store.team.server import migrations
 
-# The tables of the pushed rows, the same in every schema version (0002 changes files and
-# hosts, 0003 adds host_roles and row-level security).
+# The tables of the pushed rows (0002 changes files and hosts, 0003 adds host_roles and
+# row-level security), and the columns later migrations added to them, by migration number.
 DATA_TABLES = ("sessions", "entries", "blob_refs", "history", "usage_rollup")
+ADDED_COLUMNS = {("sessions", "source_gone_at"): 5}
 
 
-def _columns(connection: psycopg.Connection, table: str) -> str:
-    """The columns of ``table`` that COPY can write (a generated column it cannot)."""
+def _columns(connection: psycopg.Connection, table: str, version: int) -> str:
+    """The columns of ``table`` that COPY can write (a generated column it cannot) and that
+    schema ``version`` has."""
     rows = connection.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public'"
         " AND table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position",
         (table,),
     )
-    return ", ".join(f'"{name}"' for (name,) in rows)
+    return ", ".join(
+        f'"{name}"' for (name,) in rows if ADDED_COLUMNS.get((table, name), 0) <= version
+    )
 
 
 def _rows(url: str) -> dict[str, list[tuple[object, ...]]]:
@@ -46,7 +50,7 @@ def _moved_to_schema(url: str, version: int) -> None:
         hosts = connection.execute("SELECT host, tier FROM hosts").fetchall()
         files = connection.execute("SELECT host, path, state, tier FROM files").fetchall()
         for table in DATA_TABLES:
-            columns = _columns(connection, table)
+            columns = _columns(connection, table, version)
             with connection.cursor().copy(f"COPY {table} ({columns}) TO STDOUT") as copy:
                 copied[table] = (columns, b"".join(bytes(block) for block in copy))
         connection.execute("DROP SCHEMA public CASCADE")

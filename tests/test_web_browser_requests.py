@@ -23,7 +23,7 @@ from xcsh_store.index import SessionIndex
 
 pytest.importorskip("selenium.webdriver")
 
-from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.by import By
 
 # A 1x1 PNG.
 PNG = bytes.fromhex(

@@ -21,7 +21,8 @@ The index of someone who uses none of xcsh lives in the data dir of the XDG Base
 rules, ``$XDG_DATA_HOME/xcsh-store`` (``~/.local/share/xcsh-store``), never in another agent's
 folder. The rules are a few lines, so no library: platformdirs would put it in
 ``~/Library/Application Support`` on macOS, where the agents read here (Claude Code, Codex, pi,
-oh-my-pi) all keep dot-folders in $HOME and oh-my-pi follows $XDG_DATA_HOME too.
+oh-my-pi and the other plugins') keep dot-folders in $HOME or follow $XDG_DATA_HOME (oh-my-pi,
+Amp, opencode) too.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ XDG_CONFIG_HOME_ENV = "XDG_CONFIG_HOME"
 STORE_DIRNAME = "xcsh-store"
 # The user's own prices (negotiated rates, private models): agents/prices/price_file.py reads it.
 PRICES_FILE_NAME = "prices.toml"
+# The store's settings (index/archive/settings.py reads its [agents.NAME] archive switches).
+CONFIG_FILE_NAME = "config.toml"
 
 # Every variable that names a folder the store reads or writes, and every one that names a
 # folder below $HOME (tests/isolation.py points the first into each test's temp dir and removes
@@ -131,6 +134,12 @@ def data_home() -> str:
 def get_prices_file() -> str:
     """``$XDG_CONFIG_HOME/xcsh-store/prices.toml`` (``~/.config/xcsh-store/prices.toml``)."""
     return os.path.join(_xdg_home(XDG_CONFIG_HOME_ENV, ".config"), STORE_DIRNAME, PRICES_FILE_NAME)
+
+
+def get_config_file() -> str:
+    """The store's settings: ``$XDG_CONFIG_HOME/xcsh-store/config.toml``
+    (``~/.config/xcsh-store/config.toml``)."""
+    return os.path.join(_xdg_home(XDG_CONFIG_HOME_ENV, ".config"), STORE_DIRNAME, CONFIG_FILE_NAME)
 
 
 def get_data_store_dir() -> str:

@@ -22,6 +22,8 @@ BLOBS_DIRNAME = "blobs"
 TERMINAL_SESSIONS_DIRNAME = "terminal-sessions"
 HISTORY_DB_NAME = "history.db"
 INDEX_DB_NAME = "index.db"
+# Other agents' sessions as the store read them, beside index.db (index/archive/).
+ARCHIVE_DIRNAME = "archive"
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -66,6 +68,10 @@ def get_history_db_path(agent_dir: str | None = None) -> str:
 
 def get_index_db_path(agent_dir: str | None = None) -> str:
     return _under_agent_dir(INDEX_DB_NAME, agent_dir)
+
+
+def get_archive_dir(agent_dir: str | None = None) -> str:
+    return _under_agent_dir(ARCHIVE_DIRNAME, agent_dir)
 
 
 def agent_dir_of(session_dir: str | None) -> str:

@@ -125,7 +125,7 @@ def _session(info: IndexedSession) -> dict[str, Any]:
     return shape | {
         "session": info.session_id,
         "title": None if info.title is None else cut(info.title),
-        "first_message": cut(info.first_message, 200),
+        "first_message": None if info.first_prompt is None else cut(info.first_prompt, 200),
         "tokens": info.tokens,
         "cost": _cost(shape["cost"]),
         "leaf_id": info.last_entry_id,
@@ -228,7 +228,9 @@ def get_session(
     page = rows[offset : offset + limit]
     on_path = {row.id for row in index.branch(info, leaf)} if view == "tree" else None
     entries = []
-    for row, value in zip(page, read_entries(info.path, page, None, info.agent), strict=True):
+    for row, value in zip(
+        page, read_entries(info.path, page, None, info.agent, index.archived_sources), strict=True
+    ):
         kind, text = entry_summary(value)
         item = {
             "id": row.id,
@@ -267,7 +269,7 @@ def get_entry(
     info = index.find_session(session)
     found = index.find_entry_id(info, entry_id)
     row = index.tree(info).entries[found]
-    (value,) = read_entries(info.path, [row], None, info.agent)
+    (value,) = read_entries(info.path, [row], None, info.agent, index.archived_sources)
     kind, _summary = entry_summary(value)
     text = entry_text(value)
     offset, limit = max(0, int(offset)), _bounded(limit, MAX_TEXT_PAGE)
@@ -344,9 +346,9 @@ def recall_prompts(
     offset: int = 0,
 ) -> dict[str, Any]:
     """Prompts typed before (prompt history and user messages of sessions), newest first:
-    all of them, or those holding every word of query; agent: only that agent's (xcsh, pi,
-    omp, claude, codex). At most 50 a page; next_offset is the offset of the next page (null
-    at the end; the newest 1,000 prompts)."""
+    all of them, or those holding every word of query; agent: only that agent's (one of the
+    agents the store reads). At most 50 a page; next_offset is the offset of the next page
+    (null at the end; the newest 1,000 prompts)."""
     offset, limit = _window(offset, limit, MAX_HITS)
     hits = index.prompts(PromptQuery(query or None, offset + limit + 1, _agents(agent)))
     return {
@@ -385,10 +387,10 @@ def usage(
     """Tokens and cost per day, week, month, model, provider, project, session, agent or
     root-session (a subagent's or fork's usage under the session it came from) with the totals
     of all groups; since/until as for search_sessions; agent: only that agent's sessions.
-    estimated counts the entries whose cost is an estimate from list prices (Claude Code and
-    Codex record none), unpriced those of models without a known price, whose cost is not in
-    the sums (cost null: none has a price). At most 200 groups a page from offset (default:
-    the last 200 groups); next_offset is the offset of the next page (null at the end)."""
+    estimated counts the entries whose cost is an estimate from list prices (most agents
+    record none), unpriced those of models without a known price, whose cost is not in the
+    sums (cost null: none has a price). At most 200 groups a page from offset (default: the
+    last 200 groups); next_offset is the offset of the next page (null at the end)."""
     by = _one_of("by", by, USAGE_GROUPINGS)
     filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))
     rows = index.usage_rows(UsageQuery((by,), filters))

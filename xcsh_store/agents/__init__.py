@@ -208,9 +208,10 @@ def _plugin_failed(agent: Agent, what: str, error: BaseException) -> None:
 
 def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
     """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
-    (Claude Code and Codex write none: the index prices their tokens), ``partial`` (some
-    entries have neither a recorded cost nor a price: the cost is a lower bound) or
-    ``unpriced`` (no entry adds a cost and some have none): never an unknown cost as $0."""
+    (the agent writes none, as Claude Code and Codex: the index prices its tokens),
+    ``partial`` (some entries have neither a recorded cost nor a price: the cost is a lower
+    bound) or ``unpriced`` (no entry adds a cost and some have none): never an unknown cost as
+    $0."""
     if unpriced_entries:
         return "partial" if cost else "unpriced"
     found = agent_named(agent)

@@ -56,9 +56,12 @@ class AiderReader(Agent):
     kind = "markdown"
     has_ids = False
     records_costs = True
+    resume = "aider --restore-chat-history"
     where = (
-        "`.aider.chat.history.md` in each repository's root, below the roots added with"
-        " `sync --add-root aider:DIR`: one session per run"
+        "`.aider.chat.history.md` in a repository's root (or as `$AIDER_CHAT_HISTORY_FILE` names"
+        " it), below the roots added with `sync --add-root aider:DIR` (three folders deep: Aider"
+        " keeps no list of its repositories): appended Markdown, each run"
+        " (`# aider chat started at …`) a session"
     )
 
     def is_session_name(self, name: str) -> bool:

@@ -1,15 +1,17 @@
 """Amp (Sourcegraph) threads: one JSON document per thread,
 ``${AMP_DATA_DIR:-~/.local/share/amp}/threads/T-<uuid>.json`` (``AMP_DATA_DIR`` is ccusage's
-variable for it), ``{v?, id, created, title, cwd?, env?, messages: [...], usageLedger?}``.
+variable for it), ``{v?, id, created, title, cwd?, env?, messages: [...], usageLedger?}``, or
+that object wrapped as ``{"thread": {...}}`` (a thread as Amp's API gives it).
 
 A document agent (Agent.kind): the thread is read whole when it changed; record 0 is the
 thread itself (id, title, creation time, cwd), record N its Nth message, the locator the index
 reads it again by. Threads have no entry ids: the messages are a chain in order.
 
 * ``created`` is an ISO time or milliseconds since the epoch; so is a message's ``created`` /
-  ``createdAt`` (or its ``usage.timestamp``). The cwd is the thread's ``cwd``, else the first
-  ``env.trees[].cwd`` / ``env.initial.trees[].cwd`` (a tree that names only a ``displayName``
-  gives none).
+  ``createdAt`` (or its ``usage.timestamp``). A thread without ``created`` started at its first
+  message's time (none of either: its start is unknown). The cwd is the thread's ``cwd``, else
+  the first ``env.trees[]`` / ``env.initial.trees[]`` that names a ``cwd`` or a ``file://``
+  ``uri`` (percent-decoded; a tree that names only a ``displayName`` gives none).
 * Roles ``user``/``human`` are the user's, ``assistant``/``agent`` the assistant's. Content is a
   ``text`` string, or blocks as Anthropic's: ``text``, ``thinking``, ``tool_use`` (a tool call)
   and ``tool_result``; a user message of tool results only is a tool result.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from xcsh_store.agents.base import (
     Agent,
@@ -56,7 +59,11 @@ class AmpReader(Agent):
     kind = "document"
     has_ids = False
     folder_variables = (DATA_DIR_ENV,)
-    where = "`$AMP_DATA_DIR/threads`, else `~/.local/share/amp/threads`: `T-<uuid>.json`"
+    resume = "amp threads continue {id}"
+    where = (
+        "`$AMP_DATA_DIR/threads`, else `~/.local/share/amp/threads`: `T-<uuid>.json`, one JSON"
+        " document per thread"
+    )
 
     def session_roots(self) -> list[str]:
         return [os.path.join(amp_dir(), "threads")]
@@ -68,6 +75,8 @@ class AmpReader(Agent):
         thread = read_document(path)
         if type(thread) is not dict:
             raise ValueError("an Amp thread is a JSON object")
+        if type(thread.get("thread")) is dict and "messages" not in thread:
+            thread = thread["thread"]
         yield (
             0,
             {
@@ -91,6 +100,8 @@ class AmpReader(Agent):
         usage = value.get("usage")
         if timestamp is None and type(usage) is dict:
             timestamp = _time(usage.get("timestamp"))
+        if session.created_at is None:
+            session.created_at = timestamp
         entry: dict[str, Any] = {"type": "message", "timestamp": timestamp}
         found = AgentEntry(entry)
         blocks = _blocks(value)
@@ -125,7 +136,7 @@ def _thread(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
 
 
 def _cwd(thread: dict[str, Any]) -> str | None:
-    cwd = text_of(thread.get("cwd"))
+    cwd = _folder(thread.get("cwd"))
     if cwd is not None:
         return cwd
     env = thread.get("env")
@@ -134,9 +145,23 @@ def _cwd(thread: dict[str, Any]) -> str | None:
     for holder in (env, env.get("initial")):
         trees = holder.get("trees") if type(holder) is dict else None
         for tree in trees if type(trees) is list else ():
-            if type(tree) is dict and text_of(tree.get("cwd")):
-                return tree["cwd"]
+            if type(tree) is dict:
+                cwd = _folder(tree.get("cwd")) or _folder(tree.get("uri"))
+                if cwd is not None:
+                    return cwd
     return None
+
+
+def _folder(value: Any) -> str | None:
+    """A folder as a path, or a ``file://`` URI made one (percent-decoded); None for a URI of
+    another scheme (a remote workspace has no folder here)."""
+    text = text_of(value)
+    if text is None or "://" not in text:
+        return text
+    parsed = urlsplit(text)
+    if parsed.scheme != "file":
+        return None
+    return unquote(parsed.path) or None
 
 
 def _time(value: Any) -> str | None:

@@ -9,8 +9,9 @@ lines) their defaults.
 
 The kinds of session files (``Agent.kind``):
 
-* ``jsonl`` (Claude Code, Codex): the index reads the bytes (read-only) and hands the reader
-  one parsed object at a time, in file order; an entry is read again by its line's byte offset.
+* ``jsonl`` (Claude Code, Codex and most others): the index reads the bytes (read-only) and
+  hands the reader one parsed object at a time, in file order; an entry is read again by its
+  line's byte offset.
   Its files are ``*.jsonl`` anywhere below a root, recognised by their first object.
 * ``document`` (one JSON file per chat), ``tree`` (a session's small JSON files in folders),
   ``sqlite`` (sessions in a database), ``markdown`` (an appended chat log): the agent finds its
@@ -30,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shlex
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -263,6 +265,14 @@ class Agent:
     order: ClassVar[int] = 100
     # What a session file is, and where its agent keeps them (docs/agents.md).
     where: ClassVar[str] = ""
+    # Whether the first folder below a session root names the session's project (Claude Code's
+    # projects/<project>/, Gemini CLI's tmp/<project>/): its project_dir. False where those
+    # folders are dates (Codex's sessions/YYYY/) or sessions (Copilot CLI's session-state/<id>/):
+    # such sessions have no project folder (their project is their cwd, as every session's).
+    project_folders: ClassVar[bool] = True
+    # The command that resumes a session, ``{id}`` its id, run in its working folder ("": the
+    # agent has none): resume_command() fills it in.
+    resume: ClassVar[str] = ""
 
     def session_roots(self) -> list[str]:
         """The folders where the agent keeps its sessions on this machine (they need not
@@ -317,6 +327,21 @@ class Agent:
         """Every record of the session at ``path``, in order, opened read-only (kinds other
         than jsonl)."""
         return iter(())
+
+    def session_files(self, path: str) -> list[str]:
+        """The files whose bytes make up the session at ``path`` (kinds other than jsonl),
+        which the store's archive keeps whole and ``restore`` writes back: the file itself by
+        default; none for a session kept in a database."""
+        return [path] if os.path.isfile(path) else []
+
+    def resume_command(self, session_id: str, cwd: str | None) -> str | None:
+        """The command that resumes a session of this agent in its working folder (``restore``
+        prints it once the session's file is back): :attr:`resume` filled in, None when the
+        agent has none."""
+        if not self.resume:
+            return None
+        command = self.resume.format(id=shlex.quote(session_id))
+        return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
 
     def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The records of ``locators`` (those the session still holds), read again: by default

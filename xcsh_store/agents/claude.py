@@ -72,9 +72,11 @@ class ClaudeReader(Agent):
     folder_variables = (CONFIG_DIR_ENV,)
     # Its first objects are of many types: narrower readers are tried first.
     order = 1000
+    resume = "claude --resume {id}"
     where = (
         "`$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`: `<project>/<session id>.jsonl`;"
-        " subagents in `<session id>/subagents/agent-<id>.jsonl`"
+        " subagents in `<session id>/subagents/agent-<id>.jsonl` (older ones `agent-<id>.jsonl`"
+        " beside it)"
     )
 
     def session_roots(self) -> list[str]:

@@ -14,11 +14,16 @@ Entries have no ids: each gets one in file order, the child of the one before.
   new branch from where the first of them began, as going back does in xcsh.
 * ``turn_context`` names the model of the turn; ``compacted`` is a compaction (its message is
   the summary the model saw from then on); ``thread_name_updated`` titles the session.
-* Usage: each ``token_count`` event's ``last_token_usage`` (that model call), cached input as
-  cache reads. The same event written twice has the same running total: the total is its usage
-  key, so it counts once. A fork or spawned subagent starts by replaying the parent's history
-  with the second of the fork's creation as timestamp; usage of that second is the parent's
-  and is not counted again.
+* Usage: each ``token_count`` event's ``last_token_usage`` (that model call). Its
+  ``input_tokens`` include the cached ones (``cached_input_tokens``: cache reads) and, for the
+  GPT-5.6 family, the cache writes (``cache_write_input_tokens``, billed at the cache-write
+  rate); the rest is input. ``output_tokens`` include the reasoning ones. The same event written
+  twice has the same running total: the total is its usage key, so it counts once. A report of
+  no new tokens (after a compaction or an aborted turn Codex reports the unchanged running total
+  with a ``last_token_usage`` that is only its estimate of the context: codex-rs
+  ``recompute_token_usage``) adds nothing and, having no key, replaces nothing. A fork or
+  spawned subagent starts by replaying the parent's history with the second of the fork's
+  creation as timestamp; usage of that second is the parent's and is not counted again.
 """
 
 from __future__ import annotations
@@ -55,8 +60,11 @@ class CodexReader(Agent):
     label = "Codex"
     has_ids = False
     folder_variables = (HOME_ENV,)
+    resume = "codex resume {id}"
+    project_folders = False
     where = (
-        "`$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-<time>-<id>.jsonl`"
+        "`$CODEX_HOME/sessions`, else `~/.codex/sessions`:"
+        " `YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`"
     )
 
     def session_roots(self) -> list[str]:
@@ -228,12 +236,15 @@ def _token_count(
     if replay is not None and timestamp is not None and timestamp[:19] <= replay:
         return  # the parent's history, replayed into the fork
     cached = number(last.get("cached_input_tokens"))
+    written = number(last.get("cache_write_input_tokens"))
     figures = (
-        max(number(last.get("input_tokens")) - cached, 0),
+        max(number(last.get("input_tokens")) - cached - written, 0),
         number(last.get("output_tokens")),
         cached,
-        0,
+        written,
     )
+    if not any(figures):
+        return  # no new usage: the running total reported again
     model = session.model
     found.model, found.provider = model, "openai"
     cost = price_table().cost(Request(model, timestamp, *figures, provider="openai"))

@@ -68,12 +68,14 @@ class CopilotReader(Agent):
     name = "copilot"
     label = "GitHub Copilot CLI"
     folder_variables = FOLDER_VARIABLES
+    resume = "copilot --resume {id}"
     where = (
         "`$COPILOT_HOME/session-state`, else `~/.copilot/session-state`:"
-        " `<session id>/events.jsonl`"
+        " `<session id>/events.jsonl`, older `<session id>.jsonl`"
     )
     has_ids = True
     remembers_parents = False
+    project_folders = False
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         kind = value.get("type")

@@ -36,7 +36,11 @@ _USER_QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
 class CursorReader(Agent):
     name = "cursor"
     label = "Cursor"
-    where = "`~/.cursor/projects`: `<project>/agent-transcripts/<id>/<id>.jsonl`"
+    resume = "cursor-agent --resume {id}"
+    where = (
+        "`~/.cursor/projects`: `<project slug>/agent-transcripts/<id>/<id>.jsonl`, subagents in"
+        " `<id>/subagents/<id>.jsonl` (the CLI's `~/.cursor/chats/*/store.db` is not read)"
+    )
     has_ids = False
     remembers_parents = False
 

@@ -34,7 +34,10 @@ START_TYPE = "session_start"
 class DroidReader(Agent):
     name = "droid"
     label = "Factory Droid"
-    where = "`~/.factory/sessions`: `<project>/<session id>.jsonl`"
+    where = (
+        "`~/.factory/sessions`: `<project slug>/<session id>.jsonl` (the `.settings.json` beside"
+        " it is not read)"
+    )
     has_ids = True
     remembers_parents = False
 

@@ -36,6 +36,11 @@ them (``session-*.json``, written up to about v0.3x; a resumed one is renamed ``
   once (its id is its usage key); rewound messages were paid for and still count.
 * The file names no cwd: the first folder of the ``<session_context>`` user record that opens
   the conversation is the session's cwd; that record is context, searchable, not a prompt.
+* Gemini CLI records some notices of its own as ``user`` messages: a plan-mode switch ("User
+  has manually exited Plan Mode. Switching to …", "Plan approved. Switching to …"), the
+  editor's context in IDE mode ("Here is the user's editor context …", "Here is a summary of
+  changes in the user's editor context …") and a hook's ``<hook_context>``. They are notices
+  (``cli_notice``), searchable, never a prompt or the session's first message.
 * A tool call's result is written twice: inside the call and as the next ``user`` record of
   ``functionResponse`` parts; the second is the tool result entry.
 """
@@ -73,6 +78,14 @@ SET_KEY = "$set"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
 CONTEXT_TAG = "<session_context>"
+# How the notices Gemini CLI sends as user messages begin (approvalModeUtils.ts
+# getPlanModeExitMessage, client.ts getIdeContextParts, the hook context of a BeforeAgent hook).
+_CLI_NOTICE = re.compile(
+    r"(?:User has manually exited Plan Mode|Plan approved)\. Switching to "
+    r"|Here is (?:the user's editor context|a summary of changes in the user's editor context)\b"
+    r"|<hook_context>"
+)
+CLI_NOTICE = "cli_notice"
 DOCUMENT_SUFFIX = ".json"
 # A document chat's record of a call's result: the key that marks it, and the locators each
 # message leaves for its calls (record N is at N * CALL_SLOTS, its calls' results after it).
@@ -94,9 +107,12 @@ class GeminiReader(Agent):
     name = "gemini"
     label = "Gemini CLI"
     folder_variables = FOLDER_VARIABLES
+    resume = "gemini --resume {id}"
     where = (
-        "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`: `<project>/chats/session-*.jsonl`"
-        " (older chats: `session-*.json` documents)"
+        "`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`:"
+        " `<project>/chats/session-<time>-<id>.jsonl`; a subagent's `chats/<parent id>/<id>.jsonl`;"
+        " older releases' (up to about v0.3x) `chats/session-<time>-<id>.json`, one JSON document"
+        " per chat"
     )
     has_ids = True
     remembers_parents = True
@@ -328,12 +344,15 @@ def _user(found: AgentEntry, value: dict[str, Any]) -> None:
         found.entry.update(type="message", message=message)
         return
     texts = _texts(value)
-    if texts and texts[0].lstrip().startswith(CONTEXT_TAG):
-        # The context Gemini CLI puts before the first prompt: searchable, not a prompt.
-        found.entry.update(
-            type="custom_message", customType="session_context", content=text_blocks(texts)
-        )
-        found.qualifier = "session_context"
+    first = texts[0].lstrip() if texts else ""
+    written = "session_context" if first.startswith(CONTEXT_TAG) else None
+    if written is None and _CLI_NOTICE.match(first):
+        written = CLI_NOTICE
+    if written is not None:
+        # The context Gemini CLI puts before the first prompt, or a notice of its own: both
+        # searchable, neither a prompt.
+        found.entry.update(type="custom_message", customType=written, content=text_blocks(texts))
+        found.qualifier = written
         return
     shown = _texts(value, "displayContent") if "displayContent" in value else []
     found.entry.update(

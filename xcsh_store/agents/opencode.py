@@ -10,7 +10,10 @@ when set, ccusage's variable) holds
   ``tokens {input, output, reasoning, cache: {read, write}}``, ``path``, ``finish``, ``error``;
 * ``part/<messageID>/<partID>.json``: a message's pieces, ``type`` ``text``, ``reasoning``,
   ``tool`` (``callID``, ``tool``, ``state {status, input, output, error, time}``), ``file``,
-  ``step-start``, ``step-finish``, ``patch``, ``snapshot``, ``compaction``...
+  ``step-start``, ``step-finish``, ``patch``, ``snapshot``, ``compaction``... Older trees keep
+  the parts flat, ``part/<partID>.json``, each naming its message (``messageID``): a message
+  without a folder of parts has those (the flat folder is read once for all its sessions, and
+  again only when it changed).
 
 A tree agent (Agent.kind): below opencode's data folder (the one root), a session is its
 session file; its identity sums the sizes and takes the newest times of every file of the
@@ -29,6 +32,10 @@ message's ``parentID`` names the user message it answers, which is the message b
   no text.
 * An assistant message marked ``summary`` is the summary a compaction asked for (after a user
   message with a ``compaction`` part): a ``compaction`` entry, its text the summary.
+* A user message's ``summary {title, body}`` is what opencode wrote of the turn afterwards (a
+  small model's title of the request and its account of what the assistant did:
+  session/summary.ts), not the user's words: a user message without text parts is a
+  ``turn_summary`` notice holding that summary, searchable and no prompt.
 * An assistant message's model is its ``modelID`` and ``providerID`` (else those of its
   ``model``); a user message's ``model`` is the one asked for, not one that answered.
 * Usage is each assistant message's ``tokens``: ``input``, ``output`` plus ``reasoning`` (billed
@@ -37,6 +44,11 @@ message's ``parentID`` names the user message it answers, which is the message b
 * A child session's ``parentID`` is its parent session's id (a subagent link).
 * opencode 1.x keeps the same sessions, messages and parts in SQLite (``opencode.db`` beside
   ``storage``): opencode_db.py reads them as the same records (a session ``<db>#<id>``).
+* ``opencode export <sessionID>`` prints a session as one JSON document, the form in which
+  sessions are shared: ``{info: <session>, messages: [{info: <message>, parts: [<part>]}]}``,
+  the objects of the storage tree. A root that is not opencode's data folder (it holds no
+  ``storage`` folder and no database) is a folder of such documents: each ``*.json`` below it
+  is a session, read as the tree's are (a JSON file of another shape is reported, not read).
 """
 
 from __future__ import annotations
@@ -75,6 +87,8 @@ log = logging.getLogger("xcsh_store")
 
 # ccusage's variable for opencode's data folder (opencode itself follows $XDG_DATA_HOME).
 DATA_DIR_ENV = "OPENCODE_DATA_DIR"
+# The custom type of a user message known only by opencode's summary of its turn.
+TURN_SUMMARY = "turn_summary"
 
 
 def opencode_dir() -> str:
@@ -91,39 +105,61 @@ class OpencodeReader(Agent):
     kind = "tree"
     has_ids = False
     records_costs = True
+    project_folders = False
     folder_variables = (DATA_DIR_ENV, XDG_DATA_HOME_ENV)
+    resume = "opencode --session {id}"
     where = (
-        "`$OPENCODE_DATA_DIR`, `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`:"
-        " `storage/session/<project>/<id>.json` with `storage/message/<id>/` and"
-        " `storage/part/<message>/` (before 1.x), `opencode.db` (1.x)"
+        "`$OPENCODE_DATA_DIR` (ccusage's variable), else `$XDG_DATA_HOME/opencode`, else"
+        " `~/.local/share/opencode`: releases before 1.x `storage/session/<project>/<id>.json`,"
+        " its messages in `storage/message/<id>/`, their parts in `storage/part/<message id>/`"
+        " (older: flat in `storage/part/`); 1.x `opencode.db`; a root added as `opencode:DIR`"
+        " that holds neither: `opencode export` documents, `*.json`"
     )
+
+    def __init__(self) -> None:
+        # The flat part folder of each storage tree read so far, indexed (_FlatParts).
+        self._flat_parts: dict[str, _FlatParts] = {}
 
     def session_roots(self) -> list[str]:
         return [opencode_dir()]
 
     def kind_of(self, path: str) -> str:
-        return "sqlite" if database_session(path) is not None else "tree"
+        if database_session(path) is not None:
+            return "sqlite"
+        return "tree" if _in_storage(path) else "document"
 
     def sources(self, root: str) -> Iterator[Source]:
         """The session files below ``storage/session/<project>/``, then the sessions of each
-        database (``opencode.db``, a release channel's ``opencode-<channel>.db``)."""
+        database (``opencode.db``, a release channel's ``opencode-<channel>.db``); in a folder
+        that is neither, the export documents below it."""
         sessions = os.path.join(root, "storage", "session")
+        databases = [name for name in _names(root) if DATABASE_NAME.fullmatch(name)]
+        if not (databases or os.path.isdir(sessions) or _same_folder(root, opencode_dir())):
+            yield from super().sources(root)
+            return
         for project in _names(sessions):
             folder = os.path.join(sessions, project)
             for name in _names(folder):
-                if name.endswith(".json") and not name.startswith("."):
-                    source = _source(os.path.join(folder, name))
+                if self.is_session_name(name):
+                    source = self._source(os.path.join(folder, name))
                     if source is not None:
                         yield source
-        for name in _names(root):
-            if DATABASE_NAME.fullmatch(name):
-                yield from database_sources(os.path.join(root, name))
+        for name in databases:
+            yield from database_sources(os.path.join(root, name))
+
+    def is_session_name(self, name: str) -> bool:
+        return name.endswith(".json") and not name.startswith(".")
 
     def records(self, path: str) -> Iterator[Record]:
         in_database = database_session(path)
         if in_database is not None:
             yield from database_records(*in_database)
-            return
+        elif _in_storage(path):
+            yield from self._tree_records(path)
+        else:
+            yield from _export_records(path)
+
+    def _tree_records(self, path: str) -> Iterator[Record]:
         info = read_document(path)
         if type(info) is not dict:
             raise ValueError("an opencode session file is a JSON object")
@@ -134,20 +170,65 @@ class OpencodeReader(Agent):
             if type(message) is dict:
                 parts = [
                     part
-                    for part_path in _part_files(storage, message_path, message)
+                    for part_path in self._part_files(storage, message_path, message)
                     if type(part := _load_or_skip(part_path)) is dict
                 ]
                 messages.append((_order(message, message_path), message, parts))
         messages.sort(key=itemgetter(0))
-        locator = 0
-        yield 0, {"type": SESSION_RECORD, **info}
-        for _, message, parts in messages:
-            locator += 1
-            yield locator, {"type": MESSAGE_RECORD, "info": message, "parts": parts}
-            for part in parts:
-                if part.get("type") == "tool":
-                    locator += 1
-                    yield locator, {"type": TOOL_RECORD, "part": part}
+        yield from _session_records(info, [(message, parts) for _, message, parts in messages])
+
+    def _source(self, path: str) -> Source | None:
+        """The session file's identity, with every file of its messages and their parts."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        size, mtime, ctime, count = info.st_size, info.st_mtime_ns, info.st_ctime_ns, 1
+        storage = _storage_of(path)
+        for message_path in _message_files(storage, _session_id(path, None)):
+            files = [message_path, *self._part_files(storage, message_path, None)]
+            for file in files:
+                try:
+                    found = os.stat(file)
+                except OSError:
+                    continue
+                size += found.st_size
+                mtime, ctime = max(mtime, found.st_mtime_ns), max(ctime, found.st_ctime_ns)
+                count += 1
+        # The count too: a file removed and another grown by as many bytes change the sum
+        # alike.
+        return Source(path, size + count, mtime, info.st_ino, ctime)
+
+    def _part_files(self, storage: str, message_path: str, message: Any) -> list[str]:
+        """The message's part files, by name: in ``part/<messageID>/``, the folder named by the
+        message's id, which is its file's name (else the id it holds: ``message``, read here
+        when None); else those of the flat part folder that name the message."""
+        stem = os.path.basename(message_path)[:-5]
+        found = _json_files(os.path.join(storage, "part", stem))
+        if found:
+            return found
+        if message is None:
+            message = _load_or_skip(message_path)
+        message_id = text_of(message.get("id")) if type(message) is dict else None
+        if message_id is not None and message_id != stem and os.sep not in message_id:
+            found = _json_files(os.path.join(storage, "part", message_id))
+            if found:
+                return found
+        flat = self._flat_parts.get(storage)
+        if flat is None:
+            flat = self._flat_parts[storage] = _FlatParts(os.path.join(storage, "part"))
+        return flat.of(message_id or stem)
+
+    def session_files(self, path: str) -> list[str]:
+        """The session's file, its messages' files and their parts' (a session of the
+        database: none)."""
+        if database_session(path) is not None or not os.path.isfile(path):
+            return []
+        storage = _storage_of(path)
+        files = [path]
+        for message_path in _message_files(storage, _session_id(path, None)):
+            files += [message_path, *self._part_files(storage, message_path, None)]
+        return files
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = value.get("type")
@@ -178,31 +259,86 @@ def _object(value: Any) -> dict[str, Any]:
     return value if type(value) is dict else {}
 
 
-def _source(path: str) -> Source | None:
-    """The session file's identity, with every file of its messages and their parts."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    size, mtime, ctime, count = info.st_size, info.st_mtime_ns, info.st_ctime_ns, 1
-    storage = _storage_of(path)
-    for message_path in _message_files(storage, _session_id(path, None)):
-        files = [message_path, *_part_files(storage, message_path, None)]
-        for file in files:
-            try:
-                found = os.stat(file)
-            except OSError:
-                continue
-            size += found.st_size
-            mtime, ctime = max(mtime, found.st_mtime_ns), max(ctime, found.st_ctime_ns)
-            count += 1
-    # The count too: a file removed and another grown by as many bytes change the sum alike.
-    return Source(path, size + count, mtime, info.st_ino, ctime)
-
-
 def _storage_of(session_path: str) -> str:
     """``<storage>`` of ``<storage>/session/<project>/<id>.json``."""
     return os.path.dirname(os.path.dirname(os.path.dirname(session_path)))
+
+
+def _in_storage(path: str) -> bool:
+    """Whether ``path`` is a session file of a storage tree (else an export document)."""
+    sessions = os.path.dirname(os.path.dirname(path))
+    return (
+        os.path.basename(sessions) == "session"
+        and os.path.basename(os.path.dirname(sessions)) == "storage"
+    )
+
+
+def _same_folder(one: str, other: str) -> bool:
+    return os.path.normpath(os.path.abspath(one)) == os.path.normpath(os.path.abspath(other))
+
+
+class _FlatParts:
+    """The part files that lie flat in a storage tree's ``part/`` folder, by the message each
+    names (``messageID``): read once, and again only when the folder changed (a part added,
+    removed or renamed into place changes its mtime; a part rewritten in place keeps its
+    message)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.mtime_ns: int | None = None
+        self.by_message: dict[str, list[str]] = {}
+
+    def of(self, message_id: str) -> list[str]:
+        try:
+            mtime_ns = os.stat(self.folder).st_mtime_ns
+        except OSError:
+            return []
+        if mtime_ns != self.mtime_ns:
+            self.mtime_ns, self.by_message = mtime_ns, self._read()
+        return self.by_message.get(message_id, [])
+
+    def _read(self) -> dict[str, list[str]]:
+        by_message: dict[str, list[str]] = {}
+        for path in _json_files(self.folder):
+            if os.path.isdir(path):
+                continue
+            part = _load_or_skip(path)
+            owner = text_of(part.get("messageID")) if type(part) is dict else None
+            if owner is not None:
+                by_message.setdefault(owner, []).append(path)
+        return by_message
+
+
+def _session_records(
+    info: dict[str, Any], messages: list[tuple[dict[str, Any], list[dict[str, Any]]]]
+) -> Iterator[Record]:
+    """A session's records, in order: its info, then each message with its parts, each
+    ``tool`` part after its message as a record of its own (the locator their number)."""
+    locator = 0
+    yield 0, {"type": SESSION_RECORD, **info}
+    for message, parts in messages:
+        locator += 1
+        yield locator, {"type": MESSAGE_RECORD, "info": message, "parts": parts}
+        for part in parts:
+            if part.get("type") == "tool":
+                locator += 1
+                yield locator, {"type": TOOL_RECORD, "part": part}
+
+
+def _export_records(path: str) -> Iterator[Record]:
+    """The records of an ``opencode export`` document, in its order."""
+    document = read_document(path)
+    info = document.get("info") if type(document) is dict else None
+    messages = document.get("messages") if type(document) is dict else None
+    if type(info) is not dict or type(messages) is not list:
+        raise ValueError("not an opencode export document ({info, messages: [...]})")
+    found = []
+    for message in messages:
+        if type(message) is dict and type(message.get("info")) is dict:
+            parts = message.get("parts")
+            parts = [part for part in parts if type(part) is dict] if type(parts) is list else []
+            found.append((message["info"], parts))
+    yield from _session_records(info, found)
 
 
 def _session_id(path: str, info: dict[str, Any] | None) -> str:
@@ -220,24 +356,6 @@ def _session_id(path: str, info: dict[str, Any] | None) -> str:
 def _message_files(storage: str, session_id: str) -> list[str]:
     """The session's message files, ordered by name (their ids, which sort by time)."""
     return _json_files(os.path.join(storage, "message", session_id))
-
-
-def _part_files(storage: str, message_path: str, message: Any) -> list[str]:
-    """The message's part files (``part/<messageID>/``), by name: the folder is named by the
-    message's id, which is its file's name (else the id it holds: ``message``, read here when
-    None)."""
-    stem = os.path.basename(message_path)[:-5]
-    found = _json_files(os.path.join(storage, "part", stem))
-    if found:
-        return found
-    if message is None:
-        message = _load_or_skip(message_path)
-    if type(message) is not dict:
-        return found
-    message_id = text_of(message.get("id"))
-    if message_id is None or message_id == stem or os.sep in message_id:
-        return found
-    return _json_files(os.path.join(storage, "part", message_id))
 
 
 def _json_files(folder: str) -> list[str]:
@@ -285,6 +403,12 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
     found = AgentEntry(entry)
     if role == "user":
         texts = [text for part in parts if (text := text_of(part.get("text"))) is not None]
+        summary = _object(info.get("summary"))
+        said = [text for key in ("title", "body") if (text := text_of(summary.get(key)))]
+        if not texts and said:
+            entry.update(type="custom_message", customType=TURN_SUMMARY, content=text_blocks(said))
+            found.qualifier = TURN_SUMMARY
+            return found
         entry["message"] = {"role": "user", "content": text_blocks(texts)}
         return found
     if role != "assistant":

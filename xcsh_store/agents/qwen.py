@@ -11,9 +11,11 @@ content: ``message`` is ``{role: "user"|"model", parts: [...]}``.
   ``functionCall`` parts as tool calls; ``model`` names the model.
 * ``tool_result`` lines hold ``functionResponse`` parts: the results, paired by call id.
 * A ``system`` line of subtype ``chat_compression`` is a compaction: its
-  ``systemPayload.compressedHistory`` is what the model sees from then on (its summary). Other
-  ``system`` lines (``ui_telemetry``, ``attribution_snapshot``, ...) add no text; their subtype
-  qualifies them.
+  ``systemPayload.compressedHistory`` is what the model sees from then on (its summary). One of
+  subtype ``custom_title`` titles the session (``systemPayload.customTitle``; the last one
+  wins, as Qwen Code reads the last one): set by ``/rename`` (``titleSource`` ``manual`` or
+  none), or by Qwen Code's own title model (``auto``). Other ``system`` lines
+  (``ui_telemetry``, ``attribution_snapshot``, ...) add no text; their subtype qualifies them.
 * Usage is each assistant line's ``usageMetadata``: ``promptTokenCount`` less
   ``cachedContentTokenCount`` is input, the cached count is cache reads,
   ``candidatesTokenCount`` plus ``thoughtsTokenCount`` is output. The ``ui_telemetry``
@@ -40,9 +42,11 @@ from xcsh_store.agents.base import (
 )
 from xcsh_store.agents.gemini import tool_call
 from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 
 HOME_ENV = "QWEN_HOME"
 COMPRESSION = "chat_compression"
+CUSTOM_TITLE = "custom_title"
 FOLDER_VARIABLES = (HOME_ENV,)
 
 
@@ -55,7 +59,10 @@ class QwenReader(Agent):
     name = "qwen"
     label = "Qwen Code"
     folder_variables = FOLDER_VARIABLES
-    where = "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<project>/chats/<session id>.jsonl`"
+    resume = "qwen --resume {id}"
+    where = (
+        "`$QWEN_HOME/projects`, else `~/.qwen/projects`: `<sanitised cwd>/chats/<session id>.jsonl`"
+    )
     has_ids = True
     remembers_parents = False
 
@@ -92,6 +99,8 @@ class QwenReader(Agent):
             entry.update(type="message", message=_results(parts))
         elif found.qualifier == COMPRESSION:
             _compression(found, value.get("systemPayload"))
+        elif found.qualifier == CUSTOM_TITLE:
+            _custom_title(found, value.get("systemPayload"))
         return found
 
     def history_prompt(self, value: dict[str, Any]) -> HistoryPrompt | None:
@@ -156,6 +165,13 @@ def _compression(found: AgentEntry, payload: Any) -> None:
         for text in _texts([part for part in content["parts"] if type(part) is dict])
     ]
     found.entry.update(type="compaction", summary="\n".join(texts))
+
+
+def _custom_title(found: AgentEntry, payload: Any) -> None:
+    payload = payload if type(payload) is dict else {}
+    found.title = text_of(payload.get("customTitle"))
+    if found.title is not None:
+        found.title_source = "auto" if payload.get("titleSource") == "auto" else NAMED_TITLE_SOURCE
 
 
 def _results(parts: list[dict[str, Any]]) -> dict[str, Any]:

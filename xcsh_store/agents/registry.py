@@ -108,14 +108,16 @@ class _Adopted(Agent):
         self.name = reader.name  # type: ignore[misc]
         facts = (
             "label", "kind", "has_ids", "remembers_parents", "folder_variables",
-            "records_costs", "order", "where", "other_kind_sources",
+            "records_costs", "order", "where", "other_kind_sources", "project_folders",
+            "resume",
         )  # fmt: skip
         for fact in facts:
             if hasattr(reader, fact):
                 setattr(self, fact, getattr(reader, fact))
         for method in (
             "read", "recognizes", "history_prompt", "session_roots", "history_files",
-            "sources", "records", "records_at", "is_session_name", "kind_of",
+            "sources", "records", "records_at", "is_session_name", "kind_of", "session_files",
+            "resume_command",
         ):  # fmt: skip
             if callable(getattr(reader, method, None)):
                 setattr(self, method, getattr(reader, method))

@@ -74,6 +74,7 @@ VERB_MODULES = {
     "demo": "demo",
     "doctor": "maintenance",
     "export": "team",
+    "forget": "maintenance",
     "gc": "maintenance",
     "history": "prompts",
     "ls": "listing",
@@ -82,6 +83,7 @@ VERB_MODULES = {
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",
+    "restore": "maintenance",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",
@@ -431,11 +433,13 @@ def first_index(settings: Settings) -> bool:
     search text after: docs/commands.md)."""
     from xcsh_store.cli.places import found_session_folders
     from xcsh_store.homes import get_data_store_dir
-    from xcsh_store.paths import is_agent_dir
+    from xcsh_store.paths import get_archive_dir, is_agent_dir
 
     folder = settings.agent_dir
     found = found_session_folders(folder)
-    if not (is_agent_dir(folder) or (folder == get_data_store_dir() and found)):
+    # (A folder that holds the store's archive: its index is made again from the archive.)
+    holds_archive = os.path.isdir(get_archive_dir(folder))
+    if not (is_agent_dir(folder) or holds_archive or (folder == get_data_store_dir() and found)):
         return False
     where = f" ({', '.join(found)})" if found else ""
     echo(f"Note: no index yet: indexing the sessions of this machine first{where}", err=True)
@@ -466,6 +470,8 @@ def fresh_index(settings: Settings) -> SessionIndex:
             "Note: another sync of index.db is under way; answering from what it holds now",
             err=True,
         )
+    if freshness.report is not None and freshness.report.archive_error:
+        echo(f"Note: {freshness.report.archive_error}", err=True)
     return index
 
 

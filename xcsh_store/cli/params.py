@@ -176,6 +176,14 @@ timezone_option = click.option(
 
 
 # The option of each field of a SessionFilter (index/read/questions.py), by the field's name.
+archived_option = click.option(
+    "--archived/--no-archived",
+    "archived",
+    default=None,
+    help="Only the sessions whose file is gone, kept by the store's archive (--archived), or"
+    " only those whose file is there (--no-archived).",
+)
+
 FILTER_OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "cwd": cwd_option,
     "project": project_option,
@@ -183,6 +191,7 @@ FILTER_OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = 
     "until": until_option,
     "agents": agent_option,
     "host": host_option,
+    "archived": archived_option,
 }
 
 

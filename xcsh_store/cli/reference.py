@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import click
 
-from xcsh_store.agents import READERS
 from xcsh_store.cli.app import cli
+from xcsh_store.cli.doc_lists import agents_table
 
 COLUMNS = 100
 # The command that writes the page, named on it and in the drift test's message.
@@ -69,17 +69,12 @@ def page() -> str:
 
 
 def agents_section() -> str:
-    """The agent plugins, one row each: its ``--agent`` name, what people call it, the kind of
-    its session files and where it keeps them (the xcsh family: [Your own sessions](agents.md))."""
-    rows = [
-        f"| `{agent.name}` | {agent.label or agent.name} | {agent.kind} | {agent.where or '—'} |"
-        for agent in READERS
-    ]
+    """The agent plugins, one row each (doc_lists.agents_table: the table of [Your own
+    sessions](agents.md) too)."""
     return (
         "## Agents\n\nThe agent plugins this installation reads (besides xcsh, pi and oh-my-pi:"
         " [Your own sessions](agents.md)), from the entry point group `xcsh_store.agents`:\n\n"
-        "| `--agent` | agent | kind | where its sessions are |\n| --- | --- | --- | --- |\n"
-        + "\n".join(rows)
+        + agents_table()
         + "\n"
     )
 

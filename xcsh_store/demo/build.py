@@ -80,7 +80,7 @@ def write_demo(agent_dir: str, seed: int = DEFAULT_SEED, now: datetime = DEMO_NO
     prepare_demo_dir(agent_dir)
     report = build_demo(agent_dir, seed, now)
     with SessionIndex.open(agent_dir) as index:
-        # The sample is the same on every machine: the user's own Claude Code and Codex folders
+        # The sample is the same on every machine: the folders of the user's own agents
         # stay out of its index (remembered, so the tour's commands leave them out too).
         index.find_agent_roots(False)
         report.sync = index.sync()

@@ -49,6 +49,10 @@ from xcsh_store.lazy import lazy_exports
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
 # only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
 if TYPE_CHECKING:
+    from xcsh_store.index.archive.folder import ArchiveStats
+    from xcsh_store.index.archive.forget import Forgotten
+    from xcsh_store.index.archive.restore import Restored, RestoreError
+    from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -139,6 +143,10 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "xcsh_store.index.archive.folder": ("ArchiveStats",),
+        "xcsh_store.index.archive.forget": ("Forgotten",),
+        "xcsh_store.index.archive.restore": ("RestoreError", "Restored"),
+        "xcsh_store.index.archive.sources": ("ArchivedSources",),
         "xcsh_store.index.read.choices": (
             "Choice",
             "check_filters",
@@ -253,10 +261,13 @@ __all__ = [
     "USAGE_GROUPS",
     "WATCHED",
     "WINDOW",
+    "ArchiveStats",
+    "ArchivedSources",
     "BillingBlock",
     "Choice",
     "EntryRow",
     "FileState",
+    "Forgotten",
     "Freshness",
     "GcReport",
     "IndexReader",
@@ -273,6 +284,8 @@ __all__ = [
     "QueryStream",
     "QueryTimeoutError",
     "Refresher",
+    "RestoreError",
+    "Restored",
     "SQLiteError",
     "SearchHit",
     "SearchQuery",

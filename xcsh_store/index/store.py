@@ -62,6 +62,11 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
+    from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
+    from xcsh_store.index.archive.forget import Forgotten
+    from xcsh_store.index.archive.keeper import Keeper
+    from xcsh_store.index.archive.restore import Restored
+    from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -174,6 +179,20 @@ class SessionIndex:
             return cls(_open_for_writing(db_path), agent_dir, db_path, False)
 
     @functools.cached_property
+    def archive(self) -> ArchiveFolder:
+        """The archive of other agents' session files, beside index.db (index/archive/)."""
+        from xcsh_store.index.archive.folder import ArchiveFolder, archive_dir
+
+        return ArchiveFolder(archive_dir(os.path.dirname(os.path.abspath(self.db_path))))
+
+    @functools.cached_property
+    def archived_sources(self) -> ArchivedSources:
+        """The sessions the archive keeps, read where their files are gone."""
+        from xcsh_store.index.archive.sources import ArchivedSources
+
+        return ArchivedSources(self.archive, lambda: self.connection)
+
+    @functools.cached_property
     def blob_store(self) -> BlobStore:
         from xcsh_store.format.blobs import BlobStore
 
@@ -261,8 +280,8 @@ class SessionIndex:
     @_entry_point
     def agent_roots(self) -> dict[str, str]:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
-        agent: those added as ``claude:PATH`` / ``codex:PATH`` and the ones found by
-        themselves (pi's and oh-my-pi's folders: homes.py; each agent plugin's own)."""
+        agent: those added as ``AGENT:PATH`` (``claude:PATH``, ``opencode:PATH``) and the ones
+        found by themselves (pi's and oh-my-pi's folders: homes.py; each agent plugin's own)."""
         found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
@@ -295,7 +314,8 @@ class SessionIndex:
     @_entry_point
     def add_root(self, path: str, agent: str | None = None) -> None:
         """Index the files under ``path`` too; ``agent`` names whose files they are when they
-        are another agent's (``claude``, ``codex``): then the folder is only ever read."""
+        are another agent's (a plugin's name: ``claude``, ``opencode``): then the folder is only
+        ever read."""
         with database.transaction(self.connection):
             self.connection.execute(
                 "INSERT INTO roots (path, added_at, agent) VALUES (?, ?, ?)"
@@ -410,6 +430,7 @@ class SessionIndex:
             self._forget_search_text()
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
+        agent_roots = self.agent_roots()
         report = sync_files(
             self.connection,
             self.roots(),
@@ -417,9 +438,15 @@ class SessionIndex:
             progress,
             indexed,
             workers,
-            agent_roots=self.agent_roots(),
+            agent_roots=agent_roots,
             text=text,
+            keeper=self._keeper(agent_roots),
+            standing_roots=self._standing_roots(),
         )
+        if report.archive_error is None:
+            from xcsh_store.index.archive.adopt import adopt_archived
+
+            adopt_archived(self.connection, self.archive, report, whole, self._standing_roots())
         if text:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
@@ -466,6 +493,33 @@ class SessionIndex:
                 database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
         return report
+
+    def _standing_roots(self) -> set[str] | None:
+        """The roots whose archived sessions stay in the index when their folder is no longer
+        read (deleted, or moved by the agent's variable): every root (None) unless the other
+        agents' folders are turned off, then those added with an agent."""
+        if self.finds_agent_roots:
+            return None
+        return {
+            self.local_path(path)
+            for (path,) in self.connection.execute("SELECT path FROM roots WHERE agent IS NOT NULL")
+        }
+
+    def _keeper(self, agent_roots: dict[str, str]) -> Keeper:
+        """The archive's writer for a sync: the roots of the agents whose sessions it keeps
+        (all but those the config file turns off: archive/settings.py), never a root that
+        holds the archive itself."""
+        from xcsh_store.index.archive.keeper import Keeper
+        from xcsh_store.index.archive.settings import agents_not_archived
+        from xcsh_store.index.write.scan import is_under_any
+
+        off = agents_not_archived()
+        kept = {
+            root: agent
+            for root, agent in agent_roots.items()
+            if agent not in off and not is_under_any(self.archive.folder, [root])
+        }
+        return Keeper(self.connection, self.archive, kept)
 
     @_entry_point
     def index_pending_text(
@@ -566,7 +620,7 @@ class SessionIndex:
         until: datetime | str | None = None,
     ) -> list[IndexedSession]:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
-        ``agents``: only the sessions of these agents (xcsh, pi, omp, claude, codex);
+        ``agents``: only the sessions of these agents (``AGENTS``: xcsh, pi, omp, claude, …);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
         started before ``until``)."""
         bounds = time_bound(since), time_bound(until)
@@ -592,7 +646,8 @@ class SessionIndex:
     @_entry_point
     def subagents(self, session: str | IndexedSession, limit: int = 50) -> list[IndexedSession]:
         """The sessions (at most ``limit``) that say they are subagents or forks of
-        ``session``: Claude Code's subagent files, Codex's forks and spawned threads."""
+        ``session``: Claude Code's subagent files, Codex's forks and spawned threads, Gemini
+        CLI's and Cursor's subagent chats, opencode's child sessions."""
         found = self._session(session)
         rows = list(
             self.connection.execute(
@@ -649,7 +704,7 @@ class SessionIndex:
     def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]:
         """Each entry id of the file of ``where`` (a session or a search hit) by the shortest
         prefix (at least 8 characters) no other entry of that file shares: what find_entry_id
-        resolves to the same entry (Claude Code's and Codex's ids are 36-character UUIDs)."""
+        resolves to the same entry (other agents' ids are often 36-character UUIDs)."""
         from xcsh_store.index.read.names import unique_entry_prefixes
 
         return unique_entry_prefixes(self.connection, where.file_id, entry_ids)
@@ -668,7 +723,8 @@ class SessionIndex:
         from xcsh_store.index.read.tree import read_entries
 
         info = self._session(session)
-        return read_entries(info.path, self.branch(info, leaf_id), self.blob_store, info.agent)
+        rows = self.branch(info, leaf_id)
+        return read_entries(info.path, rows, self.blob_store, info.agent, self.archived_sources)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
@@ -694,8 +750,9 @@ class SessionIndex:
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
         return context_from_index(
-            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store, info.agent
-        )
+            self.connection, info.file_id, info.path, leaf, info.legacy, self.blob_store,
+            info.agent, self.archived_sources,
+        )  # fmt: skip
 
     # -- search -----------------------------------------------------------------------------
 
@@ -790,8 +847,8 @@ class SessionIndex:
         """Token and cost sums per group; an entry copied into a fork counts once, and so does
         a session kept in several files; days, weeks and months are ``zone``'s (default: the
         local time zone); ``agents``:
-        only these agents' sessions (costs of Claude Code and Codex are estimates: see each
-        row's ``estimated`` and ``unpriced``).
+        only these agents' sessions (the costs of agents that record none are estimates: see
+        each row's ``estimated`` and ``unpriced``).
 
         ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
@@ -889,6 +946,7 @@ class SessionIndex:
         never reads stays unnoticed until a query hits it; a damaged index is rebuilt on
         ``repair``.
         """
+        from xcsh_store.index.archive.check import check_archive, repair_archive
         from xcsh_store.index.upkeep.repair import repair_files
         from xcsh_store.index.upkeep.verify import VerifyReport, compare_with_files
 
@@ -908,9 +966,15 @@ class SessionIndex:
                 on_disk, indexed = compare_with_files(
                     self.connection, self.roots(), report, self.agent_roots()
                 )
+                archive_problems = check_archive(self.connection, self.archive)
+                report.archive_problems = {p.archive: p.problem for p in archive_problems}
                 if repair and not report.clean:
                     self._require_writable()
                     with self._sync_lock():
+                        for problem in archive_problems:
+                            report.archive_repaired[problem.archive] = repair_archive(
+                                self.connection, self.archive, problem
+                            )
                         repair_files(self.connection, report, on_disk, indexed)
         except database.DAMAGE_ERRORS as error:
             report.damaged = str(error)
@@ -920,6 +984,66 @@ class SessionIndex:
                 self._rebuild_after_damage(report.damaged, None)
             report.rebuilt = True
         return report
+
+    # -- the archive --------------------------------------------------------------------------
+
+    @_entry_point
+    def restore(self, session: str | IndexedSession, to: str | None = None) -> Restored:
+        """Write the archived session back where its agent keeps it (its folder as found now),
+        or into the folder ``to``: the bytes the store read, byte for byte (index/archive/
+        restore.py). RestoreError: not archived, or its place holds other bytes."""
+        from xcsh_store.agents import reader_named
+        from xcsh_store.index.archive.keeper import archived_row
+        from xcsh_store.index.archive.restore import (
+            Restored,
+            RestoreError,
+            current_root,
+            restore_files,
+        )
+
+        info = self._session(session)
+        row = archived_row(self.connection, info.file_id)
+        if row is None:
+            raise RestoreError(
+                f"{info.session_id} is not archived (xcsh's own sessions and those of agents"
+                " whose archiving is off are not): nothing to restore"
+            )
+        ((root,),) = self.connection.execute("SELECT root FROM files WHERE id = ?", (info.file_id,))
+        target = None if to is not None else current_root(info.agent, root)
+        path, written, there, digest, size = restore_files(
+            self.archive, row.name, row.version, target, to
+        )
+        plugin = reader_named(info.agent)
+        command = None if plugin is None else plugin.resume_command(info.session_id, info.cwd)
+        return Restored(info.session_id, info.agent, path, written, there, digest, size, command)
+
+    @_entry_point
+    def forget(self, sessions: Iterable[IndexedSession], apply: bool = False) -> Forgotten:
+        """Forget ``sessions`` on purpose: their rows leave the index and their files the
+        archive (the one way anything leaves it); the team index drops them on the next push.
+        Only counted unless ``apply`` (index/archive/forget.py)."""
+        from xcsh_store.index.archive.forget import forget_files
+
+        if apply:
+            self._require_writable()
+            with self._sync_lock():
+                return forget_files(
+                    self.connection, self.archive, [s.file_id for s in sessions], True
+                )
+        return forget_files(self.connection, self.archive, [s.file_id for s in sessions], False)
+
+    @_entry_point
+    def archive_stats(self) -> ArchiveStats:
+        """The archive's files and bytes, and the sessions it keeps (those whose file is
+        gone among them)."""
+        from xcsh_store.index.archive.folder import ArchiveStats
+
+        files, size = self.archive.size()
+        ((sessions, gone, held),) = self.connection.execute(
+            "SELECT count(*), count(f.gone_at), coalesce(sum(a.source_bytes), 0)"
+            " FROM archived AS a JOIN files AS f ON f.id = a.file_id"
+        )
+        return ArchiveStats(self.archive.folder, files, size, sessions, gone, held)
 
     # -- stats ------------------------------------------------------------------------------
 

@@ -89,6 +89,7 @@ _SESSION_COLUMNS = (
     " title_source, parent_session, version, created_at, modified_at, entry_count,"
     " message_count, first_message, last_entry_id, input_tokens, output_tokens,"
     " cache_read_tokens, cache_write_tokens, premium_requests, cost, agent, parent_session_id,"
+    " source_gone_at,"
     " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
     " AND (twin.host, twin.path) <> (s.host, s.path)),"
     " (SELECT count(*) FROM entries AS e WHERE e.host = s.host AND e.path = s.path"
@@ -128,7 +129,7 @@ class TeamSession(SessionRecord):
     modified_at: str | None
     entry_count: int
     message_count: int
-    first_message_text: str | None
+    first_prompt: str | None
     last_entry_id: str | None
     input_tokens: int
     output_tokens: int
@@ -138,6 +139,8 @@ class TeamSession(SessionRecord):
     cost: float
     agent: str
     parent_session_id: str | None
+    # When its file was found gone on its host (kept by that host's archive), else None.
+    source_gone_at: str | None
     id_shared: bool
     # Entries of a model without a price (as IndexedSession's).
     unpriced_entries: int
@@ -147,16 +150,8 @@ class TeamSession(SessionRecord):
         return self.session_id
 
     @property
-    def created(self) -> datetime:
-        return _time(self.created_at)
-
-    @property
     def modified(self) -> datetime:
         return _time(self.modified_at)
-
-    @property
-    def first_message(self) -> str:
-        return self.first_message_text or "(no messages)"
 
 
 def _session(row: Sequence[Any]) -> TeamSession:
@@ -599,7 +594,8 @@ def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]
 # leave out is compiled by another call (a search's session fields go in a subquery) or, for
 # usage, by the outer query.
 _LISTING_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host",
-                   "since": "modified_at", "until": "created_at"}  # fmt: skip
+                   "since": "modified_at", "until": "created_at",
+                   "archived": "source_gone_at"}  # fmt: skip
 _HIT_FILTER = {"host": "e.host", "since": "e.timestamp", "until": "e.timestamp"}
 _HIT_SESSION_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent"}
 _USAGE_ENTRY_FILTER = {"since": "timestamp", "until": "timestamp"}
@@ -636,6 +632,8 @@ def filter_sql(
         if bound is not None and name in columns:
             where += f" AND {columns[name]} {operator} %({name})s"
             arguments[name] = bound[:10] if columns[name] == "day" else bound
+    if session_filter.archived is not None and "archived" in columns:
+        where += f" AND {columns['archived']} IS {'NOT ' if session_filter.archived else ''}NULL"
     return where
 
 

@@ -18,6 +18,7 @@ import orjson
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.blobs import parse_blob_ref
 from xcsh_store.index import (
+    ArchivedSources,
     BillingBlock,
     IndexedEntry,
     IndexedSession,
@@ -280,8 +281,10 @@ class SessionPage:
     subagents: list[IndexedSession] = field(default_factory=list)
 
     @property
-    def duration(self) -> timedelta:
-        return max(self.session.modified - self.session.created, timedelta(0))
+    def duration(self) -> timedelta | None:
+        """From its start to its last activity; None when its start is unknown."""
+        started = self.session.started
+        return None if started is None else max(self.session.modified - started, timedelta(0))
 
     @property
     def end(self) -> int:
@@ -374,13 +377,13 @@ def session_page(
         target = next((n for n, row in enumerate(branch) if row.id == entry_id), 0)
     start = window_start(branch, start, target)
     window = ReadBudget(WINDOW_BYTES).take(branch[start : start + WINDOW], at_least_one=True)
-    labels = _labels(session, tree)
+    labels = _labels(session, tree, index.archived_sources)
     on_path = {row.id for row in branch}
-    shown = _shown(session, window, tree, labels)
+    shown = _shown(session, window, tree, labels, index.archived_sources)
     folded_budget = ReadBudget(FOLDED_BYTES)
     for entry in shown:
         if entry.siblings > 1:
-            _fold(entry, session, tree, on_path, labels, folded_budget)
+            _fold(entry, session, tree, on_path, labels, folded_budget, index.archived_sources)
     parent, subagents = _relatives(index, session)
     return SessionPage(
         session,
@@ -413,14 +416,14 @@ def _relatives(
     return parent, index.subagents(session, SUBAGENTS_SHOWN)
 
 
-def _labels(session: IndexedSession, tree: SessionTree) -> dict[str, str]:
+def _labels(session: IndexedSession, tree: SessionTree, archive: ArchivedSources) -> dict[str, str]:
     """Target id -> label, from the label entries alone (those of a sane size)."""
     rows = [
         row
         for row in tree.entries.values()
         if row.type == "label" and row.length <= LINE_READ_LIMIT
     ]
-    return labels_of(read_entries(session.path, rows, None, session.agent))
+    return labels_of(read_entries(session.path, rows, None, session.agent, archive))
 
 
 def _fold(
@@ -430,6 +433,7 @@ def _fold(
     on_path: set[str | None],
     labels: dict[str, str],
     budget: ReadBudget,
+    archive: ArchivedSources,
 ) -> None:
     """The branches leaving ``point`` off the shown path, each with its first entries (as
     many as the page's budget reads)."""
@@ -438,7 +442,7 @@ def _fold(
         chain = newest_chain(tree, child)
         rows = budget.take([tree.entries[entry_id] for entry_id in chain[:FOLDED_SHOWN]])
         point.folded.append(
-            FoldedBranch(child, chain[-1], len(chain), _shown(session, rows, tree, labels))
+            FoldedBranch(child, chain[-1], len(chain), _shown(session, rows, tree, labels, archive))
         )
     point.branches_not_shown = max(0, len(leaving) - FOLDED_BRANCHES)
 
@@ -448,6 +452,7 @@ def _shown(
     rows: list[IndexedEntry],
     tree: SessionTree,
     labels: dict[str, str],
+    archive: ArchivedSources,
 ) -> list[ShownEntry]:
     """The entries of ``rows`` as the session page shows them: read from the file (but lines
     too long to read here), their text cut at ENTRY_SHOWN characters."""
@@ -455,7 +460,7 @@ def _shown(
     values = dict(
         zip(
             (row.pk for row in readable),
-            read_entries(session.path, readable, None, session.agent),
+            read_entries(session.path, readable, None, session.agent, archive),
             strict=True,
         )
     )
@@ -600,7 +605,7 @@ def _entry_value(
 ) -> tuple[IndexedEntry, dict[str, Any]]:
     """The index row of one entry (the end of its branch) and the entry read from its line."""
     row = index.branch(session, entry_id)[-1]
-    (value,) = read_entries(session.path, [row], None, session.agent)
+    (value,) = read_entries(session.path, [row], None, session.agent, index.archived_sources)
     return row, value
 
 

@@ -1,4 +1,5 @@
-"""Costs of the requests Claude Code and Codex record as tokens only, priced as the vendor bills
+"""Costs of the requests that agents record as tokens only (Claude Code, Codex and most others:
+every plugin whose ``records_costs`` is false), priced as the vendor bills
 them: the price in force on the request's day, from the user's prices file first
 (``$XDG_CONFIG_HOME/xcsh-store/prices.toml``: price_file.py), then the corrections shipped here
 (``price_corrections.toml``: a tier the dataset lacks, with its source), then the genai-prices
@@ -18,7 +19,7 @@ Rules before any price:
 Prices are applied when a file is read into the index (so ``entries.cost`` and
 ``sessions.cost`` hold them for every reader of index.db); :func:`price_table`'s ``fingerprint``
 names the prices in force, and a sync that finds another fingerprint than the one the index was
-priced with reads the Claude Code and Codex files again (index/store.py).
+priced with reads those agents' files again (index/store.py).
 """
 
 from __future__ import annotations

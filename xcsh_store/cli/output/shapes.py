@@ -32,15 +32,19 @@ if TYPE_CHECKING:
     )
 
 
+# Marks a session whose file is gone, which the store's archive keeps (ls, show, pick).
+ARCHIVED_MARK = "⌂"
+
+
 def session_json(session: IndexedSession) -> dict[str, Any]:
     """The session's own shape (SessionRecord.to_json), the one every front prints."""
     return session.to_json()
 
 
 def session_cost(session: IndexedSession) -> str:
-    """A session's cost as shown: ``~$1.20`` when it is an estimate (Claude Code and Codex
-    record none), ``≥~$1.20`` when some of its entries have no price, ``?`` when none has one;
-    never a silent ``$0``."""
+    """A session's cost as shown: ``~$1.20`` when it is an estimate (its agent records none,
+    as Claude Code and Codex), ``≥~$1.20`` when some of its entries have no price, ``?`` when
+    none has one; never a silent ``$0``."""
     kind = session.cost_kind
     if kind == "unpriced":
         return "?"

@@ -14,6 +14,7 @@ from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.session_roots import read_session_roots
 from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
+    ArchiveStats,
     DuplicateSession,
     IndexStats,
     OutsideReaders,
@@ -77,6 +78,8 @@ class Diagnosis:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     # Sessions kept in several files (a migrated or restored copy): usage counts each once.
     duplicates: list[DuplicateSession] = field(default_factory=list)
+    # The archive of other agents' sessions (its size and file count).
+    archive: ArchiveStats | None = None
 
     @property
     def healthy(self) -> bool:
@@ -167,6 +170,7 @@ def _check_index(diagnosis: Diagnosis) -> None:
             diagnosis.index = index.stats()
             diagnosis.skipped_lines = index.skipped_lines()
             diagnosis.duplicates = index.duplicate_sessions()
+            diagnosis.archive = index.archive_stats()
     except (XcshStoreError, SQLiteError) as error:
         diagnosis.index_error = str(error)
         diagnosis.problems.append(

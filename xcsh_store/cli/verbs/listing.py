@@ -25,7 +25,7 @@ from xcsh_store.cli.output.render import (
     plural,
     short_time,
 )
-from xcsh_store.cli.output.shapes import session_cost, session_json
+from xcsh_store.cli.output.shapes import ARCHIVED_MARK, session_cost, session_json
 from xcsh_store.cli.params import agents_in_words, count_type, filter_options
 from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index import SESSION_ORDERS, SessionFilter, SessionQuery, check_filters
@@ -96,6 +96,7 @@ SHARED_ID_MARK = "*"
     "until",
     "agents",
     "host",
+    "archived",
     since="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
     until="Only sessions started before this time (same forms as --since).",
 )
@@ -135,7 +136,9 @@ def ls_command(
     print_table(
         (
             (
-                ids[session.session_id] + (SHARED_ID_MARK if session.id_shared else ""),
+                ids[session.session_id]
+                + (SHARED_ID_MARK if session.id_shared else "")
+                + (ARCHIVED_MARK if session.source_gone_at else ""),
                 short_time(session.modified),
                 where(session.cwd),
                 session.message_count,
@@ -155,6 +158,8 @@ def ls_command(
     )
     if any(session.id_shared for session in sessions):
         echo_wrapped(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
+    if any(session.source_gone_at for session in sessions):
+        echo_wrapped(f"({ARCHIVED_MARK} archived: its file is gone, the store keeps it: restore)")
     if more:
         echo_wrapped(f"(showing {limit}; --limit 0 lists all)")
 

@@ -1,4 +1,5 @@
-"""Verbs that keep the store in shape: ``sync``, ``gc``, ``verify``, ``migrate``, ``doctor``."""
+"""Verbs that keep the store in shape: ``sync``, ``gc``, ``verify``, ``migrate``, ``doctor``,
+and the archive's ``restore`` and ``forget``."""
 
 from __future__ import annotations
 
@@ -26,13 +27,24 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.render import home_relative, local_time, plural
 from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
-from xcsh_store.cli.params import Duration, agents_in_words
+from xcsh_store.cli.params import Duration, TimeBound, agents_in_words, filter_options
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
 from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
-from xcsh_store.index import GcReport, OutsideReaders, Progress, SyncReport, VerifyReport
+from xcsh_store.index import (
+    GcReport,
+    IndexedSession,
+    OutsideReaders,
+    Progress,
+    SessionFilter,
+    SessionIndex,
+    SessionQuery,
+    SyncReport,
+    VerifyReport,
+)
 from xcsh_store.paths import (
     ensure_private_dir,
+    get_archive_dir,
     get_index_db_path,
     get_sessions_dir,
     is_agent_dir,
@@ -45,6 +57,7 @@ from xcsh_store.session.upgrade import (
     FileMigration,
     migrate_files,
 )
+from xcsh_store.times import parse_iso
 
 # --------------------------------------------------------------------------------------------
 # sync
@@ -106,6 +119,9 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "repriced": report.repriced,
         "text_files_indexed": report.text_files_indexed,
         "text_pending": report.text_pending,
+        "files_archived_gone": report.files_archived_gone,
+        "archive_bytes_written": report.archive_bytes_written,
+        "archive_error": report.archive_error,
     }
 
 
@@ -117,6 +133,12 @@ def describe_sync(report: SyncReport) -> list[str]:
         + f" · +{report.entries_added:,}/-{report.entries_removed:,} entries · "
         f"{format_bytes(report.bytes_read)} read · {report.seconds:.2f}s"
     ]
+    if report.files_archived_gone:
+        lines.append(
+            f"Archived: {plural(report.files_archived_gone, 'file')} gone from their agents'"
+            " folders; their sessions stay, read from the store's archive"
+        )
+
     if report.repriced:
         lines.append(
             f"Prices changed: {agents_in_words(estimated=True)} sessions were priced again"
@@ -154,7 +176,11 @@ def require_agent_dir(settings: Settings, init: bool = False, adding_roots: bool
     folder = settings.agent_dir
     if init:
         ensure_private_dir(get_sessions_dir(folder))
-    elif is_agent_dir(folder) or os.path.isfile(get_index_db_path(folder)):
+    elif (
+        is_agent_dir(folder)
+        or os.path.isfile(get_index_db_path(folder))
+        or os.path.isdir(get_archive_dir(folder))
+    ):
         return
     elif folder == get_data_store_dir():
         if not found_session_folders(folder) and not adding_roots:
@@ -264,6 +290,8 @@ def sync_command(
         return
     for line in describe_sync(report):
         echo_wrapped(line)
+    if report.archive_error:
+        raise click.ClickException(report.archive_error)
 
 
 sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))
@@ -394,6 +422,8 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "refcount_errors": report.refcount_errors,
         "search_errors": report.search_errors,
         "repaired": report.repaired,
+        "archive_problems": report.archive_problems,
+        "archive_repaired": report.archive_repaired,
         "skipped_lines": skipped_json(report.skipped_lines),
     }
 
@@ -443,7 +473,7 @@ def verify_command(settings: Settings, repair: bool, as_json: bool) -> None:
 def _print_verify(settings: Settings, report: VerifyReport) -> None:
     if report.clean:
         echo_wrapped(
-            settings.style("Index matches the files", fg="green")
+            settings.style("Index matches the files and the archive", fg="green")
             + f" ({report.files_checked:,} checked)."
         )
     else:
@@ -460,6 +490,13 @@ def _print_verify(settings: Settings, report: VerifyReport) -> None:
             echo_wrapped(f"  {home_relative(path)} ({change}{state})")
     for problem in [*report.refcount_errors, *report.search_errors]:
         echo_wrapped(problem)
+    for archive, problem in report.archive_problems.items():
+        repaired = report.archive_repaired.get(archive)
+        echo_wrapped(
+            settings.style(f"Archive {home_relative(archive)}", bold=True)
+            + (f" (repaired: {repaired})" if repaired else "")
+        )
+        echo_wrapped(f"  {problem}")
     if report.skipped_lines:
         echo_wrapped("Skipped lines (no JSON object; every reader skips them):")
         for line in describe_skipped(report.skipped_lines):
@@ -613,6 +650,16 @@ def doctor_json(diagnosis: Diagnosis) -> dict[str, Any]:
             }
             for duplicate in diagnosis.duplicates
         ],
+        "archive": None
+        if diagnosis.archive is None
+        else {
+            "folder": diagnosis.archive.folder,
+            "files": diagnosis.archive.files,
+            "bytes": diagnosis.archive.bytes,
+            "sessions": diagnosis.archive.sessions,
+            "sessions_gone": diagnosis.archive.gone,
+            "source_bytes": diagnosis.archive.source_bytes,
+        },
         "problems": diagnosis.problems,
     }
 
@@ -688,6 +735,17 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
             f" · {plural(stats.history_prompts, 'prompt')} · {format_bytes(stats.db_bytes)}"
             f" · last sync {local_time(stats.last_sync) or 'never'}"
         )
+    archive = diagnosis.archive
+    if archive is not None:
+        echo_wrapped(style("Archive", bold=True) + f" {home_relative(archive.folder)}")
+        if archive.files:
+            echo_wrapped(
+                f"  {plural(archive.sessions, 'session')} kept ({archive.gone:,} with their file"
+                f" gone) · {plural(archive.files, 'file')} · {format_bytes(archive.bytes)}"
+                f" for {format_bytes(archive.source_bytes)} of sessions"
+            )
+        else:
+            echo_wrapped("  empty: other agents' sessions are kept here as sync reads them")
     if diagnosis.outside_readers is not None:
         _print_outside_readers(settings, diagnosis.outside_readers)
     echo_wrapped(style("Permissions", bold=True))
@@ -758,3 +816,142 @@ def _print_outside_readers(settings: Settings, found: OutsideReaders) -> None:
             + " (install xcsh-store where Datasette runs)"
         )
     echo_wrapped("  `xcsh-store sql`: search with entry_text() and entry_snippet() " + ok)
+
+
+# --------------------------------------------------------------------------------------------
+# restore, forget: the archive of other agents' sessions
+
+
+@cli.command("restore")
+@click.argument("sessions", nargs=-1, required=True)
+@click.option(
+    "--to",
+    "to",
+    type=click.Path(file_okay=False),
+    help="Write the files into this folder instead of the agent's own.",
+)
+@json_option
+@pass_settings
+def restore_command(
+    settings: Settings, sessions: tuple[str, ...], to: str | None, as_json: bool
+) -> None:
+    """Write archived sessions back where their agent keeps them, byte for byte.
+
+    The store's archive keeps the bytes it read of every other agent's session, so a session
+    its agent deleted can be resumed: restore writes its file back (the agent's folder as it
+    is found now) and prints the agent's resume command. A file already there with the same
+    bytes is left as it is; one with other bytes is never overwritten (use --to DIR).
+
+    SESSION is an id prefix, a file-name prefix or a path.
+
+    \b
+    Examples:
+      xcsh-store restore 0195f3c2
+      xcsh-store restore 0195f3c2 --to ~/restored
+    """
+    results = []
+    with open_index(settings, read_only=False, fresh=True) as index:
+        for session in sessions:
+            results.append(index.restore(index.find_session(session), to))
+    if as_json:
+        emit_json([result.to_json() for result in results])
+        return
+    for result in results:
+        where = home_relative(result.path)
+        if result.files:
+            echo_wrapped(
+                f"Restored {result.agent} session {result.session_id}: {where}"
+                f" ({format_bytes(result.bytes)}, SHA-256 {result.sha256[:16]}…)"
+            )
+        else:
+            echo_wrapped(f"{result.agent} session {result.session_id} is there already: {where}")
+        if result.command:
+            echo_wrapped(f"  resume it: {result.command}")
+
+
+@cli.command("forget")
+@click.argument("sessions", nargs=-1)
+@click.option(
+    "--before",
+    type=TimeBound(),
+    help="Sessions last active before this time: 2026-01-01, 90d.",
+)
+@filter_options("agents", "project")
+@click.option("--yes", is_flag=True, help="Do not ask before deleting.")
+@click.option("--dry-run", is_flag=True, help="Only say what would be forgotten.")
+@json_option
+@pass_settings
+def forget_command(
+    settings: Settings,
+    sessions: tuple[str, ...],
+    before: str | None,
+    filters: SessionFilter,
+    yes: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Delete sessions from the index and the archive on purpose (privacy).
+
+    The archive keeps other agents' sessions after their files are deleted; forget is the only
+    way anything leaves it (gc never touches it). The team index drops the sessions on the
+    next push. A session whose file is still there is left out of later syncs until its agent
+    writes to the file again. Asks first, unless --yes.
+
+    \b
+    Examples:
+      xcsh-store forget 0195f3c2
+      xcsh-store forget --before 2025-01-01 --agent claude --dry-run
+      xcsh-store forget --project ~/work/secret --yes
+    """
+    if not sessions and before is None and not filters.agents and filters.project is None:
+        raise click.UsageError("name the sessions to forget: IDs, --before, --agent or --project")
+    with open_index(settings, read_only=False, fresh=True) as index:
+        chosen = _chosen(index, sessions, before, filters)
+        counted = index.forget(chosen, apply=False)
+        if dry_run or not chosen:
+            report = counted
+        else:
+            if not yes:
+                _confirm(counted.sessions, counted.archive_bytes)
+            report = index.forget(chosen, apply=True)
+    if as_json:
+        emit_json({"dry_run": dry_run, **report.to_json()})
+        return
+    verb = "Would forget" if dry_run else "Forgot"
+    echo_wrapped(
+        f"{verb} {plural(report.sessions, 'session')}"
+        f" ({plural(report.entries, 'entry', 'entries')};"
+        f" {plural(report.archive_files, 'archive file')}, {format_bytes(report.archive_bytes)})"
+    )
+    if report.files_left:
+        echo_wrapped(
+            f"{plural(report.files_left, 'file')} still in the agents' folders: left out of"
+            " syncs until their agent writes to them (delete them to forget them for good)"
+        )
+
+
+def _chosen(
+    index: SessionIndex, sessions: tuple[str, ...], before: str | None, filters: SessionFilter
+) -> list[IndexedSession]:
+    """The sessions named, else those the filters pick (both: the named ones the filters
+    keep), last active before ``before`` when given."""
+    listed = index.sessions(SessionQuery(filters, "modified", None))
+    if sessions:
+        kept = {session.file_id for session in listed} if filters != SessionFilter() else None
+        found = [index.find_session(session) for session in sessions]
+        listed = [session for session in found if kept is None or session.file_id in kept]
+    cutoff = parse_iso(before) if before is not None else None
+    unique = {session.file_id: session for session in listed}
+    return [session for session in unique.values() if cutoff is None or session.modified < cutoff]
+
+
+def _confirm(count: int, size: int) -> None:
+    if not sys.stdin.isatty():
+        raise click.UsageError(
+            f"forget would delete {plural(count, 'session')}: give --yes to do it without a"
+            " question (or --dry-run to see them)"
+        )
+    click.confirm(
+        f"Forget {plural(count, 'session')} for good ({format_bytes(size)} of archive)?",
+        abort=True,
+    )

@@ -40,6 +40,7 @@ from xcsh_store.cli.output.render import (
 )
 from xcsh_store.cli.output.safe import Shown, visible
 from xcsh_store.cli.output.shapes import (
+    ARCHIVED_MARK,
     context_json,
     hit_json,
     session_cost,
@@ -174,7 +175,11 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
         ("Session", label(info.session_id, fg="cyan", bold=True) + title),
         ("File", home_relative(info.path)),
         ("Cwd", home_relative(info.cwd)),
-        ("Created", f"{local_time(info.created)}    modified {local_time(info.modified)}"),
+        (
+            "Created",
+            f"{local_time(info.started) if info.started else 'unknown'}"
+            f"    modified {local_time(info.modified)}",
+        ),
         (
             "Entries",
             f"{plural(info.entry_count, 'entry', 'entries')} · "
@@ -191,6 +196,12 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
     ]
     if info.parent_session_path:
         lines.append(("Parent", home_relative(info.parent_session_path)))
+    if info.source_gone_at:
+        # (The id's first 8 characters: the line fits 80 columns; restore takes a prefix.)
+        lines.insert(2, ("Source", label(f"{ARCHIVED_MARK} archived", fg="yellow") + (
+            f" (file gone {local_time(info.source_gone_at)}):"
+            f" xcsh-store restore {info.session_id[:8]}"
+        )))  # fmt: skip
     width = terminal_width()
     for name, value in lines:
         echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))

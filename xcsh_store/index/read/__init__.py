@@ -16,8 +16,8 @@
   ``datasette_plugin``: search in Datasette (Datasette loads it, nothing here does).
 
 Borderline modules, placed by what they do: ``prompts`` also mirrors the prompt history into
-the index at each sync (history.db, Claude Code's and Codex's history files): the mirror and the
-recall are the two sides of the one ``history`` table, kept together; ``tree``'s
+the index at each sync (history.db, and the history files of the agents that keep one): the
+mirror and the recall are the two sides of the one ``history`` table, kept together; ``tree``'s
 ``read_entries`` is also how the write room reads entries again (chains, branch names);
 ``texts`` re-derives text with the write room's ``rows``, to read it, never to store it.
 

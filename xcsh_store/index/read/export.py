@@ -26,7 +26,13 @@ SESSION_COLUMNS = (
     "created_at", "modified_at", "entry_count", "message_count", "first_message",
     "last_entry_id", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
     "premium_requests", "cost", "compaction_title", "agent", "parent_session_id",
+    "source_gone_at",
 )  # fmt: skip
+# Where each of SESSION_COLUMNS is read: the sessions row, but when its file was found gone
+# (the file's row: migration 0014).
+_SESSION_SELECT = ", ".join(
+    "f.gone_at" if column == "source_gone_at" else f"s.{column}" for column in SESSION_COLUMNS
+)
 ENTRY_COLUMNS = (
     "seq", "id", "parent_id", "type", "timestamp", "role", "provider", "model", "tool_name",
     "custom_type", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -55,9 +61,10 @@ class FileState:
 
 def session_files(index: SessionIndex) -> dict[str, FileState]:
     """Every indexed file that is a session (a valid header), by its stored path."""
+    # (gone_at: a file found gone changes its state, so that its session row is pushed again.)
     rows = index.connection.execute(
         "SELECT f.id, f.path, s.created_at, f.indexed_bytes, f.size, f.head_hash, f.tail_hash,"
-        " f.indexed_at, f.lines, s.modified_at, s.entry_count"
+        " f.indexed_at, f.lines, s.modified_at, s.entry_count, f.gone_at"
         " FROM files AS f JOIN sessions AS s ON s.file_id = f.id"
     )
     return {
@@ -80,7 +87,9 @@ def one_state(index: SessionIndex) -> Iterator[None]:
 def session_row(index: SessionIndex, file_id: int) -> tuple[Any, ...]:
     """The SESSION_COLUMNS of one file's session."""
     (row,) = index.connection.execute(
-        f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE file_id = ?", (file_id,)
+        f"SELECT {_SESSION_SELECT} FROM sessions AS s JOIN files AS f ON f.id = s.file_id"
+        " WHERE s.file_id = ?",
+        (file_id,),
     )
     return row
 
@@ -114,7 +123,8 @@ def entry_rows(
     found: dict[int, tuple[str | None, str | None]] = {}
     if with_text and rows:
         path = index.local_path(rows[0][1])
-        for pk, value, line in entry_values(path, [(row[0], *row[2:7]) for row in rows]):
+        sources = [(row[0], *row[2:7]) for row in rows]
+        for pk, value, line in entry_values(path, sources, index.archived_sources):
             if value is not None:
                 found[pk] = (EntryFacts(value, False).text, _raw_json(line, value))
     for row in rows:

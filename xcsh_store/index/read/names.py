@@ -1,6 +1,6 @@
 """Short id prefixes for display: of sessions, which ``find_session`` resolves to the same
 session, and of entries, which ``find_entry_id`` resolves to the same entry of their session
-(Claude Code's and Codex's entry ids are 36-character UUIDs)."""
+(other agents' entry ids are often 36-character UUIDs, as Claude Code's)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from xcsh_store.index.read.tree import SessionTree, read_entries
 from xcsh_store.js import stringify
 
 if TYPE_CHECKING:
+    from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.read.sessions import IndexedSession
     from xcsh_store.index.read.tree import IndexedEntry
 
@@ -32,6 +33,9 @@ class SessionTrees(Protocol):
     def branch(
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]: ...
+
+    @property
+    def archived_sources(self) -> ArchivedSources: ...
 
 
 # Long arguments (whole files) are cut; the summary is for one line.
@@ -59,7 +63,9 @@ def session_outline(
     """
     info = index.find_session(session) if isinstance(session, str) else session
     tree = index.tree(info)
-    values = read_entries(info.path, list(tree.entries.values()), None, info.agent)
+    values = read_entries(
+        info.path, list(tree.entries.values()), None, info.agent, index.archived_sources
+    )
     entries = {row_id: value for row_id, value in zip(tree.entries, values, strict=True)}
     leaf = leaf_id or info.last_entry_id
     active = [row.id for row in index.branch(info, leaf)] if leaf else []

@@ -180,8 +180,8 @@ class PromptHit:
     session_id: str | None
     session_path: str | None
     entry_id: str | None
-    # Whose prompt: history.db's are xcsh's; Claude Code's and Codex's history.jsonl, and
-    # session prompts, say their agent.
+    # Whose prompt: history.db's are xcsh's; the other agents' history files, and session
+    # prompts, say their agent.
     agent: str = "xcsh"
 
     def to_json(self) -> dict[str, Any]:
@@ -247,8 +247,9 @@ def recall_prompts(
     question: PromptQuery,
     local_path: Callable[[str], str] | None = None,
 ) -> list[PromptHit]:
-    """Newest first: history prompts (history.db's, Claude Code's and Codex's; linked to their
-    session) and session-only user prompts; ``agents``: only these agents' prompts.
+    """Newest first: history prompts (history.db's and those of the agents that keep a history
+    file; linked to their session) and session-only user prompts; ``agents``: only these
+    agents' prompts.
 
     ``limit`` is clamped to 0..1000 as history.db's own lists are. A session prompt's text is
     read from its file (``local_path`` as for entry_texts); one whose file no longer holds it,

@@ -78,7 +78,8 @@ class SessionFilter:
     ``cwd``: started in that folder; ``project``: started in that folder or one inside it;
     ``agents``: written by one of these (empty: any); ``since``/``until``: time bounds (a
     listing keeps the sessions active in that span, a search and usage the entries in it);
-    ``host``: pushed by that host (the team index only).
+    ``host``: pushed by that host (the team index only); ``archived``: True for the sessions
+    whose file is gone (kept by the archive), False for those whose file is there.
     """
 
     cwd: str | None = None
@@ -87,6 +88,7 @@ class SessionFilter:
     since: str | None = None
     until: str | None = None
     host: str | None = None
+    archived: bool | None = None
 
     def __post_init__(self) -> None:
         _set(self, "agents", known_agents(self.agents))

@@ -10,6 +10,7 @@ from typing import Any, cast
 import apsw
 
 from xcsh_store.errors import SearchQueryError
+from xcsh_store.index.archive.sources import sources_of
 
 # The roles and their check are the questions' (questions.py); named here too for old imports.
 from xcsh_store.index.read.questions import SEARCH_ROLES as SEARCH_ROLES
@@ -195,7 +196,7 @@ class SearchHit:
     score: float
     file_id: int
     pk: int
-    # Which agent wrote the session (xcsh, pi, omp, claude, codex).
+    # Which agent wrote the session (xcsh, pi, omp or a plugin's name: claude, codex, …).
     agent: str = "xcsh"
 
     def to_json(self, on_active_branch: bool | None = None) -> dict[str, Any]:
@@ -238,8 +239,10 @@ def search_entries(
     bm25 has to look at every match, so a query matching more than ``WINDOW`` entries ranks
     only the newest that many (entry keys grow as files are indexed, oldest first); this keeps
     every search fast on any corpus size. SearchQueryError: the query has no word to search
-    for. ``local_path`` maps stored paths to where the files are now (see entry_texts).
+    for. ``local_path`` maps stored paths to where the files are now (see entry_texts); the
+    texts of files that are gone are read from their archive.
     """
+    archive = sources_of(connection)
     tokens = FtsTokens(connection)
     parsed = parse_search_query(query.text, tokens)
     if not parsed.terms:
@@ -305,7 +308,7 @@ def search_entries(
     while start < len(rows) and len(hits) < limit:
         chunk = rows[start : start + limit - len(hits)]
         start += len(chunk)
-        texts = texts_of((row[13:] for row in chunk), local_path)
+        texts = texts_of((row[13:] for row in chunk), local_path, archive)
         # session id, path, title, cwd, entry id, type, role, model, timestamp, snippet, score,
         # file id, pk, agent
         hits += [

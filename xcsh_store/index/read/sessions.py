@@ -96,6 +96,8 @@ _DETAILS = (
     "f.legacy",
     "s.agent",
     "s.parent_session_id",
+    # When its file was found gone (its session is the archive's since: index/archive/).
+    "f.gone_at",
     # Entries of a model without a price (migration 0010's index holds just those).
     "(SELECT count(*) FROM entries AS e WHERE e.session = s.file_id AND e.cost IS NULL"
     " AND e.input_tokens IS NOT NULL)",
@@ -225,7 +227,7 @@ class SessionFields(Protocol):
     @property
     def version(self) -> int | None: ...
     @property
-    def created(self) -> datetime: ...
+    def created_at(self) -> str | None: ...
     @property
     def modified(self) -> datetime: ...
     @property
@@ -233,7 +235,7 @@ class SessionFields(Protocol):
     @property
     def message_count(self) -> int: ...
     @property
-    def first_message(self) -> str: ...
+    def first_prompt(self) -> str | None: ...
     @property
     def last_entry_id(self) -> str | None: ...
     @property
@@ -252,6 +254,8 @@ class SessionFields(Protocol):
     def unpriced_entries(self) -> int: ...
     @property
     def id_shared(self) -> bool: ...
+    @property
+    def source_gone_at(self) -> str | None: ...
 
 
 class SessionRecordFields(SessionFields, Protocol):
@@ -259,6 +263,9 @@ class SessionRecordFields(SessionFields, Protocol):
 
     @property
     def tokens(self) -> int: ...
+
+    @property
+    def started(self) -> datetime | None: ...
 
     @property
     def cost_kind(self) -> str: ...
@@ -281,6 +288,25 @@ class SessionRecord:
         return sum(figures) + self.cache_write_tokens
 
     @property
+    def started(self: SessionFields) -> datetime | None:
+        """When the session started; None when its file does not say (Cursor's transcripts
+        hold no times), never the epoch."""
+        return parse_iso(self.created_at) if self.created_at else None
+
+    @property
+    def created(self: SessionRecordFields) -> datetime:
+        """``started``, the epoch when unknown (so that a sort by it puts those last)."""
+        return self.started or _EPOCH
+
+    @property
+    def first_message(self: SessionFields) -> str:
+        """The text of the first user message, as a listing shows it: ``"(no prompt)"`` for
+        a session of messages none of which is the user's, ``"(no messages)"`` without any."""
+        if self.first_prompt:
+            return self.first_prompt
+        return "(no prompt)" if self.message_count else "(no messages)"
+
+    @property
     def cost_kind(self: SessionFields) -> str:
         """recorded, estimated, partial or unpriced (agents.cost_kind)."""
         return cost_kind(self.agent, self.cost, self.unpriced_entries)
@@ -296,20 +322,20 @@ class SessionRecord:
             "path": self.path,
             "cwd": self.cwd or None,
             # A session's project is its working directory, for every agent; project_dir is
-            # the folder its file is in (below sessions/, Claude Code's projects/, Codex's
-            # sessions/).
+            # the project folder its file is in (below sessions/, Claude Code's projects/),
+            # null for an agent whose folders name no projects (Codex's are dates).
             "project": self.cwd or None,
-            "project_dir": self.project_dir,
+            "project_dir": self.project_dir or None,
             "title": self.title,
             "title_source": self.title_source,
             "parent_session": self.parent_session_path,
             "parent_session_id": self.parent_session_id,
             "version": self.version,
-            "created": iso_millis(self.created),
+            "created": None if self.started is None else iso_millis(self.started),
             "modified": iso_millis(self.modified),
             "entry_count": self.entry_count,
             "message_count": self.message_count,
-            "first_message": self.first_message,
+            "first_message": self.first_prompt or None,
             "last_entry_id": self.last_entry_id,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -321,11 +347,15 @@ class SessionRecord:
             # null when none of its tokens has a price; a lower bound when unpriced_entries is
             # not 0.
             "cost": None if self.cost_kind == "unpriced" else self.cost,
-            # Claude Code and Codex record no costs: theirs is priced by the index
+            # Most agents record no costs (Claude Code, Codex, …): theirs is priced by the index
             # (`xcsh-store prices`); entries of models without a price are not in "cost".
             "cost_estimated": self.cost_kind != "recorded",
             "unpriced_entries": self.unpriced_entries,
             "id_shared": self.id_shared,
+            # "file" while its file is there, "archived" once it is gone (its session is then
+            # read from the store's archive: docs/archive.md), with when it was found gone.
+            "source": "archived" if self.source_gone_at else "file",
+            "source_gone_at": self.source_gone_at,
             **host_of(self),
         }
 
@@ -364,10 +394,11 @@ class IndexedSession(SessionRecord):
     project_dir: str | None = _detail("s.project_dir")
     title_source: str | None = _detail("s.title_source")
     parent_session_path: str | None = _detail("s.parent_session")
-    # Which agent wrote it (xcsh, pi, omp, claude, codex), and the session id of the session
-    # it is a subagent or fork of (Claude Code and Codex say so).
+    # Which agent wrote it (xcsh, pi, omp or a plugin's name: claude, codex, …), and the session
+    # id of the session it is a subagent or fork of (where its agent says so).
     agent: str = _detail("s.agent")
     parent_session_id: str | None = _detail("s.parent_session_id")
+    source_gone_at: str | None = _detail("f.gone_at")
     version: int | None = _detail("s.version")
     entry_count: int = _detail("s.entry_count")
     last_entry_id: str | None = _detail("s.last_entry_id")
@@ -390,16 +421,16 @@ class IndexedSession(SessionRecord):
         return _parse_time(self._row[3])
 
     @property
-    def created(self) -> datetime:
-        return _parse_time(self._details()[_CREATED])
+    def created_at(self) -> str | None:
+        return self._details()[_CREATED]
 
     @property
-    def first_message(self) -> str:
-        """The text of the first user message, ``"(no messages)"`` when there is none."""
+    def first_prompt(self) -> str | None:
+        """The text of the first user message, None when there is none."""
         start = self._row[9]  # read by the listing only when there is no title
         if self._row[8] or (start is not None and len(start) >= FIRST_MESSAGE_LISTED):
             start = self._details()[_FIRST_MESSAGE]
-        return start or "(no messages)"
+        return start or None
 
     @property
     def legacy(self) -> bool:
@@ -476,7 +507,8 @@ def agents_condition(column: str, agents: tuple[str, ...]) -> str:
 # maps: team/reader.py): a listing keeps the sessions active in the span (modified since,
 # started before until), a search and usage the entries in it.
 LISTING_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
-                  "since": "s.modified_at", "until": "s.created_at"}  # fmt: skip
+                  "since": "s.modified_at", "until": "s.created_at",
+                  "archived": "s.file_id"}  # fmt: skip
 SEARCH_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent",
                  "since": "e.timestamp", "until": "e.timestamp"}  # fmt: skip
 USAGE_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent",
@@ -512,6 +544,12 @@ def filter_sql(
         if bound is not None:
             conditions.append(f"{columns[name]} {operator} ?")
             arguments.append(bound)
+    if session_filter.archived is not None:
+        # (The partial index files_gone holds the gone files: migration 0014.)
+        among = "IN" if session_filter.archived else "NOT IN"
+        conditions.append(
+            f"{columns['archived']} {among} (SELECT id FROM files WHERE gone_at IS NOT NULL)"
+        )
     return conditions, arguments
 
 
@@ -591,6 +629,7 @@ def session_by_file_id(index: SessionStore, file_id: int) -> IndexedSession:
 def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> str:
     """Every user and assistant text of the session, read from its file, joined by spaces."""
     from xcsh_store.format.entries import content_text
+    from xcsh_store.index.archive.sources import sources_of
     from xcsh_store.index.read.tree import entry_rows, read_entries
 
     rows = [
@@ -598,7 +637,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
         for row in entry_rows(connection, session.file_id)
         if row.type == "message" and row.role in ("user", "assistant")
     ]
-    values = read_entries(session.path, rows, None, session.agent)
+    values = read_entries(session.path, rows, None, session.agent, sources_of(connection))
     texts = [
         content_text(value["message"].get("content"))
         for value in values

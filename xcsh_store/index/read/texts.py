@@ -6,7 +6,6 @@ shows a hit derives the text from the line its entry row points at, exactly as t
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -22,7 +21,14 @@ from xcsh_store.agents import (
     reader_named,
     records_at,
 )
-from xcsh_store.files import open_regular_file
+from xcsh_store.errors import XcshStoreError
+from xcsh_store.index.archive.sources import (
+    ArchivedSources,
+    SourceBytes,
+    opened_source,
+    readable_copy,
+    sources_of,
+)
 from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
 
 # (pk, entry id, offset, length, part, agent) of one entry row, by the path of its file; the
@@ -42,6 +48,7 @@ def entry_texts(
     connection: apsw.Connection,
     pks: Iterable[int],
     local_path: Callable[[str], str] | None = None,
+    archive: ArchivedSources | None = None,
 ) -> dict[int, str | None]:
     """The search text of each entry its file still holds, by entry key; None for the entries
     of a file that exists but cannot be read now (a folder without permission): they are still
@@ -61,11 +68,13 @@ def entry_texts(
             f" WHERE e.pk IN ({','.join('?' * len(chunk))})",
             chunk,
         )
-    return texts_of(rows, local_path)
+    return texts_of(rows, local_path, archive or sources_of(connection))
 
 
 def texts_of(
-    rows: Iterable[Sequence[Any]], local_path: Callable[[str], str] | None = None
+    rows: Iterable[Sequence[Any]],
+    local_path: Callable[[str], str] | None = None,
+    archive: ArchivedSources | None = None,
 ) -> dict[int, str | None]:
     """:func:`entry_texts` of entries whose TEXT_SOURCE columns were read already."""
     by_path: dict[str, list[_Source]] = defaultdict(list)
@@ -73,19 +82,21 @@ def texts_of(
         by_path[local_path(path) if local_path else path].append(tuple(source))
     texts: dict[int, str | None] = {}
     for path, sources in by_path.items():
-        texts.update(_texts_in_file(path, sources))
+        texts.update(_texts_in_file(path, sources, archive))
     return texts
 
 
-def _texts_in_file(path: str, sources: list[_Source]) -> dict[int, str | None]:
+def _texts_in_file(
+    path: str, sources: list[_Source], archive: ArchivedSources | None
+) -> dict[int, str | None]:
     return {
         pk: None if value is None else EntryFacts(value, False).text
-        for pk, value, _line in entry_values(path, sources)
+        for pk, value, _line in entry_values(path, sources, archive)
     }
 
 
 def entry_values(
-    path: str, sources: Iterable[_Source]
+    path: str, sources: Iterable[_Source], archive: ArchivedSources | None = None
 ) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
     """(key, JSON object, its JSON as the file wrote it) of each entry the file at ``path`` still
     holds, in file order. The JSON is the stripped line when the object is all of it, and empty
@@ -94,7 +105,8 @@ def entry_values(
     object is None (and the JSON empty) for every entry of a file that exists but cannot be
     read now. An entry whose line is no longer that entry is left out, as is every
     entry of a file that is gone. A session an agent plugin reads itself (a kind other than
-    JSONL) is asked for its records again by locator (the offset column)."""
+    JSONL) is asked for its records again by locator (the offset column). A file that is gone
+    is read from ``archive`` when it keeps it."""
     sources = list(sources)
     agent = sources[0][5] if sources else None
     plugin = reader_named(agent)
@@ -105,43 +117,46 @@ def entry_values(
             yield source[0], None, b""
         return
     if plugin is not None and kind_of(plugin, path) != "jsonl":
-        yield from _source_values(plugin, path, sources)
+        with readable_copy(path, archive) as readable:
+            yield from _source_values(plugin, readable, sources)
         return
     try:
-        stream = open_regular_file(path)
+        with opened_source(path, archive) as stream:
+            yield from _line_values(stream, path, sources)
     except FileNotFoundError:
-        return  # gone since the last sync: its rows are stale
+        return  # gone since the last sync (and not archived): its rows are stale
     except OSError:
         for source in sources:
             yield source[0], None, b""
-        return
-    with stream:
-        for pk, entry_id, offset, length, part, agent in sorted(
-            sources, key=lambda source: source[2]
-        ):
-            try:
-                line = os.pread(stream.fileno(), length, offset)
-            except OSError:
-                continue
-            escaped = b"\\u" in line
-            values = storable_values(line, escaped) if len(line) == length else []
-            if part >= len(values):
-                continue
-            value = values[part]
-            reader = reader_named(agent)
-            if reader is not None:
-                # Another agent's line, as an entry of the xcsh model (its JSON is that entry's).
-                value = read_entry(reader, value, SessionFacts(path)).entry
-            whole = (
-                reader is None
-                and len(values) == 1
-                and not (escaped and SURROGATE_ESCAPE.search(line))
-            )
-            # Repaired ids live in the index, not in the file (compatibility: Deterministic ids
-            # for files without them): a line without an id still is the entry.
-            if entry_id is not None and value.get("id", entry_id) != entry_id:
-                continue
-            yield pk, value, line.strip() if whole else b""
+
+
+def _line_values(
+    stream: SourceBytes, path: str, sources: list[_Source]
+) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
+    """entry_values of a JSONL session, from its bytes (an error reading one line costs that
+    entry)."""
+    for pk, entry_id, offset, length, part, agent in sorted(sources, key=lambda source: source[2]):
+        try:
+            line = stream.pread(length, offset)
+        except (OSError, XcshStoreError):
+            continue
+        escaped = b"\\u" in line
+        values = storable_values(line, escaped) if len(line) == length else []
+        if part >= len(values):
+            continue
+        value = values[part]
+        reader = reader_named(agent)
+        if reader is not None:
+            # Another agent's line, as an entry of the xcsh model (its JSON is that entry's).
+            value = read_entry(reader, value, SessionFacts(path)).entry
+        whole = (
+            reader is None and len(values) == 1 and not (escaped and SURROGATE_ESCAPE.search(line))
+        )
+        # Repaired ids live in the index, not in the file (compatibility: Deterministic ids
+        # for files without them): a line without an id still is the entry.
+        if entry_id is not None and value.get("id", entry_id) != entry_id:
+            continue
+        yield pk, value, line.strip() if whole else b""
 
 
 def _source_values(

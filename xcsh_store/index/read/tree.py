@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,7 +20,6 @@ from xcsh_store.agents import (
     records_at,
 )
 from xcsh_store.errors import EntryNotFoundError
-from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.context import (
     SessionContext,
@@ -34,6 +32,7 @@ from xcsh_store.format.jsonl import parse_line
 from xcsh_store.format.loader import load_session, sanitize_openai_replay_metadata
 from xcsh_store.format.persist import rehydrate_entry
 from xcsh_store.format.versions import find_header_index, synthetic_ids_for
+from xcsh_store.index.archive.sources import ArchivedSources, opened_source, readable_copy
 
 _ENTRY_COLUMNS = (
     "pk, seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type,"
@@ -333,19 +332,25 @@ def branch_name_of(
 
 
 def read_entries(
-    path: str, rows: list[IndexedEntry], blob_store: BlobStore | None, agent: str | None = None
+    path: str,
+    rows: list[IndexedEntry],
+    blob_store: BlobStore | None,
+    agent: str | None = None,
+    archive: ArchivedSources | None = None,
 ) -> list[dict[str, Any]]:
     """The JSON objects of ``rows``, read from the file by byte offset, ready for use; those
-    of another agent's file (``agent``: claude, codex) as entries of the xcsh model."""
+    of another agent's file (``agent``: a plugin's name) as entries of the xcsh model. A file
+    that is gone is read from ``archive`` when it keeps it."""
     reader = reader_named(agent)
     if reader is None and agent not in (None, *XCSH_AGENTS):
         raise FileChangedError(path)  # its plugin is gone: the next sync drops its rows
     if reader is not None and kind_of(reader, path) != "jsonl":
-        return _source_entries(reader, path, rows)
+        with readable_copy(path, archive) as readable:
+            return _source_entries(reader, readable, rows)
     values: dict[int, dict[str, Any]] = {}
-    with open_regular_file(path) as stream:
+    with opened_source(path, archive) as stream:
         for start, end, members in _line_ranges(rows):
-            chunk = os.pread(stream.fileno(), end - start, start)
+            chunk = stream.pread(end - start, start)
             for row in members:
                 line = chunk[row.offset - start : row.offset - start + row.length]
                 parsed = parse_line(line)
@@ -417,6 +422,7 @@ def context_from_index(
     legacy: bool,
     blobs: BlobStore | None,
     agent: str | None = None,
+    archive: ArchivedSources | None = None,
 ) -> SessionContext:
     """``build_session_context`` of one leaf, reading only the lines that can matter.
 
@@ -428,7 +434,8 @@ def context_from_index(
     """
     if legacy:
         # v1/v2 files: ids exist only after migration, which needs the whole file.
-        loaded = load_session(file, blob_store=blobs, new_id=synthetic_ids_for(file))
+        with readable_copy(file, archive) as readable:
+            loaded = load_session(readable, blob_store=blobs, new_id=synthetic_ids_for(file))
         header = find_header_index(loaded.entries)
         if header is None:  # the file was replaced by one without a header since the sync
             raise FileChangedError(file)
@@ -439,9 +446,10 @@ def context_from_index(
     path = entry_path(connection, file_id, leaf_id)
     newest = next(path.rows(types=("compaction",), newest_first=True), None)
     if newest is None:
-        return context_of_path(read_entries(file, [row for _, row in path.rows()], blobs, agent))
+        rows = [row for _, row in path.rows()]
+        return context_of_path(read_entries(file, rows, blobs, agent, archive))
     start, compaction_row = newest
-    (compaction,) = read_entries(file, [compaction_row], blobs, agent)
+    (compaction,) = read_entries(file, [compaction_row], blobs, agent, archive)
     first_kept = compaction.get("firstKeptEntryId")
     if compaction_keeps_history(compaction) and isinstance(first_kept, str):
         kept = path.position_of(first_kept)
@@ -451,7 +459,7 @@ def context_from_index(
     # messages count there, and the index knows those models.
     state = list(path.rows(before=start, types=STATE_TYPES))
     tail = [row for _, row in path.rows(since=start)]
-    values = read_entries(file, [row for _, row in state] + tail, blobs, agent)
+    values = read_entries(file, [row for _, row in state] + tail, blobs, agent, archive)
     earlier = [(position, value) for (position, _), value in zip(state, values, strict=False)]
     earlier += [(position, _stand_in(row)) for position, row in _named_assistants(path, start)]
     earlier.sort(key=lambda item: item[0])

@@ -53,7 +53,7 @@ class UsageRow:
     cost: float | None
     # One key per grouping when usage was grouped by several (``key`` then joins them).
     keys: tuple[str | None, ...] = ()
-    # Entries whose cost the index estimated (Claude Code and Codex write none: agents/prices/
+    # Entries whose cost the index estimated (their agent writes none: agents/prices/
     # pricing.py), and entries of a model without a price (their cost is not in ``cost``).
     estimated: int = 0
     unpriced: int = 0
@@ -83,8 +83,8 @@ class UsageRow:
             "cache_write_tokens": self.cache_write_tokens or 0,
             "total_tokens": self.tokens,
             # null when no entry has a price; else the sum of those priced (a lower bound
-            # when unpriced_entries is not 0). Claude Code and Codex write no costs: theirs
-            # are the index's estimates (agents/prices/pricing.py).
+            # when unpriced_entries is not 0). Most agents write no costs (Claude Code, Codex,
+            # …): theirs are the index's estimates (agents/prices/pricing.py).
             "cost": self.cost,
             "estimated_cost_entries": self.estimated,
             "unpriced_entries": self.unpriced,

@@ -31,6 +31,10 @@ def repair_files(
     that are gone."""
     indexer = FileIndexer(connection, pk_counter(connection), SyncReport())
     for path in [*report.differences, *report.changed_since_sync]:
+        if path not in on_disk and path not in indexed:
+            # A session whose file is gone: its rows stay whatever its archive lost (the
+            # archive's own repair keeps what still decodes: index/archive/check.py).
+            continue
         if path in on_disk:
             known = known_file(connection, path)
             indexer.index(on_disk[path], known, full=True)

@@ -10,6 +10,9 @@ from typing import Any
 import apsw
 import orjson
 
+from xcsh_store.agents import kind_of, reader_named
+from xcsh_store.errors import XcshStoreError
+from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.read.search import FtsTokens, quote, utf8
 from xcsh_store.index.read.texts import entry_texts
@@ -54,6 +57,10 @@ class VerifyReport:
     damaged: str | None = None
     # The damaged index was moved aside and rebuilt from the files (repair=True).
     rebuilt: bool = False
+    # Archive files that do not hold what the index says (index/archive/check.py): archive
+    # path -> what is wrong; and, after a repair, what became of each.
+    archive_problems: dict[str, str] = field(default_factory=dict)
+    archive_repaired: dict[str, str] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -62,6 +69,7 @@ class VerifyReport:
             and not self.changed_since_sync
             and not self.refcount_errors
             and not self.search_errors
+            and not self.archive_problems
             and self.damaged is None
         )
 
@@ -82,7 +90,11 @@ def compare_with_files(
         if os.path.isdir(root)
         for item in scan_any(root, scan, agent=(agent_roots or {}).get(root))
     }
-    rows = list(connection.execute("SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files"))
+    rows = list(
+        connection.execute(
+            "SELECT path, id, size, mtime_ns, inode, ctime_ns FROM files WHERE gone_at IS NULL"
+        )
+    )
     indexed = {path: file_id for path, file_id, *_ in rows}
     synced = {path: tuple(seen) for path, _, *seen in rows}
     verifier = Verifier(connection)
@@ -101,6 +113,7 @@ def compare_with_files(
             problems = verifier.compare_file(item)
             if problems:
                 report.differences[path] = problems
+        _compare_gone(connection, verifier, report)
         report.skipped_lines = verifier.skipped_lines
     finally:
         verifier.close()
@@ -116,6 +129,29 @@ def compare_with_files(
     report.refcount_errors = refcount_errors(connection)
     report.search_errors = search_errors(connection)
     return on_disk, indexed
+
+
+def _compare_gone(connection: apsw.Connection, verifier: Verifier, report: VerifyReport) -> None:
+    """The sessions whose file is gone, compared with a fresh parse of their archive."""
+    sources = sources_of(connection)
+    if sources is None:
+        return
+    gone: list[tuple[Any, ...]] = connection.execute(
+        "SELECT path, root, project_dir, size, mtime_ns, agent FROM files"
+        " WHERE gone_at IS NOT NULL ORDER BY path"
+    ).fetchall()
+    for path, root, project_dir, size, mtime_ns, agent in gone:
+        report.files_checked += 1
+        plugin = reader_named(agent)
+        kind = None if plugin is None or kind_of(plugin, path) == "jsonl" else agent
+        seen = SeenFile(path, root, project_dir, size, mtime_ns, 0, 0, kind)
+        try:
+            with sources.copy_of(path) as copy:
+                problems = verifier.compare_file(seen, copy)
+        except (OSError, XcshStoreError) as error:
+            problems = [f"its archive cannot be read: {error}"]
+        if problems:
+            report.differences[path] = problems
 
 
 class Verifier:
@@ -136,8 +172,9 @@ class Verifier:
     def close(self) -> None:
         self.scratch.close()
 
-    def compare_file(self, seen: SeenFile) -> list[str]:
-        """Differences between the index and a fresh parse of ``seen`` (empty when equal)."""
+    def compare_file(self, seen: SeenFile, copy: str | None = None) -> list[str]:
+        """Differences between the index and a fresh parse of ``seen`` (empty when equal);
+        of ``copy``, made from its archive, for a file that is gone."""
         row = list(
             self.connection.execute(
                 "SELECT id, indexed_bytes, status, chained, text_pending FROM files WHERE path = ?",
@@ -148,7 +185,10 @@ class Verifier:
             return ["file is not in the index"]
         file_id, *state, text_pending = row[0]
         try:
-            self.scratch_indexer.index(seen, None, full=True)
+            if copy is None:
+                self.scratch_indexer.index(seen, None, full=True)
+            else:
+                self.scratch_indexer.index_copy(seen, copy)
         except OSError as error:
             return [f"file cannot be read: {error}"]
         finally:

@@ -38,6 +38,7 @@ from xcsh_store.format.versions import (
     session_version,
     synthetic_ids_for,
 )
+from xcsh_store.index.archive.capture import ByteCapture, CapturedPiece, KeptPieces, capture_start
 from xcsh_store.index.write.rows import EntryFacts, blob_refs_in, storable_values
 from xcsh_store.index.write.scan import SkippedLines, sha1_hex
 from xcsh_store.js import stringify
@@ -98,6 +99,8 @@ class Chunk(NamedTuple):
     superseded: list[int]
     # (seq, leaf entry id, summary) of the lines that summarise a conversation by its leaf.
     leaf_summaries: list[tuple[int, str, str]]
+    # The bytes of these lines for the archive (a read that keeps them: archive/capture.py).
+    archived: CapturedPiece | None = None
 
 
 class IndexedRows(Protocol):
@@ -117,6 +120,10 @@ class IndexedRows(Protocol):
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
         """The parents of the user messages on the path to an indexed entry, in path order."""
+
+    def counted(self, entry_ids: list[str]) -> tuple[int, int]:
+        """(entries, messages): how many of ``entry_ids`` are indexed, and how many of those
+        counted as messages."""
 
 
 @dataclass
@@ -287,10 +294,19 @@ def read_from_start(
     first_key: int = 0,
     *,
     with_text: bool = True,
+    kept: KeptPieces | None = None,
 ) -> None:
     """Read a whole file (its rows in the index, if any, are about to go); without search
-    text when not ``with_text`` (text_later.py adds it afterwards)."""
+    text when not ``with_text`` (text_later.py adds it afterwards). ``kept``: the pieces its
+    archive keeps (None: the file is not archived); the chunks carry the bytes read after
+    them, or all of them when the file no longer begins with those."""
     tally = ReadTally()
+    capture = None
+    if kept is not None:
+        start = capture_start(stream.fileno(), kept)
+        capture = ByteCapture(start, mtime_ns)
+        if start == 0 and read_at(stream, 0, len(BOM)) == BOM:
+            capture.add(0, BOM)  # (the lines are read after it)
     records: Iterator[_Record] = complete_records(stream, 0, tally)
     leading, header = _read_until_header(records)
     state = ReadState(path, ids=synthetic_ids_for(path))
@@ -308,17 +324,27 @@ def read_from_start(
         records = itertools.chain(leading, records)
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, chunk_values, chunk_bytes)
     builder.with_text = with_text
+    builder.capture = capture
     builder.add_records(records, tally)
 
 
-def read_source(agent: Agent, path: str, mtime_ns: int, emit: Emit, first_key: int = 0) -> None:
+def read_source(
+    agent: Agent,
+    path: str,
+    mtime_ns: int,
+    emit: Emit,
+    first_key: int = 0,
+    records_from: str | None = None,
+) -> None:
     """Read a whole session of an agent whose sessions are not JSONL files (Agent.kind): its
-    records, in order, each kept by its locator (in the offset column; no length)."""
+    records, in order, each kept by its locator (in the offset column; no length); read from
+    the copy at ``records_from`` when given (one made from the archive)."""
     tally = ReadTally()
     state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
     builder.reader = agent
-    records = ((locator, b"", [value], False) for locator, value in plugin_records(agent, path))
+    found = plugin_records(agent, records_from or path)
+    records = ((locator, b"", [value], False) for locator, value in found)
     builder.add_records(records, tally)
 
 
@@ -329,10 +355,15 @@ def read_appended(
     first_key: int,
     indexed: IndexedRows,
     emit: Emit,
+    *,
+    archive: bool = False,
 ) -> None:
-    """Read what was appended to a file since ``state`` (the index's view of it)."""
+    """Read what was appended to a file since ``state`` (the index's view of it); with
+    ``archive``, the chunks carry those bytes for the archive too."""
     tally = ReadTally()
     builder = RowBuilder(state, mtime_ns, first_key, indexed, emit, CHUNK_VALUES, CHUNK_BYTES)
+    if archive:
+        builder.capture = ByteCapture(state.indexed_bytes, mtime_ns)
     builder.add_records(complete_records(stream, state.indexed_bytes, tally), tally)
 
 
@@ -390,6 +421,11 @@ class RowBuilder:
         self.chunk_first_key = first_key
         self.superseded: list[int] = []
         self.leaf_summaries: list[tuple[int, str, str]] = []
+        # Each entry id this read counted, and whether as a message: a later line of the same
+        # id replaces that entry, and its count with it. A resumed read asks the index about
+        # the ids new to it once per chunk (unchecked), before it hands the chunk over.
+        self.counted: dict[str, bool] = {}
+        self.unchecked: list[str] = []
         # Of a format without ids: the parent of each user turn on the current path, oldest
         # first (what a rollback goes back to). A resumed read starts with this read's turns
         # and puts the earlier ones of the path in front only when a rollback reaches them.
@@ -398,12 +434,17 @@ class RowBuilder:
         self.resumed_after = state.last_id
         # False: the chunks carry no search text (a usage-first read, text_later.py).
         self.with_text = True
+        # Set: the lines' bytes go to the archive with their chunks.
+        self.capture: ByteCapture | None = None
 
     def add_records(self, records: Iterable[_Record], tally: ReadTally) -> None:
         state = self.state
         add_value = self._add_value
+        capture = self.capture
         for record in records:
             offset, data, values, escaped = record
+            if capture is not None:
+                capture.add(offset, data)
             state.lines += 1
             if len(values) == 1:
                 add_value(offset, data, 0, values[0], data, escaped)
@@ -655,16 +696,18 @@ class RowBuilder:
 
     def _count(self, value: dict[str, Any], facts: EntryFacts) -> None:
         totals = self.state.totals
+        kind = facts.type
+        message = value.get("message") if kind == "message" else None
         totals.entry_count += 1
         if facts.id is not None:
             totals.last_entry_id = facts.id
+            self._uncount(facts.id)
+            self.counted[facts.id] = bool(message)
         usage = facts.usage
         if usage is not None:
             # (An estimated cost is None for a model without a price: it adds nothing.)
             totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage, strict=True)]
-        kind = facts.type
         if kind == "message":
-            message = value.get("message")
             if message:
                 totals.message_count += 1
                 if totals.first_message is None and facts.role == "user":
@@ -678,10 +721,32 @@ class RowBuilder:
             if name:
                 totals.session_name, totals.session_name_source = name, NAMED_TITLE_SOURCE
 
+    def _uncount(self, entry_id: str) -> None:
+        """A line with the id of an entry read before (in this read, or indexed by an earlier
+        one: _uncount_indexed) replaces it: the counts lose that entry (its usage goes by its
+        usage key)."""
+        earlier = self.counted.get(entry_id)
+        if earlier is not None:
+            totals = self.state.totals
+            totals.entry_count -= 1
+            totals.message_count -= int(earlier)
+        elif self.indexed is not None:
+            self.unchecked.append(entry_id)
+
+    def _uncount_indexed(self) -> None:
+        """The counts lose the entries of earlier reads that lines of this chunk replace."""
+        if self.unchecked and self.indexed is not None:
+            entries, messages = self.indexed.counted(self.unchecked)
+            totals = self.state.totals
+            totals.entry_count -= entries
+            totals.message_count -= messages
+        self.unchecked = []
+
     # -- handing over -----------------------------------------------------------------------
 
     def _flush(self, final: bool, tally: ReadTally) -> None:
         """Hand over the pending rows with the session figures and the file's progress."""
+        self._uncount_indexed()
         state = self.state
         rows = [row for row in self.entry_rows if row is not None]
         replaced = []
@@ -722,6 +787,7 @@ class RowBuilder:
             self.skipped,
             self.superseded,
             self.leaf_summaries,
+            None if self.capture is None else self.capture.take(),
         )
         self.bytes_reported = tally.bytes
         run_keys = self.run_keys

@@ -15,6 +15,7 @@ from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
 from xcsh_store.format.versions import synthetic_ids_for
+from xcsh_store.index.archive.keeper import Keeper, Place
 from xcsh_store.index.write.build import (
     HEAD_BYTES,
     NO_DEFAULT,
@@ -76,6 +77,8 @@ class WriteBatch:
         self.bytes = 0
         # (statement, rows) of search rows not yet written, in key order.
         self.texts: list[tuple[str, list[tuple[int, str]]]] = []
+        # The archive's writer: its bytes reach the disk before each commit records them.
+        self.keeper: Keeper | None = None
 
     def begin(self) -> None:
         if self.connection.in_transaction:
@@ -103,7 +106,11 @@ class WriteBatch:
     def commit(self) -> None:
         if self.connection.in_transaction:
             self.write_texts()
+            if self.keeper is not None:
+                self.keeper.sync()
             self.connection.execute("COMMIT")
+            if self.keeper is not None:
+                self.keeper.committed()
         self.values = self.bytes = 0
 
     def rollback(self) -> None:
@@ -111,6 +118,8 @@ class WriteBatch:
         self.texts = []
         if self.connection.in_transaction:
             self.connection.execute("ROLLBACK")
+        if self.keeper is not None:
+            self.keeper.rolled_back()
         self.values = self.bytes = 0
 
     def begin_file(self) -> None:
@@ -128,6 +137,8 @@ class WriteBatch:
         if self.connection.in_transaction:
             self.connection.execute("ROLLBACK TO file")
             self.connection.execute("RELEASE file")
+            if self.keeper is not None:
+                self.keeper.undone()
 
     def commit_within_file(self) -> None:
         """Commit now, in the middle of a file, and carry on in a new savepoint."""
@@ -167,6 +178,7 @@ class FileIndexer:
         keys: KeyCounter,
         report: SyncReport,
         with_text: bool = True,
+        keeper: Keeper | None = None,
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -175,6 +187,7 @@ class FileIndexer:
         # False: files read whole get no search rows yet, and are marked text_pending
         # (text_later.py); appends always get theirs.
         self.with_text = with_text
+        self.keeper = self.batch.keeper = keeper
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Read one file here and index it: from where the last read stopped when it only
@@ -188,17 +201,27 @@ class FileIndexer:
             resume = None if full or known is None else self._resume_point(stream, known)
             first_key = self.keys.peek()
             write = FileWrite(self, seen, known, resume is None, first_key)
+            keeper = self.keeper
             try:
                 if resume is None:
+                    kept = None
+                    if keeper is not None:
+                        kept = keeper.kept_pieces(None if known is None else known.id, place(seen))
                     read_from_start(
                         stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key,
-                        with_text=self.with_text,
+                        with_text=self.with_text, kept=kept,
                     )  # fmt: skip
                 else:
                     assert known is not None
                     state = _resumed_state(self.connection, known, seen.path, *resume)
                     indexed = _IndexedRows(self.connection, known.id, seen.path)
-                    read_appended(stream, state, seen.mtime_ns, first_key, indexed, write.apply)
+                    archive = keeper is not None and keeper.resumes(
+                        known.id, known.indexed_bytes, seen.root
+                    )
+                    read_appended(
+                        stream, state, seen.mtime_ns, first_key, indexed, write.apply,
+                        archive=archive,
+                    )  # fmt: skip
             except BaseException:
                 write.abandon()
                 raise
@@ -225,7 +248,34 @@ class FileIndexer:
         except BaseException:
             write.abandon()
             raise
+        if self.keeper is not None and write.file_id is not None:
+            # (An OSError reading its files makes the session unreadable, as the read would.)
+            self.keeper.keep_document(write.file_id, place(seen), agent, seen.mtime_ns)
         self.report.bytes_read += max(seen.size, 0)
+
+    def index_copy(self, seen: SeenFile, copy: str) -> int:
+        """Index a whole session read from ``copy`` (made from its archive: index/archive/
+        adopt.py) as the session of the file at ``seen.path``, which is gone; returns its file
+        id."""
+        self.report.read_paths.append(seen.path)
+        first_key = self.keys.peek()
+        write = FileWrite(self, seen, None, True, first_key)
+        write.text_pending = False
+        write.read_path = copy
+        agent = reader_named(seen.agent)
+        try:
+            if agent is not None:
+                read_source(agent, seen.path, seen.mtime_ns, write.apply, first_key, copy)
+            else:
+                with open_regular_file(copy) as stream:
+                    read_from_start(
+                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key
+                    )
+        except BaseException:
+            write.abandon()
+            raise
+        assert write.file_id is not None
+        return write.file_id
 
     def apply_built(
         self, seen: SeenFile, known: KnownFile | None, stat: FileStat, chunks: Iterable[Chunk]
@@ -305,11 +355,18 @@ class FileWrite:
         self.offset = 0
         # A whole read without search text leaves the file's text pending (text_later.py).
         self.text_pending = fresh and not indexer.with_text
+        # Where its lines are read again (branch names): the file, or its archive's copy.
+        self.read_path = seen.path
 
     def apply(self, chunk: Chunk) -> bool:
         """Write one chunk; True when it replaced rows of earlier reads (found in the index)."""
         if self.file_id is None:
             self._start(chunk.final)
+        assert self.file_id is not None
+        keeper = self.indexer.keeper
+        if chunk.archived is not None and keeper is not None:
+            # Before the rows: the archive records what the rows are made of.
+            keeper.append(self.file_id, place(self.seen), *chunk.archived)
         connection = self.connection
         offset = self.offset
         replaced = [key + offset for key in chunk.replaced]
@@ -400,7 +457,7 @@ class FileWrite:
         )
         if not renamed or renamed[0][0] is None:
             return
-        named = branch_name_of(connection, self.file_id, self.seen.path, renamed[0][0])
+        named = branch_name_of(connection, self.file_id, self.read_path, renamed[0][0])
         if named is not None:
             connection.execute(
                 "UPDATE sessions SET title = ?, title_source = ? WHERE file_id = ?",
@@ -423,6 +480,8 @@ class FileWrite:
             " VALUES (?, ?, ?, -1, 0, ?, 'ok')",
             (seen.path, seen.root, seen.project_dir, seen.inode),
         )
+        # A file forgotten on purpose that its agent wrote to again is a new session.
+        self.connection.execute("DELETE FROM forgotten WHERE path = ?", (seen.path,))
         return self.connection.last_insert_rowid()
 
     def _indexed_duplicates(self, rows: list[tuple[Any, ...]], replaced: list[int]) -> bool:
@@ -500,7 +559,8 @@ class FileWrite:
             " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
             " legacy = ?, chained = ?, root = ?, project_dir = ?, lines = ?, skipped_count = ?,"
-            " skipped_lines = ?, agent = ?, text_pending = iif(?, ?, text_pending) WHERE id = ?",
+            " skipped_lines = ?, agent = ?, text_pending = iif(?, ?, text_pending), gone_at = NULL"
+            " WHERE id = ?",
             (
                 size, seen.mtime_ns, seen.inode, seen.ctime_ns, indexed_bytes, head_hash,
                 tail_hash, status, iso_now(), next_seq, last_id, legacy, int(chained),
@@ -552,6 +612,21 @@ class _IndexedRows:
             )
         )
         return (found[0][0], tuple(found[0][1:])) if found else None
+
+    def counted(self, entry_ids: list[str]) -> tuple[int, int]:
+        # A message as RowBuilder._count counts one: a message entry with a message (which
+        # names its role).
+        entries = messages = 0
+        for start in range(0, len(entry_ids), 500):
+            part = entry_ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            ((found, of_messages),) = self.connection.execute(
+                "SELECT count(*), total(type = 'message' AND role IS NOT NULL) FROM entries"
+                f" WHERE session = ? AND id IN ({marks})",
+                (self.file_id, *part),
+            )
+            entries, messages = entries + found, messages + int(of_messages)
+        return entries, messages
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
         from xcsh_store.index.read.tree import entry_path  # tree imports us
@@ -678,6 +753,11 @@ def _session_facts(
     )
     facts.model = model[0][0] if model else None
     return facts
+
+
+def place(seen: SeenFile) -> Place:
+    """Where a file the scan found is, as the archive names it."""
+    return Place(seen.path, seen.root, seen.project_dir)
 
 
 def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:

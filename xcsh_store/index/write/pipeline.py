@@ -40,6 +40,7 @@ from typing import IO, Any
 from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import open_regular_file
+from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
 
 # Below this many bytes to read whole, a sync reads in its own process: starting interpreters
@@ -94,7 +95,9 @@ def shares(sizes: list[tuple[int, int]], workers: int) -> list[list[int]]:
 class Workers:
     """Worker processes reading files whole, each its own list in file order."""
 
-    def __init__(self, tasks: list[list[tuple[int, str]]], with_text: bool = True) -> None:
+    def __init__(
+        self, tasks: list[list[tuple[int, str, KeptPieces | None]]], with_text: bool = True
+    ) -> None:
         # The folder that holds the package, importable however this process found it: as many
         # folders up from this file as its module name has dots (xcsh_store/index/write/...).
         package_parent = str(Path(__file__).resolve().parents[__name__.count(".")])
@@ -251,15 +254,21 @@ def worker_main() -> None:
     outbox = _Outbox(channel, outbox_bytes)
     try:
         with fixed_prices():  # every line priced with one table (see fixed_prices)
-            for position, path in tasks:
-                _read(position, path, outbox, chunk_values, chunk_bytes, with_text)
+            for position, path, kept in tasks:
+                _read(position, path, kept, outbox, chunk_values, chunk_bytes, with_text)
     except BaseException:
         outbox.put(("crashed", None, traceback.format_exc()))
     outbox.close()
 
 
 def _read(
-    position: int, path: str, outbox: _Outbox, chunk_values: int, chunk_bytes: int, with_text: bool
+    position: int,
+    path: str,
+    kept: KeptPieces | None,
+    outbox: _Outbox,
+    chunk_values: int,
+    chunk_bytes: int,
+    with_text: bool,
 ) -> None:
     def emit(chunk: Chunk) -> bool:
         outbox.put(("chunk", position, tuple(chunk)))
@@ -272,7 +281,7 @@ def _read(
             outbox.put(("opened", position, stat))
             read_from_start(
                 stream, path, info.st_mtime_ns, emit, chunk_values, chunk_bytes,
-                with_text=with_text,
+                with_text=with_text, kept=kept,
             )  # fmt: skip
     except OSError as error:
         outbox.put(("failed", position, (error.errno, error.strerror or str(error))))

@@ -1,12 +1,13 @@
 """The prices behind the index's costs: which price table priced them (its fingerprint in
 ``meta``), pricing again when the table changed, and the price each model seen was given.
 
-Claude Code and Codex files hold tokens, not costs: a sync prices each request as it reads it
-(agents/prices/pricing.py), so ``entries.cost`` and ``sessions.cost`` are there for every reader of
-index.db. A new genai-prices release, an edited prices.toml or new pricing rules change the
-table's fingerprint; the next sync then reads those agents' files again, whole, which prices
-every request anew (their files hold what billing needs: the 1-hour cache writes, each
-request's size and day), and records the new fingerprint only once it is done.
+The files of most agents (Claude Code, Codex, …: ESTIMATED_AGENTS) hold tokens, not costs: a
+sync prices each request as it reads it (agents/prices/pricing.py), so ``entries.cost`` and
+``sessions.cost`` are there for every reader of index.db. A new genai-prices release, an edited
+prices.toml or new pricing rules change the table's fingerprint; the next sync then reads those
+agents' files again, whole, which prices every request anew (their files hold what billing
+needs: the 1-hour cache writes, each request's size and day), and records the new fingerprint
+only once it is done.
 
 Computing the fingerprint means reading the price files and asking the installed packages for
 the dataset's version: a sync first compares the cheap key of those sources (a few stats:
@@ -38,7 +39,7 @@ def priced_with(connection: apsw.Connection) -> str | None:
 
 def price_again_if_changed(connection: apsw.Connection, sources: str) -> bool:
     """Before a sync: when the prices in force (from ``sources``: price_sources) are not the
-    ones the index was priced with, make the sync read every Claude Code and Codex file again,
+    ones the index was priced with, make the sync read every file of ESTIMATED_AGENTS again,
     whole (a changed stat and nothing read). Returns whether it did. The price table is built
     only when its sources changed since the last sync."""
     if get_meta(connection, SOURCES_META) == sources:

@@ -73,18 +73,24 @@ class SyncReport:
     skipped_lines: dict[str, SkippedLines] = field(default_factory=dict)
     # Why this sync read every file again (an index upgrade asked for it), else None.
     resync_reason: str | None = None
-    # Whether the prices changed since the index was priced, so Claude Code's and Codex's
-    # files were read again (index/write/prices.py).
+    # Whether the prices changed since the index was priced, so the files of the agents whose
+    # costs the index estimates were read again (index/write/prices.py).
     repriced: bool = False
     # Files whose search text is still to come (a usage-first sync put it off: searches are
     # partial until a sync adds it), and the files whose search text this sync added.
     text_pending: int = 0
     text_files_indexed: int = 0
+    # The archive (index/archive/): files found gone whose sessions it keeps, the bytes it
+    # took, and why it could not be written (the sync stopped there; None when it could).
+    files_archived_gone: int = 0
+    archive_bytes_written: int = 0
+    archive_error: str | None = None
 
     @property
     def complete(self) -> bool:
-        """True when every known file and root could be read: nothing is unaccounted for."""
-        return not self.unreadable and not self.missing_roots
+        """True when every known file and root could be read (and archived): nothing is
+        unaccounted for."""
+        return not self.unreadable and not self.missing_roots and self.archive_error is None
 
 
 @dataclass(slots=True)
@@ -138,10 +144,14 @@ def is_session_file_name(name: str) -> bool:
 @dataclass(frozen=True)
 class IndexedFiles:
     """What the files table says: the identity (size, mtime_ns, inode, ctime_ns) of each
-    readable file, every path."""
+    readable file (and of each file forgotten on purpose, which a sync leaves alone while it
+    is unchanged), every path, and the paths of the files found gone (their sessions are the
+    archive's)."""
 
     stats: dict[str, tuple[int, int, int, int]]
     paths: set[str]
+    # The gone files' identity as last read: one found again just so is back, unchanged.
+    gone: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
@@ -152,7 +162,17 @@ class IndexedFiles:
             paths.add(path)
             if status != "unreadable":
                 stats[path] = (size, mtime_ns, inode, ctime_ns)
-        return cls(stats, paths)
+        # A gone file is never taken for unchanged: the scan yields it when it is back.
+        gone = {path: stats.pop(path) for (path,) in connection.execute(_GONE) if path in stats}
+        for path, *identity in connection.execute(
+            "SELECT path, size, mtime_ns, inode, ctime_ns FROM forgotten"
+        ):
+            stats.setdefault(path, tuple(identity))
+        return cls(stats, paths, gone)
+
+
+# (Served by the partial index files_gone, migration 0014.)
+_GONE = "SELECT path FROM files WHERE gone_at IS NOT NULL"
 
 
 @dataclass
@@ -165,13 +185,18 @@ class KnownStats:
 
 
 def scan_root(
-    root: str, report: SyncReport, known: KnownStats | None = None, temp_files: bool = True
+    root: str,
+    report: SyncReport,
+    known: KnownStats | None = None,
+    temp_files: bool = True,
+    project_folders: bool = True,
 ) -> Iterator[SeenFile]:
     """Every session file below ``root`` (but the unchanged ones of ``known``); follows
     folder symlinks once, never in a loop. ``temp_files``: whether to report the stale temp
     files of xcsh's rewrites (for the sync to remove); never in another agent's folder.
 
-    A file's project folder is the first folder below the root (empty for files in the root).
+    A file's project folder is the first folder below the root (empty for files in the root,
+    and where the root's folders name no projects: ``project_folders`` false, Agent's).
     """
     stale = time.time() - STALE_TEMP_SECONDS
     indexed_stat = (known.stats if known is not None else {}).get
@@ -182,7 +207,8 @@ def scan_root(
         report.unreadable[path] = describe_error(error)
 
     for folder, entries in walk_folders([root], failed):
-        project_dir = folder[below_root:].split(os.sep, 1)[0] if len(folder) > below_root else ""
+        in_project = project_folders and len(folder) > below_root
+        project_dir = folder[below_root:].split(os.sep, 1)[0] if in_project else ""
         named = []
         for entry in entries:
             name = entry.name
@@ -228,7 +254,8 @@ def scan_any(
     plugin = reader_named(agent)
     if plugin is not None and plugin.kind != "jsonl":
         return scan_sources(root, plugin, report, known)
-    found = scan_root(root, report, known, temp_files=agent is None)
+    projects = plugin is None or plugin.project_folders
+    found = scan_root(root, report, known, temp_files=agent is None, project_folders=projects)
     if plugin is not None and plugin.other_kind_sources:
         return chain(found, scan_sources(root, plugin, report, known))
     return found
@@ -250,7 +277,8 @@ def scan_sources(
                 unchanged.add(source.path)
                 continue
             relative = source.path[below_root:] if len(source.path) > below_root else ""
-            project_dir = relative.split(os.sep, 1)[0] if os.sep in relative else ""
+            in_project = agent.project_folders and os.sep in relative
+            project_dir = relative.split(os.sep, 1)[0] if in_project else ""
             yield SeenFile(source.path, root, project_dir, *identity, agent=agent.name)
     except OSError as error:
         report.unreadable[root] = describe_error(error)

@@ -7,13 +7,16 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Collection, Iterator, Mapping, Set
 
 import apsw
 
 from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
+from xcsh_store.index.archive.capture import KeptPieces
+from xcsh_store.index.archive.folder import ArchiveWriteError
+from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
 from xcsh_store.index.db import transaction
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.indexer import (
@@ -62,6 +65,8 @@ def sync_files(
     *,
     agent_roots: Mapping[str, str] | None = None,
     text: bool = True,
+    keeper: Keeper | None = None,
+    standing_roots: Collection[str] | None = (),
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
 
@@ -75,6 +80,11 @@ def sync_files(
     ``indexed`` is the files table as read before (it is read here when not given).
     ``workers``: how many processes may read files whole (default: one per core); 1 reads
     everything in this process.
+
+    ``keeper``: the archive's writer (index/archive/): the files of its roots are archived as
+    they are read, and one found gone keeps its rows (marked gone) when the archive has it;
+    so does one of a root no longer read when it is one of ``standing_roots`` (None: any), while
+    the others (a root turned off) lose their rows; their archive stays.
     """
     started = time.perf_counter()
     report = SyncReport()
@@ -90,6 +100,7 @@ def sync_files(
         scanned_roots.append(root)
         for item in scan_any(root, report, None if full else known, (agent_roots or {}).get(root)):
             seen[item.path] = item
+    _take_back(connection, seen, indexed.gone, known.unchanged)
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
 
@@ -97,7 +108,7 @@ def sync_files(
     unreadable = list(report.unreadable)
     vanished = {
         path: row
-        for path in known_paths - known.unchanged - seen.keys()
+        for path in known_paths - known.unchanged - seen.keys() - indexed.gone.keys()
         if is_under_any(path, scanned_roots)
         # A file in a folder that cannot be listed keeps its rows until it can be looked at.
         and not (unreadable and is_under_any(path, unreadable))
@@ -105,7 +116,7 @@ def sync_files(
         and (row := known_file(connection, path)) is not None
     }
     _keep_out_of_reach(vanished, scanned_roots, report)
-    renamed = _follow_renames(connection, seen, known_paths, vanished, report)
+    renamed = _follow_renames(connection, seen, known_paths, vanished, report, keeper)
     report.files_unchanged += len(renamed)
     todo = [
         (item, known_file(connection, path) if path in known_paths else None)
@@ -116,25 +127,86 @@ def sync_files(
     # Oldest first, so entry keys (and FTS rowids) grow with recency: search ranks the newest
     # matches of a very common query by walking rowids downwards.
     todo.sort(key=lambda pair: pair[0].mtime_ns)
-    indexer = FileIndexer(connection, pk_counter(connection), report)
+    indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
     if not text:
         indexer.with_text = _whole_bytes(todo, full) < TEXT_LATER_MIN_BYTES
-    _index_files(indexer, todo, full, progress, default_workers() if workers is None else workers)
+    try:
+        _index_files(
+            indexer, todo, full, progress, default_workers() if workers is None else workers
+        )
+        if keeper is not None:
+            from xcsh_store.index.archive.backlog import catch_up  # (it imports us)
 
-    # Files found under a root that is no longer registered go too.
+            catch_up(connection, keeper, report)
+    except ArchiveWriteError as error:
+        # What was committed is in both the index and the archive; the rest waits.
+        report.archive_error = str(error)
+        log.warning("%s", error)
+    finally:
+        if keeper is not None:
+            report.archive_bytes_written = keeper.written
+            keeper.close()
+
+    # Files found under a root that is no longer registered go too, unless archived.
     marks = ",".join("?" * len(roots))
-    forgotten = list(connection.execute(f"SELECT id FROM files WHERE root NOT IN ({marks})", roots))
-    for file_id in [row.id for row in vanished.values()] + [row[0] for row in forgotten]:
-        with transaction(connection):
-            report.entries_removed += drop_file_rows(connection, file_id)
-            connection.execute("DELETE FROM files WHERE id = ?", (file_id,))
-        report.files_removed += 1
+    forgotten = list(
+        connection.execute(
+            f"SELECT id, root FROM files WHERE root NOT IN ({marks}) AND gone_at IS NULL", roots
+        )
+    )
+    for file_id in [row.id for row in vanished.values()]:
+        _file_gone(connection, file_id, report)
+    for file_id, root in forgotten:
+        _file_gone(
+            connection, file_id, report, keep=standing_roots is None or root in standing_roots
+        )
     for path in report.stale_temp_files:
         # A rewrite killed before its rename: the session file itself was never touched.
         if remove_quietly(path):
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _take_back(
+    connection: apsw.Connection,
+    seen: dict[str, SeenFile],
+    gone: Mapping[str, tuple[int, int, int, int]],
+    unchanged: set[str],
+) -> None:
+    """Files found gone that are back just as they were read (a folder moved away and back, a
+    disk mounted again): no longer gone, and unchanged."""
+    back = [
+        path
+        for path in gone.keys() & seen.keys()
+        if ((item := seen[path]).size, item.mtime_ns, item.inode, item.ctime_ns) == gone[path]
+    ]
+    if not back:
+        return
+    with transaction(connection):
+        connection.executemany(
+            "UPDATE files SET gone_at = NULL WHERE path = ?", [(p,) for p in back]
+        )
+    for path in back:
+        del seen[path]
+        unchanged.add(path)
+
+
+def _file_gone(
+    connection: apsw.Connection, file_id: int, report: SyncReport, keep: bool = True
+) -> None:
+    """A file the index knew is gone: its session stays, read from the archive from now on,
+    when the archive keeps it (and ``keep``); else its rows go (its archive stays)."""
+    with transaction(connection):
+        if keep and archived_row(connection, file_id) is not None:
+            # (Search text still to come is read from the archive: text_later.py.)
+            connection.execute("UPDATE files SET gone_at = ? WHERE id = ?", (iso_now(), file_id))
+            report.files_archived_gone += 1
+            return
+        report.entries_removed += drop_file_rows(connection, file_id)
+        connection.execute("DELETE FROM archived WHERE file_id = ?", (file_id,))
+        connection.execute("DELETE FROM files WHERE id = ?", (file_id,))
+    report.files_removed += 1
 
 
 def _index_files(
@@ -149,7 +221,7 @@ def _index_files(
     Files to read whole go to worker processes when there are enough of them to pay for
     starting those; the rest (appends, mostly) need the index, and are read here, in turn.
     """
-    pool, owners = _start_workers(todo, full, workers, indexer.with_text)
+    pool, owners = _start_workers(todo, full, workers, indexer.with_text, indexer.keeper)
     report, batch = indexer.report, indexer.batch
     total = sum(item.size for item, _row in todo)
     done = 0
@@ -201,16 +273,28 @@ def _whole_bytes(todo: list[tuple[SeenFile, KnownFile | None]], full: bool) -> i
 
 
 def _start_workers(
-    todo: list[tuple[SeenFile, KnownFile | None]], full: bool, workers: int, with_text: bool
+    todo: list[tuple[SeenFile, KnownFile | None]],
+    full: bool,
+    workers: int,
+    with_text: bool,
+    keeper: Keeper | None,
 ) -> tuple[Workers | None, dict[int, int]]:
     """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
-    which of them reads each (by position in ``todo``)."""
+    which of them reads each (by position in ``todo``), with the pieces of each file's archive
+    (which the worker checks the file against, and takes the bytes after)."""
     whole = _whole_reads(todo, full)
     if workers < 2 or sum(size for _position, size in whole) < pipeline.PARALLEL_MIN_BYTES:
         return None, {}
     plan = shares(whole, min(workers, len(whole)))
+
+    def task(at: int) -> tuple[int, str, KeptPieces | None]:
+        item, row = todo[at]
+        place = Place(item.path, item.root, item.project_dir)
+        kept = None if keeper is None else keeper.kept_pieces(row.id if row else None, place)
+        return at, item.path, kept
+
     try:
-        pool = Workers([[(at, todo[at][0].path) for at in share] for share in plan], with_text)
+        pool = Workers([[task(at) for at in share] for share in plan], with_text)
     except OSError as error:
         # (No process left to start, no memory for one.) Slower, but a sync all the same.
         log.warning("could not start sync workers (%s): reading in this process", error)
@@ -277,9 +361,12 @@ def _follow_renames(
     known_paths: Set[str],
     vanished: dict[str, KnownFile],
     report: SyncReport,
+    keeper: Keeper | None = None,
 ) -> set[str]:
     """A vanished file that reappears under a new name (same inode, size, mtime) is moved;
-    returns the new paths.
+    returns the new paths. So is one copied under the same name elsewhere and deleted (moved
+    to another disk, a new inode): same name, same size, the same bytes indexed. Its archive
+    stays its own, and records the new place.
 
     Only a file whose rows hold what it says moves with them: one that could not be read when
     it was found has no rows (its blob refs would be missing for good), and the bytes indexed
@@ -287,27 +374,35 @@ def _follow_renames(
     same size and mtime). Any other is read again under its new name.
     """
     renamed: set[str] = set()
-    by_identity = {
-        (row.inode, row.size, row.mtime_ns): row for row in vanished.values() if row.status == "ok"
-    }
+    movable = [row for row in vanished.values() if row.status == "ok"]
+    by_identity = {(row.inode, row.size, row.mtime_ns): row for row in movable}
+    by_name = {(os.path.basename(row.path), row.size): row for row in movable}
     if not by_identity:
         return renamed
     for path, item in seen.items():
         if path in known_paths or item.agent is not None:
             continue  # (a plugin's session is no file: its identity is the plugin's)
-        row = by_identity.pop((item.inode, item.size, item.mtime_ns), None)
-        if row is None or not _holds_indexed_bytes(path, row, report):
+        row = by_identity.get((item.inode, item.size, item.mtime_ns))
+        if row is None:
+            row = by_name.get((os.path.basename(path), item.size))
+        if row is None or row.path not in vanished or not _holds_indexed_bytes(path, row, report):
             continue
         with transaction(connection):
             connection.execute(
-                # A rename sets the ctime: keep the new one, or the next sync re-reads the file.
-                "UPDATE files SET path = ?, root = ?, project_dir = ?, ctime_ns = ? WHERE id = ?",
-                (path, item.root, item.project_dir, item.ctime_ns, row.id),
-            )
+                # A rename sets the ctime (a copy the inode and mtime too): keep the new ones, or
+                # the next sync re-reads the file.
+                "UPDATE files SET path = ?, root = ?, project_dir = ?, ctime_ns = ?, inode = ?,"
+                " mtime_ns = ? WHERE id = ?",
+                (path, item.root, item.project_dir, item.ctime_ns, item.inode, item.mtime_ns,
+                 row.id),
+            )  # fmt: skip
             connection.execute(
                 "UPDATE sessions SET path = ?, project_dir = ? WHERE file_id = ?",
                 (path, item.project_dir, row.id),
             )
+            if keeper is not None:
+                keeper.moved(row.id, Place(path, item.root, item.project_dir))
+                keeper.sync()
         del vanished[row.path]
         renamed.add(path)
         report.files_renamed += 1

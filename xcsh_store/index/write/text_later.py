@@ -20,10 +20,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 import apsw
 
+from xcsh_store.errors import XcshStoreError
 from xcsh_store.files import open_regular_file
+from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
 from xcsh_store.index.write.indexer import COMMIT_EVERY_BYTES, COMMIT_EVERY_VALUES
@@ -33,7 +36,10 @@ from xcsh_store.index.write.sync import bulk_writing
 
 log = logging.getLogger("xcsh_store")
 
-_PENDING = "SELECT id, path, size, mtime_ns, inode FROM files WHERE text_pending = 1 ORDER BY id"
+_PENDING = (
+    "SELECT id, path, size, mtime_ns, inode, gone_at IS NOT NULL FROM files"
+    " WHERE text_pending = 1 ORDER BY id"
+)
 _WITHOUT_TEXT = (
     "SELECT seq, pk FROM entries AS e WHERE session = ?"
     " AND NOT EXISTS (SELECT 1 FROM entries_fts_docsize AS d WHERE d.id = e.pk)"
@@ -59,10 +65,12 @@ def index_pending_text(
     total = sum(size for _position, size in sizes)
     pool = None
     owners: dict[int, int] = {}
+    # A file found gone meanwhile is read from its archive, here (workers read files).
+    sizes = [(position, size) for position, size in sizes if not pending[position][5]]
     if workers >= 2 and total >= pipeline.PARALLEL_MIN_BYTES:
         plan = shares(sizes, min(workers, len(sizes)))
         try:
-            pool = Workers([[(at, pending[at][1]) for at in share] for share in plan])
+            pool = Workers([[(at, pending[at][1], None) for at in share] for share in plan])
         except OSError as error:
             log.warning("could not start workers for the search text (%s)", error)
         owners = {at: worker for worker, share in enumerate(plan) for at in share}
@@ -70,19 +78,21 @@ def index_pending_text(
     writer = _TextWriter(connection)
     try:
         with bulk_writing(connection):
-            for position, (file_id, path, size, mtime_ns, inode) in enumerate(pending):
+            for position, (file_id, path, size, mtime_ns, inode, gone) in enumerate(pending):
                 if progress is not None:
                     progress(sum(s for _p, s in sizes[:position]), total, path)
                 try:
-                    if pool is not None:
+                    if gone:
+                        stat, chunks = _read_archived(connection, path, mtime_ns)
+                    elif pool is not None:
                         stat, chunks = pool.read(owners[position], position)
                     else:
                         stat, chunks = _read_here(path)
-                except OSError:
+                except (OSError, XcshStoreError):
                     left += 1  # the next sync finds out what became of it
                     continue
                 texts = _texts_by_seq(chunks)
-                if stat[:3] != (size, mtime_ns, inode):
+                if not gone and stat[:3] != (size, mtime_ns, inode):
                     left += 1
                     continue
                 writer.add(file_id, texts)
@@ -103,16 +113,34 @@ def index_pending_text(
 
 
 def _read_here(path: str) -> tuple[FileStat, Iterator[Chunk]]:
+    with open_regular_file(path) as stream:
+        info = os.fstat(stream.fileno())
+        chunks = _chunks_of(stream, path, info.st_mtime_ns)
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns), iter(chunks)
+
+
+def _read_archived(
+    connection: apsw.Connection, path: str, mtime_ns: int
+) -> tuple[FileStat, Iterator[Chunk]]:
+    """A gone file's chunks, read from a copy made of its archive."""
+    sources = sources_of(connection)
+    if sources is None:
+        raise FileNotFoundError(path)
+    with sources.copy_of(path) as copy, open_regular_file(copy) as stream:
+        chunks = _chunks_of(stream, path, mtime_ns)
+    return (0, mtime_ns, 0, 0), iter(chunks)
+
+
+def _chunks_of(stream: BinaryIO, path: str, mtime_ns: int) -> list[Chunk]:
+    """Every chunk of a whole read of the file at ``path`` (open as ``stream``)."""
     chunks: list[Chunk] = []
 
     def emit(chunk: Chunk) -> bool:
         chunks.append(chunk)
         return False
 
-    with open_regular_file(path) as stream:
-        info = os.fstat(stream.fileno())
-        read_from_start(stream, path, info.st_mtime_ns, emit)
-    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns), iter(chunks)
+    read_from_start(stream, path, mtime_ns, emit)
+    return chunks
 
 
 def _texts_by_seq(chunks: Iterable[Chunk]) -> dict[int, str]:
