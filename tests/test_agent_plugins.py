@@ -276,3 +276,81 @@ def test_a_plugin_failing_on_records_costs_those_records_and_one_line(tmp_path: 
     assert len(cli.json("ls", "--limit", "0")) == len(KINDS) + 1
     shown = cli.run("show", "one").stdout
     assert shown.count("unread") == 2
+
+
+WRONG = ("usage", "id", "timestamp", "title", "session")
+
+
+def test_a_plugin_giving_wrong_types_costs_those_records_and_one_line(tmp_path: Path):
+    cli = Cli(tmp_path, ENTRY_POINTS + "wronglines = chat_kinds:WRONGLINES\n")
+    lines = [
+        {"wrong": None, "role": "user", "text": "the axolotl is fine"},
+        *({"wrong": wrong, "role": "assistant", "text": f"the axolotl {wrong}"} for wrong in WRONG),
+    ]
+    done = _sync_lines(cli, "wronglines", lines)
+    faults = [line for line in done.stderr.splitlines() if "agent plugin wronglines" in line]
+    assert len(faults) == 1 and "PluginOutputError: usage[0] is 'lots'" in faults[0], done.stderr
+    hits = cli.json("search", "axolotl")
+    assert [hit["snippet"] for hit in hits] == ["the «axolotl» is fine"]
+    assert cli.run("show", "one").stdout.count("unread") == len(WRONG)
+    (session,) = [item for item in cli.json("ls", "--limit", "0") if item["agent"] == "wronglines"]
+    assert session["session_id"] == "one"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("usage", (1, 2, 3, "4", 0, None), "usage[3] is '4', not a number"),
+        ("usage", (1, 2, 3, 4, 0, float("nan")), "usage[5] is nan, not a number"),
+        ("usage", (1, 2), "usage is (1, 2), not six figures"),
+        ("usage", (True, 2, 3, 4, 0, None), "usage[0] is True, not a number"),
+        ("title", 7, "title is 7, not text"),
+        ("model", b"gpt", "model is b'gpt', not text"),
+        ("leaf_summary", ("leaf",), "leaf_summary is ('leaf',), not (leaf id, summary)"),
+        ("rewind_turns", -1, "rewind_turns is -1, not a count"),
+        ("chained", 1, "chained is 1, not True or False"),
+    ],
+)
+def test_a_records_wrong_field_is_named(field: str, value: Any, problem: str):
+    from xcsh_store.agents import AgentEntry
+    from xcsh_store.agents.base import entry_problem
+
+    found = AgentEntry({"type": "message", "id": "e1"})
+    assert entry_problem(found) is None
+    setattr(found, field, value)
+    assert entry_problem(found) == problem
+
+
+def test_a_record_that_is_not_an_entry_is_named():
+    from xcsh_store.agents.base import entry_problem
+
+    problem = entry_problem({"type": "message"})
+    assert problem == "read() gave {'type': 'message'}, not an AgentEntry"
+
+
+def test_a_plugin_calling_sys_exit_costs_those_records_not_the_sync(tmp_path: Path):
+    cli = Cli(tmp_path, ENTRY_POINTS + "exitinglines = chat_kinds:EXITINGLINES\n")
+    lines = [
+        {"exiting": True, "role": "user", "text": "the quokka is fine"},
+        {"exiting": True, "role": "assistant", "text": "exit stage left"},
+    ]
+    done = _sync_lines(cli, "exitinglines", lines)
+    faults = [line for line in done.stderr.splitlines() if "agent plugin exitinglines" in line]
+    assert len(faults) == 1 and "SystemExit" in faults[0], done.stderr
+    assert [hit["snippet"] for hit in cli.json("search", "quokka")] == ["the «quokka» is fine"]
+    assert len(cli.json("ls", "--limit", "0")) == len(KINDS) + 1
+
+
+def test_a_plugin_calling_sys_exit_costs_the_session_it_reads_or_itself(tmp_path: Path):
+    entry_points = "exitingdoc = chat_kinds:EXITINGDOC\nexiting = chat_kinds:ExitingAtLoad\n"
+    cli = Cli(tmp_path, ENTRY_POINTS + entry_points)
+    folder = tmp_path / "exiting"
+    folder.mkdir()
+    (folder / "gone.chat.json").write_text("{}")
+    cli.env["EXITINGDOC_DIR"] = str(folder)
+    done = cli.run("sync", "--init", "--workers", "1", "--json")
+    assert "agent plugin exiting (chat_kinds:ExitingAtLoad) left out: SystemExit: 3" in done.stderr
+    report = json.loads(done.stdout)
+    failure = report["unreadable"][str(folder / "gone.chat.json")]
+    assert failure == "agent plugin exitingdoc failed: SystemExit: 3"
+    assert len(cli.json("ls", "--limit", "0")) == len(KINDS)

@@ -75,11 +75,12 @@ def prompts(agent_dir, index):
     index.sync()
 
 
-def _shell(shell: str) -> Terminal:
+def _shell(shell: str, columns: int = 80) -> Terminal:
     """``shell``, interactive and without its user's start-up files, with the binding loaded
     and ready for the next command line."""
     terminal = Terminal(
         SHELL_RUNS[shell],
+        columns=columns,
         environment={
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             "PS1": "$ ",
@@ -132,5 +133,40 @@ def test_cancelling_leaves_the_command_line_as_it_was(prompts):
         terminal.wait_until(lambda _: _shows_the_line(terminal, "printf 'ke%s\\n' ep"), "the line")
         terminal.send("\r")
         terminal.wait_until(lambda _: "keep" in terminal.lines(), "the line run as it was")
+    finally:
+        terminal.close()
+
+
+# A prompt of two lines (two commands, in a shell), with an OSC 52 sequence (it sets the
+# clipboard when a terminal is sent it) and a right-to-left override (it reorders what the
+# line shows).
+HOSTILE = "printf 'one%s\\n' line\nprintf 'two%s\\n' lines \x1b]52;c;cHduZWQ\x07\u202e"
+
+
+@pytest.fixture
+def hostile_prompt(agent_dir, index):
+    write_session(
+        sessions_dir(agent_dir) / "hostile.jsonl",
+        [header("sess-hostile"), message("u1", None, "user", HOSTILE)],
+    )
+    index.sync()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_prompt_goes_on_the_command_line_as_one_line_without_controls(shell, hostile_prompt):
+    _installed(shell)
+    terminal = _shell(shell, columns=160)  # the line whole, after fish's long prompt
+    try:
+        start = len(terminal.raw)
+        terminal.send("printf\x1br")
+        terminal.wait_for("1 prompt\n")
+        terminal.send("\r")
+        flat = "printf 'one%s\\n' line printf 'two%s\\n' lines ]52;c;cHduZWQ"
+        terminal.wait_until(lambda _: _shows_the_line(terminal, flat), "the prompt, one line")
+        terminal.send("\r")
+        terminal.wait_until(lambda _: "oneline" in terminal.lines(), "the prompt run")
+        # One command: the second line's is an argument of the first.
+        assert "twolines" not in terminal.lines()
+        assert b"\x1b]52" not in terminal.raw[start:] and "\u202e".encode() not in terminal.raw
     finally:
         terminal.close()

@@ -17,7 +17,7 @@ from pty_terminal import run_in_pty
 from session_builder import append, header, message, write_session
 
 from xcsh_store.cli import cli
-from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
+from xcsh_store.cli.output.safe import Shown, one_line, shown, styled, visible, visible_text
 from xcsh_store.index import SessionIndex
 
 # No slash: this one is also a file and folder name.
@@ -124,6 +124,11 @@ def test_the_sanitiser_escapes_controls_and_bidi_and_keeps_the_rest():
         "a\\x1b[2Jb\\x07\\x08\\r\\n\\t\\u202ec\\x9b é"
     )
     assert visible_text("one\ttwo\nthree\r") == "one\ttwo\nthree\\r"
+
+
+def test_one_line_for_a_command_line_has_spaces_for_breaks_and_no_controls():
+    text = "a\r\nb\n\nc\u2028d\te\x1b]52;c;eA\x07f\x9bg\u202eh\u2066i\ud800j 漢字"
+    assert one_line(text) == "a b c d e]52;c;eAfghij 漢字"
 
 
 def test_content_is_escaped_before_it_is_styled_and_joins_keep_it_so():

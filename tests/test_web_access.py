@@ -120,14 +120,18 @@ def test_the_token_in_a_url_becomes_a_strict_cookie_and_leaves_the_url(agent):
         moved = server.request(f"/session/sess-branched?leaf=a2&token={TOKEN}")
         assert moved.status == 303 and moved.headers["location"] == "/session/sess-branched?leaf=a2"
         cookie = moved.headers["set-cookie"]
-        assert cookie.startswith(f"xcsh_store_token={TOKEN};")
+        assert cookie.startswith(f"xcsh_store_token_{server.port}={TOKEN};")
         attributes = {part.strip().lower() for part in cookie.split(";")[1:]}
         assert {"httponly", "samesite=strict", "path=/"} <= attributes
         assert "secure" not in attributes  # plain http: a Secure cookie would never come back
         cookie_header = {"Cookie": cookie.split(";")[0]}
         page = server.request("/session/sess-branched?leaf=a2", cookie_header)
         assert page.status == 200 and b'id="entry-a2"' in page.body
-        assert server.request("/", {"Cookie": "xcsh_store_token=wrong"}).status == 401
+        wrong = {"Cookie": f"xcsh_store_token_{server.port}=wrong"}
+        assert server.request("/", wrong).status == 401
+        # Another port's cookie is not this server's.
+        other = {"Cookie": f"xcsh_store_token_{server.port + 1}={TOKEN}"}
+        assert server.request("/", other).status == 401
 
 
 def test_over_https_the_cookie_is_secure(agent):

@@ -34,7 +34,8 @@ WIDTHS = (1280, 390)
 LONG_TITLE = "a title of three hundred characters " * 9
 MARKDOWN = (
     "## Plan\n\nThe **flux** capacitor needs `1.21 GW`:\n\n"
-    "```python\ndef charge(gigawatts):\n    return gigawatts * 2\n```\n\n"
+    # Ruby: its lexer is one the web app highlights with (xcsh_store/web/lexers.txt).
+    "```ruby\ndef charge(gigawatts)\n  gigawatts * 2\nend\n```\n\n"
     "| part | state |\n|---|---|\n| clock | ok |\n\n"
     '<script>window.pwned = 1</script> <img src=x onerror="window.pwned = 2">\n\n'
     "[click me](javascript:window.pwned=3) ![pic](javascript:window.pwned=4)\n"

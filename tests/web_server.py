@@ -70,14 +70,18 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(
-    agent_dir: Path, *arguments: str, env: dict[str, str] | None = None
+    agent_dir: Path,
+    *arguments: str,
+    env: dict[str, str] | None = None,
+    program: tuple[str, ...] = (sys.executable, "-m", "xcsh_store"),
 ) -> Iterator[Server]:
-    """``xcsh-store serve --json --port N ARGUMENTS`` until the block ends, then stopped (it
-    must exit 0); its output is in ``server.output`` after that."""
+    """``xcsh-store serve --json --port N ARGUMENTS`` (``program``: another that takes the
+    same arguments) until the block ends, then stopped with SIGTERM unless the block stopped
+    it (it must exit 0 within DEADLINE); its output is in ``server.output`` after that."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent_dir), "serve", "--json",
-         "--port", str(port), *arguments],
+        [*program, "--agent-dir", str(agent_dir), "serve", "--json", "--port", str(port),
+         *arguments],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
@@ -95,7 +99,13 @@ def running_server(
                 time.sleep(0.1)
         yield server
     finally:
-        process.terminate()
-        stdout, stderr = process.communicate(timeout=DEADLINE)
+        if process.poll() is None:
+            process.terminate()
+        try:
+            stdout, stderr = process.communicate(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            process.kill()  # a server that does not stop is a failure, never a leftover
+            process.communicate()
+            raise
     server.output = {"stdout": line.decode() + stdout.decode(), "stderr": stderr.decode()}
     assert process.returncode == 0, server.output

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -250,3 +251,69 @@ class FaultyLines(PlainLines):
 
 
 FAULTYLINES = FaultyLines()
+
+
+class WrongLines(PlainLines):
+    """A reader with bugs that raise nothing: a line's ``wrong`` says what it gets wrong (a
+    usage figure as a string, an entry id as a number, a time as a list, a title as a dict,
+    the session's id as a number)."""
+
+    name = "wronglines"
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        return "wrong" in value
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        found = super().read(value, session)
+        wrong = value["wrong"]
+        if wrong == "usage":
+            found.usage = ("lots", 5, 0, 0, 0, None)
+        elif wrong in ("id", "timestamp"):
+            found.entry[wrong] = 7 if wrong == "id" else ["yesterday"]
+        elif wrong == "title":
+            found.title = {"title": "a dict"}
+        elif wrong == "session":
+            session.session_id = 42  # type: ignore[assignment]
+        return found
+
+
+WRONGLINES = WrongLines()
+
+
+class ExitingLines(PlainLines):
+    """A reader that calls ``sys.exit(3)`` on lines that say ``exit`` (as a script's code
+    would, pasted into a plugin)."""
+
+    name = "exitinglines"
+
+    def recognizes(self, value: dict[str, Any]) -> bool:
+        return value.get("exiting") is True
+
+    def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
+        if "exit" in value["text"]:
+            sys.exit(3)
+        return super().read(value, session)
+
+
+EXITINGLINES = ExitingLines()
+
+
+class ExitingDocs(DocChat):
+    """DocChat whose records() calls ``sys.exit(3)``, in the folder ``$EXITINGDOC_DIR``."""
+
+    name = "exitingdoc"
+    folder_variables = ("EXITINGDOC_DIR",)
+
+    def records(self, path: str) -> Iterator[Record]:
+        sys.exit(3)
+
+
+EXITINGDOC = ExitingDocs()
+
+
+class ExitingAtLoad:
+    """A plugin class whose making calls ``sys.exit(3)`` (the registry makes a class into its
+    object when it loads it)."""
+
+    def __init__(self) -> None:
+        sys.exit(3)

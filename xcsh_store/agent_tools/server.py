@@ -3,13 +3,13 @@ official SDK.
 
 Each call brings the index up to date first (a sync at most every ``REFRESH_SECONDS``, none
 while a ``watch`` keeps it current, none that waits for another process's sync), then opens it
-read-only. An answer is
-one text of compact JSON (no indentation, no second structured copy: an agent's context is
-what it costs); an error is an error result (``isError``) of one line, an argument the schema
-refuses too. Every answer goes to an agent and from there to its model's provider: its secrets
-are redacted (xcsh_store.secrets) unless the server was built without, and so are the pieces of
-a secret that cutting a text left (the secrets of the files an answer quotes are taken out of
-it, whole or cut)."""
+read-only. An answer is one text of compact JSON (no indentation, no second structured copy: an
+agent's context is what it costs), bounded in bytes (bounds.py: every string cut, the page
+shortened to fit); an error is an error result (``isError``) of one line, an argument the
+schema refuses too. Every answer goes to an agent and from there to its model's provider: its
+secrets are redacted (xcsh_store.secrets) unless the server was built without, and so are the
+pieces of a secret that cutting a text left (the secrets of the files an answer quotes are
+taken out of it, whole or cut); it is bounded after it is redacted."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from mcp.types import ContentBlock, ToolAnnotations
 from pydantic import ValidationError
 
 from xcsh_store.agent_tools import tools
+from xcsh_store.agent_tools.bounds import BUDGET_NOTE, Pages, bounded, cut
 from xcsh_store.artifacts.urls import resolve_internal_url
 from xcsh_store.errors import AmbiguousSessionError
 from xcsh_store.index import REFRESH_SECONDS, Refresher, SessionIndex
@@ -50,11 +51,13 @@ def _tool(
     question: Callable[..., dict[str, Any]],
     redactor: Redactor | None,
     file_secrets: FileSecrets | None,
+    pages: Pages,
     refresher: Refresher | None = None,
 ) -> Callable[..., str]:
     """``question`` without its first parameter (the index), which each call opens (after
     ``refresher`` brought it up to date), answering compact JSON; redacted by ``redactor``,
-    with the secrets of the files the answer quotes (``file_secrets``)."""
+    with the secrets of the files the answer quotes (``file_secrets``), then bounded, its page
+    shortened as ``pages`` says."""
 
     @functools.wraps(question)
     def call(**arguments: Any) -> str:
@@ -75,7 +78,7 @@ def _tool(
                 files = quoted_files(index, arguments, answer)
                 known = [found for path in files for found in file_secrets.of(path)]
                 answer = redactor.value(answer, known)
-        return stringify(answer).decode()
+        return stringify(bounded(answer, pages)).decode()
 
     hints = typing.get_type_hints(question)
     parameters = [
@@ -121,9 +124,9 @@ def one_line(error: ValidationError) -> str:
 
 
 class StoreServer(FastMCP):
-    """FastMCP whose refused arguments are one line, not pydantic's report; with a
-    ``redactor``, its errors are redacted as its answers are (an ambiguous session is named
-    with the titles of its candidates)."""
+    """FastMCP whose refused arguments are one line, not pydantic's report, and whose errors
+    are cut as an answer's texts are; with a ``redactor``, its errors are redacted as its
+    answers are (an ambiguous session is named with the titles of its candidates)."""
 
     def __init__(self, redactor: Redactor | None = None, **settings: Any) -> None:
         super().__init__("xcsh-store", **settings)
@@ -136,12 +139,13 @@ class StoreServer(FastMCP):
             return await super().call_tool(name, arguments)
         except ToolError as error:
             refused = error.__cause__
-            if not isinstance(refused, ValidationError) and self.redactor is None:
-                raise
             message = str(error)
             if isinstance(refused, ValidationError):
                 message = f"Error executing tool {name}: {one_line(refused)}"
-            raise ToolError(self.redactor.text(message) if self.redactor else message) from None
+            if self.redactor is not None:
+                message = self.redactor.text(message)
+            # An error quotes what it was given (a session id, a URL): megabytes, maybe.
+            raise ToolError(cut(message)) from None
 
 
 def build_server(
@@ -156,9 +160,11 @@ def build_server(
     # One cache of the quoted files' secrets for all the tools.
     file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
     for name in tools.TOOLS:
+        question = getattr(tools, name)
         server.add_tool(
-            _tool(agent_dir, getattr(tools, name), redactor, file_secrets, refresher),
+            _tool(agent_dir, question, redactor, file_secrets, tools.PAGES[name], refresher),
             name=name,
+            description=f"{inspect.getdoc(question)} {BUDGET_NOTE}",
             annotations=READ_ONLY,
             structured_output=False,
         )

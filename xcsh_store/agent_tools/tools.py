@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
+from xcsh_store.agent_tools.bounds import Pages, cut
 from xcsh_store.agents import AGENTS
 from xcsh_store.artifacts.pages import retold_paging_hint
 from xcsh_store.artifacts.urls import read_internal_url
@@ -39,6 +40,17 @@ from xcsh_store.index import (
 from xcsh_store.paths import artifacts_dir_for
 from xcsh_store.times import iso_millis
 
+# How each tool's answer is shortened to fit in bounds.ANSWER_BYTES (the server does it).
+PAGES = {
+    "list_sessions": Pages(items="sessions"),
+    "search_sessions": Pages(items="hits"),
+    "get_session": Pages(items="entries"),
+    "get_entry": Pages(text="text"),
+    "get_context": Pages(items="messages"),
+    "read_url": Pages(text="text"),
+    "recall_prompts": Pages(items="prompts"),
+    "usage": Pages(items="rows"),
+}
 # The tools, in the order the server lists them.
 TOOLS = (
     "list_sessions",
@@ -51,12 +63,13 @@ TOOLS = (
     "usage",
 )
 # Caps: sessions, hits and prompts per answer, entries and messages per page, characters per
-# one-line text, characters per page of an entry's whole text.
+# page of an entry's whole text, how deep the pages of sessions,
+# hits and prompts go (offset + limit: a search ranks that many hits to give the last page).
 MAX_HITS = 50
 MAX_PAGE = 200
-MAX_TEXT = 2000
 TEXT_PAGE = 10_000
 MAX_TEXT_PAGE = 50_000
+MAX_REACH = 1000
 # Costs to a hundredth of a cent: finer is noise in an estimate from list prices.
 COST_DIGITS = 4
 
@@ -73,8 +86,17 @@ def _bounded(limit: int, cap: int) -> int:
     return max(1, min(int(limit), cap))
 
 
-def _cut(text: str, chars: int = MAX_TEXT) -> str:
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+def _window(offset: int, limit: int, cap: int) -> tuple[int, int]:
+    """(offset, limit) of a page of a list ranked up to MAX_REACH deep, each within bounds."""
+    limit = _bounded(limit, cap)
+    return min(max(0, int(offset)), MAX_REACH - limit), limit
+
+
+def _page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
+    """``offset``, and ``next_offset`` (null at the end) of a page of ``limit`` items of a list
+    fetched up to one item past it."""
+    more = len(items) > offset + limit and offset + limit < MAX_REACH
+    return {"offset": offset, "next_offset": offset + limit if more else None}
 
 
 _Word = TypeVar("_Word", bound=str)  # a parameter's Literal type, kept
@@ -102,8 +124,8 @@ def _session(info: IndexedSession) -> dict[str, Any]:
     shape = info.to_json()
     return shape | {
         "session": info.session_id,
-        "title": None if info.title is None else _cut(info.title),
-        "first_message": None if info.first_prompt is None else _cut(info.first_prompt, 200),
+        "title": None if info.title is None else cut(info.title),
+        "first_message": None if info.first_prompt is None else cut(info.first_prompt, 200),
         "tokens": info.tokens,
         "cost": _cost(shape["cost"]),
         "leaf_id": info.last_entry_id,
@@ -119,24 +141,28 @@ def list_sessions(
     agent: Agent | None = None,
     order: Order = "modified",
     limit: int = 20,
+    offset: int = 0,
 ) -> dict[str, Any]:
     """Sessions, most recently active first (order: modified, created or title), with their
     title (or first prompt), folder and size. since/until (a date 2026-11-01, a time
     2026-11-01T09:30, or an age such as 1d or 12h): only sessions active in that span
     (modified at or after since, started before until): "what did I work on yesterday?" is
     since=<yesterday's date>, until=<today's date>. Filters: cwd, project folder, agent (one of
-    the agents the store reads). At most 50."""
+    the agents the store reads). At most 50 a page; next_offset is the offset of the next page
+    (null at the end; the first 1,000 sessions)."""
     order = _one_of("order", order, SESSION_ORDERS)
     filters = SessionFilter.parse(
         since=since, until=until, cwd=cwd, project=project, agents=_agents(agent)
     )
-    limit = _bounded(limit, MAX_HITS)
-    sessions = index.sessions(SessionQuery(filters, order, limit + 1))
+    offset, limit = _window(offset, limit, MAX_HITS)
+    sessions = index.sessions(SessionQuery(filters, order, offset + limit + 1))
     if not sessions:
         check_filters(index, project=project)
+    page = _page(sessions, offset, limit)
     return {
-        "sessions": [_session(info) for info in sessions[:limit]],
-        "more": len(sessions) > limit,
+        "sessions": [_session(info) for info in sessions[offset : offset + limit]],
+        "more": page["next_offset"] is not None,
+        **page,
     }
 
 
@@ -150,23 +176,26 @@ def search_sessions(
     until: str | None = None,
     limit: int = 10,
     agent: Agent | None = None,
+    offset: int = 0,
 ) -> dict[str, Any]:
     """Full-text search over every session (all words must match; "phrases", -excluded).
     Filters: project (a working directory, with the folders inside it), role (user, assistant,
     toolResult…), model (an id or provider/id), since/until (a date, a time or an age such as
     7d), agent (one of the agents the store reads). Each hit names its session and entry id
-    (get_entry reads it whole). At most 50 hits."""
+    (get_entry reads it whole). At most 50 hits a page, best first; next_offset is the offset
+    of the next page (null at the end; the best 1,000 hits)."""
     filters = SessionFilter.parse(since=since, until=until, project=project, agents=_agents(agent))
-    limit = _bounded(limit, MAX_HITS)
-    hits = index.hits(SearchQuery(query, filters, role, model, limit))
+    offset, limit = _window(offset, limit, MAX_HITS)
+    hits = index.hits(SearchQuery(query, filters, role, model, offset + limit + 1))
     if not hits:
         check_filters(index, model=model, project=project)
     found: dict[str, Any] = {
         "hits": [
-            hit.to_json() | {"session": hit.session_id, "snippet": _cut(hit.snippet)}
-            for hit in hits
+            hit.to_json() | {"session": hit.session_id, "snippet": cut(hit.snippet)}
+            for hit in hits[offset : offset + limit]
         ],
         "limit": limit,
+        **_page(hits, offset, limit),
     }
     pending = index.text_pending()
     if pending:
@@ -310,23 +339,30 @@ def read_url(
 
 
 def recall_prompts(
-    index: SessionIndex, query: str | None = None, limit: int = 20, agent: Agent | None = None
+    index: SessionIndex,
+    query: str | None = None,
+    limit: int = 20,
+    agent: Agent | None = None,
+    offset: int = 0,
 ) -> dict[str, Any]:
     """Prompts typed before (prompt history and user messages of sessions), newest first:
     all of them, or those holding every word of query; agent: only that agent's (one of the
-    agents the store reads). At most 50."""
-    hits = index.prompts(PromptQuery(query or None, _bounded(limit, MAX_HITS), _agents(agent)))
+    agents the store reads). At most 50 a page; next_offset is the offset of the next page
+    (null at the end; the newest 1,000 prompts)."""
+    offset, limit = _window(offset, limit, MAX_HITS)
+    hits = index.prompts(PromptQuery(query or None, offset + limit + 1, _agents(agent)))
     return {
+        **_page(hits, offset, limit),
         "prompts": [
             hit.to_json()
             | {
-                "prompt": _cut(hit.prompt),
+                "prompt": cut(hit.prompt),
                 # Milliseconds, as every time of these tools.
                 "created": iso_millis(hit.created_at),
                 "session": hit.session_id,
             }
-            for hit in hits
-        ]
+            for hit in hits[offset : offset + limit]
+        ],
     }
 
 
@@ -346,19 +382,25 @@ def usage(
     since: str | None = None,
     until: str | None = None,
     agent: Agent | None = None,
+    offset: int | None = None,
 ) -> dict[str, Any]:
     """Tokens and cost per day, week, month, model, provider, project, session, agent or
-    root-session (a subagent's or fork's usage under the session it came from) (the last 200
-    groups) with the totals of all groups; since/until as for search_sessions; agent:
-    only that agent's sessions. estimated counts the entries whose cost is an estimate from
-    list prices (most agents record none), unpriced those of models without a
-    known price, whose cost is not in the sums (cost null: none has a price)."""
+    root-session (a subagent's or fork's usage under the session it came from) with the totals
+    of all groups; since/until as for search_sessions; agent: only that agent's sessions.
+    estimated counts the entries whose cost is an estimate from list prices (most agents
+    record none), unpriced those of models without a known price, whose cost is not in the
+    sums (cost null: none has a price). At most 200 groups a page from offset (default: the
+    last 200 groups); next_offset is the offset of the next page (null at the end)."""
     by = _one_of("by", by, USAGE_GROUPINGS)
     filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))
     rows = index.usage_rows(UsageQuery((by,), filters))
+    first = max(0, len(rows) - MAX_PAGE) if offset is None else max(0, int(offset))
+    following = first + MAX_PAGE
     return {
         "by": by,
         "groups": len(rows),
-        "rows": [_usage_row(row) for row in rows[-MAX_PAGE:]],
+        "offset": first,
+        "rows": [_usage_row(row) for row in rows[first:following]],
+        "next_offset": following if following < len(rows) else None,
         "totals": _usage_row(usage_total(rows)),
     }

@@ -9,19 +9,24 @@ read from the registry when first asked for (the plugins are loaded then, once).
 from __future__ import annotations
 
 import logging
+import math
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from xcsh_store.agents.base import (
     KINDS,
+    PLUGIN_FAULTS,
     UNKNOWN_VERSION_PREFIX,
     Agent,
     AgentEntry,
     AgentReader,
     HistoryPrompt,
+    PluginOutputError,
     Record,
     SessionFacts,
     Source,
+    entry_problem,
 )
 from xcsh_store.agents.registry import XCSH_AGENTS, agent_named, agents, jsonl_agents, labels
 from xcsh_store.homes import agent_folders, xcsh_family_roots
@@ -32,6 +37,7 @@ __all__ = [
     "FOLDER_VARIABLES",
     "KINDS",
     "OTHER_AGENTS",
+    "PLUGIN_FAULTS",
     "READERS",
     "UNKNOWN_VERSION_PREFIX",
     "UNREAD_TYPE",
@@ -40,6 +46,7 @@ __all__ = [
     "AgentEntry",
     "AgentReader",
     "HistoryPrompt",
+    "PluginOutputError",
     "Record",
     "SessionFacts",
     "Source",
@@ -48,9 +55,14 @@ __all__ = [
     "agent_session_roots",
     "cost_kind",
     "folder_variables",
+    "history_prompt",
+    "kind_of",
     "read_entry",
     "reader_for",
     "reader_named",
+    "records",
+    "records_at",
+    "sources",
     "xcsh_agent_of",
 ]
 
@@ -78,19 +90,113 @@ def __getattr__(name: str) -> Any:
 UNREAD_TYPE = "unread"
 _failed_plugins: set[str] = set()
 
+# Every call of a plugin's code goes through the functions below: what it raises (SystemExit
+# too: PLUGIN_FAULTS) or gives of another type than its place takes costs the record, session
+# or root it was about, and the first such fault of each plugin is warned of in one line. A
+# plugin's bug costs its records, never the sync or the question.
+
 
 def read_entry(agent: Agent, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-    """``agent.read(value, session)``; a record the plugin fails on (its own fault) is kept as
-    an entry of type ``unread`` without text, and the first failure of each plugin is warned
-    of in one line: a plugin's bug costs its records, never the sync or the question."""
+    """``agent.read(value, session)``; a record the plugin fails on, or reads as something the
+    index cannot take (entry_problem, SessionFacts.problem), is kept as an entry of type
+    ``unread`` without text, and what it said of its session is undone."""
+    saved = session.saved()
     try:
-        return agent.read(value, session)
-    except Exception as error:
+        found = agent.read(value, session)
+        problem = entry_problem(found) or session.problem()
+        if problem is not None:
+            raise PluginOutputError(problem)
+    except PLUGIN_FAULTS as error:
+        session.restore(saved)
         _plugin_failed(agent, f"could not read a record of {session.path}", error)
         return AgentEntry({"type": UNREAD_TYPE}, qualifier=type(error).__name__)
+    return found
 
 
-def _plugin_failed(agent: Agent, what: str, error: Exception) -> None:
+def sources(agent: Agent, root: str) -> Iterator[Source]:
+    """``agent.sources(root)``, but the sessions it names wrongly (warned of: they are lost);
+    what the plugin raises is raised (it costs the root)."""
+    for source in agent.sources(root):
+        if (
+            isinstance(source, tuple)
+            and len(source) == len(Source._fields)
+            and isinstance(source[0], str)
+            and all(type(figure) is int for figure in source[1:])
+        ):
+            yield Source(*source)
+        else:
+            problem = PluginOutputError(f"{source!r:.60} is not a Source (path, 4 integers)")
+            _plugin_failed(agent, f"named a session below {root} wrongly", problem)
+
+
+def records(agent: Agent, path: str) -> Iterator[Record]:
+    """``agent.records(path)``, but the records it gives wrongly (a locator that is not an
+    integer, a record that is not an object: warned of, lost); what the plugin raises is
+    raised (it costs the session)."""
+    for record in agent.records(path):
+        if (
+            isinstance(record, tuple)
+            and len(record) == 2
+            and type(record[0]) is int
+            and isinstance(record[1], dict)
+        ):
+            yield record
+        else:
+            problem = PluginOutputError(f"{record!r:.60} is not (locator, record)")
+            _plugin_failed(agent, f"gave a record of {path} wrongly", problem)
+
+
+def records_at(
+    agent: Agent, path: str, locators: Iterable[int]
+) -> dict[int, dict[str, Any]] | None:
+    """``agent.records_at(path, locators)``; None when the plugin fails (or gives something
+    that is not a dict of them). An OSError (a session gone or unreadable now) is raised."""
+    try:
+        found = agent.records_at(path, locators)
+        if not isinstance(found, dict):
+            raise PluginOutputError(f"records_at() gave {found!r:.60}, not a dict")
+        return found
+    except OSError:
+        raise
+    except PLUGIN_FAULTS as error:
+        _plugin_failed(agent, f"could not read records of {path}", error)
+        return None
+
+
+def kind_of(agent: Agent, path: str) -> str:
+    """The kind of the session at ``path`` (Agent.kind_of); the agent's kind when the plugin
+    fails to say."""
+    try:
+        kind = agent.kind_of(path)
+        if kind not in KINDS:
+            raise PluginOutputError(f"kind_of() gave {kind!r:.60}, none of {', '.join(KINDS)}")
+        return kind
+    except PLUGIN_FAULTS as error:
+        _plugin_failed(agent, f"could not tell the kind of {path}", error)
+        return agent.kind
+
+
+def history_prompt(agent: Agent, value: dict[str, Any]) -> HistoryPrompt | None:
+    """The prompt of a line of the agent's history file (Agent.history_prompt); None when it
+    holds none, or when the plugin fails on it."""
+    try:
+        found = agent.history_prompt(value)
+        if found is not None and not (
+            isinstance(found, HistoryPrompt)
+            and isinstance(found.prompt, str)
+            and isinstance(found.created_at, int | float)
+            and not isinstance(found.created_at, bool)
+            and math.isfinite(found.created_at)
+            and all(part is None or isinstance(part, str) for part in (found.cwd, found.session_id))
+        ):
+            raise PluginOutputError(f"history_prompt() gave {found!r:.60}")
+        return found
+    except PLUGIN_FAULTS as error:
+        _plugin_failed(agent, "could not read a line of its prompt history", error)
+        return None
+
+
+def _plugin_failed(agent: Agent, what: str, error: BaseException) -> None:
     """One warning line for the first fault of each plugin (it may fail on every record)."""
     if agent.name in _failed_plugins:
         return
@@ -118,7 +224,7 @@ def reader_for(first: dict[str, Any]) -> Agent | None:
         try:
             if agent.recognizes(first):
                 return agent
-        except Exception as error:  # the plugin's own fault: not its file, then
+        except PLUGIN_FAULTS as error:  # the plugin's own fault: not its file, then
             _plugin_failed(agent, "could not look at a first line", error)
     return None
 
@@ -156,9 +262,15 @@ def folder_variables() -> tuple[str, ...]:
 
 
 def _plugin_call(agent: Agent, method: str) -> list[str]:
+    """The folders or files ``agent.method()`` names (none when it fails or names a thing
+    that is not a path)."""
     try:
-        return list(getattr(agent, method)())
-    except Exception as error:  # a plugin's own fault
+        found = list(getattr(agent, method)())
+        wrong = [item for item in found if not isinstance(item, str)]
+        if wrong:
+            raise PluginOutputError(f"{method}() gave {wrong[0]!r:.60}, not a path")
+        return found
+    except PLUGIN_FAULTS as error:  # a plugin's own fault
         _plugin_failed(agent, f"{method}() failed", error)
         return []
 

@@ -29,8 +29,6 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import orjson
-
 from xcsh_store.agents.base import (
     Agent,
     AgentEntry,
@@ -41,7 +39,7 @@ from xcsh_store.agents.base import (
     text_of,
 )
 from xcsh_store.agents.prices.pricing import Request, price_table
-from xcsh_store.files import open_regular_file
+from xcsh_store.format.jsonl import read_document
 from xcsh_store.homes import agent_home
 from xcsh_store.times import iso_from_millis
 
@@ -74,8 +72,7 @@ class AmpReader(Agent):
         return name.endswith(".json") and not name.startswith(".")
 
     def records(self, path: str) -> Iterator[Record]:
-        with open_regular_file(path) as stream:
-            thread = orjson.loads(stream.read())
+        thread = read_document(path)
         if type(thread) is not dict:
             raise ValueError("an Amp thread is a JSON object")
         if type(thread.get("thread")) is dict and "messages" not in thread:

@@ -29,15 +29,20 @@ facts may use what earlier records said.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shlex
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 # The kinds of session files a plugin reads (see the module docstring).
 KINDS = ("jsonl", "document", "tree", "sqlite", "markdown")
+# What a plugin's own fault may raise: any Exception, and SystemExit (a plugin that calls
+# sys.exit as a script would). Either costs what the plugin was asked for, never the sync;
+# KeyboardInterrupt is the user's, and stops it.
+PLUGIN_FAULTS: tuple[type[BaseException], ...] = (Exception, SystemExit)
 
 log = logging.getLogger("xcsh_store")
 
@@ -63,6 +68,29 @@ class SessionFacts:
     # a reader that ``remembers_parents`` gets both back from the index).
     leaf: str | None = None
     parents: dict[str, str | None] = field(default_factory=dict)
+
+    def saved(self) -> tuple[Any, ...]:
+        """Every fact as it is now, for restore()."""
+        return tuple(getattr(self, name) for name in _FACTS)
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        """The facts as saved() found them (a record that fails is lost with what it said)."""
+        for name, value in zip(_FACTS, saved, strict=True):
+            setattr(self, name, value)
+
+    def problem(self) -> str | None:
+        """What a plugin set to another type than a fact takes, or None."""
+        for name in _FACTS:
+            value = getattr(self, name)
+            if name == "parents":
+                if not isinstance(value, dict):
+                    return f"session parents is {_shown(value)}, not a dict"
+            elif name != "path" and value is not None and not isinstance(value, str):
+                return f"session {name} is {_shown(value)}, not text"
+        return None
+
+
+_FACTS = tuple(fact.name for fact in fields(SessionFacts))
 
 
 @dataclass(slots=True)
@@ -97,6 +125,73 @@ class AgentEntry:
     # without): it gets one in file order, the child of the entry before, as in a format
     # without ids (the id cannot be the reader's: a hit's text is read from its line alone).
     chained: bool = False
+
+
+class PluginOutputError(TypeError):
+    """A plugin gave a value of another type than the one its place takes (a usage figure as
+    a string, an entry id as a number): the record (or session) is lost as if it raised."""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _text_or_none(name: str, value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return None
+    return f"{name} is {_shown(value)}, not text"
+
+
+def _figure(name: str, value: Any) -> str | None:
+    """A token count or a cost: a finite int or float (a bool is not one)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return None
+    return f"{name} is {_shown(value)}, not a number"
+
+
+def entry_problem(found: Any) -> str | None:
+    """What is wrong with what a plugin's read() gave, for the index to take it: None when it
+    is an AgentEntry whose every field the index reads is of its type."""
+    if not isinstance(found, AgentEntry):
+        return f"read() gave {_shown(found)}, not an AgentEntry"
+    entry = found.entry
+    if not isinstance(entry, dict):
+        return f"entry is {_shown(entry)}, not a dict"
+    if not isinstance(entry.get("type"), str):
+        return f"entry type is {_shown(entry.get('type'))}, not text"
+    for key in ("id", "parentId", "timestamp"):
+        problem = _text_or_none(f"entry {key}", entry.get(key))
+        if problem is not None:
+            return problem
+    if "message" in entry and not isinstance(entry["message"], dict):
+        return f"entry message is {_shown(entry['message'])}, not a dict"
+    for name in ("usage_key", "title", "title_source", "model", "provider", "qualifier"):
+        problem = _text_or_none(name, getattr(found, name))
+        if problem is not None:
+            return problem
+    summary = found.leaf_summary
+    if summary is not None and not (
+        isinstance(summary, tuple | list)
+        and len(summary) == 2
+        and all(isinstance(part, str) for part in summary)
+    ):
+        return f"leaf_summary is {_shown(summary)}, not (leaf id, summary)"
+    if found.usage is not None:
+        usage = found.usage
+        if not isinstance(usage, tuple | list) or len(usage) != 6:
+            return f"usage is {_shown(usage)}, not six figures"
+        for number, value in enumerate(usage):
+            if not (number == 5 and value is None):
+                problem = _figure(f"usage[{number}]", value)
+                if problem is not None:
+                    return problem
+    turns = found.rewind_turns
+    if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 0):
+        return f"rewind_turns is {_shown(turns)}, not a count"
+    if not isinstance(found.chained, bool):
+        return f"chained is {_shown(found.chained)}, not True or False"
+    return None
 
 
 def text_blocks(texts: Iterable[str]) -> list[dict[str, str]]:

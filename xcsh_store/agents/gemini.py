@@ -67,7 +67,7 @@ from xcsh_store.agents.base import (
     text_of,
 )
 from xcsh_store.agents.prices.pricing import Request, price_table
-from xcsh_store.files import open_regular_file
+from xcsh_store.format.jsonl import read_document
 
 # Gemini CLI's own variable: the folder that stands for the home folder (``.gemini`` below it).
 HOME_ENV = "GEMINI_CLI_HOME"
@@ -147,8 +147,7 @@ class GeminiReader(Agent):
                 yield source
 
     def records(self, path: str) -> Iterator[Record]:
-        with open_regular_file(path) as stream:
-            chat = orjson.loads(stream.read())
+        chat = read_document(path)
         if type(chat) is not dict:
             raise ValueError("a Gemini CLI chat document is a JSON object")
         messages = chat.get("messages")

@@ -59,8 +59,6 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
-import orjson
-
 from xcsh_store.agents.base import (
     Agent,
     AgentEntry,
@@ -80,7 +78,7 @@ from xcsh_store.agents.opencode_db import (
     database_session,
     database_sources,
 )
-from xcsh_store.files import open_regular_file
+from xcsh_store.format.jsonl import read_document
 from xcsh_store.homes import XDG_DATA_HOME_ENV, agent_home, folder_of
 from xcsh_store.times import iso_from_millis
 
@@ -162,7 +160,7 @@ class OpencodeReader(Agent):
             yield from _export_records(path)
 
     def _tree_records(self, path: str) -> Iterator[Record]:
-        info = _load(path)
+        info = read_document(path)
         if type(info) is not dict:
             raise ValueError("an opencode session file is a JSON object")
         storage = _storage_of(path)
@@ -329,7 +327,7 @@ def _session_records(
 
 def _export_records(path: str) -> Iterator[Record]:
     """The records of an ``opencode export`` document, in its order."""
-    document = _load(path)
+    document = read_document(path)
     info = document.get("info") if type(document) is dict else None
     messages = document.get("messages") if type(document) is dict else None
     if type(info) is not dict or type(messages) is not list:
@@ -372,17 +370,12 @@ def _json_files(folder: str) -> list[str]:
     ]
 
 
-def _load(path: str) -> Any:
-    with open_regular_file(path) as stream:
-        return orjson.loads(stream.read())
-
-
 def _load_or_skip(path: str) -> Any:
     """A message's or a part's file, None (and a warning naming it) when it cannot be read: one
     bad file costs its own record, not the session."""
     try:
-        return _load(path)
-    except (OSError, orjson.JSONDecodeError) as error:
+        return read_document(path)
+    except (OSError, ValueError) as error:
         log.warning("%s: opencode file left out: %s", path, error)
         return None
 

@@ -30,9 +30,8 @@ from contextlib import closing
 from typing import Any
 from urllib.parse import quote
 
-import orjson
-
 from xcsh_store.agents.base import Record, Source
+from xcsh_store.format.jsonl import parse_document
 
 DATABASE_NAME = re.compile(r"opencode(-[A-Za-z0-9_.-]+)?\.db")
 SESSION_RECORD = "opencode-session"
@@ -138,7 +137,7 @@ def database_records(database: str, session_id: str) -> Iterator[Record]:
 def _data(data: Any) -> dict[str, Any] | None:
     """A ``data`` column's JSON object (None for one that is not)."""
     try:
-        value = orjson.loads(data)
-    except (orjson.JSONDecodeError, TypeError):
+        value = parse_document(data)
+    except (ValueError, TypeError):
         return None
     return value if type(value) is dict else None

@@ -19,7 +19,7 @@ import re
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from xcsh_store.agents.base import KINDS, Agent
+from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent
 
 log = logging.getLogger("xcsh_store")
 
@@ -41,7 +41,7 @@ def agents() -> tuple[Agent, ...]:
         own = _distribution(entry_point) == OWN_DISTRIBUTION
         try:
             agent = _agent_of(entry_point.load())
-        except Exception as error:  # a plugin's own fault, whatever it is
+        except PLUGIN_FAULTS as error:  # a plugin's own fault, whatever it is (sys.exit too)
             message = str(error).strip().splitlines()
             log.warning(
                 "agent plugin %s (%s) left out: %s%s",

@@ -1,4 +1,5 @@
-"""JSONL reading that never raises on content, and writing one ``JSON.stringify`` line."""
+"""JSONL reading that never raises on content (and JSON documents read as leniently), and
+writing one ``JSON.stringify`` line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from xcsh_store.files import open_regular_file
-from xcsh_store.js import reject_constant, stringify
+from xcsh_store.js import reject_constant, stringify, well_formed
 
 BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 256 * 1024
@@ -47,6 +48,52 @@ def parse_line(line: bytes | bytearray | memoryview) -> list[dict[str, Any]]:
     except orjson.JSONDecodeError:
         return _recover_values(bytes(line).decode("utf-8", "replace"))
     return [value] if type(value) is dict else []
+
+
+def parse_document(data: bytes | str) -> Any:
+    """The JSON value of a whole document (another agent's chat file, never written back), read
+    as leniently as parse_line reads a line: orjson first; else a byte that is not UTF-8 and a
+    lone surrogate escape (``JSON.stringify`` writes one for an emoji it cut) as U+FFFD, and
+    nesting deeper than orjson allows. ValueError when it is not one JSON value even so (one
+    bad character costs a character, a truncated document the document)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        if isinstance(data, str):
+            text = data.removeprefix("\ufeff")
+        else:
+            text = data.removeprefix(BOM).decode("utf-8", "replace")
+    position = _after_space(text, 0)
+    try:
+        value, position = _DECODER.raw_decode(text, position)
+    except RecursionError:
+        value, position = _decode_deep(text, position)
+    if _after_space(text, position) != len(text):
+        raise ValueError(f"text after the JSON value, at character {position}")
+    return replace_lone_surrogates(value)
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """``value`` with :func:`well_formed` applied to every string in it, at any depth (in
+    place, but a string itself)."""
+    if type(value) is str:
+        return well_formed(value)
+    pending: list[Any] = [value] if type(value) is dict or type(value) is list else []
+    while pending:
+        container = pending.pop()
+        members = container.items() if type(container) is dict else enumerate(container)
+        for key, item in list(members):
+            if type(item) is str:
+                container[key] = well_formed(item)
+            elif type(item) is dict or type(item) is list:
+                pending.append(item)
+    return value
+
+
+def read_document(path: str) -> Any:
+    """The JSON value of the document at ``path`` (a regular file), by parse_document."""
+    with open_regular_file(path) as stream:
+        return parse_document(stream.read())
 
 
 def _recover_values(text: str) -> list[dict[str, Any]]:

@@ -9,7 +9,10 @@ server's watermark and tier of the file are the very ones kept here, so the serv
 exactly the rows the marks describe; any other server, a restored backup, a push by another
 client or a lost ledger costs one replacement of the file's rows, as before. Written after the
 server committed: a push killed between the two leaves an old watermark here, which no longer
-matches, and the file is replaced next time. Nothing in it leaves the machine.
+matches, and the file is replaced next time. A row that cannot be read is taken as no row, and
+one whose marks the server turns out not to hold (a ledger copied, restored or edited) is
+forgotten by the push that finds it (upload.py): the file is sent whole. Nothing in it leaves
+the machine; an error it raises names it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from xcsh_store.paths import FILE_MODE
+from xcsh_store.team.errors import TeamIndexError
 
 LEDGER_FILE_NAME = "team-pushed.db"
 _COLUMNS = ("host", "path", "watermark", "tier", "form", "marks")
@@ -42,37 +46,47 @@ class PushLedger:
     """``team-pushed.db`` in ``folder`` (made on first use, 0600)."""
 
     def __init__(self, folder: str) -> None:
-        path = os.path.join(folder, LEDGER_FILE_NAME)
-        try:
-            self.connection = _opened(path)
-        except sqlite3.DatabaseError:
-            # Not a database (damaged): kept aside for its owner; a hint, so begun again.
-            os.replace(path, f"{path}.unreadable")
-            self.connection = _opened(path)
-        columns = [row[1] for row in self.connection.execute("PRAGMA table_info(pushed)")]
-        if columns and columns != list(_COLUMNS):
-            # Another version's: a hint only, made again as files are pushed.
-            self.connection.execute("DROP TABLE pushed")
-        self.connection.execute(
-            "CREATE TABLE IF NOT EXISTS pushed (host TEXT NOT NULL, path TEXT NOT NULL,"
-            " watermark TEXT NOT NULL, tier TEXT NOT NULL, form TEXT NOT NULL,"
-            " marks BLOB NOT NULL,"
-            " PRIMARY KEY (host, path)) WITHOUT ROWID"
-        )
+        self.path = path = os.path.join(folder, LEDGER_FILE_NAME)
+        with self._named():
+            try:
+                self.connection = _opened(path)
+            except sqlite3.DatabaseError:
+                # Not a database (damaged): kept aside for its owner; a hint, so begun again.
+                os.replace(path, f"{path}.unreadable")
+                self.connection = _opened(path)
+            columns = [row[1] for row in self.connection.execute("PRAGMA table_info(pushed)")]
+            if columns and columns != list(_COLUMNS):
+                # Another version's: a hint only, made again as files are pushed.
+                self.connection.execute("DROP TABLE pushed")
+            self.connection.execute(
+                "CREATE TABLE IF NOT EXISTS pushed (host TEXT NOT NULL, path TEXT NOT NULL,"
+                " watermark TEXT NOT NULL, tier TEXT NOT NULL, form TEXT NOT NULL,"
+                " marks BLOB NOT NULL,"
+                " PRIMARY KEY (host, path)) WITHOUT ROWID"
+            )
 
     def close(self) -> None:
         self.connection.close()
 
     def pushed(self, host: str, path: str) -> Pushed | None:
-        row = self.connection.execute(
-            "SELECT watermark, tier, form, marks FROM pushed WHERE host = ? AND path = ?",
-            (host, path),
-        ).fetchone()
+        """What the server was given of the file, or None: not pushed from here, or a row that
+        cannot be read (of another type, marks that are no pairs of numbers)."""
+        with self._named():
+            row = self.connection.execute(
+                "SELECT watermark, tier, form, marks FROM pushed WHERE host = ? AND path = ?",
+                (host, path),
+            ).fetchone()
         if row is None:
             return None
+        watermark, tier, form, marks = row
         pairs = array("q")
-        pairs.frombytes(row[3])
-        return Pushed(row[0], row[1], row[2], dict(zip(pairs[::2], pairs[1::2], strict=True)))
+        try:
+            pairs.frombytes(marks)
+        except (TypeError, ValueError):
+            return None
+        if not all(isinstance(value, str) for value in (watermark, tier, form)) or len(pairs) % 2:
+            return None
+        return Pushed(watermark, tier, form, dict(zip(pairs[::2], pairs[1::2], strict=True)))
 
     def record(self, host: str, files: Iterable[tuple[str, Pushed]]) -> None:
         """Files the server now holds: (path, what it holds of it) each."""
@@ -93,13 +107,25 @@ class PushLedger:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
-        self.connection.execute("BEGIN IMMEDIATE")
+        with self._named():
+            self.connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.connection.execute("ROLLBACK")
+                raise
+            self.connection.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        """An SQLite error of the ledger as a TeamIndexError that names it."""
         try:
             yield
-        except BaseException:
-            self.connection.execute("ROLLBACK")
-            raise
-        self.connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise TeamIndexError(
+                f"The push ledger {self.path} cannot be used ({error}): it only saves sending"
+                " files whole, so it may be deleted"
+            ) from error
 
 
 def _opened(path: str) -> sqlite3.Connection:

@@ -7,12 +7,19 @@ it now, and the next push sends exactly the files whose watermark differs: no du
 gap. A file the server holds as this machine last pushed it (ledger.py) sends only the entries
 that are new or changed since, and deletes those that went (a file that grew: its new entries,
 its session row and watermark); any other file's rows are replaced whole (a rewrite, a
-truncation, a file pushed by another client or before the ledger). The usage_rollup rows of
-the sessions a transaction touched are made again in it, so one appended entry costs a few row
-writes whatever the size of the file and of the host. The files the index no longer holds are
-deleted from the server the same way. A host's pushes take an advisory lock on its name, so
-two pushes of one host run one after the other; pushes of different hosts touch different rows
-and never wait for each other.
+truncation, a file pushed by another client or before the ledger). Where the server turns out
+not to hold what the ledger says (an entry sent again is a duplicate, or the count of a file's
+entries is not its index's), the transaction is undone, the ledger's rows of its files are
+forgotten and the files are sent whole. The usage_rollup rows of the sessions a transaction
+touched are made again in it, so one appended entry costs a few row writes whatever the size
+of the file and of the host. The files the index no longer holds are deleted from the server
+the same way. A host's pushes take an advisory lock on its name, so two pushes of one host run
+one after the other; pushes of different hosts touch different rows and never wait for each
+other.
+
+A host is pushed by one store (an index, named by a fingerprint of its host key): a push from
+another (a second agent dir pushing under the same machine name) would delete the sessions the
+first pushed, so it is refused unless it takes the host over (``take_over``).
 
 What leaves at each privacy tier, the keyed watermarks and the redaction of secrets in the text
 that leaves are disclosure.py's. A push
@@ -24,6 +31,7 @@ before anything else is pushed.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import socket
 from dataclasses import dataclass
@@ -124,6 +132,7 @@ def push(
     redact_paths: bool | None = None,
     redact: bool = True,
     redactor: Redactor | None = None,
+    take_over: bool = False,
 ) -> PushReport:
     """Push the agent dir's index (``db_path``, default its index.db) to the team index at
     ``url`` (a libpq connection string: server.py) as ``host``, the secrets in its text
@@ -131,7 +140,9 @@ def push(
     every push of a watch; else by one made when the first text leaves).
 
     ``tier`` and ``redact_paths`` default to the host's choice on the server (``full`` and
-    paths for a new host), so a push without them never raises what a host shares.
+    paths for a new host), so a push without them never raises what a host shares. A host
+    another store pushes is refused (TeamIndexError) unless ``take_over``: this store's
+    sessions then replace that store's.
     """
     if tier is not None and tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}")
@@ -149,7 +160,7 @@ def push(
                     index,
                     ledger,
                     local,
-                    host,
+                    _Host(host, store_of(key), take_over),
                     tier,
                     redact_paths,
                     Disclosure("usage", key, redact=redact, loaded=redactor),
@@ -159,18 +170,35 @@ def push(
             connection.close()
 
 
+def store_of(key: bytes) -> str:
+    """The name of the store whose host key is ``key``, as the server keeps it (hosts.store):
+    a fingerprint that says nothing of the key."""
+    return hashlib.sha256(b"xcsh-store store\0" + key).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class _Host:
+    """The host a push writes, the store pushing it, and whether it may take the host over
+    from another store."""
+
+    name: str
+    store: str
+    take_over: bool = False
+
+
 def _push(
     connection: psycopg.Connection[Any],
     index: SessionIndex,
     ledger: PushLedger,
     local: dict[str, FileState],
-    host: str,
+    pushing: _Host,
     tier: str | None,
     redact_paths: bool | None,
     chosen: Disclosure,
 ) -> PushReport:
     """``push`` on an open connection; ``chosen`` holds the key and the redaction choice (its
     tier and path choice are the host's, read here)."""
+    host = pushing.name
     connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"xcsh-store push {host}",))
     # A commit need not wait for its WAL to reach the disk: a server crash may lose the last
     # few commits, rows and watermarks together, and the next push sends those files again.
@@ -185,7 +213,7 @@ def _push(
                 " ON COMMIT DELETE ROWS"
             )
     connection.commit()
-    report = _set_choices(connection, host, tier, redact_paths)
+    report = _set_choices(connection, pushing, tier, redact_paths)
     disclosure = dataclasses.replace(chosen, tier=report.tier, redact_paths=report.redact_paths)
     report.files = len(local)
     outgoing = {disclosure.path(path): state for path, state in local.items()}
@@ -211,9 +239,9 @@ def _push(
             continue
         batch.add(index, path, state, ledger.pushed(host, outgoing_text(path)), remote.get(path))
         if batch.full():
-            batch.write(connection, ledger, report)
+            batch.write(connection, index, ledger, report)
             batch = _Batch(host, disclosure, staged)
-    batch.write(connection, ledger, report)
+    batch.write(connection, index, ledger, report)
     if disclosure.at_least("full"):
         report.history = _push_history(connection, index, host, disclosure, staged)
     with connection.transaction():
@@ -329,6 +357,10 @@ def _refresh_rollup(connection: psycopg.Connection[Any], host: str, sessions: se
     )
 
 
+class _LedgerConflictError(Exception):
+    """The server does not hold the entries the ledger says it holds."""
+
+
 class _Batch:
     """The rows of a few changed files, written in one transaction: each file's new or changed
     entries and its watermark (a file the server holds as the ledger says), or all its rows
@@ -355,6 +387,10 @@ class _Batch:
         self.refs: list[tuple[Any, ...]] = []
         # What the ledger records once the transaction is committed.
         self.ledger: list[tuple[str, Pushed]] = []
+        # The files as add() was given them, to send whole if the ledger was wrong, and the
+        # count of entries the server holds of each file that sends what changed, once it has.
+        self.sources: list[tuple[str, FileState, str | None]] = []
+        self.counts: dict[str, int] = {}
         # Whether a file the server does not hold yet is among them (a first push).
         self.new_files = False
 
@@ -374,6 +410,7 @@ class _Batch:
         which ``remote`` (its watermark and tier there) and ``pushed`` (the ledger's record
         of it) say the server holds."""
         host, disclosure = self.host, self.disclosure
+        self.sources.append((path, state, remote))
         path = outgoing_text(path)
         watermark = disclosure.watermark(path, state.state)
         with one_state(index):
@@ -397,6 +434,7 @@ class _Batch:
             self.sessions.append((host, path, *session_values))
         else:
             self.updated.append((watermark, disclosure.tier, *session_values, host, path))
+            self.counts[path] = len(marks)
             self.added += ((path, seq) for seq in changes[0])
             self.removed += ((path, seq) for seq in changes[1])
         for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
@@ -405,10 +443,37 @@ class _Batch:
         self.ledger.append((path, Pushed(watermark, disclosure.tier, disclosure.form, marks)))
 
     def write(
-        self, connection: psycopg.Connection[Any], ledger: PushLedger, report: PushReport
+        self,
+        connection: psycopg.Connection[Any],
+        index: SessionIndex,
+        ledger: PushLedger,
+        report: PushReport,
     ) -> None:
+        """Write the batch, then record it in the ledger. Where the server turns out not to
+        hold what the ledger said of a file that sends what changed (an entry sent is already
+        there, or the count of its entries is not the index's), the transaction is undone, the
+        ledger's rows of those files forgotten, and the batch written with every file whole."""
         if not self.ledger:
             return
+        try:
+            self._write(connection)
+        except (psycopg.errors.UniqueViolation, _LedgerConflictError):
+            if not self.updated:
+                raise
+            ledger.forget(self.host, [row[-1] for row in self.updated])
+            whole = _Batch(self.host, self.disclosure, self.staged)
+            for path, state, remote in self.sources:
+                whole.add(index, path, state, None, remote)
+            whole.write(connection, index, ledger, report)
+            return
+        ledger.record(self.host, self.ledger)
+        report.pushed += len(self.ledger)
+        report.appended += len(self.updated)
+        report.entries += len(self.entries)
+
+    def _write(self, connection: psycopg.Connection[Any]) -> None:
+        """The batch's rows in one transaction; _LedgerConflictError (the transaction undone)
+        when a file that sends what changed does not then hold as many entries as its index."""
         host = self.host
         paths = [row[1] for row in self.files]
         files = paths + [row[-1] for row in self.updated]
@@ -444,13 +509,19 @@ class _Batch:
             ):
                 if rows:
                     _copy(connection, table, rows, self.staged)
+            if self.counts:
+                held = dict(
+                    connection.execute(
+                        "SELECT path, count(*) FROM entries WHERE host = %s AND path = ANY(%s)"
+                        " GROUP BY path",
+                        (host, list(self.counts)),
+                    ).fetchall()
+                )
+                if any(held.get(path, 0) != count for path, count in self.counts.items()):
+                    raise _LedgerConflictError
             if not self.new_files:
                 touched |= _sessions_touched(connection, host, paths, self.added, files)
                 _refresh_rollup(connection, host, touched)
-        ledger.record(host, self.ledger)
-        report.pushed += len(self.ledger)
-        report.appended += len(self.updated)
-        report.entries += len(self.entries)
 
 
 def _changes(
@@ -502,23 +573,37 @@ def _usage_changed(connection: psycopg.Connection[Any], host: str) -> None:
 
 
 def _set_choices(
-    connection: psycopg.Connection[Any], host: str, tier: str | None, redact_paths: bool | None
+    connection: psycopg.Connection[Any],
+    pushing: _Host,
+    tier: str | None,
+    redact_paths: bool | None,
 ) -> PushReport:
-    """The host's row, with its tier and path choice. A lower tier than before scrubs what it
-    no longer allows, and a change of path choice removes every row of the host that names a
-    path (all of them: the push then sends them again), in the same transaction."""
+    """The host's row, with its tier, path choice and store. A host another store pushes is
+    refused (unless taken over). A lower tier than before scrubs what it no longer allows, and
+    a change of path choice removes every row of the host that names a path (all of them: the
+    push then sends them again), in the same transaction."""
+    host = pushing.name
     with connection.transaction():
         row = connection.execute(
-            "SELECT tier, redact_paths FROM hosts WHERE host = %s FOR UPDATE", (host,)
+            "SELECT tier, redact_paths, store FROM hosts WHERE host = %s FOR UPDATE", (host,)
         ).fetchone()
-        before, redacted_before = row or (None, False)
+        before, redacted_before, store = row or (None, False, None)
+        if store not in (None, pushing.store) and not pushing.take_over:
+            raise TeamIndexError(
+                f"Host {host!r} on the team server is pushed by another store (another agent"
+                " dir, or one whose host key was made again): a push from here would delete"
+                " the sessions it pushed. Push as another host (--host NAME), or with"
+                " --take-over to replace them with this store's"
+            )
+        if row is not None and store != pushing.store:
+            connection.execute("UPDATE hosts SET store = %s WHERE host = %s", (pushing.store, host))
         chosen = tier or before or DEFAULT_TIER
         redact = redacted_before if redact_paths is None else redact_paths
         report = PushReport(host=host, tier=chosen, redact_paths=redact)
         if before is None:
             connection.execute(
-                "INSERT INTO hosts (host, tier, redact_paths) VALUES (%s, %s, %s)",
-                (host, chosen, redact),
+                "INSERT INTO hosts (host, tier, redact_paths, store) VALUES (%s, %s, %s, %s)",
+                (host, chosen, redact, pushing.store),
             )
             return report
         if TIERS.index(chosen) < TIERS.index(before):

@@ -8,6 +8,8 @@ front-end build step. This package front is what the CLI uses.
 * ``app``: the Starlette app: routes, bounded pages, error pages, the live stream;
 * ``pages``: what each page shows, as plain data for its template, each bounded in size;
 * ``markup``: a session's text as safe HTML (markdown, sanitised; code highlighted);
+* ``highlight``: code highlighted under a budget, in worker processes (``highlight_worker``,
+  run as a script) killed when a block runs over, with the lexers of ``lexers.txt`` only;
 * ``server``: running the app under uvicorn, with a watcher beside it for ``serve --watch``.
 """
 

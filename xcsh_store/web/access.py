@@ -33,6 +33,9 @@ SECURITY_HEADERS = {
     # Another site's page cannot even embed an image or a script of this server.
     "cross-origin-resource-policy": "same-origin",
 }
+# The cookie that keeps the token, one per port the server listens on (its name ends with
+# it): a browser sends a cookie to every port of a host, and two servers on two ports would
+# otherwise each overwrite the other's token, and be sent it.
 TOKEN_COOKIE = "xcsh_store_token"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # A token is a line of text: a longer file is not a token file.
@@ -81,6 +84,12 @@ def beyond_loopback(hosts: frozenset[str]) -> bool:
     a name that is not loopback's: an address others reach, or a name a proxy gives it, so that
     its pages may leave this machine."""
     return not hosts <= allowed_host_names(LOOPBACK_NAMES[0])
+
+
+def token_cookie(scope: Scope) -> str:
+    """The name of the token's cookie for the server ``scope`` came in on (its port)."""
+    server = scope.get("server")
+    return f"{TOKEN_COOKIE}_{server[1]}" if server and server[1] is not None else TOKEN_COOKIE
 
 
 def read_token_file(path: str) -> str:
@@ -159,7 +168,7 @@ class Guard:
         assert self.token is not None
         offered = (
             request.query_params.get("token")
-            or request.cookies.get(TOKEN_COOKIE)
+            or request.cookies.get(token_cookie(request.scope))
             or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         )
         return hmac.compare_digest(offered.encode("utf-8", "replace"), self.token)
@@ -173,7 +182,7 @@ class Guard:
         response = RedirectResponse(target + (f"?{urlencode(kept)}" if kept else ""), 303)
         assert self.token is not None
         response.set_cookie(
-            TOKEN_COOKIE,
+            token_cookie(request.scope),
             self.token.decode(),
             path="/",
             httponly=True,

@@ -5,7 +5,9 @@ running, pages learn of new syncs through server-sent events and reload what the
 
 Whatever the sessions hold, a page is bounded: pages.py bounds what each shows, and render()
 cuts any page at PAGE_BYTES. The pages that read the index run PAGES_AT_ONCE at a time, so the
-server's memory does not grow with the number of requests made at once.
+server's memory does not grow with the number of requests made at once; and whatever a page
+costs to highlight, it cannot hold the others up: its code is highlighted in worker processes
+within a time budget (highlight.py), and not at all while other pages wait for their turn.
 
 With ``redact`` (serve answering beyond loopback), every value a page prints and every resource
 passes through the secret redaction first (xcsh_store.secrets), and so do the pieces of a secret
@@ -15,6 +17,7 @@ files a page shows excerpts of are taken out of it, whole or cut."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -68,6 +71,7 @@ from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
 from xcsh_store.secrets import FileSecrets, Redactor, Secret
 from xcsh_store.web import markup, pages
 from xcsh_store.web.access import Guard, allowed_host_names
+from xcsh_store.web.highlight import Budget, Highlighter
 
 log = logging.getLogger("xcsh_store")
 
@@ -133,6 +137,25 @@ def bounded_html(chunks: Iterator[str], limit: int = PAGE_BYTES) -> bytes:
     return b"".join(parts)
 
 
+class Waiting:
+    """How many pages wait for their turn: counted on the event loop, read by the threads
+    that make pages (an int read is atomic)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        self.count += 1
+        try:
+            yield
+        finally:
+            self.count -= 1
+
+    def any(self) -> bool:
+        return self.count > 0
+
+
 def error_of(error: Exception) -> tuple[int, str]:
     """The status and title of the page that answers ``error``."""
     if isinstance(error, BadParameterError):
@@ -170,11 +193,14 @@ def create_app(
     hosts: frozenset[str] | None = None,
     redact: bool = False,
     sync_every: float | None = REFRESH_SECONDS,
+    highlighter: Highlighter | None = None,
 ) -> Starlette:
     """The app over the index of ``agent_dir``; with ``token``, every request must carry it;
     it answers to the Host names ``hosts`` (default: loopback's); with ``redact``, no secret
     of a session is in a page or a resource. A page syncs the index before it reads it, at
-    most every ``sync_every`` seconds (None: never), unless a watch keeps it current.
+    most every ``sync_every`` seconds (None: never), unless a watch keeps it current. Code is
+    highlighted by ``highlighter`` (default: one with the checked lexers), which the app
+    closes when it shuts down.
 
     The pages are plain functions, run in worker threads PAGES_AT_ONCE at a time: a slow query
     never holds up the event loop, and with it the live streams of other pages."""
@@ -182,11 +208,21 @@ def create_app(
     db_path = get_index_db_path(agent_dir)
     redactor = Redactor() if redact else None
     file_secrets = FileSecrets(redactor.detector) if redactor is not None else None
-    # The secrets of the files the page being rendered (in this thread) shows pieces of.
+    # The secrets of the files the page being rendered (in this thread) shows pieces of, and
+    # the highlighting it may still do.
     rendering = threading.local()
+    highlighter = highlighter or Highlighter(workers=PAGES_AT_ONCE)
+    renderer = markup.Renderer(highlighter)
+    # Pages waiting for their turn (PAGES_AT_ONCE): while any waits, none highlights.
+    waiting = Waiting()
 
     def known() -> list[Secret]:
         return getattr(rendering, "known", [])
+
+    def budget() -> Budget:
+        """The highlighting budget of the page being rendered in this thread."""
+        found: Budget = rendering.budget
+        return found
 
     def printed(value: Any) -> Any:
         """What a template prints: a text with its secrets redacted (before it is escaped),
@@ -252,8 +288,10 @@ def create_app(
 
     templates.globals["url"] = url
     templates.filters["shorten"] = shorten
-    templates.filters["markdown"] = lambda text: markup.markdown(redacted(text))
-    templates.filters["code"] = lambda text, language: markup.highlighted(redacted(text), language)
+    templates.filters["markdown"] = lambda text: renderer.markdown(redacted(text), budget())
+    templates.filters["code"] = lambda text, language: renderer.code(
+        redacted(text), language, budget()
+    )
     templates.filters["human_time"] = pages.human_time
     templates.filters["duration"] = pages.duration_text
     templates.filters["count"] = pages.count_text
@@ -265,10 +303,12 @@ def create_app(
         # The page's live stream tells of any sync after the one the page was made from.
         live = "/live?" + urlencode({"seen": index_version(db_path)})
         rendering.known = known or []
+        rendering.budget = Budget(crowded=waiting.any)
         try:
             html = bounded_html(templates.get_template(name).generate(live=live, **context))
         finally:
             rendering.known = []
+            rendering.budget = None
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     def page(handler: Callable[[Request], Response]) -> Callable[[Request], Any]:
@@ -292,7 +332,12 @@ def create_app(
                 )  # fmt: skip
 
         async def endpoint(request: Request) -> Response:
-            return await anyio.to_thread.run_sync(answer, request, limiter=limiter)
+            with waiting.turn():
+                await limiter.acquire()
+            try:
+                return await anyio.to_thread.run_sync(answer, request)
+            finally:
+                limiter.release()
 
         return endpoint
 
@@ -528,6 +573,13 @@ def create_app(
         """The colours of highlighted code (Pygments' classes), light and dark."""
         return Response(code_css, media_type="text/css", headers={"cache-control": "max-age=3600"})
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        # A page still highlighting gets plain text at once: the server's exit waits for
+        # its threads.
+        highlighter.close()
+
     static = resources.files("xcsh_store.web") / "static"
     return Starlette(
         routes=[
@@ -547,4 +599,5 @@ def create_app(
         ],
         middleware=[Middleware(Guard, token=token, hosts=hosts or allowed_host_names("127.0.0.1"))],
         exception_handlers={404: not_found},
+        lifespan=lifespan,
     )

@@ -1,27 +1,29 @@
 """Session text as HTML a page can hold: markdown rendered by markdown-it-py (CommonMark, raw
 HTML off), its output cleaned by nh3 (Ammonia: an allow-list of tags, attributes and URL
 schemes), code highlighted by Pygments with CSS classes (the page's policy allows no inline
-style). Whatever a session says, what comes out runs nothing: a ``<script>`` is text,
-``onerror=`` is dropped, a ``javascript:`` link loses its href."""
+style) within the page's budget (highlight.py: what is not highlighted in time is plain).
+Whatever a session says, what comes out runs nothing: a ``<script>`` is text, ``onerror=`` is
+dropped, a ``javascript:`` link loses its href."""
 
 from __future__ import annotations
 
-import functools
+import re
+import threading
+from collections import OrderedDict
+from contextvars import ContextVar
 
 import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_by_name
-from pygments.util import ClassNotFound
 
-# Characters of one code block highlighted: past it the block is shown plain (Pygments'
-# lexers take time in proportion to the text, and a tool result can be megabytes).
-HIGHLIGHT_LIMIT = 100_000
+from xcsh_store.web.highlight import Budget, Highlighter
+
 # The class every highlighted block carries; code_css() styles the tokens under it.
 CODE_CLASS = "code"
+# Texts rendered lately, kept: a page reloaded after a sync shows mostly the same entries
+# (at most ENTRY_SHOWN characters each: a few MB in all).
+RENDERED_KEPT = 256
 
 _TAGS = {
     "p", "br", "hr", "em", "strong", "del", "s", "code", "pre", "span", "div", "blockquote",
@@ -39,51 +41,18 @@ _ATTRIBUTES = {
     "th": {"align"},
     "td": {"align"},
 }
-# Links to the web and mail only; images only from this server (a relative URL), so that a
-# page never loads another site's image (the policy would block it anyway).
+# Links to the web and mail only.
 _SCHEMES = {"http", "https", "mailto"}
+# Images only of this server's image routes (pages.py links them so): never another site's
+# (the policy would block it anyway), and never another page of this server, which the browser
+# would request with every view of the page (/live never ends, /search searches).
+_OWN_IMAGE = re.compile(r"/blob/[0-9a-f]{64}\?type=image/[a-z0-9.+-]+|/image\?[^#\s]*")
 
 
 def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
-    if tag == "img" and attribute == "src" and ("://" in value or value.startswith("//")):
+    if tag == "img" and attribute == "src" and not _OWN_IMAGE.fullmatch(value):
         return None
     return value
-
-
-@functools.cache
-def _formatter() -> HtmlFormatter:
-    return HtmlFormatter(nowrap=True, classprefix="")
-
-
-@functools.lru_cache(maxsize=128)
-def _lexer(name: str) -> Lexer | None:
-    """The lexer of a language name (looked up once: Pygments searches its whole table)."""
-    try:
-        return get_lexer_by_name(name, stripnl=False)
-    except ClassNotFound:
-        return None
-
-
-def highlighted(code: str, language: str = "") -> Markup:
-    """``code`` as the inside of a ``<pre>``: its tokens in spans of Pygments' classes when
-    ``language`` names a lexer and the code is not too long; escaped text otherwise."""
-    if language and len(code) <= HIGHLIGHT_LIMIT:
-        lexer = _lexer(language.strip().split()[0].lower()) if language.strip() else None
-        if lexer is not None:
-            html = highlight(code, lexer, _formatter())
-            # Pygments adds a newline a block did not have.
-            return Markup(html[:-1] if html.endswith("\n") and not code.endswith("\n") else html)
-    return escape(code)
-
-
-def _fence(code: str, language: str, _attributes: str) -> str:
-    return f'<pre class="{CODE_CLASS}"><code>{highlighted(code, language)}</code></pre>'
-
-
-@functools.cache
-def _parser() -> MarkdownIt:
-    parser = MarkdownIt("commonmark", {"html": False, "highlight": _fence})
-    return parser.enable(["table", "strikethrough"])
 
 
 def clean(html: str) -> Markup:
@@ -100,12 +69,54 @@ def clean(html: str) -> Markup:
     )
 
 
-# Texts rendered lately, kept: a page reloaded after a sync shows mostly the same entries
-# (at most ENTRY_SHOWN characters each: a few MB in all).
-@functools.lru_cache(maxsize=256)
-def markdown(text: str) -> Markup:
-    """``text`` read as CommonMark (tables, strike-through), as clean HTML."""
-    return clean(_parser().render(text))
+class Renderer:
+    """Markdown and code as clean HTML, the code highlighted by ``highlighter`` within the
+    ``Budget`` of the page being made."""
+
+    def __init__(self, highlighter: Highlighter) -> None:
+        self.highlighter = highlighter
+        self._parser = MarkdownIt("commonmark", {"html": False, "highlight": self._fence})
+        self._parser.enable(["table", "strikethrough"])
+        # The budget of the page whose markdown is being rendered (the fence callback of
+        # markdown-it-py takes no argument of ours); each worker thread has its own.
+        self._budget: ContextVar[Budget] = ContextVar("budget")
+        self._rendered: OrderedDict[str, Markup] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def code(self, code: str, language: str, budget: Budget) -> Markup:
+        """``code`` as the inside of a ``<pre>``: its tokens in spans of Pygments' classes
+        when ``language`` names a checked lexer and the budget allows; escaped text
+        otherwise."""
+        html = self.highlighter.highlight(code, language, budget) if language else None
+        if html is None:
+            return escape(code)
+        # Pygments adds a newline a block did not have.
+        return Markup(html[:-1] if html.endswith("\n") and not code.endswith("\n") else html)
+
+    def markdown(self, text: str, budget: Budget) -> Markup:
+        """``text`` read as CommonMark (tables, strike-through), as clean HTML; kept for the
+        next page unless a block of it was shown plain for want of budget."""
+        with self._lock:
+            if text in self._rendered:
+                self._rendered.move_to_end(text)
+                return self._rendered[text]
+        short_before, budget.short = budget.short, False
+        token = self._budget.set(budget)
+        try:
+            html = clean(self._parser.render(text))
+        finally:
+            self._budget.reset(token)
+        if not budget.short:
+            with self._lock:
+                self._rendered[text] = html
+                while len(self._rendered) > RENDERED_KEPT:
+                    self._rendered.popitem(last=False)
+        budget.short = budget.short or short_before
+        return html
+
+    def _fence(self, code: str, language: str, _attributes: str) -> str:
+        inside = self.code(code, language, self._budget.get())
+        return f'<pre class="{CODE_CLASS}"><code>{inside}</code></pre>'
 
 
 def code_css() -> str:

@@ -11,7 +11,8 @@ import uvicorn
 from xcsh_store.index import REFRESH_SECONDS
 from xcsh_store.watch import AppliedChange, IndexWatcher
 from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names, beyond_loopback
-from xcsh_store.web.app import create_app
+from xcsh_store.web.app import PAGES_AT_ONCE, create_app
+from xcsh_store.web.highlight import Highlighter
 
 
 def serve(
@@ -25,14 +26,17 @@ def serve(
     allowed_hosts: Collection[str] = (),
     redact: bool | None = None,
     sync_every: float | None = REFRESH_SECONDS,
+    highlighter: Highlighter | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM. Any address but loopback needs a ``token``. Requests must
-    name loopback, ``host`` or one of ``allowed_hosts`` in their Host header. ``on_ready`` is
-    given the URL to open (without the token). ``redact`` (default: when a name but loopback's
-    is answered) takes the secrets out of every page."""
+    """Serve until SIGINT/SIGTERM, whatever the pages being made cost (their highlighting
+    workers are killed). Any address but loopback needs a ``token``. Requests must name
+    loopback, ``host`` or one of ``allowed_hosts`` in their Host header. ``on_ready`` is given
+    the URL to open (without the token). ``redact`` (default: when a name but loopback's is
+    answered) takes the secrets out of every page. ``highlighter``: create_app's."""
     if host not in LOOPBACK_NAMES and not token:
         raise ValueError(f"serving on {host} needs a token")
     hosts = allowed_host_names(host, allowed_hosts)
+    highlighter = highlighter or Highlighter(workers=PAGES_AT_ONCE)
     config = uvicorn.Config(
         create_app(
             agent_dir,
@@ -40,6 +44,7 @@ def serve(
             hosts,
             beyond_loopback(hosts) if redact is None else redact,
             sync_every,
+            highlighter,
         ),
         host=host,
         port=port,
@@ -66,6 +71,9 @@ def serve(
     try:
         server.run()
     finally:
+        # The app closes it as it shuts down, but not when a second Ctrl-C forced the exit:
+        # a page still highlighting would then hold the process (its thread is joined).
+        highlighter.close()
         stop.set()
         if watcher is not None:
             watcher.join()

@@ -12,6 +12,7 @@ from a session's, and a session's are always shown as text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,6 +40,19 @@ _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _TABLE = {code: _SHORT.get(chr(code), _escape(code)) for code in _UNSAFE}
 # Multi-line content (an artifact shown by `cat`) keeps its line breaks and tabs.
 _TEXT_TABLE = {code: value for code, value in _TABLE.items() if chr(code) not in "\n\t"}
+
+
+# A shell's command line: line breaks become spaces, and no other control character is kept.
+_LINE_BREAKS = re.compile("[\r\n\v\f\x85\u2028\u2029]+")
+_LINE_TABLE = {code: None for code in _UNSAFE} | {ord("\t"): " "}
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line for a shell's command line: each run of line breaks a space (a
+    newline would end a command there), tabs spaces, and every other control character, bidi
+    control and lone surrogate removed (an escape sequence would reach the terminal as the
+    shell draws the line: OSC 52 sets the clipboard; U+202E reorders what the line shows)."""
+    return _LINE_BREAKS.sub(" ", text).translate(_LINE_TABLE)
 
 
 def visible(text: str) -> str:

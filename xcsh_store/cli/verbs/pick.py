@@ -20,6 +20,7 @@ from xcsh_store.cli.app import (
     pass_settings,
     require_extra,
 )
+from xcsh_store.cli.output.safe import one_line as flat
 from xcsh_store.cli.params import agent_option
 from xcsh_store.cli.picker.shells import BINDINGS, SHELLS
 from xcsh_store.cli.picker.source import PROMPTS, SESSIONS, PickSource
@@ -31,6 +32,12 @@ TERMINAL = "/dev/tty"
 @cli.command("pick")
 @click.argument("query", nargs=-1)
 @click.option("--prompts", is_flag=True, help="Start on prompts instead of sessions.")
+@click.option(
+    "--one-line",
+    is_flag=True,
+    help="Print the choice as one line without control characters (line breaks become"
+    " spaces): what the shell bindings put on the command line.",
+)
 @agent_option
 @click.option(
     "--shell-binding",
@@ -42,6 +49,7 @@ def pick_command(
     settings: Settings,
     query: tuple[str, ...],
     prompts: bool,
+    one_line: bool,
     agents: tuple[str, ...],
     shell_binding: str | None,
 ) -> None:
@@ -78,6 +86,8 @@ def pick_command(
         ).run()
     if chosen is None:
         sys.exit(1)
+    if one_line:
+        chosen = flat(chosen)
     if sys.stdout.isatty():
         echo(chosen)  # shown on the terminal: through the sanitiser
         return

@@ -48,6 +48,12 @@ _TIERS = ("usage", "meta", "full")
     " paths for a new host.",
 )
 @click.option(
+    "--take-over",
+    is_flag=True,
+    help="Push as a host that another store (another agent dir) pushes, replacing its sessions"
+    " on the server with this one's (refused otherwise).",
+)
+@click.option(
     "--watch",
     "every",
     type=Duration(),
@@ -63,6 +69,7 @@ def push_command(
     host: str | None,
     tier: str | None,
     redact_paths: bool | None,
+    take_over: bool,
     every: Any,
     no_redact: bool,
     as_json: bool,
@@ -71,7 +78,8 @@ def push_command(
     $XCSH_STORE_DB; the password from ~/.pgpass or PGPASSWORD, not the URL: docs/security.md).
 
     Incremental (only the files changed since this host's last push), idempotent and safe to
-    interrupt: each file is replaced in one transaction. Each host writes only its own rows.
+    interrupt: each file is replaced in one transaction. Each host writes only its own rows,
+    and is pushed from one agent dir: another is refused (give it its own --host).
     Run `xcsh-store sync` first, or use --watch, which syncs before each push. Secrets in the
     text sent are replaced by [REDACTED:<kind>] (`xcsh-store secrets` lists them).
 
@@ -93,6 +101,7 @@ def push_command(
         "tier": tier,
         "redact_paths": redact_paths,
         "redact": redact,
+        "take_over": take_over,
     }
     if every is None:
         _show(push(settings.agent_dir, url, **choices), as_json)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import apsw
 import orjson
 
-from xcsh_store.agents import reader_named
+from xcsh_store.agents import kind_of, reader_named
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.capture import PIECE_BYTES
 from xcsh_store.index.archive.frames import APPEND, piece_record
@@ -44,7 +44,7 @@ def catch_up(connection: apsw.Connection, keeper: Keeper, report: SyncReport) ->
         plugin = reader_named(agent)
         try:
             with _committed(connection, keeper):
-                if plugin is not None and plugin.kind_of(path) != "jsonl":
+                if plugin is not None and kind_of(plugin, path) != "jsonl":
                     keeper.keep_document(file_id, place, plugin, mtime_ns)
                 else:
                     _append_behind(

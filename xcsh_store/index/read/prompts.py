@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import reader_named
+from xcsh_store.agents import history_prompt, reader_named
 from xcsh_store.errors import HistoryError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
@@ -129,7 +129,7 @@ def mirror_agent_history(connection: apsw.Connection, files: dict[str, str | Non
                 with open_regular_file(path) as stream:
                     for _, line in iter_lines(stream):
                         for value in parse_line(line):
-                            found = reader.history_prompt(value)
+                            found = history_prompt(reader, value)
                             if found is not None:
                                 prompts.append(found)
             except OSError as error:

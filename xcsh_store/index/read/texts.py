@@ -12,7 +12,15 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
+from xcsh_store.agents import (
+    XCSH_AGENTS,
+    Agent,
+    SessionFacts,
+    kind_of,
+    read_entry,
+    reader_named,
+    records_at,
+)
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index.archive.sources import (
     ArchivedSources,
@@ -108,7 +116,7 @@ def entry_values(
         for source in sources:
             yield source[0], None, b""
         return
-    if plugin is not None and plugin.kind_of(path) != "jsonl":
+    if plugin is not None and kind_of(plugin, path) != "jsonl":
         with readable_copy(path, archive) as readable:
             yield from _source_values(plugin, readable, sources)
         return
@@ -157,10 +165,12 @@ def _source_values(
     """entry_values of a session its plugin reads (Agent.records_at); None for each entry of
     one that exists but cannot be read now, nothing for one that is gone."""
     try:
-        found = plugin.records_at(path, [source[2] for source in sources])
+        found = records_at(plugin, path, [source[2] for source in sources])
     except FileNotFoundError:
         return
-    except Exception:  # unreadable now, or the plugin's own fault: the index still holds it
+    except OSError:
+        found = None
+    if found is None:  # unreadable now, or the plugin's own fault: the index still holds it
         for source in sources:
             yield source[0], None, b""
         return

@@ -9,7 +9,16 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, read_entry, reader_named
+from xcsh_store.agents import (
+    UNREAD_TYPE,
+    XCSH_AGENTS,
+    Agent,
+    SessionFacts,
+    kind_of,
+    read_entry,
+    reader_named,
+    records_at,
+)
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.context import (
@@ -335,7 +344,7 @@ def read_entries(
     reader = reader_named(agent)
     if reader is None and agent not in (None, *XCSH_AGENTS):
         raise FileChangedError(path)  # its plugin is gone: the next sync drops its rows
-    if reader is not None and reader.kind_of(path) != "jsonl":
+    if reader is not None and kind_of(reader, path) != "jsonl":
         with readable_copy(path, archive) as readable:
             return _source_entries(reader, readable, rows)
     values: dict[int, dict[str, Any]] = {}
@@ -369,11 +378,14 @@ def read_entries(
 
 def _source_entries(agent: Agent, path: str, rows: list[IndexedEntry]) -> list[dict[str, Any]]:
     """read_entries of a session its plugin reads itself: the records of the rows' locators
-    (the offset column), as entries of the xcsh model."""
+    (the offset column), as entries of the xcsh model; each an ``unread`` entry when the
+    plugin fails to read them (its bug costs its records, not the question)."""
     try:
-        found = agent.records_at(path, [row.offset for row in rows])
+        found = records_at(agent, path, [row.offset for row in rows])
     except FileNotFoundError:
         raise FileChangedError(path) from None
+    if found is None:
+        return [{"type": UNREAD_TYPE, "id": row.id, "parentId": row.parent_id} for row in rows]
     ordered = []
     for row in rows:
         record = found.get(row.offset)

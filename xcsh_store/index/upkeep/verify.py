@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import orjson
 
-from xcsh_store.agents import reader_named
+from xcsh_store.agents import kind_of, reader_named
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import apply_migrations, load_migrations
@@ -143,7 +143,7 @@ def _compare_gone(connection: apsw.Connection, verifier: Verifier, report: Verif
     for path, root, project_dir, size, mtime_ns, agent in gone:
         report.files_checked += 1
         plugin = reader_named(agent)
-        kind = None if plugin is None or plugin.kind_of(path) == "jsonl" else agent
+        kind = None if plugin is None or kind_of(plugin, path) == "jsonl" else agent
         seen = SeenFile(path, root, project_dir, size, mtime_ns, 0, 0, kind)
         try:
             with sources.copy_of(path) as copy:

@@ -20,6 +20,7 @@ from xcsh_store.agents import (
     reader_named,
     xcsh_agent_of,
 )
+from xcsh_store.agents import records as plugin_records
 from xcsh_store.format.entries import (
     NAMED_TITLE_SOURCE,
     SESSION_INFO_TYPE,
@@ -342,7 +343,7 @@ def read_source(
     state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
     builder.reader = agent
-    found = agent.records(records_from or path)
+    found = plugin_records(agent, records_from or path)
     records = ((locator, b"", [value], False) for locator, value in found)
     builder.add_records(records, tally)
 

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import apsw
 import orjson
 
-from xcsh_store.agents import XCSH_AGENTS, Agent, SessionFacts, reader_named
+from xcsh_store.agents import PLUGIN_FAULTS, XCSH_AGENTS, Agent, SessionFacts, reader_named
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -241,7 +241,7 @@ class FileIndexer:
         except OSError:
             write.abandon()
             raise
-        except Exception as error:
+        except PLUGIN_FAULTS as error:
             write.abandon()
             failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
             raise OSError(failure) from error

@@ -19,8 +19,7 @@ from xcsh_store.format.entries import (
     session_info_name,
     title_change_name,
 )
-from xcsh_store.format.jsonl import parse_line
-from xcsh_store.js import well_formed
+from xcsh_store.format.jsonl import parse_line, replace_lone_surrogates
 
 # Tool output can be megabytes; its beginning is what people search for.
 TOOL_RESULT_TEXT_CAP = 2_048
@@ -52,20 +51,6 @@ def storable_values(line: bytes, escaped: bool) -> list[dict[str, Any]]:
     if escaped and SURROGATE_ESCAPE.search(line):
         values = [replace_lone_surrogates(value) for value in values]
     return values
-
-
-def replace_lone_surrogates(value: dict[str, Any]) -> dict[str, Any]:
-    """``value`` with :func:`well_formed` applied to every string in it, at any depth."""
-    pending: list[Any] = [value]
-    while pending:
-        container = pending.pop()
-        members = container.items() if type(container) is dict else enumerate(container)
-        for key, item in list(members):
-            if type(item) is str:
-                container[key] = well_formed(item)
-            elif type(item) is dict or type(item) is list:
-                pending.append(item)
-    return value
 
 
 def _text_blocks(

@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 import orjson
 
-from xcsh_store.agents import Agent, reader_named
+from xcsh_store.agents import PLUGIN_FAULTS, Agent, reader_named, sources
 from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
@@ -271,7 +271,7 @@ def scan_sources(
     unchanged = known.unchanged if known is not None else set()
     below_root = len(root.rstrip(os.sep)) + 1
     try:
-        for source in agent.sources(root):
+        for source in sources(agent, root):
             identity = (source.size, source.mtime_ns, source.inode, source.ctime_ns)
             if indexed_stat(source.path) == identity:
                 unchanged.add(source.path)
@@ -282,7 +282,7 @@ def scan_sources(
             yield SeenFile(source.path, root, project_dir, *identity, agent=agent.name)
     except OSError as error:
         report.unreadable[root] = describe_error(error)
-    except Exception as error:  # the plugin's own fault
+    except PLUGIN_FAULTS as error:  # the plugin's own fault
         log.warning("agent plugin %s could not list %s: %s", agent.name, root, error)
         report.unreadable[root] = f"agent plugin {agent.name} failed: {type(error).__name__}"
 
