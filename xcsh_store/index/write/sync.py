@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterator, Mapping, Set
 import apsw
 
 from xcsh_store.agents.prices.pricing import fixed_prices
+from xcsh_store.agents.registry import XCSH_AGENTS, agent_named
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.capture import KeptPieces
@@ -196,9 +197,12 @@ def _file_gone(
     connection: apsw.Connection, file_id: int, report: SyncReport, keep: bool = True
 ) -> None:
     """A file the index knew is gone: its session stays, read from the archive from now on,
-    when the archive keeps it (and ``keep``); else its rows go (its archive stays)."""
+    when the archive keeps it (and ``keep``) and the plugin that reads it is installed; else
+    its rows go (its archive stays: the plugin installed again reads the session back)."""
+    (agent,) = connection.execute("SELECT agent FROM files WHERE id = ?", (file_id,)).fetchone()
     with transaction(connection):
-        if keep and archived_row(connection, file_id) is not None:
+        readable = agent in XCSH_AGENTS or agent_named(agent) is not None
+        if keep and readable and archived_row(connection, file_id) is not None:
             # (Search text still to come is read from the archive: text_later.py.)
             connection.execute("UPDATE files SET gone_at = ? WHERE id = ?", (iso_now(), file_id))
             report.files_archived_gone += 1
