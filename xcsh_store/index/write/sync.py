@@ -199,7 +199,7 @@ def _file_gone(
     """A file the index knew is gone: its session stays, read from the archive from now on,
     when the archive keeps it (and ``keep``) and the plugin that reads it is installed; else
     its rows go (its archive stays: the plugin installed again reads the session back)."""
-    (agent,) = connection.execute("SELECT agent FROM files WHERE id = ?", (file_id,)).fetchone()
+    agent = connection.execute("SELECT agent FROM files WHERE id = ?", (file_id,)).get
     with transaction(connection):
         readable = agent in XCSH_AGENTS or agent_named(agent) is not None
         if keep and readable and archived_row(connection, file_id) is not None:
