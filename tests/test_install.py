@@ -8,6 +8,7 @@ import os
 import shutil
 import site
 import subprocess
+import tomllib
 import venv
 from pathlib import Path
 
@@ -73,3 +74,16 @@ def test_pip_install_gives_a_working_command(tmp_path):
         cwd=work, env=env, check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     assert origin.startswith(str(environment)), origin
+
+
+def test_every_package_of_the_source_is_listed_for_the_wheel():
+    # pyproject.toml names the packages (the migrations live outside the tree): a folder left off
+    # the list installs without its modules, which only an installed run finds out.
+    listed = set(
+        tomllib.loads((SOURCE / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(SOURCE).parts)
+        for init in (SOURCE / "xcsh_store").rglob("__init__.py")
+    }
+    assert listed == found | {"xcsh_store.migrations"}
