@@ -131,12 +131,13 @@ def test_an_opencode_tool_call_and_its_result_share_the_call_id(
 
 def test_opencode_usage_is_its_tokens_and_recorded_cost(index: SessionIndex):
     rows = index.connection.execute(
-        "SELECT e.provider, e.model, e.input_tokens, e.output_tokens, e.cost FROM entries AS e"
-        " JOIN sessions AS s ON e.session = s.file_id"
+        "SELECT e.provider, e.model, e.input_tokens, e.output_tokens, e.cost_estimated"
+        " FROM entries AS e JOIN sessions AS s ON e.session = s.file_id"
         " WHERE s.agent = 'opencode' AND e.input_tokens IS NOT NULL"
     ).fetchall()
-    # The one message with tokens records its cost as an object, not dollars: no cost.
-    assert rows == [("openai", "gpt-4o-mini", 120, 16, None)]
+    # The one message with tokens records its cost as an object, not dollars: no cost recorded,
+    # so the index estimates it (issue 35; as ccusage does).
+    assert rows == [("openai", "gpt-4o-mini", 120, 16, 1)]
     models = index.connection.execute(
         "SELECT DISTINCT e.model FROM entries AS e JOIN sessions AS s ON e.session = s.file_id"
         " WHERE s.agent = 'opencode' AND e.role = 'assistant'"
@@ -144,20 +145,23 @@ def test_opencode_usage_is_its_tokens_and_recorded_cost(index: SessionIndex):
     assert models == [("gpt-4o-mini",)]
 
 
-def test_opencode_costs_are_never_estimated(index: SessionIndex):
+def test_an_opencode_cost_that_is_not_dollars_is_estimated(index: SessionIndex):
     rows = {row.key: row for row in index.usage(by="agent")}
     assert (rows["opencode"].input_tokens, rows["opencode"].output_tokens) == (120, 16)
-    assert rows["opencode"].estimated == 0
+    assert (rows["opencode"].estimated, rows["opencode"].cost_kind) == (1, "estimated")
 
 
-def test_a_recorded_cost_that_is_missing_is_unknown_not_zero(index: SessionIndex):
-    """The message with tokens and no cost in dollars: its session's cost is unknown (null,
-    ``?``), as an unpriced model's is, never a recorded $0."""
+def test_a_recorded_cost_that_is_missing_is_estimated_not_zero(index: SessionIndex):
+    """The message with tokens and no cost in dollars: its session's cost is the estimate at
+    gpt-4o-mini's list price ($0.15 input, $0.60 output), marked so, never a recorded $0."""
     sessions = {session.session_id: session for session in index.list_sessions()}
-    assert sessions["s_stage0_large"].cost_kind == "unpriced"
-    assert sessions["s_stage0_large"].to_json()["cost"] is None
-    # No tokens, no cost: nothing is unknown.
-    assert sessions["s_stage0_small"].cost_kind == "recorded"
+    assert sessions["s_stage0_large"].cost_kind == "estimated"
+    assert sessions["s_stage0_large"].to_json()["cost"] == pytest.approx(
+        (120 * 0.15 + 16 * 0.60) / 1e6
+    )
+    # No tokens at all: its cost is not recorded (null, "–"), not $0.
+    assert sessions["s_stage0_small"].cost_kind == "not_recorded"
+    assert sessions["s_stage0_small"].to_json()["cost"] is None
 
 
 def test_opencode_text_reasoning_and_tool_output_are_searchable(index: SessionIndex):

@@ -310,6 +310,7 @@ def test_prices_lists_each_model_its_price_source_and_the_unpriced(
     sonnet = by_model[("claude", "claude-sonnet-4-20250514")]
     assert sonnet["price"]["input"]["tiers"] == [[200000, 6.0]]
     assert sonnet["source"] == "Anthropic pricing (long context)"
-    assert prices["unpriced"] == [] and prices["index_priced_with_it"]
+    # An oh-my-pi line without a cost, of a model no source prices (issue 35: unknown, not $0).
+    assert prices["unpriced"] == ["claude-fable-5:high"] and prices["index_priced_with_it"]
     write_prices(config_home, '[models."claude-opus-4-6"]\ninput = 1\noutput = 2\n')
     assert "priced with another price table" in run(priced_home, "prices")

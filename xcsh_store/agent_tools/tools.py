@@ -128,6 +128,7 @@ def _session(info: IndexedSession) -> dict[str, Any]:
         "first_message": None if info.first_prompt is None else cut(info.first_prompt, 200),
         "tokens": info.tokens,
         "cost": _cost(shape["cost"]),
+        "cost_at_list_price": _cost(shape["cost_at_list_price"]),
         "leaf_id": info.last_entry_id,
     }
 
@@ -369,8 +370,10 @@ def recall_prompts(
 def _usage_row(row: UsageRow) -> dict[str, Any]:
     """The row's own shape (as ``usage --json``), its cost rounded; ``estimated`` and
     ``unpriced`` as this tool first named them."""
-    return row.to_json() | {
-        "cost": _cost(row.cost),
+    shape = row.to_json()
+    return shape | {
+        "cost": _cost(shape["cost"]),
+        "cost_at_list_price": _cost(shape["cost_at_list_price"]),
         "estimated": row.estimated,
         "unpriced": row.unpriced,
     }
@@ -389,8 +392,11 @@ def usage(
     of all groups; since/until as for search_sessions; agent: only that agent's sessions.
     estimated counts the entries whose cost is an estimate from list prices (most agents
     record none), unpriced those of models without a known price, whose cost is not in the
-    sums (cost null: none has a price). At most 200 groups a page from offset (default: the
-    last 200 groups); next_offset is the offset of the next page (null at the end)."""
+    sums (cost null: none has a price); cost_kind says how the cost is known: free ($0),
+    recorded, estimated, partial (a lower bound), unknown or not_recorded; cost_at_list_price
+    stands beside a cost its agent recorded as $0 below list price. At most 200 groups a page
+    from offset (default: the last 200 groups); next_offset is the offset of the next page
+    (null at the end)."""
     by = _one_of("by", by, USAGE_GROUPINGS)
     filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))
     rows = index.usage_rows(UsageQuery((by,), filters))

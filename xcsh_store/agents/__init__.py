@@ -53,7 +53,6 @@ __all__ = [
     "agent_history_files",
     "agent_labels",
     "agent_session_roots",
-    "cost_kind",
     "folder_variables",
     "history_prompt",
     "kind_of",
@@ -204,18 +203,6 @@ def _plugin_failed(agent: Agent, what: str, error: BaseException) -> None:
     logging.getLogger("xcsh_store").warning(
         "agent plugin %s %s: %s: %s", agent.name, what, type(error).__name__, error
     )
-
-
-def cost_kind(agent: str, cost: float | None, unpriced_entries: int) -> str:
-    """How a session's cost is known: ``recorded`` (the agent wrote its costs), ``estimated``
-    (the agent writes none, as Claude Code and Codex: the index prices its tokens),
-    ``partial`` (some entries have neither a recorded cost nor a price: the cost is a lower
-    bound) or ``unpriced`` (no entry adds a cost and some have none): never an unknown cost as
-    $0."""
-    if unpriced_entries:
-        return "partial" if cost else "unpriced"
-    found = agent_named(agent)
-    return "recorded" if found is None or found.records_costs else "estimated"
 
 
 def reader_for(first: dict[str, Any]) -> Agent | None:

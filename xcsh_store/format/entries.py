@@ -159,9 +159,12 @@ USAGE_FIELDS = (*USAGE_KEYS, "cost")
 _NUMBERS = (int, float)  # exact types: a bool is not a token count
 
 
-def message_usage(message: dict[str, Any]) -> tuple[int | float, ...] | None:
+def message_usage(
+    message: dict[str, Any], unrecorded_cost: float | None = 0
+) -> tuple[int | float | None, ...] | None:
     """The usage a message reports, as figures in :data:`USAGE_FIELDS` order; None when it
-    reports none.
+    reports none. A usage without a ``cost.total`` has ``unrecorded_cost`` for it: 0 as the
+    reference sums it, None for the index (which then prices the tokens: agents/prices/costs.py).
 
     An assistant message reports its own; a ``task`` tool result reports the subagent runs it
     made (in ``details.usage``). Anything else reports nothing.
@@ -174,23 +177,26 @@ def message_usage(message: dict[str, Any]) -> tuple[int | float, ...] | None:
         usage = details.get("usage") if type(details) is dict else None
     else:
         return None
-    return usage_figures(usage)
+    return usage_figures(usage, unrecorded_cost)
 
 
-def usage_figures(usage: Any) -> tuple[int | float, ...] | None:
+def usage_figures(
+    usage: Any, unrecorded_cost: float | None = 0
+) -> tuple[int | float | None, ...] | None:
     """(input, output, cacheRead, cacheWrite, premiumRequests, cost.total) of a usage object;
-    None when it is not an object. Quantities that are missing or not numbers count as 0."""
+    None when it is not an object. Quantities that are missing or not numbers count as 0, a
+    cost that is as ``unrecorded_cost``."""
     if type(usage) is not dict:
         return None
     get = usage.get
     # A loop, not a comprehension: this runs for every message of every file read.
-    figures: list[int | float] = []
+    figures: list[int | float | None] = []
     for key in USAGE_KEYS:
         value: Any = get(key)
         figures.append(value if type(value) in _NUMBERS else 0)
     cost = get("cost")
-    total: Any = cost.get("total") if type(cost) is dict else 0
-    figures.append(total if type(total) in _NUMBERS else 0)
+    total: Any = cost.get("total") if type(cost) is dict else None
+    figures.append(total if type(total) in _NUMBERS else unrecorded_cost)
     return tuple(figures)
 
 

@@ -535,7 +535,7 @@ class SessionManager:
         if usage is not None:
             totals = self._usage
             for position, figure in enumerate(usage):
-                totals[position] += figure
+                totals[position] += figure or 0
 
     def _rebuild_index(self) -> None:
         """Derive ids, labels, usage and the leaf (the last entry) from ``_entries``."""

@@ -21,6 +21,7 @@ from xcsh_store.cli.output.render import (
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from xcsh_store.agents.prices.costs import CostFacts
     from xcsh_store.format.context import SessionContext
     from xcsh_store.index import (
         BillingBlock,
@@ -41,19 +42,16 @@ def session_json(session: IndexedSession) -> dict[str, Any]:
     return session.to_json()
 
 
-def session_cost(session: IndexedSession) -> str:
-    """A session's cost as shown: ``~$1.20`` when it is an estimate (its agent records none,
-    as Claude Code and Codex), ``≥~$1.20`` when some of its entries have no price, ``?`` when
-    none has one; never a silent ``$0``."""
-    kind = session.cost_kind
-    if kind == "unpriced":
-        return "?"
-    return {"partial": "≥~", "estimated": "~"}.get(kind, "") + money(session.cost)
+def session_cost(session: IndexedSession, short: bool = True) -> str:
+    """A session's cost as shown (agents/prices/costs.py): ``$0`` free, ``?`` unknown, ``–``
+    not recorded, ``~$1.20`` estimated, ``≥~$1.20`` a lower bound, a recorded $0 with its list
+    price beside it; ``short`` for a table's cell."""
+    return session.cost_facts.text(money, short)
 
 
-def cost_text(cost: float | None) -> str:
-    """A summed cost: ``?`` when nothing in it has a price."""
-    return "?" if cost is None else money(cost)
+def cost_text(facts: CostFacts, short: bool = True) -> str:
+    """A summed cost (a usage row's), shown as a session's is."""
+    return facts.text(money, short)
 
 
 def plain_snippet(snippet: str) -> str:

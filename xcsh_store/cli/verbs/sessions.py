@@ -163,6 +163,20 @@ def _kind_style(settings: Settings, column: int, text: str) -> str:
     return text
 
 
+def _cost_line(info: IndexedSession) -> str:
+    """The session's cost and how it is known (agents/prices/costs.py)."""
+    text = session_cost(info, short=False)
+    kind = info.cost_kind
+    if kind == "estimated":
+        return f"{text} (estimated at list price: xcsh-store prices)"
+    if kind == "partial":
+        return f"{text} ({plural(info.unpriced_entries, 'entry', 'entries')} of no known price)"
+    if kind in ("unknown", "not_recorded", "free"):
+        said = {"unknown": "no price known for its models", "not_recorded": "no usage recorded"}
+        return f"{text} ({said.get(kind, 'free')})"
+    return text
+
+
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
 
 
@@ -191,8 +205,10 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
             f"cache write {human_count(info.cache_write_tokens)} · "
-            f"total {human_count(info.tokens)} · {session_cost(info)}",
+            f"total {human_count(info.tokens)}",
         ),
+        # Its own line: the whole of it fits 80 columns (a recorded $0 with its list price).
+        ("Cost", _cost_line(info)),
     ]
     if info.parent_session_path:
         lines.append(("Parent", home_relative(info.parent_session_path)))

@@ -48,20 +48,29 @@ from xcsh_store.index import (
 from xcsh_store.paths import write_private_file
 
 
-def cost_note(totals: UsageRow) -> str:
-    """Which of the costs are the index's estimates, and how much has no price."""
+def cost_note(totals: UsageRow) -> str | None:
+    """What the total cost leaves out or takes from list prices (None: nothing to say)."""
+    costs = totals.costs
     parts = []
-    if totals.estimated:
+    if costs.unpriced:
+        estimate = "~" if costs.estimated else ""
+        known = "" if costs.cost is None else f"{estimate}{money(costs.cost)} + "
         parts.append(
-            f"{totals.estimated:,} entries' cost is estimated (their agents record tokens, not"
+            f"total {known}{costs.left_out(len(totals.unpriced_in))}"
+            f" ({costs.unpriced:,} entries of no recorded cost and no known price: add their"
+            " models to prices.toml)"
+        )
+    if costs.estimated:
+        parts.append(
+            f"{costs.estimated:,} entries' cost is estimated (their agents record tokens, not"
             " costs): `xcsh-store prices` shows each price and its source"
         )
-    if totals.unpriced:
+    if costs.below_list:
         parts.append(
-            f"at least {money(totals.cost)}, {totals.unpriced:,} entries unpriced"
-            " (no cost recorded and no price known: add their models to prices.toml)"
+            f"{costs.below_list:,} entries recorded at $0 by their agents (a subscription or a"
+            f" reseller); at list price the total is ~{money(costs.at_list_price)}"
         )
-    return "Note: " + "; ".join(parts) + "."
+    return "Note: " + "; ".join(parts) + "." if parts else None
 
 
 def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
@@ -73,7 +82,7 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
         human_count(row.cache_read_tokens),
         human_count(row.cache_write_tokens),
         human_count(row.tokens),
-        cost_text(row.cost),
+        cost_text(row.costs),
     )
 
 
@@ -238,9 +247,9 @@ def usage_command(
         )
     else:
         echo("No usage recorded in that period.")
-    totals = usage_total(rows)
-    if totals.estimated or totals.unpriced:
-        echo_wrapped(cost_note(totals))
+    note = cost_note(usage_total(rows))
+    if note:
+        echo_wrapped(note)
     if html_file:
         echo(f"Wrote {html_file}")
 
@@ -317,9 +326,9 @@ def _print_blocks(
         echo("No usage recorded in that period.")
     if note:
         echo_wrapped(note)
-    totals = usage_total([block.usage for block in blocks if not block.gap])
-    if totals.estimated or totals.unpriced:
-        echo_wrapped(cost_note(totals))
+    costs = cost_note(usage_total([block.usage for block in blocks if not block.gap]))
+    if costs:
+        echo_wrapped(costs)
     if html_file:
         echo(f"Wrote {html_file}")
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import apsw
 import orjson
 
-from xcsh_store.agents import cost_kind
+from xcsh_store.agents.prices.costs import FACTS_SQL, CostFacts
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -98,13 +98,15 @@ _DETAILS = (
     "s.parent_session_id",
     # When its file was found gone (its session is the archive's since: index/archive/).
     "f.gone_at",
-    # Entries of a model without a price (migration 0010's index holds just those).
-    "(SELECT count(*) FROM entries AS e WHERE e.session = s.file_id AND e.cost IS NULL"
+    # How its costs are known (agents/prices/costs.py), summed from its requests' costs
+    # (migration 0015's index entries_costs holds just what this reads).
+    f"(SELECT json_array({FACTS_SQL}) FROM entries AS e WHERE e.session = s.file_id"
     " AND e.input_tokens IS NOT NULL)",
 )
 _CREATED, _FIRST_MESSAGE, _LEGACY = (
     _DETAILS.index(column) for column in ("s.created_at", "s.first_message", "f.legacy")
 )
+_COST_FACTS = len(_DETAILS) - 1
 _LISTED_COLUMNS = ", ".join(_LISTED)
 _DETAIL_COLUMNS = ", ".join(_DETAILS)
 _TWIN = (
@@ -251,7 +253,7 @@ class SessionFields(Protocol):
     @property
     def cost(self) -> float: ...
     @property
-    def unpriced_entries(self) -> int: ...
+    def cost_facts(self) -> CostFacts: ...
     @property
     def id_shared(self) -> bool: ...
     @property
@@ -269,6 +271,9 @@ class SessionRecordFields(SessionFields, Protocol):
 
     @property
     def cost_kind(self) -> str: ...
+
+    @property
+    def unpriced_entries(self) -> int: ...
 
 
 class SessionRecord:
@@ -308,8 +313,13 @@ class SessionRecord:
 
     @property
     def cost_kind(self: SessionFields) -> str:
-        """recorded, estimated, partial or unpriced (agents.cost_kind)."""
-        return cost_kind(self.agent, self.cost, self.unpriced_entries)
+        """How its cost is known: one of costs.COST_KINDS (free, unknown, not_recorded, …)."""
+        return self.cost_facts.kind
+
+    @property
+    def unpriced_entries(self: SessionFields) -> int:
+        """Its requests whose cost is not known (no recorded cost, no price)."""
+        return self.cost_facts.unpriced
 
     def to_json(self: SessionRecordFields) -> dict[str, Any]:
         """The session as ``--json`` prints it; ``id`` and ``session_id`` are both its session
@@ -344,12 +354,13 @@ class SessionRecord:
             # The four above together: the "tokens" of ls and show, the total of usage.
             "total_tokens": self.tokens,
             "premium_requests": self.premium_requests,
-            # null when none of its tokens has a price; a lower bound when unpriced_entries is
-            # not 0.
-            "cost": None if self.cost_kind == "unpriced" else self.cost,
-            # Most agents record no costs (Claude Code, Codex, …): theirs is priced by the index
-            # (`xcsh-store prices`); entries of models without a price are not in "cost".
-            "cost_estimated": self.cost_kind != "recorded",
+            # "cost" null when not known (cost_kind unknown) or not recorded (not_recorded);
+            # a lower bound when cost_kind is partial; cost_at_list_price beside a recorded
+            # $0 that the list price says was not free (agents/prices/costs.py).
+            **self.cost_facts.to_json(),
+            # Whether some of it is the index's estimate at list price (most agents record no
+            # costs: Claude Code, Codex, …; `xcsh-store prices` shows each price).
+            "cost_estimated": self.cost_facts.estimated > 0,
             "unpriced_entries": self.unpriced_entries,
             "id_shared": self.id_shared,
             # "file" while its file is there, "archived" once it is gone (its session is then
@@ -405,7 +416,12 @@ class IndexedSession(SessionRecord):
     cache_read_tokens: int = _detail("s.cache_read_tokens")
     cache_write_tokens: int = _detail("s.cache_write_tokens")
     premium_requests: float = _detail("s.premium_requests")
-    unpriced_entries: int = _detail(_DETAILS[-1])
+
+    @property
+    def cost_facts(self) -> CostFacts:
+        """How its costs are known (a session without usage: not recorded)."""
+        found = self._details()[_COST_FACTS]
+        return CostFacts() if found is None else CostFacts.of_row(orjson.loads(found))
 
     @property
     def id(self) -> str:

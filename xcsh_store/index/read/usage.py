@@ -11,14 +11,12 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import apsw
+import orjson
 
-from xcsh_store.agents import ESTIMATED_AGENTS
+from xcsh_store.agents.prices.costs import FACTS_SQL, CostFacts
 from xcsh_store.index.read.questions import SessionFilter, UsageQuery, time_bound
 from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
 from xcsh_store.times import parse_iso
-
-# The agents whose costs are the index's estimates, as an SQL list.
-_ESTIMATED = ", ".join(f"'{agent}'" for agent in ESTIMATED_AGENTS)
 
 # Each grouping (questions.USAGE_GROUPINGS, in that order) as the SQL expression over
 # ``usage_entries`` that makes its key.
@@ -40,6 +38,10 @@ USAGE_GROUPS = {
 }
 
 
+# The costs of a group of no requests (a gap between billing windows).
+NO_COSTS = CostFacts()
+
+
 @dataclass(frozen=True, slots=True)
 class UsageRow:
     key: str | None
@@ -48,17 +50,35 @@ class UsageRow:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    # None when no entry of the group has a price (``unpriced`` is then all of them); else
-    # the sum of those priced, a lower bound when ``unpriced`` is not 0.
-    cost: float | None
+    # How the group's costs are known (agents/prices/costs.py): their sum, the estimated, free
+    # and unpriced entries, recorded $0s below list price.
+    costs: CostFacts = NO_COSTS
     # One key per grouping when usage was grouped by several (``key`` then joins them).
     keys: tuple[str | None, ...] = ()
-    # Entries whose cost the index estimated (their agent writes none: agents/prices/
-    # pricing.py), and entries of a model without a price (their cost is not in ``cost``).
-    estimated: int = 0
-    unpriced: int = 0
     # GitHub Copilot CLI's premium requests (its sessions' shutdown totals).
     premium_requests: float = 0
+    # The sessions (file ids, or the team index's host and path) with unpriced entries here.
+    unpriced_in: frozenset[Any] = frozenset()
+
+    @property
+    def cost(self) -> float | None:
+        """The sum of the known costs: None when none is known (a lower bound when
+        ``unpriced`` is not 0)."""
+        return self.costs.cost
+
+    @property
+    def cost_kind(self) -> str:
+        return self.costs.kind
+
+    @property
+    def estimated(self) -> int:
+        """Entries whose cost the index estimated at list price."""
+        return self.costs.estimated
+
+    @property
+    def unpriced(self) -> int:
+        """Entries of no cost known (not in ``cost``)."""
+        return self.costs.unpriced
 
     @property
     def tokens(self) -> int:
@@ -82,19 +102,21 @@ class UsageRow:
             "cache_read_tokens": self.cache_read_tokens or 0,
             "cache_write_tokens": self.cache_write_tokens or 0,
             "total_tokens": self.tokens,
-            # null when no entry has a price; else the sum of those priced (a lower bound
-            # when unpriced_entries is not 0). Most agents write no costs (Claude Code, Codex,
-            # …): theirs are the index's estimates (agents/prices/pricing.py).
-            "cost": self.cost,
+            # cost, cost_kind, cost_at_list_price as a session's (agents/prices/costs.py):
+            # cost null when no entry's cost is known, a lower bound when unpriced_entries is
+            # not 0. Most agents write no costs (Claude Code, Codex, …): theirs are the index's
+            # estimates (agents/prices/pricing.py).
+            **self.costs.to_json(),
             "estimated_cost_entries": self.estimated,
             "unpriced_entries": self.unpriced,
+            "unpriced_sessions": len(self.unpriced_in),
             "premium_requests": self.premium_requests,
         }
 
 
 def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
-    """The sums of ``rows``: its cost None only when no row has one."""
-    costs = [row.cost for row in rows if row.cost is not None]
+    """The sums of ``rows`` (its unpriced sessions each counted once)."""
+    costs = sum((row.costs for row in rows), CostFacts())
     return UsageRow(
         key=None,
         entries=sum(row.entries for row in rows),
@@ -102,11 +124,20 @@ def usage_total(rows: Sequence[UsageRow]) -> UsageRow:
         output_tokens=sum(row.output_tokens or 0 for row in rows),
         cache_read_tokens=sum(row.cache_read_tokens or 0 for row in rows),
         cache_write_tokens=sum(row.cache_write_tokens or 0 for row in rows),
-        cost=sum(costs) if costs or not rows else None,
-        estimated=sum(row.estimated for row in rows),
-        unpriced=sum(row.unpriced for row in rows),
+        costs=costs,
         premium_requests=sum(row.premium_requests for row in rows),
+        unpriced_in=frozenset().union(*(row.unpriced_in for row in rows)),
     )
+
+
+# After the keys, what each usage query of either index selects, in usage_row's order: the
+# four token sums, the cost facts (FACTS_SQL: the entries first), the premium requests and the
+# sessions with unpriced entries (a JSON array).
+USAGE_SUMS_SQL = (
+    "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens),"
+    f" {FACTS_SQL}, total(premium_requests),"
+    " json_group_array(DISTINCT session) FILTER (WHERE cost IS NULL)"
+)
 
 
 def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]:
@@ -122,11 +153,7 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
     keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
     names = ", ".join(f"key{number}" for number in range(len(groups)))
     rows = connection.execute(
-        f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
-        " sum(cache_read_tokens), sum(cache_write_tokens),"
-        " CASE WHEN count(*) > sum(cost IS NULL) THEN total(cost) END,"
-        f" sum(agent IN ({_ESTIMATED}) AND cost IS NOT NULL), sum(cost IS NULL),"
-        " total(premium_requests)"
+        f"SELECT {keys}, {USAGE_SUMS_SQL}"
         f" FROM usage_entries{where} GROUP BY {names} ORDER BY {names}",
         arguments,
     )
@@ -134,19 +161,20 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
 
 
 def usage_row(row: Sequence[Any], width: int) -> UsageRow:
-    """A row of a usage query of either index: ``width`` keys, then the entries, the four
-    token sums, the cost (None: no entry has a price), the estimated and the unpriced
-    entries, and the premium requests (the team index keeps none: absent there)."""
-    entries, input_tokens, output_tokens, cache_read, cache_write = (
-        int(value or 0) for value in row[width : width + 5]
+    """A row of a usage query of either index: ``width`` keys, then USAGE_SUMS_SQL's values
+    (the sessions with unpriced entries as a JSON array, or a list)."""
+    input_tokens, output_tokens, cache_read, cache_write = (
+        int(value or 0) for value in row[width : width + 4]
     )
+    costs = CostFacts.of_row(row[width + 4 : width + 11])
+    premium, unpriced_in = row[width + 11 : width + 13]
+    if isinstance(unpriced_in, str):
+        unpriced_in = orjson.loads(unpriced_in)
     return UsageRow(
-        joined_key(row[:width]), entries, input_tokens, output_tokens, cache_read, cache_write,
-        None if row[width + 5] is None else float(row[width + 5]),
-        keys=tuple(row[:width]),
-        estimated=int(row[width + 6] or 0),
-        unpriced=int(row[width + 7] or 0),
-        premium_requests=float(row[width + 8] or 0) if len(row) > width + 8 else 0.0,
+        joined_key(row[:width]), costs.requests, input_tokens, output_tokens, cache_read,
+        cache_write, costs, keys=tuple(row[:width]), premium_requests=float(premium or 0),
+        unpriced_in=frozenset(tuple(item) if isinstance(item, list) else item
+                              for item in unpriced_in or ()),
     )  # fmt: skip
 
 
@@ -376,10 +404,10 @@ def billing_blocks(
     conditions.append("timestamp IS NOT NULL")
     rows = list(
         connection.execute(
+            # Each request's cost facts as a group's are summed (a group of one request).
             "SELECT timestamp, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-            f" cost, agent IN ({_ESTIMATED}) AND cost IS NOT NULL,"
-            " coalesce(provider || '/', '') || coalesce(model, '?')"
-            f" FROM usage_entries WHERE {' AND '.join(conditions)}",
+            f" json_array({FACTS_SQL}), coalesce(provider || '/', '') || coalesce(model, '?'),"
+            f" session FROM usage_entries WHERE {' AND '.join(conditions)} GROUP BY pk",
             arguments,
         )
     )
@@ -404,7 +432,7 @@ def _block(
     start = _hour_of(window[0][0])
     end = start + length
     first, last = window[0][0], window[-1][0]
-    costs = [row[5] for _moment, row in window if row[5] is not None]
+    facts = [CostFacts.of_row(orjson.loads(row[5])) for _moment, row in window]
     usage = UsageRow(
         key=start.strftime("%Y-%m-%dT%H:%MZ"),
         entries=len(window),
@@ -412,12 +440,13 @@ def _block(
         output_tokens=sum(row[2] or 0 for _moment, row in window),
         cache_read_tokens=sum(row[3] or 0 for _moment, row in window),
         cache_write_tokens=sum(row[4] or 0 for _moment, row in window),
-        cost=sum(costs) if costs else None,
-        estimated=sum(1 for _moment, row in window if row[6]),
-        unpriced=len(window) - len(costs),
+        costs=sum(facts, CostFacts()),
+        unpriced_in=frozenset(
+            row[7] for (_moment, row), known in zip(window, facts, strict=True) if known.unpriced
+        ),
     )
     active = now - last < length and now < end
-    models = tuple(dict.fromkeys(row[7] for _moment, row in window))
+    models = tuple(dict.fromkeys(row[6] for _moment, row in window))
     return BillingBlock(start, end, first, last, active, False, usage, models, now)
 
 
@@ -427,5 +456,5 @@ def _hour_of(moment: datetime) -> datetime:
 
 
 def _gap(start: datetime, end: datetime, now: datetime) -> BillingBlock:
-    empty = UsageRow(start.strftime("%Y-%m-%dT%H:%MZ"), 0, 0, 0, 0, 0, None)
+    empty = UsageRow(start.strftime("%Y-%m-%dT%H:%MZ"), 0, 0, 0, 0, 0)
     return BillingBlock(start, end, None, None, False, True, empty, (), now)

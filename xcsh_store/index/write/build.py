@@ -21,6 +21,8 @@ from xcsh_store.agents import (
     xcsh_agent_of,
 )
 from xcsh_store.agents import records as plugin_records
+from xcsh_store.agents.prices.costs import NO_COST, settle
+from xcsh_store.agents.prices.pricing import Request
 from xcsh_store.format.entries import (
     NAMED_TITLE_SOURCE,
     SESSION_INFO_TYPE,
@@ -59,9 +61,17 @@ _Model = tuple[str | None, str | None]
 # when it must be looked up in the index and no one has needed it yet.
 _Default = tuple[_Model | None, bool]
 NO_DEFAULT: _Default = (None, False)
-_NO_USAGE = (None, None, None, None, None, None)
+# Six usage figures (input, output, cache read, cache write, premium requests, cost), then how
+# the cost is known (cost_estimated, list_cost: agents/prices/costs.py).
+_NO_USAGE = (None, None, None, None, None, None, *NO_COST)
 # (st_size, st_mtime_ns, st_ino, st_ctime_ns) of a file as its reader opened it.
 FileStat = tuple[int, int, int, int]
+
+
+def _request(facts: EntryFacts, usage: tuple[Any, ...]) -> Request:
+    """The request an entry's usage is of, as a price applies to it."""
+    figures = [int(value or 0) for value in usage[:4]]
+    return Request(facts.model, facts.timestamp, *figures, provider=facts.provider)
 
 
 class Chunk(NamedTuple):
@@ -75,7 +85,8 @@ class Chunk(NamedTuple):
     """
 
     # (key, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,
-    # custom_type, offset, length, part, 6 usage figures, usage_key, prompt_hash, chain)
+    # custom_type, offset, length, part, 6 usage figures, cost_estimated, list_cost, usage_key,
+    # prompt_hash, chain)
     entries: list[tuple[Any, ...]]
     texts: list[tuple[int, str]]
     blobs: list[tuple[int, str]]
@@ -551,7 +562,7 @@ class RowBuilder:
             facts.model, facts.provider = found.model, found.provider
         facts.usage = found.usage
         usage_key = found.usage_key if found.usage is not None else None
-        self._count(entry, facts)
+        self._count(entry, facts, self.reader.records_costs)
         if found.title is not None:
             state.totals.session_name = found.title
             state.totals.session_name_source = found.title_source
@@ -559,7 +570,7 @@ class RowBuilder:
             self.leaf_summaries.append((seq, *found.leaf_summary))
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
         if usage_key is not None and found.usage is not None:  # the key comes with usage
-            self._supersede_usage(usage_key, key, found.usage)
+            self._supersede_usage(usage_key, key, facts.usage)
 
     def _rewound(self, turns: int) -> str | None:
         """Where a rollback of the last ``turns`` user turns goes back to (the first of them
@@ -577,7 +588,7 @@ class RowBuilder:
 
     def _supersede_usage(self, usage_key: str, key: int, usage: tuple[Any, ...]) -> None:
         """A line reporting a response an earlier line reported: only this one's usage counts
-        (the rows of an entry keep its figures in the six columns after ``part``)."""
+        (the rows of an entry keep its figures in the eight columns after ``part``)."""
         previous = self.usage_keys.get(usage_key)
         if previous is None and self.indexed is not None:
             previous = self.indexed.usage_of(usage_key)
@@ -586,11 +597,11 @@ class RowBuilder:
             return
         old_key, old_usage = previous
         totals = self.state.totals
-        totals.usage = [a - (b or 0) for a, b in zip(totals.usage, old_usage, strict=True)]
+        totals.usage = [a - (b or 0) for a, b in zip(totals.usage, old_usage[:6], strict=True)]
         position = old_key - self.chunk_first_key
         row = self.entry_rows[position] if position >= 0 else None
         if row is not None:
-            self.entry_rows[position] = (*row[:14], *_NO_USAGE, *row[20:])
+            self.entry_rows[position] = (*row[:14], *_NO_USAGE, *row[22:])
         elif position < 0:
             self.superseded.append(old_key)
 
@@ -694,7 +705,9 @@ class RowBuilder:
             value["parentId"] = state.last_id
         state.last_id = value["id"] if isinstance(value["id"], str) else state.last_id
 
-    def _count(self, value: dict[str, Any], facts: EntryFacts) -> None:
+    def _count(self, value: dict[str, Any], facts: EntryFacts, records_costs: bool = True) -> None:
+        """Count an entry into its session's totals; its usage's cost settled first (its
+        agent's recorded one, or the index's estimate: agents/prices/costs.py)."""
         totals = self.state.totals
         kind = facts.type
         message = value.get("message") if kind == "message" else None
@@ -705,8 +718,9 @@ class RowBuilder:
             self.counted[facts.id] = bool(message)
         usage = facts.usage
         if usage is not None:
-            # (An estimated cost is None for a model without a price: it adds nothing.)
-            totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage, strict=True)]
+            usage = facts.usage = settle(usage, records_costs, _request(facts, usage))
+            # (A cost is None for a model without a price: it adds nothing.)
+            totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage[:6], strict=True)]
         if kind == "message":
             if message:
                 totals.message_count += 1

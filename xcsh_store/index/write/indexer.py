@@ -45,14 +45,16 @@ COMMIT_EVERY_BYTES = 16 << 20
 _ENTRY_COLUMNS = (
     "pk, session, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,"
     " custom_type, offset, length, part, input_tokens, output_tokens, cache_read_tokens,"
-    " cache_write_tokens, premium_requests, cost, usage_key, prompt_hash, chain"
+    " cache_write_tokens, premium_requests, cost, cost_estimated, list_cost, usage_key,"
+    " prompt_hash, chain"
 )
 
 
 # A later line of the same model response counts its usage instead (build.py usage keys).
 _DROP_USAGE = (
     "UPDATE entries SET input_tokens = NULL, output_tokens = NULL, cache_read_tokens = NULL,"
-    " cache_write_tokens = NULL, premium_requests = NULL, cost = NULL WHERE pk = ?"
+    " cache_write_tokens = NULL, premium_requests = NULL, cost = NULL, cost_estimated = NULL,"
+    " list_cost = NULL WHERE pk = ?"
 )
 
 
@@ -432,7 +434,7 @@ class FileWrite:
         # three statements per file).
         offset = self.offset = self.indexer.keys.peek() - self.first_key
         key = f"?+{offset}"
-        marks = ",".join("?" * 21)
+        marks = ",".join("?" * 23)
         self.statements = (
             f"INSERT INTO entries ({_ENTRY_COLUMNS}) VALUES ({key},{self.file_id},{marks},{key})",
             f"INSERT INTO entries_fts (rowid, text) VALUES ({key}, ?)",

@@ -3,9 +3,11 @@
 
 The files of most agents (Claude Code, Codex, …: ESTIMATED_AGENTS) hold tokens, not costs: a
 sync prices each request as it reads it (agents/prices/pricing.py), so ``entries.cost`` and
-``sessions.cost`` are there for every reader of index.db. A new genai-prices release, an edited
-prices.toml or new pricing rules change the table's fingerprint; the next sync then reads those
-agents' files again, whole, which prices every request anew (their files hold what billing
+``sessions.cost`` are there for every reader of index.db. The agents that record costs leave
+some out (pi's lines without ``cost``: priced too) and record $0 for paid models (their list
+price is kept beside: agents/prices/costs.py). A new genai-prices release, an edited
+prices.toml or new pricing rules change the table's fingerprint; the next sync then reads every
+file again, whole, which prices every request anew (their files hold what billing
 needs: the 1-hour cache writes, each request's size and day), and records the new fingerprint
 only once it is done.
 
@@ -29,7 +31,6 @@ from xcsh_store.index.db import get_meta, set_meta, transaction
 PRICES_META = "price_table"
 # The sources key (price_sources) of the table whose fingerprint PRICES_META records.
 SOURCES_META = "price_sources"
-_PRICED = ", ".join(f"'{agent}'" for agent in ESTIMATED_AGENTS)
 
 
 def priced_with(connection: apsw.Connection) -> str | None:
@@ -39,9 +40,9 @@ def priced_with(connection: apsw.Connection) -> str | None:
 
 def price_again_if_changed(connection: apsw.Connection, sources: str) -> bool:
     """Before a sync: when the prices in force (from ``sources``: price_sources) are not the
-    ones the index was priced with, make the sync read every file of ESTIMATED_AGENTS again,
-    whole (a changed stat and nothing read). Returns whether it did. The price table is built
-    only when its sources changed since the last sync."""
+    ones the index was priced with, make the sync read every file again, whole (a changed stat
+    and nothing read). Returns whether it did. The price table is built only when its sources
+    changed since the last sync."""
     if get_meta(connection, SOURCES_META) == sources:
         return False
     fingerprint = price_table().fingerprint
@@ -51,9 +52,7 @@ def price_again_if_changed(connection: apsw.Connection, sources: str) -> bool:
             set_meta(connection, SOURCES_META, sources)
         return False
     with transaction(connection):
-        connection.execute(
-            f"UPDATE files SET mtime_ns = -1, indexed_bytes = 0 WHERE agent IN ({_PRICED})"
-        )
+        connection.execute("UPDATE files SET mtime_ns = -1, indexed_bytes = 0")
     return connection.changes() > 0
 
 
@@ -79,23 +78,28 @@ class ModelSeen:
     entries: int
     unpriced: int
     last_used: str | None
-    # None: the agent recorded its own costs (pi, xcsh), or no source prices the model.
+    # None: the agent recorded every cost (pi, opencode, …), or no source prices the model.
     price: ModelPrice | None
 
 
 def models_seen(connection: apsw.Connection, table: PriceTable) -> list[ModelSeen]:
-    """Every agent and model with usage in the index, most used first; the price of Claude
-    Code's and Codex's models as ``table`` gives it on the day of their last request."""
+    """Every agent and model with usage in the index, most used first; the price of the
+    models the index prices (every model of Claude Code, Codex, …; those of the lines pi or
+    opencode left without a cost or recorded at $0) as ``table`` gives it on the day of their
+    last request."""
     rows = list(
         connection.execute(
-            "SELECT agent, provider, model, count(*), sum(cost IS NULL), max(timestamp)"
+            "SELECT agent, provider, model, count(*), sum(cost IS NULL), max(timestamp),"
+            " sum(cost_estimated = 1 OR cost IS NULL OR list_cost IS NOT NULL)"
             " FROM usage_entries GROUP BY agent, provider, model ORDER BY count(*) DESC, model"
         )
     )
     return [
         ModelSeen(
             *(agent, provider, model, entries, unpriced, last),
-            table.price(model, provider, request_day(last)) if agent in ESTIMATED_AGENTS else None,
+            table.price(model, provider, request_day(last))
+            if agent in ESTIMATED_AGENTS or priced
+            else None,
         )
-        for agent, provider, model, entries, unpriced, last in rows
+        for agent, provider, model, entries, unpriced, last, priced in rows
     ]

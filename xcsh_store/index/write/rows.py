@@ -165,7 +165,8 @@ def _describe_message(facts: EntryFacts, message: dict[str, Any], with_text: boo
     role = message.get("role")
     facts.role = role if isinstance(role, str) else None
     # What counts as usage is message_usage's rule alone; the usage_entries view sums these.
-    facts.usage = message_usage(message)
+    # A usage without a cost is priced when counted (build.py, agents/prices/costs.py).
+    facts.usage = message_usage(message, unrecorded_cost=None)
     if role == "user":
         text = content_text(message.get("content"))
         if text.strip():
