@@ -14,6 +14,10 @@ CREATE INDEX blob_refs_hash ON blob_refs (hash);
 -- index entries_chain on entries
 CREATE INDEX entries_chain ON entries (chain, seq, type);
 
+-- index entries_costs on entries
+CREATE INDEX entries_costs ON entries (session, cost, cost_estimated, list_cost)
+WHERE input_tokens IS NOT NULL;
+
 -- index entries_model on entries
 CREATE INDEX entries_model ON entries (model);
 
@@ -28,9 +32,6 @@ CREATE INDEX entries_timestamp ON entries (timestamp);
 
 -- index entries_title_change on entries
 CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';
-
--- index entries_unpriced on entries
-CREATE INDEX entries_unpriced ON entries (session) WHERE cost IS NULL AND input_tokens IS NOT NULL;
 
 -- index entries_usage_key on entries
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
@@ -165,7 +166,7 @@ CREATE TABLE entries (
     premium_requests REAL,
     cost REAL,
     -- SHA-1 of a user prompt's text, to link history.db prompts to the session they came from.
-    prompt_hash TEXT, chain INTEGER, usage_key TEXT,
+    prompt_hash TEXT, chain INTEGER, usage_key TEXT, cost_estimated INTEGER, list_cost REAL,
     UNIQUE (session, id),
     UNIQUE (session, seq)
 );
@@ -378,7 +379,7 @@ SELECT * FROM (
             e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
             e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
             e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
-            s.modified_at,
+            s.modified_at, e.cost_estimated, e.list_cost,
             row_number() OVER (
                 PARTITION BY
                     e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,

@@ -209,3 +209,32 @@ SHIPPED_MIGRATIONS = {
 def test_no_shipped_migration_is_ever_edited():
     checksums = {migration.name: migration.checksum for migration in MIGRATIONS}
     assert {name: checksums.get(name) for name in SHIPPED_MIGRATIONS} == SHIPPED_MIGRATIONS
+
+
+def test_an_index_of_0014_learns_how_each_cost_is_known(agent_dir):
+    """0015 (issue 35, unknown is never $0): the costs of agents that record none were the
+    index's estimates; the files of agents that record costs are read again (a pi line without
+    a cost was counted as $0, an opencode $0 had no list price beside it)."""
+    db_path = agent_dir / "index.db"
+    earlier = database.connect(str(db_path))
+    database.apply_migrations(earlier, [m for m in MIGRATIONS if m.number <= 14])
+    sessions = str(agent_dir / "sessions")
+    with database.transaction(earlier):
+        for file_id, agent in enumerate(("claude", "pi", "opencode"), start=1):
+            earlier.execute(
+                "INSERT INTO files (id, path, root, project_dir, size, mtime_ns, inode,"
+                " indexed_bytes, status, agent) VALUES (?, ?, ?, '', 300, 7, ?, 300, 'ok', ?)",
+                (file_id, f"{sessions}/{agent}.jsonl", sessions, file_id, agent),
+            )
+            earlier.execute(
+                "INSERT INTO entries (pk, session, seq, type, role, offset, length, input_tokens,"
+                " output_tokens, cost) VALUES (?, ?, 0, 'message', 'assistant', 0, 300, 10, 5, ?)",
+                (file_id, file_id, 0.25 if agent == "claude" else 0.0),
+            )
+    database.apply_migrations(earlier, MIGRATIONS)
+    rows = earlier.execute(
+        "SELECT f.agent, e.cost_estimated, f.mtime_ns, f.indexed_bytes FROM entries AS e"
+        " JOIN files AS f ON f.id = e.session ORDER BY f.id"
+    ).fetchall()
+    earlier.close()
+    assert rows == [("claude", 1, 7, 300), ("pi", 0, -1, 0), ("opencode", 0, -1, 0)]

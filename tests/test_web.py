@@ -251,9 +251,9 @@ def test_the_list_and_the_search_filter_by_agent_and_mark_estimated_costs(
     )
     listed = client.get("/", params={"agent": "claude"}).text
     assert fixture.stem in listed and "sess-branched" not in listed
-    # Its one model is an OpenRouter :free one: an estimate of $0 (an unpriced model shows
-    # "?": tests/test_costs.py).
-    assert re.search(r'<td class="number"><span title="estimated">~\$0.00</span></td>', listed)
+    # Its one model is an OpenRouter :free one: free, $0 (an unpriced model shows "?", one
+    # without usage "–": tests/test_cost_kinds.py).
+    assert re.search(r'<td class="number"><span title="free">\$0</span></td>', listed)
     assert "sess-branched" in client.get("/", params={"agent": "xcsh"}).text
     found = client.get("/search", params={"q": "Superteam", "agent": "xcsh"}).text
     assert fixture.stem not in found
