@@ -5,7 +5,10 @@ side. docs/ccusage.md explains every difference.
 
 ccusage is installed from npm into a cache folder outside the repository (compare_ccusage.py)
 and run --offline with HOME pointing into a temp home; xcsh-store syncs that home into a temp
-agent dir. Cursor is not in ccusage 20.0.24.
+agent dir. Cursor is not in ccusage 20.0.24. The shared opencode session of
+tests/fixtures/opencode/w12z__Cap__opencode-session.json (an ``opencode export`` document, which
+ccusage does not read) is laid out in the same storage tree as opencode keeps its sessions, so
+both read it there.
 
     python benchmarks/compare_ccusage_jsonl.py [--cache ~/.cache/xcsh-store-bench/ccusage]
 """
@@ -36,6 +39,26 @@ JSONL_AGENTS = AGENTS[:4]
 Figures = list[Any]
 
 
+# An opencode export document: {info: session, messages: [{info: message, parts: [part]}]}.
+EXPORT = ROOT / "tests" / "fixtures" / "opencode" / "w12z__Cap__opencode-session.json"
+
+
+def lay_out_export(storage: Path, document: Path) -> None:
+    """An ``opencode export`` document's session, messages and parts as opencode's storage
+    tree keeps them (``session/<project>/<id>.json``, ``message/<session>/<id>.json``,
+    ``part/<message>/<id>.json``): the same objects, one file each."""
+    shared = json.loads(document.read_text())
+    info = shared["info"]
+    files = {Path("session", info.get("projectID", "global"), f"{info['id']}.json"): info}
+    for message in shared["messages"]:
+        files[Path("message", info["id"], f"{message['info']['id']}.json")] = message["info"]
+        for part in message["parts"]:
+            files[Path("part", message["info"]["id"], f"{part['id']}.json")] = part
+    for place, value in files.items():
+        (storage / place).parent.mkdir(parents=True, exist_ok=True)
+        (storage / place).write_text(json.dumps(value))
+
+
 def ccusage_rows(binary: Path, environment: dict[str, str]) -> dict[tuple[str, str], Figures]:
     rows = {}
     for agent in AGENTS:
@@ -61,9 +84,12 @@ def xcsh_rows(environment: dict[str, str], agent_dir: Path) -> dict[tuple[str, s
             env=environment, capture_output=True, text=True, check=True,
         )  # fmt: skip
         for row in json.loads(report.stdout)["rows"]:
+            cost = row["cost"]
+            if row["cost_at_list_price"] is not None:  # a recorded $0 below list price
+                cost = (cost, row["cost_at_list_price"])
             rows[(agent, row["key"])] = [
                 row["input_tokens"], row["output_tokens"], row["cache_read_tokens"],
-                row["cache_write_tokens"], row["cost"],
+                row["cache_write_tokens"], cost,
             ]  # fmt: skip
     return rows
 
@@ -72,7 +98,12 @@ def _shown(figures: Figures | None) -> str:
     if figures is None:
         return "(not listed)"
     *tokens, cost = figures
-    money = "no price" if cost is None else f"${cost:.6f}"
+    if cost is None:
+        money = "no price"
+    elif isinstance(cost, tuple):
+        money = f"${cost[0]:.2f} recorded, ~${cost[1]:.2f} at list price"
+    else:
+        money = f"${cost:.6f}"
     return ", ".join(f"{count:,}" for count in tokens) + f"; {money}"
 
 
@@ -87,6 +118,7 @@ def main() -> None:
         home = Path(temp) / "home"
         lay_out_agents(home, JSONL_AGENTS)
         lay_out_documents(home)
+        lay_out_export(home / ".local" / "share" / "opencode" / "storage", EXPORT)
         environment = {**isolated_environment(home), "PATH": os.environ["PATH"]}
         ccusage = ccusage_rows(binary, environment)
         ours = xcsh_rows(environment, Path(temp) / "agent")

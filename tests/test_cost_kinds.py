@@ -23,6 +23,7 @@ from test_agents_cli import run, run_json
 
 from xcsh_store.agent_tools import tools
 from xcsh_store.index import SessionIndex
+from xcsh_store.team import push
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -83,7 +84,7 @@ def test_a_recorded_zero_of_a_paid_model_shows_its_list_price_beside_it(agent_di
     assert (listed["cost"], listed["cost_kind"]) == (0, "recorded")
     assert listed["cost_at_list_price"] == pytest.approx(at_list)
     assert listed["cost_estimated"] is False
-    assert f"$0 (list ~${at_list:,.2f})" in run(agent_dir, "ls")
+    assert f"$0/~${at_list:,.2f}" in run(agent_dir, "ls")
     shown = run(agent_dir, "show", CAP_ID)
     assert f"$0 recorded, ~${at_list:,.2f} at list price" in " ".join(shown.split())
 
@@ -190,7 +191,7 @@ def test_the_web_pages_and_mcp_show_the_same_kinds(
     run(agent_dir, "sync")
     at_list = cap_list_price() + glm_list_price()
     listing = client.get("/", params={"agent": "opencode"}).text
-    assert f"$0 (list ~${at_list:,.2f})" in listing
+    assert f"$0/~${at_list:,.2f}" in listing
     page = client.get(f"/session/{CAP_ID}").text
     assert f"$0 recorded, ~${at_list:,.2f} at list price" in " ".join(page.split())
     pi = client.get("/session/test-pi-session-001").text
@@ -205,3 +206,32 @@ def test_the_web_pages_and_mcp_show_the_same_kinds(
         usage = tools.usage(index, by="model")
         sol = next(row for row in usage["rows"] if row["key"] == "packyapi/gpt-5.6-sol")
         assert (sol["cost"], sol["cost_kind"]) == (0, "recorded")
+
+
+def test_the_team_index_keeps_how_each_cost_is_known(
+    agent_dir: Path, cap: Path, real_home: RealHome, team_url: str
+):
+    """Pushed to the team index (PostgreSQL, team migration 0007), every session and usage
+    row says what the local index says: kinds, nulls and list prices."""
+    run(agent_dir, "sync")
+    push(str(agent_dir), team_url, host="laptop")
+    for agent in ("opencode", "pi", "omp", "claude"):
+        team = run_json(agent_dir, "--db", team_url, "ls", "-n", "0", "--agent", agent)
+        local = run_json(agent_dir, "ls", "-n", "0", "--agent", agent)
+        keys = ("id", "cost", "cost_kind", "cost_at_list_price", "unpriced_entries")
+        assert sorted(_rounded(row, keys) for row in team) == sorted(
+            _rounded(row, keys) for row in local
+        )
+    team = {row["id"]: row for row in run_json(agent_dir, "--db", team_url, "ls", "-n", "0")}
+    assert team[CAP_ID]["cost_at_list_price"] == pytest.approx(cap_list_price() + glm_list_price())
+    keys = ("key", "cost_kind", "unpriced_entries", "unpriced_sessions", "estimated_cost_entries")
+    by_model = run_json(agent_dir, "--db", team_url, "usage", "--by", "model")["rows"]
+    local = run_json(agent_dir, "usage", "--by", "model")["rows"]
+    assert [_rounded(row, keys) for row in by_model] == [_rounded(row, keys) for row in local]
+    sol = next(row for row in by_model if row["key"] == "packyapi/gpt-5.6-sol")
+    assert sol["cost_at_list_price"] == pytest.approx(cap_list_price())
+
+
+def _rounded(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """The values of ``keys``, dollars rounded (sums of floats added in another order)."""
+    return tuple(round(row[key], 9) if isinstance(row[key], float) else row[key] for key in keys)

@@ -160,8 +160,10 @@ def test_usage_from_the_rollup_and_from_the_entries_agree(
 
 
 def _counts(row: dict[str, Any]) -> tuple[Any, ...]:
-    """A usage row's keys and counts, its cost rounded (sums of floats in another order)."""
-    return (row["keys"], row["entries"], row["total_tokens"], round(row["cost"], 9))
+    """A usage row's keys and counts, its cost rounded (sums of floats in another order; null
+    when no cost is known: an oh-my-pi line of a model no source prices)."""
+    cost = None if row["cost"] is None else round(row["cost"], 9)
+    return (row["keys"], row["entries"], row["total_tokens"], cost, row["cost_kind"])
 
 
 def test_verbs_of_the_local_index_refuse_db(agent_dir: Path) -> None:
@@ -201,15 +203,16 @@ def test_other_agents_sessions_read_the_same_on_the_team_index(
     local_hits = run(*local_dir, "search", "error", "--agent", "codex", "-n", "1000")
     assert local_hits and {hit["agent"] for hit in team_hits} == {"codex"}
     assert _hit_keys(without_host(team_hits, "laptop")) == _hit_keys(local_hits)
-    fields = ("keys", "entries", "total_tokens", "estimated_cost_entries", "unpriced_entries")
+    fields = (
+        "keys", "entries", "total_tokens", "estimated_cost_entries", "unpriced_entries",
+        "cost_kind", "unpriced_sessions",
+    )  # fmt: skip
     team_usage = run("--db", team_url, "usage", "--by", "agent", "--by", "model")["rows"]
     local_usage = run(*local_dir, "usage", "--by", "agent", "--by", "model")["rows"]
     assert [[row[field] for field in fields] for row in team_usage] == [
         [row[field] for field in fields] for row in local_usage
     ]
-    assert [round(row["cost"], 9) for row in team_usage] == [
-        round(row["cost"], 9) for row in local_usage
-    ]
+    assert [_counts(row) for row in team_usage] == [_counts(row) for row in local_usage]
     claude = run("--db", team_url, "usage", "--by", "agent", "--agent", "claude")["rows"]
     assert [row["key"] for row in claude] == ["claude"] and claude[0]["estimated_cost_entries"]
 

@@ -60,9 +60,9 @@ NO_MONTH = "unknown"
 
 _INTEGERS = {
     "version", "entry_count", "message_count", "input_tokens", "output_tokens",
-    "cache_read_tokens", "cache_write_tokens", "seq",
+    "cache_read_tokens", "cache_write_tokens", "seq", "cost_estimated",
 }  # fmt: skip
-_FLOATS = {"premium_requests", "cost"}
+_FLOATS = {"premium_requests", "cost", "list_cost"}
 
 
 def _schema(columns: tuple[str, ...]) -> pa.Schema:

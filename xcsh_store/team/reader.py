@@ -14,6 +14,7 @@ which only the ``full`` tier carries.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from xcsh_store.agents import ESTIMATED_AGENTS
+from xcsh_store.agents.prices.costs import FACTS_SQL, CostFacts
 from xcsh_store.errors import (
     AmbiguousEntryError,
     AmbiguousSessionError,
@@ -92,8 +93,9 @@ _SESSION_COLUMNS = (
     " source_gone_at,"
     " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
     " AND (twin.host, twin.path) <> (s.host, s.path)),"
-    " (SELECT count(*) FROM entries AS e WHERE e.host = s.host AND e.path = s.path"
-    " AND e.cost IS NULL AND e.input_tokens IS NOT NULL)"
+    # How its costs are known (agents/prices/costs.py), as the local index sums them.
+    f" (SELECT json_build_array({FACTS_SQL}) FROM entries AS e WHERE e.host = s.host"
+    " AND e.path = s.path AND e.input_tokens IS NOT NULL)"
 )
 _ORDERS = {
     "modified": "modified_at DESC, host, path",
@@ -142,8 +144,8 @@ class TeamSession(SessionRecord):
     # When its file was found gone on its host (kept by that host's archive), else None.
     source_gone_at: str | None
     id_shared: bool
-    # Entries of a model without a price (as IndexedSession's).
-    unpriced_entries: int
+    # How its costs are known (as IndexedSession's).
+    cost_facts: CostFacts
 
     @property
     def id(self) -> str:
@@ -154,8 +156,14 @@ class TeamSession(SessionRecord):
         return _time(self.modified_at)
 
 
+# Where the session row's cost is among _SESSION_COLUMNS (TeamSession's fields, in order).
+_COST = [field.name for field in dataclasses.fields(TeamSession)].index("cost")
+
+
 def _session(row: Sequence[Any]) -> TeamSession:
-    return TeamSession(row[0], row[1], row[2], row[3] or "", *row[4:])
+    # The cost facts summed as the session row's cost was (the dollars the local index shows).
+    facts = CostFacts.of_row(row[-1]).summed_as(row[_COST])
+    return TeamSession(row[0], row[1], row[2], row[3] or "", *row[4:-1], facts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,17 +478,25 @@ class TeamIndex:
         groups = usage_groups(query.by, USAGE_GROUPS)
         keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{n}" for n, group in enumerate(groups))
         names = ", ".join(f"key{n}" for n in range(len(groups)))
-        sums = "sum(entries), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
-        sums += " sum(cache_write_tokens),"
+        # usage_row's values (index/read/usage.py USAGE_SUMS_SQL), from usage_rollup's sums
+        # of the cost facts (agents/prices/costs.py): the team index keeps no premium requests.
+        sums = "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
+        sums += " sum(cache_write_tokens), sum(entries), sum(unpriced), sum(estimated),"
+        sums += " sum(free), sum(below_list),"
         # None when no entry of the group has a price (as the local index says).
         sums += " CASE WHEN sum(entries) > sum(unpriced) THEN coalesce(sum(cost), 0) END,"
-        sums += " sum(estimated), sum(unpriced)"
-        arguments: dict[str, Any] = {"others": list(ESTIMATED_AGENTS)}
-        # usage_entries' rows as usage_rollup's: one entry each, its cost estimated or unknown.
+        sums += " sum(list_cost), NULL,"
+        sums += " array_agg(DISTINCT host || ' ' || session_id) FILTER (WHERE unpriced > 0)"
+        arguments: dict[str, Any] = {}
+        # usage_entries' rows as usage_rollup's: one entry each, and how its cost is known.
         per_entry = (
             "SELECT host, timestamp, provider, model, project_dir, cwd, session_id, agent,"
-            " parent_session_id, 1 AS entries, (agent = ANY(%(others)s) AND cost IS NOT NULL)"
-            f"::int AS estimated, (cost IS NULL)::int AS unpriced, {_SUMMED} FROM usage_entries"
+            " parent_session_id, 1 AS entries,"
+            " (cost_estimated = 1 AND cost > 0)::int AS estimated,"
+            " (cost IS NULL)::int AS unpriced,"
+            " (cost = 0 AND (cost_estimated = 1 OR list_cost = 0))::int AS free,"
+            " (list_cost > 0)::int AS below_list, coalesce(list_cost, 0) AS list_cost,"
+            f" {_SUMMED} FROM usage_entries"
             f" WHERE true{filter_sql(query.filter, arguments, _USAGE_ENTRY_FILTER)}"
         )
         bounds = [bound for bound in (query.filter.since, query.filter.until) if bound]
@@ -491,7 +507,8 @@ class TeamIndex:
             days = filter_sql(query.filter, arguments, _ROLLUP_FILTER)
             source = (
                 "SELECT host, day AS timestamp, provider, model, project_dir, NULL AS cwd,"
-                " session_id, agent, parent_session_id, entries, estimated, unpriced,"
+                " session_id, agent, parent_session_id, entries, estimated, unpriced, free,"
+                " below_list, list_cost,"
                 f" {_SUMMED} FROM usage_rollup WHERE NOT host = ANY(%(stale)s){days}"
             )
             if stale:  # only then: the view is expensive even when it yields nothing

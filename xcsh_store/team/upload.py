@@ -39,7 +39,6 @@ from typing import Any
 
 import psycopg
 
-from xcsh_store.agents import ESTIMATED_AGENTS
 from xcsh_store.index import (
     ENTRY_COLUMNS,
     HISTORY_COLUMNS,
@@ -255,10 +254,13 @@ _ROLLUP = (
     "SELECT host, CASE WHEN timestamp ~ '^\\d{4}-\\d{2}-\\d{2}'"
     " THEN substr(timestamp, 1, 10) END AS day, provider, model, project_dir, session_id,"
     " agent, parent_session_id, count(*),"
-    " count(*) FILTER (WHERE agent = ANY(%(estimated)s) AND cost IS NOT NULL),"
+    # agents/prices/costs.py FACTS_SQL's counts, as the local index sums them.
+    " count(*) FILTER (WHERE cost_estimated = 1 AND cost > 0),"
     " count(*) FILTER (WHERE cost IS NULL),"
     " sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),"
-    " sum(cache_write_tokens), sum(cost) FROM {source}"
+    " sum(cache_write_tokens), sum(cost),"
+    " count(*) FILTER (WHERE cost = 0 AND (cost_estimated = 1 OR list_cost = 0)),"
+    " count(*) FILTER (WHERE list_cost > 0), coalesce(sum(list_cost), 0) FROM {source}"
     " GROUP BY host, day, provider, model, project_dir, session_id, agent, parent_session_id"
 )
 # The key usage_entries partitions entries by, as entries_usage_copies indexes it.
@@ -275,7 +277,7 @@ def _roll_up_usage(connection: psycopg.Connection[Any], host: str) -> None:
     connection.execute(
         "INSERT INTO usage_rollup "
         + _ROLLUP.replace("{source}", "usage_entries WHERE host = %(host)s"),
-        {"estimated": list(ESTIMATED_AGENTS), "host": host},
+        {"host": host},
     )
     connection.execute("UPDATE hosts SET usage_stale = false WHERE host = %s", (host,))
 
@@ -338,7 +340,8 @@ def _refresh_rollup(connection: psycopg.Connection[Any], host: str, sessions: se
         "  AND ms.session_id = ANY(%(s)s) AND m.input_tokens IS NOT NULL) AS k (id, ts)"
         " CROSS JOIN LATERAL (SELECT e.host, e.path, e.seq, e.id, e.timestamp, e.provider,"
         "  e.model, s.project_dir, s.session_id, s.agent, s.parent_session_id, s.created_at,"
-        "  e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost"
+        "  e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost,"
+        "  e.cost_estimated, e.list_cost"
         "  FROM entries AS e JOIN sessions AS s ON s.host = e.host AND s.path = e.path"
         "  WHERE e.host = %(h)s AND e.input_tokens IS NOT NULL"
         f"  AND ({_COPY_KEY.format('e')}) = (k.id, k.ts)) AS c) AS numbered"
@@ -353,7 +356,7 @@ def _refresh_rollup(connection: psycopg.Connection[Any], host: str, sessions: se
         " INSERT INTO usage_rollup SELECT * FROM fresh AS f WHERE NOT EXISTS (SELECT FROM"
         " usage_rollup AS r WHERE r.host = %(h)s AND r.session_id = f.session_id"
         " AND ROW(r.*) IS NOT DISTINCT FROM ROW(f.*))",
-        {"h": host, "s": sorted(sessions), "estimated": list(ESTIMATED_AGENTS)},
+        {"h": host, "s": sorted(sessions)},
     )
 
 

@@ -25,13 +25,13 @@ partial         some requests have no cost: the sum is a lower bound       ``≥
 ==============  =========================================================  ==========
 
 A recorded sum with recorded $0s below their list price is shown with the list price beside
-it: ``$0 recorded, ~$9.29 at list price`` (``$0 (list ~$9.29)`` in a table's cell).
+it: ``$0 recorded, ~$9.29 at list price`` (``$0/~$9.29`` in a table's cell).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xcsh_store.agents.prices.pricing import Request, price_table
@@ -74,12 +74,16 @@ def dollars(value: float) -> str:
 
 
 # The SQL sums :class:`CostFacts` is made of, over rows of entries or usage_entries (each
-# with usage). In this order: requests, of no cost known, estimated, free, recorded $0s below
-# list price; the known costs' sum (NULL: none known); the list price of those recorded $0s.
+# with usage), in SQLite and in PostgreSQL alike. In this order: requests, of no cost known,
+# estimated above $0, free, recorded $0s below list price; the known costs' sum (NULL: none
+# known); the list price of those recorded $0s.
 FACTS_SQL = (
-    "count(*), sum(cost IS NULL), sum(cost_estimated = 1 AND cost > 0),"
-    " sum(cost = 0 AND (cost_estimated = 1 OR list_cost = 0)), sum(list_cost > 0),"
-    " CASE WHEN count(*) > sum(cost IS NULL) THEN total(cost) END, total(list_cost)"
+    "count(*), count(*) FILTER (WHERE cost IS NULL),"
+    " count(*) FILTER (WHERE cost_estimated = 1 AND cost > 0),"
+    " count(*) FILTER (WHERE cost = 0 AND (cost_estimated = 1 OR list_cost = 0)),"
+    " count(*) FILTER (WHERE list_cost > 0),"
+    " CASE WHEN count(*) > count(*) FILTER (WHERE cost IS NULL) THEN coalesce(sum(cost), 0) END,"
+    " coalesce(sum(list_cost), 0)"
 )
 
 
@@ -114,6 +118,11 @@ class CostFacts:
             self.below_list + other.below_list, sum(known) if known else None,
             self.list_extra + other.list_extra,
         )  # fmt: skip
+
+    def summed_as(self, cost: float) -> CostFacts:
+        """The same facts with the known costs' sum as a session row keeps it (summed as its
+        requests were read: the same dollars, added in another order)."""
+        return self if self.cost is None else replace(self, cost=cost)
 
     @property
     def kind(self) -> str:
@@ -159,9 +168,9 @@ class CostFacts:
         if kind == FREE:
             return "$0"
         figure = money(self.cost or 0.0)
-        if kind == RECORDED and not self.cost and self.below_list == 0:
+        if kind == RECORDED and not self.cost and not self.below_list:
             # Recorded $0 of a model no source prices: what the agent said, not known free.
-            return f"{figure} recorded"
+            return f"{figure} rec." if short else f"{figure} recorded"
         if kind == ESTIMATED:
             figure = "~" + figure
         elif kind == PARTIAL:
@@ -170,7 +179,9 @@ class CostFacts:
         if at_list is None:
             return figure
         if short:
-            return f"{figure} (list ~{money(at_list)})"
+            # A cell names the list price beside a $0 only: a sum with some recorded $0s in it
+            # keeps its own figure (the note under a table gives the total at list price).
+            return f"{figure}/~{money(at_list)}" if not self.cost else figure
         return f"{figure} recorded, ~{money(at_list)} at list price"
 
     def left_out(self, sessions: int | None = None) -> str | None:

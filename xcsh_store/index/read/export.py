@@ -36,14 +36,14 @@ _SESSION_SELECT = ", ".join(
 ENTRY_COLUMNS = (
     "seq", "id", "parent_id", "type", "timestamp", "role", "provider", "model", "tool_name",
     "custom_type", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "premium_requests", "cost", "prompt_hash",
+    "premium_requests", "cost", "prompt_hash", "cost_estimated", "list_cost",
 )  # fmt: skip
 HISTORY_COLUMNS = ("id", "prompt", "created_at", "cwd", "prompt_hash")
 # The usage_entries view's columns (each entry with usage, a fork's copies counted once).
 USAGE_COLUMNS = (
     "session_id", "project_dir", "cwd", "id", "timestamp", "provider", "model", "input_tokens",
     "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests", "cost",
-    "agent",
+    "agent", "cost_estimated", "list_cost",
 )  # fmt: skip
 
 

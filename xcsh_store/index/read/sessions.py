@@ -421,7 +421,8 @@ class IndexedSession(SessionRecord):
     def cost_facts(self) -> CostFacts:
         """How its costs are known (a session without usage: not recorded)."""
         found = self._details()[_COST_FACTS]
-        return CostFacts() if found is None else CostFacts.of_row(orjson.loads(found))
+        facts = CostFacts() if found is None else CostFacts.of_row(orjson.loads(found))
+        return facts.summed_as(self.cost)
 
     @property
     def id(self) -> str:
