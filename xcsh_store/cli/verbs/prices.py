@@ -66,7 +66,8 @@ def prices_command(settings: Settings, as_json: bool) -> None:
     ESTIMATED record tokens, not costs: each request is priced at the price in
     force on its day, from ~/.config/xcsh-store/prices.toml ($XDG_CONFIG_HOME) first, then the
     genai-prices dataset. Rates are dollars per million tokens; "200k+: 6" is the rate of a
-    whole request whose input is over 200k tokens. pi and xcsh record their own costs.
+    whole request whose input is over 200k tokens. pi, opencode and Aider record their own
+    costs; a line they left without one is priced too.
 
     \b
     Example:

@@ -176,9 +176,11 @@ def usage_command(
 
     Each entry counts once, even when forked sessions hold copies of it, and a response Claude
     Code streamed as several lines once. ESTIMATED write no costs: theirs are
-    estimates from list prices (said below the table); a model without a known price adds
-    tokens but no cost, and is counted as unpriced. --json rows also carry Copilot CLI's
-    premium requests.
+    estimates from list prices (~, said below the table); a model without a known price adds
+    tokens but no cost (? when nothing else is priced: never $0, which means free), and the
+    total says how many sessions it leaves out. A $0 an agent recorded for a paid model shows
+    its list price beside it. --json rows also carry cost_kind and Copilot CLI's premium
+    requests.
 
     \b
     Examples:
