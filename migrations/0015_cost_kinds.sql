@@ -21,7 +21,7 @@ WHERE agent IN ('xcsh', 'pi', 'omp', 'opencode', 'aider') AND gone_at IS NULL;
 -- this index holds exactly what that sum reads, so it reads no table row. It replaces
 -- entries_unpriced (migration 0010), whose rows it holds too.
 DROP INDEX entries_unpriced;
-CREATE INDEX entries_costs ON entries (session, cost, cost_estimated, list_cost)
+CREATE INDEX entries_costs ON entries (session, cost, cost_estimated, list_cost, input_tokens)
 WHERE input_tokens IS NOT NULL;
 DROP VIEW usage_entries;
 CREATE VIEW usage_entries AS

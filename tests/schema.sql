@@ -15,7 +15,7 @@ CREATE INDEX blob_refs_hash ON blob_refs (hash);
 CREATE INDEX entries_chain ON entries (chain, seq, type);
 
 -- index entries_costs on entries
-CREATE INDEX entries_costs ON entries (session, cost, cost_estimated, list_cost)
+CREATE INDEX entries_costs ON entries (session, cost, cost_estimated, list_cost, input_tokens)
 WHERE input_tokens IS NOT NULL;
 
 -- index entries_model on entries

@@ -235,3 +235,18 @@ def test_the_team_index_keeps_how_each_cost_is_known(
 def _rounded(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
     """The values of ``keys``, dollars rounded (sums of floats added in another order)."""
     return tuple(round(row[key], 9) if isinstance(row[key], float) else row[key] for key in keys)
+
+
+def test_a_listing_sums_each_sessions_cost_facts_from_one_covering_index(
+    agent_dir: Path, real_home: RealHome
+):
+    """``ls`` reads every listed session's cost facts: from migration 0015's entries_costs
+    alone, never the entries table."""
+    from xcsh_store.index.read.sessions import _DETAILS
+
+    run(agent_dir, "sync", "--init")
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        plan = index.connection.execute(
+            f"EXPLAIN QUERY PLAN SELECT {_DETAILS[-1]} FROM sessions AS s"
+        ).fetchall()
+    assert any("USING COVERING INDEX entries_costs" in row[3] for row in plan), plan
