@@ -162,8 +162,9 @@ _COST = [field.name for field in dataclasses.fields(TeamSession)].index("cost")
 
 def _session(row: Sequence[Any]) -> TeamSession:
     # The cost facts summed as the session row's cost was (the dollars the local index shows).
-    facts = CostFacts.of_row(row[-1]).summed_as(row[_COST])
-    return TeamSession(row[0], row[1], row[2], row[3] or "", *row[4:-1], facts)
+    values = [*row[:-1], CostFacts.of_row(row[-1]).summed_as(row[_COST])]
+    values[3] = values[3] or ""  # its cwd
+    return TeamSession(*values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,8 +70,11 @@ FileStat = tuple[int, int, int, int]
 
 def _request(facts: EntryFacts, usage: tuple[Any, ...]) -> Request:
     """The request an entry's usage is of, as a price applies to it."""
-    figures = [int(value or 0) for value in usage[:4]]
-    return Request(facts.model, facts.timestamp, *figures, provider=facts.provider)
+    sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
+    return Request(
+        facts.model, facts.timestamp, sent, received, cache_read, cache_write,
+        provider=facts.provider,
+    )  # fmt: skip
 
 
 class Chunk(NamedTuple):
@@ -569,7 +572,7 @@ class RowBuilder:
         if found.leaf_summary is not None:
             self.leaf_summaries.append((seq, *found.leaf_summary))
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
-        if usage_key is not None and found.usage is not None:  # the key comes with usage
+        if usage_key is not None and facts.usage is not None:  # the key comes with usage
             self._supersede_usage(usage_key, key, facts.usage)
 
     def _rewound(self, turns: int) -> str | None:

@@ -118,7 +118,8 @@ class EntryFacts:
         timestamp = value.get("timestamp")
         self.timestamp = timestamp if isinstance(timestamp, str) else None
         self.role = self.provider = self.model = self.tool_name = self.custom_type = None
-        self.usage: tuple[int | float, ...] | None = None
+        # Its cost None when not recorded (priced when counted: build.py).
+        self.usage: tuple[int | float | None, ...] | None = None
         self.prompt_hash: str | None = None
         self.text = _describe(self, value, kind, with_text)
         if len(self.text) > ENTRY_TEXT_CAP:
