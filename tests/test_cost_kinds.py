@@ -196,6 +196,11 @@ def test_the_web_pages_and_mcp_show_the_same_kinds(
     assert f"$0 recorded, ~${at_list:,.2f} at list price" in " ".join(page.split())
     pi = client.get("/session/test-pi-session-001").text
     assert 'title="estimated">~$' in pi
+    usage = " ".join(client.get("/usage", params={"by": "day"}).text.split())
+    # Cap's day (2026-07-17) holds its requests alone.
+    assert f'<span title="recorded">$0/~${at_list:,.2f}</span>' in usage
+    # The total says what it leaves out (the oh-my-pi session of an unpriced model).
+    assert "+ 1 session unpriced</th>" in usage
     with SessionIndex.open(str(agent_dir)) as index:
         found: dict[str, Any] = tools.list_sessions(index, limit=200)
         by_id = {row["session"]: row for row in found["sessions"]}
