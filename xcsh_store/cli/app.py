@@ -17,7 +17,7 @@ from click.core import ParameterSource
 from xcsh_store import __version__
 from xcsh_store.cli.output.render import terminal_width, wrap
 from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
-from xcsh_store.cli.output.table import Cut, Header, fit_table
+from xcsh_store.cli.output.table import MAIN_WIDTH, Cut, Header, fit_table
 from xcsh_store.errors import IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
@@ -360,16 +360,18 @@ def print_table(
     styles: Callable[[int, int, str], str] | None = None,
     cuts: Mapping[int, Cut] | None = None,
     optional: Sequence[int] = (),
+    whole: Sequence[int] = (),
+    main_width: int = MAIN_WIDTH,
 ) -> None:
     """An aligned table cut to the terminal (table.fit_table: the first ``flexible`` column
-    keeps its room longest, the ``optional`` ones go first).
+    keeps its room longest, the ``optional`` ones go first, the ``whole`` ones are never cut).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
     echo(
         fit_table(
             rows, headers, flexible=flexible, right=right, styles=styles, cuts=cuts,
-            optional=optional,
+            optional=optional, whole=whole, main_width=main_width,
         )
     )  # fmt: skip
 

@@ -8,6 +8,8 @@ for ``cache read``); the main column, down to :data:`MAIN_WIDTH`; the other flex
 down to :data:`MIN_SECONDARY_WIDTH`; then the ``optional`` columns are dropped, one by one,
 while the table is still too wide; then the main column down to :data:`MIN_MAIN_WIDTH`, the
 headers down to :data:`MIN_HEADER_WIDTH` and every column down to :data:`MIN_COLUMN_WIDTH`.
+A ``whole`` column (an id a user types back, a count) never takes part in those last steps:
+its cells stay whole, and a line still too wide is cut at the terminal's edge.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def _column_limits(
     flexible: Sequence[int],
     kept: Sequence[int],
     available: int,
+    main_width: int = MAIN_WIDTH,
 ) -> tuple[list[int], int]:
     """The width of each column (the ``kept`` ones) that fits ``available`` cells, giving way
     in the module's order up to the dropping of optional columns; and the overflow left."""
@@ -94,7 +97,7 @@ def _column_limits(
         (kept, content),
         (others, [min(width, SECONDARY_WIDTH) for width in content]),
         (kept, [max(width, header) for width, header in zip(values, shortest, strict=True)]),
-        (main, [min(width, MAIN_WIDTH) for width in content]),
+        (main, [min(width, main_width) for width in content]),
         (others, [min(width, MIN_SECONDARY_WIDTH) for width in content]),
     ):
         overflow = _give_way(limits, columns, floors, overflow)
@@ -107,21 +110,24 @@ def _layout(
     flexible: Sequence[int],
     optional: Sequence[int],
     available: int,
+    whole: Sequence[int] = (),
+    main_width: int = MAIN_WIDTH,
 ) -> tuple[list[int], list[int]]:
     """Column widths and the columns kept: the optional ones go while the table overflows."""
     kept = list(range(len(forms)))
-    limits, overflow = _column_limits(cells, forms, flexible, kept, available)
+    limits, overflow = _column_limits(cells, forms, flexible, kept, available, main_width)
     for column in optional:
         if overflow <= 0:
             break
         kept.remove(column)
-        limits, overflow = _column_limits(cells, forms, flexible, kept, available)
+        limits, overflow = _column_limits(cells, forms, flexible, kept, available, main_width)
     values = [max((display_width(row[i]) for row in cells), default=0) for i in range(len(forms))]
     main = [column for column in flexible[:1] if column in kept]
+    cuttable = [column for column in kept if column not in whole]
     for columns, floors in (
         (main, [min(width, MIN_MAIN_WIDTH) for width in values]),
-        (kept, [max(width, MIN_HEADER_WIDTH) for width in values]),
-        (kept, [min(width, MIN_COLUMN_WIDTH) for width in values]),
+        (cuttable, [max(width, MIN_HEADER_WIDTH) for width in values]),
+        (cuttable, [min(width, MIN_COLUMN_WIDTH) for width in values]),
     ):
         overflow = _give_way(limits, columns, floors, overflow)
     return limits, kept
@@ -142,6 +148,8 @@ def fit_table(
     width: int | None = -1,
     cuts: Mapping[int, Cut] | None = None,
     optional: Sequence[int] = (),
+    whole: Sequence[int] = (),
+    main_width: int = MAIN_WIDTH,
 ) -> Shown:
     """An aligned plain table (tabulate's "simple" layout) that fits the terminal.
 
@@ -150,7 +158,9 @@ def fit_table(
     :data:`~xcsh_store.cli.output.render.PIPE_CELL_WIDTH`. Cells and headers are escaped
     (:func:`~xcsh_store.cli.output.safe.visible`) before anything else; a column is cut by its
     ``cuts`` function (``text, width -> text``; default :func:`~xcsh_store.cli.output.render.cut`);
-    ``styles(row, column, text)`` colours a cell after it was cut. Widths are terminal cells
+    ``styles(row, column, text)`` colours a cell after it was cut; a ``whole`` column's cells
+    are never cut (ids a user types back); ``main_width`` is what the main column keeps before
+    the optional columns go (:data:`MAIN_WIDTH`). Widths are terminal cells
     (:func:`~xcsh_store.cli.output.render.display_width`). ``width=-1`` means "ask the terminal".
     """
     available = terminal_width() if width == -1 else width
@@ -164,8 +174,12 @@ def fit_table(
     flexible = [flexible] if isinstance(flexible, int) else list(flexible)
     if available is None:
         limits, kept = [PIPE_CELL_WIDTH] * len(forms), list(range(len(forms)))
+        for column in whole:
+            limits[column] = max([PIPE_CELL_WIDTH, *(display_width(row[column]) for row in cells)])
     else:
-        limits, kept = _layout(cells, forms, flexible, optional, available)
+        limits, kept = _layout(
+            cells, forms, flexible, optional, available, whole, main_width
+        )
     heads = [_head(forms[column], limits[column]) for column in kept]
     for row_index, row in enumerate(cells):
         shown_row = []

@@ -27,6 +27,7 @@ from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
+    cut_path,
     display_width,
     fit_line,
     home_relative,
@@ -187,11 +188,12 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
             + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
         ),
         (
+            # The cost and the total first: at 80 columns the line is cut at its end.
             "Usage",
+            f"{session_cost(info)} · total {human_count(info.tokens)} · "
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · "
-            f"total {human_count(info.tokens)} · {session_cost(info)}",
+            f"cache write {human_count(info.cache_write_tokens)}",
         ),
     ]
     if info.parent_session_path:
@@ -204,6 +206,8 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
         )))  # fmt: skip
     width = terminal_width()
     for name, value in lines:
+        if name in ("File", "Cwd") and width is not None:
+            value = cut_path(value, width - 9)  # a path keeps its end, as everywhere
         echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))
 
 

@@ -4,6 +4,7 @@ as a table, a terminal chart or an HTML page."""
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -27,9 +28,10 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.chart import html_chart, terminal_chart
 from xcsh_store.cli.output.render import (
     cut,
-    cut_left,
     cut_middle,
+    cut_path,
     display_width,
+    home_relative,
     human_count,
     money,
     terminal_width,
@@ -41,11 +43,16 @@ from xcsh_store.index import (
     USAGE_GROUPS,
     BillingBlock,
     SessionFilter,
+    SessionQuery,
     UsageQuery,
     UsageRow,
     usage_total,
 )
 from xcsh_store.paths import write_private_file
+
+
+# Whose windows `usage --by block` shows without --agent: Claude Code's (as ccusage's blocks).
+BLOCK_AGENT = "claude"
 
 
 def cost_note(totals: UsageRow) -> str:
@@ -79,7 +86,7 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
 
 # The number columns, each with the short form of its header for a narrow terminal.
 NUMBER_HEADERS = (
-    "entries", "input", "output", ("cache read", "c.read"), ("cache write", "c.write"), "total",
+    ("entries", "entr."), "input", "output", ("cache read", "c.read"), ("cache write", "c.write"), "total",
     "cost",
 )  # fmt: skip
 
@@ -88,10 +95,10 @@ def label_cut(group: str, labels: list[str]) -> Cut:
     """How a label of ``group`` is cut on a narrow terminal, so labels stay apart: once the
     column must be cut, a model loses its provider where its name alone is unique, then its
     middle, keeping as much of the end as it takes for no two labels to read alike (names
-    differ at their end: ``…-4-5``, ``…-20250929``); a project keeps its end (the folder's
-    name)."""
+    differ at their end: ``…-4-5``, ``…-20250929``); a project keeps its last folders, as
+    every path shown (``…/src/app``)."""
     if group == "project":
-        return cut_left
+        return cut_path
     if group != "model":
         return cut
     names = Counter(label.split("/", 1)[-1] for label in labels)
@@ -117,8 +124,49 @@ def label_cut(group: str, labels: list[str]) -> Cut:
     return cut_model
 
 
-def _labels(row: UsageRow) -> list[str]:
-    return ["?" if key is None else key for key in (row.keys or (row.key,))]
+def _labels(row: UsageRow, groups: Sequence[str], sessions: dict[str, str]) -> list[str]:
+    """A row's labels as shown: a project as every path is (``~/src/app``), a session as its
+    short id and its title."""
+    labels = []
+    for group, key in zip(groups, row.keys or (row.key,), strict=True):
+        if key is None:
+            labels.append("?")
+        elif group == "project":
+            labels.append(home_relative(key))
+        elif group == "session":
+            labels.append(sessions.get(key, key))
+        else:
+            labels.append(key)
+    return labels
+
+
+# A path's components, on POSIX and on Windows (a pi session started on Windows keeps Z:\\temp).
+_FOLDER_NAME = re.compile(r"[/\\]")
+
+
+def _by_folder(labels: Sequence[str]) -> tuple[str, ...]:
+    """A project's order: by its folder's name (what the table shows when the path is cut),
+    then its whole path."""
+    return tuple(
+        part
+        for label in labels
+        for part in (_FOLDER_NAME.split(label.rstrip("/\\"))[-1].casefold(), label)
+    )
+
+
+def session_labels(index: Any, filters: SessionFilter) -> dict[str, str]:
+    """Each session's label in a table of usage by session: the shortest id prefix `show`
+    takes, then its title (or first message)."""
+    sessions = index.sessions(SessionQuery(filters, "modified", None))
+    ids = index.unique_id_prefixes(session.session_id for session in sessions)
+    return {
+        session.session_id: " ".join(
+            part
+            for part in (ids[session.session_id], session.title or session.first_message)
+            if part
+        )
+        for session in sessions
+    }
 
 
 @cli.command("usage")
@@ -131,8 +179,8 @@ def _labels(row: UsageRow) -> list[str]:
     show_default=True,
     help=f"How to group: {', '.join([*USAGE_GROUPS, 'host', 'block'])} (days, weeks from"
     " Monday, months: in --timezone); repeat it to group by several: --by day --by model."
-    " `block`: Claude's 5-hour billing windows, as ccusage's `blocks`, with the active"
-    " window's burn rate and projection.",
+    " `block`: one agent's 5-hour billing windows (Claude Code's unless --agent names"
+    " another), as ccusage's `blocks`, with the active window's burn rate and projection.",
 )
 @timezone_option
 @filter_options("since", "until", "agents")
@@ -186,8 +234,13 @@ def usage_command(
             raise click.UsageError("--by block groups alone (billing windows are not keys)")
         if settings.db is not None:
             raise click.UsageError("--by block works on index.db, not with --db")
+        # A plan's windows count one agent's requests: mixed, two agents' windows would be one.
+        if len(filters.agents) > 1:
+            raise click.UsageError("--by block takes one --agent: each agent has its own windows")
         with open_index(settings) as index:
-            blocks = index.billing_blocks(filters.since, filters.until, filters.agents)
+            blocks = index.billing_blocks(
+                filters.since, filters.until, filters.agents or (BLOCK_AGENT,)
+            )
         _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
         return
     name = ",".join(groups)
@@ -195,6 +248,7 @@ def usage_command(
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
     with open_index(settings, team=True, fresh=True) as index:
         rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
+        sessions = session_labels(index, filters) if "session" in groups and not as_json else {}
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -215,7 +269,10 @@ def usage_command(
             echo(line)
     elif rows:
         blanks = [""] * (len(groups) - 1)
-        labels = [_labels(row) for row in rows]
+        labels = [_labels(row, groups, sessions) for row in rows]
+        if "project" in groups:
+            order = sorted(range(len(rows)), key=lambda i: _by_folder(labels[i]))
+            rows, labels = [rows[i] for i in order], [labels[i] for i in order]
         widest = sorted(range(len(groups)), key=lambda i: -max(len(row[i]) for row in labels))
         print_table(
             [
@@ -250,9 +307,13 @@ usage_command.help = (usage_command.help or "").replace(
 )
 
 
+def _block_start(block: BillingBlock, zone: tzinfo | None) -> str:
+    return block.start.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
 def _block_label(block: BillingBlock, zone: tzinfo | None) -> str:
-    start = block.start.astimezone(zone).strftime("%Y-%m-%d %H:%M")
-    return f"{start} (gap)" if block.gap else start
+    """A window's label in a chart or a page (a table says "gap" in its status column)."""
+    return f"{_block_start(block, zone)} (gap)" if block.gap else _block_start(block, zone)
 
 
 def active_block_note(block: BillingBlock, zone: tzinfo | None) -> str:
@@ -298,9 +359,9 @@ def _print_blocks(
         print_table(
             [
                 *(
-                    (row.key, "gap", *[""] * len(NUMBER_HEADERS))
+                    (_block_start(block, zone), "gap", *[""] * len(NUMBER_HEADERS))
                     if block.gap
-                    else _row_cells([row.key or "", _block_status(block)], row)
+                    else _row_cells([_block_start(block, zone), _block_status(block)], row)
                     for row, block in zip(rows, blocks, strict=True)
                 ),
                 _row_cells(["total", ""], usage_total(worked)),
