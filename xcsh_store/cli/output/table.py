@@ -177,9 +177,7 @@ def fit_table(
         for column in whole:
             limits[column] = max([PIPE_CELL_WIDTH, *(display_width(row[column]) for row in cells)])
     else:
-        limits, kept = _layout(
-            cells, forms, flexible, optional, available, whole, main_width
-        )
+        limits, kept = _layout(cells, forms, flexible, optional, available, whole, main_width)
     heads = [_head(forms[column], limits[column]) for column in kept]
     for row_index, row in enumerate(cells):
         shown_row = []

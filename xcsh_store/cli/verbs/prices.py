@@ -14,7 +14,6 @@ from xcsh_store.agents.prices.pricing_model import ModelPrice, Rate
 from xcsh_store.cli.app import (
     Settings,
     cli,
-    echo,
     echo_wrapped,
     emit_json,
     json_option,
@@ -172,7 +171,9 @@ def prices_command(settings: Settings, as_json: bool) -> None:
             f"Unpriced (no cost counted; add them to {get_prices_file()}): {', '.join(unpriced)}"
         )
     if not current:
-        echo_wrapped("The index was priced with another price table: `xcsh-store sync` prices it again.")
+        echo_wrapped(
+            "The index was priced with another price table: `xcsh-store sync` prices it again."
+        )
     click.echo(f"Price table: {table.fingerprint}")
 
 

@@ -50,7 +50,6 @@ from xcsh_store.index import (
 )
 from xcsh_store.paths import write_private_file
 
-
 # Whose windows `usage --by block` shows without --agent: Claude Code's (as ccusage's blocks).
 BLOCK_AGENT = "claude"
 
@@ -86,8 +85,8 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
 
 # The number columns, each with the short form of its header for a narrow terminal.
 NUMBER_HEADERS = (
-    ("entries", "entr."), "input", "output", ("cache read", "c.read"), ("cache write", "c.write"), "total",
-    "cost",
+    ("entries", "entr."), "input", "output", ("cache read", "c.read"), ("cache write", "c.write"),
+    "total", "cost",
 )  # fmt: skip
 
 
