@@ -10,8 +10,9 @@ while the table is still too wide; then the main column down to :data:`MIN_MAIN_
 headers down to :data:`MIN_HEADER_WIDTH` and every column down to :data:`MIN_COLUMN_WIDTH`.
 A ``whole`` column (an id a user types back) is never cut: once the main column is down to
 its ``main_width`` it gives way, as far as needed and at most down to its median cell, and a
-cell wider than it takes a line of its own, above its row, at its column's place (two UUIDv7 ids of one minute are 36 characters apart from the
-others' 8: the title keeps its room, the id stays one a user can copy).
+cell wider than it takes a line of its own, above its row, at its column's place (two UUIDv7
+ids of one minute are 36 characters apart from the others' 8: the title keeps its room, the
+id stays one a user can copy).
 """
 
 from __future__ import annotations
