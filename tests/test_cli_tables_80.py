@@ -42,20 +42,26 @@ def _second_qwen_session(home: Path) -> None:
 
 @pytest.fixture
 def every_agent(agent_dir: Path, real_home) -> Path:
-    """Every agent's real fixtures where it keeps them, synced."""
+    """Every agent's real fixtures where it keeps them (one project below the home), synced."""
     lay_out_agents(real_home.home)
     lay_out_documents(real_home.home)
     _second_qwen_session(real_home.home)
+    # oh-my-pi's session of a project below the home, as most users' projects are.
+    omp = real_home.files["bakedbean__workspacex__omp-session.jsonl"]
+    omp.write_text(
+        omp.read_text(encoding="utf-8").replace("/tmp/omp-fixture", f"{real_home.home}/src/app"),
+        encoding="utf-8",
+    )
     run("sync", "--init")
     return agent_dir
 
 
-def terminal(agent_dir: Path, *args: str) -> str:
-    """What ``xcsh-store ARGS`` shows in a coloured terminal of 80 columns, colours removed
-    (after checking that it was coloured and that every line fits)."""
+def terminal(agent_dir: Path, *args: str, coloured: bool = True) -> str:
+    """What ``xcsh-store ARGS`` shows in a colour terminal of 80 columns, colours removed
+    (after checking that it was coloured, if it colours, and that every line fits)."""
     code, shown = run_in_pty(args, WIDTH, {"XCSH_AGENT_DIR": str(agent_dir)})
     assert code == 0, shown
-    assert "\x1b[" in shown
+    assert ("\x1b[" in shown) == coloured
     assert [line for line in shown.splitlines() if cells(line) > WIDTH] == [], args
     return _STYLE.sub("", shown)
 
@@ -123,3 +129,81 @@ def test_ls_of_one_agent_keeps_its_cwd_at_80_columns(every_agent: Path, agent: s
     assert cwds and all(re.match(r"…/|/|~|…", cwd) for cwd in cwds), cwds
     # A cut cwd keeps its last folder's name (…/random), not a cut inside the start.
     assert any(cwd.startswith("…/") for cwd in cwds)
+
+
+def test_prices_is_a_compact_table_with_short_names_and_whole_rates(every_agent: Path):
+    shown = terminal(every_agent, "prices", coloured=False)
+    headers, rows = table(shown)
+    assert headers[:2] == ["agent", "model"]
+    models = [row for row in rows if row[0]]
+    assert not any(row[1].startswith(("anthropic/", "claude-", "openai/")) for row in models)
+    assert not any("…" in cell for row in rows for cell in row[2:])
+    seen = json.loads(run("prices", "--json"))["models"]
+    assert len(models) == len(seen)
+    for row, model in zip(models, seen, strict=True):
+        price = model["price"]
+        if price is not None and price["input"] is not None:
+            assert float(row[3]) == price["input"]["base"]
+    # A tier is a line of its own below its model: the rates over 200k tokens of input.
+    sonnet = next(i for i, row in enumerate(rows) if row[:2] == ["claude", "sonnet-4"])
+    assert rows[sonnet + 1][1] == "> 200k" and float(rows[sonnet + 1][3]) == 6
+    assert "Sources: 1 " in shown
+
+
+def test_usage_by_project_shows_each_path_as_ls_does_its_end_kept(every_agent: Path):
+    _headers, rows = table(terminal(every_agent, "usage", "--by", "project"))
+    projects = [row[0] for row in rows[:-1]]
+    full = [row["key"] for row in json.loads(run("usage", "--by", "project", "--json"))["rows"]]
+    assert len(projects) == len(full)
+    home = str(Path.home())
+    paths = [(path or "?").replace(home, "~", 1) for path in full]
+    # The rows go by the folder's name, the part every row shows; then by the whole path.
+    paths.sort(key=lambda path: (re.split(r"[/\\]", path)[-1].casefold(), path))
+    for shown, path in zip(projects, paths, strict=True):
+        # Home-relative as in ls (~/src/x, never …home/src/x), cut at its start only.
+        assert "…" not in shown[1:] and path.endswith(shown.removeprefix("…")), (shown, path)
+    assert any(shown.startswith("…/") for shown in projects)
+    assert "~/src/app" in projects
+    headers, rows = table(terminal(every_agent, "ls", "--agent", "omp"))
+    assert "~/src/app" in [row[headers.index("cwd")] for row in rows]
+
+
+def test_usage_by_session_names_each_session_by_its_id_and_title(every_agent: Path):
+    _headers, rows = table(terminal(every_agent, "usage", "--by", "session"))
+    listed = {s["id"]: s for s in json.loads(run("ls", "-n", "0", "--json"))}
+    for row in rows[:-1]:
+        prefix, _, title = row[0].partition(" ")
+        (session,) = [s for full, s in listed.items() if full.startswith(prefix)]
+        label = " ".join((session["title"] or session["first_message"] or "").split())
+        assert title and label.startswith(title.removesuffix("…")), row
+
+
+def test_usage_by_block_rows_and_headers_are_whole_and_claudes_alone(every_agent: Path):
+    shown = terminal(every_agent, "usage", "--by", "block")
+    headers, rows = table(shown)
+    assert not any(header.endswith("…") for header in headers)
+    gaps = [row for row in rows if row[1] == "gap"]
+    assert gaps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[0]) for row in gaps)
+    claude = json.loads(run("usage", "--by", "block", "--agent", "claude", "--json"))
+    default = json.loads(run("usage", "--by", "block", "--json"))
+    assert default == claude
+    everyone = json.loads(run("usage", "--by", "day", "--json"))["total"]["entries"]
+    assert sum(block["entries"] for block in default["blocks"]) < everyone
+
+
+def test_show_keeps_the_cost_on_its_usage_line(every_agent: Path):
+    listed = json.loads(run("ls", "-n", "0", "--json", "--agent", "claude"))
+    biggest = max(listed, key=lambda session: session["total_tokens"])
+    shown = terminal(every_agent, "show", biggest["id"][:8])
+    (usage,) = [line for line in shown.splitlines() if line.startswith("Usage")]
+    assert re.search(r"\$\d+\.\d\d", usage), usage
+    (cwd,) = [line for line in shown.splitlines() if line.startswith("Cwd")]
+    assert cwd.rstrip().endswith(biggest["cwd"].rsplit("/", 1)[-1]), cwd
+
+
+def test_history_recent_sessions_has_no_empty_column_and_room_for_prompts(every_agent: Path):
+    headers, rows = table(terminal(every_agent, "history", "recent", "--sessions"))
+    assert headers[0] != "id"
+    for column in range(len(headers)):
+        assert any(row[column] for row in rows), headers[column]
+    assert max(len(row[-1]) for row in rows) >= 30

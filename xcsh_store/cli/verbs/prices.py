@@ -160,7 +160,6 @@ def prices_command(settings: Settings, as_json: bool) -> None:
         right=(2, 3, 4, 5, 6, 7),
         flexible=(1,),
         cuts={1: cut_middle},
-        whole=(2, 3, 4, 5, 6, 7, 8),
     )
     legend = [f"{number} {source}" for number, source in enumerate(sources, 1)]
     legend += [f"{RECORDED}: recorded by the agent", f"{NO_PRICE}: no price known"]

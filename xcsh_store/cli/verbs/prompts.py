@@ -100,7 +100,9 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool, verb: str) -> None:
     )
 
 
-def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) -> None:
+def _show_recall(
+    settings: Settings, hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool
+) -> None:
     if as_json:
         emit_json([prompt_hit_json(hit) for hit in hits])
         return
@@ -129,6 +131,9 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
         # The prompt keeps its room before the cwd; ids are typed back whole.
         optional=(2 - shift,),
         whole=(0, 3) if with_ids else (2,),
+        styles=lambda row, column, text: (
+            settings.style(text, fg="cyan") if column == 3 - shift else text
+        ),
     )
 
 
@@ -177,7 +182,7 @@ def recent_command(
         with open_index(settings, team=True, fresh=True) as index:
             hits = index.prompts(PromptQuery(None, limit, agents))
             ids = _session_prefixes(index, hits)
-        _show_recall(hits, ids, as_json)
+        _show_recall(settings, hits, ids, as_json)
         return
     entries: list[HistoryEntry] = []
     if _has_history(settings):
@@ -221,7 +226,7 @@ def search_command(
         with open_index(settings, team=True, fresh=True) as index:
             hits = index.prompts(PromptQuery(" ".join(query), limit, agents))
             ids = _session_prefixes(index, hits)
-        _show_recall(hits, ids, as_json)
+        _show_recall(settings, hits, ids, as_json)
         return
     entries: list[HistoryEntry] = []
     if _has_history(settings):
