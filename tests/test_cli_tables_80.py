@@ -178,17 +178,21 @@ def test_usage_by_session_names_each_session_by_its_id_and_title(every_agent: Pa
         assert title and label.startswith(title.removesuffix("…")), row
 
 
-def test_usage_by_block_rows_and_headers_are_whole_and_claudes_alone(every_agent: Path):
+def test_usage_by_block_rows_and_headers_are_whole_and_each_agent_apart(every_agent: Path):
     shown = terminal(every_agent, "usage", "--by", "block")
+    assert shown.startswith("claude:\n")
     headers, rows = table(shown)
     assert not any(header.endswith("…") for header in headers)
     gaps = [row for row in rows if row[1] == "gap"]
     assert gaps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[0]) for row in gaps)
-    claude = json.loads(run("usage", "--by", "block", "--agent", "claude", "--json"))
-    default = json.loads(run("usage", "--by", "block", "--json"))
-    assert default == claude
-    everyone = json.loads(run("usage", "--by", "day", "--json"))["total"]["entries"]
-    assert sum(block["entries"] for block in default["blocks"]) < everyone
+    # Each agent's windows are its own: no window mixes two agents' requests.
+    every = json.loads(run("usage", "--by", "block", "--json"))["blocks"]
+    agents = sorted({block["agent"] for block in every})
+    assert {"claude", "codex"} <= set(agents)
+    for agent in agents:
+        alone = json.loads(run("usage", "--by", "block", "--agent", agent, "--json"))["blocks"]
+        assert [block for block in every if block["agent"] == agent] == alone
+        assert f"\n{agent}:\n" in "\n" + shown
 
 
 def test_show_keeps_the_cost_on_its_usage_line(every_agent: Path):

@@ -29,11 +29,14 @@ class SessionNotFoundError(XcshStoreError, LookupError):
 
 
 class AmbiguousLookupError(XcshStoreError, LookupError):
-    """A prefix that several things start with; ``candidates`` names them (the first few)."""
+    """A prefix that several things start with; ``candidates`` names them (the first few).
+    ``lines``: the message for a terminal, its first line and then a line per match (empty
+    when the message has no list to split)."""
 
-    def __init__(self, message: str, candidates: list[str]) -> None:
+    def __init__(self, message: str, candidates: list[str], lines: list[str] | None = None) -> None:
         super().__init__(message)
         self.candidates = candidates
+        self.lines = lines or []
 
 
 class AmbiguousSessionError(AmbiguousLookupError):

@@ -15,10 +15,10 @@ import orjson
 from click.core import ParameterSource
 
 from xcsh_store import __version__
-from xcsh_store.cli.output.render import terminal_width, wrap
+from xcsh_store.cli.output.render import cut_middle, home_relative, terminal_width, wrap
 from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
 from xcsh_store.cli.output.table import MAIN_WIDTH, Cut, Header, fit_table
-from xcsh_store.errors import IndexDatabaseError, XcshStoreError
+from xcsh_store.errors import AmbiguousLookupError, IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
 from xcsh_store.js import well_formed
@@ -145,6 +145,8 @@ class StoreGroup(SuggestingGroup):
             # click declares message Final, yet prints what it holds then.
             error.message = visible(error.message)  # type: ignore[misc]
             raise
+        except AmbiguousLookupError as error:
+            raise click.ClickException(ambiguous_lines(error)) from None
         except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
         except UnicodeError as error:
@@ -212,7 +214,10 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
         kind = type(cause).__name__
     else:
         kind = "Error"
-    body: dict[str, Any] = {"type": kind, "message": error.format_message()}
+    message = error.format_message()
+    if isinstance(cause, AmbiguousLookupError):  # one line in JSON; a line per match for people
+        message = error_line(cause)
+    body: dict[str, Any] = {"type": kind, "message": message}
     candidates = getattr(cause, "candidates", None)
     if isinstance(candidates, list):
         body["candidates"] = candidates
@@ -228,6 +233,23 @@ def emit_error_json(error: dict[str, Any]) -> None:
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+
+
+def ambiguous_lines(error: AmbiguousLookupError) -> str:
+    """An ambiguous prefix's message as a person reads it: what matched, then each match on a
+    line of its own (a path home-relative), each cut to the terminal."""
+    if not error.lines:
+        return error_line(error)
+    head, *matches = error.lines
+    width = terminal_width()
+    # Wrapped as click shows it, "Error: " before the first line.
+    first, *rest = wrap("Error: " + " ".join(head.split()), width)
+    lines = [visible(first.removeprefix("Error: ")), *(visible(line) for line in rest)]
+    for match in matches:
+        text = "  " + visible(home_relative(match) if os.path.isabs(match) else match)
+        # (Two files of one id differ in their folders, at the start: keep both ends.)
+        lines.append(text if width is None else cut_middle(text, width))
+    return "\n".join(lines)
 
 
 def error_line(error: BaseException) -> str:

@@ -50,9 +50,6 @@ from xcsh_store.index import (
 )
 from xcsh_store.paths import write_private_file
 
-# Whose windows `usage --by block` shows without --agent: Claude Code's (as ccusage's blocks).
-BLOCK_AGENT = "claude"
-
 
 def cost_note(totals: UsageRow) -> str:
     """Which of the costs are the index's estimates, and how much has no price."""
@@ -178,8 +175,8 @@ def session_labels(index: Any, filters: SessionFilter) -> dict[str, str]:
     show_default=True,
     help=f"How to group: {', '.join([*USAGE_GROUPS, 'host', 'block'])} (days, weeks from"
     " Monday, months: in --timezone); repeat it to group by several: --by day --by model."
-    " `block`: one agent's 5-hour billing windows (Claude Code's unless --agent names"
-    " another), as ccusage's `blocks`, with the active window's burn rate and projection.",
+    " `block`: 5-hour billing windows, each agent's apart (Claude Code's are ccusage's"
+    " `blocks`), with the active window's burn rate and projection.",
 )
 @timezone_option
 @filter_options("since", "until", "agents")
@@ -233,14 +230,9 @@ def usage_command(
             raise click.UsageError("--by block groups alone (billing windows are not keys)")
         if settings.db is not None:
             raise click.UsageError("--by block works on index.db, not with --db")
-        # A plan's windows count one agent's requests: mixed, two agents' windows would be one.
-        if len(filters.agents) > 1:
-            raise click.UsageError("--by block takes one --agent: each agent has its own windows")
         with open_index(settings) as index:
-            blocks = index.billing_blocks(
-                filters.since, filters.until, filters.agents or (BLOCK_AGENT,)
-            )
-        _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
+            windows = agent_windows(index, filters)
+        _print_blocks(settings, windows, zone, chart, metric, html_file, as_json)
         return
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
@@ -331,57 +323,106 @@ def active_block_note(block: BillingBlock, zone: tzinfo | None) -> str:
     return "; ".join(parts) + "."
 
 
+def agent_windows(index: Any, filters: SessionFilter) -> list[tuple[str, list[BillingBlock]]]:
+    """Each agent's billing windows (of the agents asked for, else of every agent with usage):
+    a plan's windows count one agent's requests, two agents' are not one window."""
+    agents = filters.agents or tuple(
+        row.key for row in index.usage_rows(UsageQuery(("agent",), filters)) if row.key
+    )
+    windows = [
+        (agent, index.billing_blocks(filters.since, filters.until, (agent,))) for agent in agents
+    ]
+    return [(agent, blocks) for agent, blocks in windows if blocks]
+
+
 def _print_blocks(
     settings: Settings,
-    blocks: list[BillingBlock],
+    windows: list[tuple[str, list[BillingBlock]]],
     zone: tzinfo | None,
     chart: bool,
     metric: str,
     html_file: str | None,
     as_json: bool,
 ) -> None:
-    """``usage --by block``: the windows as a table (a gap as one line), a chart or a page."""
-    rows = [replace(block.usage, key=_block_label(block, zone)) for block in blocks]
-    active = next((block for block in blocks if block.active), None)
-    note = active_block_note(active, zone) if active is not None else ""
+    """``usage --by block``: each agent's windows as a table (a gap as one line), a chart or a
+    page; an agent's name above its windows when there are several."""
+    several = len(windows) > 1
     if html_file:
-        page = html_chart(rows, "block", "Token usage and cost per 5-hour billing window", note)
+        rows = [
+            replace(block.usage, key=(f"{agent} " if several else "") + _block_label(block, zone))
+            for agent, blocks in windows
+            for block in blocks
+        ]
+        notes = [_agent_note(agent, blocks, zone, several) for agent, blocks in windows]
+        title = "Token usage and cost per 5-hour billing window"
+        page = html_chart(rows, "block", title, " ".join(note for note in notes if note))
         write_private_file(html_file, page.encode("utf-8"))
     if as_json:
-        emit_json({"by": "block", "blocks": [block_json(block) for block in blocks]})
+        emit_json(
+            {
+                "by": "block",
+                "blocks": [
+                    {"agent": agent, **block_json(block)}
+                    for agent, blocks in windows
+                    for block in blocks
+                ],
+            }
+        )
         return
-    if chart:
-        for line in terminal_chart(rows, "block", metric, terminal_width(), settings.color):
-            echo(line)
-    elif blocks:
-        worked = [row for row, block in zip(rows, blocks, strict=True) if not block.gap]
-        print_table(
-            [
-                *(
-                    (_block_start(block, zone), "gap", *[""] * len(NUMBER_HEADERS))
-                    if block.gap
-                    else _row_cells([_block_start(block, zone), _block_status(block)], row)
-                    for row, block in zip(rows, blocks, strict=True)
-                ),
-                _row_cells(["total", ""], usage_total(worked)),
-            ],
-            headers=("window start", "status", *NUMBER_HEADERS),
-            right=range(2, 2 + len(NUMBER_HEADERS)),
-            flexible=[0],
-            styles=lambda row, column, text: (
-                settings.style(text, bold=True) if row == len(rows) or
-                (row < len(blocks) and blocks[row].active) else text
-            ),
-        )  # fmt: skip
-    else:
+    if not windows:
         echo("No usage recorded in that period.")
-    if note:
-        echo_wrapped(note)
-    totals = usage_total([block.usage for block in blocks if not block.gap])
+    for number, (agent, blocks) in enumerate(windows):
+        if several:
+            if number:
+                echo("")
+            echo(settings.style(f"{agent}:", bold=True))
+        if chart:
+            rows = [replace(block.usage, key=_block_label(block, zone)) for block in blocks]
+            for line in terminal_chart(rows, "block", metric, terminal_width(), settings.color):
+                echo(line)
+        else:
+            _block_table(settings, blocks, zone)
+        note = _agent_note(agent, blocks, zone, False)
+        if note:
+            echo_wrapped(note)
+    totals = usage_total(
+        [block.usage for _agent, blocks in windows for block in blocks if not block.gap]
+    )
     if totals.estimated or totals.unpriced:
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+
+
+def _agent_note(agent: str, blocks: list[BillingBlock], zone: tzinfo | None, named: bool) -> str:
+    """The active window's note of an agent's windows ("" when none is active)."""
+    active = next((block for block in blocks if block.active), None)
+    if active is None:
+        return ""
+    return (f"{agent}: " if named else "") + active_block_note(active, zone)
+
+
+def _block_table(settings: Settings, blocks: list[BillingBlock], zone: tzinfo | None) -> None:
+    """One agent's windows, a gap as one line, and their total."""
+    worked = [block.usage for block in blocks if not block.gap]
+    print_table(
+        [
+            *(
+                (_block_start(block, zone), "gap", *[""] * len(NUMBER_HEADERS))
+                if block.gap
+                else _row_cells([_block_start(block, zone), _block_status(block)], block.usage)
+                for block in blocks
+            ),
+            _row_cells(["total", ""], usage_total(worked)),
+        ],
+        headers=("window start", "status", *NUMBER_HEADERS),
+        right=range(2, 2 + len(NUMBER_HEADERS)),
+        flexible=[0],
+        styles=lambda row, column, text: (
+            settings.style(text, bold=True) if row == len(blocks) or
+            (row < len(blocks) and blocks[row].active) else text
+        ),
+    )  # fmt: skip
 
 
 def _block_status(block: BillingBlock) -> str:
