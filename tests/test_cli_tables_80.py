@@ -211,3 +211,24 @@ def test_history_recent_sessions_has_no_empty_column_and_room_for_prompts(every_
     for column in range(len(headers)):
         assert any(row[column] for row in rows), headers[column]
     assert max(len(row[-1]) for row in rows) >= 30
+
+
+def test_an_ambiguous_prefix_names_each_match_on_a_line_of_its_own(every_agent: Path):
+    code, shown = run_in_pty(("show", "019"), WIDTH, {"XCSH_AGENT_DIR": str(every_agent)})
+    assert code == 1
+    lines = _STYLE.sub("", shown).splitlines()
+    assert [line for line in lines if cells(line) > WIDTH] == []
+    assert lines[0].startswith("Error: '019' matches ")
+    matches = [line.strip() for line in lines if line.startswith("  ")]
+    assert f'{QWEN_FIRST} "Inspect the synthetic fixture."' in matches
+    assert f'{QWEN_SECOND} "Inspect the synthetic fixture."' in matches
+    assert matches[-1].startswith("and ") and matches[-1].endswith(" more")
+    # Two files of one id: each by its path, home-relative, the ends of both kept.
+    code, shown = run_in_pty(("show", "d703a1a9"), WIDTH, {"XCSH_AGENT_DIR": str(every_agent)})
+    paths = [line.strip() for line in shown.splitlines() if line.startswith("  ")]
+    assert [path[:6] for path in paths] == ["~/.omp", "~/.pi/"]
+    assert all(path.endswith(".jsonl") for path in paths)
+    # In JSON it stays the one line it was, its candidates the paths.
+    result = CliRunner().invoke(cli, ["show", "019", "--json"])
+    error = json.loads(result.stderr)["error"]
+    assert "\n" not in error["message"] and len(error["candidates"]) == 10

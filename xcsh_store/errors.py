@@ -47,6 +47,25 @@ class InternalUrlError(XcshStoreError):
     """An ``artifact://`` or ``agent://`` URL cannot be resolved; ``str()`` is the exact text."""
 
 
+class NoArtifactsError(InternalUrlError):
+    """The session has no artifacts folder (``folder``): it kept no tool or subagent output
+    files, as every agent's session but xcsh's and pi's."""
+
+    def __init__(self, message: str, folder: str) -> None:
+        super().__init__(message)
+        self.folder = folder
+
+
+class OutputNotFoundError(InternalUrlError):
+    """An ``agent://`` output the session's artifacts folder does not hold; ``str()`` is the
+    reference's text, ``available`` the outputs it holds (their ids)."""
+
+    def __init__(self, message: str, output_id: str, available: list[str]) -> None:
+        super().__init__(message)
+        self.output_id = output_id
+        self.available = available
+
+
 class HistoryError(XcshStoreError):
     """The prompt history database cannot be opened or used."""
 

@@ -60,6 +60,8 @@ class Settings:
     db: str | None = None
     # Whether the read verbs bring index.db up to date before they answer (--no-sync: not).
     sync: bool = True
+    # --json before the verb: as --json after it (the verbs that print JSON).
+    json: bool = False
 
     def style(self, text: str, **styles: Any) -> Shown:
         """``text`` escaped, then coloured when colour is on (safe.styled)."""
@@ -291,10 +293,21 @@ def error_line(error: BaseException) -> str:
     help=f"Answer from index.db as it is (or ${NO_SYNC_ENV}=1): ls, show, cat, search, usage,"
     " history, serve and mcp sync it first otherwise, unless a `watch` keeps it current.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON, as --json after the verb does (for the verbs that have it).",
+)
 @click.version_option(__version__, prog_name="xcsh-store")
 @click.pass_context
 def cli(
-    ctx: click.Context, agent_dir: str | None, color: str, db: str | None, no_sync: bool
+    ctx: click.Context,
+    agent_dir: str | None,
+    color: str,
+    db: str | None,
+    no_sync: bool,
+    as_json: bool,
 ) -> None:
     """Store coding-agent sessions and search them through a SQLite index.
 
@@ -320,16 +333,24 @@ def cli(
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
         sync=not no_sync,
+        json=as_json,
     )
     ctx.color = ctx.obj.color
 
 
 pass_settings = click.make_pass_decorator(Settings)
 
+def _json_asked(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """--json after the verb, or before it (the global option)."""
+    settings = ctx.find_object(Settings)
+    return value or (settings is not None and settings.json)
+
+
 json_option = click.option(
     "--json",
     "as_json",
     is_flag=True,
+    callback=_json_asked,
     help="Print JSON (the shape is documented in docs/json.md); errors too, on stderr.",
 )
 
