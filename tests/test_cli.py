@@ -470,7 +470,7 @@ def test_cat_of_a_session_without_outputs_says_why(demo, tmp_path):
     assert "Not found: 0" not in result.stderr
     assert_one_line_error(result, "agent://0: the session has no")
     copy = tmp_path / "claude-like.jsonl"
-    copy.write_bytes(open(demo["login"], "rb").read())
+    copy.write_bytes(Path(demo["login"]).read_bytes())
     result = invoke(demo["agent"], "cat", "agent://0", "--session", str(copy), code=1)
     assert_one_line_error(result, "agent://0: the session has no artifacts folder;")
 

@@ -515,7 +515,7 @@ def cat_command(
             text = read_internal_url(url, artifacts, offset, limit)
     except OutputNotFoundError as error:
         raise click.ClickException(no_output(url, error)) from None
-    except NoArtifactsError as error:
+    except NoArtifactsError:
         raise click.ClickException(
             f"{url}: the session has no artifacts folder; xcsh and pi keep tool and subagent"
             " outputs there, other agents' subagents are sessions of their own (ls)"
