@@ -136,32 +136,34 @@ def ls_command(
         for line in nothing:
             echo_wrapped(line)
         return
+    # The agent column is there only when the list holds several agents' sessions.
     several_agents = len({session.agent for session in sessions}) > 1
+    agent = [2] if several_agents else []
     print_table(
         (
-            (
+            [
                 ids[session.session_id]
                 + (SHARED_ID_MARK if session.id_shared else "")
                 + (ARCHIVED_MARK if session.source_gone_at else ""),
                 short_time(session.modified),
-                session.agent if several_agents else "",
+                *([session.agent] if several_agents else []),
                 where(session.cwd),
                 session.message_count,
                 human_count(session.tokens),
                 session_cost(session),
                 session.title or session.first_message,
-            )
+            ]
             for session in sessions
         ),
         headers=(
-            "id", "modified", "agent", "cwd", "msgs", "tokens", "cost", "title / first message"
+            "id", "modified", *(["agent"] if several_agents else []), "cwd", "msgs", "tokens",
+            "cost", "title / first message",
         ),
-        flexible=(7, 3),
-        cuts={3: cut_path},
-        # On a narrow terminal the message count, then the cwd, give way to the title; the
-        # agent column is there only when the list holds several agents' sessions.
-        optional=(4, 3) if several_agents else (2, 4, 3),
-        right=(4, 5, 6),
+        flexible=(6 + len(agent), 2 + len(agent)),
+        cuts={2 + len(agent): cut_path},
+        # On a narrow terminal the message count, then the cwd, give way to the title.
+        optional=(3 + len(agent), 2 + len(agent)),
+        right=tuple(column + len(agent) for column in (3, 4, 5)),
         # An id is the shortest prefix `show` takes: cut, it would select nothing.
         whole=(0,),
         main_width=TITLE_WIDTH,

@@ -691,11 +691,6 @@ def find_entry_id(connection: apsw.Connection, file_id: int, text: str) -> str:
         f" ({_more(', '.join(prefixes[entry_id] for entry_id in listed), total, len(listed))});"
         " give more of it",
         listed,
-        [
-            f"Entry id {text!r} is ambiguous: {total} entries start with it; give more of it:",
-            *(prefixes[entry_id] for entry_id in listed),
-            *([f"and {total - len(listed):,} more"] if total > len(listed) else []),
-        ],
     )
 
 
