@@ -199,7 +199,7 @@ def fit_table(
     heads = [_head(forms[column], limits[column]) for column in kept]
     spilled: dict[int, tuple[int, str]] = {}  # row: (its whole cell's place in kept, text)
     for row_index, row in enumerate(cells):
-        shown_row = []
+        shown_row: list[str] = []
         for column in kept:
             text, limit = row[column], limits[column]
             if column in whole and display_width(text) > limit:

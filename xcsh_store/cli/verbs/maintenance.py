@@ -726,6 +726,7 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     )
     echo_wrapped(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
+        state: str
         if diagnosis.exists[name]:
             state = ok
         elif any(path in problem for problem in diagnosis.problems):
