@@ -340,6 +340,7 @@ def cli(
 
 pass_settings = click.make_pass_decorator(Settings)
 
+
 def _json_asked(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     """--json after the verb, or before it (the global option)."""
     settings = ctx.find_object(Settings)
