@@ -27,6 +27,7 @@ from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
+    cut_path,
     display_width,
     fit_line,
     home_relative,
@@ -50,7 +51,12 @@ from xcsh_store.cli.output.shapes import (
 )
 from xcsh_store.cli.params import count_type, filter_options
 from xcsh_store.cli.verbs.listing import known_filters, where
-from xcsh_store.errors import SearchQueryError, XcshStoreError
+from xcsh_store.errors import (
+    NoArtifactsError,
+    OutputNotFoundError,
+    SearchQueryError,
+    XcshStoreError,
+)
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
@@ -187,11 +193,12 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
             + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
         ),
         (
+            # The cost and the total first: at 80 columns the line is cut at its end.
             "Usage",
+            f"{session_cost(info)} · total {human_count(info.tokens)} · "
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · "
-            f"total {human_count(info.tokens)} · {session_cost(info)}",
+            f"cache write {human_count(info.cache_write_tokens)}",
         ),
     ]
     if info.parent_session_path:
@@ -204,6 +211,8 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
         )))  # fmt: skip
     width = terminal_width()
     for name, value in lines:
+        if name in ("File", "Cwd") and width is not None:
+            value = cut_path(value, width - 9)  # a path keeps its end, as everywhere
         echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))
 
 
@@ -497,16 +506,36 @@ def cat_command(
     """
     session_path = _session_path(settings, session)
     artifacts = artifacts_dir_for(session_path)
-    if raw:
-        if offset is not None or limit is not None:
-            raise click.UsageError("--raw prints everything; drop --offset/--limit")
-        text = resolve_internal_url(url, artifacts).content
-    else:
-        text = read_internal_url(url, artifacts, offset, limit)
+    if raw and (offset is not None or limit is not None):
+        raise click.UsageError("--raw prints everything; drop --offset/--limit")
+    try:
+        if raw:
+            text = resolve_internal_url(url, artifacts).content
+        else:
+            text = read_internal_url(url, artifacts, offset, limit)
+    except OutputNotFoundError as error:
+        raise click.ClickException(no_output(url, error)) from None
+    except NoArtifactsError:
+        raise click.ClickException(
+            f"{url}: the session has no artifacts folder; xcsh and pi keep tool and subagent"
+            " outputs there, other agents' subagents are sessions of their own (ls)"
+        ) from None
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
     echo_text(retold_paging_hint(text, "--offset"), newline=not text.endswith("\n"))
+
+
+def no_output(url: str, error: OutputNotFoundError) -> str:
+    """What ``cat agent://ID`` says of an output the session does not have: the outputs it
+    has, and the one meant when ID is the number of one (``0`` for ``0-Explore``)."""
+    named = f"{url}: the session has no subagent output {error.output_id!r}"
+    if not error.available:
+        return f"{named}; it has none (its subagents, if any, left no output files)."
+    meant = [name for name in error.available if name.startswith(f"{error.output_id}-")]
+    if len(meant) == 1:
+        return f"{named}; did you mean agent://{meant[0]}?"
+    return f"{named}; it has: {', '.join(sorted(error.available))}."
 
 
 def _session_path(settings: Settings, session: str) -> str:
