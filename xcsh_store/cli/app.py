@@ -84,6 +84,7 @@ VERB_MODULES = {
     "prices": "prices",
     "push": "team",
     "restore": "maintenance",
+    "resume": "share",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",

@@ -23,6 +23,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.render import plural
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.verbs.redaction import no_redact_option, redaction
+from xcsh_store.cli.verbs.share import export_group
 from xcsh_store.index import SessionIndex
 
 # team.TIERS, named here so that `--help` needs no import of the team part (nor of psycopg).
@@ -157,11 +158,6 @@ def _report_line(report: Any) -> str:
         f" deleted {report.deleted}, {report.unchanged:,} unchanged, as {report.host}"
         f" · tier {report.tier}{lowered}{labels}"
     )
-
-
-@cli.group("export")
-def export_group() -> None:
-    """Export the index for other tools."""
 
 
 @export_group.command("parquet")

@@ -1,0 +1,196 @@
+"""Sharing and resuming a session (issue 38 items 4 and 5, docs/share.md): ``export ID`` as
+Markdown or JSON, redacted unless --no-redact, tool calls as what they did; ``resume ID``
+printing (or running) the agent's own command. On the real fixtures laid out as a home."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from real_home import RealHome
+
+from xcsh_store.cli.app import cli
+from xcsh_store.index import SessionIndex
+
+# A real Claude Code session whose assistant edits a file with Edit (old_string/new_string).
+EDITING = "apanloco__random__claude-session.jsonl"
+# Fake, but shaped as Anthropic's keys are: the detector takes it for one.
+PLANTED_KEY = "sk-ant-api03-" + "Q7vX2mN9pL4kR8sT1wY6zB3cF5hJ0dG" * 3 + "AA"
+
+
+def _invoke(*arguments: str, code: int = 0) -> Any:
+    result = CliRunner().invoke(cli, list(arguments), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result
+
+
+@pytest.fixture
+def home(agent_dir: Path, real_home: RealHome) -> RealHome:
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(workers=1)
+    return real_home
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _session_id(path: Path) -> str:
+    return next(r["sessionId"] for r in _records(path) if isinstance(r.get("sessionId"), str))
+
+
+def test_an_edit_is_exported_as_the_diff_of_its_strings(home: RealHome):
+    path = home.of("claude")[EDITING]
+    edits = [
+        block["input"]
+        for record in _records(path)
+        if record.get("type") == "assistant"
+        for block in record["message"].get("content", [])
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block["name"] == "Edit"
+    ]
+    assert edits
+    document = _invoke("export", _session_id(path)).stdout
+    for edit in edits:
+        expected = difflib.unified_diff(
+            edit["old_string"].splitlines(keepends=True),
+            edit["new_string"].splitlines(keepends=True),
+            edit["file_path"],
+            edit["file_path"],
+        )
+        diff = "".join(line if line.endswith("\n") else line + "\n" for line in expected)
+        assert f"**Edit {edit['file_path']}**\n\n```diff\n{diff}```" in document
+
+
+def test_the_markdown_has_the_conversation_and_folds_tool_output(home: RealHome):
+    path = home.of("claude")[EDITING]
+    document = _invoke("export", _session_id(path)).stdout
+    assert document.startswith("# hi! were in a new folder called")
+    assert "- **Agent:** claude\n" in document
+    assert "## User · 2026-04-14T05:25:35.166Z\n\nhi!\nwere in a new folder" in document
+    # A shell call as its command, headed by its description; its output folded.
+    assert "**Bash: Check current folder contents**\n\n```sh\nls /home/da/akerud/random/\n```" in (
+        document
+    )
+    assert "<details>\n<summary>Output of Bash</summary>" in document
+    # Bookkeeping lines of Claude Code (file-history snapshots, queue operations) are not there.
+    assert "file-history-snapshot" not in document and '"type":' not in document
+
+
+def test_the_json_export_is_the_session_and_its_messages(home: RealHome, tmp_path: Path):
+    path = home.of("codex")
+    codex = next(iter(path.values()))
+    listed = json.loads(_invoke("ls", "--agent", "codex", "-n", "0", "--json").stdout)
+    session = next(s for s in listed if s["path"] == str(codex))
+    target = tmp_path / "out.json"
+    _invoke("export", session["id"], "--format", "json", "-o", str(target))
+    document = json.loads(target.read_text())
+    assert document["session"]["id"] == session["id"]
+    roles = {message["role"] for message in document["messages"]}
+    assert {"user", "assistant"} <= roles
+    # Nothing empty: a Codex session's encrypted reasoning and records of its own are left out.
+    assert all(message["blocks"] for message in document["messages"])
+    assert all(block["kind"] in {"text", "thinking", "command", "diff", "read", "call", "output"}
+               for message in document["messages"] for block in message["blocks"])  # fmt: skip
+
+
+def test_an_export_is_redacted_unless_asked_not_to(home: RealHome):
+    path = home.of("claude")[EDITING]
+    records = _records(path)
+    prompt = next(r for r in records if r.get("type") == "user")
+    planted = {
+        **prompt,
+        "uuid": "0b5e1d9e-5e1d-4e1d-8e1d-5e1d9e5e1d9e",
+        "parentUuid": records[-1].get("uuid"),
+        "message": {
+            "role": "user",
+            "content": f"My key {PLANTED_KEY} for it",
+        },
+    }
+    with path.open("ab") as stream:
+        stream.write(orjson.dumps(planted) + b"\n")
+    session = _session_id(path)
+    redacted = _invoke("export", session).stdout
+    assert PLANTED_KEY[:24] not in redacted and "[REDACTED:" in redacted
+    kept = _invoke("export", session, "--no-redact")
+    assert PLANTED_KEY in kept.stdout
+    assert "--no-redact" in kept.stderr
+
+
+def test_export_parquet_is_still_the_parquet_export(home: RealHome, tmp_path: Path):
+    result = _invoke("export", "parquet", str(tmp_path / "parquet"), "--json")
+    assert json.loads(result.stdout)["sessions"] > 0
+
+
+def test_resume_prints_the_agents_own_command_in_the_sessions_folder(home: RealHome):
+    path = home.of("claude")[EDITING]
+    session = _session_id(path)
+    printed = _invoke("resume", session[:8]).stdout.strip()
+    assert printed == f"cd /home/da/akerud/random && claude --resume {session}"
+    answer = json.loads(_invoke("resume", session[:8], "--json").stdout)
+    assert answer["argv"] == ["claude", "--resume", session]
+    assert (answer["cwd"], answer["source"], answer["restore"]) == (
+        "/home/da/akerud/random", "file", None,
+    )  # fmt: skip
+
+
+def test_resume_of_each_agent_with_a_command(home: RealHome):
+    listed = json.loads(_invoke("ls", "-n", "0", "--json").stdout)
+    commands = {}
+    for session in listed:
+        answer = json.loads(_invoke("resume", session["path"], "--json").stdout)
+        commands.setdefault(session["agent"], answer["argv"])
+    assert commands["codex"][:2] == ["codex", "resume"]
+    assert commands["omp"][:2] == ["omp", "--resume"]
+    # pi continues a session from its file.
+    pi = next(s for s in listed if s["agent"] == "pi")
+    assert json.loads(_invoke("resume", pi["path"], "--json").stdout)["argv"] == [
+        "pi", "--session", pi["path"],
+    ]  # fmt: skip
+
+
+def test_resume_run_runs_the_agent_in_the_sessions_folder(
+    home: RealHome, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A stand-in `codex` on PATH: a real program that writes where and how it was run.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "ran.json"
+    program = bin_dir / "codex"
+    program.write_text(
+        f'#!/bin/sh\nprintf \'{{"cwd": "%s", "args": "%s"}}\' "$PWD" "$*" > {record}\nexit 3\n'
+    )
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    listed = json.loads(_invoke("ls", "--agent", "codex", "-n", "0", "--json").stdout)
+    session = listed[0]
+    folder = tmp_path / "work"
+    folder.mkdir()
+    with SessionIndex.open(os.environ["XCSH_AGENT_DIR"]) as index:
+        index.connection.execute(
+            "UPDATE sessions SET cwd = ? WHERE session_id = ?", (str(folder), session["id"])
+        )
+    _invoke("--no-sync", "resume", session["id"], "--run", code=3)
+    ran = json.loads(record.read_text())
+    assert ran == {"cwd": str(folder), "args": f"resume {session['id']}"}
+
+
+def test_resume_says_what_is_missing(home: RealHome, tmp_path: Path):
+    path = home.of("claude")[EDITING]
+    session = _session_id(path)
+    # The agent not installed: said in one line, nothing run.
+    result = _invoke("resume", session, "--run", code=1)
+    assert "claude is not installed here" in result.output
+    # Its file deleted: the archive keeps it, and restore is offered.
+    path.unlink()
+    gone = json.loads(_invoke("resume", session, "--json").stdout)
+    assert (gone["source"], gone["restore"]) == ("archived", f"xcsh-store restore {session}")
+    printed = _invoke("resume", session)
+    assert f"xcsh-store restore {session}" in printed.stderr
+    assert printed.stdout.startswith("cd /home/da/akerud/random && claude --resume")
