@@ -8,6 +8,7 @@ import difflib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 from real_home import RealHome
+from selenium.webdriver.common.by import By
+from test_web_browser import distinct_bytes, headless_chromium, wait_until
 
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
@@ -65,7 +68,8 @@ def test_an_edit_is_exported_as_the_diff_of_its_strings(home: RealHome):
             edit["file_path"],
         )
         diff = "".join(line if line.endswith("\n") else line + "\n" for line in expected)
-        assert f"**Edit {edit['file_path']}**\n\n```diff\n{diff}```" in document
+        assert f"**Edit {edit['file_path']}**\n\n" in document
+        assert f"```diff\n{diff}```" in document
 
 
 def test_the_markdown_has_the_conversation_and_folds_tool_output(home: RealHome):
@@ -194,3 +198,71 @@ def test_resume_says_what_is_missing(home: RealHome, tmp_path: Path):
     printed = _invoke("resume", session)
     assert f"xcsh-store restore {session}" in printed.stderr
     assert printed.stdout.startswith("cd /home/da/akerud/random && claude --resume")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    yield from headless_chromium()
+
+
+def _page_text(browser: Any) -> str:
+    return str(browser.execute_script("return document.body.innerText"))
+
+
+def test_the_html_page_reads_with_the_network_off(home: RealHome, tmp_path: Path, chromium: Any):
+    path = home.of("claude")[EDITING]
+    target = tmp_path / "session.html"
+    _invoke("export", _session_id(path), "--format", "html", "-o", str(target))
+    html = target.read_text()
+    # Self-contained: no script, nothing fetched from anywhere.
+    assert "<script" not in html and "http-equiv" not in html
+    chromium.execute_cdp_cmd("Network.enable", {})
+    chromium.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0,
+    })  # fmt: skip
+    try:
+        chromium.get(target.as_uri())
+        text = _page_text(chromium)
+        assert "were in a new folder called" in text
+        assert "ls /home/da/akerud/random/" in text
+        # The diff of an edit, its added and removed lines marked.
+        assert chromium.execute_script("return document.querySelectorAll('.diff .add').length")
+        resources = chromium.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+        assert resources == []
+        shot = tmp_path / "page.png"
+        assert chromium.save_screenshot(str(shot))
+        assert distinct_bytes(shot.read_bytes()) > 16
+    finally:
+        chromium.execute_cdp_cmd("Network.disable", {})
+
+
+def test_an_encrypted_page_opens_with_its_passphrase_only(
+    home: RealHome, tmp_path: Path, chromium: Any, monkeypatch: pytest.MonkeyPatch
+):
+    path = home.of("claude")[EDITING]
+    target = tmp_path / "sealed.html"
+    monkeypatch.setenv("XCSH_STORE_PASSPHRASE", "correct horse battery")
+    _invoke("export", _session_id(path), "--format", "html", "--encrypt", "-o", str(target))
+    html = target.read_text()
+    assert "were in a new folder" not in html and "akerud" not in html
+    chromium.get(target.as_uri())
+    field = chromium.find_element(By.ID, "passphrase")
+    field.send_keys("wrong horse battery")
+    chromium.find_element(By.CSS_SELECTOR, "#unlock button").click()
+    wait_until(lambda: chromium.find_element(By.ID, "failed").is_displayed())
+    field.clear()
+    field.send_keys("correct horse battery")
+    chromium.find_element(By.CSS_SELECTOR, "#unlock button").click()
+    wait_until(lambda: "were in a new folder called" in _page_text(chromium))
+    assert "ls /home/da/akerud/random/" in _page_text(chromium)
+
+
+def test_encrypt_is_for_html_and_needs_a_passphrase(home: RealHome):
+    session = _session_id(home.of("claude")[EDITING])
+    assert (
+        "--encrypt is for --format html" in _invoke("export", session, "--encrypt", code=2).output
+    )
+    refused = _invoke("export", session, "--format", "html", "--encrypt", code=2)
+    assert "XCSH_STORE_PASSPHRASE" in refused.output

@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 import orjson
@@ -29,6 +29,13 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.complete import complete_session
 from xcsh_store.cli.output.render import home_relative
 from xcsh_store.errors import XcshStoreError
+
+if TYPE_CHECKING:
+    from xcsh_store.index.read.transcript import Transcript
+
+# The passphrase of `export --encrypt` when no terminal can ask for it.
+PASSPHRASE_ENV = "XCSH_STORE_PASSPHRASE"
+MIN_PASSPHRASE = 8
 
 
 class ExportGroup(SuggestingGroup):
@@ -60,13 +67,19 @@ def export_group() -> None:
 @click.option(
     "--format",
     "form",
-    type=click.Choice(["md", "json"]),
+    type=click.Choice(["md", "html", "json"]),
     default="md",
     show_default=True,
-    help="Markdown (tool output folded in <details>) or JSON.",
+    help="Markdown (tool output folded in <details>), one self-contained HTML page, or JSON.",
 )
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), help="Write to this file, not stdout."
+)
+@click.option(
+    "--encrypt",
+    is_flag=True,
+    help=f"HTML only: encrypt the page with a passphrase (asked for, or ${PASSPHRASE_ENV});"
+    " the browser asks for it to open the page.",
 )
 @click.option(
     "--no-redact",
@@ -76,7 +89,12 @@ def export_group() -> None:
 )
 @pass_settings
 def export_session_command(
-    settings: Settings, session: str, form: str, output: str | None, no_redact: bool
+    settings: Settings,
+    session: str,
+    form: str,
+    output: str | None,
+    encrypt: bool,
+    no_redact: bool,
 ) -> None:
     """Write a session's active branch as a document to share: what was said, each tool call
     as what it did (a command, a diff of an edit, the file a read read), output folded.
@@ -84,22 +102,31 @@ def export_session_command(
     Secrets (API keys, tokens, passwords, private keys) are replaced by [REDACTED:<kind>]
     unless --no-redact. SESSION is an id prefix, a file-name prefix or a path.
     """
-    from xcsh_store.index.read.transcript import document_json, markdown, transcript
+    from xcsh_store.index.read.transcript import markdown, transcript
 
+    if encrypt and form != "html":
+        raise click.UsageError("--encrypt is for --format html")
+    if form == "html":
+        require_extra("export --format html", "web", "markdown_it", "nh3", "pygments")
+    passphrase = _passphrase() if encrypt else None
     with open_index(settings, team=True, fresh=True) as index:
         info = index.find_session(session)
-        messages = transcript(index.branch_entries(info, None))
-    if form == "json":
-        data: Any = document_json(info, messages)
-    else:
-        data = markdown(info, messages)
+        document = transcript(info, index.branch_entries(info, None))
     if no_redact:
         from xcsh_store.cli.verbs.redaction import NO_REDACT_WARNING
 
         echo_wrapped(NO_REDACT_WARNING, err=True)
     else:
-        data = _redacted(data)
-    payload = json_bytes(data, orjson.OPT_INDENT_2) + b"\n" if form == "json" else data.encode()
+        _redact(document)
+    if form == "json":
+        payload = json_bytes(document.to_json(), orjson.OPT_INDENT_2) + b"\n"
+    elif form == "html":
+        from xcsh_store.web.export_page import page, sealed_page
+
+        html = page(document) if passphrase is None else sealed_page(document, passphrase)
+        payload = html.encode()
+    else:
+        payload = markdown(document).encode()
     if output is None:
         sys.stdout.buffer.write(payload)
         sys.stdout.flush()
@@ -109,14 +136,28 @@ def export_session_command(
     echo_wrapped(f"Exported {info.agent} session {info.session_id} → {home_relative(output)}")
 
 
-def _redacted(data: Any) -> Any:
+def _passphrase() -> str:
+    given = os.environ.get(PASSPHRASE_ENV)
+    if given:
+        return given
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"--encrypt needs a passphrase: set ${PASSPHRASE_ENV}")
+    chosen: str = click.prompt("Passphrase", hide_input=True, confirmation_prompt=True, err=True)
+    if len(chosen) < MIN_PASSPHRASE:
+        raise click.UsageError(f"a passphrase of {MIN_PASSPHRASE} characters at least, please")
+    return chosen
+
+
+def _redact(document: Transcript) -> None:
     require_extra("export", "secrets", "kingfisher_sdk", "detect_secrets")
     from xcsh_store.secrets.redact import Redactor
 
     redactor = Redactor()
-    if isinstance(data, str):
-        return redactor.texts([data])[0] or data
-    return redactor.value(data)
+    strings = document.strings()
+    document.replace_strings(
+        [new or old for new, old in zip(redactor.texts(strings), strings, strict=True)]
+    )
+    document.session = redactor.value(document.session)
 
 
 @cli.command("resume")

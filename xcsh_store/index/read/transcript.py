@@ -23,6 +23,8 @@ from xcsh_store.times import iso_millis, iso_now
 # Tool output longer than this many characters is cut in an export (the rest is said, not
 # shown): a 20 MB build log makes a page nobody shares.
 OUTPUT_CHARS = 20_000
+# A diff longer than this many lines is folded (a Write of a whole file is all additions).
+FOLDED_DIFF_LINES = 40
 # Calls whose arguments hold a shell command, by the key that holds it.
 _COMMAND_KEYS = ("command", "cmd")
 # Calls that read a file: the key of its path, and those of its range.
@@ -69,15 +71,59 @@ class Message:
         }
 
 
-def transcript(entries: list[dict[str, Any]]) -> list[Message]:
-    """The messages of a branch's entries (xcsh model), in order, without bookkeeping."""
+@dataclass
+class Transcript:
+    """What an export shows of a session: its title, the facts of its header, its record (as
+    ``ls --json`` shows it) and its messages."""
+
+    title: str
+    facts: list[tuple[str, str]]
+    session: dict[str, Any]
+    messages: list[Message]
+
+    def strings(self) -> list[str]:
+        """Every text it shows, in a fixed order (:meth:`replace_strings` takes them back)."""
+        texts = [self.title, *(value for _name, value in self.facts)]
+        return texts + [text for block in self._blocks() for text in (block.text, block.title)]
+
+    def replace_strings(self, texts: list[str]) -> None:
+        """Put back the texts of :meth:`strings`, changed (redacted)."""
+        given = iter(texts)
+        self.title = next(given)
+        self.facts = [(name, next(given)) for name, _value in self.facts]
+        for block in self._blocks():
+            block.text, block.title = next(given), next(given)
+
+    def _blocks(self) -> Iterator[Block]:
+        return (block for message in self.messages for block in message.blocks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "exported_at": iso_now(),
+            "messages": [message.to_json() for message in self.messages],
+        }
+
+
+def transcript(session: IndexedSession, entries: list[dict[str, Any]]) -> Transcript:
+    """The session's header and the messages of its branch's entries (xcsh model), in order,
+    without bookkeeping."""
     messages = []
     calls: dict[str, str] = {}  # tool call id -> the tool's name, for its result
     for entry in entries:
         message = _message_of(entry, calls)
         if message is not None and message.blocks:
             messages.append(message)
-    return messages
+    title = _one_line(session.title or session.first_prompt or session.session_id)
+    facts = [
+        ("Agent", session.agent),
+        ("Session", session.session_id),
+        ("Folder", session.cwd),
+        ("Started", session.created_at),
+        ("Last active", iso_millis(session.modified)),
+    ]
+    shown = [(name, value) for name, value in facts if value]
+    return Transcript(title, shown, session.to_json(), messages)
 
 
 def _message_of(entry: dict[str, Any], calls: dict[str, str]) -> Message | None:
@@ -185,6 +231,14 @@ def line_diff(old: str, new: str, path: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def diff_size(diff: str) -> str:
+    """``Diff: +12 −3 lines``: what a unified diff adds and removes."""
+    lines = diff.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return f"Diff: +{added} −{removed} lines"
+
+
 def _old_new(value: dict[str, Any]) -> tuple[str, str]:
     old = _first(value, ("old_string", "oldString", "old_str"))
     new = _first(value, ("new_string", "newString", "new_str"))
@@ -233,21 +287,14 @@ def _string(value: Any) -> str:
 # Markdown
 
 
-def markdown(session: IndexedSession, messages: list[Message]) -> str:
+def markdown(document: Transcript) -> str:
     """The session as one Markdown document: a header, then each message; tool output and
     thinking folded in ``<details>``."""
-    title = _one_line(session.title or session.first_prompt or session.session_id)
+    title = document.title
     lines = [f"# {title if len(title) <= 80 else title[:79] + '…'}", ""]
-    facts = [
-        ("Agent", session.agent),
-        ("Session", session.session_id),
-        ("Folder", session.cwd),
-        ("Started", session.created_at),
-        ("Last active", iso_millis(session.modified)),
-    ]
-    lines += [f"- **{name}:** {_inline(value)}" for name, value in facts if value]
+    lines += [f"- **{name}:** {_inline(value)}" for name, value in document.facts]
     lines.append("")
-    for message in messages:
+    for message in document.messages:
         lines += _message_markdown(message)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -271,6 +318,12 @@ def _block_markdown(block: Block) -> list[str]:
     if block.kind == "command":
         return [f"**{_inline(block.title)}**", "", *_fence(block.text, "sh")]
     if block.kind == "diff":
+        if block.text.count("\n") > FOLDED_DIFF_LINES:
+            return [
+                f"**{_inline(block.title)}**",
+                "",
+                *_details(diff_size(block.text), block.text, "diff"),
+            ]
         return [f"**{_inline(block.title)}**", "", *_fence(block.text, "diff")]
     if block.kind == "read":
         return [f"**{_inline(block.title)}** `{_inline(block.text)}`"]
@@ -321,12 +374,3 @@ def _inline(value: object) -> str:
 
 def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def document_json(session: IndexedSession, messages: list[Message]) -> dict[str, Any]:
-    """The session's shape (as ``ls --json``) and its messages."""
-    return {
-        "session": session.to_json(),
-        "exported_at": iso_now(),
-        "messages": [message.to_json() for message in messages],
-    }
