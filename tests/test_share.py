@@ -266,3 +266,33 @@ def test_encrypt_is_for_html_and_needs_a_passphrase(home: RealHome):
     )
     refused = _invoke("export", session, "--format", "html", "--encrypt", code=2)
     assert "XCSH_STORE_PASSPHRASE" in refused.output
+
+
+def test_the_session_page_offers_resume_and_the_exports_redacted(home: RealHome, client: Any):
+    path = home.of("claude")[EDITING]
+    records = _records(path)
+    prompt = next(r for r in records if r.get("type") == "user")
+    planted = {
+        **prompt,
+        "uuid": "5e1d9e5e-1d9e-4e1d-8e1d-9e5e1d9e5e1d",
+        "parentUuid": records[-1].get("uuid"),
+        "message": {"role": "user", "content": f"My key {PLANTED_KEY} for it"},
+    }
+    with path.open("ab") as stream:
+        stream.write(orjson.dumps(planted) + b"\n")
+    with SessionIndex.open(os.environ["XCSH_AGENT_DIR"]) as index:
+        index.sync()
+        info = index.find_session(str(path))
+    page = client.get("/session", params={"path": info.path}).text
+    command = f"cd /home/da/akerud/random &amp;&amp; claude --resume {info.session_id}"
+    assert f"<code>{command}</code>" in page and f'data-copy="{command}"' in page
+    for form, media in (("md", "text/markdown"), ("html", "text/html"), ("json", "application")):
+        answer = client.get("/export", params={"path": info.path, "format": form})
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith(media)
+        assert (
+            f'filename="claude-{info.session_id[:8]}.{form}"'
+            in answer.headers["content-disposition"]
+        )
+        assert "Check current folder contents" in answer.text
+        assert PLANTED_KEY[:20] not in answer.text and "[REDACTED:" in answer.text
+    assert client.get("/export", params={"path": info.path, "format": "pdf"}).status_code == 400

@@ -84,7 +84,7 @@ VERB_MODULES = {
     "prices": "prices",
     "push": "team",
     "restore": "maintenance",
-    "resume": "share",
+    "resume": "sessions",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from markupsafe import Markup, escape
 
-from xcsh_store.index.read.transcript import FOLDED_DIFF_LINES, Block, Transcript, diff_size
+from xcsh_store.format.transcript import FOLDED_DIFF_LINES, Block, Transcript, diff_size
 from xcsh_store.web.highlight import Budget, Highlighter
 from xcsh_store.web.markup import CODE_CLASS, Renderer, code_css
 

@@ -11,15 +11,21 @@ records, empty assistant turns of encrypted reasoning) is left out; thinking is 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 import orjson
 
-from xcsh_store.index.read.sessions import IndexedSession
 from xcsh_store.times import iso_millis, iso_now
 
+# The forms a session is exported in, with their media types.
+EXPORT_TYPES = {
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "json": "application/json",
+}
 # Tool output longer than this many characters is cut in an export (the rest is said, not
 # shown): a 20 MB build log makes a page nobody shares.
 OUTPUT_CHARS = 20_000
@@ -71,6 +77,35 @@ class Message:
         }
 
 
+class SessionFacts(Protocol):
+    """What a transcript shows of the session (index.IndexedSession, team.TeamSession)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def first_prompt(self) -> str | None: ...
+    @property
+    def created_at(self) -> str | None: ...
+    @property
+    def modified(self) -> datetime: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class TextRedactor(Protocol):
+    """What redacts a transcript (secrets.Redactor)."""
+
+    def texts(self, texts: Sequence[str | None]) -> list[str | None]: ...
+
+    def value(self, value: Any) -> Any: ...
+
+
 @dataclass
 class Transcript:
     """What an export shows of a session: its title, the facts of its header, its record (as
@@ -97,6 +132,19 @@ class Transcript:
     def _blocks(self) -> Iterator[Block]:
         return (block for message in self.messages for block in message.blocks)
 
+    def redact(self, redactor: TextRedactor) -> None:
+        """Every secret the redactor finds in any of its texts replaced, in all of them."""
+        strings = self.strings()
+        found = redactor.texts(list(strings))
+        self.replace_strings([new or old for new, old in zip(found, strings, strict=True)])
+        self.session = redactor.value(self.session)
+
+    def encoded(self, form: str) -> bytes:
+        """The document as Markdown (``md``) or indented JSON (``json``)."""
+        if form == "json":
+            return orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+        return markdown(self).encode("utf-8", "surrogatepass")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "session": self.session,
@@ -105,7 +153,7 @@ class Transcript:
         }
 
 
-def transcript(session: IndexedSession, entries: list[dict[str, Any]]) -> Transcript:
+def transcript(session: SessionFacts, entries: list[dict[str, Any]]) -> Transcript:
     """The session's header and the messages of its branch's entries (xcsh model), in order,
     without bookkeeping."""
     messages = []
