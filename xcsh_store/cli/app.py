@@ -86,6 +86,7 @@ VERB_MODULES = {
     "prices": "prices",
     "push": "team",
     "restore": "maintenance",
+    "resume": "sessions",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",

@@ -1,8 +1,12 @@
-"""Verbs that read sessions: ``show``, ``search`` and ``cat`` (``ls`` is in listing.py)."""
+"""Verbs that read sessions: ``show``, ``search``, ``cat`` and ``resume`` (``ls`` is in
+listing.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +19,7 @@ from xcsh_store.cli.app import (
     cli,
     echo,
     echo_text,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -544,3 +549,62 @@ def _session_path(settings: Settings, session: str) -> str:
         return os.path.abspath(session)
     with open_index(settings, fresh=True) as index:
         return index.find_session(session).path
+
+
+@cli.command("resume")
+@click.argument("session", shell_complete=complete_session)
+@click.option("--run", is_flag=True, help="Run the command in the session's folder.")
+@json_option
+@pass_settings
+def resume_command(settings: Settings, session: str, run: bool, as_json: bool) -> None:
+    """Print the agent's own command that continues a session in its folder (claude
+    --resume, codex resume, gemini --resume, …), or run it there with --run.
+
+    A session whose file its agent deleted is kept by the store's archive: restore writes it
+    back first. SESSION is an id prefix, a file-name prefix or a path.
+
+    \b
+    Examples:
+      xcsh-store resume 0195f3c2
+      xcsh-store resume 0195f3c2 --run
+    """
+    from xcsh_store.agents.registry import resume_command as command_of
+
+    with open_index(settings, team=True, fresh=True) as index:
+        info = index.find_session(session)
+    command = command_of(info.agent, info.session_id, info.cwd or None, info.path)
+    gone = info.source_gone_at is not None
+    if as_json:
+        emit_json(
+            {
+                "session_id": info.session_id,
+                "agent": info.agent,
+                "cwd": info.cwd or None,
+                "argv": list(command.argv) if command else None,
+                "command": command.shell() if command else None,
+                "source": "archived" if gone else "file",
+                "restore": f"xcsh-store restore {info.session_id}" if gone else None,
+            }
+        )
+        return
+    if command is None:
+        raise XcshStoreError(f"{info.agent} has no command that resumes a session")
+    if gone:
+        restore = f"xcsh-store restore {info.session_id}"
+        if run:
+            raise XcshStoreError(
+                f"the session's file is gone (its agent deleted it); {restore} writes it back"
+            )
+        echo_wrapped(f"(its file is gone: {restore} writes it back first)", err=True)
+    if not run:
+        echo(command.shell())
+        return
+    _run(command.argv, command.cwd)
+
+
+def _run(argv: tuple[str, ...], cwd: str | None) -> None:
+    if shutil.which(argv[0]) is None:
+        raise XcshStoreError(f"{argv[0]} is not installed here (not found on PATH)")
+    if cwd is not None and not os.path.isdir(cwd):
+        raise XcshStoreError(f"the session's folder {home_relative(cwd)} is not there")
+    sys.exit(subprocess.run(argv, cwd=cwd).returncode)
