@@ -190,12 +190,20 @@ def test_show_tree_of_a_claude_session_with_sidechains(mixed: Path):
     assert len(shown["nodes"]) == 437
 
 
+def _usage_line(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("Usage"))
+
+
 def _cost_line(output: str) -> str:
     return next(line for line in output.splitlines() if line.startswith("Cost"))
 
 
 def test_estimated_and_unpriced_costs_are_marked_in_text(mixed: Path):
     # 019a93b9: gpt-5.1-codex, an estimate (a model without a price: tests/test_costs.py).
-    assert _cost_line(run(mixed, "show", "019a93b9")).startswith("Cost     ~$0.44 (estimated")
+    shown = run(mixed, "show", "019a93b9")
+    assert _usage_line(shown).startswith("Usage    ~$0.44 · ")
+    assert _cost_line(shown).startswith("Cost     ~$0.44 (estimated")
     # The xcsh session has no usage: its cost is not recorded, not $0 (issue 35).
-    assert _cost_line(run(mixed, "show", "x")) == "Cost     – (no usage recorded)"
+    shown = run(mixed, "show", "x")
+    assert _usage_line(shown).startswith("Usage    – · ")
+    assert _cost_line(shown) == "Cost     – (no usage recorded)"
