@@ -83,6 +83,7 @@ VERB_MODULES = {
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",
+    "quota": "limits",
     "restore": "maintenance",
     "secrets": "redaction",
     "search": "sessions",

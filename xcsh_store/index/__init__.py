@@ -53,6 +53,14 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
+    from xcsh_store.index.limits.settings import (
+        Budget,
+        Limits,
+        LimitsConfigError,
+        read_limits,
+        set_budget,
+    )
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -201,6 +209,14 @@ __getattr__, __dir__ = lazy_exports(
             "search_role",
             "time_bound",
         ),
+        "xcsh_store.index.limits.quota": ("QuotaWindow",),
+        "xcsh_store.index.limits.settings": (
+            "Budget",
+            "Limits",
+            "LimitsConfigError",
+            "read_limits",
+            "set_budget",
+        ),
         "xcsh_store.index.read.query": (
             "QueryInterruptedError",
             "QueryStream",
@@ -264,6 +280,7 @@ __all__ = [
     "ArchiveStats",
     "ArchivedSources",
     "BillingBlock",
+    "Budget",
     "Choice",
     "EntryRow",
     "FileState",
@@ -274,6 +291,8 @@ __all__ = [
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
+    "Limits",
+    "LimitsConfigError",
     "ModelSeen",
     "OutsideReader",
     "OutsideReaders",
@@ -283,6 +302,7 @@ __all__ = [
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
+    "QuotaWindow",
     "Refresher",
     "RestoreError",
     "Restored",
@@ -328,6 +348,7 @@ __all__ = [
     "project_choices",
     "project_folder",
     "prompt_json",
+    "read_limits",
     "read_entries",
     "remove_side_files",
     "search_role",
@@ -335,6 +356,7 @@ __all__ = [
     "session_files",
     "session_outline",
     "session_row",
+    "set_budget",
     "sqlite_versions",
     "time_bound",
     "unique_id_prefixes",

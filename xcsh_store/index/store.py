@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.keeper import Keeper
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
+    from xcsh_store.index.limits.settings import Limits
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -881,6 +883,21 @@ class SessionIndex:
         from xcsh_store.index.read.usage import billing_blocks
 
         return billing_blocks(self.connection, since, until, agents, now)
+
+    @_entry_point
+    def quota(
+        self,
+        limits: Limits | None = None,
+        now: datetime | None = None,
+        agents: tuple[str, ...] = (),
+    ) -> list[QuotaWindow]:
+        """Each agent's usage-limit windows: the readings in its files (Codex's rate limits)
+        or its token windows against the limits of ``limits`` (default: the config file's),
+        each with its pace (limits/quota.py)."""
+        from xcsh_store.index.limits.quota import quota_windows
+        from xcsh_store.index.limits.settings import read_limits
+
+        return quota_windows(self.connection, limits or read_limits(), now, agents)
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

@@ -1,0 +1,140 @@
+"""``xcsh-store quota``, ``budget`` and ``statusline``: how close the plan's usage limits and
+the user's own spend limits are (issue 37).
+
+The module imports only click and the group at the top: ``statusline`` runs on every redraw
+of an agent's status bar, so each verb imports what it needs when it runs
+(tests/test_statusline.py holds the statusline to that)."""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
+
+import click
+
+from xcsh_store.cli.app import Settings, cli, json_option, pass_settings
+from xcsh_store.cli.params import timezone_option
+
+if TYPE_CHECKING:
+    from xcsh_store.index import QuotaWindow
+
+
+def when(moment: datetime | None, now: datetime, zone: tzinfo | None) -> str:
+    """A time to come for people: ``Thu 14:00`` within the week, ``2026-07-18 08:38`` else."""
+    if moment is None:
+        return ""
+    local = moment.astimezone(zone)
+    if abs((moment - now).total_seconds()) < 6 * 86_400:
+        return local.strftime("%a %H:%M")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+def age(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``3 h``, ``5 days``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86_400:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86_400:.0f} days"
+
+
+def pace_text(window: QuotaWindow, zone: tzinfo | None) -> str:
+    """'at this pace: 100 % on Thu 14:00', 'within limits', 'full until …' or what is not
+    known."""
+    if window.reset_since:
+        return f"reset {when(window.resets_at, window.now, zone)}: not read since"
+    if window.used_percent is None:
+        return "no limit known (set one: docs/quota.md)"
+    if window.pace == "full":
+        return f"full until {when(window.resets_at, window.now, zone)}".rstrip()
+    if window.pace == "will fill":
+        return f"at this pace: 100 % on {when(window.full_at, window.now, zone)}"
+    if window.pace == "unknown":
+        return "too early in the window for a pace"
+    return "within limits"
+
+
+def used_text(window: QuotaWindow) -> str:
+    from xcsh_store.cli.output.render import human_count
+
+    if window.used_percent is None:
+        return human_count(window.used_tokens) + " tokens"
+    text = f"{window.used_percent:.0f} %"
+    if window.limit_tokens is not None:
+        text += f" of {human_count(window.limit_tokens)} ({window.source})"
+    return text
+
+
+@cli.command("quota")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="AGENT",
+    help="Only this agent's windows (repeat for several).",
+)
+@timezone_option
+@json_option
+@pass_settings
+def quota_command(
+    settings: Settings, agents: tuple[str, ...], zone: tzinfo | None, as_json: bool
+) -> None:
+    """How much of each usage-limit window is used, when it resets, and the pace.
+
+    Codex writes its plan's windows into its session files (the 5-hour and weekly percents,
+    their resets, the plan); the newest reading of each is shown, with its age when it is
+    more than a few minutes old. Claude Code's files hold no such readings: its 5-hour
+    window (the active billing block) and its last seven days are counted in tokens against
+    the limits of the config file's [quota.claude], else against the largest earlier
+    window (calibrated). docs/quota.md says more.
+
+    \b
+    Examples:
+      xcsh-store quota
+      xcsh-store quota --agent codex --json
+    """
+    from xcsh_store.cli.app import echo, emit_json, open_index, print_table
+    from xcsh_store.cli.output.render import current_time
+
+    now = current_time()
+    with open_index(settings, fresh=True) as index:
+        windows = index.quota(now=now, agents=agents)
+    if as_json:
+        emit_json({"now": now.isoformat(), "windows": [window.to_json() for window in windows]})
+        return
+    if not windows:
+        echo("No usage limits known: no agent's files hold readings, and no Claude usage yet.")
+        return
+    rows = []
+    for window in windows:
+        plan = f" ({window.plan_type})" if window.plan_type else ""
+        as_of = "now" if window.source != "reading" else f"{age(window.age_seconds)} ago"
+        rows.append(
+            (
+                window.agent + plan,
+                window.label,
+                used_text(window),
+                when(window.resets_at, now, zone),
+                pace_text(window, zone),
+                as_of,
+            )
+        )
+    print_table(
+        rows,
+        headers=("agent", "window", "used", "resets", "pace", "as of"),
+        flexible=4,
+        styles=lambda row, column, text: _warned(settings, windows[row], column, text),
+    )
+
+
+def _warned(settings: Settings, window: QuotaWindow, column: int, text: str) -> str:
+    if column == 2 and window.used_percent is not None and not window.reset_since:
+        if window.used_percent >= 90:
+            return settings.style(text, fg="red", bold=True)
+        if window.used_percent >= 70:
+            return settings.style(text, fg="yellow")
+    if column == 5 and window.stale:
+        return settings.style(text, dim=True)
+    return text
