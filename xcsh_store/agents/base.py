@@ -220,8 +220,10 @@ def _quotas_problem(quotas: Any) -> str | None:
             return f"quota slot is {_shown(reading.slot)}, not text"
         problem = _figure("quota used_percent", reading.used_percent)
         minutes = reading.window_minutes
-        if problem is None and minutes is not None and (
-            not isinstance(minutes, int) or isinstance(minutes, bool)
+        if (
+            problem is None
+            and minutes is not None
+            and (not isinstance(minutes, int) or isinstance(minutes, bool))
         ):
             problem = f"quota window_minutes is {_shown(minutes)}, not a count"
         for name in ("resets_at", "limit_id", "plan_type"):

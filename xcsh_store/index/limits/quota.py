@@ -195,10 +195,21 @@ def reading_windows(
                 rate = rate_between((first_at, first[1]), (observed, used), minutes or FIVE_HOURS)
         windows.append(
             QuotaWindow(
-                agent, minutes, slot, used, resets, observed, now, "reading",
-                full_at(used, rate, observed, resets), limit_id, plan, session, host=host,
+                agent,
+                minutes,
+                slot,
+                used,
+                resets,
+                observed,
+                now,
+                "reading",
+                full_at(used, rate, observed, resets),
+                limit_id,
+                plan,
+                session,
+                host=host,
                 rated=rate is not None,
-            )  # fmt: skip
+            )
         )
     return windows
 
@@ -216,9 +227,10 @@ def token_windows(
     if not worked:
         return []
     windows = []
-    active = next((block for block in worked if block.active), None)
+    # (A block of requests after ``now``, as when asking about a past moment, is not it.)
+    active = next((block for block in worked if block.active and block.start <= now), None)
     configured = limits.window_limit(agent, "five_hour_tokens")
-    earlier = [block.usage.tokens for block in worked if not block.active]
+    earlier = [block.usage.tokens for block in worked if block is not active]
     limit = configured or (max(earlier) if earlier else None)
     source = "configured" if configured else "calibrated"
     used = active.usage.tokens if active is not None else 0
@@ -228,11 +240,20 @@ def token_windows(
     per_second = rate / 60 / limit * 100 if rate and limit else None
     windows.append(
         QuotaWindow(
-            agent, FIVE_HOURS, "five_hour", percent, resets, now, now, source,
+            agent,
+            FIVE_HOURS,
+            "five_hour",
+            percent,
+            resets,
+            now,
+            now,
+            source,
             full_at(percent, per_second, now, resets) if percent is not None else None,
-            used_tokens=used, limit_tokens=limit, host=host,
+            used_tokens=used,
+            limit_tokens=limit,
+            host=host,
             rated=per_second is not None or used == 0,
-        )  # fmt: skip
+        )
     )
     windows.append(_week(connection, agent, limits, now, host))
     return windows
@@ -270,8 +291,16 @@ def _week(
     percent = used / limit * 100 if limit else None
     per_second = last_day / 86_400 / limit * 100 if limit else None
     return QuotaWindow(
-        agent, WEEK, "weekly", percent, None, now, now,
+        agent,
+        WEEK,
+        "weekly",
+        percent,
+        None,
+        now,
+        now,
         "configured" if configured else "calibrated",
         full_at(percent, per_second, now, now + week) if percent is not None else None,
-        used_tokens=used, limit_tokens=limit, host=host,
-    )  # fmt: skip
+        used_tokens=used,
+        limit_tokens=limit,
+        host=host,
+    )

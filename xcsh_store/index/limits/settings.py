@@ -166,8 +166,13 @@ def _period_budgets(
     return found
 
 
-def set_budget(budget: Budget | None, *, remove: Budget | None = None,
-               warn_percent: float | None = None, config_file: str | None = None) -> str:
+def set_budget(
+    budget: Budget | None,
+    *,
+    remove: Budget | None = None,
+    warn_percent: float | None = None,
+    config_file: str | None = None,
+) -> str:
     """Keep ``budget`` in budgets.toml (replacing one of the same period and scope), or drop
     ``remove``'s; returns the file's path. The file is the program's: written whole."""
     path = budgets_file(config_file)
@@ -197,8 +202,6 @@ def budgets_toml(budgets: list[Budget], warn_percent: float | None) -> str:
         for name in names:
             lines += ["", f"[budget.{scope}.{json.dumps(name, ensure_ascii=False)}]"]
             lines += [
-                f"{b.period} = {b.amount!r}"
-                for b in budgets
-                if b.scope == scope and b.name == name
+                f"{b.period} = {b.amount!r}" for b in budgets if b.scope == scope and b.name == name
             ]
     return "\n".join(lines) + "\n"
