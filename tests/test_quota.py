@@ -309,3 +309,30 @@ def test_a_config_that_says_nonsense_is_one_line(agent_dir, real_home):
     assert result.returncode != 0
     assert "five_hour_tokens must be a token count" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_mcp_tool_answers_what_quota_json_does(agent_dir, real_home):
+    from mcp_client import call_tools
+
+    with synced(agent_dir):
+        pass
+    tools, [answer, codex_only] = call_tools(
+        agent_dir, [("quota", {}), ("quota", {"agent": "codex"})]
+    )
+    assert "quota" in tools
+    cli = json.loads(run(agent_dir, "--no-sync", "quota", "--json").stdout)["windows"]
+    strip = lambda windows: [  # noqa: E731 (the clock-bound fields differ by a moment)
+        {k: v for k, v in window.items() if k not in ("age_seconds", "observed_at")}
+        for window in windows
+    ]
+    assert strip(answer["windows"]) == strip(cli)
+    assert {window["agent"] for window in codex_only["windows"]} == {"codex"}
+
+
+def test_the_usage_page_shows_the_limits(agent_dir, real_home, client):
+    with synced(agent_dir):
+        pass
+    page = client.get("/usage").text
+    assert "<h2>Usage limits</h2>" in page
+    assert "codex (plus)" in page and "5-hour" in page and "weekly" in page
+    assert "not read since" in page  # the fixtures' windows have all reset since

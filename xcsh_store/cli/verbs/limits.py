@@ -41,19 +41,7 @@ def age(seconds: float) -> str:
 
 
 def pace_text(window: QuotaWindow, zone: tzinfo | None) -> str:
-    """'at this pace: 100 % on Thu 14:00', 'within limits', 'full until …' or what is not
-    known."""
-    if window.reset_since:
-        return f"reset {when(window.resets_at, window.now, zone)}: not read since"
-    if window.used_percent is None:
-        return "no limit known (set one: docs/quota.md)"
-    if window.pace == "full":
-        return f"full until {when(window.resets_at, window.now, zone)}".rstrip()
-    if window.pace == "will fill":
-        return f"at this pace: 100 % on {when(window.full_at, window.now, zone)}"
-    if window.pace == "unknown":
-        return "too early in the window for a pace"
-    return "within limits"
+    return window.pace_words(lambda moment: when(moment, window.now, zone))
 
 
 def used_text(window: QuotaWindow) -> str:

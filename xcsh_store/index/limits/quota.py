@@ -18,6 +18,7 @@ Two sources:
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -95,6 +96,21 @@ class QuotaWindow:
         if not self.rated:
             return "unknown"
         return "will fill" if self.full_at is not None else "within limits"
+
+    def pace_words(self, when: Callable[[datetime | None], str]) -> str:
+        """The pace for people, times as ``when`` writes them: "at this pace: 100 % on Thu
+        14:00", "within limits", "full until …", or what is not known."""
+        if self.reset_since:
+            return f"reset {when(self.resets_at)}: not read since"
+        if self.used_percent is None:
+            return "no limit known (set one: docs/quota.md)"
+        if self.pace == "full":
+            return f"full until {when(self.resets_at)}".rstrip()
+        if self.pace == "will fill":
+            return f"at this pace: 100 % on {when(self.full_at)}"
+        if self.pace == "unknown":
+            return "too early in the window for a pace"
+        return "within limits"
 
     def to_json(self) -> dict[str, Any]:
         return {
