@@ -90,6 +90,7 @@ VERB_MODULES = {
     "serve": "live",
     "show": "sessions",
     "sql": "sql",
+    "statusline": "limits",
     "sync": "maintenance",
     "team": "team",
     "usage": "usage",

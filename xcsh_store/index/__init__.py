@@ -49,18 +49,18 @@ from xcsh_store.lazy import lazy_exports
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
 # only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
 if TYPE_CHECKING:
-    from xcsh_store.index.archive.folder import ArchiveStats
-    from xcsh_store.index.archive.forget import Forgotten
-    from xcsh_store.index.archive.restore import Restored, RestoreError
-    from xcsh_store.index.archive.sources import ArchivedSources
-    from xcsh_store.index.limits.quota import QuotaWindow
-    from xcsh_store.index.limits.settings import (
+    from xcsh_store.glance.settings import (
         Budget,
         Limits,
         LimitsConfigError,
         read_limits,
         set_budget,
     )
+    from xcsh_store.index.archive.folder import ArchiveStats
+    from xcsh_store.index.archive.forget import Forgotten
+    from xcsh_store.index.archive.restore import Restored, RestoreError
+    from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -210,7 +210,7 @@ __getattr__, __dir__ = lazy_exports(
             "time_bound",
         ),
         "xcsh_store.index.limits.quota": ("QuotaWindow",),
-        "xcsh_store.index.limits.settings": (
+        "xcsh_store.glance.settings": (
             "Budget",
             "Limits",
             "LimitsConfigError",

@@ -62,13 +62,13 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
+    from xcsh_store.glance.settings import Limits
     from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.keeper import Keeper
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.limits.quota import QuotaWindow
-    from xcsh_store.index.limits.settings import Limits
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -894,8 +894,8 @@ class SessionIndex:
         """Each agent's usage-limit windows: the readings in its files (Codex's rate limits)
         or its token windows against the limits of ``limits`` (default: the config file's),
         each with its pace (limits/quota.py)."""
+        from xcsh_store.glance.settings import read_limits
         from xcsh_store.index.limits.quota import quota_windows
-        from xcsh_store.index.limits.settings import read_limits
 
         return quota_windows(self.connection, limits or read_limits(), now, agents)
 

@@ -126,3 +126,33 @@ def _warned(settings: Settings, window: QuotaWindow, column: int, text: str) -> 
     if column == 5 and window.stale:
         return settings.style(text, dim=True)
     return text
+
+
+@cli.command("statusline")
+@click.option(
+    "--color",
+    "colour",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the line (Claude Code shows colours: `always` there); auto colours a"
+    " terminal unless NO_COLOR is set.",
+)
+@pass_settings
+def statusline_command(settings: Settings, colour: str) -> None:
+    """One line for an agent's status bar, from Claude Code's statusLine JSON on stdin.
+
+    The model, this session's cost and today's (from the index, as `usage` counts them; "…":
+    the transcript has lines the index has not read yet), the active 5-hour window of
+    Claude's requests (cost, tokens, burn rate, time left), the plan's windows where known
+    (Claude Code's own rate_limits, the newest Codex readings) and today's budgets. It reads
+    index.db read-only and never syncs; bad input prints what it can, logs the problem on
+    stderr and exits 0. docs/quota.md has the settings.json lines and a tmux snippet.
+
+    \b
+    In ~/.claude/settings.json:
+      "statusLine": {"type": "command", "command": "xcsh-store statusline --color always"}
+    """
+    from xcsh_store.cli.statusline import main
+
+    main(["--color", colour, "--agent-dir", settings.agent_dir])

@@ -25,8 +25,8 @@ from typing import Any
 
 import apsw
 
+from xcsh_store.glance.settings import Limits
 from xcsh_store.index.limits.pace import full_at, rate_between, rate_since_start
-from xcsh_store.index.limits.settings import Limits
 from xcsh_store.index.read.usage import BLOCK_HOURS, billing_blocks
 from xcsh_store.times import iso_millis, parse_iso
 
