@@ -12,7 +12,7 @@ import os
 import pty
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -146,8 +146,9 @@ def test_a_real_pipe_prints_one_line_with_the_sessions_cost(agent_dir, synced_ho
 
 @pytest.mark.parametrize(
     "given",
-    [b"", b"not json", b"[1, 2]", b'{"session_id": 5, "model": "x", "cost": {"total_cost_usd": "a"}}',
-     b'{"model": {"display_name": "two\\nlines\\u001b[31m"}}', b"\xff\xfe"],
+    [b"", b"not json", b"[1, 2]", b"\xff\xfe",
+     b'{"session_id": 5, "model": "x", "cost": {"total_cost_usd": "a"}}',
+     b'{"model": {"display_name": "two\\nlines\\u001b[31m"}}'],
 )  # fmt: skip
 def test_bad_input_prints_what_it_can_and_exits_0(agent_dir, synced_home, given):
     result = statusline(agent_dir, given)
