@@ -69,6 +69,7 @@ class Settings:
 # The module that defines each verb, imported when the verb is asked for: `xcsh-store ls`
 # imports the listing and none of sync, gc, search, usage or the demo.
 VERB_MODULES = {
+    "budget": "limits",
     "cat": "sessions",
     "completion": "completion",
     "demo": "demo",

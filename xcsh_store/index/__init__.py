@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         read_limits,
         set_budget,
     )
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
@@ -209,6 +210,7 @@ __getattr__, __dir__ = lazy_exports(
             "search_role",
             "time_bound",
         ),
+        "xcsh_store.glance.spend": ("BudgetStatus",),
         "xcsh_store.index.limits.quota": ("QuotaWindow",),
         "xcsh_store.glance.settings": (
             "Budget",
@@ -281,6 +283,7 @@ __all__ = [
     "ArchivedSources",
     "BillingBlock",
     "Budget",
+    "BudgetStatus",
     "Choice",
     "EntryRow",
     "FileState",

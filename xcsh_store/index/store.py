@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import apsw
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
     from xcsh_store.glance.settings import Limits
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.keeper import Keeper
@@ -898,6 +899,17 @@ class SessionIndex:
         from xcsh_store.index.limits.quota import quota_windows
 
         return quota_windows(self.connection, limits or read_limits(), now, agents)
+
+    @_entry_point
+    def budgets(
+        self, limits: Limits | None = None, now: datetime | None = None
+    ) -> list[BudgetStatus]:
+        """Each spend budget of ``limits`` (default: the config file's and budgets.toml's)
+        with what its sessions spent in its period so far (glance/spend.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.glance.spend import budget_statuses
+
+        return budget_statuses(self.connection, limits or read_limits(), now or datetime.now(UTC))
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

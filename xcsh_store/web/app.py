@@ -481,8 +481,9 @@ def create_app(
             projects = index.usage("project")
             try:
                 limits, limits_error = pages.limit_rows(index.quota()), None
+                budgets = index.budgets()
             except XcshStoreError as error:  # a config file that says nonsense
-                limits, limits_error = [], str(error)
+                limits, limits_error, budgets = [], str(error), []
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
         # The chart shows the windows worked in; the table also the idle time between them.
         worked = [row for row in over_time if row.entries]
@@ -497,7 +498,7 @@ def create_app(
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
             totals=usage_total(over_time), active=active, blocks=blocks, limits=limits,
-            limits_error=limits_error,
+            limits_error=limits_error, budgets=budgets,
         )  # fmt: skip
 
     def image(request: Request) -> Response:

@@ -16,7 +16,7 @@ from xcsh_store.cli.app import Settings, cli, json_option, pass_settings
 from xcsh_store.cli.params import timezone_option
 
 if TYPE_CHECKING:
-    from xcsh_store.index import QuotaWindow
+    from xcsh_store.index import BudgetStatus, QuotaWindow
 
 
 def when(moment: datetime | None, now: datetime, zone: tzinfo | None) -> str:
@@ -89,9 +89,19 @@ def quota_command(
     now = current_time()
     with open_index(settings, fresh=True) as index:
         windows = index.quota(now=now, agents=agents)
+        statuses = index.budgets(now=now)
     if as_json:
-        emit_json({"now": now.isoformat(), "windows": [window.to_json() for window in windows]})
+        emit_json(
+            {
+                "now": now.isoformat(),
+                "windows": [window.to_json() for window in windows],
+                "budgets": [status.to_json() for status in statuses],
+            }
+        )
         return
+    if statuses:
+        budget_rows(settings, statuses)
+        echo()
     if not windows:
         echo("No usage limits known: no agent's files hold readings, and no Claude usage yet.")
         return
@@ -156,3 +166,126 @@ def statusline_command(settings: Settings, colour: str) -> None:
     from xcsh_store.cli.statusline import main
 
     main(["--color", colour, "--agent-dir", settings.agent_dir])
+
+
+def budget_rows(settings: Settings, statuses: list[BudgetStatus]) -> None:
+    """The budgets as a table: period, scope, spent, budget, share (warned ones coloured)."""
+    from xcsh_store.cli.app import print_table
+    from xcsh_store.cli.output.render import money
+
+    def styled(row: int, column: int, text: str) -> str:
+        status = statuses[row]
+        if column == 4 and status.over:
+            return settings.style(text, fg="red", bold=True)
+        if column == 4 and status.warned:
+            return settings.style(text, fg="yellow")
+        return text
+
+    print_table(
+        [
+            (
+                status.budget.period,
+                "overall" if status.budget.scope == "all" else status.budget.scope,
+                status.budget.name or "",
+                f"{money(status.spent)} of {money(status.budget.amount)}",
+                f"{status.percent:.0f} %" + (" over" if status.over else ""),
+            )
+            for status in statuses
+        ],
+        headers=("budget", "of", "name", "spent", "share"),
+        flexible=2,
+        styles=styled,
+    )
+
+
+@cli.group("budget", invoke_without_command=True)
+@json_option
+@click.pass_context
+def budget_command(context: click.Context, as_json: bool) -> None:
+    """Spend limits per day, week or month, overall or per agent or project.
+
+    Without a subcommand: each budget, what was spent in its period so far (days and weeks
+    from Monday and months in the local time zone; US dollars, estimated from list prices
+    where the agent records no cost) and its share, warned from the config file's
+    budget.warn_percent (80 by default). `usage --check-budget` exits 3 when one is over.
+    Budgets live in the config file's [budget] tables or in budgets.toml beside it, which
+    `budget set` writes (docs/quota.md).
+
+    \b
+    Examples:
+      xcsh-store budget set daily 20
+      xcsh-store budget set monthly 50 --agent codex
+      xcsh-store budget set weekly 30 --project ~/src/app
+      xcsh-store budget
+    """
+    if context.invoked_subcommand is not None:
+        return
+    from xcsh_store.cli.app import echo, emit_json, open_index
+    from xcsh_store.cli.output.render import current_time
+
+    settings = context.find_object(Settings)
+    assert settings is not None
+    with open_index(settings, fresh=True) as index:
+        statuses = index.budgets(now=current_time())
+    if as_json:
+        emit_json({"budgets": [status.to_json() for status in statuses]})
+    elif statuses:
+        budget_rows(settings, statuses)
+    else:
+        echo("No budgets: set one with `xcsh-store budget set daily 20`.")
+
+
+def _scope(agent: str | None, project: str | None) -> tuple[str, str | None]:
+    import os
+
+    if agent and project:
+        raise click.UsageError("a budget is for --agent or --project, not both")
+    if project:
+        return "project", os.path.abspath(os.path.expanduser(project))
+    return ("agent", agent) if agent else ("all", None)
+
+
+_PERIOD = click.argument("period", type=click.Choice(["daily", "weekly", "monthly"]))
+_AGENT = click.option("--agent", metavar="AGENT", help="Only this agent's sessions.")
+_PROJECT = click.option(
+    "--project", metavar="FOLDER", help="Only the sessions of this project folder (and below)."
+)
+
+
+@budget_command.command("set")
+@_PERIOD
+@click.argument("amount", type=click.FloatRange(min=0, min_open=True))
+@_AGENT
+@_PROJECT
+@click.option(
+    "--warn-at",
+    type=click.FloatRange(1, 100),
+    metavar="PERCENT",
+    help="Warn from this share of every budget (default 80).",
+)
+def budget_set_command(
+    period: str, amount: float, agent: str | None, project: str | None, warn_at: float | None
+) -> None:
+    """Set a budget: AMOUNT US dollars per PERIOD (daily, weekly, monthly)."""
+    from xcsh_store.cli.app import echo
+    from xcsh_store.index import Budget, set_budget
+
+    scope, name = _scope(agent, project)
+    budget = Budget(period, amount, scope, name)
+    path = set_budget(budget, warn_percent=warn_at)
+    echo(f"{budget.label}: ${amount:,.2f} (in {path})")
+
+
+@budget_command.command("unset")
+@_PERIOD
+@_AGENT
+@_PROJECT
+def budget_unset_command(period: str, agent: str | None, project: str | None) -> None:
+    """Remove a budget that `budget set` set."""
+    from xcsh_store.cli.app import echo
+    from xcsh_store.index import Budget, set_budget
+
+    scope, name = _scope(agent, project)
+    gone = Budget(period, 1.0, scope, name)
+    path = set_budget(None, remove=gone)
+    echo(f"{gone.label}: no budget (in {path})")

@@ -26,6 +26,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.output.chart import html_chart, terminal_chart
 from xcsh_store.cli.output.render import (
+    current_time,
     cut,
     cut_left,
     cut_middle,
@@ -40,6 +41,7 @@ from xcsh_store.cli.params import agents_in_words, filter_options, timezone_opti
 from xcsh_store.index import (
     USAGE_GROUPS,
     BillingBlock,
+    BudgetStatus,
     SessionFilter,
     UsageQuery,
     UsageRow,
@@ -151,6 +153,11 @@ def _labels(row: UsageRow) -> list[str]:
     metavar="FILE",
     help="Also write a self-contained HTML page with the chart and the numbers.",
 )
+@click.option(
+    "--check-budget",
+    is_flag=True,
+    help="Exit with status 3 when a budget is over (`xcsh-store budget`), for scripts and CI.",
+)
 @json_option
 @pass_settings
 def usage_command(
@@ -161,6 +168,7 @@ def usage_command(
     chart: bool,
     metric: str,
     html_file: str | None,
+    check_budget: bool,
     as_json: bool,
 ) -> None:
     """Tokens and cost per day, week, month, model, provider, project, session or agent.
@@ -195,6 +203,8 @@ def usage_command(
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
     with open_index(settings, team=True, fresh=True) as index:
         rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
+        # The budgets are this machine's (index.db): a team index has none.
+        statuses = index.budgets(now=current_time()) if settings.db is None else []
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -207,8 +217,10 @@ def usage_command(
                 "until": filters.until,
                 "rows": [usage_json(row) for row in rows],
                 "total": usage_json(usage_total(rows)),
+                "budgets": [status.to_json() for status in statuses],
             }
         )
+        _check(statuses, check_budget)
         return
     if chart:
         for line in terminal_chart(rows, name, metric, terminal_width(), settings.color):
@@ -243,6 +255,30 @@ def usage_command(
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+    for status in statuses:
+        echo(_budget_line(settings, status))
+    _check(statuses, check_budget)
+
+
+def _budget_line(settings: Settings, status: BudgetStatus) -> str:
+    text = (
+        f"Budget {status.budget.label}: {money(status.spent)} of {money(status.budget.amount)}"
+        f" ({status.percent:.0f} %)"
+    )
+    if status.over:
+        return settings.style(text + ": over", fg="red", bold=True)
+    if status.warned:
+        return settings.style(text + ": warning", fg="yellow")
+    return text
+
+
+def _check(statuses: list[BudgetStatus], check_budget: bool) -> None:
+    """--check-budget: exit 3 when a budget is over (saying which on stderr)."""
+    over = [status for status in statuses if status.over]
+    if check_budget and over:
+        names = ", ".join(status.budget.label for status in over)
+        echo(f"Over budget: {names}", err=True)
+        raise SystemExit(3)
 
 
 usage_command.help = (usage_command.help or "").replace(
