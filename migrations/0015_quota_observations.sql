@@ -23,3 +23,9 @@ CREATE INDEX quota_observations_time ON quota_observations (observed_at);
 -- Codex files already indexed are read again, whole, by the next sync to find their readings
 -- (as a change of prices does: index/write/prices.py).
 UPDATE files SET mtime_ns = -1, indexed_bytes = 0 WHERE agent = 'codex';
+-- The status line sums one session's usage as usage_entries counts it (xcsh_store/glance/usage.py):
+-- its entries and their copies elsewhere, found by time and id from this index alone (the
+-- timestamp index it replaces answered only the time, and every other session's entries of the
+-- same moment were read to learn their ids).
+DROP INDEX entries_timestamp;
+CREATE INDEX entries_time_id ON entries (timestamp, id);

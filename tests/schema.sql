@@ -23,8 +23,8 @@ CREATE INDEX entries_parent ON entries (session, parent_id);
 -- index entries_prompt_hash on entries
 CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS NOT NULL;
 
--- index entries_timestamp on entries
-CREATE INDEX entries_timestamp ON entries (timestamp);
+-- index entries_time_id on entries
+CREATE INDEX entries_time_id ON entries (timestamp, id);
 
 -- index entries_title_change on entries
 CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';

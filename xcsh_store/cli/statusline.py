@@ -71,8 +71,11 @@ class Painter:
 
 
 def read_input(stream: TextIO | Any, problems: list[str]) -> dict[str, Any]:
-    """Claude Code's JSON, or {} (bad input is a problem to log, never an error)."""
+    """Claude Code's JSON, or {} (bad input is a problem to log, never an error). A terminal
+    is not read: run by hand or from tmux without input, the line shows what needs none."""
     try:
+        if stream.isatty():
+            return {}
         data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
     except (OSError, ValueError) as error:
         problems.append(f"stdin cannot be read: {error}")

@@ -5,9 +5,11 @@ The view numbers copies over all entries (a fork's copy of an entry counts in th
 session, a session in two files in the file modified last), which a sum of one session or one
 day must not pay for: every partition of its three windows (copies by id and time; a file's
 repeats by time and figures; a session's files by time and figures) holds rows of one
-timestamp only, so the view's rules applied to the entries of a set of timestamps give exactly
-the view's rows of those timestamps. ``restriction`` names that set (an SQL condition on
-``e.timestamp``); tests/test_statusline.py holds the sums equal to `usage`'s.
+timestamp only, so the view's rules applied to the entries of a period give exactly the view's
+rows of that period; and a session's rows need only its files' entries and their copies (the
+partitions its rows are in). ``restriction`` names those entries (an SQL condition on ``e``,
+which the (timestamp, id) index answers); tests/test_statusline.py holds the sums equal to
+`usage`'s.
 """
 
 from __future__ import annotations
@@ -94,16 +96,28 @@ def since(connection: apsw.Connection, moment: str, scope: str = "1", *args: obj
     return tuple(connection.execute(sql, (moment, *args)).fetchone())
 
 
+# The rows a session's sums involve: its files' entries, and every copy of one of them (same
+# time and id: the view's copies; an entry without an id is a copy of every entry of its time
+# without one).
+_OF_SESSION = """
+e.session IN (SELECT file_id FROM sessions WHERE session_id = ?)
+OR (e.timestamp, e.id) IN (
+    SELECT e2.timestamp, e2.id FROM entries AS e2 JOIN sessions AS s2 ON s2.file_id = e2.session
+    WHERE s2.session_id = ? AND e2.input_tokens IS NOT NULL AND e2.id IS NOT NULL
+)
+OR (e.id IS NULL AND e.timestamp IN (
+    SELECT e3.timestamp FROM entries AS e3 JOIN sessions AS s3 ON s3.file_id = e3.session
+    WHERE s3.session_id = ? AND e3.input_tokens IS NOT NULL AND e3.id IS NULL
+))
+"""
+
+
 def of_session(connection: apsw.Connection, session_id: str) -> float | None:
     """The cost of a session's requests (None: the index has none of it)."""
     sql = (
         "SELECT sum(cost), count(*) FROM ("
-        + USAGE_ROWS.format(
-            restriction="e.timestamp IN (SELECT e2.timestamp FROM entries AS e2"
-            " JOIN sessions AS s2 ON s2.file_id = e2.session"
-            " WHERE s2.session_id = ? AND e2.input_tokens IS NOT NULL)"
-        )
+        + USAGE_ROWS.format(restriction=_OF_SESSION)
         + ") WHERE session_id = ?"
     )
-    cost, count = connection.execute(sql, (session_id, session_id)).fetchone()
+    cost, count = connection.execute(sql, (session_id,) * 4).fetchone()
     return (cost or 0.0) if count else None

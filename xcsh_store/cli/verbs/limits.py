@@ -238,8 +238,14 @@ def budget_command(context: click.Context, as_json: bool) -> None:
 def _scope(agent: str | None, project: str | None) -> tuple[str, str | None]:
     import os
 
+    from xcsh_store.js import well_formed
+
     if agent and project:
         raise click.UsageError("a budget is for --agent or --project, not both")
+    for option, value in (("--agent", agent), ("--project", project)):
+        if value is not None and (not value or well_formed(value) != value):
+            # budgets.toml is UTF-8 text: a name of other bytes cannot be written to it.
+            raise click.BadParameter("must be a non-empty name in UTF-8", param_hint=option)
     if project:
         return "project", os.path.abspath(os.path.expanduser(project))
     return ("agent", agent) if agent else ("all", None)
