@@ -23,10 +23,8 @@ and the budgets ``xcsh-store budget set`` writes to ``budgets.toml`` beside it (
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +78,10 @@ def budgets_file(config_file: str | None = None) -> str:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {}  # (tomllib, imported below, costs the status line more than this stat)
+    import tomllib
+
     try:
         with open_regular_file(path) as stream:
             return tomllib.loads(stream.read().decode("utf-8"))
@@ -192,6 +194,8 @@ def set_budget(
 
 def budgets_toml(budgets: list[Budget], warn_percent: float | None) -> str:
     """The TOML of budgets.toml (names quoted as JSON strings, which TOML reads alike)."""
+    import json
+
     lines = ["# Written by `xcsh-store budget set`; edited by hand, it is read as it is.", ""]
     lines.append("[budget]")
     if warn_percent is not None:
