@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -296,7 +296,7 @@ def rate_limit_readings(limits: Any, timestamp: str | None) -> tuple[QuotaReadin
         if not _finite(used):
             continue
         if resets is None and observed is not None and _finite(after):
-            resets = _epoch_iso(observed.timestamp() + after)
+            resets = _epoch_iso(observed.timestamp() + float(after))
         readings.append(
             QuotaReading(
                 slot,
@@ -310,7 +310,8 @@ def rate_limit_readings(limits: Any, timestamp: str | None) -> tuple[QuotaReadin
     return tuple(readings)
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
+    """A finite int or float (a bool is neither)."""
     return type(value) in (int, float) and math.isfinite(value)
 
 

@@ -93,7 +93,7 @@ def read_input(stream: TextIO | Any, problems: list[str]) -> dict[str, Any]:
     return value
 
 
-def _member(value: dict[str, Any], *path: str) -> Any:
+def _member(value: Any, *path: str) -> Any:
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value

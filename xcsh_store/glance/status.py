@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import apsw
 
@@ -128,7 +129,7 @@ def _hour(moment: datetime) -> datetime:
 def newest_readings(connection: apsw.Connection) -> list[Reading]:
     """The newest reading of each window of each agent (none from an index before them)."""
     try:
-        rows = connection.execute(
+        rows: list[Any] = connection.execute(
             "SELECT f.agent, q.window_minutes, q.used_percent, q.resets_at, max(q.observed_at)"
             " FROM quota_observations AS q JOIN files AS f ON f.id = q.file_id"
             " GROUP BY f.agent, coalesce(q.limit_id, f.agent), coalesce(q.window_minutes, q.slot)"

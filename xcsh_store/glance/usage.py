@@ -15,6 +15,7 @@ which the (timestamp, id) index answers); tests/test_statusline.py holds the sum
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import apsw
 
@@ -71,7 +72,8 @@ def requests_since(
         + USAGE_ROWS.format(restriction="e.timestamp >= ?")
         + f") WHERE {scope} ORDER BY timestamp"
     )
-    return [tuple(row) for row in connection.execute(sql, (moment, *args))]  # type: ignore[misc]
+    rows: list[Any] = connection.execute(sql, (moment, *args)).fetchall()
+    return [tuple(row) for row in rows]
 
 
 def open_read_only(db_path: str) -> apsw.Connection | None:
@@ -93,7 +95,8 @@ def since(connection: apsw.Connection, moment: str, scope: str = "1", *args: obj
         + USAGE_ROWS.format(restriction="e.timestamp >= ?")
         + f") WHERE {scope}"
     )
-    return tuple(connection.execute(sql, (moment, *args)).fetchone())
+    row: Any = connection.execute(sql, (moment, *args)).fetchone()
+    return tuple(row)
 
 
 # The rows a session's sums involve: its files' entries, and every copy of one of them (same
@@ -119,5 +122,6 @@ def of_session(connection: apsw.Connection, session_id: str) -> float | None:
         + USAGE_ROWS.format(restriction=_OF_SESSION)
         + ") WHERE session_id = ?"
     )
-    cost, count = connection.execute(sql, (session_id,) * 4).fetchone()
+    row: Any = connection.execute(sql, (session_id,) * 4).fetchone()
+    cost, count = row
     return (cost or 0.0) if count else None

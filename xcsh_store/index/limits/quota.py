@@ -191,7 +191,8 @@ def reading_windows(
 ) -> list[QuotaWindow]:
     """The windows the agents' own readings tell of."""
     windows = []
-    for row in connection.execute(_NEWEST).fetchall():
+    rows: list[Any] = connection.execute(_NEWEST).fetchall()
+    for row in rows:
         agent, limit_id, minutes, slot, observed_text, used, resets_text, plan, session = row
         observed = parse_iso(observed_text)
         if observed is None:
@@ -202,7 +203,7 @@ def reading_windows(
             # No start to count from: the slope since the window's first reading (a window
             # that resets says when it started: too early in it is too early for any slope).
             since = iso_millis(observed - timedelta(minutes=minutes or FIVE_HOURS))
-            first = connection.execute(
+            first: Any = connection.execute(
                 _FIRST_OF_WINDOW,
                 (agent, limit_id or agent, minutes if minutes is not None else slot, since),
             ).fetchone()
@@ -283,7 +284,7 @@ def _week(
     out of the window are not counted off (the estimate errs towards a warning)."""
     week = timedelta(days=7)
     start = now - week
-    rows = connection.execute(
+    rows: list[Any] = connection.execute(
         "SELECT timestamp, coalesce(input_tokens, 0) + coalesce(output_tokens, 0)"
         " + coalesce(cache_read_tokens, 0) + coalesce(cache_write_tokens, 0)"
         " FROM usage_entries WHERE agent = ? AND timestamp IS NOT NULL AND timestamp < ?",
