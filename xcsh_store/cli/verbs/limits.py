@@ -165,6 +165,9 @@ def statusline_command(settings: Settings, colour: str) -> None:
     """
     from xcsh_store.cli.statusline import main
 
+    # (auto: as the global --color decided, which reads the same terminal and NO_COLOR)
+    if colour == "auto":
+        colour = "always" if settings.color else "never"
     main(["--color", colour, "--agent-dir", settings.agent_dir])
 
 
