@@ -247,3 +247,18 @@ def test_it_imports_neither_click_nor_the_index_store(agent_dir, synced_home):
     unwanted = {"click", "xcsh_store.cli.app", "xcsh_store.index", "xcsh_store.index.store",
                 "xcsh_store.agents", "starlette", "mcp", "psycopg"}  # fmt: skip
     assert sorted(unwanted & loaded) == []
+
+
+def test_through_the_click_group_too(agent_dir, synced_home):
+    # Global options before the verb, and --help, go through click to the same line.
+    given = json.dumps({"rate_limits": {"seven_day": {"used_percentage": 85}}}).encode()
+    result = subprocess.run(
+        [PROGRAM, "--color", "always", "--agent-dir", str(agent_dir), "statusline"],
+        input=given,
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    assert result.stdout.count(b"\n") == 1 and b"\x1b[33m7d 85%\x1b[0m" in result.stdout
+    helped = subprocess.run([PROGRAM, "statusline", "--help"], capture_output=True, timeout=60)
+    assert helped.returncode == 0 and b"statusLine" in helped.stdout
