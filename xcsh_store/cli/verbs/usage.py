@@ -196,7 +196,9 @@ def usage_command(
             raise click.UsageError("--by block works on index.db, not with --db")
         with open_index(settings) as index:
             blocks = index.billing_blocks(filters.since, filters.until, filters.agents)
+            statuses = index.budgets(now=current_time()) if check_budget else []
         _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
+        _check(statuses, check_budget)
         return
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
