@@ -33,6 +33,8 @@ from detect_secrets.plugins.keyword import (
 )
 from kingfisher_sdk import Rules, Scanner, shannon_entropy
 
+from xcsh_store.secrets import forms
+
 # The words of detect-secrets' deny list (``api_?key``: ``apikey`` and ``api_key``), by a
 # stem each holds: a text without the stem is spared looking for its words.
 STEMS = ("key", "pass", "pwd", "secret", "contrase")
@@ -48,10 +50,15 @@ URL_MARK = "://"
 # What every AWS key id starts with (AWSKeyDetector's first pattern).
 AWS_KEY_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")
 _AWS_KEY_PREFIX = re.compile("|".join(AWS_KEY_PREFIXES).encode())
+# What the shell and config forms (forms.assigned) are looked for around: a name's stems, and
+# the commands that take a password their own way.
+FORM_STEMS = (b"pass", b"pwd", b"secret", b"token", b"key", b"mysql", b"mariadb", b"credential")
 # A keyword's value is looked for this far around it, on its line.
 WINDOW_BEFORE, WINDOW_AFTER = 60, 300
 # A keyword's value: at least this long, with at least this entropy (bits a character).
 MIN_KEYWORD_VALUE, MIN_KEYWORD_ENTROPY = 8, 3.0
+# A .netrc's machine and login are looked for this far before a password's line.
+NETRC_REACH = 200
 # Anything shorter is no secret worth the name, and replacing it would cut up common words.
 MIN_SECRET = 4
 # Texts scanned as one are joined with this (a blank line: no rule reads across it).
@@ -105,7 +112,14 @@ class SecretDetector:
             location = finding.location
             matched = data[location["start_offset"] : location["end_offset"]]
             _keep(found, _text(matched), kind_of(finding.rule_id))
+        for kind, value in forms.provider_keys(data):
+            _keep(found, value, kind)
+        if forms.PEM_BEGIN in data:
+            for kind, value in forms.private_keys(data):
+                _keep(found, value, kind)
         for kind, value in self._keyword_values(data):
+            _keep(found, value, kind)
+        for kind, value in _form_values(data):
             _keep(found, value, kind)
         if _AWS_KEY_PREFIX.search(data):
             for value in self._aws.analyze_string(_text(data)):
@@ -142,9 +156,10 @@ class SecretDetector:
     def _assigned(self, window: str) -> list[str]:
         values = []
         for value in self._keyword.analyze_string(window, CONFIG_DENYLIST_REGEX_TO_GROUP):
-            value = value.rstrip(";")
+            value = forms.trimmed(value)
             if (
-                len(value) < MIN_KEYWORD_VALUE
+                forms.reference(value)
+                or len(value) < MIN_KEYWORD_VALUE
                 or any(character.isspace() for character in value)
                 or _NAME_ONLY.fullmatch(value)
                 or shannon_entropy(value.encode("utf-8", "surrogatepass")) < MIN_KEYWORD_ENTROPY
@@ -160,6 +175,27 @@ class SecretDetector:
             for value in self._basic_auth.analyze_string(window)
             if not _filtered(value, window, self._basic_auth)
         ]
+
+
+def _form_values(data: bytes) -> list[tuple[str, str]]:
+    """(kind, value) of forms.assigned on a window of each line that holds one of FORM_STEMS
+    (each line once)."""
+    lowered = data.lower()
+    lines: set[tuple[int, int]] = set()
+    for needle in FORM_STEMS:
+        at = lowered.find(needle)
+        while at != -1:
+            line_start = data.rfind(b"\n", 0, at) + 1
+            line_end = data.find(b"\n", at)
+            line_end = len(data) if line_end == -1 else line_end
+            lines.add((line_start, line_end))
+            at = lowered.find(needle, line_end)
+    found: list[tuple[str, str]] = []
+    for start, end in sorted(lines):
+        window = data[start:end].decode("utf-8", "ignore")
+        before = data[max(0, start - NETRC_REACH) : start].decode("utf-8", "ignore")
+        found += forms.assigned(window, before)
+    return found
 
 
 def _filtered(value: str, line: str, plugin: object) -> bool:
@@ -190,7 +226,7 @@ def _text(data: bytes) -> str:
 def _keep(found: dict[str, str], value: str, kind: str) -> None:
     """A provider's rule names a value better than a generic one (a GitHub token in a URL is
     found both as a token and as a URL's password)."""
-    if len(value) < MIN_SECRET:
+    if len(value) < MIN_SECRET or forms.placeholder(value):
         return
     if value not in found or _generic(found[value]):
         found[value] = kind

@@ -38,11 +38,12 @@ class Redactor:
         self.detector = detector or SecretDetector()
 
     def texts(self, texts: Sequence[str | None]) -> list[str | None]:
-        """``texts`` with every secret found in any of them replaced in all of them."""
+        """``texts`` with every secret found in any of them replaced in all of them, and the
+        piece of one that a text cut from another kept (a title cut from a first message)."""
         secrets = self._find([text for text in texts if text])
         if not secrets:
             return list(texts)
-        return [_replace(text, secrets) if text else text for text in texts]
+        return [replace_known(_replace(text, secrets), secrets) if text else text for text in texts]
 
     def text(self, text: str, known: Sequence[Secret] = ()) -> str:
         """``text`` redacted; and the ``known`` secrets (found where ``text`` was cut from)
@@ -88,7 +89,9 @@ class Redactor:
         if not secrets:
             return text, raw
         redacted = orjson.dumps(_walk(value, secrets)).decode("utf-8")
-        return (_replace(text, secrets) if text else text), redacted
+        # The text is cut from the JSON's strings (index/write/rows.py: 2,048 characters of a
+        # tool's output, 65,536 of an entry): a secret the cut split leaves a piece there.
+        return (replace_known(_replace(text, secrets), secrets) if text else text), redacted
 
     def value(self, value: Any, known: Sequence[Secret] = ()) -> Any:
         """A JSON-ready value (dicts, lists, strings, numbers) with its strings redacted, and
@@ -149,7 +152,10 @@ def _walk(value: Any, secrets: list[Secret], known: Sequence[Secret] = ()) -> An
 def replace_known(text: str, secrets: Sequence[Secret]) -> str:
     """Each of ``secrets`` replaced in a text that may hold only a piece of it (an excerpt, a
     summary cut short): every line of it, and where a line was cut, the part of it left
-    (at least FRAGMENT characters, from its start or up to its end)."""
+    (at least FRAGMENT characters, from its start or up to its end). A piece counts only
+    where a cut can have left it: a line's start where the text ends or breaks off, its end
+    where the text begins or resumes; the same characters elsewhere are other text
+    (``${env.AUTH0_DOMAIN}`` shares a start with ``env.AUTH0_CLIENT_SECRET``)."""
     for secret in secrets:
         mark = REDACTED.format(kind=secret.kind)
         for line in secret.value.replace("\\n", "\n").split("\n"):
@@ -160,6 +166,11 @@ def replace_known(text: str, secrets: Sequence[Secret]) -> str:
                 text = text.replace(line, mark)
             text = _cut_pieces(text, line, mark)
     return text
+
+
+# What may follow a piece cut from the end of a text, or precede one cut from its start:
+# the text's end or start, a line break, the ellipsis of an excerpt.
+CUT_MARKS = "\n\r…"
 
 
 def _cut_pieces(text: str, line: str, mark: str) -> str:
@@ -173,13 +184,18 @@ def _cut_pieces(text: str, line: str, mark: str) -> str:
                 while end < len(text) and end - at < len(line) and text[end] == line[end - at]:
                     end += 1
                 start = at
+                cut = end == len(text) or text[end] in CUT_MARKS
             else:
                 start, end = at, at + FRAGMENT
                 back = len(line) - FRAGMENT
                 while start > 0 and back > 0 and text[start - 1] == line[back - 1]:
                     start, back = start - 1, back - 1
-            text = text[:start] + mark + text[end:]
-            at = text.find(probe, start + len(mark))
+                cut = start == 0 or text[start - 1] in CUT_MARKS
+            if cut:
+                text = text[:start] + mark + text[end:]
+                at = text.find(probe, start + len(mark))
+            else:
+                at = text.find(probe, at + 1)
     return text
 
 
