@@ -212,15 +212,23 @@ def session_id(number: int) -> str:
     return f"corpus-{number:03d}"
 
 
-def corpus_sessions(folder: Path) -> dict[str, Case]:
-    """One xcsh session per case of SECRETS and ORDINARY in ``folder``: the case is its
+def planted_cases() -> list[Case]:
+    """The secrets of tests/planted_secrets.py (issue 26's set, made apart from this corpus),
+    as cases."""
+    from planted_secrets import PLANTED
+
+    return [Case(f"planted:{planted.kind}", planted.text, planted.needles) for planted in PLANTED]
+
+
+def corpus_sessions(folder: Path, cases: list[Case] | None = None) -> dict[str, Case]:
+    """One xcsh session per case (of SECRETS and ORDINARY unless given) in ``folder``: the case is its
     title's end, its first message (what the meta tier sends) and a tool's output after
     OUTPUT_BEFORE characters of other output and alone (both cut by the index at 2,048
     characters). The cases by session id."""
     from session_builder import header, message, write_session
 
-    cases = {}
-    for number, case in enumerate(SECRETS + ORDINARY):
+    by_session = {}
+    for number, case in enumerate(SECRETS + ORDINARY if cases is None else cases):
         sid = session_id(number)
         output = "".join(f"line {n:04d} of the build log\n" for n in range(80))[:OUTPUT_BEFORE]
         result = message("t1", "a1", "toolResult", output + case.text)
@@ -240,8 +248,8 @@ def corpus_sessions(folder: Path) -> dict[str, Case]:
             alone,
         ]
         write_session(folder / f"2026-01-01T00-00-00-000Z_{sid}.jsonl", records)
-        cases[sid] = case
-    return cases
+        by_session[sid] = case
+    return by_session
 
 
 @dataclass

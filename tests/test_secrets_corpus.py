@@ -19,6 +19,7 @@ from secrets_corpus import (
     corpus_sessions,
     exported,
     leaks,
+    planted_cases,
     pushed,
     score,
     text_windows,
@@ -72,7 +73,10 @@ def test_a_known_secret_is_taken_out_only_where_a_cut_left_a_piece_of_it() -> No
 
 @pytest.fixture
 def corpus(agent_dir: Path) -> dict[str, Case]:
-    cases = corpus_sessions(sessions_dir(agent_dir))
+    # With issue 26's planted set, made apart from the corpus: its service account's key,
+    # JSON-escaped in a title cut through it, went out in part before the entries of a session
+    # were redacted with each other's secrets.
+    cases = corpus_sessions(sessions_dir(agent_dir), SECRETS + planted_cases() + ORDINARY)
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
     return cases
@@ -87,7 +91,8 @@ def _perfect(shown: dict[str, str], cases: dict[str, Case], texts: bool = True) 
     found = score(shown, cases)
     assert found.leaked == [] and found.flagged == []
     if texts:  # the surface shows the sessions' text at all
-        assert sum("[REDACTED:" in text for text in shown.values()) == len(SECRETS)
+        secrets = sum(bool(case.needles) for case in cases.values())
+        assert sum("[REDACTED:" in text for text in shown.values()) == secrets
 
 
 @pytest.mark.parametrize("tier", ["usage", "meta", "full"])

@@ -149,7 +149,10 @@ def provider_keys(data: bytes) -> Iterator[tuple[str, str]]:
 PEM_BEGIN = b"-----BEGIN "
 PEM_HEADER = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 PEM_END = re.compile(rb"[ \t]*-----END [A-Z0-9 ]*-----")
-PEM_BODY_LINE = re.compile(rb"[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\n]*)?[ \t]*\r?(?=\n|$)")
+PEM_BODY_LINE = re.compile(rb"[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\n\\]*)?[ \t]*\r?(?=\n|\\n|$)")
+# What ends a key's line: a line break, or its escape in a JSON text quoted in a text (a
+# service account's key file that ``cat`` printed).
+PEM_BREAKS = (b"\n", b"\\n")
 
 
 def private_keys(data: bytes) -> Iterator[tuple[str, str]]:
@@ -163,8 +166,8 @@ def private_keys(data: bytes) -> Iterator[tuple[str, str]]:
             at = data.find(PEM_BEGIN, at + 1)
             continue
         end = position = header.end()
-        while position < len(data) and data[position] == 0x0A:  # the next line
-            position += 1
+        while brk := next((b for b in PEM_BREAKS if data.startswith(b, position)), None):
+            position += len(brk)  # the next line
             closing = PEM_END.match(data, position)
             if closing is not None:
                 end = closing.end()
@@ -173,7 +176,8 @@ def private_keys(data: bytes) -> Iterator[tuple[str, str]]:
             if line is None or line.end() == position:  # not a key's line, or a blank one
                 break
             end = position = line.end()
-        yield "private-key", data[at:end].decode("utf-8", "surrogatepass")
+        if end > header.end():  # a key's header alone is no key
+            yield "private-key", data[at:end].decode("utf-8", "surrogatepass")
         at = data.find(PEM_BEGIN, end)
 
 

@@ -54,9 +54,13 @@ class Redactor:
     def entries(
         self, pairs: Sequence[tuple[str | None, str | None]]
     ) -> list[tuple[str | None, str | None]]:
-        """``entry`` of each (text, JSON) pair, the pairs scanned a chunk at a time."""
+        """``entry`` of each (text, JSON) pair, the pairs scanned a chunk at a time. The pairs
+        are of one session (a file's entries): a secret found in any of them is taken out of
+        all, whole or the piece of it a cut left (a title cut from the first message holds
+        the start of a key that no rule can tell is one)."""
         data = [(raw or text or "").encode("utf-8", "surrogatepass") for text, raw in pairs]
         out: list[tuple[str | None, str | None]] = []
+        known: dict[str, Secret] = {}
         start = 0
         while start < len(pairs):
             end, size = start + 1, len(data[start])
@@ -65,11 +69,16 @@ class Redactor:
                 end += 1
             chunk = pairs[start:end]
             view = json_view_bytes(SEPARATOR_BYTES.join(data[start:end]))
-            if self.detector.find_in_bytes(view):
+            found = self.detector.find_in_bytes(view)
+            if found:
                 out += [self.entry(text, raw) for text, raw in chunk]
+                known.update((secret.value, secret) for secret in found)
             else:
                 out += chunk
             start = end
+        if known:
+            secrets = sorted(known.values(), key=lambda secret: -len(secret.value))
+            out = [_known_pieces(text, raw, secrets) for text, raw in out]
         return out
 
     def entry(self, text: str | None, raw: str | None) -> tuple[str | None, str | None]:
@@ -149,6 +158,26 @@ def _walk(value: Any, secrets: list[Secret], known: Sequence[Secret] = ()) -> An
     return value
 
 
+def _known_pieces(
+    text: str | None, raw: str | None, secrets: Sequence[Secret]
+) -> tuple[str | None, str | None]:
+    """An entry's text and JSON with the ``secrets`` of its session replaced as
+    ``replace_known`` does (in each string of the JSON); looked at only where the start or
+    the end of a line of one occurs."""
+    probes = {
+        piece
+        for secret in secrets
+        for line in secret.value.replace("\\n", "\n").split("\n")
+        if len(line.strip()) >= FRAGMENT
+        for piece in (line.strip()[:FRAGMENT], line.strip()[-FRAGMENT:])
+    }
+    if text and any(probe in text for probe in probes):
+        text = replace_known(text, secrets)
+    if raw and any(probe in raw for probe in probes):
+        raw = orjson.dumps(_walk(orjson.loads(raw), [], secrets)).decode("utf-8")
+    return text, raw
+
+
 def replace_known(text: str, secrets: Sequence[Secret]) -> str:
     """Each of ``secrets`` replaced in a text that may hold only a piece of it (an excerpt, a
     summary cut short): every line of it, and where a line was cut, the part of it left
@@ -201,8 +230,11 @@ def _cut_pieces(text: str, line: str, mark: str) -> str:
 
 def _replace(text: str, secrets: list[Secret]) -> str:
     """Each secret (longest first) replaced where it occurs: as found, JSON-escaped (a tool's
-    arguments shown as JSON), or piece by piece where it ran across texts scanned as one."""
-    for secret in secrets:
+    arguments shown as JSON), or piece by piece where it ran across texts scanned as one.
+    The secrets found within one text go first: a piece of one that ran across (the start of
+    a key cut in a title, read on into the next text) is also the start of the whole key in
+    another text, and replacing it first would leave the rest of that key."""
+    for secret in sorted(secrets, key=lambda secret: SEPARATOR in secret.value):
         mark = REDACTED.format(kind=secret.kind)
         for piece in secret.value.split(SEPARATOR):
             if len(piece) < MIN_SECRET:
