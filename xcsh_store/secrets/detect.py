@@ -50,15 +50,10 @@ URL_MARK = "://"
 # What every AWS key id starts with (AWSKeyDetector's first pattern).
 AWS_KEY_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")
 _AWS_KEY_PREFIX = re.compile("|".join(AWS_KEY_PREFIXES).encode())
-# What the shell and config forms (forms.assigned) are looked for around: a name's stems, and
-# the commands that take a password their own way.
-FORM_STEMS = (b"pass", b"pwd", b"secret", b"token", b"key", b"mysql", b"mariadb", b"credential")
 # A keyword's value is looked for this far around it, on its line.
 WINDOW_BEFORE, WINDOW_AFTER = 60, 300
 # A keyword's value: at least this long, with at least this entropy (bits a character).
 MIN_KEYWORD_VALUE, MIN_KEYWORD_ENTROPY = 8, 3.0
-# A .netrc's machine and login are looked for this far before a password's line.
-NETRC_REACH = 200
 # Anything shorter is no secret worth the name, and replacing it would cut up common words.
 MIN_SECRET = 4
 # Texts scanned as one are joined with this (a blank line: no rule reads across it).
@@ -114,34 +109,32 @@ class SecretDetector:
             _keep(found, _text(matched), kind_of(finding.rule_id))
         for kind, value in forms.provider_keys(data):
             _keep(found, value, kind)
-        if forms.PEM_BEGIN in data:
-            for kind, value in forms.private_keys(data):
-                _keep(found, value, kind)
-        for kind, value in self._keyword_values(data):
+        lowered = data.lower()  # ASCII letters only: the places stay where they are
+        hits = forms.stem_hits(lowered)
+        for kind, value in self._keyword_values(data, lowered, hits):
             _keep(found, value, kind)
-        for kind, value in _form_values(data):
+        for kind, value in forms.assigned(data, lowered, hits):
             _keep(found, value, kind)
         if _AWS_KEY_PREFIX.search(data):
             for value in self._aws.analyze_string(_text(data)):
                 _keep(found, value, "aws-key")
         return [Secret(kind, value) for value, kind in sorted(found.items(), key=_longest_first)]
 
-    def _keyword_values(self, data: bytes) -> list[tuple[str, str]]:
+    def _keyword_values(
+        self, data: bytes, lowered: bytes, hits: dict[str, list[int]]
+    ) -> list[tuple[str, str]]:
         """(kind, value) of detect-secrets' keyword and basic-auth detectors, on a window of
-        each line that holds one of their keywords."""
-        lowered = data.lower()  # ASCII letters only: the places stay where they are
+        each line that holds one of their keywords (``lowered``: ``data.lower()``; ``hits``:
+        where its stems are, forms.stem_hits)."""
         windows: dict[tuple[int, int], str] = {}
         for stem in (*STEMS, URL_MARK):
-            needle = stem.encode()
-            at = lowered.find(needle)
-            while at != -1:
+            for at in hits[stem]:
                 if stem == URL_MARK or _keyword_at(lowered, at, stem):
-                    line_start = data.rfind(b"\n", 0, at) + 1
-                    line_end = data.find(b"\n", at)
-                    line_end = len(data) if line_end == -1 else line_end
-                    start, end = max(line_start, at - WINDOW_BEFORE), at + WINDOW_AFTER
-                    windows.setdefault((start, min(line_end, end)), stem)
-                at = lowered.find(needle, at + len(needle))
+                    line_start = data.rfind(b"\n", max(0, at - WINDOW_BEFORE), at) + 1
+                    line_end = data.find(b"\n", at, at + WINDOW_AFTER)
+                    line_end = at + WINDOW_AFTER if line_end == -1 else line_end
+                    start = max(line_start, at - WINDOW_BEFORE)
+                    windows.setdefault((start, min(line_end, len(data))), stem)
         found: list[tuple[str, str]] = []
         for (start, end), stem in windows.items():
             # A window cut inside a character loses only that character.
@@ -175,27 +168,6 @@ class SecretDetector:
             for value in self._basic_auth.analyze_string(window)
             if not _filtered(value, window, self._basic_auth)
         ]
-
-
-def _form_values(data: bytes) -> list[tuple[str, str]]:
-    """(kind, value) of forms.assigned on a window of each line that holds one of FORM_STEMS
-    (each line once)."""
-    lowered = data.lower()
-    lines: set[tuple[int, int]] = set()
-    for needle in FORM_STEMS:
-        at = lowered.find(needle)
-        while at != -1:
-            line_start = data.rfind(b"\n", 0, at) + 1
-            line_end = data.find(b"\n", at)
-            line_end = len(data) if line_end == -1 else line_end
-            lines.add((line_start, line_end))
-            at = lowered.find(needle, line_end)
-    found: list[tuple[str, str]] = []
-    for start, end in sorted(lines):
-        window = data[start:end].decode("utf-8", "ignore")
-        before = data[max(0, start - NETRC_REACH) : start].decode("utf-8", "ignore")
-        found += forms.assigned(window, before)
-    return found
 
 
 def _filtered(value: str, line: str, plugin: object) -> bool:

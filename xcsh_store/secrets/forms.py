@@ -15,7 +15,8 @@ A variable reference is never a secret: ``env.AUTH0_CLIENT_SECRET``, ``${env.X}`
 ``process.env.X``, ``$X``, ``os.environ["X"]``, ``settings.SECRET_KEY`` (``reference``).
 
 Every search starts from a literal found with ``bytes.find`` (fast), and a regular expression
-runs only where one is: a megabyte without any costs a few scans for a few bytes.
+runs only where one is (an assignment's name is walked byte by byte to its ``=``): a megabyte
+without any costs a few scans for a few bytes.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-# Provider keys: (kind, the literal each starts with, its whole pattern). The kinds are
-# Kingfisher's, so that a key both find is named once.
-_KEY_CHARACTERS = rb"[A-Za-z0-9_\-]"
+from ahocorasick_rs import MATCHKIND_LEFTMOST_FIRST, BytesAhoCorasick
+
+# Provider keys: (kind, the literal each is found from, its whole pattern). The kinds are
+# Kingfisher's, so that a key both find is named once. A Stripe key's pattern starts a byte
+# before its literal (``sk_live_``, ``rk_live_``).
 PROVIDER_KEYS: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = tuple(
     (kind, literal, re.compile(pattern))
     for kind, literal, pattern in (
-        ("anthropic-admin-api-key", b"sk-ant-admin01-", rb"sk-ant-admin01-[A-Za-z0-9_\-]{80,}"),
-        ("anthropic-api-key", b"sk-ant-api03-", rb"sk-ant-api03-[A-Za-z0-9_\-]{80,}"),
+        ("anthropic-admin-api-key", b"sk-", rb"sk-ant-admin01-[A-Za-z0-9_\-]{80,}"),
+        ("anthropic-api-key", b"sk-", rb"sk-ant-api03-[A-Za-z0-9_\-]{80,}"),
         ("openai-api-key", b"sk-", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}"),
         ("openai-api-key", b"sk-", rb"sk-[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}"),
         ("openai-api-key", b"sk-", rb"sk-[A-Za-z0-9]{48}(?![A-Za-z0-9_\-])"),
@@ -42,6 +45,25 @@ PROVIDER_KEYS: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = tuple(
         ("huggingface-access-token", b"hf_", rb"hf_[A-Za-z0-9]{30,}"),
         ("jwt", b"eyJ", rb"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     )
+)
+PEM_BEGIN = b"-----BEGIN "
+# The literals the keys and private keys are found from, all in one pass over the bytes
+# (Aho-Corasick: a dozen bytes.find calls cost more than the rest of the detection).
+KEY_LITERALS = tuple(dict.fromkeys(literal for _kind, literal, _pattern in PROVIDER_KEYS))
+_KEY_SEARCH = BytesAhoCorasick([*KEY_LITERALS, PEM_BEGIN], matchkind=MATCHKIND_LEFTMOST_FIRST)
+_PATTERNS_OF = {
+    literal: [
+        (kind, pattern) for kind, key_literal, pattern in PROVIDER_KEYS if key_literal == literal
+    ]
+    for literal in KEY_LITERALS
+}
+# The stems the names of secrets and the commands that take one are found from (in lowered
+# bytes; no stem holds another), all in one pass too.
+NAME_STEMS = (
+    "key", "pass", "pwd", "secret", "contrase", "://", "token", "credential", "mysql", "mariadb",
+)  # fmt: skip
+_NAME_SEARCH = BytesAhoCorasick(
+    [stem.encode() for stem in NAME_STEMS], matchkind=MATCHKIND_LEFTMOST_FIRST
 )
 # A key's first character follows none of these (``task-…`` holds no ``sk-`` key).
 _WORD_BYTE = re.compile(rb"[A-Za-z0-9_]")
@@ -54,12 +76,16 @@ SECRET_NAME = re.compile(
     r"(?i)(?:pass(?:word|wd)?|pwd|secret|token|api_?key|access_?key|private_?key|"
     r"auth_?key|signing_?key|credentials?)$|password|passwd|secret|(?:^|[_.\-])tokens?(?:$|[_.\-])"
 )
-# ``NAME=value`` as a shell writes it (no space around ``=``): the value ends where the
-# shell's word does, or at ``&`` (a query string's next parameter).
-SHELL_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_])(?P<name>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)="
-    r"(?:\"(?P<double>[^\"\n]*)\"|'(?P<single>[^'\n]*)'|(?P<bare>[^\s'\"&;|<>`()=][^\s'\"&;|<>`()]*))"
+# ``NAME=value`` as a shell writes it (no space around ``=``): found from a stem of a secret's
+# name (``pass``, ``token``…) by walking over the name's bytes to its ``=``; the value ends
+# where the shell's word does, or at ``&`` (a query string's next parameter).
+ASSIGNMENT_STEMS = ("pass", "pwd", "secret", "token", "credential", "key")
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_EQUALS = ord("=")
+ASSIGNED_VALUE = re.compile(
+    rb"\"(?P<double>[^\"\n]*)\"|'(?P<single>[^'\n]*)'|(?P<bare>[^\s'\"&;|<>`()=][^\s'\"&;|<>`()]*)"
 )
+# Commands that take a secret their own way, each looked for on the lines that name them.
 # mysql and its tools take the password glued to -p.
 MYSQL_PASSWORD = re.compile(
     r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n]*?\s-p(?P<value>[^\s'\"-][^\s'\"]*)"
@@ -71,6 +97,11 @@ AWS_CONFIGURE = re.compile(
 # A .netrc's ``password VALUE`` (``machine … login … password …``, on one line or several).
 NETRC_PASSWORD = re.compile(r"(?<![A-Za-z0-9_\-])password[ \t]+(?P<value>[^\s'\"]+)")
 NETRC_CONTEXT = re.compile(r"\b(?:machine|login|default)\s+\S+")
+# (``aws configure set aws_secret_access_key``: its ``secret``; a .netrc: ``password``.)
+COMMAND_STEMS = ("mysql", "mariadb", "secret", "pass")
+_NETRC_WORD = re.compile(rb"password[ \t]")
+# A .netrc's machine and login are looked for this far before a password's line.
+NETRC_REACH = 200
 
 # A value that names where a secret is rather than holding it.
 _REFERENCE = re.compile(
@@ -126,27 +157,42 @@ def secret_value(value: str, minimum: int = MIN_VALUE) -> bool:
     )
 
 
+def stem_hits(lowered: bytes) -> dict[str, list[int]]:
+    """Where each of NAME_STEMS occurs in ``lowered`` (``data.lower()``), in order."""
+    hits: dict[str, list[int]] = {stem: [] for stem in NAME_STEMS}
+    for number, start, _end in _NAME_SEARCH.find_matches_as_indexes(lowered):
+        hits[NAME_STEMS[number]].append(start)
+    return hits
+
+
 def provider_keys(data: bytes) -> Iterator[tuple[str, str]]:
-    """(kind, key) of the provider keys in UTF-8 ``data``, however they are followed."""
-    for kind, literal, pattern in PROVIDER_KEYS:
-        at = data.find(literal)
-        while at != -1:
-            start = at - 1 if literal.startswith(b"k_") else at
-            if start >= 0 and not (start > 0 and _WORD_BYTE.match(data, start - 1)):
-                match = pattern.match(data, start)
-                if match is not None:
-                    key = match.group()
-                    body = key[len(literal) :]
-                    if entropy(body) >= MIN_KEY_ENTROPY:
-                        yield kind, key.decode("ascii")
-                    at = data.find(literal, match.end())
-                    continue
-            at = data.find(literal, at + 1)
+    """(kind, key) of the provider keys and private keys in UTF-8 ``data``, however they are
+    followed."""
+    pem = False
+    end = 0
+    for number, at, _end in _KEY_SEARCH.find_matches_as_indexes(data):
+        if number == len(KEY_LITERALS):
+            pem = True
+            continue
+        literal = KEY_LITERALS[number]
+        start = at - 1 if literal.startswith(b"k_") else at
+        if start < end or start < 0 or (start > 0 and _WORD_BYTE.match(data, start - 1)):
+            continue
+        for kind, pattern in _PATTERNS_OF[literal]:
+            match = pattern.match(data, start)
+            if match is None:
+                continue
+            key = match.group()
+            if entropy(key[len(literal) :]) >= MIN_KEY_ENTROPY:
+                yield kind, key.decode("ascii")
+                end = match.end()
+            break
+    if pem:
+        yield from private_keys(data)
 
 
 # A private key's first line, and what may follow it up to its last: base64 lines and the
 # header fields of an encrypted PEM (``Proc-Type: 4,ENCRYPTED``).
-PEM_BEGIN = b"-----BEGIN "
 PEM_HEADER = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 PEM_END = re.compile(rb"[ \t]*-----END [A-Z0-9 ]*-----")
 PEM_BODY_LINE = re.compile(rb"[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\n\\]*)?[ \t]*\r?(?=\n|\\n|$)")
@@ -181,25 +227,61 @@ def private_keys(data: bytes) -> Iterator[tuple[str, str]]:
         at = data.find(PEM_BEGIN, end)
 
 
-def assigned(window: str, before: str = "") -> Iterator[tuple[str, str]]:
-    """(kind, value) of the secrets that a line (a window of one) assigns in the forms of a
-    shell or a config file that the keyword detector misses; ``before`` is what precedes the
-    window (a .netrc names its machine on the lines before a password)."""
-    for match in SHELL_ASSIGNMENT.finditer(window):
-        name = match.group("name").lstrip("-")
-        if not SECRET_NAME.search(name):
-            continue
-        value = match.group("double") or match.group("single") or match.group("bare") or ""
-        value = trimmed(value)
-        if secret_value(value):
-            yield _kind(name), value
+def assigned(data: bytes, lowered: bytes, hits: dict[str, list[int]]) -> Iterator[tuple[str, str]]:
+    """(kind, value) of the secrets that shell and config lines in UTF-8 ``data`` assign in the
+    forms the keyword detector misses (``lowered`` is ``data.lower()``, ``hits`` its
+    stem_hits)."""
+    ends: set[int] = set()
+    for stem in ASSIGNMENT_STEMS:
+        for at in hits[stem]:
+            end = at + len(stem)
+            while end < len(data) and data[end] in _NAME_BYTES:
+                end += 1
+            if end < len(data) and data[end] == _EQUALS and end not in ends:
+                ends.add(end)
+                found = _assignment(data, at, end)
+                if found is not None:
+                    yield found
+    lines: set[tuple[int, int]] = set()
+    for stem in COMMAND_STEMS:
+        for at in hits[stem]:
+            if stem == "pass" and not _NETRC_WORD.match(lowered, at):
+                continue
+            line_start = data.rfind(b"\n", 0, at) + 1
+            line_end = data.find(b"\n", at)
+            lines.add((line_start, len(data) if line_end == -1 else line_end))
+    for start, end in sorted(lines):
+        line = data[start:end].decode("utf-8", "ignore")
+        before = data[max(0, start - NETRC_REACH) : start].decode("utf-8", "ignore")
+        yield from _commands(line, before)
+
+
+def _assignment(data: bytes, at: int, equals: int) -> tuple[str, str] | None:
+    """The secret that the name around ``at``, ending at ``equals``, is assigned, if any."""
+    start = at
+    while start > 0 and data[start - 1] in _NAME_BYTES:
+        start -= 1
+    name = data[start:equals].decode("ascii").lstrip("-")
+    if not name or not SECRET_NAME.search(name):
+        return None
+    match = ASSIGNED_VALUE.match(data, equals + 1)
+    if match is None:
+        return None
+    raw = match.group("double") or match.group("single") or match.group("bare") or b""
+    value = trimmed(raw.decode("utf-8", "ignore"))
+    return (_kind(name), value) if secret_value(value) else None
+
+
+def _commands(line: str, before: str) -> Iterator[tuple[str, str]]:
+    """mysql's -p, aws configure's secret, a .netrc's password (its machine or login on this
+    line or in ``before``)."""
     for pattern, kind in ((MYSQL_PASSWORD, "password"), (AWS_CONFIGURE, "aws-secret")):
-        for match in pattern.finditer(window):
+        for match in pattern.finditer(line):
             value = match.group("value")
             if secret_value(value, MIN_PASSWORD if kind == "password" else MIN_VALUE):
                 yield kind, value
-    if NETRC_CONTEXT.search(before + window):
-        for match in NETRC_PASSWORD.finditer(window):
+    if "password" in line and NETRC_CONTEXT.search(before + line):
+        for match in NETRC_PASSWORD.finditer(line):
             if secret_value(match.group("value"), MIN_PASSWORD):
                 yield "password", match.group("value")
 

@@ -4,6 +4,9 @@ serve, mcp), which warns on stderr every time it is used."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from xcsh_store.cli.app import (
@@ -21,25 +24,33 @@ from xcsh_store.cli.complete import complete_session
 from xcsh_store.cli.output.render import cut_path, home_relative, plural
 from xcsh_store.cli.params import agent_option, since_option
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 NO_REDACT_WARNING = (
     "Warning: --no-redact: the secrets in session text (API keys, tokens, passwords, private"
     " keys) leave this machine as they are."
 )
 
-no_redact_option = click.option(
-    "--no-redact",
-    "no_redact",
-    is_flag=True,
-    help="Send session text as it is, secrets included (by default they are replaced by"
-    " [REDACTED:<kind>]); warns every time.",
+NO_REDACT_HELP = (
+    "Send session text as it is, secrets included (by default they are replaced by"
+    " [REDACTED:<kind>]); warns every time."
 )
+
+
+def no_redact_flag(help_text: str = NO_REDACT_HELP) -> Callable[[F], F]:
+    """The ``--no-redact`` option, with a verb's own help when its default differs (serve
+    redacts only what may leave the machine)."""
+    return click.option("--no-redact", "no_redact", is_flag=True, help=help_text)
+
+
+no_redact_option = no_redact_flag()
 
 
 def redaction(verb: str, no_redact: bool) -> bool:
     """Whether ``verb`` redacts; ``--no-redact`` is said out loud on stderr."""
     if no_redact:
         echo_wrapped(NO_REDACT_WARNING, err=True)
-    require_extra(verb, "secrets", "kingfisher_sdk", "detect_secrets")
+    require_extra(verb, "secrets", "kingfisher_sdk", "detect_secrets", "ahocorasick_rs")
     return not no_redact
 
 
@@ -68,7 +79,7 @@ def secrets_command(
       xcsh-store secrets
       xcsh-store secrets --agent claude --since 30d --json
     """
-    require_extra("secrets", "secrets", "kingfisher_sdk", "detect_secrets")
+    require_extra("secrets", "secrets", "kingfisher_sdk", "detect_secrets", "ahocorasick_rs")
     from xcsh_store.secrets import SecretDetector, session_secrets
 
     with open_index(settings) as index:
