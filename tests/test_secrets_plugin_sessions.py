@@ -129,3 +129,15 @@ def test_secrets_lists_the_keys_of_plugin_sessions(agent_dir, plugin_sessions) -
     listed = {item["agent"] for item in found if item["kind"] == "openai-api-key"}
     assert listed == {"opencode", "aider"}
     assert KEY not in result.stdout
+
+
+def test_secrets_in_a_terminal_says_what_it_is_doing(agent_dir, plugin_sessions) -> None:
+    """Issue 35 item 4: the first run sat 15.6 s on a blank screen (the rules compile once
+    per machine, then every session is read). In a terminal, it says both on stderr."""
+    from pty_terminal import run_in_pty
+
+    code, shown = run_in_pty(["secrets"], 100, {"XCSH_AGENT_DIR": str(agent_dir)})
+    assert code == 0, shown
+    loading = shown.index("Loading the secret rules")
+    looking = shown.index("Looking for secrets")
+    assert loading < looking < shown.index("openai-api-key")
