@@ -141,3 +141,20 @@ def test_secrets_in_a_terminal_says_what_it_is_doing(agent_dir, plugin_sessions)
     loading = shown.index("Loading the secret rules")
     looking = shown.index("Looking for secrets")
     assert loading < looking < shown.index("openai-api-key")
+
+
+def test_a_sync_in_a_terminal_prepares_the_rules_for_the_first_secrets(agent_dir) -> None:
+    """Issue 35 item 4: the rules compile once per machine (seconds); a sync in a terminal does
+    it, once, so that the first ``secrets`` finds them compiled in Kingfisher's cache (the
+    test's own cache folder, empty before)."""
+    from kingfisher_sdk import Rules
+    from pty_terminal import run_in_pty
+
+    (agent_dir / "sessions").mkdir(parents=True)
+    environment = {"XCSH_AGENT_DIR": str(agent_dir)}
+    code, shown = run_in_pty(["sync"], 100, environment)
+    assert code == 0, shown
+    assert "Preparing the secret rules" in shown
+    code, again = run_in_pty(["sync"], 100, environment)
+    assert code == 0 and "Preparing the secret rules" not in again
+    assert Rules(confidence="low").cache_status == "loaded"

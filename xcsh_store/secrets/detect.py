@@ -19,9 +19,11 @@ deny list, as plain words: ``api_key``, ``apikey``, ``password``…), on a windo
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -80,12 +82,37 @@ def kind_of(rule_id: str) -> str:
     return rule_id
 
 
+# Where a folder records that this machine's rules are compiled (Kingfisher's own cache,
+# in the user's cache folder, holds them): the version and settings they were made for.
+PREPARED_MARK = "secret-rules"
+CONFIDENCE = "low"
+
+
+def prepare_rules(folder: str, announce: Callable[[], None] = lambda: None) -> bool:
+    """Compile the rules into Kingfisher's cache unless ``folder`` records that this version
+    was prepared already; whether it compiled them now. The first ``secrets``, ``push``,
+    ``serve`` or ``mcp`` after a sync that did this loads them in a fraction of a second."""
+    mark = os.path.join(folder, PREPARED_MARK)
+    wanted = f"kingfisher-secret-scanner {version('kingfisher-secret-scanner')} {CONFIDENCE}\n"
+    try:
+        with open(mark, encoding="utf-8") as stream:
+            if stream.read() == wanted:
+                return False
+    except OSError:
+        pass
+    announce()
+    Rules(confidence=CONFIDENCE)
+    with open(mark, "w", encoding="utf-8") as stream:
+        stream.write(wanted)
+    return True
+
+
 class SecretDetector:
     """The secrets in texts. Compiling the rules takes a few seconds the first time on a
     machine (then Kingfisher's cache holds them): make one detector and keep it."""
 
     def __init__(self) -> None:
-        self._scanner = Scanner(Rules(confidence="low"))
+        self._scanner = Scanner(Rules(confidence=CONFIDENCE))
         self._keyword = KeywordDetector()
         self._basic_auth = BasicAuthDetector()
         self._aws = AWSKeyDetector()
