@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
+from typing import Literal
 
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -85,7 +86,7 @@ def kind_of(rule_id: str) -> str:
 # Where a folder records that this machine's rules are compiled (Kingfisher's own cache,
 # in the user's cache folder, holds them): the version and settings they were made for.
 PREPARED_MARK = "secret-rules"
-CONFIDENCE = "low"
+CONFIDENCE: Literal["low"] = "low"
 
 
 def prepare_rules(folder: str, announce: Callable[[], None] = lambda: None) -> bool:

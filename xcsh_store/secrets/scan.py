@@ -115,7 +115,9 @@ def _records(plugin: Agent, path: str) -> Iterator[tuple[int, bytes]]:
     try:
         for locator, value in plugin_records(plugin, path):
             yield locator, orjson.dumps(value, default=str)
-    except (OSError, *PLUGIN_FAULTS):
+    except OSError:
+        return
+    except PLUGIN_FAULTS:
         return
 
 

@@ -107,14 +107,14 @@ def secrets_command(
     """
     require_extra("secrets", "secrets", "kingfisher_sdk", "detect_secrets", "ahocorasick_rs")
     from xcsh_store.cli.verbs.maintenance import progress_bar
-    from xcsh_store.secrets import SecretDetector, session_secrets
+    from xcsh_store.secrets import SecretDetector, SessionSecret, session_secrets
 
     # The rules load (or, the first time on a machine, compile: seconds) while the index is
     # opened and the sessions listed; a terminal is told, not left blank.
     if sys.stderr.isatty():
         click.echo("Loading the secret rules (compiled once per machine)…", err=True)
     detector = _Loading(SecretDetector)
-    found = []
+    found: list[SessionSecret] = []
     with open_index(settings) as index:
         if session:
             chosen = [index.find_session(session)]
