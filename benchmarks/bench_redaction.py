@@ -4,15 +4,16 @@
 
 The corpus (tests/secrets_corpus.py: 81 made-up secrets of every provider followed by every
 punctuation, shell and config forms, private keys whole and cut; the 27 of
-tests/planted_secrets.py, made apart from it; 45 ordinary texts of near-misses) is written as one xcsh session per case: the case in its title, its first
-message, a tool call's arguments and two tool outputs that the index cuts at 2,048 characters
-(one after 1,900 characters of other output, one alone). Each surface is then asked for all
-of it, as a user of it would: ``push`` at each tier into a fresh PostgreSQL database, ``export
-parquet``, a ``serve`` process answering beyond loopback (each session's page and its tool
-outputs' entry pages), an ``mcp`` server (``get_entry`` of every entry). A secret counts as
-kept when no 8-character piece of it is on the surface; an ordinary case as untouched when
-no ``[REDACTED:`` is on what the surface shows of its session. The environment points into a
-temp dir (no session of this machine is read).
+tests/planted_secrets.py, made apart from it; 45 ordinary texts of near-misses) is written as
+one xcsh session per case: the case in its title, its first message, a tool call's arguments
+and two tool outputs that the index cuts at 2,048 characters (one after 1,900 characters of
+other output, one alone). Each surface is then asked for all of it, as a user of it would:
+``push`` at each tier into a fresh PostgreSQL database, ``export parquet``, a ``serve`` process
+answering beyond loopback (each session's page and its tool outputs' entry pages), an ``mcp``
+server (``get_entry`` of every entry). A secret counts as kept when no 8-character piece of it
+is on the surface; an ordinary case as untouched when no ``[REDACTED:`` is on what the surface
+shows of its session. The environment points into a temp dir (no session of this machine is
+read).
 """
 
 from __future__ import annotations

@@ -221,8 +221,8 @@ def planted_cases() -> list[Case]:
 
 
 def corpus_sessions(folder: Path, cases: list[Case] | None = None) -> dict[str, Case]:
-    """One xcsh session per case (of SECRETS and ORDINARY unless given) in ``folder``: the case is its
-    title's end, its first message (what the meta tier sends) and a tool's output after
+    """One xcsh session per case (of SECRETS and ORDINARY unless given) in ``folder``: the
+    case is its title's end, its first message (what the meta tier sends) and a tool's output after
     OUTPUT_BEFORE characters of other output and alone (both cut by the index at 2,048
     characters). The cases by session id."""
     from session_builder import header, message, write_session
