@@ -107,7 +107,10 @@ def _price_rows(model: ModelInfo, midnight: Any) -> list[Row]:
 
 
 def _rates(prices: Any) -> list[Any]:
-    return [_rate(getattr(prices, name, None)) for name in DATASET_KEYS.values()]
+    # The prices set are attributes; the dataset answers the others through a __getattr__
+    # that looks the name up in its registry of units (a third of the flattening's time).
+    given = vars(prices)
+    return [_rate(given.get(name)) for name in DATASET_KEYS.values()]
 
 
 def _rate(price: Any) -> Any:
