@@ -188,7 +188,7 @@ class DatasetPrices:
     def _model_rows(self, provider: dict[str, Any], model: str, fallback: bool) -> list[Row] | None:
         for info in provider["models"]:
             if matches(info["match"], model):
-                return info["prices"]  # type: ignore[no-any-return]
+                return info["prices"]
         if fallback:
             for other in provider["fallback"]:
                 if other in self._by_id:

@@ -159,10 +159,10 @@ def zone_shift_sql(connection: apsw.Connection, zone: tzinfo | None) -> str:
     A zone's offset changes on the hour (UTC), a few times a year: the offset of each span of
     hours between two changes, over the hours the index's entries cover (the ends of the
     ``entries_timestamp`` index), is one branch of a CASE on the timestamp's UTC hour."""
-    first, last = connection.execute(
+    ((first, last),) = connection.execute(
         "SELECT (SELECT min(timestamp) FROM entries WHERE timestamp >= '0001'),"
         " (SELECT max(timestamp) FROM entries WHERE timestamp < ':')"
-    ).fetchone()
+    )
     start, end = _utc_hour(first), _utc_hour(last)
     if start is None or end is None:
         return _modifier(_offset(datetime.now(UTC).replace(minute=0, second=0), zone))
