@@ -122,6 +122,16 @@ def test_a_damaged_table_is_built_again():
     assert _price_in_new_process(OPUS) == []
 
 
+def test_a_table_of_the_right_key_but_another_shape_is_built_again():
+    _price_in_new_process(OPUS)
+    path = Path(price_cache.cache_path())
+    data = json.loads(path.read_bytes())
+    del data["dataset"]["providers"][0]["models"][0]["match"]
+    path.write_text(json.dumps(data))
+    assert _price_in_new_process(OPUS) == ["genai_prices", "pydantic"]
+    assert _price_in_new_process(OPUS) == []
+
+
 def test_an_edited_prices_file_is_a_new_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     opus = Request("claude-opus-4-6", "2026-02-01T10:00:00Z", 1_000_000, 0, 0, 0)

@@ -130,6 +130,11 @@ class DatasetPrices:
         self.source = f"{DATASET} {data['version']}"
         self.providers: list[dict[str, Any]] = data["providers"]
         self._by_id = {provider["id"]: provider for provider in self.providers}
+        # Every key a lookup reads, there (a KeyError or TypeError now, not in a sync).
+        for provider in self.providers:
+            _ = provider["model_match"], provider["provider_match"], [*provider["fallback"]]
+            for model in provider["models"]:
+                _ = model["match"].items(), [row[5] for row in model["prices"]]
         # Every price on a day; a few models on a few hundred days.
         self.price = functools.lru_cache(maxsize=1024)(self._price)
 

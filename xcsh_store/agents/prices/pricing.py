@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ from xcsh_store.homes import get_prices_file
 
 if TYPE_CHECKING:
     from xcsh_store.agents.prices.price_file import PriceFile
+
+log = logging.getLogger("xcsh_store")
 
 # Bumped when the rules above or the arithmetic change: the fingerprint then changes too.
 PRICING_RULES = "2"
@@ -191,13 +194,22 @@ def price_table() -> PriceTable:
 
 @functools.lru_cache(maxsize=4)
 def _price_table(key: str) -> PriceTable:
-    """The table of ``key`` (price_cache.cache_key): the one on disk, else built and kept."""
+    """The table of ``key`` (price_cache.cache_key): the one on disk, else built and kept. A
+    file of the right key but not of this shape (written by hand, or by a bug) is built again."""
+    data = price_cache.load(key)
+    if data is not None:
+        try:
+            return _table_of(data)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning("%s is not a price table: built again", price_cache.cache_path())
+    data = {"key": key, **_built_table()}
+    price_cache.store(data)
+    return _table_of(data)
+
+
+def _table_of(data: dict[str, Any]) -> PriceTable:
     from xcsh_store.agents.prices.price_file import PriceFile
 
-    data = price_cache.load(key)
-    if data is None:
-        data = {"key": key, **_built_table()}
-        price_cache.store(data)
     files = [
         PriceFile(source["path"], {name: _price(price) for name, price in source["models"].items()})
         for source in data["files"]
