@@ -19,7 +19,7 @@ from test_agents_cli import run
 
 from xcsh_store.agents.prices import price_cache
 from xcsh_store.agents.prices.flat_table import DatasetPrices, flatten
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, fixed_prices, price_table
 
 DAYS = (date(2024, 3, 1), date(2025, 9, 20), date(2026, 12, 31))
 
@@ -93,10 +93,17 @@ def test_every_model_of_the_dataset_has_genai_prices_own_price():
                 assert rate.tiers == expected, (model, provider, day, kind)
 
 
-def _price_in_new_process(code: str) -> list[str]:
+def _price_in_new_process(folder: Path, code: str = "") -> list[str]:
+    """Price a request of a model the dataset prices (and run ``code``) in a new process,
+    holding the prices kept in ``folder``: which of genai-prices, pydantic and httpx it
+    imported."""
     script = (
-        "import sys, json\nfrom xcsh_store.agents.prices.pricing import Request, price_table\n"
-        f"{code}\n"
+        "import sys, json\n"
+        "from xcsh_store.agents.prices.pricing import Request, fixed_prices, price_table\n"
+        f"with fixed_prices({str(folder)!r}):\n"
+        "    cost = price_table().cost(Request('claude-opus-4-6', '2026-02-01T10:00:00Z',"
+        " 10, 10, 0, 0))\n"
+        f"    {code or 'pass'}\n"
         "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
     )
     result = subprocess.run(
@@ -105,44 +112,46 @@ def _price_in_new_process(code: str) -> list[str]:
     return json.loads(result.stdout.splitlines()[-1])
 
 
-OPUS = "cost = price_table().cost(Request('claude-opus-4-6', '2026-02-01T10:00:00Z', 10, 10, 0, 0))"
+DATASET_IMPORTED = ["genai_prices", "pydantic"]
 
 
-def test_the_table_is_built_once_and_read_back_without_the_dataset():
-    Path(price_cache.cache_path()).unlink(missing_ok=True)
-    assert _price_in_new_process(OPUS) == ["genai_prices", "pydantic"]
-    assert Path(price_cache.cache_path()).is_file()
-    assert _price_in_new_process(OPUS) == []
+def test_the_table_is_built_once_and_read_back_without_the_dataset(tmp_path: Path):
+    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
+    assert Path(price_cache.cache_path(str(tmp_path))).is_file()
+    assert _price_in_new_process(tmp_path) == []
+    # Without a folder to keep it in, each process builds its own.
+    assert _price_in_new_process(tmp_path / "missing") == DATASET_IMPORTED
+    assert not (tmp_path / "missing").exists()
 
 
-def test_a_damaged_table_is_built_again():
-    Path(price_cache.cache_path()).parent.mkdir(parents=True, exist_ok=True)
-    Path(price_cache.cache_path()).write_bytes(b'{"key": ')
-    assert _price_in_new_process(OPUS) == ["genai_prices", "pydantic"]
-    assert _price_in_new_process(OPUS) == []
+def test_a_damaged_table_is_built_again(tmp_path: Path):
+    Path(price_cache.cache_path(str(tmp_path))).write_bytes(b'{"key": ')
+    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
+    assert _price_in_new_process(tmp_path) == []
 
 
-def test_a_table_of_the_right_key_but_another_shape_is_built_again():
-    _price_in_new_process(OPUS)
-    path = Path(price_cache.cache_path())
+def test_a_table_of_the_right_key_but_another_shape_is_built_again(tmp_path: Path):
+    _price_in_new_process(tmp_path)
+    path = Path(price_cache.cache_path(str(tmp_path)))
     data = json.loads(path.read_bytes())
     del data["dataset"]["providers"][0]["models"][0]["match"]
     path.write_text(json.dumps(data))
-    assert _price_in_new_process(OPUS) == ["genai_prices", "pydantic"]
-    assert _price_in_new_process(OPUS) == []
+    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
+    assert _price_in_new_process(tmp_path) == []
 
 
 def test_an_edited_prices_file_is_a_new_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     opus = Request("claude-opus-4-6", "2026-02-01T10:00:00Z", 1_000_000, 0, 0, 0)
-    dataset_cost = price_table().cost(opus)
+    with fixed_prices(str(tmp_path)):
+        dataset_cost = price_table().cost(opus)
     prices = tmp_path / "config" / "xcsh-store" / "prices.toml"
     prices.parent.mkdir(parents=True)
     prices.write_text('[models."claude-opus-4-6"]\ninput = 1\noutput = 2\n')
-    assert price_table().cost(opus) == 1.0 != dataset_cost
+    with fixed_prices(str(tmp_path)):
+        assert price_table().cost(opus) == 1.0 != dataset_cost
     # The next process reads the file's table from disk, without the dataset.
-    code = f"assert {OPUS.split('= ', 1)[1]} == 30 / 1e6"
-    assert _price_in_new_process(code) == []
+    assert _price_in_new_process(tmp_path, "assert cost == 30 / 1e6") == []
 
 
 def _claude_usage(agent_dir: Path) -> tuple[dict[str, Any], list[str]]:
@@ -168,6 +177,7 @@ def test_usage_that_prices_a_new_line_imports_neither_genai_prices_nor_pydantic(
     real_home: RealHome, agent_dir: Path
 ):
     run(agent_dir, "sync", "--init", "--workers", "1")
+    assert (agent_dir / price_cache.CACHE_NAME).is_file()  # kept beside index.db
     before, _ = _claude_usage(agent_dir)
     session = max(real_home.claude_dir.rglob("*.jsonl"), key=lambda path: path.stat().st_size)
     last = json.loads(session.read_text().splitlines()[-1])

@@ -1,13 +1,14 @@
-"""The price table on disk: ``$XDG_DATA_HOME/xcsh-store/price-table.json``, the prices of the
-user's prices.toml, of the shipped corrections and of the genai-prices dataset as plain JSON
+"""The price table on disk: ``price-table.json`` beside the index.db whose sync priced with it
+(the agent dir, or the data dir: a store writes nowhere else), the prices of the user's
+prices.toml, of the shipped corrections and of the genai-prices dataset as plain JSON
 (flat_table.py), under the key of what they were built from (pricing.price_sources: the stats
 of those three files and the pricing rules; the user's file's path; this format). A process
-that prices a request reads it (a few milliseconds) instead of parsing TOML and importing the
-dataset (pydantic, httpx: a few tenths of a second); one that finds another key builds the
-table again and writes it.
+that prices a request (a read verb's sync that finds a line appended) reads it, a few
+milliseconds, instead of parsing TOML and importing the dataset (pydantic: a few tenths of a
+second); one that finds another key builds the table again and writes it.
 
 The file is a cache: unreadable, damaged or of another key, it is built again; where it cannot
-be written (a read-only home), every process builds its own, as before there was one.
+be written (a read-only folder), every process builds its own, as before there was one.
 """
 
 from __future__ import annotations
@@ -19,16 +20,15 @@ from typing import Any
 
 import orjson
 
-from xcsh_store.homes import get_data_store_dir
-from xcsh_store.paths import DIR_MODE, FILE_MODE
+from xcsh_store.paths import FILE_MODE
 
 CACHE_NAME = "price-table.json"
 # Bumped when the layout of the file changes.
 FORMAT = 1
 
 
-def cache_path() -> str:
-    return os.path.join(get_data_store_dir(), CACHE_NAME)
+def cache_path(folder: str) -> str:
+    return os.path.join(folder, CACHE_NAME)
 
 
 def cache_key(sources: str, user_file: str) -> str:
@@ -36,22 +36,20 @@ def cache_key(sources: str, user_file: str) -> str:
     return f"{sources}; user file {user_file}; format {FORMAT}"
 
 
-def load(key: str) -> dict[str, Any] | None:
-    """The table cached under ``key``; None when there is none, or of another key."""
+def load(folder: str, key: str) -> dict[str, Any] | None:
+    """The table kept in ``folder`` under ``key``; None when there is none, or of another key."""
     try:
-        with open(cache_path(), "rb") as stream:
+        with open(cache_path(folder), "rb") as stream:
             data = orjson.loads(stream.read())
     except (OSError, orjson.JSONDecodeError):
         return None
     return data if isinstance(data, dict) and data.get("key") == key else None
 
 
-def store(data: dict[str, Any]) -> None:
-    """Write the table (``data``, with its ``key``) in place of the cached one, whole or not at
-    all (a new file renamed over it); nothing when the folder cannot be written."""
-    folder = get_data_store_dir()
+def store(folder: str, data: dict[str, Any]) -> None:
+    """Write the table (``data``, with its ``key``) in place of the one kept in ``folder``, whole
+    or not at all (a new file renamed over it); nothing when the folder cannot be written."""
     try:
-        os.makedirs(folder, mode=DIR_MODE, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{CACHE_NAME}.", dir=folder)
     except OSError:
         return
@@ -59,7 +57,7 @@ def store(data: dict[str, Any]) -> None:
         with os.fdopen(handle, "wb") as stream:
             stream.write(orjson.dumps(data))
         os.chmod(temporary, FILE_MODE)
-        os.replace(temporary, cache_path())
+        os.replace(temporary, cache_path(folder))
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -164,17 +164,20 @@ def _dataset_path() -> str | None:
     return os.path.join(os.path.dirname(spec.origin), "data.py")
 
 
-# The tables held by fixed_prices, innermost last (None: not built yet).
-_FIXED: list[PriceTable | None] = []
+# What fixed_prices holds, innermost last: [the folder the table is kept in on disk (None:
+# nowhere), the table (None: not built yet)].
+_FIXED: list[list[Any]] = []
 
 
 @contextlib.contextmanager
-def fixed_prices() -> Iterator[None]:
+def fixed_prices(folder: str | None = None) -> Iterator[None]:
     """The prices in force, held for a while: the first :func:`price_table` within builds the
     table, the others answer it without looking at the user's file again. A sync prices every
     line of its files with one table: looking for the file at each line cost 5-10 % of reading
-    Claude Code's. Built on first use only: a sync that prices nothing never builds one."""
-    _FIXED.append(None)
+    Claude Code's. Built on first use only: a sync that prices nothing never builds one.
+    ``folder``: where the table is kept on disk (the index's: price_cache.py), else the
+    enclosing hold's."""
+    _FIXED.append([folder or (_FIXED[-1][0] if _FIXED else None), None])
     try:
         yield
     finally:
@@ -183,27 +186,31 @@ def fixed_prices() -> Iterator[None]:
 
 def price_table() -> PriceTable:
     """The prices in force now: read again when one of their sources changed (a long-running
-    ``watch`` or ``serve`` sees an edit of the user's file); a bad file raises PriceFileError."""
-    if _FIXED and _FIXED[-1] is not None:
-        return _FIXED[-1]
-    table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()))
+    ``watch`` or ``serve`` sees an edit of the user's file); a bad file raises PriceFileError.
+    Within :func:`fixed_prices` of a folder, the table kept there is read (or built and kept)."""
+    if _FIXED and _FIXED[-1][1] is not None:
+        return _FIXED[-1][1]  # type: ignore[no-any-return]
+    folder = _FIXED[-1][0] if _FIXED else None
+    table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()), folder)
     if _FIXED:
-        _FIXED[-1] = table
+        _FIXED[-1][1] = table
     return table
 
 
 @functools.lru_cache(maxsize=4)
-def _price_table(key: str) -> PriceTable:
-    """The table of ``key`` (price_cache.cache_key): the one on disk, else built and kept. A
-    file of the right key but not of this shape (written by hand, or by a bug) is built again."""
-    data = price_cache.load(key)
+def _price_table(key: str, folder: str | None) -> PriceTable:
+    """The table of ``key`` (price_cache.cache_key): the one kept in ``folder``, else built
+    (and kept there). A file of the right key but not of this shape (written by hand, or by a
+    bug) is built again."""
+    data = price_cache.load(folder, key) if folder is not None else None
     if data is not None:
         try:
             return _table_of(data)
         except (KeyError, TypeError, ValueError, AttributeError):
-            log.warning("%s is not a price table: built again", price_cache.cache_path())
-    data = {"key": key, **_built_table()}
-    price_cache.store(data)
+            log.warning("%s is not a price table: built again", price_cache.cache_path(folder))
+    data = _built_data(key)
+    if folder is not None:
+        price_cache.store(folder, data)
     return _table_of(data)
 
 
@@ -215,6 +222,13 @@ def _table_of(data: dict[str, Any]) -> PriceTable:
         for source in data["files"]
     ]
     return PriceTable(files, data["fingerprint"], DatasetPrices(data["dataset"]))
+
+
+@functools.lru_cache(maxsize=2)
+def _built_data(key: str) -> dict[str, Any]:
+    """The table of ``key`` from its sources, once per process (a table built before a sync
+    to compare fingerprints is the one the sync keeps on disk)."""
+    return {"key": key, **_built_table()}
 
 
 def _built_table() -> dict[str, Any]:

@@ -32,7 +32,7 @@ from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
 from xcsh_store.index.write.indexer import COMMIT_EVERY_BYTES, COMMIT_EVERY_VALUES
 from xcsh_store.index.write.pipeline import SyncWorkerError, Workers, shares
 from xcsh_store.index.write.scan import Progress
-from xcsh_store.index.write.sync import bulk_writing
+from xcsh_store.index.write.sync import bulk_writing, index_folder
 
 log = logging.getLogger("xcsh_store")
 
@@ -70,7 +70,8 @@ def index_pending_text(
     if workers >= 2 and total >= pipeline.PARALLEL_MIN_BYTES:
         plan = shares(sizes, min(workers, len(sizes)))
         try:
-            pool = Workers([[(at, pending[at][1], None) for at in share] for share in plan])
+            tasks = [[(at, pending[at][1], None) for at in share] for share in plan]
+            pool = Workers(tasks, prices_folder=index_folder(connection))
         except OSError as error:
             log.warning("could not start workers for the search text (%s)", error)
         owners = {at: worker for worker, share in enumerate(plan) for at in share}
