@@ -209,3 +209,21 @@ def test_usage_that_prices_a_new_line_imports_neither_genai_prices_nor_pydantic(
     )
     assert after["cost"] == pytest.approx(before["cost"] + added)
     assert imported == []
+
+
+def test_a_sync_that_prices_nothing_builds_no_table(agent_dir: Path):
+    """The fingerprint the index records is the files' digest and the dataset's version: a
+    first sync with nothing to price reads neither the dataset nor writes a table."""
+    script = (
+        "import sys, json\nfrom xcsh_store.cli import cli\n"
+        "try:\n"
+        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'sync', '--init'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert (agent_dir / "index.db").is_file()
+    assert not (agent_dir / price_cache.CACHE_NAME).exists()

@@ -228,13 +228,23 @@ def _table_of(data: dict[str, Any]) -> PriceTable:
 def _built_data(key: str) -> dict[str, Any]:
     """The table of ``key`` from its sources, once per process (a table built before a sync
     to compare fingerprints is the one the sync keeps on disk)."""
-    return {"key": key, **_built_table()}
+    return {"key": key, **_built_table(key)}
 
 
-def _built_table() -> dict[str, Any]:
-    """The table from its sources: the user's prices file (when there is one), the shipped
-    corrections, the dataset (imported: a few tenths of a second)."""
-    from xcsh_store.agents.prices.flat_table import flatten
+def price_fingerprint() -> str:
+    """The fingerprint of the prices in force (what a sync records its costs were priced with),
+    without building the table: the dataset's version and a digest of the two price files,
+    which are read (a bad prices.toml raises PriceFileError), not the dataset itself."""
+    if _FIXED and _FIXED[-1][1] is not None:
+        return _FIXED[-1][1].fingerprint  # type: ignore[no-any-return]
+    return _price_files(price_cache.cache_key(price_sources(), get_prices_file()))[1]
+
+
+@functools.lru_cache(maxsize=2)
+def _price_files(key: str) -> tuple[list[PriceFile], str]:
+    """The user's prices file (when there is one) then the shipped corrections, read for the
+    sources of ``key``, and the fingerprint of the prices in force."""
+    from xcsh_store.agents.prices.flat_table import dataset_version
     from xcsh_store.agents.prices.price_file import read_price_file
 
     with open(_corrections_path(), "rb") as stream:
@@ -245,10 +255,18 @@ def _built_table() -> dict[str, Any]:
     with contextlib.suppress(FileNotFoundError), open(path, "rb") as stream:
         user = stream.read()
         files.insert(0, read_price_file(path, user, path))
-    dataset = flatten()
     digest = hashlib.sha256(corrections + b"\0" + user).hexdigest()[:16]
+    return files, f"{DATASET} {dataset_version()}; rules {PRICING_RULES}; files {digest}"
+
+
+def _built_table(key: str) -> dict[str, Any]:
+    """The table from its sources: the price files, the dataset (imported: a few tenths of a
+    second)."""
+    from xcsh_store.agents.prices.flat_table import flatten
+
+    files, fingerprint = _price_files(key)
     return {
-        "fingerprint": f"{DATASET} {dataset['version']}; rules {PRICING_RULES}; files {digest}",
+        "fingerprint": fingerprint,
         "files": [
             {
                 "path": prices.path,
@@ -259,7 +277,7 @@ def _built_table() -> dict[str, Any]:
             }
             for prices in files
         ],
-        "dataset": dataset,
+        "dataset": flatten(),
     }
 
 

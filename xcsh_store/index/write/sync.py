@@ -18,7 +18,7 @@ from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
-from xcsh_store.index.db import transaction
+from xcsh_store.index.db import index_folder, transaction
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.indexer import (
     FileIndexer,
@@ -307,12 +307,6 @@ def _start_workers(
         log.warning("could not start sync workers (%s): reading in this process", error)
         return None, {}
     return pool, {position: worker for worker, share in enumerate(plan) for position in share}
-
-
-def index_folder(connection: apsw.Connection) -> str | None:
-    """The folder of the index a connection writes (where the price table is kept on disk:
-    agents/prices/price_cache.py); None for a database in memory."""
-    return os.path.dirname(connection.filename) if connection.filename else None
 
 
 @contextlib.contextmanager
