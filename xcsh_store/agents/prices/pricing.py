@@ -189,7 +189,7 @@ def price_table() -> PriceTable:
     ``watch`` or ``serve`` sees an edit of the user's file); a bad file raises PriceFileError.
     Within :func:`fixed_prices` of a folder, the table kept there is read (or built and kept)."""
     if _FIXED and _FIXED[-1][1] is not None:
-        return _FIXED[-1][1]  # type: ignore[no-any-return]
+        return _FIXED[-1][1]
     folder = _FIXED[-1][0] if _FIXED else None
     table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()), folder)
     if _FIXED:
@@ -203,7 +203,7 @@ def _price_table(key: str, folder: str | None) -> PriceTable:
     (and kept there). A file of the right key but not of this shape (written by hand, or by a
     bug) is built again."""
     data = price_cache.load(folder, key) if folder is not None else None
-    if data is not None:
+    if folder is not None and data is not None:
         try:
             return _table_of(data)
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -236,7 +236,7 @@ def price_fingerprint() -> str:
     without building the table: the dataset's version and a digest of the two price files,
     which are read (a bad prices.toml raises PriceFileError), not the dataset itself."""
     if _FIXED and _FIXED[-1][1] is not None:
-        return _FIXED[-1][1].fingerprint  # type: ignore[no-any-return]
+        return _FIXED[-1][1].fingerprint
     return _price_files(price_cache.cache_key(price_sources(), get_prices_file()))[1]
 
 

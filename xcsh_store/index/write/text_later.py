@@ -71,8 +71,10 @@ def index_pending_text(
     if workers >= 2 and total >= pipeline.PARALLEL_MIN_BYTES:
         plan = shares(sizes, min(workers, len(sizes)))
         try:
-            tasks = [[(at, pending[at][1], None) for at in share] for share in plan]
-            pool = Workers(tasks, prices_folder=index_folder(connection))
+            pool = Workers(
+                [[(at, pending[at][1], None) for at in share] for share in plan],
+                prices_folder=index_folder(connection),
+            )
         except OSError as error:
             log.warning("could not start workers for the search text (%s)", error)
         owners = {at: worker for worker, share in enumerate(plan) for at in share}
