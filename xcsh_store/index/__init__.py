@@ -33,26 +33,27 @@ borderline module went, and why):
 
 from typing import TYPE_CHECKING
 
-# What every use of the index needs: the store and its connection.
-from xcsh_store.index.db import errors_explained, remove_side_files
-from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
-from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
-from xcsh_store.index.store import (
-    REFRESH_SECONDS,
-    IndexReader,
-    IndexStats,
-    Refresher,
-    SessionIndex,
-)
 from xcsh_store.lazy import lazy_exports
 
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
 # only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
 if TYPE_CHECKING:
+    from xcsh_store.glance.settings import (
+        Budget,
+        Limits,
+        LimitsConfigError,
+        read_limits,
+        set_budget,
+    )
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.db import errors_explained, remove_side_files
+    from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
+    from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -129,6 +130,13 @@ if TYPE_CHECKING:
         usage_total,
     )
     from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
+    from xcsh_store.index.store import (
+        REFRESH_SECONDS,
+        IndexReader,
+        IndexStats,
+        Refresher,
+        SessionIndex,
+    )
     from xcsh_store.index.upkeep.gc import GcReport
     from xcsh_store.index.upkeep.outside_readers import (
         OutsideReader,
@@ -139,10 +147,29 @@ if TYPE_CHECKING:
     from xcsh_store.index.write.prices import ModelSeen
     from xcsh_store.index.write.scan import Progress, SkippedLines, SyncReport, is_under_any
 
-# The rest is imported on first use (see xcsh_store/lazy.py).
+# Every name is imported on first use (see xcsh_store/lazy.py): `from xcsh_store.index import
+# SQLiteError` loads the SQLite binding and nothing of the store, and a process that only prints
+# its version (the CLI's group module names these) imports none of it.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "xcsh_store.index.db": ("errors_explained", "remove_side_files"),
+        "xcsh_store.index.engine": ("SQLiteError", "has_fts5", "sqlite_versions"),
+        "xcsh_store.index.fresh": (
+            "BUSY",
+            "SYNCED",
+            "WATCHED",
+            "Freshness",
+            "holding_watch",
+            "is_watched",
+        ),
+        "xcsh_store.index.store": (
+            "REFRESH_SECONDS",
+            "IndexReader",
+            "IndexStats",
+            "Refresher",
+            "SessionIndex",
+        ),
         "xcsh_store.index.archive.folder": ("ArchiveStats",),
         "xcsh_store.index.archive.forget": ("Forgotten",),
         "xcsh_store.index.archive.restore": ("RestoreError", "Restored"),
@@ -200,6 +227,15 @@ __getattr__, __dir__ = lazy_exports(
             "project_folder",
             "search_role",
             "time_bound",
+        ),
+        "xcsh_store.glance.spend": ("BudgetStatus",),
+        "xcsh_store.index.limits.quota": ("QuotaWindow",),
+        "xcsh_store.glance.settings": (
+            "Budget",
+            "Limits",
+            "LimitsConfigError",
+            "read_limits",
+            "set_budget",
         ),
         "xcsh_store.index.read.query": (
             "QueryInterruptedError",
@@ -264,6 +300,8 @@ __all__ = [
     "ArchiveStats",
     "ArchivedSources",
     "BillingBlock",
+    "Budget",
+    "BudgetStatus",
     "Choice",
     "EntryRow",
     "FileState",
@@ -274,6 +312,8 @@ __all__ = [
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
+    "Limits",
+    "LimitsConfigError",
     "ModelSeen",
     "OutsideReader",
     "OutsideReaders",
@@ -283,6 +323,7 @@ __all__ = [
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
+    "QuotaWindow",
     "Refresher",
     "RestoreError",
     "Restored",
@@ -329,12 +370,14 @@ __all__ = [
     "project_folder",
     "prompt_json",
     "read_entries",
+    "read_limits",
     "remove_side_files",
     "search_role",
     "session_choices",
     "session_files",
     "session_outline",
     "session_row",
+    "set_budget",
     "sqlite_versions",
     "time_bound",
     "unique_id_prefixes",

@@ -257,7 +257,7 @@ def create_app(
         and cut texts may hold a secret in part, which no rule can tell)."""
         if file_secrets is None:
             return []
-        return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
+        return [found for path in set(paths) for found in file_secrets.of_session(index, path)]
 
     def error_secrets(error: Exception) -> list[Secret]:
         """The secrets of the sessions an error names by their titles, cut short (the
@@ -498,6 +498,11 @@ def create_app(
                 over_time = index.usage(by)
             models = index.usage("model")
             projects = index.usage("project")
+            try:
+                limits, limits_error = pages.limit_rows(index.quota()), None
+                budgets = index.budgets()
+            except XcshStoreError as error:  # a config file that says nonsense
+                limits, limits_error, budgets = [], str(error), []
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
         # The chart shows the windows worked in; the table also the idle time between them.
         worked = [row for row in over_time if row.entries]
@@ -511,7 +516,8 @@ def create_app(
         active = next((block for block in blocks if block.active), None)
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
-            totals=usage_total(over_time), active=active, blocks=blocks,
+            totals=usage_total(over_time), active=active, blocks=blocks, limits=limits,
+            limits_error=limits_error, budgets=budgets,
         )  # fmt: skip
 
     def image(request: Request) -> Response:

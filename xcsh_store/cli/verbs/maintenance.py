@@ -3,6 +3,7 @@ and the archive's ``restore`` and ``forget``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -24,12 +25,12 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.health import Diagnosis, diagnose
 from xcsh_store.cli.output.render import home_relative, local_time, plural
 from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
 from xcsh_store.cli.params import Duration, TimeBound, agents_in_words, filter_options
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
-from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
     GcReport,
@@ -140,9 +141,7 @@ def describe_sync(report: SyncReport) -> list[str]:
         )
 
     if report.repriced:
-        lines.append(
-            f"Prices changed: {agents_in_words(estimated=True)} sessions were priced again"
-        )
+        lines.append("Prices changed: every session was priced again")
     if report.text_files_indexed:
         lines.append(
             f"Search text added for {plural(report.text_files_indexed, 'file')} (an earlier"
@@ -290,8 +289,23 @@ def sync_command(
         return
     for line in describe_sync(report):
         echo_wrapped(line)
+    _prepare_secret_rules(index.db_path)
     if report.archive_error:
         raise click.ClickException(report.archive_error)
+
+
+def _prepare_secret_rules(db_path: str) -> None:
+    """In a terminal, with the secrets extra installed: the secret rules compiled once (a few
+    seconds, once per machine and version, recorded beside index.db), so that the first
+    ``secrets`` does not sit on them. Scripts and pipes never wait for it."""
+    if not sys.stderr.isatty() or importlib.util.find_spec("kingfisher_sdk") is None:
+        return
+    from xcsh_store.secrets.detect import prepare_rules
+
+    folder = os.path.dirname(os.path.abspath(db_path))
+    prepare_rules(
+        folder, lambda: click.echo("Preparing the secret rules (once per machine)…", err=True)
+    )
 
 
 sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))

@@ -99,7 +99,7 @@ _DETAILS = (
     # When its file was found gone (its session is the archive's since: index/archive/).
     "f.gone_at",
     # How its costs are known (agents/prices/costs.py), summed from its requests' costs
-    # (migration 0015's index entries_costs holds just what this reads).
+    # (migration 0016's index entries_costs holds just what this reads).
     f"(SELECT json_array({FACTS_SQL}) FROM entries AS e WHERE e.session = s.file_id"
     " AND e.input_tokens IS NOT NULL)",
 )
