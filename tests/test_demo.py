@@ -30,7 +30,9 @@ from xcsh_store.session.manager import SessionManager
 # reference).
 SNOWFLAKE_EPOCH_MS = 1_420_070_400_000
 # The files a sync or a read-only open rewrites; the demo replaces them whatever they hold.
-INDEX_AND_COMPANIONS = re.compile(r"index\.db.*|history\.db-(shm|wal)")
+# The index, and the price table its sync keeps beside it (a cache naming the price files it
+# read: the demo's pi lines without a cost are priced), are derived files.
+INDEX_AND_COMPANIONS = re.compile(r"index\.db.*|price-table\.json|history\.db-(shm|wal)")
 
 
 def invoke(*args: str, code: int = 0) -> Result:

@@ -23,9 +23,14 @@ from xcsh_store.paths import FILE_MODE, INDEX_DB_NAME, ensure_private_dir
 DEMO_MARKER = ".xcsh-store-demo"
 # The index is a mirror of the demo's files that every sync rewrites; a later run may replace it
 # whatever it holds (the files it mirrors are checked).
-INDEX_FILES = tuple(
-    INDEX_DB_NAME + suffix
-    for suffix in ("", "-wal", "-shm", "-journal", ".sync-lock", ".watch-lock")
+# So is the price table a sync that priced a line keeps beside it (agents/prices/price_cache.py
+# CACHE_NAME: the demo's pi lines without a cost are priced).
+INDEX_FILES = (
+    *(
+        INDEX_DB_NAME + suffix
+        for suffix in ("", "-wal", "-shm", "-journal", ".sync-lock", ".watch-lock")
+    ),
+    "price-table.json",
 )
 # SQLite's companions of history.db that a reader leaves behind: the shared-memory index never
 # holds data, and an empty write-ahead log holds none either.
