@@ -200,7 +200,7 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT);
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT, reader_revision INTEGER NOT NULL DEFAULT 1);
 
 -- table forgotten on forgotten
 CREATE TABLE forgotten (
