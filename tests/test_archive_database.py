@@ -17,6 +17,7 @@ from agent_homes import opencode_database
 from click.testing import CliRunner
 from session_builder import FIXTURES
 
+from xcsh_store.agents import agent_named
 from xcsh_store.agents.opencode_db import database_records
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
@@ -148,3 +149,28 @@ def test_restore_writes_a_database_of_its_own_never_into_opencodes(
     copy = tmp_path / "out" / "opencode.db"
     assert restored[0]["path"] == f"{copy}#{key}"  # type: ignore[index]
     assert list(database_records(str(copy), key)) == records
+
+
+def test_a_plugin_that_fails_to_give_its_members_costs_the_session_not_the_sync(
+    agent_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    folder = Path(os.environ["HOME"]) / ".local" / "share" / "opencode"
+    folder.mkdir(parents=True)
+    opencode_database(STORAGE, folder / "opencode.db")
+    (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)
+    reader = agent_named("opencode")
+    assert reader is not None
+
+    def broken(self: object, path: str, root: str) -> list[tuple[str, bytes]]:
+        raise sqlite3.DatabaseError("file is not a database")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(type(reader), "session_members", broken)
+        with SessionIndex.open(str(agent_dir)) as index:
+            report = index.sync(workers=1)
+    assert report.unreadable and all(
+        "agent plugin opencode failed: DatabaseError" in why for why in report.unreadable.values()
+    )
+    _sync(agent_dir)
+    assert {s["source"] for s in _sessions().values()} == {"file"}
+    assert len(_archives(agent_dir)) == len(_sessions())

@@ -19,7 +19,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import Agent
+from xcsh_store.agents import PLUGIN_FAULTS, Agent
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import Appender, ArchiveFolder, base_name
 from xcsh_store.index.archive.frames import (
@@ -268,5 +268,13 @@ class Keeper:
 
 
 def _members(agent: Agent, place: Place) -> list[tuple[str, bytes]]:
-    """(name below the root, bytes) of each part of a session, as its plugin gives them."""
-    return agent.session_members(place.path, place.root)
+    """(name below the root, bytes) of each part of a session, as its plugin gives them. What
+    the plugin raises (a database that does not read, its own fault) is an OSError: the
+    session is unreadable, as a read that failed so would make it, never the sync's end."""
+    try:
+        return agent.session_members(place.path, place.root)
+    except OSError:
+        raise
+    except PLUGIN_FAULTS as error:
+        failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
+        raise OSError(failure) from error
