@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from typing import Any
 
 import apsw
 
@@ -101,7 +102,7 @@ def read_again(connection: apsw.Connection, folder: ArchiveFolder, report: SyncR
     indexer = FileIndexer(connection, pk_counter(connection), report)
     sources = ArchivedSources(folder, lambda: connection)
     for path in sorted(stale):
-        found = connection.execute(
+        found: list[tuple[Any, ...]] = connection.execute(
             "SELECT f.gone_at, a.name, a.version FROM files AS f"
             " JOIN archived AS a ON a.file_id = f.id WHERE f.path = ? AND f.gone_at IS NOT NULL",
             (path,),
