@@ -23,6 +23,7 @@ from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.archive.folder import ArchiveFolder
 from xcsh_store.index.archive.frames import DOCUMENT, Contents, read_contents
+from xcsh_store.index.archive.sources import readable_copy
 
 STORAGE = FIXTURES / "opencode" / "jazzyalex__agent-sessions__storage_v2"
 
@@ -174,3 +175,23 @@ def test_a_plugin_that_fails_to_give_its_members_costs_the_session_not_the_sync(
     _sync(agent_dir)
     assert {s["source"] for s in _sessions().values()} == {"file"}
     assert len(_archives(agent_dir)) == len(_sessions())
+
+
+def test_a_session_of_the_database_is_read_from_it_until_it_is_gone(
+    agent_dir: Path, database: Path
+):
+    key = next(iter(_sessions()))
+    path = f"{database}#{key}"
+    with (
+        SessionIndex.open(str(agent_dir)) as index,
+        readable_copy(path, index.archived_sources) as readable,
+    ):
+        assert readable == path
+    _delete_session(database, key)
+    _sync(agent_dir)
+    with (
+        SessionIndex.open(str(agent_dir)) as index,
+        readable_copy(path, index.archived_sources) as readable,
+    ):
+        assert readable != path and readable.endswith(f"/opencode.db#{key}")
+        assert list(database_records(*readable.rsplit("#", 1)))
