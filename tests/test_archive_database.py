@@ -117,6 +117,9 @@ def test_the_database_deleted_and_the_index_made_again(agent_dir: Path, database
     again = _sessions()
     assert {s["source"] for s in again.values()} == {"archived"}
     assert {key: _json("show", key)["entries"] for key in again} == before
+    with SessionIndex.open(str(agent_dir)) as index:
+        verified = index.verify()
+    assert verified.clean, (verified.differences, verified.archive_problems)
 
 
 def test_a_changed_session_keeps_its_latest_version_only(agent_dir: Path, database: Path):
@@ -195,3 +198,15 @@ def test_a_session_of_the_database_is_read_from_it_until_it_is_gone(
     ):
         assert readable != path and readable.endswith(f"/opencode.db#{key}")
         assert list(database_records(*readable.rsplit("#", 1)))
+
+
+def test_forget_takes_a_session_of_the_database_out_of_the_index_and_the_archive(
+    agent_dir: Path, database: Path
+):
+    sessions = _sessions()
+    key = next(iter(sessions))
+    _invoke("forget", key, "--yes")
+    assert f"{database}#{key}" not in _archives(agent_dir)
+    _sync(agent_dir)  # the session is still in the database: left out until it changes
+    assert set(_sessions()) == set(sessions) - {key}
+    assert f"{database}#{key}" not in _archives(agent_dir)

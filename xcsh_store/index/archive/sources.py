@@ -179,9 +179,17 @@ def readable_copy(path: str, archive: ArchivedSources | None) -> Iterator[str]:
     if archive is None or os.path.lexists(path) or archive.locate(path) is None:
         yield path  # (a reader of a gone one says it is gone)
         return
-    database, separator, _session = path.rpartition("#")
-    if separator and os.path.isfile(database) and not archive.gone(path):
+    if source_there(path) and not archive.gone(path):
         yield path
         return
     with archive.copy_of(path) as found:
         yield found
+
+
+def source_there(path: str) -> bool:
+    """Whether the source of the session at ``path`` is there: its file, or the database of a
+    session kept in one (``<database>#<id>``, no file of its own)."""
+    if os.path.lexists(path):
+        return True
+    database, separator, _session = path.rpartition("#")
+    return bool(separator) and os.path.isfile(database)
