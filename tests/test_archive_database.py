@@ -210,3 +210,28 @@ def test_forget_takes_a_session_of_the_database_out_of_the_index_and_the_archive
     _sync(agent_dir)  # the session is still in the database: left out until it changes
     assert set(_sessions()) == set(sessions) - {key}
     assert f"{database}#{key}" not in _archives(agent_dir)
+
+
+def test_a_revised_reader_that_fails_on_a_gone_session_keeps_its_rows(
+    agent_dir: Path, database: Path, monkeypatch: pytest.MonkeyPatch
+):
+    key = next(iter(_sessions()))
+    shown = _json("show", key)["entries"]  # type: ignore[index]
+    _delete_session(database, key)
+    _sync(agent_dir)
+    reader = agent_named("opencode")
+    assert reader is not None
+
+    def broken(self: object, path: str) -> object:
+        raise ValueError("revision 2 cannot read this")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(type(reader), "revision", 2)
+        patched.setattr(type(reader), "records", broken)
+        with SessionIndex.open(str(agent_dir)) as index:
+            report = index.sync(workers=1)
+        assert report.unreadable[f"{database}#{key}"].startswith(
+            "agent plugin opencode failed: ValueError"
+        )
+    assert _sessions()[key]["source"] == "archived"
+    assert _json("show", key)["entries"] == shown  # type: ignore[index]

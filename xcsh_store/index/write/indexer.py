@@ -274,6 +274,16 @@ class FileIndexer:
                     read_from_start(
                         stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key
                     )
+        except OSError:
+            write.abandon()
+            raise
+        except PLUGIN_FAULTS as error:
+            write.abandon()
+            if agent is None:
+                raise
+            # (As _index_source: the plugin's fault costs this session, not the sync.)
+            failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
+            raise OSError(failure) from error
         except BaseException:
             write.abandon()
             raise
