@@ -5,3 +5,7 @@
 -- archive when the file is gone. The rows there are were made by the first revision of each
 -- reader.
 ALTER TABLE files ADD COLUMN reader_revision INTEGER NOT NULL DEFAULT 1;
+-- What every sync asks (index/write/scan.py stale_files): the files of an agent made by
+-- another revision than its reader's, found by a seek on each side of that revision, never a
+-- read of the whole table.
+CREATE INDEX files_revision ON files (agent, reader_revision);

@@ -41,6 +41,9 @@ CREATE INDEX files_gone ON files (path) WHERE gone_at IS NOT NULL;
 -- index files_identity on files
 CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
 
+-- index files_revision on files
+CREATE INDEX files_revision ON files (agent, reader_revision);
+
 -- index files_text_pending on files
 CREATE INDEX files_text_pending ON files (id) WHERE text_pending = 1;
 

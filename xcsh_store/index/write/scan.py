@@ -186,15 +186,13 @@ def stale_files(connection: apsw.Connection) -> set[str]:
     revisions = reader_revisions()
     if not revisions:
         return set()
-    cases = " ".join("WHEN ? THEN ?" for _ in revisions)
-    values = [value for pair in revisions.items() for value in pair]
-    marks = ",".join("?" * len(revisions))
-    rows = connection.execute(
-        f"SELECT path FROM files WHERE agent IN ({marks})"
-        f" AND reader_revision != CASE agent {cases} END",
-        [*revisions, *values],
-    )
-    return {path for (path,) in rows}
+    # Below and above each agent's revision: seeks in files_revision (migration 0015) that
+    # touch the stale rows alone.
+    sides = ("SELECT path FROM files WHERE agent = ? AND reader_revision < ?",
+             "SELECT path FROM files WHERE agent = ? AND reader_revision > ?")  # fmt: skip
+    sql = " UNION ALL ".join(side for _agent in revisions for side in sides)
+    values = [value for pair in revisions.items() for value in (*pair, *pair)]
+    return {path for (path,) in connection.execute(sql, values)}
 
 
 # (Served by the partial index files_gone, migration 0014.)
