@@ -147,7 +147,7 @@ def test_restore_writes_a_database_of_its_own_never_into_opencodes(
     records = list(database_records(str(database), key))
     before = database.read_bytes()
     refused = CliRunner().invoke(cli, ["restore", key])
-    assert refused.exit_code != 0 and "kept in its agent's database" in refused.output
+    assert refused.exit_code != 0 and "kept in its agent's database or log" in refused.output
     assert database.read_bytes() == before
     restored = _json("restore", key, "--to", str(tmp_path / "out"))
     copy = tmp_path / "out" / "opencode.db"

@@ -335,6 +335,13 @@ class Agent:
         than jsonl)."""
         return iter(())
 
+    def records_of_copy(self, path: str, copy: str) -> Iterator[Record]:
+        """The records of the session at ``path`` read from ``copy``, a copy of it made from
+        the store's archive (laid out below a stand-in of its root): by default the copy's
+        records. A reader that takes facts from the session's path (Aider: its id and folder)
+        reads the copy's bytes as those of ``path``."""
+        return self.records(copy)
+
     def session_files(self, path: str) -> list[str]:
         """The files whose bytes make up the session at ``path`` (kinds other than jsonl),
         which the store's archive keeps whole and ``restore`` writes back: the file itself by

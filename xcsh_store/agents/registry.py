@@ -117,7 +117,7 @@ class _Adopted(Agent):
         for method in (
             "read", "recognizes", "history_prompt", "session_roots", "history_files",
             "sources", "records", "records_at", "is_session_name", "kind_of", "session_files",
-            "session_members", "resume_command",
+            "session_members", "records_of_copy", "resume_command",
         ):  # fmt: skip
             if callable(getattr(reader, method, None)):
                 setattr(self, method, getattr(reader, method))

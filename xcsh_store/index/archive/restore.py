@@ -62,13 +62,14 @@ def restore_files(
     root = contents.root or contents.header.root
     members = _members(contents, root)
     session_member = os.path.relpath(contents.source, root)
-    # A session kept in a database (opencode's ``opencode.db#<id>``) is archived as a database
-    # of its own rows: that is no file of the agent's to put back in its place.
+    # A session kept among others (opencode's ``opencode.db#<id>``, a run of Aider's chat log
+    # ``<log>#<offset>``) is archived alone: a database of its rows, the run at its offset.
+    # That is no file of the agent's to put back in its place.
     in_database = next((m for m in members if session_member.startswith(m + "#")), None)
     if in_database is not None and to is None:
         raise RestoreError(
-            f"{contents.source} was kept in its agent's database, not in a file of its own:"
-            " restore --to DIR writes a database of its rows there"
+            f"{contents.source} was kept in its agent's database or log with other sessions,"
+            " not in a file of its own: restore --to DIR writes it there alone"
         )
     if to is not None:
         destination = os.path.abspath(to)
