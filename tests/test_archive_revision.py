@@ -1,4 +1,4 @@
-"""Reader revisions (issue 34, migration 0015): when an agent's reader is fixed, its revision is
+"""Reader revisions (issue 34, migration 0016): when an agent's reader is fixed, its revision is
 raised, and the next sync reads every file that reader made rows of again, whole: those there
 from the file, those gone from the archive (still marked gone, since when they went). On the
 real Claude Code and Codex fixtures laid out as a home; the fix is a second revision of the

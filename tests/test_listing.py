@@ -266,7 +266,7 @@ def test_a_sync_reads_the_files_table_from_its_covering_index(two_sessions, inde
     assert _plan(index, gone) == "SCAN files USING INDEX files_gone"
     assert _plan(index, forgotten) == "SCAN forgotten"  # (files forgotten on purpose: few)
     # The files of an earlier reader revision alone: a seek on each side of each agent's
-    # revision (migration 0015), never a scan.
+    # revision (migration 0016), never a scan.
     arguments = tuple(stale.count("?") * ["claude"])
     searches = [step for step in _plan(index, stale, arguments).split(" | ") if "files" in step]
     assert searches and all(

@@ -49,10 +49,19 @@ from xcsh_store.lazy import lazy_exports
 # The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
 # only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
 if TYPE_CHECKING:
+    from xcsh_store.glance.settings import (
+        Budget,
+        Limits,
+        LimitsConfigError,
+        read_limits,
+        set_budget,
+    )
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -201,6 +210,15 @@ __getattr__, __dir__ = lazy_exports(
             "search_role",
             "time_bound",
         ),
+        "xcsh_store.glance.spend": ("BudgetStatus",),
+        "xcsh_store.index.limits.quota": ("QuotaWindow",),
+        "xcsh_store.glance.settings": (
+            "Budget",
+            "Limits",
+            "LimitsConfigError",
+            "read_limits",
+            "set_budget",
+        ),
         "xcsh_store.index.read.query": (
             "QueryInterruptedError",
             "QueryStream",
@@ -264,6 +282,8 @@ __all__ = [
     "ArchiveStats",
     "ArchivedSources",
     "BillingBlock",
+    "Budget",
+    "BudgetStatus",
     "Choice",
     "EntryRow",
     "FileState",
@@ -274,6 +294,8 @@ __all__ = [
     "IndexStats",
     "IndexedEntry",
     "IndexedSession",
+    "Limits",
+    "LimitsConfigError",
     "ModelSeen",
     "OutsideReader",
     "OutsideReaders",
@@ -283,6 +305,7 @@ __all__ = [
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
+    "QuotaWindow",
     "Refresher",
     "RestoreError",
     "Restored",
@@ -329,12 +352,14 @@ __all__ = [
     "project_folder",
     "prompt_json",
     "read_entries",
+    "read_limits",
     "remove_side_files",
     "search_role",
     "session_choices",
     "session_files",
     "session_outline",
     "session_row",
+    "set_budget",
     "sqlite_versions",
     "time_bound",
     "unique_id_prefixes",

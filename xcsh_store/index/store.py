@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import apsw
@@ -62,11 +62,14 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
+    from xcsh_store.glance.settings import Limits
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.keeper import Keeper
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -423,6 +426,9 @@ class SessionIndex:
         changes_before = self.connection.total_changes()
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
+        # A new index's migrations ask for a resync too; its first sync reads every file anyway,
+        # so it has no reason to report (pending_upgrade says the same).
+        upgrade = resync if resync is not None and self._holds_files() else None
         sources = price_sources()
         repriced = price_again_if_changed(self.connection, sources)
         whole = full or resync is not None
@@ -456,7 +462,7 @@ class SessionIndex:
         report.repriced = repriced
         if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
-            report.resync_reason = resync
+            report.resync_reason = upgrade
             with database.transaction(self.connection):
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
             if resync is not None:
@@ -573,9 +579,10 @@ class SessionIndex:
         """Why the next sync will read every file again (an index upgrade needs rows derived
         anew), or None; None too for an index that holds no files yet."""
         reason = database.get_meta(self.connection, "resync_required")
-        if reason is None or not self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall():
-            return None
-        return reason
+        return reason if reason is not None and self._holds_files() else None
+
+    def _holds_files(self) -> bool:
+        return bool(self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall())
 
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""
@@ -882,6 +889,32 @@ class SessionIndex:
         from xcsh_store.index.read.usage import billing_blocks
 
         return billing_blocks(self.connection, since, until, agents, now)
+
+    @_entry_point
+    def quota(
+        self,
+        limits: Limits | None = None,
+        now: datetime | None = None,
+        agents: tuple[str, ...] = (),
+    ) -> list[QuotaWindow]:
+        """Each agent's usage-limit windows: the readings in its files (Codex's rate limits)
+        or its token windows against the limits of ``limits`` (default: the config file's),
+        each with its pace (limits/quota.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.index.limits.quota import quota_windows
+
+        return quota_windows(self.connection, limits or read_limits(), now, agents)
+
+    @_entry_point
+    def budgets(
+        self, limits: Limits | None = None, now: datetime | None = None
+    ) -> list[BudgetStatus]:
+        """Each spend budget of ``limits`` (default: the config file's and budgets.toml's)
+        with what its sessions spent in its period so far (glance/spend.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.glance.spend import budget_statuses
+
+        return budget_statuses(self.connection, limits or read_limits(), now or datetime.now(UTC))
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

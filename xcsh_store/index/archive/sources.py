@@ -150,7 +150,7 @@ def sources_of(connection: apsw.Connection) -> ArchivedSources | None:
 
     filename: str | None = getattr(connection, "filename", None)
     if filename is None:
-        rows: list[tuple[Any, ...]] = connection.execute("PRAGMA database_list").fetchall()
+        rows = connection.execute("PRAGMA database_list").fetchall()
         filename = next((str(row[2]) for row in rows if row[1] == "main"), None)
     if not filename:
         return None

@@ -186,7 +186,7 @@ def stale_files(connection: apsw.Connection) -> set[str]:
     revisions = reader_revisions()
     if not revisions:
         return set()
-    # Below and above each agent's revision: seeks in files_revision (migration 0015) that
+    # Below and above each agent's revision: seeks in files_revision (migration 0016) that
     # touch the stale rows alone.
     sides = ("SELECT path FROM files WHERE agent = ? AND reader_revision < ?",
              "SELECT path FROM files WHERE agent = ? AND reader_revision > ?")  # fmt: skip
