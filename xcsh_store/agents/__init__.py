@@ -131,11 +131,12 @@ def sources(agent: Agent, root: str) -> Iterator[Source]:
             _plugin_failed(agent, f"named a session below {root} wrongly", problem)
 
 
-def records(agent: Agent, path: str) -> Iterator[Record]:
-    """``agent.records(path)``, but the records it gives wrongly (a locator that is not an
-    integer, a record that is not an object: warned of, lost); what the plugin raises is
-    raised (it costs the session)."""
-    for record in agent.records(path):
+def records(agent: Agent, path: str, copy: str | None = None) -> Iterator[Record]:
+    """``agent.records(path)`` (``copy``: ``agent.records_of_copy(path, copy)``), but the
+    records it gives wrongly (a locator that is not an integer, a record that is not an
+    object: warned of, lost); what the plugin raises is raised (it costs the session)."""
+    found = agent.records(path) if copy is None else agent.records_of_copy(path, copy)
+    for record in found:
         if (
             isinstance(record, tuple)
             and len(record) == 2

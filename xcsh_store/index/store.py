@@ -450,9 +450,10 @@ class SessionIndex:
             standing_roots=self._standing_roots(),
         )
         if report.archive_error is None:
-            from xcsh_store.index.archive.adopt import adopt_archived
+            from xcsh_store.index.archive.adopt import adopt_archived, read_again
 
             adopt_archived(self.connection, self.archive, report, whole, self._standing_roots())
+            read_again(self.connection, self.archive, report)
         if text:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)

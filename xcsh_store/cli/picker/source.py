@@ -12,10 +12,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from xcsh_store.cli.output.render import MARK_CLOSE, MARK_OPEN, local_time, one_line
+from xcsh_store.cli.output.shapes import ARCHIVED_MARK
 from xcsh_store.index import (
     IndexedSession,
     PromptHit,
+    SessionFilter,
     SessionIndex,
+    SessionQuery,
     entry_summary,
     entry_text,
 )
@@ -47,6 +50,7 @@ class Row:
     agent: str
     path: str | None = None  # the session file, when the row has one
     entry_id: str | None = None  # the entry the row is about; None: the session's latest
+    archived: bool = False  # its file is gone: the store's archive keeps the session
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +91,20 @@ class PickSource:
             query, limit=HIT_LIMIT, highlight=(MARK_OPEN, MARK_CLOSE), agents=self.agents
         )
         best: dict[int, Row] = {}
+        archived = self._archived_paths() if hits else set()
         for hit in hits:  # best first: a session's first hit is its best
             if hit.file_id not in best and len(best) < ROW_LIMIT:
                 best[hit.file_id] = Row(
                     value=hit.session_id, when=hit.timestamp, cwd=hit.cwd or "",
                     title=one_line(hit.title), text=one_line(hit.snippet), agent=hit.agent,
-                    path=hit.path, entry_id=hit.entry_id,
+                    path=hit.path, entry_id=hit.entry_id, archived=hit.path in archived,
                 )  # fmt: skip
         return list(best.values())
+
+    def _archived_paths(self) -> set[str]:
+        """The paths of the sessions whose file is gone (a search hit does not say it)."""
+        query = SessionQuery(SessionFilter(agents=tuple(self.agents), archived=True))
+        return {session.path for session in self.index.sessions(query)}
 
     def _prompt_rows(self, query: str) -> list[Row]:
         if query.strip():
@@ -113,6 +123,7 @@ class PickSource:
         facts = (
             info.cwd, local_time(info.modified), info.agent,
             f"{info.message_count:,} messages", info.session_id,
+            f"{ARCHIVED_MARK} archived" if info.source_gone_at else "",
         )  # fmt: skip
         title = one_line(info.title) or one_line(info.first_message)
         branch = self._active_branch(info)
@@ -151,7 +162,7 @@ def _session_row(session: IndexedSession) -> Row:
     return Row(
         value=session.session_id, when=session.modified, cwd=session.cwd,
         title=one_line(session.title), text=one_line(session.first_message),
-        agent=session.agent, path=session.path,
+        agent=session.agent, path=session.path, archived=session.source_gone_at is not None,
     )  # fmt: skip
 
 
