@@ -62,19 +62,19 @@ def test_a_filter_from_typed_text_names_the_bad_argument_and_refuses_an_empty_sp
 
 def test_questions_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
-        SearchQuery("word").limit = 5  # type: ignore[misc]
+        SearchQuery(text="word").limit = 5  # type: ignore[misc]
 
 
 def test_a_search_takes_a_role_in_any_case_and_names_the_roles_for_an_unknown_one():
-    assert SearchQuery("word", role="TOOLRESULT").role == "toolResult"
+    assert SearchQuery(text="word", role="TOOLRESULT").role == "toolResult"
     with pytest.raises(SearchQueryError, match="Unknown role 'wizard'; roles are: user,"):
-        SearchQuery("word", role="wizard")
+        SearchQuery(text="word", role="wizard")
 
 
 @pytest.mark.parametrize("limit", [-1, True, 2.5, "20"])
 def test_a_limit_is_a_whole_number_of_0_or_more(limit: Any):
     with pytest.raises(ValueError, match="limit must be a whole number of 0 or more"):
-        SearchQuery("word", limit=limit)
+        SearchQuery(text="word", limit=limit)
     with pytest.raises(ValueError, match="limit must be a whole number of 0 or more"):
         SessionQuery(limit=limit)
 
@@ -86,12 +86,12 @@ def test_a_listing_order_is_one_the_index_keeps():
 
 
 def test_usage_groupings_are_each_kept_once_in_order_and_checked():
-    assert UsageQuery("model").by == ("model",)
-    assert UsageQuery(("day", "model", "day")).by == ("day", "model")
+    assert UsageQuery(by="model").by == ("model",)
+    assert UsageQuery(by=("day", "model", "day")).by == ("day", "model")
     with pytest.raises(ValueError, match="by must be one or more of day, week, month"):
-        UsageQuery(("day", "bogus"))
+        UsageQuery(by=("day", "bogus"))
     with pytest.raises(ValueError, match="by must be one or more of"):
-        UsageQuery(())
+        UsageQuery(by=())
 
 
 def test_the_groupings_are_the_ones_each_index_compiles():
@@ -136,7 +136,7 @@ def test_index_db_knows_no_hosts(agent_dir: Path):
         SessionIndex.open(str(agent_dir)) as index,
         pytest.raises(ValueError, match="host: only a team index"),
     ):
-        index.sessions(SessionQuery(SessionFilter(host="laptop")))
+        index.sessions(SessionQuery(filter=SessionFilter(host="laptop")))
 
 
 # -- both indexes answer them; the keyword methods ask the same --------------------------------
@@ -159,27 +159,32 @@ def flux(agent_dir: Path) -> Path:
 def test_the_keyword_methods_ask_the_question_they_name(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
         keywords = index.search("gigawatts", project="/work", role="ASSISTANT", limit=5)
-        question = SearchQuery("gigawatts", SessionFilter(project="/work"), "assistant")
+        question = SearchQuery(
+            text="gigawatts", filter=SessionFilter(project="/work"), role="assistant"
+        )
         assert keywords == index.hits(question)[:5] != []
         assert index.list_sessions(project="/elsewhere") == index.sessions(
-            SessionQuery(SessionFilter(project="/elsewhere"))
+            SessionQuery(filter=SessionFilter(project="/elsewhere"))
         )
-        assert index.usage(("day", "model")) == index.usage_rows(UsageQuery(("day", "model")))
-        assert index.history_search("gigawatts") == index.prompts(PromptQuery("gigawatts"))
+        assert index.usage(("day", "model")) == index.usage_rows(UsageQuery(by=("day", "model")))
+        assert index.history_search("gigawatts") == index.prompts(PromptQuery(text="gigawatts"))
 
 
 def test_usage_of_a_project_sums_only_its_sessions_entries(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
-        (everything,) = index.usage_rows(UsageQuery(("agent",)))
-        (work,) = index.usage_rows(UsageQuery(("agent",), SessionFilter(project="/work")))
+        (everything,) = index.usage_rows(UsageQuery(by=("agent",)))
+        (work,) = index.usage_rows(UsageQuery(by=("agent",), filter=SessionFilter(project="/work")))
         assert work == everything and work.entries > 0
-        assert index.usage_rows(UsageQuery(("agent",), SessionFilter(cwd="/elsewhere"))) == []
+        assert (
+            index.usage_rows(UsageQuery(by=("agent",), filter=SessionFilter(cwd="/elsewhere")))
+            == []
+        )
 
 
 def test_a_question_with_a_lone_surrogate_is_asked_as_the_index_stores_text(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
-        assert index.sessions(SessionQuery(SessionFilter(cwd="/work/\ud800"))) == []
-        assert index.hits(SearchQuery("gigawatts \ud800")) == []
+        assert index.sessions(SessionQuery(filter=SessionFilter(cwd="/work/\ud800"))) == []
+        assert index.hits(SearchQuery(text="gigawatts \ud800")) == []
 
 
 # -- every front prints a record with the record's keys ------------------------------------------
@@ -266,7 +271,7 @@ def test_both_indexes_compile_a_project_filter_of_usage_alike(
     folder = two_hosts["laptop"]
     project = _json("--agent-dir", str(folder), "ls", "-n", "0")[-1]["cwd"]
     with SessionIndex.open(str(folder), read_only=True) as index:
-        local = index.usage_rows(UsageQuery(("agent",), SessionFilter(project=project)))
+        local = index.usage_rows(UsageQuery(by=("agent",), filter=SessionFilter(project=project)))
     with TeamIndex.open(team_url) as team:
-        asked = UsageQuery(("agent",), SessionFilter(project=project, host="laptop"))
+        asked = UsageQuery(by=("agent",), filter=SessionFilter(project=project, host="laptop"))
         assert team.usage_rows(asked) == local != []

@@ -155,7 +155,7 @@ def list_sessions(
         since=since, until=until, cwd=cwd, project=project, agents=_agents(agent)
     )
     offset, limit = _window(offset, limit, MAX_HITS)
-    sessions = index.sessions(SessionQuery(filters, order, offset + limit + 1))
+    sessions = index.sessions(SessionQuery(filter=filters, order=order, limit=offset + limit + 1))
     if not sessions:
         check_filters(index, project=project)
     page = _page(sessions, offset, limit)
@@ -186,7 +186,9 @@ def search_sessions(
     of the next page (null at the end; the best 1,000 hits)."""
     filters = SessionFilter.parse(since=since, until=until, project=project, agents=_agents(agent))
     offset, limit = _window(offset, limit, MAX_HITS)
-    hits = index.hits(SearchQuery(query, filters, role, model, offset + limit + 1))
+    hits = index.hits(
+        SearchQuery(text=query, filter=filters, role=role, model=model, limit=offset + limit + 1)
+    )
     if not hits:
         check_filters(index, model=model, project=project)
     found: dict[str, Any] = {
@@ -350,7 +352,9 @@ def recall_prompts(
     agents the store reads). At most 50 a page; next_offset is the offset of the next page
     (null at the end; the newest 1,000 prompts)."""
     offset, limit = _window(offset, limit, MAX_HITS)
-    hits = index.prompts(PromptQuery(query or None, offset + limit + 1, _agents(agent)))
+    hits = index.prompts(
+        PromptQuery(text=query or None, limit=offset + limit + 1, agents=_agents(agent))
+    )
     return {
         **_page(hits, offset, limit),
         "prompts": [
@@ -393,7 +397,7 @@ def usage(
     last 200 groups); next_offset is the offset of the next page (null at the end)."""
     by = _one_of("by", by, USAGE_GROUPINGS)
     filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))
-    rows = index.usage_rows(UsageQuery((by,), filters))
+    rows = index.usage_rows(UsageQuery(by=(by,), filter=filters))
     first = max(0, len(rows) - MAX_PAGE) if offset is None else max(0, int(offset))
     following = first + MAX_PAGE
     return {

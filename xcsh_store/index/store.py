@@ -623,9 +623,14 @@ class SessionIndex:
         ``agents``: only the sessions of these agents (``AGENTS``: xcsh, pi, omp, claude, …);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
         started before ``until``)."""
-        bounds = time_bound(since), time_bound(until)
-        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
-        return self.sessions(SessionQuery(filters, order, limit))
+        filters = SessionFilter(
+            cwd=cwd,
+            project=project,
+            agents=tuple(agents or ()),
+            since=time_bound(since),
+            until=time_bound(until),
+        )
+        return self.sessions(SessionQuery(filter=filters, order=order, limit=limit))
 
     @_entry_point
     def sessions(self, query: SessionQuery) -> list[IndexedSession]:
@@ -771,9 +776,23 @@ class SessionIndex:
         highlight: tuple[str, str] = ("[", "]"),
         agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
-        bounds = time_bound(since), time_bound(until)
-        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
-        return self.hits(SearchQuery(query, filters, role, model, limit, highlight))
+        filters = SessionFilter(
+            cwd=cwd,
+            project=project,
+            agents=tuple(agents or ()),
+            since=time_bound(since),
+            until=time_bound(until),
+        )
+        return self.hits(
+            SearchQuery(
+                text=query,
+                filter=filters,
+                role=role,
+                model=model,
+                limit=limit,
+                highlight=highlight,
+            )
+        )
 
     @_entry_point
     def hits(self, query: SearchQuery) -> list[SearchHit]:
@@ -806,13 +825,13 @@ class SessionIndex:
     def history_search(
         self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        return self.prompts(PromptQuery(query, limit, tuple(agents or ())))
+        return self.prompts(PromptQuery(text=query, limit=limit, agents=tuple(agents or ())))
 
     @_entry_point
     def history_recent(
         self, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        return self.prompts(PromptQuery(None, limit, tuple(agents or ())))
+        return self.prompts(PromptQuery(limit=limit, agents=tuple(agents or ())))
 
     @_entry_point
     def prompts(self, query: PromptQuery) -> list[PromptHit]:
@@ -857,9 +876,8 @@ class SessionIndex:
         filters = SessionFilter(
             agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
         )
-        return self.usage_rows(
-            UsageQuery(tuple([by] if isinstance(by, str) else by), filters, zone)
-        )
+        by = (by,) if isinstance(by, str) else tuple(by)
+        return self.usage_rows(UsageQuery(by=by, filter=filters, zone=zone))
 
     @_entry_point
     def usage_rows(self, query: UsageQuery) -> list[UsageRow]:

@@ -408,8 +408,8 @@ def create_app(
                 try:
                     hits = index.hits(
                         SearchQuery(
-                            text,
-                            filters_of(query),
+                            text=text,
+                            filter=filters_of(query),
                             role=role if role in SEARCH_ROLES else None,
                             model=query.get("model") or None,
                             limit=limit,

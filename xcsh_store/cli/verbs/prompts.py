@@ -161,7 +161,7 @@ def recent_command(
     """
     if sessions or agents or settings.db:
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.prompts(PromptQuery(None, limit, agents))
+            hits = index.prompts(PromptQuery(limit=limit, agents=agents))
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return
@@ -205,7 +205,7 @@ def search_command(
                 "--rank works on history.db alone; drop it or --sessions, --agent and --db"
             )
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.prompts(PromptQuery(" ".join(query), limit, agents))
+            hits = index.prompts(PromptQuery(text=" ".join(query), limit=limit, agents=agents))
             ids = _session_prefixes(index, hits)
         _show_recall(hits, ids, as_json)
         return

@@ -386,7 +386,12 @@ def search_command(
             _index_pending_text(settings)
         try:
             question = SearchQuery(
-                " ".join(query), filters, role, model, limit, (MARK_OPEN, MARK_CLOSE)
+                text=" ".join(query),
+                filter=filters,
+                role=role,
+                model=model,
+                limit=limit,
+                highlight=(MARK_OPEN, MARK_CLOSE),
             )
             hits = index.hits(question)
         except SearchQueryError as error:

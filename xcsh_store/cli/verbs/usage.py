@@ -194,7 +194,7 @@ def usage_command(
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
     with open_index(settings, team=True, fresh=True) as index:
-        rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
+        rows = index.usage_rows(UsageQuery(by=tuple(groups), filter=filters, zone=zone))
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
