@@ -110,6 +110,7 @@ if TYPE_CHECKING:
         known_agents,
         model_match,
         project_folder,
+        refuse_unasked,
         search_role,
         time_bound,
     )
@@ -198,6 +199,7 @@ __getattr__, __dir__ = lazy_exports(
             "known_agents",
             "model_match",
             "project_folder",
+            "refuse_unasked",
             "search_role",
             "time_bound",
         ),
@@ -329,6 +331,7 @@ __all__ = [
     "project_folder",
     "prompt_json",
     "read_entries",
+    "refuse_unasked",
     "remove_side_files",
     "search_role",
     "session_choices",

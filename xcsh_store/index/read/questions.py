@@ -212,6 +212,15 @@ class PromptQuery:
         _set(self, "limit", normalize_limit(self.limit))
 
 
+def refuse_unasked(session_filter: SessionFilter, compiled: Collection[str], index: str) -> None:
+    """A ValueError naming the first field of ``session_filter`` that is set and that is not
+    among the fields a compiler ``compiled`` for a question of ``index``: neither index answers
+    a question with part of it left out (a field added here and to one compiler only)."""
+    for item in fields(session_filter):
+        if getattr(session_filter, item.name) not in (None, ()) and item.name not in compiled:
+            raise ValueError(f"{item.name}: this question cannot be asked of {index}")
+
+
 # Every question (a public method of an index makes the texts of one storable).
 Question = SessionFilter | SessionQuery | SearchQuery | UsageQuery | PromptQuery
 
