@@ -3,6 +3,7 @@ answer them, and every front prints a record with the record's own keys."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import json
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from session_builder import flux_records, header, message, sessions_dir, write_session
 from test_team_read import two_hosts
 
+import xcsh_store
 from xcsh_store import HistoryStorage
 from xcsh_store.agent_tools import tools
 from xcsh_store.cli import cli
@@ -120,15 +122,55 @@ def test_a_project_is_its_folder_and_the_folders_inside_it():
     assert project_folder("") is None
 
 
-def test_both_indexes_answer_the_read_protocol_with_one_question_each():
+def test_both_indexes_offer_every_method_of_the_read_protocol_with_its_parameters():
     from xcsh_store.team.reader import TeamIndex
 
     asked = [name for name in vars(IndexReader) if not name.startswith("_")]
-    assert asked == ["sessions", "hits", "usage_rows", "prompts", "has_model"]
-    for name in asked:
+    assert asked[:5] == ["sessions", "hits", "usage_rows", "prompts", "has_model"]
+    for name in [*asked, "__enter__", "__exit__"]:
         wanted = list(inspect.signature(getattr(IndexReader, name)).parameters)
         for index in (SessionIndex, TeamIndex):
-            assert list(inspect.signature(getattr(index, name)).parameters) == wanted, index
+            offered = list(inspect.signature(getattr(index, name)).parameters)
+            assert offered[: len(wanted)] == wanted, (index, name)
+
+
+def test_the_fronts_ask_questions_never_the_keyword_methods():
+    """The keyword methods (kept for the API) are SessionIndex's alone: a front that called
+    one would not run on the team index."""
+    package = Path(xcsh_store.__file__).parent
+    keyword_methods = {"list_sessions", "search", "usage", "history_search", "history_recent"}
+    calls = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in keyword_methods
+                and ast.unparse(node.func.value) in ("index", "self.index", "self", "team")
+            ):
+                calls.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert calls == []
+
+
+def test_the_web_usage_page_has_the_filters_of_the_other_pages(flux: Path):
+    from starlette.testclient import TestClient
+
+    from xcsh_store.web import create_app
+
+    with SessionIndex.open(str(flux), read_only=True) as index:
+        asked = UsageQuery(by=("month",), filter=SessionFilter(project="/work"))
+        tokens = sum(row.tokens for row in index.usage_rows(asked))
+    with TestClient(create_app(str(flux)), base_url="http://127.0.0.1") as client:
+        page = client.get("/usage", params={"project": "/work", "by": "month"}).text
+        elsewhere = client.get("/usage", params={"project": "/elsewhere"}).text
+        blocks = client.get("/usage", params={"project": "/elsewhere", "by": "block"}).text
+    assert '<select name="project">' in page and '<select name="agent">' in page
+    assert f">{tokens:,}<" in page.split("<tfoot>", 1)[1]
+    assert tokens > 0
+    assert '<th>total</th><th class="number">0</th>' in elsewhere
+    assert '<th>total</th><th class="number">0</th>' in blocks
+    # The other views keep the filters: the links to by week, to cost.
+    assert "project=%2Fwork&amp;agent=&amp;since=&amp;by=week" in page
 
 
 def test_index_db_knows_no_hosts(agent_dir: Path):

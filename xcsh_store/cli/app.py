@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import click
 import orjson
@@ -20,9 +20,12 @@ from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_te
 from xcsh_store.cli.output.table import Cut, Header, fit_table
 from xcsh_store.errors import IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
-from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
+from xcsh_store.index import BUSY, IndexReader, SessionIndex, SQLiteError, is_watched
 from xcsh_store.js import well_formed
 from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
+
+if TYPE_CHECKING:
+    from xcsh_store.team import TeamIndex
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
@@ -394,9 +397,21 @@ def echo_text(text: str, newline: bool = True) -> None:
     click.echo(visible_text(text), nl=newline)
 
 
+@overload
+def open_index(
+    settings: Settings, read_only: bool = True, team: Literal[False] = False, fresh: bool = False
+) -> SessionIndex: ...
+
+
+@overload
+def open_index(
+    settings: Settings, read_only: bool = True, *, team: Literal[True], fresh: bool = False
+) -> IndexReader: ...
+
+
 def open_index(
     settings: Settings, read_only: bool = True, team: bool = False, fresh: bool = False
-) -> SessionIndex:
+) -> IndexReader:
     """The agent dir's index; read-only for the verbs that only look (they never block a sync).
     ``fresh``: brought up to date first (fresh_index), unless --no-sync.
 
@@ -419,11 +434,17 @@ def open_index(
         raise click.UsageError(
             f"--db is for ls, search, show, usage, history and sql; {verb} works on index.db"
         )
+    return open_team_index(settings.db)
+
+
+def open_team_index(url: str) -> TeamIndex:
+    """The team index at ``url`` (``--db``): for what only it answers (``sql`` on PostgreSQL);
+    the read verbs get it from open_index, as an IndexReader."""
     require_extra("--db", "team", "psycopg")
     from xcsh_store.team import TeamIndex
 
-    warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
-    return TeamIndex.open(settings.db)  # type: ignore[return-value]
+    warn_of_visible_password(url, "db", click.get_current_context().find_root())
+    return TeamIndex.open(url)
 
 
 def first_index(settings: Settings) -> bool:

@@ -116,7 +116,7 @@ if TYPE_CHECKING:
     )
     from xcsh_store.index.read.ranking import WINDOW
     from xcsh_store.index.read.search import SearchHit, parse_search_query
-    from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
+    from xcsh_store.index.read.sessions import IndexedSession, ReadSession, SessionRecord
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,
@@ -211,7 +211,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "xcsh_store.index.read.ranking": ("WINDOW",),
         "xcsh_store.index.read.search": ("SearchHit", "parse_search_query"),
-        "xcsh_store.index.read.sessions": ("IndexedSession", "SessionRecord"),
+        "xcsh_store.index.read.sessions": ("IndexedSession", "ReadSession", "SessionRecord"),
         "xcsh_store.index.read.tree": (
             "IndexedEntry",
             "SessionTree",
@@ -285,6 +285,7 @@ __all__ = [
     "QueryInterruptedError",
     "QueryStream",
     "QueryTimeoutError",
+    "ReadSession",
     "Refresher",
     "RestoreError",
     "Restored",

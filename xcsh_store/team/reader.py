@@ -292,6 +292,10 @@ class TeamIndex:
         """The team index keeps no skipped lines: only the entries of the files."""
         return {}
 
+    def text_pending(self) -> int:
+        """The team index has no search text to add later: a push sends every entry's."""
+        return 0
+
     # -- trees ------------------------------------------------------------------------------
 
     def _entries(self, info: TeamSession) -> list[tuple[IndexedEntry, dict[str, Any]]]:

@@ -59,6 +59,7 @@ from xcsh_store.index import (
     SearchQuery,
     SessionFilter,
     SessionIndex,
+    UsageQuery,
     UsageRow,
     errors_explained,
     model_choices,
@@ -470,15 +471,18 @@ def create_app(
         def value_of(row: UsageRow) -> float | None:
             return row.tokens if metric == "tokens" else row.cost
 
+        # The filters of the other pages (the entries of those sessions, in the span).
+        filters = filters_of(request.query_params)
         blocks: list[Any] = []
         with open_index() as index:
             if by == "block":
-                blocks = index.billing_blocks()
+                blocks = index.billing_blocks(filters)
                 over_time = [pages.block_row(block) for block in blocks]
             else:
-                over_time = index.usage(by)
-            models = index.usage("model")
-            projects = index.usage("project")
+                over_time = index.usage_rows(UsageQuery(by=(by,), filter=filters))
+            models = index.usage_rows(UsageQuery(by=("model",), filter=filters))
+            projects = index.usage_rows(UsageQuery(by=("project",), filter=filters))
+            choices, _models = filter_choices(index)
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
         # The chart shows the windows worked in; the table also the idle time between them.
         worked = [row for row in over_time if row.entries]
@@ -493,6 +497,7 @@ def create_app(
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
             totals=usage_total(over_time), active=active, blocks=blocks,
+            query=request.query_params, projects=choices, agents=AGENTS,
         )  # fmt: skip
 
     def image(request: Request) -> Response:

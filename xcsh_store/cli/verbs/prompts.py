@@ -26,7 +26,7 @@ from xcsh_store.cli.output.shapes import prompt_hit_json
 from xcsh_store.cli.params import agent_option, count_type, days_type
 from xcsh_store.cli.verbs.listing import where
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import PromptHit, PromptQuery, SessionIndex, prompt_json
+from xcsh_store.index import IndexReader, PromptHit, PromptQuery, prompt_json
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -118,7 +118,7 @@ def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) 
     )
 
 
-def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
+def _session_prefixes(index: IndexReader, hits: Sequence[PromptHit]) -> dict[str, str]:
     return index.unique_id_prefixes(hit.session_id for hit in hits if hit.session_id)
 
 

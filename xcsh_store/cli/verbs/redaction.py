@@ -20,6 +20,7 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.complete import complete_session
 from xcsh_store.cli.output.render import cut_path, home_relative, plural
 from xcsh_store.cli.params import agent_option, since_option
+from xcsh_store.index import SessionFilter, SessionQuery
 
 NO_REDACT_WARNING = (
     "Warning: --no-redact: the secrets in session text (API keys, tokens, passwords, private"
@@ -75,7 +76,8 @@ def secrets_command(
         if session:
             chosen = [index.find_session(session)]
         else:
-            chosen = index.list_sessions(agents=agents, since=since)
+            asked = SessionFilter(agents=agents, since=since)
+            chosen = list(index.sessions(SessionQuery(filter=asked)))
         found = list(session_secrets(index, chosen, SecretDetector()))
         ids = index.unique_id_prefixes(secret.session_id for secret in found)
     if as_json:

@@ -54,7 +54,7 @@ from xcsh_store.errors import SearchQueryError, XcshStoreError
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
-    IndexedSession,
+    ReadSession,
     SearchQuery,
     SessionFilter,
     SessionIndex,
@@ -166,7 +166,7 @@ def _kind_style(settings: Settings, column: int, text: str) -> str:
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
 
 
-def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]) -> None:
+def print_header(settings: Settings, info: ReadSession, short: dict[str, str]) -> None:
     """The session's header lines; entry ids as their ``short`` prefixes."""
     label = settings.style
     last = info.last_entry_id

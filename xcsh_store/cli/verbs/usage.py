@@ -187,7 +187,7 @@ def usage_command(
         if settings.db is not None:
             raise click.UsageError("--by block works on index.db, not with --db")
         with open_index(settings) as index:
-            blocks = index.billing_blocks(filters.since, filters.until, filters.agents)
+            blocks = index.billing_blocks(filters)
         _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
         return
     name = ",".join(groups)

@@ -275,6 +275,22 @@ class SessionRecordFields(SessionFields, Protocol):
     def cost_kind(self) -> str: ...
 
 
+class ReadSession(SessionRecordFields, Protocol):
+    """A session as either index returns it (IndexedSession, TeamSession): its fields, what
+    SessionRecord derives from them, and its JSON shape."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def created(self) -> datetime: ...
+
+    @property
+    def first_message(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class SessionRecord:
     """What a session record of either index (IndexedSession, the team index's TeamSession)
     derives from its fields the one way: its total tokens, the kind of its cost, and its JSON
