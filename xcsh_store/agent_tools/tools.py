@@ -13,6 +13,7 @@ hundredth of a cent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 from xcsh_store.agent_tools.bounds import Pages, cut
@@ -22,8 +23,9 @@ from xcsh_store.artifacts.urls import read_internal_url
 from xcsh_store.index import (
     SESSION_ORDERS,
     USAGE_GROUPINGS,
-    IndexedSession,
+    IndexReader,
     PromptQuery,
+    ReadSession,
     SearchQuery,
     SessionFilter,
     SessionIndex,
@@ -92,7 +94,7 @@ def _window(offset: int, limit: int, cap: int) -> tuple[int, int]:
     return min(max(0, int(offset)), MAX_REACH - limit), limit
 
 
-def _page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
+def _page(items: Sequence[Any], offset: int, limit: int) -> dict[str, Any]:
     """``offset``, and ``next_offset`` (null at the end) of a page of ``limit`` items of a list
     fetched up to one item past it."""
     more = len(items) > offset + limit and offset + limit < MAX_REACH
@@ -117,7 +119,7 @@ def _cost(value: float | None) -> float | None:
     return None if value is None else round(value, COST_DIGITS)
 
 
-def _session(info: IndexedSession) -> dict[str, Any]:
+def _session(info: ReadSession) -> dict[str, Any]:
     """The session's own shape (as ``ls --json``), its texts cut, its cost rounded; ``session``
     (as every tool names a session), ``leaf_id`` (the leaf get_session reads) and ``tokens``
     (its total_tokens) as this tool first named them."""
@@ -133,7 +135,7 @@ def _session(info: IndexedSession) -> dict[str, Any]:
 
 
 def list_sessions(
-    index: SessionIndex,
+    index: IndexReader,
     since: str | None = None,
     until: str | None = None,
     cwd: str | None = None,
@@ -167,7 +169,7 @@ def list_sessions(
 
 
 def search_sessions(
-    index: SessionIndex,
+    index: IndexReader,
     query: str,
     project: str | None = None,
     role: str | None = None,
@@ -341,7 +343,7 @@ def read_url(
 
 
 def recall_prompts(
-    index: SessionIndex,
+    index: IndexReader,
     query: str | None = None,
     limit: int = 20,
     agent: Agent | None = None,
@@ -381,7 +383,7 @@ def _usage_row(row: UsageRow) -> dict[str, Any]:
 
 
 def usage(
-    index: SessionIndex,
+    index: IndexReader,
     by: UsageGroup = "day",
     since: str | None = None,
     until: str | None = None,
