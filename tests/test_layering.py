@@ -24,38 +24,12 @@ import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from helpers.layers import BELOW, LEAVES
+
 import xcsh_store
 
 PACKAGE = Path(xcsh_store.__file__).resolve().parent
-LEAVES = {"errors", "files", "homes", "lazy", "paths", "js", "sql_migrations", "times"}
 
-# The parts each part may import from, besides itself.
-BELOW = {
-    "leaves": set(),
-    "format": {"leaves"},
-    "history": {"leaves", "format"},
-    "artifacts": {"leaves", "format"},
-    "agents": {"leaves", "format"},
-    "session": {"leaves", "format", "history", "artifacts"},
-    "index": {"leaves", "format", "history", "agents"},
-    "watch": {"leaves", "format", "history", "session", "agents", "index"},
-    "secrets": {"leaves", "format", "history", "session", "agents", "index"},
-    "web": {
-        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"),
-        "secrets",
-    },
-    "agent_tools": {
-        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
-    },
-    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets"},
-    "demo": {"leaves", "format", "history", "artifacts", "session", "index"},
-    "api": {"leaves", "format", "history", "artifacts", "session", "index"},
-    "cli": {
-        *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
-        *("watch", "web", "agent_tools", "team", "secrets", "demo"),
-    },
-    "main": {"cli"},
-}
 
 # The parts that reach a part below them only through its package front: the parts above the
 # index use ``xcsh_store.index`` and none of the modules under it; the CLI also the team
@@ -277,3 +251,36 @@ def test_circles_and_crowded_folders_are_found(tmp_path: Path):
         for name in ["__init__", *(f"m{number}" for number in range(modules - 1))]:
             (folder / f"{name}.py").touch()
     assert crowded_folders(package) == {"package/room": MOST_MODULES + 1}
+
+
+# -- the tests themselves ----------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (``test_*``) that ``source`` imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+    return [name for name in found if name.split(".")[0].startswith("test_")]
+
+
+def test_no_test_module_imports_another():
+    """What several test modules share lives in tests/helpers/ (or a helper module beside the
+    tests): a test module imported by another runs its fixtures and skips there too, and a
+    move or a rename of one test breaks the other."""
+    imports = {
+        str(path.relative_to(TESTS)): imported_test_modules(path.read_text(encoding="utf-8"))
+        for path in sorted(TESTS.rglob("*.py"))
+    }
+    assert {path: names for path, names in imports.items() if names} == {}
+
+
+def test_an_import_of_a_test_module_is_found():
+    source = "import os\ndef f():\n    from test_watch import Watch\nimport test_cli_width as w\n"
+    source += "from helpers.browser import wait_until\n"
+    assert sorted(imported_test_modules(source)) == ["test_cli_width", "test_watch"]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.team_hosts import two_hosts
 from session_builder import flux_records, header, message, sessions_dir, write_session
-from test_team_read import two_hosts
 
 import xcsh_store
 from xcsh_store import HistoryStorage
