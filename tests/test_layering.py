@@ -13,8 +13,8 @@ and watch; agent_tools/ (the MCP server) over the index; team/ (the PostgreSQL t
 Parquet export) over the index; demo/ (the sample agent dir of ``xcsh-store demo``) over the
 session, the history, the artifacts and the index; cli/ over everything. The top-level
 ``xcsh_store`` re-exports the public API from the parts below the CLI; ``python -m xcsh_store``
-runs the CLI. Every import counts, also one inside a function or under ``TYPE_CHECKING``, and so
-does each module a lazy front names (``lazy_exports``).
+runs the CLI. Every import counts, also one inside a function or under ``TYPE_CHECKING`` (where
+a lazy front names the modules of its names: lazy.py). No test module imports another.
 """
 
 from __future__ import annotations
@@ -93,33 +93,13 @@ def _imported(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
         yield submodule if submodule in MODULES else source
 
 
-def _lazily_imported(tree: ast.Module) -> Iterator[str]:
-    """The modules a lazy front names: the keys of each mapping handed to ``lazy_exports``,
-    written in the call or assigned to a name at the top of the module."""
-    assigned = {
-        target.id: node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_exports":
-            for argument in node.args[1:]:
-                mapping = assigned.get(argument.id) if isinstance(argument, ast.Name) else argument
-                assert isinstance(mapping, ast.Dict), ast.unparse(argument)
-                for key in mapping.keys:
-                    assert isinstance(key, ast.Constant), ast.unparse(mapping)
-                    yield key.value
-
-
 @functools.cache
 def arrows() -> frozenset[tuple[str, str]]:
     """Every (importer, imported) pair between modules of the package."""
     found = set()
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = [*_lazily_imported(tree)]
+        imported: list[str] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 imported += _imported(module, node)
@@ -218,7 +198,7 @@ def test_the_rule_reads_every_kind_of_import():
     assert ("xcsh_store.__main__", "xcsh_store.cli") in found  # from a package: its front
     assert ("xcsh_store.cli.app", "xcsh_store") in found  # from the top-level package
     assert ("xcsh_store.index", "xcsh_store.index.db") in found  # a submodule by name
-    # A module a lazy front names, in the call and through a name.
+    # A module a lazy front names (under TYPE_CHECKING, where lazy.py reads it).
     assert ("xcsh_store.index", "xcsh_store.index.read.search") in found
     assert ("xcsh_store", "xcsh_store.format.context") in found
     assert breaks_the_rule("xcsh_store.format.jsonl", "xcsh_store.session.manager")
