@@ -159,6 +159,23 @@ class IndexReader(Protocol):
     def __exit__(self, *exc_info: object) -> None: ...
 
 
+def _keyword_filter(
+    cwd: str | None,
+    project: str | None,
+    agents: Collection[str] | None,
+    since: datetime | str | None,
+    until: datetime | str | None,
+) -> SessionFilter:
+    """The filter the keyword methods (list_sessions, search, usage) ask with."""
+    return SessionFilter(
+        cwd=cwd,
+        project=project,
+        agents=tuple(agents or ()),
+        since=time_bound(since),
+        until=time_bound(until),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class IndexStats:
     db_path: str
@@ -654,13 +671,7 @@ class SessionIndex:
 
         The keyword form of ``sessions(SessionQuery(...))``, kept for the API (index.md); the
         fronts ask the question, which either index (IndexReader) answers."""
-        filters = SessionFilter(
-            cwd=cwd,
-            project=project,
-            agents=tuple(agents or ()),
-            since=time_bound(since),
-            until=time_bound(until),
-        )
+        filters = _keyword_filter(cwd, project, agents, since, until)
         return self.sessions(SessionQuery(filter=filters, order=order, limit=limit))
 
     @_entry_point
@@ -809,13 +820,7 @@ class SessionIndex:
     ) -> list[SearchHit]:
         """The keyword form of ``hits(SearchQuery(...))``, kept for the API (index.md); the
         fronts ask the question, which either index (IndexReader) answers."""
-        filters = SessionFilter(
-            cwd=cwd,
-            project=project,
-            agents=tuple(agents or ()),
-            since=time_bound(since),
-            until=time_bound(until),
-        )
+        filters = _keyword_filter(cwd, project, agents, since, until)
         return self.hits(
             SearchQuery(
                 text=query,
@@ -910,9 +915,7 @@ class SessionIndex:
 
         The keyword form of ``usage_rows(UsageQuery(...))``, kept for the API (index.md).
         """
-        filters = SessionFilter(
-            agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
-        )
+        filters = _keyword_filter(None, None, agents, since, until)
         by = (by,) if isinstance(by, str) else tuple(by)
         return self.usage_rows(UsageQuery(by=by, filter=filters, zone=zone))
 
