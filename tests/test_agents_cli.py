@@ -181,5 +181,5 @@ def _usage_line(output: str) -> str:
 
 def test_estimated_and_unpriced_costs_are_marked_in_text(mixed: Path):
     # 019a93b9: gpt-5.1-codex, an estimate (a model without a price: tests/test_costs.py).
-    assert _usage_line(run(mixed, "show", "019a93b9")).endswith("· ~$0.44")
-    assert _usage_line(run(mixed, "show", "x")).endswith("· $0")
+    assert _usage_line(run(mixed, "show", "019a93b9")).startswith("Usage    ~$0.44 · ")
+    assert _usage_line(run(mixed, "show", "x")).startswith("Usage    $0 · ")

@@ -142,6 +142,29 @@ def test_any_table_fits_any_width(rows, width, flexible):
     assert [line for line in table.splitlines() if cells(line) > width] == []
 
 
+_ID = st.text(alphabet="0123456789abcdef-", min_size=1, max_size=36)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    rows=st.lists(st.tuples(_ID, _CELL_TEXT, _CELL_TEXT), min_size=1, max_size=6),
+    width=st.integers(min_value=20, max_value=140),
+)
+def test_a_whole_column_is_never_cut_and_every_line_fits(rows, width):
+    """An id (a whole column) is shown in full, on its row or on a line of its own above it,
+    as long as the terminal is as wide as the id; every line fits all the same."""
+    table = fit_table(
+        [list(row) for row in rows], ("id", "title", "text"), flexible=(1, 2), whole=(0,),
+        width=width,
+    )  # fmt: skip
+    lines = table.splitlines()
+    assert [line for line in lines if cells(line) > width] == []
+    words = {word for line in lines[2:] for word in line.split()}
+    for row in rows:
+        if len(row[0]) <= width:
+            assert row[0] in words, (row[0], table)
+
+
 _ASCII_CELL = st.text(alphabet="abc XYZ-19", max_size=12).map(lambda text: " ".join(text.split()))
 
 

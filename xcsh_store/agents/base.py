@@ -340,14 +340,36 @@ class Agent:
         agent has none."""
         if not self.resume:
             return None
-        command = self.resume.format(id=shlex.quote(session_id))
-        return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+        return ResumeCommand.filled(self.resume, session_id, cwd).shell()
 
     def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The records of ``locators`` (those the session still holds), read again: by default
         the session is read again and those are kept."""
         wanted = set(locators)
         return {locator: value for locator, value in self.records(path) if locator in wanted}
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeCommand:
+    """An agent's own command that continues a session: its arguments, run in the session's
+    working folder (``xcsh-store resume``, ``restore``)."""
+
+    argv: tuple[str, ...]
+    cwd: str | None
+
+    @classmethod
+    def filled(
+        cls, template: str, session_id: str, cwd: str | None, path: str = ""
+    ) -> ResumeCommand:
+        """``template`` (``claude --resume {id}``) with the session's id and file path in
+        place, each one argument whatever characters it holds."""
+        parts = shlex.split(template)
+        return cls(tuple(part.format(id=session_id, path=path) for part in parts), cwd or None)
+
+    def shell(self) -> str:
+        """The command as a shell line: ``cd FOLDER && agent …``, every part quoted."""
+        command = shlex.join(self.argv)
+        return f"cd {shlex.quote(self.cwd)} && {command}" if self.cwd else command
 
 
 @dataclass(frozen=True, slots=True)

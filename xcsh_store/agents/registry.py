@@ -19,7 +19,7 @@ import re
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent
+from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent, ResumeCommand
 
 log = logging.getLogger("xcsh_store")
 
@@ -29,6 +29,13 @@ OWN_DISTRIBUTION = "xcsh-store"
 # The xcsh format family: read by the index itself (the header does not say which of them
 # wrote a file: agents/__init__.py xcsh_agent_of); no plugin may take these names.
 XCSH_AGENTS = ("xcsh", "pi", "omp")
+# How each of them continues a session: xcsh and oh-my-pi take an id (prefix) with --resume
+# (reference.md 13.5), pi takes the session file with --session.
+XCSH_RESUME = {
+    "xcsh": "xcsh --resume {id}",
+    "omp": "omp --resume {id}",
+    "pi": "pi --session {path}",
+}
 # Names go into SQL lists and command-line choices as they are.
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
@@ -133,3 +140,11 @@ def agent_named(name: str | None) -> Agent | None:
 def labels() -> dict[str, str]:
     """Every agent's name -> what people call it (the name when the plugin says nothing)."""
     return {agent.name: agent.label or agent.name for agent in agents()}
+
+
+def resume_command(agent: str, session_id: str, cwd: str | None, path: str) -> ResumeCommand | None:
+    """The command of ``agent`` that continues the session (None: the agent has none, or its
+    plugin is not installed)."""
+    plugin = agent_named(agent)
+    template = XCSH_RESUME.get(agent) or (plugin.resume if plugin is not None else "")
+    return ResumeCommand.filled(template, session_id, cwd, path) if template else None

@@ -15,10 +15,10 @@ import orjson
 from click.core import ParameterSource
 
 from xcsh_store import __version__
-from xcsh_store.cli.output.render import terminal_width, wrap
+from xcsh_store.cli.output.render import cut_middle, home_relative, terminal_width, wrap
 from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
-from xcsh_store.cli.output.table import Cut, Header, fit_table
-from xcsh_store.errors import IndexDatabaseError, XcshStoreError
+from xcsh_store.cli.output.table import MAIN_WIDTH, Cut, Header, fit_table
+from xcsh_store.errors import AmbiguousLookupError, IndexDatabaseError, XcshStoreError
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import BUSY, IndexReader, SessionIndex, SQLiteError, is_watched
 from xcsh_store.js import well_formed
@@ -63,6 +63,8 @@ class Settings:
     db: str | None = None
     # Whether the read verbs bring index.db up to date before they answer (--no-sync: not).
     sync: bool = True
+    # --json before the verb: as --json after it (the verbs that print JSON).
+    json: bool = False
 
     def style(self, text: str, **styles: Any) -> Shown:
         """``text`` escaped, then coloured when colour is on (safe.styled)."""
@@ -87,6 +89,7 @@ VERB_MODULES = {
     "prices": "prices",
     "push": "team",
     "restore": "maintenance",
+    "resume": "sessions",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",
@@ -148,6 +151,8 @@ class StoreGroup(SuggestingGroup):
             # click declares message Final, yet prints what it holds then.
             error.message = visible(error.message)  # type: ignore[misc]
             raise
+        except AmbiguousLookupError as error:
+            raise click.ClickException(ambiguous_lines(error)) from None
         except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
         except UnicodeError as error:
@@ -215,7 +220,10 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
         kind = type(cause).__name__
     else:
         kind = "Error"
-    body: dict[str, Any] = {"type": kind, "message": error.format_message()}
+    message = error.format_message()
+    if isinstance(cause, AmbiguousLookupError):  # one line in JSON; a line per match for people
+        message = error_line(cause)
+    body: dict[str, Any] = {"type": kind, "message": message}
     candidates = getattr(cause, "candidates", None)
     if isinstance(candidates, list):
         body["candidates"] = candidates
@@ -231,6 +239,23 @@ def emit_error_json(error: dict[str, Any]) -> None:
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+
+
+def ambiguous_lines(error: AmbiguousLookupError) -> str:
+    """An ambiguous prefix's message as a person reads it: what matched, then each match on a
+    line of its own (a path home-relative), each cut to the terminal."""
+    if not error.lines:
+        return error_line(error)
+    head, *matches = error.lines
+    width = terminal_width()
+    # Wrapped as click shows it, "Error: " before the first line.
+    first, *rest = wrap("Error: " + " ".join(head.split()), width)
+    lines = [visible(first.removeprefix("Error: ")), *(visible(line) for line in rest)]
+    for match in matches:
+        text = "  " + visible(home_relative(match) if os.path.isabs(match) else match)
+        # (Two files of one id differ in their folders, at the start: keep both ends.)
+        lines.append(text if width is None else cut_middle(text, width))
+    return "\n".join(lines)
 
 
 def error_line(error: BaseException) -> str:
@@ -272,10 +297,21 @@ def error_line(error: BaseException) -> str:
     help=f"Answer from index.db as it is (or ${NO_SYNC_ENV}=1): ls, show, cat, search, usage,"
     " history, serve and mcp sync it first otherwise, unless a `watch` keeps it current.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON, as --json after the verb does (for the verbs that have it).",
+)
 @click.version_option(__version__, prog_name="xcsh-store")
 @click.pass_context
 def cli(
-    ctx: click.Context, agent_dir: str | None, color: str, db: str | None, no_sync: bool
+    ctx: click.Context,
+    agent_dir: str | None,
+    color: str,
+    db: str | None,
+    no_sync: bool,
+    as_json: bool,
 ) -> None:
     """Store coding-agent sessions and search them through a SQLite index.
 
@@ -301,16 +337,25 @@ def cli(
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
         sync=not no_sync,
+        json=as_json,
     )
     ctx.color = ctx.obj.color
 
 
 pass_settings = click.make_pass_decorator(Settings)
 
+
+def _json_asked(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """--json after the verb, or before it (the global option)."""
+    settings = ctx.find_object(Settings)
+    return value or (settings is not None and settings.json)
+
+
 json_option = click.option(
     "--json",
     "as_json",
     is_flag=True,
+    callback=_json_asked,
     help="Print JSON (the shape is documented in docs/json.md); errors too, on stderr.",
 )
 
@@ -363,16 +408,18 @@ def print_table(
     styles: Callable[[int, int, str], str] | None = None,
     cuts: Mapping[int, Cut] | None = None,
     optional: Sequence[int] = (),
+    whole: Sequence[int] = (),
+    main_width: int = MAIN_WIDTH,
 ) -> None:
     """An aligned table cut to the terminal (table.fit_table: the first ``flexible`` column
-    keeps its room longest, the ``optional`` ones go first).
+    keeps its room longest, the ``optional`` ones go first, the ``whole`` ones are never cut).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
     echo(
         fit_table(
             rows, headers, flexible=flexible, right=right, styles=styles, cuts=cuts,
-            optional=optional,
+            optional=optional, whole=whole, main_width=main_width,
         )
     )  # fmt: skip
 

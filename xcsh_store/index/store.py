@@ -468,6 +468,9 @@ class SessionIndex:
         changes_before = self.connection.total_changes()
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
+        # A new index's migrations ask for a resync too; its first sync reads every file anyway,
+        # so it has no reason to report (pending_upgrade says the same).
+        upgrade = resync if resync is not None and self._holds_files() else None
         sources = price_sources()
         repriced = price_again_if_changed(self.connection, sources)
         whole = full or resync is not None
@@ -500,7 +503,7 @@ class SessionIndex:
         report.repriced = repriced
         if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
-            report.resync_reason = resync
+            report.resync_reason = upgrade
             with database.transaction(self.connection):
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
             if resync is not None:
@@ -617,9 +620,10 @@ class SessionIndex:
         """Why the next sync will read every file again (an index upgrade needs rows derived
         anew), or None; None too for an index that holds no files yet."""
         reason = database.get_meta(self.connection, "resync_required")
-        if reason is None or not self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall():
-            return None
-        return reason
+        return reason if reason is not None and self._holds_files() else None
+
+    def _holds_files(self) -> bool:
+        return bool(self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall())
 
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""

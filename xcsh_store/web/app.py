@@ -51,6 +51,7 @@ from xcsh_store.errors import (
 )
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.transcript import EXPORT_TYPES, transcript
 from xcsh_store.index import (
     REFRESH_SECONDS,
     SEARCH_ROLES,
@@ -72,6 +73,7 @@ from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
 from xcsh_store.secrets import FileSecrets, Redactor, Secret
 from xcsh_store.web import markup, pages
 from xcsh_store.web.access import Guard, allowed_host_names
+from xcsh_store.web.export_page import page as page_of
 from xcsh_store.web.highlight import Budget, Highlighter
 
 log = logging.getLogger("xcsh_store")
@@ -462,6 +464,23 @@ def create_app(
                 known=secrets_of(index, [info.path]),
             )  # fmt: skip
 
+    def export(request: Request) -> Response:
+        """The session as a file to share (as ``xcsh-store export``), secrets always redacted."""
+        form = request.query_params.get("format", "md")
+        if form not in EXPORT_TYPES:
+            raise BadParameterError(f"format is one of {', '.join(EXPORT_TYPES)}")
+        with open_index() as index:
+            info = chosen_session(index, request)
+            document = transcript(info, index.branch_entries(info, None))
+        document.redact(Redactor())
+        body = page_of(document).encode() if form == "html" else document.encoded(form)
+        # A header value: the id's characters a file name keeps anywhere, the rest as "_".
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{info.agent}-{info.session_id[:8]}.{form}")
+        return Response(
+            body, media_type=EXPORT_TYPES[form],
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )  # fmt: skip
+
     def usage(request: Request) -> Response:
         by = request.query_params.get("by", "day")
         by = by if by in ("day", "week", "month", "block") else "day"
@@ -596,6 +615,7 @@ def create_app(
             Route("/context", page(context)),
             Route("/resource", page(resource)),
             Route("/usage", page(usage)),
+            Route("/export", page(export)),
             Route("/image", page(image)),
             Route("/blob/{hash:str}", page(blob)),
             Route("/live", live),

@@ -283,6 +283,15 @@ class SessionPage:
     subagents: list[IndexedSession] = field(default_factory=list)
 
     @property
+    def resume(self) -> str | None:
+        """The agent's own command that continues the session in its folder (None: none)."""
+        from xcsh_store.agents.registry import resume_command
+
+        info = self.session
+        command = resume_command(info.agent, info.session_id, info.cwd or None, info.path)
+        return None if command is None else command.shell()
+
+    @property
     def duration(self) -> timedelta | None:
         """From its start to its last activity; None when its start is unknown."""
         started = self.session.started

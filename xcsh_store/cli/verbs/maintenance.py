@@ -706,6 +706,14 @@ def doctor_command(settings: Settings, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
+# What doctor says of an xcsh folder or file not made yet, where that is no problem.
+NOT_YET = {
+    "sessions": "none (xcsh's own sessions; the other agents' are read where they are)",
+    "blobs": "none yet (made when xcsh stores an image)",
+    "history_db": "none yet (made when xcsh saves a prompt)",
+}
+
+
 def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     style = settings.style
     versions = diagnosis.versions
@@ -718,9 +726,14 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     )
     echo_wrapped(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
-        echo_wrapped(
-            f"  {name:<11} {home_relative(path)}  " + (ok if diagnosis.exists[name] else bad)
-        )
+        state: str
+        if diagnosis.exists[name]:
+            state = ok
+        elif any(path in problem for problem in diagnosis.problems):
+            state = bad
+        else:  # made when first needed: nothing is wrong (a Claude-only user has none of them)
+            state = NOT_YET.get(name, bad)
+        echo_wrapped(f"  {name:<11} {home_relative(path)}  " + state)
     for root in diagnosis.session_roots:
         found = ok if os.path.isdir(root) else bad
         recorded = " (recorded by the session manager)"

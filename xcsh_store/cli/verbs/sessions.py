@@ -1,8 +1,12 @@
-"""Verbs that read sessions: ``show``, ``search`` and ``cat`` (``ls`` is in listing.py)."""
+"""Verbs that read sessions: ``show``, ``search``, ``cat`` and ``resume`` (``ls`` is in
+listing.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +19,7 @@ from xcsh_store.cli.app import (
     cli,
     echo,
     echo_text,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -27,6 +32,7 @@ from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
+    cut_path,
     display_width,
     fit_line,
     home_relative,
@@ -50,7 +56,12 @@ from xcsh_store.cli.output.shapes import (
 )
 from xcsh_store.cli.params import count_type, filter_options
 from xcsh_store.cli.verbs.listing import known_filters, where
-from xcsh_store.errors import SearchQueryError, XcshStoreError
+from xcsh_store.errors import (
+    NoArtifactsError,
+    OutputNotFoundError,
+    SearchQueryError,
+    XcshStoreError,
+)
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
@@ -187,11 +198,12 @@ def print_header(settings: Settings, info: ReadSession, short: dict[str, str]) -
             + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
         ),
         (
+            # The cost and the total first: at 80 columns the line is cut at its end.
             "Usage",
+            f"{session_cost(info)} · total {human_count(info.tokens)} · "
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · "
-            f"total {human_count(info.tokens)} · {session_cost(info)}",
+            f"cache write {human_count(info.cache_write_tokens)}",
         ),
     ]
     if info.parent_session_path:
@@ -204,6 +216,8 @@ def print_header(settings: Settings, info: ReadSession, short: dict[str, str]) -
         )))  # fmt: skip
     width = terminal_width()
     for name, value in lines:
+        if name in ("File", "Cwd") and width is not None:
+            value = cut_path(value, width - 9)  # a path keeps its end, as everywhere
         echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))
 
 
@@ -502,16 +516,36 @@ def cat_command(
     """
     session_path = _session_path(settings, session)
     artifacts = artifacts_dir_for(session_path)
-    if raw:
-        if offset is not None or limit is not None:
-            raise click.UsageError("--raw prints everything; drop --offset/--limit")
-        text = resolve_internal_url(url, artifacts).content
-    else:
-        text = read_internal_url(url, artifacts, offset, limit)
+    if raw and (offset is not None or limit is not None):
+        raise click.UsageError("--raw prints everything; drop --offset/--limit")
+    try:
+        if raw:
+            text = resolve_internal_url(url, artifacts).content
+        else:
+            text = read_internal_url(url, artifacts, offset, limit)
+    except OutputNotFoundError as error:
+        raise click.ClickException(no_output(url, error)) from None
+    except NoArtifactsError:
+        raise click.ClickException(
+            f"{url}: the session has no artifacts folder; xcsh and pi keep tool and subagent"
+            " outputs there, other agents' subagents are sessions of their own (ls)"
+        ) from None
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
     echo_text(retold_paging_hint(text, "--offset"), newline=not text.endswith("\n"))
+
+
+def no_output(url: str, error: OutputNotFoundError) -> str:
+    """What ``cat agent://ID`` says of an output the session does not have: the outputs it
+    has, and the one meant when ID is the number of one (``0`` for ``0-Explore``)."""
+    named = f"{url}: the session has no subagent output {error.output_id!r}"
+    if not error.available:
+        return f"{named}; it has none (its subagents, if any, left no output files)."
+    meant = [name for name in error.available if name.startswith(f"{error.output_id}-")]
+    if len(meant) == 1:
+        return f"{named}; did you mean agent://{meant[0]}?"
+    return f"{named}; it has: {', '.join(sorted(error.available))}."
 
 
 def _session_path(settings: Settings, session: str) -> str:
@@ -520,3 +554,62 @@ def _session_path(settings: Settings, session: str) -> str:
         return os.path.abspath(session)
     with open_index(settings, fresh=True) as index:
         return index.find_session(session).path
+
+
+@cli.command("resume")
+@click.argument("session", shell_complete=complete_session)
+@click.option("--run", is_flag=True, help="Run the command in the session's folder.")
+@json_option
+@pass_settings
+def resume_command(settings: Settings, session: str, run: bool, as_json: bool) -> None:
+    """Print the agent's own command that continues a session in its folder (claude
+    --resume, codex resume, gemini --resume, …), or run it there with --run.
+
+    A session whose file its agent deleted is kept by the store's archive: restore writes it
+    back first. SESSION is an id prefix, a file-name prefix or a path.
+
+    \b
+    Examples:
+      xcsh-store resume 0195f3c2
+      xcsh-store resume 0195f3c2 --run
+    """
+    from xcsh_store.agents.registry import resume_command as command_of
+
+    with open_index(settings, team=True, fresh=True) as index:
+        info = index.find_session(session)
+    command = command_of(info.agent, info.session_id, info.cwd or None, info.path)
+    gone = info.source_gone_at is not None
+    if as_json:
+        emit_json(
+            {
+                "session_id": info.session_id,
+                "agent": info.agent,
+                "cwd": info.cwd or None,
+                "argv": list(command.argv) if command else None,
+                "command": command.shell() if command else None,
+                "source": "archived" if gone else "file",
+                "restore": f"xcsh-store restore {info.session_id}" if gone else None,
+            }
+        )
+        return
+    if command is None:
+        raise XcshStoreError(f"{info.agent} has no command that resumes a session")
+    if gone:
+        restore = f"xcsh-store restore {info.session_id}"
+        if run:
+            raise XcshStoreError(
+                f"the session's file is gone (its agent deleted it); {restore} writes it back"
+            )
+        echo_wrapped(f"(its file is gone: {restore} writes it back first)", err=True)
+    if not run:
+        echo(command.shell())
+        return
+    _run(command.argv, command.cwd)
+
+
+def _run(argv: tuple[str, ...], cwd: str | None) -> None:
+    if shutil.which(argv[0]) is None:
+        raise XcshStoreError(f"{argv[0]} is not installed here (not found on PATH)")
+    if cwd is not None and not os.path.isdir(cwd):
+        raise XcshStoreError(f"the session's folder {home_relative(cwd)} is not there")
+    sys.exit(subprocess.run(argv, cwd=cwd).returncode)

@@ -141,10 +141,10 @@ def sources_of(connection: apsw.Connection) -> ArchivedSources | None:
     names its file only through the pragma."""
     from xcsh_store.index.archive.folder import archive_dir
 
-    filename = getattr(connection, "filename", None)
+    filename: str | None = getattr(connection, "filename", None)
     if filename is None:
         rows = connection.execute("PRAGMA database_list").fetchall()
-        filename = next((row[2] for row in rows if row[1] == "main"), None)
+        filename = next((str(row[2]) for row in rows if row[1] == "main"), None)
     if not filename:
         return None
     return ArchivedSources(

@@ -733,10 +733,15 @@ def _ambiguous(
         if len(title) > AMBIGUOUS_TITLE_CHARS:
             title = title[: AMBIGUOUS_TITLE_CHARS - 1] + "…"
         names.append(prefixes[session.session_id] + (f' "{title}"' if title else ""))
-    return AmbiguousSessionError(
+    head = (
         f"{prefix!r} matches {total:,} session files; give more of the id, the file name or the"
-        f" path: {_more(', '.join(names), total, len(sessions))}",
+        " path"
+    )
+    more = [f"and {total - len(sessions):,} more"] if total > len(sessions) else []
+    return AmbiguousSessionError(
+        f"{head}: {_more(', '.join(names), total, len(sessions))}",
         [session.path for session in sessions],
+        [head + ":", *names, *more],
     )
 
 
