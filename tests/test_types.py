@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FRONTS = ("xcsh_store/__init__.py", "xcsh_store/index/__init__.py", "xcsh_store/team/__init__.py")
+FRONTS = (
+    "xcsh_store/__init__.py",
+    "xcsh_store/index/__init__.py",
+    "xcsh_store/team/__init__.py",
+    "xcsh_store/cli/__init__.py",
+)
 
 
 def imported_for_checkers(tree: ast.Module) -> dict[str, str]:

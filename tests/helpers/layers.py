@@ -14,12 +14,14 @@ BELOW = {
     "artifacts": {"leaves", "format"},
     "agents": {"leaves", "format"},
     "session": {"leaves", "format", "history", "artifacts"},
-    "index": {"leaves", "format", "history", "agents"},
+    "glance": {"leaves"},
+    "index": {"leaves", "format", "history", "agents", "glance"},
     "watch": {"leaves", "format", "history", "session", "agents", "index"},
     "secrets": {"leaves", "format", "history", "session", "agents", "index"},
     "web": {
         *("leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"),
         "secrets",
+        "glance",
     },
     "agent_tools": {
         *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
@@ -29,7 +31,7 @@ BELOW = {
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
     "cli": {
         *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
-        *("watch", "web", "agent_tools", "team", "secrets", "demo"),
+        *("watch", "web", "agent_tools", "team", "secrets", "demo", "glance"),
     },
     "main": {"cli"},
 }

@@ -39,7 +39,8 @@ INSTRUCTIONS = (
     "get_session reads a session's active branch (or its whole tree) page by page, one line "
     "per entry; get_entry reads one entry whole; get_context shows what the model saw at a "
     "leaf; read_url reads a session's artifact:// and agent:// outputs; recall_prompts finds "
-    "prompts typed before; usage sums tokens and cost. Everything is read-only; times are ISO "
+    "prompts typed before; usage sums tokens and cost; quota says how close the plan's usage "
+    "limits are. Everything is read-only; times are ISO "
     "8601 UTC."
 )
 # Every tool only reads the index, and the index is all it reads.

@@ -52,6 +52,7 @@ PAGES = {
     "read_url": Pages(text="text"),
     "recall_prompts": Pages(items="prompts"),
     "usage": Pages(items="rows"),
+    "quota": Pages(items="windows"),
 }
 # The tools, in the order the server lists them.
 TOOLS = (
@@ -63,6 +64,7 @@ TOOLS = (
     "read_url",
     "recall_prompts",
     "usage",
+    "quota",
 )
 # Caps: sessions, hits and prompts per answer, entries and messages per page, characters per
 # page of an entry's whole text, how deep the pages of sessions,
@@ -410,3 +412,14 @@ def usage(
         "next_offset": following if following < len(rows) else None,
         "totals": _usage_row(usage_total(rows)),
     }
+
+
+def quota(index: SessionIndex, agent: Agent | None = None) -> dict[str, Any]:
+    """How close each agent is to its plan's usage limits: per window (5-hour, weekly) the
+    percent used, when it resets (resets_at), the pace ("will fill" by full_at, "within
+    limits", "full", or "unknown") and how old the reading is (age_seconds; stale: older than
+    15 minutes or of a window that has reset since, reset_since). Codex's windows are its own
+    readings from its files; Claude's are its tokens against a limit from the config file or
+    the largest earlier window (source: configured, calibrated). agent: only that agent."""
+    windows = index.quota(agents=_agents(agent))
+    return {"windows": [window.to_json() for window in windows]}

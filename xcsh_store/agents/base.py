@@ -93,6 +93,18 @@ class SessionFacts:
 _FACTS = tuple(fact.name for fact in fields(SessionFacts))
 
 
+class QuotaReading(NamedTuple):
+    """One window of a plan's usage limit as the agent saw it on a line (Codex's
+    ``rate_limits``): the percent of it used, its length and its end, when the agent says."""
+
+    slot: str  # the agent's name of the window ('primary', 'secondary')
+    used_percent: float
+    window_minutes: int | None
+    resets_at: str | None  # UTC ISO (canonical, as times.iso_millis writes)
+    limit_id: str | None = None  # the agent's name of the limit ('codex')
+    plan_type: str | None = None  # the account's plan ('plus', 'pro', 'free')
+
+
 @dataclass(slots=True)
 class AgentEntry:
     """One object of a line as the index stores it."""
@@ -125,6 +137,9 @@ class AgentEntry:
     # without): it gets one in file order, the child of the entry before, as in a format
     # without ids (the id cannot be the reader's: a hit's text is read from its line alone).
     chained: bool = False
+    # The plan's usage-limit windows the line reports (read at its timestamp), kept as quota
+    # observations of the session.
+    quotas: tuple[QuotaReading, ...] = ()
 
 
 class PluginOutputError(TypeError):
@@ -191,6 +206,30 @@ def entry_problem(found: Any) -> str | None:
         return f"rewind_turns is {_shown(turns)}, not a count"
     if not isinstance(found.chained, bool):
         return f"chained is {_shown(found.chained)}, not True or False"
+    return _quotas_problem(found.quotas)
+
+
+def _quotas_problem(quotas: Any) -> str | None:
+    """What is wrong with a plugin's quota readings (None: a tuple of QuotaReading)."""
+    if not isinstance(quotas, tuple | list):
+        return f"quotas is {_shown(quotas)}, not a tuple of QuotaReading"
+    for reading in quotas:
+        if not isinstance(reading, QuotaReading):
+            return f"quota reading {_shown(reading)} is not a QuotaReading"
+        if not isinstance(reading.slot, str):
+            return f"quota slot is {_shown(reading.slot)}, not text"
+        problem = _figure("quota used_percent", reading.used_percent)
+        minutes = reading.window_minutes
+        if (
+            problem is None
+            and minutes is not None
+            and (not isinstance(minutes, int) or isinstance(minutes, bool))
+        ):
+            problem = f"quota window_minutes is {_shown(minutes)}, not a count"
+        for name in ("resets_at", "limit_id", "plan_type"):
+            problem = problem or _text_or_none(f"quota {name}", getattr(reading, name))
+        if problem is not None:
+            return problem
     return None
 
 

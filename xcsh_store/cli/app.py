@@ -74,6 +74,7 @@ class Settings:
 # The module that defines each verb, imported when the verb is asked for: `xcsh-store ls`
 # imports the listing and none of sync, gc, search, usage or the demo.
 VERB_MODULES = {
+    "budget": "limits",
     "cat": "sessions",
     "completion": "completion",
     "demo": "demo",
@@ -88,6 +89,7 @@ VERB_MODULES = {
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",
+    "quota": "limits",
     "restore": "maintenance",
     "resume": "sessions",
     "secrets": "redaction",
@@ -95,6 +97,7 @@ VERB_MODULES = {
     "serve": "live",
     "show": "sessions",
     "sql": "sql",
+    "statusline": "limits",
     "sync": "maintenance",
     "team": "team",
     "usage": "usage",

@@ -197,9 +197,9 @@ def _message_of(entry: dict[str, Any], calls: dict[str, str]) -> Message | None:
     if role == "toolResult":
         name = _string(message.get("toolName")) or calls.get(_string(message.get("toolCallId")))
         name = name or "tool"
-        output = "\n".join(_texts(message.get("content")))
+        text = "\n".join(_texts(message.get("content")))
         error = message.get("isError") is True
-        return Message("tool", entry_id, timestamp, blocks=[_output(output, name, error)])
+        return Message("tool", entry_id, timestamp, blocks=[_output(text, name, error)])
     if role == "bashExecution":
         command = Block("command", _string(message.get("command")), "bash")
         ran = _output(_string(message.get("output")), "bash")

@@ -50,10 +50,19 @@ from xcsh_store.lazy import lazy_exports
 # editors) read them, and lazy_exports reads this block at run time, which never runs it
 # (nothing loads sooner). `NAME as NAME`: importable from here, not in __all__.
 if TYPE_CHECKING:
+    from xcsh_store.glance.settings import (
+        Budget,
+        Limits,
+        LimitsConfigError,
+        read_limits,
+        set_budget,
+    )
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,

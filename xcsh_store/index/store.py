@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Self, TypeVar
 
 import apsw
@@ -62,11 +62,14 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
+    from xcsh_store.glance.settings import Limits
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.keeper import Keeper
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -940,6 +943,32 @@ class SessionIndex:
         from xcsh_store.index.read.usage import billing_blocks
 
         return billing_blocks(self.connection, filter or SessionFilter(), now)
+
+    @_entry_point
+    def quota(
+        self,
+        limits: Limits | None = None,
+        now: datetime | None = None,
+        agents: tuple[str, ...] = (),
+    ) -> list[QuotaWindow]:
+        """Each agent's usage-limit windows: the readings in its files (Codex's rate limits)
+        or its token windows against the limits of ``limits`` (default: the config file's),
+        each with its pace (limits/quota.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.index.limits.quota import quota_windows
+
+        return quota_windows(self.connection, limits or read_limits(), now, agents)
+
+    @_entry_point
+    def budgets(
+        self, limits: Limits | None = None, now: datetime | None = None
+    ) -> list[BudgetStatus]:
+        """Each spend budget of ``limits`` (default: the config file's and budgets.toml's)
+        with what its sessions spent in its period so far (glance/spend.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.glance.spend import budget_statuses
+
+        return budget_statuses(self.connection, limits or read_limits(), now or datetime.now(UTC))
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

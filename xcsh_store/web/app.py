@@ -502,6 +502,11 @@ def create_app(
             models = index.usage_rows(UsageQuery(by=("model",), filter=filters))
             projects = index.usage_rows(UsageQuery(by=("project",), filter=filters))
             choices, _models = filter_choices(index)
+            try:
+                limits, limits_error = pages.limit_rows(index.quota()), None
+                budgets = index.budgets()
+            except XcshStoreError as error:  # a config file that says nonsense
+                limits, limits_error, budgets = [], str(error), []
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
         # The chart shows the windows worked in; the table also the idle time between them.
         worked = [row for row in over_time if row.entries]
@@ -515,7 +520,8 @@ def create_app(
         active = next((block for block in blocks if block.active), None)
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
-            totals=usage_total(over_time), active=active, blocks=blocks,
+            totals=usage_total(over_time), active=active, blocks=blocks, limits=limits,
+            limits_error=limits_error, budgets=budgets,
             query=request.query_params, projects=choices, agents=AGENTS,
         )  # fmt: skip
 

@@ -22,6 +22,7 @@ from xcsh_store.index import (
     BillingBlock,
     IndexedEntry,
     IndexedSession,
+    QuotaWindow,
     SessionFilter,
     SessionIndex,
     SessionQuery,
@@ -32,7 +33,7 @@ from xcsh_store.index import (
     message_summary,
     read_entries,
 )
-from xcsh_store.times import parse_iso
+from xcsh_store.times import iso_millis, parse_iso
 
 SESSIONS_PAGE = 50
 # Characters of a one-line text shown (a title, a first message, a label, a name, a snippet):
@@ -869,3 +870,11 @@ def block_row(block: BillingBlock) -> UsageRow:
     """A billing window as a usage row keyed by its start (UTC, to the minute)."""
     key = block.start.strftime("%m-%d %H:%M") + (" gap" if block.gap else "")
     return replace(block.usage, key=key)
+
+
+def limit_rows(windows: list[QuotaWindow]) -> list[tuple[QuotaWindow, str]]:
+    """Each usage-limit window of the usage page with its pace in words (quota's)."""
+    return [
+        (window, window.pace_words(lambda moment: human_time(iso_millis(moment)) if moment else ""))
+        for window in windows
+    ]

@@ -24,12 +24,12 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.health import Diagnosis, diagnose
 from xcsh_store.cli.output.render import home_relative, local_time, plural
 from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
 from xcsh_store.cli.params import Duration, TimeBound, agents_in_words, filter_options
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
-from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
     GcReport,

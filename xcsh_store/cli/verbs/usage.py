@@ -27,6 +27,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.output.chart import html_chart, terminal_chart
 from xcsh_store.cli.output.render import (
+    current_time,
     cut,
     cut_middle,
     cut_path,
@@ -42,6 +43,7 @@ from xcsh_store.cli.params import agents_in_words, filter_options, timezone_opti
 from xcsh_store.index import (
     USAGE_GROUPS,
     BillingBlock,
+    BudgetStatus,
     IndexReader,
     SessionFilter,
     SessionIndex,
@@ -197,6 +199,11 @@ def session_labels(index: IndexReader, filters: SessionFilter) -> dict[str, str]
     metavar="FILE",
     help="Also write a self-contained HTML page with the chart and the numbers.",
 )
+@click.option(
+    "--check-budget",
+    is_flag=True,
+    help="Exit with status 3 when a budget is over (`xcsh-store budget`), for scripts and CI.",
+)
 @json_option
 @pass_settings
 def usage_command(
@@ -207,6 +214,7 @@ def usage_command(
     chart: bool,
     metric: str,
     html_file: str | None,
+    check_budget: bool,
     as_json: bool,
 ) -> None:
     """Tokens and cost per day, week, month, model, provider, project, session or agent.
@@ -234,7 +242,9 @@ def usage_command(
             raise click.UsageError("--by block works on index.db, not with --db")
         with open_index(settings) as index:
             windows = agent_windows(index, filters)
+            statuses = index.budgets(now=current_time()) if check_budget else []
         _print_blocks(settings, windows, zone, chart, metric, html_file, as_json)
+        _check(statuses, check_budget)
         return
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
@@ -242,6 +252,8 @@ def usage_command(
     with open_index(settings, team=True, fresh=True) as index:
         rows = index.usage_rows(UsageQuery(by=tuple(groups), filter=filters, zone=zone))
         sessions = session_labels(index, filters) if "session" in groups and not as_json else {}
+        # The budgets are this machine's (index.db): a team index has none.
+        statuses = index.budgets(now=current_time()) if isinstance(index, SessionIndex) else []
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -254,8 +266,10 @@ def usage_command(
                 "until": filters.until,
                 "rows": [usage_json(row) for row in rows],
                 "total": usage_json(usage_total(rows)),
+                "budgets": [status.to_json() for status in statuses],
             }
         )
+        _check(statuses, check_budget)
         return
     if chart:
         for line in terminal_chart(rows, name, metric, terminal_width(), settings.color):
@@ -293,6 +307,30 @@ def usage_command(
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+    for status in statuses:
+        echo(_budget_line(settings, status))
+    _check(statuses, check_budget)
+
+
+def _budget_line(settings: Settings, status: BudgetStatus) -> str:
+    text = (
+        f"Budget {status.budget.label}: {money(status.spent)} of {money(status.budget.amount)}"
+        f" ({status.percent:.0f} %)"
+    )
+    if status.over:
+        return settings.style(text + ": over", fg="red", bold=True)
+    if status.warned:
+        return settings.style(text + ": warning", fg="yellow")
+    return text
+
+
+def _check(statuses: list[BudgetStatus], check_budget: bool) -> None:
+    """--check-budget: exit 3 when a budget is over (saying which on stderr)."""
+    over = [status for status in statuses if status.over]
+    if check_budget and over:
+        names = ", ".join(status.budget.label for status in over)
+        echo(f"Over budget: {names}", err=True)
+        raise SystemExit(3)
 
 
 usage_command.help = (usage_command.help or "").replace(

@@ -379,6 +379,13 @@ class FileWrite:
                 "INSERT INTO leaf_summaries (file_id, seq, leaf_id, summary) VALUES (?, ?, ?, ?)",
                 [(self.file_id, *summary) for summary in chunk.leaf_summaries],
             )
+        if chunk.quotas:
+            connection.executemany(
+                "INSERT OR REPLACE INTO quota_observations (file_id, seq, slot, observed_at,"
+                " used_percent, window_minutes, resets_at, limit_id, plan_type)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(self.file_id, *reading) for reading in chunk.quotas],
+            )
         rows = chunk.entries
         if not (chunk.chained and not found):
             if self.chains_written:
@@ -770,6 +777,7 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     leave_behind(connection, "SELECT pk FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM quota_observations WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).
