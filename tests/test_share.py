@@ -296,3 +296,47 @@ def test_the_session_page_offers_resume_and_the_exports_redacted(home: RealHome,
         assert "Check current folder contents" in answer.text
         assert PLANTED_KEY[:20] not in answer.text and "[REDACTED:" in answer.text
     assert client.get("/export", params={"path": info.path, "format": "pdf"}).status_code == 400
+
+
+def _codex_session_with_records(home: RealHome) -> str:
+    """A real Codex session whose branch starts with Codex's own records (session_meta)."""
+    listed = json.loads(_invoke("ls", "--agent", "codex", "-n", "0", "--json").stdout)
+    for session in listed:
+        shown = json.loads(_invoke("show", session["id"], "--json").stdout)
+        kinds = [entry.get("customType") or entry.get("type") for entry in shown["entries"]]
+        if "session_meta" in str(kinds) and session["message_count"] >= 2:
+            return str(session["id"])
+    raise AssertionError("no Codex fixture opens with session_meta")
+
+
+def test_show_leaves_out_the_agents_own_records_unless_asked(home: RealHome):
+    session = _codex_session_with_records(home)
+    shown = _invoke("show", session).stdout
+    every = _invoke("show", session, "--all").stdout
+    assert "session_meta" in every and "session_meta" not in shown
+    assert "left out: the agent's own records; --all shows them" in shown
+    assert "left out" not in every
+    # Every row shown has something to read.
+    table = shown.split("\n-", 1)[1].splitlines()[1:]
+    rows = [line for line in table if line and not line.startswith("(")]
+    assert rows and all(len(line.split(None, 5)) == 6 for line in rows)
+    messages = _invoke("show", session, "--messages").stdout
+    kinds = {line.split()[4] for line in messages.split("\n-", 1)[1].splitlines()[1:]
+             if line and not line.startswith("(")}  # fmt: skip
+    assert kinds <= {"user", "assistant"} and "user" in kinds
+
+
+def test_show_of_an_entry_prints_it_whole(home: RealHome):
+    path = home.of("claude")[EDITING]
+    session = _session_id(path)
+    records = _records(path)
+    long_prompt = next(
+        r for r in records
+        if r.get("type") == "user" and isinstance(r["message"].get("content"), str)
+    )  # fmt: skip
+    shown = _invoke("show", session, long_prompt["uuid"][:12]).stdout
+    assert long_prompt["message"]["content"] in shown
+    answer = json.loads(_invoke("show", session, long_prompt["uuid"], "--json").stdout)
+    assert answer["entry"]["id"] == long_prompt["uuid"]
+    refused = _invoke("show", session, long_prompt["uuid"], "--tree", code=2)
+    assert "ENTRY shows one entry" in refused.output

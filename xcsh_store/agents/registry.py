@@ -43,9 +43,8 @@ _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 @functools.cache
 def agents() -> tuple[Agent, ...]:
     """Every agent plugin that loads, by name."""
-    found: dict[str, tuple[Agent, bool]] = {}
+    found: dict[str, tuple[Agent, EntryPoint]] = {}
     for entry_point in entry_points(group=GROUP):
-        own = _distribution(entry_point) == OWN_DISTRIBUTION
         try:
             agent = _agent_of(entry_point.load())
         except PLUGIN_FAULTS as error:  # a plugin's own fault, whatever it is (sys.exit too)
@@ -59,7 +58,9 @@ def agents() -> tuple[Agent, ...]:
             )
             continue
         earlier = found.get(agent.name)
-        if earlier is not None and (earlier[1] or not own):
+        # Whose plugin it is matters only when two read one agent: asking costs a read of
+        # the distribution's METADATA each (a few ms for the ten plugins of a start-up).
+        if earlier is not None and (_own(earlier[1]) or not _own(entry_point)):
             log.warning(
                 "agent plugin %s (%s) left out: another plugin reads agent %r",
                 entry_point.name,
@@ -67,8 +68,8 @@ def agents() -> tuple[Agent, ...]:
                 agent.name,
             )
             continue
-        found[agent.name] = (agent, own)
-    return tuple(agent for _, (agent, _own) in sorted(found.items()))
+        found[agent.name] = (agent, entry_point)
+    return tuple(agent for _, (agent, _entry_point) in sorted(found.items()))
 
 
 @functools.cache
@@ -79,9 +80,10 @@ def jsonl_agents() -> tuple[Agent, ...]:
     )
 
 
-def _distribution(entry_point: EntryPoint) -> str | None:
+def _own(entry_point: EntryPoint) -> bool:
+    """Whether the plugin is this package's own."""
     dist = entry_point.dist
-    return None if dist is None else dist.name
+    return dist is not None and dist.name == OWN_DISTRIBUTION
 
 
 def _agent_of(value: Any) -> Agent:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import importlib
 import os
 import sys
@@ -11,21 +10,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import click
-import orjson
 from click.core import ParameterSource
 
 from xcsh_store import __version__
-from xcsh_store.cli.output.render import cut_middle, home_relative, terminal_width, wrap
 from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
-from xcsh_store.cli.output.table import MAIN_WIDTH, Cut, Header, fit_table
 from xcsh_store.errors import AmbiguousLookupError, IndexDatabaseError, XcshStoreError
-from xcsh_store.homes import get_store_dir
-from xcsh_store.index import BUSY, IndexReader, SessionIndex, SQLiteError, is_watched
-from xcsh_store.js import well_formed
-from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
 
+# The rest is imported where it is used, not here: `xcsh-store --version` and `--help` import
+# this module and click and little else (tests/test_start_up.py counts the modules), and each
+# verb pays only for what it uses (the index, orjson, the table layout).
 if TYPE_CHECKING:
+    from xcsh_store.cli.output.table import Cut, Header
+    from xcsh_store.index import IndexReader, SessionIndex
     from xcsh_store.team import TeamIndex
+
+# The variable that names the agent dir (xcsh_store.paths.AGENT_DIR_ENV, which
+# test_start_up.py holds equal): written here so that the option's help needs no import.
+AGENT_DIR_ENV = "XCSH_AGENT_DIR"
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
@@ -143,6 +144,8 @@ class StoreGroup(SuggestingGroup):
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from xcsh_store.index import SQLiteError
+
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -195,6 +198,8 @@ def not_utf8(arguments: Sequence[str], error: UnicodeError) -> str:
 
     Python hands over bytes of the command line that are not UTF-8 as lone surrogates;
     such an argument works as a path of this system, but never as text."""
+    from xcsh_store.js import well_formed
+
     for argument in arguments:
         if well_formed(argument) != argument:
             return f"the argument {visible(argument)} is not valid UTF-8 text: give it in UTF-8"
@@ -214,6 +219,8 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
     of the library or OS error that stopped the verb (``SessionNotFoundError``,
     ``FileNotFoundError``; ``SQLiteError`` for SQLite itself), or ``Error`` for a failure the
     verb reports itself. An ambiguous id adds its ``candidates``."""
+    from xcsh_store.index import SQLiteError
+
     cause = error.__context__ if error.__suppress_context__ else None
     if isinstance(error, click.UsageError):
         kind = "UsageError"
@@ -247,6 +254,8 @@ def _silence_stdout() -> None:
 def ambiguous_lines(error: AmbiguousLookupError) -> str:
     """An ambiguous prefix's message as a person reads it: what matched, then each match on a
     line of its own (a path home-relative), each cut to the terminal."""
+    from xcsh_store.cli.output.render import cut_middle, home_relative, terminal_width, wrap
+
     if not error.lines:
         return error_line(error)
     head, *matches = error.lines
@@ -262,6 +271,8 @@ def ambiguous_lines(error: AmbiguousLookupError) -> str:
 
 
 def error_line(error: BaseException) -> str:
+    from xcsh_store.index import SQLiteError
+
     text = str(error) or error.__class__.__name__
     if isinstance(error, SQLiteError) and not isinstance(error, XcshStoreError):
         text = f"SQLite: {text}"
@@ -326,6 +337,9 @@ def cli(
       xcsh-store sync                  index this machine's sessions
       xcsh-store --agent-dir DIR ls --json
     """
+    from xcsh_store.homes import get_store_dir
+    from xcsh_store.js import well_formed
+
     is_terminal = sys.stdout.isatty()
     folder = os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_store_dir()
     if well_formed(folder) != folder:
@@ -367,6 +381,8 @@ def json_default(value: Any) -> Any:
     """What orjson cannot encode by itself: bytes as sqlite-utils writes them, else ``str``."""
     if isinstance(value, bytes):
         # The sqlite-utils convention for binary values.
+        import base64
+
         return {"$base64": True, "encoded": base64.b64encode(value).decode("ascii")}
     return str(value)
 
@@ -375,6 +391,8 @@ def json_bytes(data: Any, option: int = 0) -> bytes:
     """``data`` as JSON. A string that is not valid UTF-8 (a file name of other bytes, an
     argument) cannot be written as JSON: its lone surrogates become U+FFFD, as JavaScript's
     ``toWellFormed`` does, instead of ending the verb."""
+    import orjson
+
     try:
         return orjson.dumps(data, option=option, default=json_default)
     except orjson.JSONEncodeError:
@@ -382,6 +400,8 @@ def json_bytes(data: Any, option: int = 0) -> bytes:
 
 
 def _well_formed_strings(data: Any) -> Any:
+    from xcsh_store.js import well_formed
+
     if isinstance(data, str):
         return well_formed(data)
     if isinstance(data, dict):
@@ -395,6 +415,8 @@ def _well_formed_strings(data: Any) -> Any:
 
 def emit_json(data: Any) -> None:
     """Machine output: indented JSON on stdout, keys as documented per verb."""
+    import orjson
+
     stream = sys.stdout.buffer
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
     stream.write(json_bytes(data, option))
@@ -412,17 +434,22 @@ def print_table(
     cuts: Mapping[int, Cut] | None = None,
     optional: Sequence[int] = (),
     whole: Sequence[int] = (),
-    main_width: int = MAIN_WIDTH,
+    main_width: int | None = None,
 ) -> None:
     """An aligned table cut to the terminal (table.fit_table: the first ``flexible`` column
-    keeps its room longest, the ``optional`` ones go first, the ``whole`` ones are never cut).
+    keeps its room longest, the ``optional`` ones go first, the ``whole`` ones are never cut;
+    ``main_width``: what the main column keeps before the others give way, table.MAIN_WIDTH
+    unless told).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
+    from xcsh_store.cli.output.table import MAIN_WIDTH, fit_table
+
     echo(
         fit_table(
             rows, headers, flexible=flexible, right=right, styles=styles, cuts=cuts,
-            optional=optional, whole=whole, main_width=main_width,
+            optional=optional, whole=whole,
+            main_width=MAIN_WIDTH if main_width is None else main_width,
         )
     )  # fmt: skip
 
@@ -430,6 +457,8 @@ def print_table(
 def echo_wrapped(text: str = "", err: bool = False) -> None:
     """A line of prose for people, wrapped at the terminal's width (render.wrap); the lines
     after the first are indented two more spaces than it is."""
+    from xcsh_store.cli.output.render import terminal_width, wrap
+
     indent = " " * (len(text) - len(text.lstrip(" ")) + 2)
     for line in wrap(text, terminal_width(), indent):
         echo(line, err=err)
@@ -469,6 +498,9 @@ def open_index(
     same questions with the same kinds of records (xcsh_store.team.TeamIndex), each with its
     host; the others refuse ``--db``.
     """
+    from xcsh_store.index import SessionIndex
+    from xcsh_store.paths import get_index_db_path
+
     if settings.db is None:
         fresh = fresh and settings.sync
         if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
@@ -522,6 +554,8 @@ def fresh_index(settings: Settings) -> SessionIndex:
     current. It never fails for want of a sync: while another sync runs, or where index.db
     cannot be written, the verb answers from what the index holds and says so in one line on
     stderr."""
+    from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
+
     try:
         index = SessionIndex.open(settings.agent_dir)
     except (IndexDatabaseError, OSError, SQLiteError) as error:

@@ -33,22 +33,13 @@ borderline module went, and why):
 
 from typing import TYPE_CHECKING
 
-# What every use of the index needs: the store and its connection.
-from xcsh_store.index.db import errors_explained, remove_side_files
-from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
-from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
-from xcsh_store.index.store import (
-    REFRESH_SECONDS,
-    IndexReader,
-    IndexStats,
-    Refresher,
-    SessionIndex,
-)
 from xcsh_store.lazy import lazy_exports
 
 # The names offered on first use (lazy.py), each written once, here: type checkers (mypy,
 # editors) read them, and lazy_exports reads this block at run time, which never runs it
 # (nothing loads sooner). `NAME as NAME`: importable from here, not in __all__.
+# Every name, the store's too: `from xcsh_store.index import SQLiteError` loads the SQLite
+# binding and nothing of the store, and a process that only prints its version imports none.
 if TYPE_CHECKING:
     from xcsh_store.glance.settings import (
         Budget,
@@ -62,6 +53,9 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.db import errors_explained, remove_side_files
+    from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
+    from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
     from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.choices import (
         Choice,
@@ -140,6 +134,13 @@ if TYPE_CHECKING:
         usage_total,
     )
     from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
+    from xcsh_store.index.store import (
+        REFRESH_SECONDS,
+        IndexReader,
+        IndexStats,
+        Refresher,
+        SessionIndex,
+    )
     from xcsh_store.index.upkeep.gc import GcReport
     from xcsh_store.index.upkeep.outside_readers import (
         OutsideReader,

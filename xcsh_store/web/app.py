@@ -258,7 +258,7 @@ def create_app(
         and cut texts may hold a secret in part, which no rule can tell)."""
         if file_secrets is None:
             return []
-        return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
+        return [found for path in set(paths) for found in file_secrets.of_session(index, path)]
 
     def error_secrets(error: Exception) -> list[Secret]:
         """The secrets of the sessions an error names by their titles, cut short (the

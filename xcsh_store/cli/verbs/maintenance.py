@@ -3,6 +3,7 @@ and the archive's ``restore`` and ``forget``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -290,8 +291,23 @@ def sync_command(
         return
     for line in describe_sync(report):
         echo_wrapped(line)
+    _prepare_secret_rules(index.db_path)
     if report.archive_error:
         raise click.ClickException(report.archive_error)
+
+
+def _prepare_secret_rules(db_path: str) -> None:
+    """In a terminal, with the secrets extra installed: the secret rules compiled once (a few
+    seconds, once per machine and version, recorded beside index.db), so that the first
+    ``secrets`` does not sit on them. Scripts and pipes never wait for it."""
+    if not sys.stderr.isatty() or importlib.util.find_spec("kingfisher_sdk") is None:
+        return
+    from xcsh_store.secrets.detect import prepare_rules
+
+    folder = os.path.dirname(os.path.abspath(db_path))
+    prepare_rules(
+        folder, lambda: click.echo("Preparing the secret rules (once per machine)…", err=True)
+    )
 
 
 sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))

@@ -72,6 +72,7 @@ from xcsh_store.index import (
     SessionOutline,
     SkippedLines,
     entry_summary,
+    entry_text,
     message_summary,
     search_role,
     unique_prefixes,
@@ -84,6 +85,7 @@ from xcsh_store.paths import artifacts_dir_for, get_index_db_path
 
 @cli.command("show")
 @click.argument("session", shell_complete=complete_session)
+@click.argument("entry", required=False)
 @click.option("--tree", is_flag=True, help="Draw every branch of the session.")
 @click.option(
     "--context", "context_view", is_flag=True, help="Print the model context of the leaf."
@@ -93,28 +95,48 @@ from xcsh_store.paths import artifacts_dir_for, get_index_db_path
     metavar="ID",
     help="Entry id (or a unique prefix of one) to use as the leaf (default: the last).",
 )
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every entry of the branch, the agent's own records (Codex's session_meta,"
+    " turn_context, event_msg, encrypted reasoning) included.",
+)
+@click.option("--messages", is_flag=True, help="Only what the user and the assistant said.")
 @json_option
 @pass_settings
 def show_command(
     settings: Settings,
     session: str,
+    entry: str | None,
     tree: bool,
     context_view: bool,
     leaf: str | None,
+    every: bool,
+    messages: bool,
     as_json: bool,
 ) -> None:
-    """Show a session: its header and the active branch, or --tree, or --context.
+    """Show a session: its header and the active branch, or --tree, or --context; with ENTRY
+    (an id or a unique prefix of one), that entry whole.
 
-    SESSION is an id prefix, a file-name prefix or a path.
+    The branch leaves out the records an agent keeps for itself, with nothing to read
+    (--all shows them). SESSION is an id prefix, a file-name prefix or a path.
 
     \b
     Examples:
       xcsh-store show 0195f3c2
+      xcsh-store show 0195f3c2 --messages
+      xcsh-store show 0195f3c2 7f3a9c21
       xcsh-store show 0195f3c2 --tree
       xcsh-store show 0195f3c2 --context --leaf 7f3a9c21
     """
     if tree and context_view:
         raise click.UsageError("--tree and --context are two views: give one of them")
+    if entry is not None and (tree or context_view or leaf):
+        raise click.UsageError("ENTRY shows one entry: --tree, --context and --leaf are views")
+    if entry is not None:
+        _show_entry(settings, session, entry, as_json)
+        return
     view = "tree" if tree else "context" if context_view else None
     with open_index(settings, team=True, fresh=True) as index:
         info = index.find_session(session)
@@ -151,19 +173,54 @@ def show_command(
     elif view == "context":
         print_context(settings, context, short.get(leaf_id or "", leaf_id))
     else:
+        rows = [(value, *entry_summary(value)) for value in entries]
+        shown = [row for row in rows if every or _wanted(row[1], row[2], messages)]
         print_table(
             (
                 (
-                    short.get(entry.get("id") or "", entry.get("id")),
-                    short_time(entry.get("timestamp")),
-                    *entry_summary(entry),
+                    short.get(value.get("id") or "", value.get("id")),
+                    short_time(value.get("timestamp")),
+                    kind,
+                    text,
                 )
-                for entry in entries
+                for value, kind, text in shown
             ),
             headers=("id", "time", "kind", "text"),
             flexible=(3, 2),
             styles=lambda row, column, text: _kind_style(settings, column, text),
         )
+        if len(shown) < len(rows):
+            left_out = "not messages" if messages else "the agent's own records"
+            echo_wrapped(
+                settings.style(f"({plural(len(rows) - len(shown), 'entry', 'entries')}"
+                               f" left out: {left_out}; --all shows them)", dim=True)
+            )  # fmt: skip
+
+
+def _wanted(kind: str, text: str, messages: bool) -> bool:
+    """Whether the branch view shows an entry of ``kind`` saying ``text``: anything with
+    something to read (an agent's own records say nothing: Codex's session_meta, an assistant
+    turn of encrypted reasoning); with ``messages``, what the user or the assistant said."""
+    if messages:
+        return kind in ("user", "assistant") and bool(text) and not text.startswith("→ ")
+    return bool(text)
+
+
+def _show_entry(settings: Settings, session: str, entry: str, as_json: bool) -> None:
+    with open_index(settings, team=True, fresh=True) as index:
+        info = index.find_session(session)
+        entry_id = index.find_entry_id(info, entry)
+        (value,) = [
+            value for value in index.branch_entries(info, entry_id) if value.get("id") == entry_id
+        ]
+    if as_json:
+        emit_json({"session": session_json(info), "entry": value})
+        return
+    kind, _gist = entry_summary(value)
+    label = settings.style
+    echo(f"{label('Entry', bold=True)}    {entry_id} · {kind} · {value.get('timestamp') or '–'}")
+    echo()
+    echo_text(entry_text(value))
 
 
 def _kind_style(settings: Settings, column: int, text: str) -> str:

@@ -18,7 +18,7 @@ from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
-from xcsh_store.index.db import transaction
+from xcsh_store.index.db import index_folder, transaction
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.indexer import (
     FileIndexer,
@@ -225,7 +225,9 @@ def _index_files(
     Files to read whole go to worker processes when there are enough of them to pay for
     starting those; the rest (appends, mostly) need the index, and are read here, in turn.
     """
-    pool, owners = _start_workers(todo, full, workers, indexer.with_text, indexer.keeper)
+    pool, owners = _start_workers(
+        todo, full, workers, indexer.with_text, indexer.keeper, index_folder(indexer.connection)
+    )
     report, batch = indexer.report, indexer.batch
     total = sum(item.size for item, _row in todo)
     done = 0
@@ -282,6 +284,7 @@ def _start_workers(
     workers: int,
     with_text: bool,
     keeper: Keeper | None,
+    prices_folder: str | None = None,
 ) -> tuple[Workers | None, dict[int, int]]:
     """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
     which of them reads each (by position in ``todo``), with the pieces of each file's archive
@@ -298,7 +301,7 @@ def _start_workers(
         return at, item.path, kept
 
     try:
-        pool = Workers([[task(at) for at in share] for share in plan], with_text)
+        pool = Workers([[task(at) for at in share] for share in plan], with_text, prices_folder)
     except OSError as error:
         # (No process left to start, no memory for one.) Slower, but a sync all the same.
         log.warning("could not start sync workers (%s): reading in this process", error)
@@ -313,7 +316,7 @@ def bulk_writing(connection: apsw.Connection) -> Iterator[None]:
     with (
         _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES),
         _few_collections(),
-        fixed_prices(),
+        fixed_prices(index_folder(connection)),
     ):
         yield
 
