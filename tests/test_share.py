@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from helpers.browser import distinct_bytes, headless_chromium, wait_until
 from real_home import RealHome
 from selenium.webdriver.common.by import By
-from test_web_browser import distinct_bytes, headless_chromium, wait_until
 
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
