@@ -42,6 +42,9 @@ CREATE INDEX files_gone ON files (path) WHERE gone_at IS NOT NULL;
 -- index files_identity on files
 CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
 
+-- index files_revision on files
+CREATE INDEX files_revision ON files (agent, reader_revision);
+
 -- index files_text_pending on files
 CREATE INDEX files_text_pending ON files (id) WHERE text_pending = 1;
 
@@ -204,7 +207,7 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT);
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT, reader_revision INTEGER NOT NULL DEFAULT 1);
 
 -- table forgotten on forgotten
 CREATE TABLE forgotten (

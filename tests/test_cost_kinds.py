@@ -245,7 +245,7 @@ def _rounded(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
 def test_a_listing_sums_each_sessions_cost_facts_from_one_covering_index(
     agent_dir: Path, real_home: RealHome
 ):
-    """``ls`` reads every listed session's cost facts: from migration 0016's entries_costs
+    """``ls`` reads every listed session's cost facts: from migration 0017's entries_costs
     alone, never the entries table."""
     from xcsh_store.index.read.sessions import _DETAILS
 

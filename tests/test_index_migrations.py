@@ -211,13 +211,13 @@ def test_no_shipped_migration_is_ever_edited():
     assert {name: checksums.get(name) for name in SHIPPED_MIGRATIONS} == SHIPPED_MIGRATIONS
 
 
-def test_an_index_of_0015_learns_how_each_cost_is_known(agent_dir):
-    """0016 (issue 35, unknown is never $0): the costs of agents that record none were the
+def test_an_index_of_0016_learns_how_each_cost_is_known(agent_dir):
+    """0017 (issue 35, unknown is never $0): the costs of agents that record none were the
     index's estimates; the files of agents that record costs are read again (a pi line without
     a cost was counted as $0, an opencode $0 had no list price beside it)."""
     db_path = agent_dir / "index.db"
     earlier = database.connect(str(db_path))
-    database.apply_migrations(earlier, [m for m in MIGRATIONS if m.number <= 15])
+    database.apply_migrations(earlier, [m for m in MIGRATIONS if m.number <= 16])
     sessions = str(agent_dir / "sessions")
     with database.transaction(earlier):
         for file_id, agent in enumerate(("claude", "pi", "opencode"), start=1):

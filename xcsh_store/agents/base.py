@@ -37,6 +37,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple, Protocol
 
+from xcsh_store.files import open_regular_file
+
 # The kinds of session files a plugin reads (see the module docstring).
 KINDS = ("jsonl", "document", "tree", "sqlite", "markdown")
 # What a plugin's own fault may raise: any Exception, and SystemExit (a plugin that calls
@@ -312,6 +314,11 @@ class Agent:
     # The command that resumes a session, ``{id}`` its id, run in its working folder ("": the
     # agent has none): resume_command() fills it in.
     resume: ClassVar[str] = ""
+    # The revision of the reader: raised when a fix changes the rows it makes of the same
+    # bytes, so that the index reads every session of the agent again on its next sync (from
+    # the file, or from the store's archive when the file is gone). The index records the
+    # revision that made each file's rows (files.reader_revision, migration 0016).
+    revision: ClassVar[int] = 1
 
     def session_roots(self) -> list[str]:
         """The folders where the agent keeps its sessions on this machine (they need not
@@ -367,11 +374,30 @@ class Agent:
         than jsonl)."""
         return iter(())
 
+    def records_of_copy(self, path: str, copy: str) -> Iterator[Record]:
+        """The records of the session at ``path`` read from ``copy``, a copy of it made from
+        the store's archive (laid out below a stand-in of its root): by default the copy's
+        records. A reader that takes facts from the session's path (Aider: its id and folder)
+        reads the copy's bytes as those of ``path``."""
+        return self.records(copy)
+
     def session_files(self, path: str) -> list[str]:
         """The files whose bytes make up the session at ``path`` (kinds other than jsonl),
         which the store's archive keeps whole and ``restore`` writes back: the file itself by
         default; none for a session kept in a database."""
         return [path] if os.path.isfile(path) else []
+
+    def session_members(self, path: str, root: str) -> list[tuple[str, bytes]]:
+        """(name below ``root``, bytes) of each part of the session at ``path`` (kinds other
+        than jsonl): what the store's archive keeps whole, laid out below a copy of the root
+        it reads the session from once it is gone. By default the bytes of its
+        :meth:`session_files`; a session kept in a database gives a database of its own rows,
+        named as the database is."""
+        members = []
+        for file in self.session_files(path):
+            with open_regular_file(file) as stream:
+                members.append((os.path.relpath(file, root), stream.read()))
+        return members
 
     def resume_command(self, session_id: str, cwd: str | None) -> str | None:
         """The command that resumes a session of this agent in its working folder (``restore``

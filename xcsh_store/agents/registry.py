@@ -118,7 +118,7 @@ class _Adopted(Agent):
         facts = (
             "label", "kind", "has_ids", "remembers_parents", "folder_variables",
             "records_costs", "order", "where", "other_kind_sources", "project_folders",
-            "resume",
+            "resume", "revision",
         )  # fmt: skip
         for fact in facts:
             if hasattr(reader, fact):
@@ -126,10 +126,20 @@ class _Adopted(Agent):
         for method in (
             "read", "recognizes", "history_prompt", "session_roots", "history_files",
             "sources", "records", "records_at", "is_session_name", "kind_of", "session_files",
-            "resume_command",
+            "session_members", "records_of_copy", "resume_command",
         ):  # fmt: skip
             if callable(getattr(reader, method, None)):
                 setattr(self, method, getattr(reader, method))
+
+
+def reader_revisions() -> dict[str, int]:
+    """The revision of each agent plugin's reader, by name (one that says none, or no whole
+    number from 1 up: 1). xcsh's own formats are not revised this way: they are absent."""
+    found = {}
+    for agent in agents():
+        revision = getattr(agent, "revision", 1)
+        found[agent.name] = revision if type(revision) is int and revision >= 1 else 1
+    return found
 
 
 def agent_named(name: str | None) -> Agent | None:

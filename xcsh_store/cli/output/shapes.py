@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from xcsh_store.format.context import SessionContext
     from xcsh_store.index import (
         BillingBlock,
-        IndexedSession,
         PromptHit,
+        ReadSession,
         SearchHit,
         SkippedLines,
         UsageRow,
@@ -37,12 +37,12 @@ if TYPE_CHECKING:
 ARCHIVED_MARK = "⌂"
 
 
-def session_json(session: IndexedSession) -> dict[str, Any]:
+def session_json(session: ReadSession) -> dict[str, Any]:
     """The session's own shape (SessionRecord.to_json), the one every front prints."""
     return session.to_json()
 
 
-def session_cost(session: IndexedSession, short: bool = True) -> str:
+def session_cost(session: ReadSession, short: bool = True) -> str:
     """A session's cost as shown (agents/prices/costs.py): ``$0`` free, ``?`` unknown, ``–``
     not recorded, ``~$1.20`` estimated, ``≥~$1.20`` a lower bound, a recorded $0 with its list
     price beside it; ``short`` for a table's cell."""

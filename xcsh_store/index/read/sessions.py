@@ -5,7 +5,6 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +20,12 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
-from xcsh_store.index.read.questions import SessionFilter, SessionQuery, project_folder
+from xcsh_store.index.read.questions import (
+    SessionFilter,
+    SessionQuery,
+    project_folder,
+    refuse_unasked,
+)
 from xcsh_store.times import iso_millis, parse_iso
 
 if TYPE_CHECKING:
@@ -99,7 +103,7 @@ _DETAILS = (
     # When its file was found gone (its session is the archive's since: index/archive/).
     "f.gone_at",
     # How its costs are known (agents/prices/costs.py), summed from its requests' costs
-    # (migration 0016's index entries_costs holds just what this reads).
+    # (migration 0017's index entries_costs holds just what this reads).
     f"(SELECT json_array({FACTS_SQL}) FROM entries AS e WHERE e.session = s.file_id"
     " AND e.input_tokens IS NOT NULL)",
 )
@@ -274,6 +278,22 @@ class SessionRecordFields(SessionFields, Protocol):
 
     @property
     def unpriced_entries(self) -> int: ...
+
+
+class ReadSession(SessionRecordFields, Protocol):
+    """A session as either index returns it (IndexedSession, TeamSession): its fields, what
+    SessionRecord derives from them, and its JSON shape."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def created(self) -> datetime: ...
+
+    @property
+    def first_message(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 class SessionRecord:
@@ -539,11 +559,9 @@ def filter_sql(
     keeps, each field compared with its column in ``columns`` (index.db's compiler of a
     filter: team/reader.filter_sql is the team index's). A field set that ``columns`` has no
     column for (a host: index.db has none) is a ValueError."""
-    for item in fields(session_filter):
-        if getattr(session_filter, item.name) not in (None, ()) and item.name not in columns:
-            if item.name == "host":
-                raise ValueError("host: only a team index (--db) knows hosts")
-            raise ValueError(f"{item.name}: this question cannot be asked of index.db")
+    if session_filter.host is not None:
+        raise ValueError("host: only a team index (--db) knows hosts")
+    refuse_unasked(session_filter, columns, "index.db")
     conditions: list[str] = []
     arguments: list[Any] = []
     if session_filter.cwd is not None:

@@ -361,7 +361,7 @@ def read_source(
     state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
     builder.reader = agent
-    found = plugin_records(agent, records_from or path)
+    found = plugin_records(agent, path, records_from)
     records = ((locator, b"", [value], False) for locator, value in found)
     builder.add_records(records, tally)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -101,7 +102,9 @@ def sync_files(
         scanned_roots.append(root)
         for item in scan_any(root, report, None if full else known, (agent_roots or {}).get(root)):
             seen[item.path] = item
-    _take_back(connection, seen, indexed.gone, known.unchanged)
+    # (A stale file back is read again, as any file whose reader was revised.)
+    back = {path: v for path, v in indexed.gone.items() if path not in indexed.stale}
+    _take_back(connection, seen, back, known.unchanged)
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
 
@@ -120,7 +123,7 @@ def sync_files(
     renamed = _follow_renames(connection, seen, known_paths, vanished, report, keeper)
     report.files_unchanged += len(renamed)
     todo = [
-        (item, known_file(connection, path) if path in known_paths else None)
+        (item, _known(connection, path, indexed) if path in known_paths else None)
         for path, item in seen.items()
         if path not in renamed
     ]
@@ -167,6 +170,14 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _known(connection: apsw.Connection, path: str, indexed: IndexedFiles) -> KnownFile | None:
+    """The file's row, marked stale when an earlier revision of its reader made its rows."""
+    row = known_file(connection, path)
+    if row is not None and path in indexed.stale:
+        row = dataclasses.replace(row, stale=True)
+    return row
 
 
 def _take_back(

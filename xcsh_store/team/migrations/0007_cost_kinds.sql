@@ -1,4 +1,4 @@
--- Unknown is never $0 (issue 35, item 2; the local index's migration 0016): how each request's
+-- Unknown is never $0 (issue 35, item 2; the local index's migration 0017): how each request's
 -- cost is known, pushed with it. cost_estimated: 1 when cost is the index's estimate at list
 -- price, 0 when the agent recorded it; list_cost: a recorded $0's list price.
 ALTER TABLE entries ADD COLUMN cost_estimated smallint, ADD COLUMN list_cost double precision;
