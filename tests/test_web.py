@@ -8,6 +8,7 @@ import base64
 import re
 import subprocess
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,9 @@ def test_the_session_page_shows_the_active_branch_and_folds_the_abandoned_one(cl
     assert entry_ids(html) == ["u1", "a1", "u3", "c1", "a3", "l1"]
     assert "Branch point: 2 branches continue here; 1 folded." in html
     assert entry_ids(html, folded=True) == ["u2", "a2"]
-    assert re.search(r'class="switch-leaf" href="/session\?path=[^"]+&amp;leaf=a2"', html)
+    assert re.search(
+        r'class="switch-leaf" href="/session\?path=[^"]+&amp;leaf=a2&amp;entry=u2#entry-u2"', html
+    )
     assert '<span class="label">decision</span>' in html
     assert "we chose lightning" in html  # the compaction's summary
 
@@ -190,9 +193,15 @@ def test_a_session_of_50000_entries_is_shown_a_window_at_a_time(agent_dir, clien
         parent = f"e{number:05d}"
     append(path, *lines)
     index_all(agent_dir)
-    last = client.get("/session/sess-long").text
-    assert "of 50,000 on this branch" in last
+    # A session opens at its start; the "newest" link opens the window of its last entry.
+    opened = client.get("/session/sess-long").text
+    assert "Entries 1–100 of 50,000 on this branch" in opened
+    assert entry_ids(opened) == [f"e{number:05d}" for number in range(WINDOW)]
+    newest = re.search(r'class="newest" href="([^"]+)"', opened)
+    assert newest is not None
+    last = client.get(unescape(newest.group(1))).text
     assert entry_ids(last) == [f"e{number:05d}" for number in range(50_000 - WINDOW, 50_000)]
+    assert 'class="newest"' not in last
     hit = client.get("/session/sess-long?entry=e01234").text
     first = 1234 - 1234 % WINDOW
     assert entry_ids(hit) == [f"e{number:05d}" for number in range(first, first + WINDOW)]

@@ -280,6 +280,8 @@ class SessionPage:
     models: list[str] = field(default_factory=list)
     parent: IndexedSession | None = None
     subagents: list[IndexedSession] = field(default_factory=list)
+    # Where the window holding the branch's newest entry starts (the "newest" link).
+    newest_start: int = 0
 
     @property
     def resume(self) -> str | None:
@@ -350,15 +352,19 @@ class ReadBudget:
 def window_start(branch: list[IndexedEntry], start: int | None, target: int | None) -> int:
     """Where the window of ``branch`` starts: at ``start`` when given; for ``target``, at the
     multiple of WINDOW before it, or at ``target`` itself when that window's bytes end before
-    it; by default at the last multiple of WINDOW, or later when the window from there would
-    end before the branch does (the default window always shows the newest entry)."""
+    it; by default at the branch's start (a session reads from its beginning)."""
     last = max(0, len(branch) - 1)
     if target is not None:
         aligned = target - target % WINDOW
         reach = aligned + len(ReadBudget(WINDOW_BYTES).take(branch[aligned : target + 1], True))
         return aligned if reach > target else target
-    if start is not None:
-        return min(max(0, start), last)
+    return 0 if start is None else min(max(0, start), last)
+
+
+def newest_window_start(branch: list[IndexedEntry]) -> int:
+    """Where the window that shows the newest entry of ``branch`` starts: the last multiple of
+    WINDOW, or later when the window from there would end before the branch does."""
+    last = max(0, len(branch) - 1)
     aligned = last // WINDOW * WINDOW
     tail = ReadBudget(WINDOW_BYTES).take(branch[aligned:][::-1], True)
     return len(branch) - len(tail) if len(tail) < len(branch) - aligned else aligned
@@ -374,7 +380,7 @@ def session_page(
 ) -> SessionPage:
     """A window of the branch ending at ``leaf_id`` (default: the session's last entry); the
     window holds ``entry_id`` when given (a search hit off that branch picks the newest leaf
-    below it), else starts at ``start`` (default: the last window). Only the lines of the
+    below it), else starts at ``start`` (default: the branch's first entry). Only the lines of the
     window, of the folded branches' first entries and of the labels are read from the file."""
     tree = index.tree(session)
     if entry_id is not None and entry_id in tree.entries and leaf_id is None:
@@ -406,6 +412,7 @@ def session_page(
         models=sorted({row.model for row in tree.entries.values() if row.model}),
         parent=parent,
         subagents=subagents,
+        newest_start=newest_window_start(branch),
     )
 
 
