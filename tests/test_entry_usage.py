@@ -128,3 +128,35 @@ def test_usage_goes_to_the_assistant_message_before_it():
     assert used["a"] == EntryUsage(30, 3, 300, 0, None)  # a cost unknown in one is unknown
     assert used["a"].context_tokens == 330
     assert used["b"] == one
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_the_session_page_shows_each_responses_usage_on_the_assistants_entry(
+    agent_dir, synced, client, agent
+):
+    from html import unescape
+    from urllib.parse import urlencode
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        info = index.find_session(synced[agent])
+        usage = index.entry_usage(info)
+    page = client.get("/session?" + urlencode({"path": info.path})).text
+    found = re.findall(
+        r'<article class="entry entry-[^ ]* role-(\w+)[^"]*" id="entry-([^"]+)">(.*?)</header>',
+        page,
+        re.DOTALL,
+    )
+    shown = {entry_id: (role, unescape(head)) for role, entry_id, head in found}
+    with_usage = {e: head for e, (_, head) in shown.items() if 'class="usage' in head}
+    assert with_usage and all(shown[e][0] == "assistant" for e in with_usage)
+    if agent == "claude":  # on the line that records it, its figures exactly (in the title)
+        for entry_id, head in with_usage.items():
+            figures = usage[entry_id]
+            assert f"context {figures.context_tokens:,} tokens" in head
+            assert f"output {figures.output_tokens:,}" in head and "~$" in head
+    else:  # Codex: the token_count events after a message (shown too) add up on it
+        order = [entry_id for _, entry_id, _ in found]
+        first = next(n for n, (role, _, _) in enumerate(found) if role == "assistant")
+        expected = sum(usage[e].output_tokens for e in order[first:] if e in usage)
+        outputs = [re.search(r"output ([\d,]+)", head) for head in with_usage.values()]
+        assert sum(int(m.group(1).replace(",", "")) for m in outputs if m) == expected > 0

@@ -33,6 +33,7 @@ from xcsh_store.index import (
     message_summary,
     read_entries,
 )
+from xcsh_store.index.read.entry_usage import EntryUsage, usage_by_response
 from xcsh_store.times import iso_millis, parse_iso
 
 SESSIONS_PAGE = 50
@@ -256,6 +257,7 @@ class ShownEntry:
     more: int = 0  # characters of its text not shown: its entry page shows them
     unread: int = 0  # the bytes of its line, when the line is too long to read here
     branches_not_shown: int = 0  # folded branches past FOLDED_BRANCHES
+    usage: EntryUsage | None = None  # an assistant message's response: tokens and cost
 
 
 @dataclass
@@ -396,6 +398,10 @@ def session_page(
     labels = _labels(session, tree, index.archived_sources)
     on_path = {row.id for row in branch}
     shown = _shown(session, window, tree, labels, index.archived_sources)
+    responses = [(entry.id, entry.kind == "assistant") for entry in shown]
+    usage = usage_by_response(responses, [True] * len(shown), index.entry_usage(session))
+    for entry in shown:
+        entry.usage = usage.get(entry.id)
     folded_budget = ReadBudget(FOLDED_BYTES)
     for entry in shown:
         if entry.siblings > 1:
