@@ -140,6 +140,34 @@ def test_the_list_filters_sorts_and_pages(agent_dir, client):
     assert titles == [f"title {number:02d}" for number in range(1, 60, 2)]
 
 
+def test_the_usage_chart_is_a_time_axis_where_idle_days_are_empty(agent_dir, client):
+    """Usage on Jan 1, Mar 1 and Mar 2: by day, the chart spans the 61 days between, the 58
+    idle days empty slots; by month, February is an empty slot between two columns."""
+    days = ("2026-01-01", "2026-03-01", "2026-03-02")
+    records, parent = [header("sess-gap")], None
+    for number, day in enumerate(days):
+        for role in ("user", "assistant"):
+            entry_id = f"{role[0]}{number}"
+            records.append(
+                message(entry_id, parent, role, "hi") | {"timestamp": f"{day}T12:00:00Z"}
+            )
+            parent = entry_id
+    write_session(sessions_dir(agent_dir) / "gap.jsonl", records)
+    index_all(agent_dir)
+
+    def columns(by: str) -> list[float]:
+        page = client.get(f"/usage?by={by}").text
+        wide = page.split('<svg class="wide"', 1)[1].split("</svg>", 1)[0]
+        return [float(x) for x in re.findall(r'<rect class="[^"]*" x="([\d.]+)"', wide)]
+
+    jan, mar1, mar2 = columns("day")
+    slot = mar2 - mar1
+    assert (mar1 - jan) / slot == pytest.approx(59, rel=0.01)  # Jan 1 to Mar 1 (x to 0.1 px)
+    assert mar2 + slot == pytest.approx(760 + 1, abs=0.2)  # the axis ends at the last day
+    jan, mar = columns("month")
+    assert (mar - jan) / 2 == pytest.approx(760 / 3, abs=0.1)  # three slots, February empty
+
+
 def test_usage_draws_its_charts_and_the_totals(client, branched):
     html = client.get("/usage?by=month").text
     # One month, drawn wide and narrow (the page shows one of them by its width).

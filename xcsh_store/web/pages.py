@@ -811,6 +811,8 @@ def chart(
     slot = width / max(len(rows), 1)
     bars = []
     for number, (row, value) in enumerate(zip(rows, values, strict=True)):
+        if value == 0:  # an idle day of a time axis: its slot stays empty
+            continue
         height = CHART_HEIGHT if value is None else float(value) / maximum * CHART_HEIGHT
         bars.append(
             Bar(
@@ -828,6 +830,42 @@ def chart(
     if width > NARROW_WIDTH:
         narrow = chart(title, rows, metric, value_of, limit, NARROW_WIDTH)
     return Chart(title, metric, bars, maximum, width=width, narrow=narrow)
+
+
+@dataclass(frozen=True)
+class IdlePeriod:
+    """A day, week or month of a chart's time axis without usage (the index has no row)."""
+
+    key: str
+    entries: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+
+
+# A chart's time axis spans at most this many periods, up to the last one with usage.
+PERIODS_ON_AXIS = {"day": 366, "week": 156, "month": 120}
+
+
+def time_axis(rows: list[Any], by: str) -> list[Any]:
+    """The rows of days, weeks or months (in order) as a time axis: every period from the
+    first to the last with usage (at most the last PERIODS_ON_AXIS), an IdlePeriod where
+    there was none, so that a gap of months shows as one. Rows of other keys (no
+    timestamp) are left as they are."""
+    from xcsh_store.index.read.usage import next_period_key
+
+    keys = [str(row.key) for row in rows]
+    if by not in PERIODS_ON_AXIS or not keys or not all(k[:1].isdigit() for k in keys):
+        return rows
+    by_key = dict(zip(keys, rows, strict=True))
+    axis: list[Any] = []
+    key, last = min(keys), max(keys)
+    try:
+        while key <= last:
+            axis.append(by_key.get(key) or IdlePeriod(key))
+            key = next_period_key(key, by)
+    except ValueError:  # a key that is no date
+        return rows
+    return axis[-PERIODS_ON_AXIS[by] :]
 
 
 def ranked_chart(
