@@ -56,6 +56,7 @@ from xcsh_store.index import (
     usage_groups,
     usage_row,
 )
+from xcsh_store.index.read.entry_usage import EntryUsage
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import parse_iso
@@ -320,11 +321,9 @@ class TeamIndex:
             entries.append((IndexedEntry(*columns), value))
         return [(row, value) for row, value in entries if value.get("type") != "session"]
 
-    def entry_usage(self, session: TeamSession) -> dict[str, Any]:
+    def entry_usage(self, session: TeamSession) -> dict[str, EntryUsage]:
         """As SessionIndex.entry_usage: entry id -> an EntryUsage, for the entries that carry
         one (a push sends the figures as the local index holds them, each response once)."""
-        from xcsh_store.index.read.entry_usage import EntryUsage
-
         rows = self._rows(
             "SELECT id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
             " FROM entries WHERE host = %s AND path = %s AND id IS NOT NULL"
