@@ -173,12 +173,22 @@ class Runner:
             self.worker.close()
 
 
+# The least time a size below is taken to have (a shorter one is timer noise).
+FLOOR_SECONDS = NOISE_SECONDS / 4
+
+
 def exponent(seconds: float, below: float, size: int, size_below: int) -> float:
     """How steeply the time grew from ``size_below`` to ``size``: the exponent of the size
     (1 linear, 2 quadratic); 0 when the time is too short to tell."""
     if seconds <= NOISE_SECONDS:
         return 0.0
-    return math.log(seconds / max(below, NOISE_SECONDS / 4)) / math.log(size / size_below)
+    return math.log(seconds / max(below, FLOOR_SECONDS)) / math.log(size / size_below)
+
+
+def never_steep(seconds: float, size: int, size_below: int) -> bool:
+    """Whether ``seconds`` at ``size`` is too short to be STEEPEST over any time at
+    ``size_below`` (which then need not be measured)."""
+    return seconds <= NOISE_SECONDS or seconds <= FLOOR_SECONDS * (size / size_below) ** STEEPEST
 
 
 class Ladder:
@@ -227,10 +237,13 @@ class Ladder:
         return None
 
     def _exponent(self, rung: int, below: int) -> float:
-        seconds, seconds_below = self.times[rung], self.at(below)
+        seconds = self.times[rung]
+        assert seconds is not None
+        if never_steep(seconds, self.size(rung), self.size(below)):
+            return 0.0
+        seconds_below = self.at(below)
         if seconds_below is None:  # faster at the larger size: it ran over by chance
             return 0.0
-        assert seconds is not None
         return exponent(seconds, seconds_below, self.size(rung), self.size(below))
 
 
