@@ -59,6 +59,7 @@ from xcsh_store.web.highlight import (
     BLOCK_CHARACTERS,
     LEXERS_FILE,
     START_SECONDS,
+    Answer,
     Worker,
     WorkerGoneError,
     lexer_list_line,
@@ -75,8 +76,7 @@ RUNG_SECONDS = 0.25
 # The steepest growth kept, as the exponent of the size (time ∝ size ** STEEPEST): a quadratic
 # lexer's is 2, noise adds a few tenths; a cubic one's is 3.
 STEEPEST = 2.5
-# Wall seconds one run may take: a run still going is over RUN_SECONDS however loaded the
-# machine (sixteen times it: a load of 16 on every core).
+# Wall seconds one run is given before the worker stops it (see Runner.cpu_seconds).
 RUN_SECONDS = 16 * RUNG_SECONDS
 # CPU seconds under which a time is too short to compare (timer and cache noise).
 NOISE_SECONDS = 0.005
@@ -136,26 +136,41 @@ class Runner:
 
     def __init__(self) -> None:
         self.worker: Worker | None = None
+        # Whether the last cpu_seconds is of a run stopped over RUNG_SECONDS: the seconds it
+        # had taken, not all it would take.
+        self.stopped = False
 
     def cpu_seconds(self, alias: str, text: str) -> float | None:
-        """CPU seconds ``alias`` took on ``text``; None when it ran over RUN_SECONDS."""
+        """CPU seconds ``alias`` took on ``text``. A run the worker stopped at its wall
+        seconds counts with the CPU seconds it had taken when over RUNG_SECONDS (it is over
+        the budget whatever the rest would have taken); one stopped short of that was starved
+        by the machine's load, and is run again with four times the seconds, as is one whose
+        worker had to be killed (C code that does not look for signals, or an answer late for
+        the load). None when it ran over both times."""
+        self.stopped = False
+        for seconds in (RUN_SECONDS, 4 * RUN_SECONDS):
+            answer = self._answer(alias, text, seconds)
+            if answer is not None and (not answer.ran_over or answer.cpu_seconds > RUNG_SECONDS):
+                self.stopped = answer.ran_over
+                return answer.cpu_seconds
+        return None
+
+    def _answer(self, alias: str, text: str, seconds: float) -> Answer | None:
         for _attempt in range(2):
             if self.worker is None:
                 self.worker = Worker()
                 if not self.worker.wait_ready(START_SECONDS):
                     raise RuntimeError("the highlighting worker does not start")
             try:
-                answer = self.worker.ask(alias, text, RUN_SECONDS)
+                answer = self.worker.answer(alias, text, seconds)
             except WorkerGoneError:
                 self.worker.close()
                 self.worker = None
                 continue
-            if answer is None:
-                if self.worker.process.poll() is not None:  # killed: it did not stop in time
-                    self.worker.close()
-                    self.worker = None
-                return None
-            return answer.cpu_seconds
+            if answer is None:  # killed: it did not stop in time
+                self.worker.close()
+                self.worker = None
+            return answer
         raise RuntimeError(f"the worker keeps dying on {alias}")
 
     def best(self, alias: str, text: str, times: int = 3) -> float | None:
@@ -199,6 +214,7 @@ class Ladder:
         self.runner, self.alias, self.hostile = runner, alias, hostile
         self.times: dict[int, float | None] = {}
         self.confirmed: set[int] = set()
+        self.stopped: set[int] = set()  # sizes of runs stopped over the budget
 
     def at(self, characters: int, confirm: bool = False) -> float | None:
         """CPU seconds at ``characters``; with ``confirm``, the best of three (once)."""
@@ -206,6 +222,9 @@ class Ladder:
             self.times[characters] = self.runner.cpu_seconds(
                 self.alias, self.hostile.text(characters)
             )
+            if self.runner.stopped:  # over, however it is measured again
+                self.confirmed.add(characters)
+                self.stopped.add(characters)
         if confirm and characters not in self.confirmed and self.times[characters] is not None:
             self.confirmed.add(characters)
             self.times[characters] = self.runner.best(self.alias, self.hostile.text(characters))
@@ -221,9 +240,10 @@ class Ladder:
         if seconds is not None and RUNG_SECONDS < seconds <= 2 * RUNG_SECONDS:
             seconds = self.at(rung, confirm=True)  # noise is not twice the time
         if seconds is None:
-            return f"{self.hostile} at {rung:,}: over {RUN_SECONDS:g} s (wall)"
+            return f"{self.hostile} at {rung:,}: killed, or over {4 * RUN_SECONDS:g} s of wall time"
         if seconds > RUNG_SECONDS:
-            return f"{self.hostile} at {rung:,}: {seconds:.2f} s"
+            over = "stopped at " if rung in self.stopped else ""
+            return f"{self.hostile} at {rung:,}: {over}{seconds:.2f} s"
         steep = self._exponent(rung, below)
         if steep > STEEPEST:
             self.at(rung, confirm=True)

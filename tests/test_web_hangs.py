@@ -106,6 +106,10 @@ def test_a_worker_stops_a_block_that_runs_over_and_ends_when_its_server_is_gone(
     worker = Worker()
     assert worker.wait_ready(DEADLINE)
     assert worker.ask("urbiscript", '"' + "\\" * 48, 0.5) is None
+    # The same, as lexer_check.py asks: stopped, with the CPU seconds it had taken.
+    stopped = worker.answer("urbiscript", '"' + "\\" * 48, 0.5)
+    assert stopped is not None and stopped.ran_over and stopped.html is None
+    assert stopped.cpu_seconds > 0
     assert worker.ask("json", "[1]", DEADLINE) is not None  # alive, and ready again
     assert worker.process.stdin is not None
     worker.process.stdin.close()

@@ -104,11 +104,12 @@ def _lexer_line(line: str, number: int) -> tuple[CheckedLexer, list[str]]:
 
 @dataclass(frozen=True)
 class Answer:
-    """What a worker made of a block: its HTML (None when the lexer failed on it) and the CPU
-    seconds it took."""
+    """What a worker made of a block: its HTML (None when the lexer failed on it or it ran
+    over its seconds, stopped by the worker) and the CPU seconds it took (until stopped)."""
 
     html: str | None
     cpu_seconds: float
+    ran_over: bool = False
 
 
 class WorkerGoneError(Exception):
@@ -142,6 +143,12 @@ class Worker:
         """``code`` highlighted with the lexer ``alias``; None when it took longer than
         ``seconds`` (the worker stops it, or is killed when it does not answer in time).
         WorkerGoneError when the worker ended."""
+        answer = self.answer(alias, code, seconds)
+        return None if answer is None or answer.ran_over else answer
+
+    def answer(self, alias: str, code: str, seconds: float) -> Answer | None:
+        """As ``ask``, but a block the worker stopped at ``seconds`` is an Answer that ran
+        over, with the CPU seconds it had taken; None only when the worker was killed."""
         deadline = time.monotonic() + seconds
         name, data = alias.encode("ascii"), code.encode("utf-8", "surrogatepass")
         try:
@@ -158,9 +165,8 @@ class Worker:
         if body is None:
             self.kill()
             return None
-        if status == RAN_OVER:
-            return None
-        return Answer(body.decode("utf-8", "surrogatepass") if status == OK else None, cpu_seconds)
+        html = body.decode("utf-8", "surrogatepass") if status == OK else None
+        return Answer(html, cpu_seconds, ran_over=status == RAN_OVER)
 
     def kill(self) -> None:
         """End the worker now, whatever it is doing (a thread waiting for its answer gets
