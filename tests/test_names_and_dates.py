@@ -331,8 +331,13 @@ def test_a_summary_title_goes_with_its_file_and_yields_to_the_sessions_own(
     claude = real_home.of("claude")
     index.sync()
     large = claude[LARGE].read_bytes()
+    # Deleted by its agent, the summary's file is archived: the title stays (issue 34).
     claude[LARGE].unlink()
     index.sync()
+    assert index.find_session(str(claude[TINY])).title_source == "summary"
+    # Forgotten on purpose, its summary names nothing any more.
+    forgotten = index.forget([index.find_session(str(claude[LARGE]))], apply=True)
+    assert forgotten.sessions == 1
     assert index.find_session(str(claude[TINY])).title is None
     assert index.verify().clean
     claude[LARGE].write_bytes(large)

@@ -23,6 +23,7 @@ import orjson
 from xcsh_store.index import db as database
 from xcsh_store.index.archive.folder import ArchiveFolder
 from xcsh_store.index.write.indexer import drop_file_rows
+from xcsh_store.index.write.summaries import resolve_summary_titles
 from xcsh_store.times import iso_now
 
 # The archive files still to delete (a JSON list of base names), noted with the commit.
@@ -88,6 +89,8 @@ def forget_files(
                 )
             if base is not None:
                 _note_pending(connection, [base])
+            # A Claude summary line of the forgotten file titled other sessions: no longer.
+            resolve_summary_titles(connection, [file_id])
     if apply:
         finish_forgetting(connection, folder)
     return report

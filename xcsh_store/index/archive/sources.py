@@ -136,10 +136,15 @@ def _write(path: str, parts: Iterator[bytes] | list[bytes]) -> None:
 
 
 def sources_of(connection: apsw.Connection) -> ArchivedSources | None:
-    """The archive of the store whose index.db ``connection`` is open on (beside it)."""
+    """The archive of the store whose index.db ``connection`` is open on (beside it); the
+    connection may be the stdlib's too (Datasette calls the SQL functions through it), which
+    names its file only through the pragma."""
     from xcsh_store.index.archive.folder import archive_dir
 
-    filename = connection.filename
+    filename = getattr(connection, "filename", None)
+    if filename is None:
+        rows = connection.execute("PRAGMA database_list").fetchall()
+        filename = next((row[2] for row in rows if row[1] == "main"), None)
     if not filename:
         return None
     return ArchivedSources(
