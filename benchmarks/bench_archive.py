@@ -3,7 +3,8 @@
     python -m benchmarks.bench_archive [--size 1GB] [--sessions 2000] [--runs 2]
 
 * size: the archive's bytes against the session bytes it keeps, on the real fixtures of
-  tests/fixtures laid out as a home (every agent; Claude Code and Codex alone) and on the
+  tests/fixtures laid out as a home (every agent, opencode's database too; Claude Code and
+  Codex alone) and on the
   generated corpus (benchmarks/corpus.py, the 1 GB one by default) laid out as pi's folder
   ($PI_CODING_AGENT_DIR: the same JSONL, and pi's sessions are archived);
 * full sync of the generated corpus from an empty index with and without archiving (the
@@ -60,7 +61,7 @@ def _archive_figures(store: Path) -> tuple[int, int]:
 def _home(name: str) -> tuple[Path, Path]:
     """A fresh home with every agent's fixtures where each keeps them, and a store for it;
     the variables that move the agents' folders point into the home."""
-    from agent_homes import lay_out_agents, lay_out_documents
+    from agent_homes import lay_out_agents, lay_out_documents, opencode_database
     from isolation import isolated_environment
     from real_home import lay_out_home
 
@@ -72,6 +73,10 @@ def _home(name: str) -> tuple[Path, Path]:
     lay_out_home(home)
     lay_out_agents(home)
     lay_out_documents(home)
+    # opencode 1.x's database of the same sessions beside its storage tree: each of its
+    # sessions is archived too, as a database of its own rows.
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    opencode_database(storage, storage.parent / "opencode.db")
     return home, base / "store"
 
 

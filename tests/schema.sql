@@ -23,8 +23,8 @@ CREATE INDEX entries_parent ON entries (session, parent_id);
 -- index entries_prompt_hash on entries
 CREATE INDEX entries_prompt_hash ON entries (prompt_hash) WHERE prompt_hash IS NOT NULL;
 
--- index entries_timestamp on entries
-CREATE INDEX entries_timestamp ON entries (timestamp);
+-- index entries_time_id on entries
+CREATE INDEX entries_time_id ON entries (timestamp, id);
 
 -- index entries_title_change on entries
 CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_change';
@@ -41,6 +41,9 @@ CREATE INDEX files_gone ON files (path) WHERE gone_at IS NOT NULL;
 -- index files_identity on files
 CREATE INDEX files_identity ON files (path, size, mtime_ns, inode, ctime_ns, status);
 
+-- index files_revision on files
+CREATE INDEX files_revision ON files (agent, reader_revision);
+
 -- index files_text_pending on files
 CREATE INDEX files_text_pending ON files (id) WHERE text_pending = 1;
 
@@ -52,6 +55,9 @@ CREATE INDEX idx_history_created_at ON history (created_at DESC);
 
 -- index leaf_summaries_leaf on leaf_summaries
 CREATE INDEX leaf_summaries_leaf ON leaf_summaries (leaf_id);
+
+-- index quota_observations_time on quota_observations
+CREATE INDEX quota_observations_time ON quota_observations (observed_at);
 
 -- index sessions_agent on sessions
 CREATE INDEX sessions_agent ON sessions (agent, modified_at DESC, file_id);
@@ -200,7 +206,7 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT);
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT, reader_revision INTEGER NOT NULL DEFAULT 1);
 
 -- table forgotten on forgotten
 CREATE TABLE forgotten (
@@ -238,6 +244,24 @@ CREATE TABLE meta (
     key TEXT PRIMARY KEY,
     value TEXT
 );
+
+-- table quota_observations on quota_observations
+CREATE TABLE quota_observations (
+    file_id INTEGER NOT NULL REFERENCES files (id),
+    seq INTEGER NOT NULL,
+    -- 'primary' / 'secondary' as the agent names the window slot.
+    slot TEXT NOT NULL,
+    -- The line's time (UTC ISO), the percent of the window used then (0-100, may exceed 100).
+    observed_at TEXT NOT NULL,
+    used_percent REAL NOT NULL,
+    -- The window's length (300: five hours, 10080: a week) and its end (UTC ISO), when said.
+    window_minutes INTEGER,
+    resets_at TEXT,
+    -- The agent's name of the limit ('codex') and the account's plan ('plus', 'pro', 'free').
+    limit_id TEXT,
+    plan_type TEXT,
+    PRIMARY KEY (file_id, seq, slot)
+) WITHOUT ROWID;
 
 -- table roots on roots
 CREATE TABLE roots (

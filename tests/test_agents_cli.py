@@ -11,26 +11,13 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli_runs import run, run_json
 from session_builder import FIXTURES, header, message, sessions_dir, write_session
-
-from xcsh_store.cli.app import cli
 
 CLAUDE_COUNT = len(list((FIXTURES / "claude").glob("*.jsonl")))
 CODEX_COUNT = len(list((FIXTURES / "codex").glob("*.jsonl")))
-
-
-def run(agent_dir: Path, *args: str, code: int = 0) -> str:
-    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), *args])
-    assert result.exit_code == code, result.output
-    return result.output
-
-
-def run_json(agent_dir: Path, *args: str) -> Any:
-    return json.loads(run(agent_dir, *args, "--json"))
 
 
 @pytest.fixture
@@ -194,5 +181,5 @@ def _usage_line(output: str) -> str:
 
 def test_estimated_and_unpriced_costs_are_marked_in_text(mixed: Path):
     # 019a93b9: gpt-5.1-codex, an estimate (a model without a price: tests/test_costs.py).
-    assert _usage_line(run(mixed, "show", "019a93b9")).endswith("· ~$0.44")
-    assert _usage_line(run(mixed, "show", "x")).endswith("· $0")
+    assert _usage_line(run(mixed, "show", "019a93b9")).startswith("Usage    ~$0.44 · ")
+    assert _usage_line(run(mixed, "show", "x")).startswith("Usage    $0 · ")

@@ -23,6 +23,7 @@ from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex, SessionQuery
 from xcsh_store.index.archive.folder import ArchiveFolder
 from xcsh_store.index.archive.frames import Contents, read_contents
+from xcsh_store.index.read.usage import USAGE_GROUPS
 from xcsh_store.index.write import sync
 
 # Other agents' folders below the test's home (every agent the fixtures cover).
@@ -169,6 +170,21 @@ def test_a_deleted_source_changes_nothing_a_user_asks(agent_dir: Path, home: Rea
     listing = _json("ls", "--limit", "0")
     assert {session["source"] for session in listing} == {"archived"}  # type: ignore[index]
     assert all(session["source_gone_at"] for session in listing)  # type: ignore[index]
+    # gc (which syncs first) never touches the archive: every file and byte stays.
+    kept = {path: path.read_bytes() for path in (agent_dir / "archive").rglob("*.zst")}
+    CliRunner().invoke(cli, ["gc", "--apply", "--grace", "0m"], catch_exceptions=False)
+    assert {path: path.read_bytes() for path in (agent_dir / "archive").rglob("*.zst")} == kept
+    assert _answers() == before
+
+
+def test_usage_by_every_grouping_is_the_same_after_every_source_is_deleted(
+    agent_dir: Path, home: RealHome
+):
+    groupings = [*USAGE_GROUPS, "block"]
+    before = {by: _json("usage", "--by", by) for by in groupings}
+    assert all(before.values())
+    _delete_every_agent_folder(home.home)
+    assert {by: _json("usage", "--by", by) for by in groupings} == before
 
 
 def test_a_gone_session_reads_as_before_in_show(agent_dir: Path, home: RealHome):

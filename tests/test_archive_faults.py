@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ from real_home import RealHome, lay_out_home
 from store_checks import SmallDisk, can_drop_to_nobody, fill_disk, hand_over, run_python
 
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.archive.frames import APPEND, Contents, read_contents
 
 Snapshot = dict[str, tuple[bytes, int, int]]
 
@@ -92,6 +97,50 @@ def test_a_full_disk_under_the_archive_stops_the_sync_cleanly(
     assert _snapshot(real_home.home) == grown
 
 
+def _limited(limit: int) -> None:
+    """In the child, before it runs Python: no file may grow past ``limit`` bytes (a write
+    past it fails with EFBIG, SIGXFSZ ignored, as Python itself does)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_a_file_size_limit_under_the_archive_stops_the_sync_cleanly(
+    agent_dir: Path, home: RealHome
+):
+    """The full disk where no small file system can be mounted: RLIMIT_FSIZE at the size of
+    the largest archive file, whose source grows, so that its append cannot be written."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(workers=1)
+    appends = []
+    for path in (agent_dir / "archive").rglob("*.zst"):
+        contents = read_contents_of(path)
+        if contents.header is not None and contents.header.kind == APPEND:
+            appends.append((path.stat().st_size, path, contents.source))
+    size, largest, source = max(appends)
+    assert source is not None
+    lines = Path(source).read_bytes().splitlines(keepends=True)
+    with open(source, "ab") as stream:
+        stream.write(b"".join(lines[-20:]))  # (its last lines again: new bytes to archive)
+    grown = _snapshot(home.home)
+    child = subprocess.run(
+        [sys.executable, "-c", _SYNC],
+        env={**os.environ, "XCSH_AGENT_DIR": str(agent_dir)},
+        preexec_fn=lambda: _limited(size),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr
+    error = json.loads(child.stdout)["archive_error"]
+    assert error is not None and "File too large" in error and str(largest) in error
+    assert largest.stat().st_size == size  # (what the failed write began is cut off)
+    assert archive_disagreements(agent_dir) == []
+    assert _snapshot(home.home) == grown
+    _consistent_after_the_next_sync(agent_dir)
+    assert largest.stat().st_size > size
+    assert _snapshot(home.home) == grown
+
+
 @pytest.mark.skipif(not can_drop_to_nobody(), reason="permissions bind only a user not root")
 def test_an_archive_folder_without_permission_stops_the_sync_cleanly(shared_agent_dir: Path):
     agent_dir = shared_agent_dir
@@ -151,3 +200,11 @@ def test_a_sync_that_is_killed_leaves_no_tail_the_next_one_keeps(agent_dir: Path
         stream.write(source.read_bytes().splitlines(keepends=True)[-1])
     _consistent_after_the_next_sync(agent_dir)
     assert name.stat().st_size >= recorded
+
+
+def read_contents_of(path: Path) -> Contents:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        return read_contents(descriptor)
+    finally:
+        os.close(descriptor)

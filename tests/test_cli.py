@@ -457,6 +457,24 @@ def test_cat_unknown_artifact_is_a_user_error(demo):
     assert_one_line_error(result, "Artifact 9 not found. Available: 0")
 
 
+def test_cat_an_agent_output_by_its_number_names_the_one_meant(demo):
+    result = invoke(demo["agent"], "cat", "agent://0", "--session", demo["orders"], code=1)
+    assert_one_line_error(result, "no subagent output '0'; did you mean agent://0-Explore?")
+    result = invoke(demo["agent"], "cat", "agent://7", "--session", demo["orders"], code=1)
+    assert_one_line_error(result, "no subagent output '7'; it has: 0-Explore, 1-Review.")
+    assert "Available: none" not in result.stderr
+
+
+def test_cat_of_a_session_without_outputs_says_why(demo, tmp_path):
+    result = invoke(demo["agent"], "cat", "agent://0", "--session", demo["login"], code=1)
+    assert "Not found: 0" not in result.stderr
+    assert_one_line_error(result, "agent://0: the session has no")
+    copy = tmp_path / "claude-like.jsonl"
+    copy.write_bytes(Path(demo["login"]).read_bytes())
+    result = invoke(demo["agent"], "cat", "agent://0", "--session", str(copy), code=1)
+    assert_one_line_error(result, "agent://0: the session has no artifacts folder;")
+
+
 def test_cat_reads_a_session_file_without_an_index(fresh):
     os.unlink(os.path.join(fresh["agent"], "index.db"))
     raw = invoke(fresh["agent"], "cat", "artifact://0", "--session", fresh["orders"], "--raw")
@@ -775,3 +793,13 @@ def test_demo_content_is_deterministic(tmp_path):
         )
         texts.append(as_json(agent, "sql", query))
     assert texts[0] == texts[1]
+
+
+def test_json_before_the_verb_is_json_after_it(demo):
+    before = json.loads(invoke(demo["agent"], "--json", "ls").stdout)
+    assert before == as_json(demo["agent"], "ls")
+    history = json.loads(invoke(demo["agent"], "--json", "history", "recent", "--sessions").stdout)
+    assert history == as_json(demo["agent"], "history", "recent", "--sessions")
+    # An error of a verb given --json before it is JSON too.
+    result = invoke(demo["agent"], "--json", "show", "no-such-session", code=1)
+    assert json.loads(result.stderr)["error"]["type"] == "SessionNotFoundError"

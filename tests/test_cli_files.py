@@ -336,3 +336,20 @@ def test_many_skipped_lines_are_all_counted_and_the_first_1000_listed(agent_dir)
     assert "1,005 malformed lines skipped (lines 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, …)" in (
         invoke(agent_dir, "show", "many").output
     )
+
+
+def test_doctor_of_a_claude_only_user_lists_no_xcsh_folder_as_missing(monkeypatch, real_home):
+    """Claude Code's sessions and no xcsh: the index in the data dir, no sessions/, blobs/ or
+    history.db of xcsh's, and none of them is a problem (doctor found none)."""
+    monkeypatch.delenv("XCSH_AGENT_DIR")
+    for folder in (real_home.codex_dir, real_home.pi_dir, real_home.omp_dir):
+        for path in sorted(folder.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+    runner = CliRunner(env={"COLUMNS": "100"})
+    assert runner.invoke(cli, ["sync", "--init"]).exit_code == 0
+    result = runner.invoke(cli, ["--color", "always", "doctor"])
+    assert result.exit_code == 0, result.output
+    paths = result.output.split("Paths\x1b[0m\n", 1)[1].split("\x1b[1mIndex", 1)[0]
+    assert "missing" not in paths, paths
+    assert "none yet (made when xcsh saves a prompt)" in paths
+    assert result.output.rstrip().endswith("No problems found.\x1b[0m")

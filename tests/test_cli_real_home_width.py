@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from helpers.terminal_cells import cells
 from pty_terminal import run_in_pty
-from test_cli_width import cells
 
 from xcsh_store.cli import cli
 
@@ -91,9 +91,10 @@ def test_at_80_columns_model_names_stay_apart(synced):
 def test_at_80_columns_the_title_gets_the_room(synced):
     headers, rows = _table(run(80, "ls"))
     assert headers[-1].startswith("title")
-    # (pi's test ids need 17 characters to stay apart: "test-pi-session-0…")
-    assert max(len(row[-1]) for row in rows) >= 28
-    # The cwd, then the message count, gave way first: dropped.
+    assert max(len(row[-1]) for row in rows) >= 24
+    # Three agents listed: each row names its agent; the message count, then the cwd, gave
+    # way first: dropped.
+    assert "agent" in headers
     assert "cwd" not in headers and "msgs" not in headers
 
 

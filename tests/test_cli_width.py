@@ -4,13 +4,13 @@ through CliRunner ($COLUMNS) and through a real pty (the window size of a termin
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fuzzing import examples
+from helpers.terminal_cells import cells
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pty_terminal import run_in_pty
@@ -28,18 +28,6 @@ WIDTHS = (80, 120)
 DAYS = 1100  # more days of usage than any terminal has columns
 WIDE_TITLE = "移行計画の見直し ✅ → 漢字とemojiのタイトル 🚀 " * 3
 DEEP_CWD = "/work/a-project-folder/with/quite/a/deep/path/to/the/checkout/of/the-app"
-
-_STYLE = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def cells(line: str) -> int:
-    """Terminal cells of a line, counted independently of the code under test."""
-    total = 0
-    for char in _STYLE.sub("", line):
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Cf", "Cc"):
-            continue
-        total += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return total
 
 
 def _days_session(path: Path) -> Path:
@@ -152,6 +140,29 @@ _CELL_TEXT = st.text(alphabet="ab Z-9漢字✅é\u0301", max_size=30)
 def test_any_table_fits_any_width(rows, width, flexible):
     table = fit_table(rows, ("id", "title", "n", "text"), flexible=sorted(flexible), width=width)
     assert [line for line in table.splitlines() if cells(line) > width] == []
+
+
+_ID = st.text(alphabet="0123456789abcdef-", min_size=1, max_size=36)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    rows=st.lists(st.tuples(_ID, _CELL_TEXT, _CELL_TEXT), min_size=1, max_size=6),
+    width=st.integers(min_value=20, max_value=140),
+)
+def test_a_whole_column_is_never_cut_and_every_line_fits(rows, width):
+    """An id (a whole column) is shown in full, on its row or on a line of its own above it,
+    as long as the terminal is as wide as the id; every line fits all the same."""
+    table = fit_table(
+        [list(row) for row in rows], ("id", "title", "text"), flexible=(1, 2), whole=(0,),
+        width=width,
+    )  # fmt: skip
+    lines = table.splitlines()
+    assert [line for line in lines if cells(line) > width] == []
+    words = {word for line in lines[2:] for word in line.split()}
+    for row in rows:
+        if len(row[0]) <= width:
+            assert row[0] in words, (row[0], table)
 
 
 _ASCII_CELL = st.text(alphabet="abc XYZ-19", max_size=12).map(lambda text: " ".join(text.split()))

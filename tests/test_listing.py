@@ -260,8 +260,16 @@ def test_the_full_listing_reads_one_covering_index_only(varied):
 
 
 def test_a_sync_reads_the_files_table_from_its_covering_index(two_sessions, index):
-    files, gone, forgotten = _statements(index, lambda: IndexedFiles.read(index.connection))
+    files, gone, forgotten, stale = _statements(index, lambda: IndexedFiles.read(index.connection))
     assert _plan(index, files) == "SCAN files USING COVERING INDEX files_identity"
     # The gone files alone (migration 0014's partial index): no other row of the table.
     assert _plan(index, gone) == "SCAN files USING INDEX files_gone"
     assert _plan(index, forgotten) == "SCAN forgotten"  # (files forgotten on purpose: few)
+    # The files of an earlier reader revision alone: a seek on each side of each agent's
+    # revision (migration 0016), never a scan.
+    arguments = tuple(stale.count("?") * ["claude"])
+    searches = [step for step in _plan(index, stale, arguments).split(" | ") if "files" in step]
+    assert searches and all(
+        step.startswith("SEARCH files USING INDEX files_revision (agent=? AND reader_revision")
+        for step in searches
+    ), searches

@@ -29,7 +29,7 @@ from xcsh_store.index import USAGE_GROUPS, SessionIndex
 
 TOOLS = {
     "list_sessions", "search_sessions", "get_session", "get_entry", "get_context", "read_url",
-    "recall_prompts", "usage",
+    "recall_prompts", "usage", "quota",
 }  # fmt: skip
 
 

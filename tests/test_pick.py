@@ -98,6 +98,26 @@ def test_enter_prints_the_session_id_and_nothing_else(sessions, pick):
     assert terminal.finish() == (0, "sess-login\n")
 
 
+def test_ctrl_o_prints_the_command_that_resumes_the_session(sessions, pick):
+    terminal = pick("flaky")
+    terminal.wait_for("1 session\n")
+    terminal.send("\x0f")
+    assert terminal.finish() == (0, "cd /work/webapp && xcsh --resume sess-login\n")
+
+
+def test_ctrl_x_writes_the_session_as_markdown_here(sessions, pick, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    terminal = pick("flaky")
+    terminal.wait_for("1 session\n")
+    terminal.send("\x18")
+    written = tmp_path / "xcsh-sesslog.md"
+    assert terminal.finish() == (0, f"{written}\n")
+    document = written.read_text()
+    assert document.startswith("# Fix the flaky login test\n")
+    assert "the login test is flaky on CI" in document
+    assert "wait for the session cookie before the check" in document
+
+
 def test_the_arrows_move_the_selection(sessions, pick):
     terminal = pick()
     terminal.wait_until(rows_are((True, DEPLOY), (False, LOGIN)), "the first row")

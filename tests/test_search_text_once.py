@@ -320,3 +320,13 @@ def test_a_read_verb_upgrades_an_old_index_with_the_sync_it_runs_first(agent_dir
     result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), "search", "hello", "--json"])
     assert result.exit_code == 0, result.stderr
     assert [hit["session_id"] for hit in json.loads(result.stdout)] == ["one"]
+
+
+def test_a_new_index_first_sync_reports_no_resync_reason(agent_dir: Path, real_home):
+    """A new index's migrations ask for a resync (0012), which its first sync is anyway: no
+    reason to report, no "Upgrading" line; an upgraded index's sync reports one (above)."""
+    result = CliRunner().invoke(cli, ["sync", "--init", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["files_reindexed"] > 0 and report["resync_reason"] is None
+    assert "Upgrading" not in result.stderr

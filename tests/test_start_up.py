@@ -170,6 +170,55 @@ def test_an_unknown_name_is_an_attribute_error():
         raise AssertionError("xcsh_store.no_such_name did not raise")
 
 
+# Modules `xcsh-store --version` may import beyond those of a bare interpreter (issue 40: click
+# alone is 36 of them); 160 before the group module imported its helpers where they are used.
+MOST_MODULES_FOR_VERSION = 70
+
+
+def _module_count_after(code: str) -> int:
+    """How many modules a fresh interpreter holds after ``code``, beyond those it started with."""
+    script = f"import sys\nbefore = len(sys.modules)\n{code}\nprint(len(sys.modules) - before)"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    return int(result.stdout.splitlines()[-1])
+
+
+def test_version_imports_click_and_almost_nothing_else():
+    version = (
+        "from xcsh_store.cli import cli\ntry:\n    cli(['--version'])\nexcept SystemExit:\n    pass"
+    )
+    assert _module_count_after(version) <= MOST_MODULES_FOR_VERSION
+    assert _modules_after(version) == {
+        "xcsh_store",
+        "xcsh_store.cli",
+        "xcsh_store.cli.app",
+        "xcsh_store.cli.output",
+        "xcsh_store.cli.output.safe",
+        "xcsh_store.errors",
+        "xcsh_store.lazy",
+    }
+
+
+def test_the_index_front_imports_a_name_s_module_only():
+    loaded = _modules_after("from xcsh_store.index import SQLiteError")
+    assert loaded == {
+        "xcsh_store",
+        "xcsh_store.lazy",
+        "xcsh_store.index",
+        "xcsh_store.index.engine",
+    }
+    loaded = _modules_after("import xcsh_store.index")
+    assert loaded == {"xcsh_store", "xcsh_store.lazy", "xcsh_store.index"}
+
+
+def test_the_group_names_the_agent_dir_variable_the_paths_read():
+    from xcsh_store.cli import app
+    from xcsh_store.paths import AGENT_DIR_ENV
+
+    assert app.AGENT_DIR_ENV == AGENT_DIR_ENV
+
+
 def test_the_verb_table_names_modules_that_exist():
     folder = Path(xcsh_store.__file__).parent / "cli" / "verbs"
     assert all((folder / f"{module}.py").is_file() for module in VERB_MODULES.values())

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
+import sys
 
 import pytest
 
 from xcsh_store.format.storage import (
     FileSessionStorage,
+    FileSessionStorageWriter,
     MemorySessionStorage,
     SessionStorage,
     SessionStorageWriter,
@@ -171,3 +174,17 @@ def test_atomic_write_uses_a_dot_temp_name_in_the_same_folder(tmp_path):
     name = os.path.basename(temp)
     assert name.startswith(".s.jsonl.") and name.endswith(".tmp")
     assert len(name) == len(".s.jsonl.") + 16 + len(".tmp")
+
+
+def test_a_writer_whose_file_cannot_be_made_leaves_nothing_to_raise_later(tmp_path, monkeypatch):
+    """The constructor's error is the only one: collecting the half-made writer raises nothing
+    (its __del__ had raised AttributeError: no attribute '_fd')."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for path in (blocker / "sessions" / "x.jsonl", tmp_path):  # a file as folder; a folder
+        with pytest.raises(OSError):
+            FileSessionStorageWriter(str(path))
+        gc.collect()
+    assert [hook.exc_value for hook in unraisable] == []

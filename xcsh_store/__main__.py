@@ -1,5 +1,5 @@
 """``python -m xcsh_store``: the same command line as ``xcsh-store``."""
 
-from xcsh_store.cli import cli
+from xcsh_store.cli.launch import main
 
-cli(prog_name="xcsh-store")
+main()

@@ -29,11 +29,14 @@ class SessionNotFoundError(XcshStoreError, LookupError):
 
 
 class AmbiguousLookupError(XcshStoreError, LookupError):
-    """A prefix that several things start with; ``candidates`` names them (the first few)."""
+    """A prefix that several things start with; ``candidates`` names them (the first few).
+    ``lines``: the message for a terminal, its first line and then a line per match (empty
+    when the message has no list to split)."""
 
-    def __init__(self, message: str, candidates: list[str]) -> None:
+    def __init__(self, message: str, candidates: list[str], lines: list[str] | None = None) -> None:
         super().__init__(message)
         self.candidates = candidates
+        self.lines = lines or []
 
 
 class AmbiguousSessionError(AmbiguousLookupError):
@@ -42,6 +45,25 @@ class AmbiguousSessionError(AmbiguousLookupError):
 
 class InternalUrlError(XcshStoreError):
     """An ``artifact://`` or ``agent://`` URL cannot be resolved; ``str()`` is the exact text."""
+
+
+class NoArtifactsError(InternalUrlError):
+    """The session has no artifacts folder (``folder``): it kept no tool or subagent output
+    files, as every agent's session but xcsh's and pi's."""
+
+    def __init__(self, message: str, folder: str) -> None:
+        super().__init__(message)
+        self.folder = folder
+
+
+class OutputNotFoundError(InternalUrlError):
+    """An ``agent://`` output the session's artifacts folder does not hold; ``str()`` is the
+    reference's text, ``available`` the outputs it holds (their ids)."""
+
+    def __init__(self, message: str, output_id: str, available: list[str]) -> None:
+        super().__init__(message)
+        self.output_id = output_id
+        self.available = available
 
 
 class HistoryError(XcshStoreError):

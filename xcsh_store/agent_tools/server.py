@@ -39,7 +39,8 @@ INSTRUCTIONS = (
     "get_session reads a session's active branch (or its whole tree) page by page, one line "
     "per entry; get_entry reads one entry whole; get_context shows what the model saw at a "
     "leaf; read_url reads a session's artifact:// and agent:// outputs; recall_prompts finds "
-    "prompts typed before; usage sums tokens and cost. Everything is read-only; times are ISO "
+    "prompts typed before; usage sums tokens and cost; quota says how close the plan's usage "
+    "limits are. Everything is read-only; times are ISO "
     "8601 UTC."
 )
 # Every tool only reads the index, and the index is all it reads.
@@ -70,13 +71,19 @@ def _tool(
                 if redactor is None or file_secrets is None:
                     raise
                 # It names its candidates by their titles, cut short: their files' secrets.
-                paths = [index.local_path(path) for path in error.candidates]
-                known = [found for path in paths for found in file_secrets.of(path)]
+                known = [
+                    found
+                    for path in error.candidates
+                    for found in file_secrets.of_session(index, path)
+                ]
                 message = redactor.text(str(error), known)
                 raise AmbiguousSessionError(message, error.candidates) from None
             if redactor is not None and file_secrets is not None:
-                files = quoted_files(index, arguments, answer)
+                sessions, files = quoted_files(index, arguments, answer)
                 known = [found for path in files for found in file_secrets.of(path)]
+                known += [
+                    found for path in sessions for found in file_secrets.of_session(index, path)
+                ]
                 answer = redactor.value(answer, known)
         return stringify(bounded(answer, pages)).decode()
 
@@ -94,9 +101,10 @@ def _tool(
 
 def quoted_files(
     index: SessionIndex, arguments: dict[str, Any], answer: dict[str, Any]
-) -> set[str]:
-    """The files an answer quotes, whole or cut (a summary, an excerpt, a page of a text): the
-    sessions it lists or names, and the file an artifact:// or agent:// URL reads."""
+) -> tuple[set[str], set[str]]:
+    """What an answer quotes, whole or cut (a summary, an excerpt, a page of a text): the
+    sessions it lists or names (their stored paths: FileSecrets.of_session reads what each was
+    read from), and the file an artifact:// or agent:// URL reads."""
     paths = {item["path"] for key in ("hits", "sessions") for item in answer.get(key, [])}
     files = set()
     if arguments.get("session"):
@@ -105,7 +113,7 @@ def quoted_files(
         if arguments.get("url"):
             resource = resolve_internal_url(arguments["url"], artifacts_dir_for(info.path))
             files.add(resource.source_path)
-    return files | {index.local_path(path) for path in paths}
+    return paths, files
 
 
 def one_line(error: ValidationError) -> str:

@@ -93,14 +93,23 @@ class AiderReader(Agent):
                     yield Source(f"{path}#{start}", len(run), digest, inode, 0)
 
     def records(self, path: str) -> Iterator[Record]:
+        return _records(path, path)
+
+    def records_of_copy(self, path: str, copy: str) -> Iterator[Record]:
+        """The run's records read from the copy, its id and folder those of ``path``."""
+        return _records(path, copy)
+
+    def session_members(self, path: str, root: str) -> list[tuple[str, bytes]]:
+        """The run alone, at its offset in the log: blank lines before it (a copy made of it
+        reads as the run did, every byte offset the same; blank lines cost the archive next
+        to nothing), named as the log is."""
         file, start = _split(path)
         with open_regular_file(file) as stream:
             data = stream.read()
-        for run_start, end in _runs(data):
-            if run_start == start:
-                yield from _run_records(file, data, start, end)
-                return
-        raise FileNotFoundError(path)
+        end = dict(_runs(data)).get(start)
+        if end is None:
+            raise FileNotFoundError(path)
+        return [(os.path.relpath(file, root), b"\n" * start + data[start:end])]
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = value.get("kind")
@@ -127,6 +136,19 @@ class AiderReader(Agent):
                 found.model, found.provider = _model(value.get("model"))
                 found.usage = (usage[0], usage[1], 0, 0, 0, usage[2])
         return found
+
+
+def _records(path: str, read_from: str) -> Iterator[Record]:
+    """The records of the run ``path`` names, read from the log ``read_from`` names (the
+    log itself, or a copy made from the archive): its id and folder are ``path``'s."""
+    file, start = _split(path)
+    with open_regular_file(_split(read_from)[0]) as stream:
+        data = stream.read()
+    for run_start, end in _runs(data):
+        if run_start == start:
+            yield from _run_records(file, data, start, end)
+            return
+    raise FileNotFoundError(path)
 
 
 def _split(path: str) -> tuple[str, int]:

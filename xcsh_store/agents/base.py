@@ -37,6 +37,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple, Protocol
 
+from xcsh_store.files import open_regular_file
+
 # The kinds of session files a plugin reads (see the module docstring).
 KINDS = ("jsonl", "document", "tree", "sqlite", "markdown")
 # What a plugin's own fault may raise: any Exception, and SystemExit (a plugin that calls
@@ -93,6 +95,18 @@ class SessionFacts:
 _FACTS = tuple(fact.name for fact in fields(SessionFacts))
 
 
+class QuotaReading(NamedTuple):
+    """One window of a plan's usage limit as the agent saw it on a line (Codex's
+    ``rate_limits``): the percent of it used, its length and its end, when the agent says."""
+
+    slot: str  # the agent's name of the window ('primary', 'secondary')
+    used_percent: float
+    window_minutes: int | None
+    resets_at: str | None  # UTC ISO (canonical, as times.iso_millis writes)
+    limit_id: str | None = None  # the agent's name of the limit ('codex')
+    plan_type: str | None = None  # the account's plan ('plus', 'pro', 'free')
+
+
 @dataclass(slots=True)
 class AgentEntry:
     """One object of a line as the index stores it."""
@@ -125,6 +139,9 @@ class AgentEntry:
     # without): it gets one in file order, the child of the entry before, as in a format
     # without ids (the id cannot be the reader's: a hit's text is read from its line alone).
     chained: bool = False
+    # The plan's usage-limit windows the line reports (read at its timestamp), kept as quota
+    # observations of the session.
+    quotas: tuple[QuotaReading, ...] = ()
 
 
 class PluginOutputError(TypeError):
@@ -191,6 +208,30 @@ def entry_problem(found: Any) -> str | None:
         return f"rewind_turns is {_shown(turns)}, not a count"
     if not isinstance(found.chained, bool):
         return f"chained is {_shown(found.chained)}, not True or False"
+    return _quotas_problem(found.quotas)
+
+
+def _quotas_problem(quotas: Any) -> str | None:
+    """What is wrong with a plugin's quota readings (None: a tuple of QuotaReading)."""
+    if not isinstance(quotas, tuple | list):
+        return f"quotas is {_shown(quotas)}, not a tuple of QuotaReading"
+    for reading in quotas:
+        if not isinstance(reading, QuotaReading):
+            return f"quota reading {_shown(reading)} is not a QuotaReading"
+        if not isinstance(reading.slot, str):
+            return f"quota slot is {_shown(reading.slot)}, not text"
+        problem = _figure("quota used_percent", reading.used_percent)
+        minutes = reading.window_minutes
+        if (
+            problem is None
+            and minutes is not None
+            and (not isinstance(minutes, int) or isinstance(minutes, bool))
+        ):
+            problem = f"quota window_minutes is {_shown(minutes)}, not a count"
+        for name in ("resets_at", "limit_id", "plan_type"):
+            problem = problem or _text_or_none(f"quota {name}", getattr(reading, name))
+        if problem is not None:
+            return problem
     return None
 
 
@@ -273,6 +314,11 @@ class Agent:
     # The command that resumes a session, ``{id}`` its id, run in its working folder ("": the
     # agent has none): resume_command() fills it in.
     resume: ClassVar[str] = ""
+    # The revision of the reader: raised when a fix changes the rows it makes of the same
+    # bytes, so that the index reads every session of the agent again on its next sync (from
+    # the file, or from the store's archive when the file is gone). The index records the
+    # revision that made each file's rows (files.reader_revision, migration 0016).
+    revision: ClassVar[int] = 1
 
     def session_roots(self) -> list[str]:
         """The folders where the agent keeps its sessions on this machine (they need not
@@ -328,11 +374,30 @@ class Agent:
         than jsonl)."""
         return iter(())
 
+    def records_of_copy(self, path: str, copy: str) -> Iterator[Record]:
+        """The records of the session at ``path`` read from ``copy``, a copy of it made from
+        the store's archive (laid out below a stand-in of its root): by default the copy's
+        records. A reader that takes facts from the session's path (Aider: its id and folder)
+        reads the copy's bytes as those of ``path``."""
+        return self.records(copy)
+
     def session_files(self, path: str) -> list[str]:
         """The files whose bytes make up the session at ``path`` (kinds other than jsonl),
         which the store's archive keeps whole and ``restore`` writes back: the file itself by
         default; none for a session kept in a database."""
         return [path] if os.path.isfile(path) else []
+
+    def session_members(self, path: str, root: str) -> list[tuple[str, bytes]]:
+        """(name below ``root``, bytes) of each part of the session at ``path`` (kinds other
+        than jsonl): what the store's archive keeps whole, laid out below a copy of the root
+        it reads the session from once it is gone. By default the bytes of its
+        :meth:`session_files`; a session kept in a database gives a database of its own rows,
+        named as the database is."""
+        members = []
+        for file in self.session_files(path):
+            with open_regular_file(file) as stream:
+                members.append((os.path.relpath(file, root), stream.read()))
+        return members
 
     def resume_command(self, session_id: str, cwd: str | None) -> str | None:
         """The command that resumes a session of this agent in its working folder (``restore``
@@ -340,14 +405,36 @@ class Agent:
         agent has none."""
         if not self.resume:
             return None
-        command = self.resume.format(id=shlex.quote(session_id))
-        return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+        return ResumeCommand.filled(self.resume, session_id, cwd).shell()
 
     def records_at(self, path: str, locators: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The records of ``locators`` (those the session still holds), read again: by default
         the session is read again and those are kept."""
         wanted = set(locators)
         return {locator: value for locator, value in self.records(path) if locator in wanted}
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeCommand:
+    """An agent's own command that continues a session: its arguments, run in the session's
+    working folder (``xcsh-store resume``, ``restore``)."""
+
+    argv: tuple[str, ...]
+    cwd: str | None
+
+    @classmethod
+    def filled(
+        cls, template: str, session_id: str, cwd: str | None, path: str = ""
+    ) -> ResumeCommand:
+        """``template`` (``claude --resume {id}``) with the session's id and file path in
+        place, each one argument whatever characters it holds."""
+        parts = shlex.split(template)
+        return cls(tuple(part.format(id=session_id, path=path) for part in parts), cwd or None)
+
+    def shell(self) -> str:
+        """The command as a shell line: ``cd FOLDER && agent …``, every part quoted."""
+        command = shlex.join(self.argv)
+        return f"cd {shlex.quote(self.cwd)} && {command}" if self.cwd else command
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,9 @@ Entries have no ids: each gets one in file order, the child of the one before.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -38,6 +39,7 @@ from xcsh_store.agents.base import (
     Agent,
     AgentEntry,
     HistoryPrompt,
+    QuotaReading,
     SessionFacts,
     number,
     text_blocks,
@@ -45,6 +47,7 @@ from xcsh_store.agents.base import (
 )
 from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.homes import agent_home
+from xcsh_store.times import iso_millis, parse_iso
 
 # Codex's folder: $CODEX_HOME, else ~/.codex; rollouts in sessions/, the prompts typed in
 # history.jsonl.
@@ -226,15 +229,16 @@ def _event(payload: dict[str, Any], timestamp: str | None, session: SessionFacts
 def _token_count(
     found: AgentEntry, payload: dict[str, Any], timestamp: str | None, session: SessionFacts
 ) -> None:
+    replay = session.replay_second
+    if replay is not None and timestamp is not None and timestamp[:19] <= replay:
+        return  # the parent's history, replayed into the fork (its usage and readings)
+    found.quotas = rate_limit_readings(payload.get("rate_limits"), timestamp)
     info = payload.get("info")
     if type(info) is not dict:
         return  # info: null (rate limits only)
     last = info.get("last_token_usage")
     if type(last) is not dict:
         return
-    replay = session.replay_second
-    if replay is not None and timestamp is not None and timestamp[:19] <= replay:
-        return  # the parent's history, replayed into the fork
     cached = number(last.get("cached_input_tokens"))
     written = number(last.get("cache_write_input_tokens"))
     figures = (
@@ -252,6 +256,73 @@ def _token_count(
     total = info.get("total_token_usage")
     if type(total) is dict:
         found.usage_key = "total:" + orjson.dumps(total, option=orjson.OPT_SORT_KEYS).decode()
+
+
+# -- rate limits -----------------------------------------------------------------------------
+
+_SLOTS = ("primary", "secondary")
+
+
+def rate_limit_readings(limits: Any, timestamp: str | None) -> tuple[QuotaReading, ...]:
+    """The windows of a ``token_count`` event's ``rate_limits``, in each form Codex wrote:
+
+    * since 0.4x: ``{"primary": {"used_percent", "window_minutes", "resets_at"}, "secondary":
+      ..., "limit_id", "plan_type", "credits", ...}``; ``resets_at`` is epoch seconds, an
+      earlier release wrote ``resets_in_seconds`` (from the event's time) instead; a window
+      may be null (an account without that limit, or a limit not reported yet);
+    * before that, flat: ``primary_used_percent``, ``primary_window_minutes``,
+      ``primary_reset_after_seconds`` and the same for ``secondary`` (with
+      ``primary_to_secondary_ratio_percent``, which says nothing of use here).
+
+    A window without a finite ``used_percent`` is not a reading; a reset time that cannot be
+    placed (no event time for a relative one) is left unknown.
+    """
+    if type(limits) is not dict:
+        return ()
+    observed = parse_iso(timestamp) if timestamp else None
+    limit_id, plan = text_of(limits.get("limit_id")), text_of(limits.get("plan_type"))
+    readings = []
+    for slot in _SLOTS:
+        window = limits.get(slot)
+        if type(window) is dict:
+            used = window.get("used_percent")
+            minutes = window.get("window_minutes")
+            resets = _epoch_iso(window.get("resets_at"))
+            after = window.get("resets_in_seconds")
+        else:
+            used = limits.get(f"{slot}_used_percent")
+            minutes = limits.get(f"{slot}_window_minutes")
+            resets, after = None, limits.get(f"{slot}_reset_after_seconds")
+        if not _finite(used):
+            continue
+        if resets is None and observed is not None and _finite(after):
+            resets = _epoch_iso(observed.timestamp() + float(after))
+        readings.append(
+            QuotaReading(
+                slot,
+                float(used),
+                minutes if type(minutes) is int and minutes > 0 else None,
+                resets,
+                limit_id,
+                plan,
+            )
+        )
+    return tuple(readings)
+
+
+def _finite(value: Any) -> TypeGuard[float]:
+    """A finite int or float (a bool is neither)."""
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _epoch_iso(value: Any) -> str | None:
+    """Epoch seconds as canonical UTC ISO; None when not a plausible time."""
+    if not _finite(value) or value <= 0:
+        return None
+    try:
+        return iso_millis(float(value))
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 READER = CodexReader()

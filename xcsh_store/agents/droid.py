@@ -40,6 +40,8 @@ class DroidReader(Agent):
     )
     has_ids = True
     remembers_parents = False
+    # Factory's CLI reference: `droid --resume [sessionId]` (alias -r).
+    resume = "droid --resume {id}"
 
     def recognizes(self, value: dict[str, Any]) -> bool:
         return value.get("type") == START_TYPE and isinstance(value.get("id"), str)

@@ -77,6 +77,7 @@ from xcsh_store.agents.opencode_db import (
     database_records,
     database_session,
     database_sources,
+    session_database,
 )
 from xcsh_store.format.jsonl import read_document
 from xcsh_store.homes import XDG_DATA_HOME_ENV, agent_home, folder_of
@@ -229,6 +230,15 @@ class OpencodeReader(Agent):
         for message_path in _message_files(storage, _session_id(path, None)):
             files += [message_path, *self._part_files(storage, message_path, None)]
         return files
+
+    def session_members(self, path: str, root: str) -> list[tuple[str, bytes]]:
+        """A session of the database: a database of its rows alone, named as the database is
+        (opencode_db.session_database); else its files."""
+        in_database = database_session(path)
+        if in_database is None:
+            return super().session_members(path, root)
+        database, session_id = in_database
+        return [(os.path.relpath(database, root), session_database(database, session_id))]
 
     def read(self, value: dict[str, Any], session: SessionFacts) -> AgentEntry:
         kind = value.get("type")

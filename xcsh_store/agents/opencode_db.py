@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -132,6 +133,46 @@ def database_records(database: str, session_id: str) -> Iterator[Record]:
         for part_rowid, part in own:
             if part.get("type") == "tool":
                 yield part_rowid * 2 + 1, {"type": TOOL_RECORD, "part": part}
+
+
+# opencode's tables that hold a session, with the column that names the session in each.
+_SESSION_TABLES = (("session", "id"), ("message", "session_id"), ("part", "session_id"))
+
+
+def session_database(database: str, session_id: str) -> bytes:
+    """The bytes of a database of the session's rows alone: its row of ``session``, its
+    messages and its parts, in opencode's own tables (their statements copied) and with their
+    own rowids (the records' locators). What the store's archive keeps of a session of the
+    database: named as the database is, it reads as the session did (``<copy>#<id>``)."""
+    with closing(_open(database)) as source:
+        statements = dict(
+            source.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+                " AND name IN ('session', 'message', 'part')"
+            ).fetchall()
+        )
+        tables = []
+        for table, column in _SESSION_TABLES:
+            # (Table and column names are the constants above, never the database's.)
+            cursor = source.execute(
+                f"SELECT rowid AS rowid, * FROM {table} WHERE {column} = ? ORDER BY rowid",
+                (session_id,),
+            )
+            names = [description[0] for description in cursor.description]
+            tables.append((table, names, cursor.fetchall()))
+    if not tables[0][2]:
+        raise FileNotFoundError(f"{database}{_SEPARATOR}{session_id}")
+    with tempfile.TemporaryDirectory(prefix="xcsh-store-opencode-") as folder:
+        copy = os.path.join(folder, "session.db")
+        with closing(sqlite3.connect(copy)) as target:
+            for table, names, rows in tables:
+                target.execute(statements[table])
+                quoted = ", ".join(f'"{name}"' for name in names)
+                marks = ", ".join("?" * len(names))
+                target.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({marks})", rows)
+            target.commit()
+        with open(copy, "rb") as stream:
+            return stream.read()
 
 
 def _data(data: Any) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ import re
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent
+from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent, ResumeCommand
 
 log = logging.getLogger("xcsh_store")
 
@@ -29,6 +29,13 @@ OWN_DISTRIBUTION = "xcsh-store"
 # The xcsh format family: read by the index itself (the header does not say which of them
 # wrote a file: agents/__init__.py xcsh_agent_of); no plugin may take these names.
 XCSH_AGENTS = ("xcsh", "pi", "omp")
+# How each of them continues a session: xcsh and oh-my-pi take an id (prefix) with --resume
+# (reference.md 13.5), pi takes the session file with --session.
+XCSH_RESUME = {
+    "xcsh": "xcsh --resume {id}",
+    "omp": "omp --resume {id}",
+    "pi": "pi --session {path}",
+}
 # Names go into SQL lists and command-line choices as they are.
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
@@ -36,9 +43,8 @@ _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 @functools.cache
 def agents() -> tuple[Agent, ...]:
     """Every agent plugin that loads, by name."""
-    found: dict[str, tuple[Agent, bool]] = {}
+    found: dict[str, tuple[Agent, EntryPoint]] = {}
     for entry_point in entry_points(group=GROUP):
-        own = _distribution(entry_point) == OWN_DISTRIBUTION
         try:
             agent = _agent_of(entry_point.load())
         except PLUGIN_FAULTS as error:  # a plugin's own fault, whatever it is (sys.exit too)
@@ -52,7 +58,9 @@ def agents() -> tuple[Agent, ...]:
             )
             continue
         earlier = found.get(agent.name)
-        if earlier is not None and (earlier[1] or not own):
+        # Whose plugin it is matters only when two read one agent: asking costs a read of
+        # the distribution's METADATA each (a few ms for the ten plugins of a start-up).
+        if earlier is not None and (_own(earlier[1]) or not _own(entry_point)):
             log.warning(
                 "agent plugin %s (%s) left out: another plugin reads agent %r",
                 entry_point.name,
@@ -60,8 +68,8 @@ def agents() -> tuple[Agent, ...]:
                 agent.name,
             )
             continue
-        found[agent.name] = (agent, own)
-    return tuple(agent for _, (agent, _own) in sorted(found.items()))
+        found[agent.name] = (agent, entry_point)
+    return tuple(agent for _, (agent, _entry_point) in sorted(found.items()))
 
 
 @functools.cache
@@ -72,9 +80,10 @@ def jsonl_agents() -> tuple[Agent, ...]:
     )
 
 
-def _distribution(entry_point: EntryPoint) -> str | None:
+def _own(entry_point: EntryPoint) -> bool:
+    """Whether the plugin is this package's own."""
     dist = entry_point.dist
-    return None if dist is None else dist.name
+    return dist is not None and dist.name == OWN_DISTRIBUTION
 
 
 def _agent_of(value: Any) -> Agent:
@@ -109,7 +118,7 @@ class _Adopted(Agent):
         facts = (
             "label", "kind", "has_ids", "remembers_parents", "folder_variables",
             "records_costs", "order", "where", "other_kind_sources", "project_folders",
-            "resume",
+            "resume", "revision",
         )  # fmt: skip
         for fact in facts:
             if hasattr(reader, fact):
@@ -117,10 +126,20 @@ class _Adopted(Agent):
         for method in (
             "read", "recognizes", "history_prompt", "session_roots", "history_files",
             "sources", "records", "records_at", "is_session_name", "kind_of", "session_files",
-            "resume_command",
+            "session_members", "records_of_copy", "resume_command",
         ):  # fmt: skip
             if callable(getattr(reader, method, None)):
                 setattr(self, method, getattr(reader, method))
+
+
+def reader_revisions() -> dict[str, int]:
+    """The revision of each agent plugin's reader, by name (one that says none, or no whole
+    number from 1 up: 1). xcsh's own formats are not revised this way: they are absent."""
+    found = {}
+    for agent in agents():
+        revision = getattr(agent, "revision", 1)
+        found[agent.name] = revision if type(revision) is int and revision >= 1 else 1
+    return found
 
 
 def agent_named(name: str | None) -> Agent | None:
@@ -133,3 +152,11 @@ def agent_named(name: str | None) -> Agent | None:
 def labels() -> dict[str, str]:
     """Every agent's name -> what people call it (the name when the plugin says nothing)."""
     return {agent.name: agent.label or agent.name for agent in agents()}
+
+
+def resume_command(agent: str, session_id: str, cwd: str | None, path: str) -> ResumeCommand | None:
+    """The command of ``agent`` that continues the session (None: the agent has none, or its
+    plugin is not installed)."""
+    plugin = agent_named(agent)
+    template = XCSH_RESUME.get(agent) or (plugin.resume if plugin is not None else "")
+    return ResumeCommand.filled(template, session_id, cwd, path) if template else None

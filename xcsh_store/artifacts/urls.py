@@ -17,7 +17,7 @@ from urllib.parse import unquote_to_bytes
 from xcsh_store.artifacts.output import utf8_encode, utf8_len
 from xcsh_store.artifacts.pages import check_page, page_of
 from xcsh_store.artifacts.query import apply_query, path_to_query
-from xcsh_store.errors import InternalUrlError
+from xcsh_store.errors import InternalUrlError, NoArtifactsError, OutputNotFoundError
 from xcsh_store.js import decode_uri_component, parse, stringify_indented
 
 SUPPORTED_SCHEMES = ("agent", "artifact")
@@ -210,7 +210,7 @@ def _read_inside(artifacts_dir: str, path: str, label: str) -> str | None:
 
 def _folder_error(error: OSError, artifacts_dir: str) -> InternalUrlError:
     if isinstance(error, FileNotFoundError):
-        return InternalUrlError("No artifacts directory found")
+        return NoArtifactsError("No artifacts directory found", artifacts_dir)
     return InternalUrlError(f"Cannot read artifacts directory: {error.strerror}: {artifacts_dir}")
 
 
@@ -251,13 +251,12 @@ def _has_extraction(url: InternalUrl) -> tuple[bool, bool]:
     return url.pathname not in ("", "/"), bool(url.get_param("q"))
 
 
-def _available_outputs(artifacts_dir: str) -> str:
+def _available_outputs(artifacts_dir: str) -> list[str]:
     try:
         names = os.listdir(artifacts_dir)
     except OSError:
         names = []
-    outputs = [name.replace(".md", "", 1) for name in names if name.endswith(".md")]
-    return ", ".join(outputs) or "none"
+    return [name.replace(".md", "", 1) for name in names if name.endswith(".md")]
 
 
 def _resolve_agent(url: InternalUrl, artifacts_dir: str | None) -> InternalResource:
@@ -278,8 +277,11 @@ def _resolve_agent(url: InternalUrl, artifacts_dir: str | None) -> InternalResou
     path = os.path.join(artifacts_dir, f"{output_id}.md")
     raw = _read_inside(artifacts_dir, path, f"Output {output_id}")
     if raw is None:
-        raise InternalUrlError(
-            f"Not found: {output_id}\nAvailable: {_available_outputs(artifacts_dir)}"
+        available = _available_outputs(artifacts_dir)
+        raise OutputNotFoundError(
+            f"Not found: {output_id}\nAvailable: {', '.join(available) or 'none'}",
+            output_id,
+            available,
         )
     if not (path_extraction or query_extraction):
         return InternalResource(url.href, raw, "text/markdown", utf8_len(raw), path, [])

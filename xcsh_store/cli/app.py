@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
-import base64
 import importlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import click
-import orjson
 from click.core import ParameterSource
 
 from xcsh_store import __version__
-from xcsh_store.cli.output.render import terminal_width, wrap
 from xcsh_store.cli.output.safe import Shown, shown, styled, visible, visible_text
-from xcsh_store.cli.output.table import Cut, Header, fit_table
-from xcsh_store.errors import IndexDatabaseError, XcshStoreError
-from xcsh_store.homes import get_store_dir
-from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
-from xcsh_store.js import well_formed
-from xcsh_store.paths import AGENT_DIR_ENV, get_index_db_path
+from xcsh_store.errors import AmbiguousLookupError, IndexDatabaseError, XcshStoreError
+
+# The rest is imported where it is used, not here: `xcsh-store --version` and `--help` import
+# this module and click and little else (tests/test_start_up.py counts the modules), and each
+# verb pays only for what it uses (the index, orjson, the table layout).
+if TYPE_CHECKING:
+    from xcsh_store.cli.output.table import Cut, Header
+    from xcsh_store.index import IndexReader, SessionIndex
+    from xcsh_store.team import TeamIndex
+
+# The variable that names the agent dir (xcsh_store.paths.AGENT_DIR_ENV, which
+# test_start_up.py holds equal): written here so that the option's help needs no import.
+AGENT_DIR_ENV = "XCSH_AGENT_DIR"
 
 # The team index the read verbs read when it is set (--db).
 TEAM_DB_ENV = "XCSH_STORE_DB"
@@ -60,6 +64,8 @@ class Settings:
     db: str | None = None
     # Whether the read verbs bring index.db up to date before they answer (--no-sync: not).
     sync: bool = True
+    # --json before the verb: as --json after it (the verbs that print JSON).
+    json: bool = False
 
     def style(self, text: str, **styles: Any) -> Shown:
         """``text`` escaped, then coloured when colour is on (safe.styled)."""
@@ -69,6 +75,7 @@ class Settings:
 # The module that defines each verb, imported when the verb is asked for: `xcsh-store ls`
 # imports the listing and none of sync, gc, search, usage or the demo.
 VERB_MODULES = {
+    "budget": "limits",
     "cat": "sessions",
     "completion": "completion",
     "demo": "demo",
@@ -83,12 +90,15 @@ VERB_MODULES = {
     "migrate": "maintenance",
     "prices": "prices",
     "push": "team",
+    "quota": "limits",
     "restore": "maintenance",
+    "resume": "sessions",
     "secrets": "redaction",
     "search": "sessions",
     "serve": "live",
     "show": "sessions",
     "sql": "sql",
+    "statusline": "limits",
     "sync": "maintenance",
     "team": "team",
     "usage": "usage",
@@ -134,6 +144,8 @@ class StoreGroup(SuggestingGroup):
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from xcsh_store.index import SQLiteError
+
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -145,6 +157,8 @@ class StoreGroup(SuggestingGroup):
             # click declares message Final, yet prints what it holds then.
             error.message = visible(error.message)  # type: ignore[misc]
             raise
+        except AmbiguousLookupError as error:
+            raise click.ClickException(ambiguous_lines(error)) from None
         except (XcshStoreError, OSError, SQLiteError) as error:
             raise click.ClickException(error_line(error)) from None
         except UnicodeError as error:
@@ -184,6 +198,8 @@ def not_utf8(arguments: Sequence[str], error: UnicodeError) -> str:
 
     Python hands over bytes of the command line that are not UTF-8 as lone surrogates;
     such an argument works as a path of this system, but never as text."""
+    from xcsh_store.js import well_formed
+
     for argument in arguments:
         if well_formed(argument) != argument:
             return f"the argument {visible(argument)} is not valid UTF-8 text: give it in UTF-8"
@@ -203,6 +219,8 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
     of the library or OS error that stopped the verb (``SessionNotFoundError``,
     ``FileNotFoundError``; ``SQLiteError`` for SQLite itself), or ``Error`` for a failure the
     verb reports itself. An ambiguous id adds its ``candidates``."""
+    from xcsh_store.index import SQLiteError
+
     cause = error.__context__ if error.__suppress_context__ else None
     if isinstance(error, click.UsageError):
         kind = "UsageError"
@@ -212,7 +230,10 @@ def error_json(error: click.ClickException) -> dict[str, Any]:
         kind = type(cause).__name__
     else:
         kind = "Error"
-    body: dict[str, Any] = {"type": kind, "message": error.format_message()}
+    message = error.format_message()
+    if isinstance(cause, AmbiguousLookupError):  # one line in JSON; a line per match for people
+        message = error_line(cause)
+    body: dict[str, Any] = {"type": kind, "message": message}
     candidates = getattr(cause, "candidates", None)
     if isinstance(candidates, list):
         body["candidates"] = candidates
@@ -230,7 +251,28 @@ def _silence_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def ambiguous_lines(error: AmbiguousLookupError) -> str:
+    """An ambiguous prefix's message as a person reads it: what matched, then each match on a
+    line of its own (a path home-relative), each cut to the terminal."""
+    from xcsh_store.cli.output.render import cut_middle, home_relative, terminal_width, wrap
+
+    if not error.lines:
+        return error_line(error)
+    head, *matches = error.lines
+    width = terminal_width()
+    # Wrapped as click shows it, "Error: " before the first line.
+    first, *rest = wrap("Error: " + " ".join(head.split()), width)
+    lines = [visible(first.removeprefix("Error: ")), *(visible(line) for line in rest)]
+    for match in matches:
+        text = "  " + visible(home_relative(match) if os.path.isabs(match) else match)
+        # (Two files of one id differ in their folders, at the start: keep both ends.)
+        lines.append(text if width is None else cut_middle(text, width))
+    return "\n".join(lines)
+
+
 def error_line(error: BaseException) -> str:
+    from xcsh_store.index import SQLiteError
+
     text = str(error) or error.__class__.__name__
     if isinstance(error, SQLiteError) and not isinstance(error, XcshStoreError):
         text = f"SQLite: {text}"
@@ -269,10 +311,21 @@ def error_line(error: BaseException) -> str:
     help=f"Answer from index.db as it is (or ${NO_SYNC_ENV}=1): ls, show, cat, search, usage,"
     " history, serve and mcp sync it first otherwise, unless a `watch` keeps it current.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON, as --json after the verb does (for the verbs that have it).",
+)
 @click.version_option(__version__, prog_name="xcsh-store")
 @click.pass_context
 def cli(
-    ctx: click.Context, agent_dir: str | None, color: str, db: str | None, no_sync: bool
+    ctx: click.Context,
+    agent_dir: str | None,
+    color: str,
+    db: str | None,
+    no_sync: bool,
+    as_json: bool,
 ) -> None:
     """Store coding-agent sessions and search them through a SQLite index.
 
@@ -284,6 +337,9 @@ def cli(
       xcsh-store sync                  index this machine's sessions
       xcsh-store --agent-dir DIR ls --json
     """
+    from xcsh_store.homes import get_store_dir
+    from xcsh_store.js import well_formed
+
     is_terminal = sys.stdout.isatty()
     folder = os.path.abspath(os.path.expanduser(agent_dir)) if agent_dir else get_store_dir()
     if well_formed(folder) != folder:
@@ -298,16 +354,25 @@ def cli(
         color=color_enabled(color, is_terminal, os.environ),
         db=db or None,
         sync=not no_sync,
+        json=as_json,
     )
     ctx.color = ctx.obj.color
 
 
 pass_settings = click.make_pass_decorator(Settings)
 
+
+def _json_asked(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """--json after the verb, or before it (the global option)."""
+    settings = ctx.find_object(Settings)
+    return value or (settings is not None and settings.json)
+
+
 json_option = click.option(
     "--json",
     "as_json",
     is_flag=True,
+    callback=_json_asked,
     help="Print JSON (the shape is documented in docs/json.md); errors too, on stderr.",
 )
 
@@ -316,6 +381,8 @@ def json_default(value: Any) -> Any:
     """What orjson cannot encode by itself: bytes as sqlite-utils writes them, else ``str``."""
     if isinstance(value, bytes):
         # The sqlite-utils convention for binary values.
+        import base64
+
         return {"$base64": True, "encoded": base64.b64encode(value).decode("ascii")}
     return str(value)
 
@@ -324,6 +391,8 @@ def json_bytes(data: Any, option: int = 0) -> bytes:
     """``data`` as JSON. A string that is not valid UTF-8 (a file name of other bytes, an
     argument) cannot be written as JSON: its lone surrogates become U+FFFD, as JavaScript's
     ``toWellFormed`` does, instead of ending the verb."""
+    import orjson
+
     try:
         return orjson.dumps(data, option=option, default=json_default)
     except orjson.JSONEncodeError:
@@ -331,6 +400,8 @@ def json_bytes(data: Any, option: int = 0) -> bytes:
 
 
 def _well_formed_strings(data: Any) -> Any:
+    from xcsh_store.js import well_formed
+
     if isinstance(data, str):
         return well_formed(data)
     if isinstance(data, dict):
@@ -344,6 +415,8 @@ def _well_formed_strings(data: Any) -> Any:
 
 def emit_json(data: Any) -> None:
     """Machine output: indented JSON on stdout, keys as documented per verb."""
+    import orjson
+
     stream = sys.stdout.buffer
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
     stream.write(json_bytes(data, option))
@@ -360,16 +433,23 @@ def print_table(
     styles: Callable[[int, int, str], str] | None = None,
     cuts: Mapping[int, Cut] | None = None,
     optional: Sequence[int] = (),
+    whole: Sequence[int] = (),
+    main_width: int | None = None,
 ) -> None:
     """An aligned table cut to the terminal (table.fit_table: the first ``flexible`` column
-    keeps its room longest, the ``optional`` ones go first).
+    keeps its room longest, the ``optional`` ones go first, the ``whole`` ones are never cut;
+    ``main_width``: what the main column keeps before the others give way, table.MAIN_WIDTH
+    unless told).
 
     Every cell passes through the sanitiser before it is cut and styled.
     """
+    from xcsh_store.cli.output.table import MAIN_WIDTH, fit_table
+
     echo(
         fit_table(
             rows, headers, flexible=flexible, right=right, styles=styles, cuts=cuts,
-            optional=optional,
+            optional=optional, whole=whole,
+            main_width=MAIN_WIDTH if main_width is None else main_width,
         )
     )  # fmt: skip
 
@@ -377,6 +457,8 @@ def print_table(
 def echo_wrapped(text: str = "", err: bool = False) -> None:
     """A line of prose for people, wrapped at the terminal's width (render.wrap); the lines
     after the first are indented two more spaces than it is."""
+    from xcsh_store.cli.output.render import terminal_width, wrap
+
     indent = " " * (len(text) - len(text.lstrip(" ")) + 2)
     for line in wrap(text, terminal_width(), indent):
         echo(line, err=err)
@@ -394,9 +476,21 @@ def echo_text(text: str, newline: bool = True) -> None:
     click.echo(visible_text(text), nl=newline)
 
 
+@overload
+def open_index(
+    settings: Settings, read_only: bool = True, team: Literal[False] = False, fresh: bool = False
+) -> SessionIndex: ...
+
+
+@overload
+def open_index(
+    settings: Settings, read_only: bool = True, *, team: Literal[True], fresh: bool = False
+) -> IndexReader: ...
+
+
 def open_index(
     settings: Settings, read_only: bool = True, team: bool = False, fresh: bool = False
-) -> SessionIndex:
+) -> IndexReader:
     """The agent dir's index; read-only for the verbs that only look (they never block a sync).
     ``fresh``: brought up to date first (fresh_index), unless --no-sync.
 
@@ -404,6 +498,9 @@ def open_index(
     same questions with the same kinds of records (xcsh_store.team.TeamIndex), each with its
     host; the others refuse ``--db``.
     """
+    from xcsh_store.index import SessionIndex
+    from xcsh_store.paths import get_index_db_path
+
     if settings.db is None:
         fresh = fresh and settings.sync
         if read_only and not os.path.exists(get_index_db_path(settings.agent_dir)):
@@ -419,11 +516,17 @@ def open_index(
         raise click.UsageError(
             f"--db is for ls, search, show, usage, history and sql; {verb} works on index.db"
         )
+    return open_team_index(settings.db)
+
+
+def open_team_index(url: str) -> TeamIndex:
+    """The team index at ``url`` (``--db``): for what only it answers (``sql`` on PostgreSQL);
+    the read verbs get it from open_index, as an IndexReader."""
     require_extra("--db", "team", "psycopg")
     from xcsh_store.team import TeamIndex
 
-    warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
-    return TeamIndex.open(settings.db)  # type: ignore[return-value]
+    warn_of_visible_password(url, "db", click.get_current_context().find_root())
+    return TeamIndex.open(url)
 
 
 def first_index(settings: Settings) -> bool:
@@ -451,6 +554,8 @@ def fresh_index(settings: Settings) -> SessionIndex:
     current. It never fails for want of a sync: while another sync runs, or where index.db
     cannot be written, the verb answers from what the index holds and says so in one line on
     stderr."""
+    from xcsh_store.index import BUSY, SessionIndex, SQLiteError, is_watched
+
     try:
         index = SessionIndex.open(settings.agent_dir)
     except (IndexDatabaseError, OSError, SQLiteError) as error:

@@ -86,11 +86,13 @@ class FileSessionStorageWriter:
     """An append (or truncate) file handle; the first error is latched and raised again."""
 
     def __init__(self, path: str, flags: str = "a") -> None:
+        # Set first: when the folder or the file cannot be made, __del__ still finds them.
+        self._fd: int | None = None
+        self._error: BaseException | None = None
+        self.path = path
         ensure_private_dir(os.path.dirname(path) or ".")
         mode = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if flags == "w" else os.O_APPEND)
-        self.path = path
-        self._fd: int | None = os.open(path, mode, FILE_MODE)
-        self._error: BaseException | None = None
+        self._fd = os.open(path, mode, FILE_MODE)
 
     def _check(self) -> int:
         if self._fd is None:

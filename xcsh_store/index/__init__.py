@@ -33,26 +33,30 @@ borderline module went, and why):
 
 from typing import TYPE_CHECKING
 
-# What every use of the index needs: the store and its connection.
-from xcsh_store.index.db import errors_explained, remove_side_files
-from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
-from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
-from xcsh_store.index.store import (
-    REFRESH_SECONDS,
-    IndexReader,
-    IndexStats,
-    Refresher,
-    SessionIndex,
-)
 from xcsh_store.lazy import lazy_exports
 
-# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
-# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+# The names offered on first use (lazy.py), each written once, here: type checkers (mypy,
+# editors) read them, and lazy_exports reads this block at run time, which never runs it
+# (nothing loads sooner). `NAME as NAME`: importable from here, not in __all__.
+# Every name, the store's too: `from xcsh_store.index import SQLiteError` loads the SQLite
+# binding and nothing of the store, and a process that only prints its version imports none.
 if TYPE_CHECKING:
+    from xcsh_store.glance.settings import (
+        Budget,
+        Limits,
+        LimitsConfigError,
+        read_limits,
+        set_budget,
+    )
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.restore import Restored, RestoreError
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.db import errors_explained, remove_side_files
+    from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
+    from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -110,12 +114,13 @@ if TYPE_CHECKING:
         known_agents,
         model_match,
         project_folder,
+        refuse_unasked,
         search_role,
         time_bound,
     )
     from xcsh_store.index.read.ranking import WINDOW
     from xcsh_store.index.read.search import SearchHit, parse_search_query
-    from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
+    from xcsh_store.index.read.sessions import IndexedSession, ReadSession, SessionRecord
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,
@@ -129,6 +134,13 @@ if TYPE_CHECKING:
         usage_total,
     )
     from xcsh_store.index.read.usage import DuplicateSession as DuplicateSession
+    from xcsh_store.index.store import (
+        REFRESH_SECONDS,
+        IndexReader,
+        IndexStats,
+        Refresher,
+        SessionIndex,
+    )
     from xcsh_store.index.upkeep.gc import GcReport
     from xcsh_store.index.upkeep.outside_readers import (
         OutsideReader,
@@ -139,209 +151,4 @@ if TYPE_CHECKING:
     from xcsh_store.index.write.prices import ModelSeen
     from xcsh_store.index.write.scan import Progress, SkippedLines, SyncReport, is_under_any
 
-# The rest is imported on first use (see xcsh_store/lazy.py).
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "xcsh_store.index.archive.folder": ("ArchiveStats",),
-        "xcsh_store.index.archive.forget": ("Forgotten",),
-        "xcsh_store.index.archive.restore": ("RestoreError", "Restored"),
-        "xcsh_store.index.archive.sources": ("ArchivedSources",),
-        "xcsh_store.index.read.choices": (
-            "Choice",
-            "check_filters",
-            "model_choices",
-            "project_choices",
-            "session_choices",
-        ),
-        "xcsh_store.index.read.export": (
-            "ENTRY_COLUMNS",
-            "HISTORY_COLUMNS",
-            "SESSION_COLUMNS",
-            "USAGE_COLUMNS",
-            "EntryRow",
-            "FileState",
-            "entry_marks",
-            "entry_rows",
-            "history_rows",
-            "history_state",
-            "one_state",
-            "session_files",
-            "session_row",
-            "usage_rows",
-        ),
-        "xcsh_store.index.read.names": (
-            "MIN_PREFIX",
-            "prefix_apart",
-            "unique_id_prefixes",
-            "unique_prefixes",
-        ),
-        "xcsh_store.index.read.outline": (
-            "SessionOutline",
-            "entry_summary",
-            "entry_text",
-            "labels_of",
-            "message_summary",
-            "session_outline",
-        ),
-        "xcsh_store.index.read.prompts": ("PromptHit", "prompt_json"),
-        "xcsh_store.index.read.questions": (
-            "SEARCH_ROLES",
-            "SESSION_ORDERS",
-            "TEAM_USAGE_GROUPINGS",
-            "USAGE_GROUPINGS",
-            "PromptQuery",
-            "SearchQuery",
-            "SessionFilter",
-            "SessionQuery",
-            "UsageQuery",
-            "known_agents",
-            "model_match",
-            "project_folder",
-            "search_role",
-            "time_bound",
-        ),
-        "xcsh_store.index.read.query": (
-            "QueryInterruptedError",
-            "QueryStream",
-            "QueryTimeoutError",
-            "open_query",
-        ),
-        "xcsh_store.index.read.ranking": ("WINDOW",),
-        "xcsh_store.index.read.search": ("SearchHit", "parse_search_query"),
-        "xcsh_store.index.read.sessions": ("IndexedSession", "SessionRecord"),
-        "xcsh_store.index.read.tree": (
-            "IndexedEntry",
-            "SessionTree",
-            "build_tree",
-            "read_entries",
-        ),
-        "xcsh_store.index.read.usage": (
-            "USAGE_GROUPS",
-            "BillingBlock",
-            "DuplicateSession",
-            "UsageBar",
-            "UsageRow",
-            "joined_key",
-            "usage_bars",
-            "usage_groups",
-            "usage_row",
-            "usage_total",
-        ),
-        "xcsh_store.index.upkeep.gc": ("GcReport",),
-        "xcsh_store.index.upkeep.outside_readers": (
-            "OutsideReader",
-            "OutsideReaders",
-            "check_outside_readers",
-        ),
-        "xcsh_store.index.upkeep.verify": ("VerifyReport",),
-        "xcsh_store.index.write.prices": ("ModelSeen",),
-        "xcsh_store.index.write.scan": (
-            "Progress",
-            "SkippedLines",
-            "SyncReport",
-            "is_under_any",
-        ),
-    },
-)
-
-__all__ = [
-    "BUSY",
-    "ENTRY_COLUMNS",
-    "HISTORY_COLUMNS",
-    "MIN_PREFIX",
-    "REFRESH_SECONDS",
-    "SEARCH_ROLES",
-    "SESSION_COLUMNS",
-    "SESSION_ORDERS",
-    "SYNCED",
-    "TEAM_USAGE_GROUPINGS",
-    "USAGE_COLUMNS",
-    "USAGE_GROUPINGS",
-    "USAGE_GROUPS",
-    "WATCHED",
-    "WINDOW",
-    "ArchiveStats",
-    "ArchivedSources",
-    "BillingBlock",
-    "Choice",
-    "EntryRow",
-    "FileState",
-    "Forgotten",
-    "Freshness",
-    "GcReport",
-    "IndexReader",
-    "IndexStats",
-    "IndexedEntry",
-    "IndexedSession",
-    "ModelSeen",
-    "OutsideReader",
-    "OutsideReaders",
-    "Progress",
-    "PromptHit",
-    "PromptQuery",
-    "QueryInterruptedError",
-    "QueryStream",
-    "QueryTimeoutError",
-    "Refresher",
-    "RestoreError",
-    "Restored",
-    "SQLiteError",
-    "SearchHit",
-    "SearchQuery",
-    "SessionFilter",
-    "SessionIndex",
-    "SessionOutline",
-    "SessionQuery",
-    "SessionRecord",
-    "SessionTree",
-    "SkippedLines",
-    "SyncReport",
-    "UsageBar",
-    "UsageQuery",
-    "UsageRow",
-    "VerifyReport",
-    "build_tree",
-    "check_filters",
-    "check_outside_readers",
-    "entry_marks",
-    "entry_rows",
-    "entry_summary",
-    "entry_text",
-    "errors_explained",
-    "has_fts5",
-    "history_rows",
-    "history_state",
-    "holding_watch",
-    "is_under_any",
-    "is_watched",
-    "joined_key",
-    "known_agents",
-    "labels_of",
-    "message_summary",
-    "model_choices",
-    "model_match",
-    "one_state",
-    "open_query",
-    "parse_search_query",
-    "prefix_apart",
-    "project_choices",
-    "project_folder",
-    "prompt_json",
-    "read_entries",
-    "remove_side_files",
-    "search_role",
-    "session_choices",
-    "session_files",
-    "session_outline",
-    "session_row",
-    "sqlite_versions",
-    "time_bound",
-    "unique_id_prefixes",
-    "unique_prefixes",
-    "usage_bars",
-    "usage_groups",
-    "usage_row",
-    "usage_rows",
-    "usage_total",
-]
+__getattr__, __dir__ = lazy_exports(__name__)

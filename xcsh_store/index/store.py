@@ -14,8 +14,8 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Self, TypeVar
 
 import apsw
 
@@ -44,7 +44,7 @@ from xcsh_store.index.read.questions import (
     time_bound,
     with_texts,
 )
-from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
+from xcsh_store.index.read.sessions import IndexedSession, ReadSession
 from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
@@ -62,11 +62,14 @@ if TYPE_CHECKING:
     from xcsh_store.agents.prices.pricing import PriceTable
     from xcsh_store.format.blobs import BlobStore
     from xcsh_store.format.context import SessionContext
+    from xcsh_store.glance.settings import Limits
+    from xcsh_store.glance.spend import BudgetStatus
     from xcsh_store.index.archive.folder import ArchiveFolder, ArchiveStats
     from xcsh_store.index.archive.forget import Forgotten
     from xcsh_store.index.archive.keeper import Keeper
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.limits.quota import QuotaWindow
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -117,10 +120,12 @@ def _storable(value: Any) -> Any:
 
 
 class IndexReader(Protocol):
-    """The questions (questions.py) that index.db (``SessionIndex``) and the team index
-    (``TeamIndex``) both answer, each compiling them to its own SQL."""
+    """What index.db (``SessionIndex``) and the team index (``TeamIndex``) both answer: the
+    questions (questions.py), each compiled to its own SQL, and what the read fronts (the CLI's
+    read verbs, ``--db`` or not) ask about the sessions they return. A session or hit passed
+    back is one this index returned (its own kind: IndexedSession or TeamSession)."""
 
-    def sessions(self, query: SessionQuery) -> Sequence[SessionRecord]: ...
+    def sessions(self, query: SessionQuery) -> Sequence[ReadSession]: ...
 
     def hits(self, query: SearchQuery) -> Sequence[SearchHit]: ...
 
@@ -129,6 +134,49 @@ class IndexReader(Protocol):
     def prompts(self, query: PromptQuery) -> Sequence[PromptHit]: ...
 
     def has_model(self, model: str) -> bool: ...
+
+    def find_session(self, prefix: str) -> ReadSession: ...
+
+    def unique_id_prefixes(self, session_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def find_entry_id(self, session: Any, text: str) -> str: ...
+
+    def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]: ...
+
+    def branch_entries(self, session: Any, leaf_id: str | None = None) -> list[Any]: ...
+
+    def context(self, session: Any, leaf_id: str | None = None) -> SessionContext: ...
+
+    def outline(self, session: Any, leaf_id: str | None = None) -> SessionOutline: ...
+
+    def on_active_branch(self, hit: Any) -> bool: ...
+
+    def text_pending(self) -> int: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+def _keyword_filter(
+    cwd: str | None,
+    project: str | None,
+    agents: Collection[str] | None,
+    since: datetime | str | None,
+    until: datetime | str | None,
+) -> SessionFilter:
+    """The filter the keyword methods (list_sessions, search, usage) ask with."""
+    return SessionFilter(
+        cwd=cwd,
+        project=project,
+        agents=tuple(agents or ()),
+        since=time_bound(since),
+        until=time_bound(until),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +471,9 @@ class SessionIndex:
         changes_before = self.connection.total_changes()
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
+        # A new index's migrations ask for a resync too; its first sync reads every file anyway,
+        # so it has no reason to report (pending_upgrade says the same).
+        upgrade = resync if resync is not None and self._holds_files() else None
         sources = price_sources()
         repriced = price_again_if_changed(self.connection, sources)
         whole = full or resync is not None
@@ -444,9 +495,10 @@ class SessionIndex:
             standing_roots=self._standing_roots(),
         )
         if report.archive_error is None:
-            from xcsh_store.index.archive.adopt import adopt_archived
+            from xcsh_store.index.archive.adopt import adopt_archived, read_again
 
             adopt_archived(self.connection, self.archive, report, whole, self._standing_roots())
+            read_again(self.connection, self.archive, report)
         if text:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
@@ -455,7 +507,7 @@ class SessionIndex:
         report.repriced = repriced
         if whole:
             # Taken only now: a resync killed part-way is done again in full next time.
-            report.resync_reason = resync
+            report.resync_reason = upgrade
             with database.transaction(self.connection):
                 self.connection.execute("DELETE FROM meta WHERE key = 'resync_required'")
             if resync is not None:
@@ -572,9 +624,10 @@ class SessionIndex:
         """Why the next sync will read every file again (an index upgrade needs rows derived
         anew), or None; None too for an index that holds no files yet."""
         reason = database.get_meta(self.connection, "resync_required")
-        if reason is None or not self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall():
-            return None
-        return reason
+        return reason if reason is not None and self._holds_files() else None
+
+    def _holds_files(self) -> bool:
+        return bool(self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall())
 
     def _indexed_files(self) -> IndexedFiles:
         """The files table: the last sync's copy while nothing has written to index.db since."""
@@ -622,10 +675,12 @@ class SessionIndex:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
         ``agents``: only the sessions of these agents (``AGENTS``: xcsh, pi, omp, claude, …);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
-        started before ``until``)."""
-        bounds = time_bound(since), time_bound(until)
-        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
-        return self.sessions(SessionQuery(filters, order, limit))
+        started before ``until``).
+
+        The keyword form of ``sessions(SessionQuery(...))``, kept for the API (index.md); the
+        fronts ask the question, which either index (IndexReader) answers."""
+        filters = _keyword_filter(cwd, project, agents, since, until)
+        return self.sessions(SessionQuery(filter=filters, order=order, limit=limit))
 
     @_entry_point
     def sessions(self, query: SessionQuery) -> list[IndexedSession]:
@@ -771,9 +826,19 @@ class SessionIndex:
         highlight: tuple[str, str] = ("[", "]"),
         agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
-        bounds = time_bound(since), time_bound(until)
-        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
-        return self.hits(SearchQuery(query, filters, role, model, limit, highlight))
+        """The keyword form of ``hits(SearchQuery(...))``, kept for the API (index.md); the
+        fronts ask the question, which either index (IndexReader) answers."""
+        filters = _keyword_filter(cwd, project, agents, since, until)
+        return self.hits(
+            SearchQuery(
+                text=query,
+                filter=filters,
+                role=role,
+                model=model,
+                limit=limit,
+                highlight=highlight,
+            )
+        )
 
     @_entry_point
     def hits(self, query: SearchQuery) -> list[SearchHit]:
@@ -806,13 +871,15 @@ class SessionIndex:
     def history_search(
         self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        return self.prompts(PromptQuery(query, limit, tuple(agents or ())))
+        """The keyword form of ``prompts(PromptQuery(text=...))``, kept for the API (index.md)."""
+        return self.prompts(PromptQuery(text=query, limit=limit, agents=tuple(agents or ())))
 
     @_entry_point
     def history_recent(
         self, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        return self.prompts(PromptQuery(None, limit, tuple(agents or ())))
+        """The keyword form of ``prompts(PromptQuery())``, kept for the API (index.md)."""
+        return self.prompts(PromptQuery(limit=limit, agents=tuple(agents or ())))
 
     @_entry_point
     def prompts(self, query: PromptQuery) -> list[PromptHit]:
@@ -853,13 +920,12 @@ class SessionIndex:
         ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
+
+        The keyword form of ``usage_rows(UsageQuery(...))``, kept for the API (index.md).
         """
-        filters = SessionFilter(
-            agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
-        )
-        return self.usage_rows(
-            UsageQuery(tuple([by] if isinstance(by, str) else by), filters, zone)
-        )
+        filters = _keyword_filter(None, None, agents, since, until)
+        by = (by,) if isinstance(by, str) else tuple(by)
+        return self.usage_rows(UsageQuery(by=by, filter=filters, zone=zone))
 
     @_entry_point
     def usage_rows(self, query: UsageQuery) -> list[UsageRow]:
@@ -870,17 +936,40 @@ class SessionIndex:
 
     @_entry_point
     def billing_blocks(
-        self,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        agents: Collection[str] | None = None,
-        now: datetime | None = None,
+        self, filter: SessionFilter | None = None, now: datetime | None = None
     ) -> list[BillingBlock]:
-        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
-        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        """Claude's five-hour billing windows over the requests of ``filter`` (default:
+        all), as ccusage's ``blocks`` finds them (usage.billing_blocks), with the active one's
+        burn rate and projection. index.db's alone: the team index has no such question."""
         from xcsh_store.index.read.usage import billing_blocks
 
-        return billing_blocks(self.connection, since, until, agents, now)
+        return billing_blocks(self.connection, filter or SessionFilter(), now)
+
+    @_entry_point
+    def quota(
+        self,
+        limits: Limits | None = None,
+        now: datetime | None = None,
+        agents: tuple[str, ...] = (),
+    ) -> list[QuotaWindow]:
+        """Each agent's usage-limit windows: the readings in its files (Codex's rate limits)
+        or its token windows against the limits of ``limits`` (default: the config file's),
+        each with its pace (limits/quota.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.index.limits.quota import quota_windows
+
+        return quota_windows(self.connection, limits or read_limits(), now, agents)
+
+    @_entry_point
+    def budgets(
+        self, limits: Limits | None = None, now: datetime | None = None
+    ) -> list[BudgetStatus]:
+        """Each spend budget of ``limits`` (default: the config file's and budgets.toml's)
+        with what its sessions spent in its period so far (glance/spend.py)."""
+        from xcsh_store.glance.settings import read_limits
+        from xcsh_store.glance.spend import budget_statuses
+
+        return budget_statuses(self.connection, limits or read_limits(), now or datetime.now(UTC))
 
     @_entry_point
     def models_seen(self, table: PriceTable) -> tuple[list[ModelSeen], bool]:

@@ -19,9 +19,12 @@ deny list, as plain words: ``api_key``, ``apikey``, ``password``…), on a windo
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Literal
 
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -32,6 +35,8 @@ from detect_secrets.plugins.keyword import (
     KeywordDetector,
 )
 from kingfisher_sdk import Rules, Scanner, shannon_entropy
+
+from xcsh_store.secrets import forms
 
 # The words of detect-secrets' deny list (``api_?key``: ``apikey`` and ``api_key``), by a
 # stem each holds: a text without the stem is spared looking for its words.
@@ -78,12 +83,37 @@ def kind_of(rule_id: str) -> str:
     return rule_id
 
 
+# Where a folder records that this machine's rules are compiled (Kingfisher's own cache,
+# in the user's cache folder, holds them): the version and settings they were made for.
+PREPARED_MARK = "secret-rules"
+CONFIDENCE: Literal["low"] = "low"
+
+
+def prepare_rules(folder: str, announce: Callable[[], None] = lambda: None) -> bool:
+    """Compile the rules into Kingfisher's cache unless ``folder`` records that this version
+    was prepared already; whether it compiled them now. The first ``secrets``, ``push``,
+    ``serve`` or ``mcp`` after a sync that did this loads them in a fraction of a second."""
+    mark = os.path.join(folder, PREPARED_MARK)
+    wanted = f"kingfisher-secret-scanner {version('kingfisher-secret-scanner')} {CONFIDENCE}\n"
+    try:
+        with open(mark, encoding="utf-8") as stream:
+            if stream.read() == wanted:
+                return False
+    except OSError:
+        pass
+    announce()
+    Rules(confidence=CONFIDENCE)
+    with open(mark, "w", encoding="utf-8") as stream:
+        stream.write(wanted)
+    return True
+
+
 class SecretDetector:
     """The secrets in texts. Compiling the rules takes a few seconds the first time on a
     machine (then Kingfisher's cache holds them): make one detector and keep it."""
 
     def __init__(self) -> None:
-        self._scanner = Scanner(Rules(confidence="low"))
+        self._scanner = Scanner(Rules(confidence=CONFIDENCE))
         self._keyword = KeywordDetector()
         self._basic_auth = BasicAuthDetector()
         self._aws = AWSKeyDetector()
@@ -105,29 +135,34 @@ class SecretDetector:
             location = finding.location
             matched = data[location["start_offset"] : location["end_offset"]]
             _keep(found, _text(matched), kind_of(finding.rule_id))
-        for kind, value in self._keyword_values(data):
+        for kind, value in forms.provider_keys(data):
+            _keep(found, value, kind)
+        lowered = data.lower()  # ASCII letters only: the places stay where they are
+        hits = forms.stem_hits(lowered)
+        for kind, value in self._keyword_values(data, lowered, hits):
+            _keep(found, value, kind)
+        for kind, value in forms.assigned(data, lowered, hits):
             _keep(found, value, kind)
         if _AWS_KEY_PREFIX.search(data):
             for value in self._aws.analyze_string(_text(data)):
                 _keep(found, value, "aws-key")
         return [Secret(kind, value) for value, kind in sorted(found.items(), key=_longest_first)]
 
-    def _keyword_values(self, data: bytes) -> list[tuple[str, str]]:
+    def _keyword_values(
+        self, data: bytes, lowered: bytes, hits: dict[str, list[int]]
+    ) -> list[tuple[str, str]]:
         """(kind, value) of detect-secrets' keyword and basic-auth detectors, on a window of
-        each line that holds one of their keywords."""
-        lowered = data.lower()  # ASCII letters only: the places stay where they are
+        each line that holds one of their keywords (``lowered``: ``data.lower()``; ``hits``:
+        where its stems are, forms.stem_hits)."""
         windows: dict[tuple[int, int], str] = {}
         for stem in (*STEMS, URL_MARK):
-            needle = stem.encode()
-            at = lowered.find(needle)
-            while at != -1:
+            for at in hits[stem]:
                 if stem == URL_MARK or _keyword_at(lowered, at, stem):
-                    line_start = data.rfind(b"\n", 0, at) + 1
-                    line_end = data.find(b"\n", at)
-                    line_end = len(data) if line_end == -1 else line_end
-                    start, end = max(line_start, at - WINDOW_BEFORE), at + WINDOW_AFTER
-                    windows.setdefault((start, min(line_end, end)), stem)
-                at = lowered.find(needle, at + len(needle))
+                    line_start = data.rfind(b"\n", max(0, at - WINDOW_BEFORE), at) + 1
+                    line_end = data.find(b"\n", at, at + WINDOW_AFTER)
+                    line_end = at + WINDOW_AFTER if line_end == -1 else line_end
+                    start = max(line_start, at - WINDOW_BEFORE)
+                    windows.setdefault((start, min(line_end, len(data))), stem)
         found: list[tuple[str, str]] = []
         for (start, end), stem in windows.items():
             # A window cut inside a character loses only that character.
@@ -142,9 +177,10 @@ class SecretDetector:
     def _assigned(self, window: str) -> list[str]:
         values = []
         for value in self._keyword.analyze_string(window, CONFIG_DENYLIST_REGEX_TO_GROUP):
-            value = value.rstrip(";")
+            value = forms.trimmed(value)
             if (
-                len(value) < MIN_KEYWORD_VALUE
+                forms.reference(value)
+                or len(value) < MIN_KEYWORD_VALUE
                 or any(character.isspace() for character in value)
                 or _NAME_ONLY.fullmatch(value)
                 or shannon_entropy(value.encode("utf-8", "surrogatepass")) < MIN_KEYWORD_ENTROPY
@@ -190,7 +226,7 @@ def _text(data: bytes) -> str:
 def _keep(found: dict[str, str], value: str, kind: str) -> None:
     """A provider's rule names a value better than a generic one (a GitHub token in a URL is
     found both as a token and as a URL's password)."""
-    if len(value) < MIN_SECRET:
+    if len(value) < MIN_SECRET or forms.placeholder(value):
         return
     if value not in found or _generic(found[value]):
         found[value] = kind

@@ -38,11 +38,12 @@ class Redactor:
         self.detector = detector or SecretDetector()
 
     def texts(self, texts: Sequence[str | None]) -> list[str | None]:
-        """``texts`` with every secret found in any of them replaced in all of them."""
+        """``texts`` with every secret found in any of them replaced in all of them, and the
+        piece of one that a text cut from another kept (a title cut from a first message)."""
         secrets = self._find([text for text in texts if text])
         if not secrets:
             return list(texts)
-        return [_replace(text, secrets) if text else text for text in texts]
+        return [replace_known(_replace(text, secrets), secrets) if text else text for text in texts]
 
     def text(self, text: str, known: Sequence[Secret] = ()) -> str:
         """``text`` redacted; and the ``known`` secrets (found where ``text`` was cut from)
@@ -53,9 +54,13 @@ class Redactor:
     def entries(
         self, pairs: Sequence[tuple[str | None, str | None]]
     ) -> list[tuple[str | None, str | None]]:
-        """``entry`` of each (text, JSON) pair, the pairs scanned a chunk at a time."""
+        """``entry`` of each (text, JSON) pair, the pairs scanned a chunk at a time. The pairs
+        are of one session (a file's entries): a secret found in any of them is taken out of
+        all, whole or the piece of it a cut left (a title cut from the first message holds
+        the start of a key that no rule can tell is one)."""
         data = [(raw or text or "").encode("utf-8", "surrogatepass") for text, raw in pairs]
         out: list[tuple[str | None, str | None]] = []
+        known: dict[str, Secret] = {}
         start = 0
         while start < len(pairs):
             end, size = start + 1, len(data[start])
@@ -64,11 +69,16 @@ class Redactor:
                 end += 1
             chunk = pairs[start:end]
             view = json_view_bytes(SEPARATOR_BYTES.join(data[start:end]))
-            if self.detector.find_in_bytes(view):
+            found = self.detector.find_in_bytes(view)
+            if found:
                 out += [self.entry(text, raw) for text, raw in chunk]
+                known.update((secret.value, secret) for secret in found)
             else:
                 out += chunk
             start = end
+        if known:
+            secrets = sorted(known.values(), key=lambda secret: -len(secret.value))
+            out = [_known_pieces(text, raw, secrets) for text, raw in out]
         return out
 
     def entry(self, text: str | None, raw: str | None) -> tuple[str | None, str | None]:
@@ -88,7 +98,9 @@ class Redactor:
         if not secrets:
             return text, raw
         redacted = orjson.dumps(_walk(value, secrets)).decode("utf-8")
-        return (_replace(text, secrets) if text else text), redacted
+        # The text is cut from the JSON's strings (index/write/rows.py: 2,048 characters of a
+        # tool's output, 65,536 of an entry): a secret the cut split leaves a piece there.
+        return (replace_known(_replace(text, secrets), secrets) if text else text), redacted
 
     def value(self, value: Any, known: Sequence[Secret] = ()) -> Any:
         """A JSON-ready value (dicts, lists, strings, numbers) with its strings redacted, and
@@ -146,10 +158,33 @@ def _walk(value: Any, secrets: list[Secret], known: Sequence[Secret] = ()) -> An
     return value
 
 
+def _known_pieces(
+    text: str | None, raw: str | None, secrets: Sequence[Secret]
+) -> tuple[str | None, str | None]:
+    """An entry's text and JSON with the ``secrets`` of its session replaced as
+    ``replace_known`` does (in each string of the JSON); looked at only where the start or
+    the end of a line of one occurs."""
+    probes = {
+        piece
+        for secret in secrets
+        for line in secret.value.replace("\\n", "\n").split("\n")
+        if len(line.strip()) >= FRAGMENT
+        for piece in (line.strip()[:FRAGMENT], line.strip()[-FRAGMENT:])
+    }
+    if text and any(probe in text for probe in probes):
+        text = replace_known(text, secrets)
+    if raw and any(probe in raw for probe in probes):
+        raw = orjson.dumps(_walk(orjson.loads(raw), [], secrets)).decode("utf-8")
+    return text, raw
+
+
 def replace_known(text: str, secrets: Sequence[Secret]) -> str:
     """Each of ``secrets`` replaced in a text that may hold only a piece of it (an excerpt, a
     summary cut short): every line of it, and where a line was cut, the part of it left
-    (at least FRAGMENT characters, from its start or up to its end)."""
+    (at least FRAGMENT characters, from its start or up to its end). A piece counts only
+    where a cut can have left it: a line's start where the text ends or breaks off, its end
+    where the text begins or resumes; the same characters elsewhere are other text
+    (``${env.AUTH0_DOMAIN}`` shares a start with ``env.AUTH0_CLIENT_SECRET``)."""
     for secret in secrets:
         mark = REDACTED.format(kind=secret.kind)
         for line in secret.value.replace("\\n", "\n").split("\n"):
@@ -160,6 +195,11 @@ def replace_known(text: str, secrets: Sequence[Secret]) -> str:
                 text = text.replace(line, mark)
             text = _cut_pieces(text, line, mark)
     return text
+
+
+# What may follow a piece cut from the end of a text, or precede one cut from its start:
+# the text's end or start, a line break, the ellipsis of an excerpt.
+CUT_MARKS = "\n\r…"
 
 
 def _cut_pieces(text: str, line: str, mark: str) -> str:
@@ -173,20 +213,28 @@ def _cut_pieces(text: str, line: str, mark: str) -> str:
                 while end < len(text) and end - at < len(line) and text[end] == line[end - at]:
                     end += 1
                 start = at
+                cut = end == len(text) or text[end] in CUT_MARKS
             else:
                 start, end = at, at + FRAGMENT
                 back = len(line) - FRAGMENT
                 while start > 0 and back > 0 and text[start - 1] == line[back - 1]:
                     start, back = start - 1, back - 1
-            text = text[:start] + mark + text[end:]
-            at = text.find(probe, start + len(mark))
+                cut = start == 0 or text[start - 1] in CUT_MARKS
+            if cut:
+                text = text[:start] + mark + text[end:]
+                at = text.find(probe, start + len(mark))
+            else:
+                at = text.find(probe, at + 1)
     return text
 
 
 def _replace(text: str, secrets: list[Secret]) -> str:
     """Each secret (longest first) replaced where it occurs: as found, JSON-escaped (a tool's
-    arguments shown as JSON), or piece by piece where it ran across texts scanned as one."""
-    for secret in secrets:
+    arguments shown as JSON), or piece by piece where it ran across texts scanned as one.
+    The secrets found within one text go first: a piece of one that ran across (the start of
+    a key cut in a title, read on into the next text) is also the start of the whole key in
+    another text, and replacing it first would leave the rest of that key."""
+    for secret in sorted(secrets, key=lambda secret: SEPARATOR in secret.value):
         mark = REDACTED.format(kind=secret.kind)
         for piece in secret.value.split(SEPARATOR):
             if len(piece) < MIN_SECRET:

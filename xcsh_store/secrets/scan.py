@@ -7,17 +7,24 @@ which something was found is looked at line by line.
 
 ``FileSecrets``: the secrets of whole files, kept while a file is unchanged, for whoever shows
 pieces of a file (serve, mcp) and must take out a secret its pieces cut in two.
+
+A session that an agent's plugin reads itself (opencode's tree of files or its database,
+Aider's runs in one markdown file, a whole-document chat) is not its stored path: opencode's
+session file holds only its title, and Aider's ``….md#0`` cannot be opened. Its secrets are
+those of the records the plugin reads (``agents.records``), as the index read them.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import orjson
 
+from xcsh_store.agents import PLUGIN_FAULTS, Agent, kind_of, reader_named
+from xcsh_store.agents import records as plugin_records
 from xcsh_store.files import open_regular_file
 from xcsh_store.index import IndexedSession, SessionIndex
 from xcsh_store.secrets.detect import SEPARATOR, Secret, SecretDetector
@@ -52,7 +59,14 @@ def session_secrets(
             )
         )
         path = index.local_path(session.path)
-        for number, offset, secret in _file_secrets(path, detector):
+        plugin = _plugin_of(index, session.path)
+        # A plugin's session: a record's locator is its "line" (the offset column holds it).
+        found = (
+            _file_secrets(path, detector)
+            if plugin is None
+            else _record_secrets(plugin, path, detector)
+        )
+        for number, offset, secret in found:
             yield SessionSecret(
                 kind=secret.kind,
                 session_id=session.id,
@@ -83,6 +97,45 @@ def _file_secrets(path: str, detector: SecretDetector) -> Iterator[tuple[int, in
     yield from _chunk_secrets(chunk, detector)
 
 
+def _plugin_of(index: SessionIndex, stored_path: str) -> Agent | None:
+    """The plugin that reads the session stored at ``stored_path`` itself (a kind other than
+    JSONL); None for a JSONL file, read line by line here."""
+    row = index.connection.execute(
+        "SELECT agent FROM files WHERE path = ?", (stored_path,)
+    ).fetchone()
+    plugin = reader_named(row[0]) if row else None
+    if plugin is None or kind_of(plugin, index.local_path(stored_path)) == "jsonl":
+        return None
+    return plugin
+
+
+def _records(plugin: Agent, path: str) -> Iterator[tuple[int, bytes]]:
+    """(locator, JSON text) of each record of a plugin's session; none when it is gone or the
+    plugin fails on it (as the index, which then keeps what it read before)."""
+    try:
+        for locator, value in plugin_records(plugin, path):
+            yield locator, orjson.dumps(value, default=str)
+    except OSError:
+        return
+    except PLUGIN_FAULTS:
+        return
+
+
+def _record_secrets(
+    plugin: Agent, path: str, detector: SecretDetector
+) -> Iterator[tuple[int, int, Secret]]:
+    """(locator, locator, secret) of each secret in the records of a plugin's session."""
+    chunk: list[tuple[int, int, bytes]] = []
+    size = 0
+    for locator, data in _records(plugin, path):
+        chunk.append((locator, locator, data + b"\n"))
+        size += len(data)
+        if size >= CHUNK_BYTES:
+            yield from _chunk_secrets(chunk, detector)
+            chunk, size = [], 0
+    yield from _chunk_secrets(chunk, detector)
+
+
 def _chunk_secrets(
     chunk: list[tuple[int, int, bytes]], detector: SecretDetector
 ) -> Iterator[tuple[int, int, Secret]]:
@@ -105,25 +158,58 @@ class FileSecrets:
 
     def __init__(self, detector: SecretDetector) -> None:
         self.detector = detector
-        self._found: dict[str, tuple[tuple[int, int], list[Secret]]] = {}
+        self._found: dict[str, tuple[tuple[object, ...], list[Secret]]] = {}
         self._lock = threading.Lock()
 
     def of(self, path: str) -> list[Secret]:
+        """The secrets of the file at ``path`` (a session file, an artifact)."""
         try:
             stat = os.stat(path)
         except OSError:
             return []
-        state = (stat.st_size, stat.st_mtime_ns)
+        return self._kept(path, (stat.st_size, stat.st_mtime_ns), lambda: self._scan(path))
+
+    def of_session(self, index: SessionIndex, stored_path: str) -> list[Secret]:
+        """The secrets of everything the session stored at ``stored_path`` was read from: its
+        file, or the records of a plugin's session (kept while the index's state of it, its
+        size and time as the plugin gave them, stays the same)."""
+        path = index.local_path(stored_path)
+        plugin = _plugin_of(index, stored_path)
+        if plugin is None:
+            return self.of(path)
+        row = index.connection.execute(
+            "SELECT size, mtime_ns, indexed_at FROM files WHERE path = ?", (stored_path,)
+        ).fetchone()
+        return self._kept(
+            "records:" + path, tuple(row or ()), lambda: self._scan_records(plugin, path)
+        )
+
+    def _kept(
+        self, key: str, state: tuple[object, ...], scan: Callable[[], list[Secret]]
+    ) -> list[Secret]:
         with self._lock:
-            kept = self._found.get(path)
+            kept = self._found.get(key)
         if kept is not None and kept[0] == state:
             return kept[1]
-        found = self._scan(path)
+        found = scan()
         with self._lock:
             if len(self._found) >= self.FILES:
                 self._found.clear()
-            self._found[path] = (state, found)
+            self._found[key] = (state, found)
         return found
+
+    def _scan_records(self, plugin: Agent, path: str) -> list[Secret]:
+        found: dict[str, Secret] = {}
+        chunk: list[bytes] = []
+        size = 0
+        for _locator, data in (*_records(plugin, path), (0, b"")):
+            chunk.append(data)
+            size += len(data)
+            if size >= CHUNK_BYTES or not data:
+                for secret in self.detector.find_in_bytes(json_view_bytes(b"\n".join(chunk))):
+                    found.setdefault(secret.value, secret)
+                chunk, size = [], 0
+        return list(found.values())
 
     def _scan(self, path: str) -> list[Secret]:
         try:

@@ -178,7 +178,12 @@ class Disclosure:
         """A row of SESSION_COLUMNS as it leaves."""
         row = list(values)
         shown = self.at_least("meta")
-        meta = [(row[position] if shown else None, None) for position in _META]
+        texts = [row[position] if shown else None for position in _META]
+        if self.redactor is not None:
+            # Scanned together: a title cut from the first message loses the piece of a
+            # secret that the cut left it.
+            texts = self.redactor.texts(texts)
+        meta = [(text, None) for text in texts]
         for position, (text, _raw) in zip(_META, self.content(meta), strict=True):
             row[position] = text
         for position in _SESSION_DIRECTORIES:

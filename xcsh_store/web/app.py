@@ -51,6 +51,7 @@ from xcsh_store.errors import (
 )
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.blobs import BlobStore
+from xcsh_store.format.transcript import EXPORT_TYPES, transcript
 from xcsh_store.index import (
     REFRESH_SECONDS,
     SEARCH_ROLES,
@@ -59,6 +60,7 @@ from xcsh_store.index import (
     SearchQuery,
     SessionFilter,
     SessionIndex,
+    UsageQuery,
     UsageRow,
     errors_explained,
     model_choices,
@@ -71,6 +73,7 @@ from xcsh_store.paths import artifacts_dir_for, get_blobs_dir, get_index_db_path
 from xcsh_store.secrets import FileSecrets, Redactor, Secret
 from xcsh_store.web import markup, pages
 from xcsh_store.web.access import Guard, allowed_host_names
+from xcsh_store.web.export_page import page as page_of
 from xcsh_store.web.highlight import Budget, Highlighter
 
 log = logging.getLogger("xcsh_store")
@@ -255,7 +258,7 @@ def create_app(
         and cut texts may hold a secret in part, which no rule can tell)."""
         if file_secrets is None:
             return []
-        return [found for path in set(paths) for found in file_secrets.of(index.local_path(path))]
+        return [found for path in set(paths) for found in file_secrets.of_session(index, path)]
 
     def error_secrets(error: Exception) -> list[Secret]:
         """The secrets of the sessions an error names by their titles, cut short (the
@@ -408,8 +411,8 @@ def create_app(
                 try:
                     hits = index.hits(
                         SearchQuery(
-                            text,
-                            filters_of(query),
+                            text=text,
+                            filter=filters_of(query),
                             role=role if role in SEARCH_ROLES else None,
                             model=query.get("model") or None,
                             limit=limit,
@@ -461,6 +464,23 @@ def create_app(
                 known=secrets_of(index, [info.path]),
             )  # fmt: skip
 
+    def export(request: Request) -> Response:
+        """The session as a file to share (as ``xcsh-store export``), secrets always redacted."""
+        form = request.query_params.get("format", "md")
+        if form not in EXPORT_TYPES:
+            raise BadParameterError(f"format is one of {', '.join(EXPORT_TYPES)}")
+        with open_index() as index:
+            info = chosen_session(index, request)
+            document = transcript(info, index.branch_entries(info, None))
+        document.redact(Redactor())
+        body = page_of(document).encode() if form == "html" else document.encoded(form)
+        # A header value: the id's characters a file name keeps anywhere, the rest as "_".
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{info.agent}-{info.session_id[:8]}.{form}")
+        return Response(
+            body, media_type=EXPORT_TYPES[form],
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )  # fmt: skip
+
     def usage(request: Request) -> Response:
         by = request.query_params.get("by", "day")
         by = by if by in ("day", "week", "month", "block") else "day"
@@ -470,15 +490,23 @@ def create_app(
         def value_of(row: UsageRow) -> float | None:
             return row.tokens if metric == "tokens" else row.cost
 
+        # The filters of the other pages (the entries of those sessions, in the span).
+        filters = filters_of(request.query_params)
         blocks: list[Any] = []
         with open_index() as index:
             if by == "block":
-                blocks = index.billing_blocks()
+                blocks = index.billing_blocks(filters)
                 over_time = [pages.block_row(block) for block in blocks]
             else:
-                over_time = index.usage(by)
-            models = index.usage("model")
-            projects = index.usage("project")
+                over_time = index.usage_rows(UsageQuery(by=(by,), filter=filters))
+            models = index.usage_rows(UsageQuery(by=("model",), filter=filters))
+            projects = index.usage_rows(UsageQuery(by=("project",), filter=filters))
+            choices, _models = filter_choices(index)
+            try:
+                limits, limits_error = pages.limit_rows(index.quota()), None
+                budgets = index.budgets()
+            except XcshStoreError as error:  # a config file that says nonsense
+                limits, limits_error, budgets = [], str(error), []
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
         # The chart shows the windows worked in; the table also the idle time between them.
         worked = [row for row in over_time if row.entries]
@@ -492,7 +520,9 @@ def create_app(
         active = next((block for block in blocks if block.active), None)
         return render(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
-            totals=usage_total(over_time), active=active, blocks=blocks,
+            totals=usage_total(over_time), active=active, blocks=blocks, limits=limits,
+            limits_error=limits_error, budgets=budgets,
+            query=request.query_params, projects=choices, agents=AGENTS,
         )  # fmt: skip
 
     def image(request: Request) -> Response:
@@ -591,6 +621,7 @@ def create_app(
             Route("/context", page(context)),
             Route("/resource", page(resource)),
             Route("/usage", page(usage)),
+            Route("/export", page(export)),
             Route("/image", page(image)),
             Route("/blob/{hash:str}", page(blob)),
             Route("/live", live),

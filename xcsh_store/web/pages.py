@@ -22,6 +22,7 @@ from xcsh_store.index import (
     BillingBlock,
     IndexedEntry,
     IndexedSession,
+    QuotaWindow,
     SessionFilter,
     SessionIndex,
     SessionQuery,
@@ -32,7 +33,7 @@ from xcsh_store.index import (
     message_summary,
     read_entries,
 )
-from xcsh_store.times import parse_iso
+from xcsh_store.times import iso_millis, parse_iso
 
 SESSIONS_PAGE = 50
 # Characters of a one-line text shown (a title, a first message, a label, a name, a snippet):
@@ -79,12 +80,14 @@ def sessions_page(
     index keeps (newest, created, title): their other fields (path, project, created) are then
     read for those sessions only, not for all of them.
     """
-    listed = index.sessions(SessionQuery(filters))
+    listed = index.sessions(SessionQuery(filter=filters))
     pages = max(1, -(-len(listed) // SESSIONS_PAGE))
     page = min(max(page, 1), pages)
     start = (page - 1) * SESSIONS_PAGE
     if (sort, descending) in (("modified", True), ("created", True), ("title", False)):
-        shown = index.sessions(SessionQuery(filters, sort, start + SESSIONS_PAGE))[start:]
+        shown = index.sessions(
+            SessionQuery(filter=filters, order=sort, limit=start + SESSIONS_PAGE)
+        )[start:]
     else:
         listed.sort(key=SESSION_SORTS[sort], reverse=descending)
         shown = listed[start : start + SESSIONS_PAGE]
@@ -279,6 +282,15 @@ class SessionPage:
     models: list[str] = field(default_factory=list)
     parent: IndexedSession | None = None
     subagents: list[IndexedSession] = field(default_factory=list)
+
+    @property
+    def resume(self) -> str | None:
+        """The agent's own command that continues the session in its folder (None: none)."""
+        from xcsh_store.agents.registry import resume_command
+
+        info = self.session
+        command = resume_command(info.agent, info.session_id, info.cwd or None, info.path)
+        return None if command is None else command.shell()
 
     @property
     def duration(self) -> timedelta | None:
@@ -858,3 +870,11 @@ def block_row(block: BillingBlock) -> UsageRow:
     """A billing window as a usage row keyed by its start (UTC, to the minute)."""
     key = block.start.strftime("%m-%d %H:%M") + (" gap" if block.gap else "")
     return replace(block.usage, key=key)
+
+
+def limit_rows(windows: list[QuotaWindow]) -> list[tuple[QuotaWindow, str]]:
+    """Each usage-limit window of the usage page with its pace in words (quota's)."""
+    return [
+        (window, window.pace_words(lambda moment: human_time(iso_millis(moment)) if moment else ""))
+        for window in windows
+    ]

@@ -4,7 +4,9 @@ them: the price in force on the request's day, from the user's prices file first
 (``$XDG_CONFIG_HOME/xcsh-store/prices.toml``: price_file.py), then the corrections shipped here
 (``price_corrections.toml``: a tier the dataset lacks, with its source), then the genai-prices
 dataset (pydantic/genai-prices, MIT: maintained, offline, with price history and long-context
-tiers). The arithmetic and the long-context rule are in pricing_model.py.
+tiers). The arithmetic and the long-context rule are in pricing_model.py. The three sources are
+read into one flat table (flat_table.py) kept on disk (price_cache.py) until one of them changes:
+pricing a request imports neither genai-prices nor pydantic.
 
 Rules before any price:
 
@@ -27,36 +29,28 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from xcsh_store.agents.prices import price_cache
+from xcsh_store.agents.prices.flat_table import DATASET, OPENROUTER, DatasetPrices
 from xcsh_store.agents.prices.pricing_model import ModelPrice, Rate, Rates
 from xcsh_store.homes import get_prices_file
 
 if TYPE_CHECKING:
-    from genai_prices.data_snapshot import DataSnapshot
-    from genai_prices.types import ModelInfo
-
     from xcsh_store.agents.prices.price_file import PriceFile
+
+log = logging.getLogger("xcsh_store")
 
 # Bumped when the rules above or the arithmetic change: the fingerprint then changes too.
 PRICING_RULES = "2"
-DATASET = "genai-prices"
 SYNTHETIC_MODEL = "<synthetic>"
 FREE_SUFFIX = ":free"
-OPENROUTER = "openrouter"
 CORRECTIONS = "price_corrections.toml"
-# genai-prices' names of the prices of each kind of token, in Rates' order.
-_DATASET_KEYS = {
-    "input": "input_mtok",
-    "output": "output_mtok",
-    "cache_read": "cache_read_mtok",
-    "cache_write": "cache_write_mtok",
-    "cache_write_1h": "cache_write_1h_mtok",
-}
 _NO_CHARGE = ModelPrice(Rates(), source="no charge")
 
 
@@ -83,9 +77,10 @@ class Request:
 class PriceTable:
     """The prices in force: the user's file, the shipped corrections, the dataset."""
 
-    def __init__(self, files: list[PriceFile], fingerprint: str) -> None:
+    def __init__(self, files: list[PriceFile], fingerprint: str, dataset: DatasetPrices) -> None:
         self.files = files
         self.fingerprint = fingerprint
+        self.dataset = dataset
 
     def price(self, model: str | None, provider: str | None, day: date) -> ModelPrice | None:
         """The price of a model on ``day``; None when no source knows the model."""
@@ -99,7 +94,7 @@ class PriceTable:
                 return found
         if model.lower().endswith(FREE_SUFFIX):
             return ModelPrice(Rates(), source="OpenRouter :free variant", provider=OPENROUTER)
-        return _dataset_price(model.lower(), provider, day)
+        return self.dataset.price(model.lower(), provider, day)
 
     def cost(self, request: Request) -> float | None:
         """Dollars for one request; None for a model without a price (a request of no tokens
@@ -123,7 +118,7 @@ class PriceTable:
         price = self.price(model, provider, date.today())
         if price is not None and price.provider is not None:
             return price.provider
-        known = _dataset_price(model.lower(), provider, date.today()) if model else None
+        known = self.dataset.price(model.lower(), provider, date.today()) if model else None
         return known.provider if known is not None else None
 
 
@@ -135,16 +130,6 @@ def request_day(timestamp: str | None) -> date:
         except ValueError:
             pass
     return datetime.now(UTC).date()
-
-
-def dataset_version() -> str:
-    # Imported here: scanning the installed distributions is for the table, not every sync.
-    from importlib import metadata
-
-    try:
-        return metadata.version(DATASET)
-    except metadata.PackageNotFoundError:
-        return "missing"
 
 
 def price_sources() -> str:
@@ -179,17 +164,20 @@ def _dataset_path() -> str | None:
     return os.path.join(os.path.dirname(spec.origin), "data.py")
 
 
-# The tables held by fixed_prices, innermost last (None: not built yet).
-_FIXED: list[PriceTable | None] = []
+# What fixed_prices holds, innermost last: [the folder the table is kept in on disk (None:
+# nowhere), the table (None: not built yet)].
+_FIXED: list[list[Any]] = []
 
 
 @contextlib.contextmanager
-def fixed_prices() -> Iterator[None]:
+def fixed_prices(folder: str | None = None) -> Iterator[None]:
     """The prices in force, held for a while: the first :func:`price_table` within builds the
     table, the others answer it without looking at the user's file again. A sync prices every
     line of its files with one table: looking for the file at each line cost 5-10 % of reading
-    Claude Code's. Built on first use only: a sync that prices nothing never builds one."""
-    _FIXED.append(None)
+    Claude Code's. Built on first use only: a sync that prices nothing never builds one.
+    ``folder``: where the table is kept on disk (the index's: price_cache.py), else the
+    enclosing hold's."""
+    _FIXED.append([folder or (_FIXED[-1][0] if _FIXED else None), None])
     try:
         yield
     finally:
@@ -197,98 +185,120 @@ def fixed_prices() -> Iterator[None]:
 
 
 def price_table() -> PriceTable:
-    """The prices in force now: read again when the user's file changed (a long-running
-    ``watch`` or ``serve`` sees an edit); a bad file raises PriceFileError."""
-    if _FIXED and _FIXED[-1] is not None:
-        return _FIXED[-1]
-    path = get_prices_file()
-    try:
-        info = os.stat(path)
-        identity: tuple[int, int, int] | None = (info.st_ino, info.st_size, info.st_mtime_ns)
-    except FileNotFoundError:
-        identity = None
-    table = _price_table(path, identity)
+    """The prices in force now: read again when one of their sources changed (a long-running
+    ``watch`` or ``serve`` sees an edit of the user's file); a bad file raises PriceFileError.
+    Within :func:`fixed_prices` of a folder, the table kept there is read (or built and kept)."""
+    if _FIXED and _FIXED[-1][1] is not None:
+        return _FIXED[-1][1]
+    folder = _FIXED[-1][0] if _FIXED else None
+    table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()), folder)
     if _FIXED:
-        _FIXED[-1] = table
+        _FIXED[-1][1] = table
     return table
 
 
 @functools.lru_cache(maxsize=4)
-def _price_table(path: str, identity: tuple[int, int, int] | None) -> PriceTable:
+def _price_table(key: str, folder: str | None) -> PriceTable:
+    """The table of ``key`` (price_cache.cache_key): the one kept in ``folder``, else built
+    (and kept there). A file of the right key but not of this shape (written by hand, or by a
+    bug) is built again."""
+    data = price_cache.load(folder, key) if folder is not None else None
+    if folder is not None and data is not None:
+        try:
+            return _table_of(data)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning("%s is not a price table: built again", price_cache.cache_path(folder))
+    data = _built_data(key)
+    if folder is not None:
+        price_cache.store(folder, data)
+    return _table_of(data)
+
+
+def _table_of(data: dict[str, Any]) -> PriceTable:
+    from xcsh_store.agents.prices.price_file import PriceFile
+
+    files = [
+        PriceFile(source["path"], {name: _price(price) for name, price in source["models"].items()})
+        for source in data["files"]
+    ]
+    return PriceTable(files, data["fingerprint"], DatasetPrices(data["dataset"]))
+
+
+@functools.lru_cache(maxsize=2)
+def _built_data(key: str) -> dict[str, Any]:
+    """The table of ``key`` from its sources, once per process (a table built before a sync
+    to compare fingerprints is the one the sync keeps on disk)."""
+    return {"key": key, **_built_table(key)}
+
+
+def price_fingerprint() -> str:
+    """The fingerprint of the prices in force (what a sync records its costs were priced with),
+    without building the table: the dataset's version and a digest of the two price files,
+    which are read (a bad prices.toml raises PriceFileError), not the dataset itself."""
+    if _FIXED and _FIXED[-1][1] is not None:
+        return _FIXED[-1][1].fingerprint
+    return _price_files(price_cache.cache_key(price_sources(), get_prices_file()))[1]
+
+
+@functools.lru_cache(maxsize=2)
+def _price_files(key: str) -> tuple[list[PriceFile], str]:
+    """The user's prices file (when there is one) then the shipped corrections, read for the
+    sources of ``key``, and the fingerprint of the prices in force."""
+    from xcsh_store.agents.prices.flat_table import dataset_version
     from xcsh_store.agents.prices.price_file import read_price_file
 
     with open(_corrections_path(), "rb") as stream:
         corrections = stream.read()
     files = [read_price_file(CORRECTIONS, corrections, "xcsh-store corrections")]
     user = b""
-    if identity is not None:
-        with open(path, "rb") as stream:
-            user = stream.read()
+    path = get_prices_file()
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as stream:
+        user = stream.read()
         files.insert(0, read_price_file(path, user, path))
     digest = hashlib.sha256(corrections + b"\0" + user).hexdigest()[:16]
-    fingerprint = f"{DATASET} {dataset_version()}; rules {PRICING_RULES}; files {digest}"
-    return PriceTable(files, fingerprint)
+    return files, f"{DATASET} {dataset_version()}; rules {PRICING_RULES}; files {digest}"
 
 
-@functools.cache
-def _snapshot() -> DataSnapshot:
-    # Imported on first use: loading the dataset takes a few tenths of a second.
-    from genai_prices.data_snapshot import get_snapshot
+def _built_table(key: str) -> dict[str, Any]:
+    """The table from its sources: the price files, the dataset (imported: a few tenths of a
+    second)."""
+    from xcsh_store.agents.prices.flat_table import flatten
 
-    return get_snapshot()
-
-
-@functools.lru_cache(maxsize=1024)  # a few models, on a few hundred days
-def _dataset_price(model: str, provider: str | None, day: date) -> ModelPrice | None:
-    """The dataset's price of a model on a day. Its provider: ``provider`` when the dataset
-    has the model there, else the one whose models' names it matches; a ``vendor/model`` name
-    (OpenRouter's form) is looked for among OpenRouter's."""
-    snapshot = _snapshot()
-    hints: list[str | None] = [provider] if provider else []
-    hints += [None, OPENROUTER] if "/" in model else [None]
-    for hint in hints:
-        try:
-            served_by, info = snapshot.find_provider_model(model, None, hint, None)
-        except LookupError:
-            continue
-        return _model_price(info, served_by.id, day)
-    return None
+    files, fingerprint = _price_files(key)
+    return {
+        "fingerprint": fingerprint,
+        "files": [
+            {
+                "path": prices.path,
+                "models": {
+                    name: _price_json(price)
+                    for name, price in [*prices.exact.items(), *prices.patterns]
+                },
+            }
+            for prices in files
+        ],
+        "dataset": flatten(),
+    }
 
 
-def _model_price(info: ModelInfo, provider: str, day: date) -> ModelPrice:
-    """The dataset's price in force on ``day``, with the date it took effect when the dataset
-    has a history of the model's prices (its conditional prices: the last one begun wins)."""
-    moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    started = None
-    if isinstance(info.prices, list):
-        for conditional in reversed(info.prices):
-            constraint = conditional.constraint
-            if constraint is None or constraint.active(moment):
-                started = getattr(constraint, "start_date", None)
-                break
-    prices = info.get_prices(moment)
-    rates = {key: _rate(getattr(prices, name, None)) for key, name in _DATASET_KEYS.items()}
-    if rates["cache_write_1h"] is None and provider == "anthropic" and rates["input"]:
-        # Anthropic bills 1-hour cache writes at twice the input rate (prompt-caching
-        # pricing); the dataset names that rate for current models, not for every older one.
-        base = rates["input"]
-        rates["cache_write_1h"] = Rate(base.base * 2, tuple((s, r * 2) for s, r in base.tiers))
+def _price_json(price: ModelPrice) -> dict[str, Any]:
+    rates = [getattr(price.rates, kind) for kind in ("input", "output", "cache_read",
+                                                      "cache_write", "cache_write_1h")]  # fmt: skip
+    return {
+        "rates": [None if rate is None else [rate.base, rate.tiers] for rate in rates],
+        "source": price.source,
+        "date": price.date,
+        "provider": price.provider,
+    }
+
+
+def _price(data: dict[str, Any]) -> ModelPrice:
+    kinds = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+    rates = {
+        kind: Rate(rate[0], tuple((start, value) for start, value in rate[1]))
+        for kind, rate in zip(kinds, data["rates"], strict=True)
+        if rate is not None
+    }
     return ModelPrice(
-        Rates(**rates),
-        source=f"{DATASET} {dataset_version()}",
-        date=started.isoformat() if started else None,
-        provider=provider,
-    )
-
-
-def _rate(price: object) -> Rate | None:
-    """A Rate of the dataset's Decimal or TieredPrices."""
-    if price is None:
-        return None
-    tiers = getattr(price, "tiers", None)
-    if tiers is None:
-        return Rate(float(price))  # type: ignore[arg-type]
-    return Rate(
-        float(price.base),  # type: ignore[attr-defined]
-        tuple((tier.start, float(tier.price)) for tier in tiers),
+        Rates(**rates), source=data["source"], date=data["date"], provider=data["provider"]
     )

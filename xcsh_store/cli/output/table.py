@@ -8,6 +8,11 @@ for ``cache read``); the main column, down to :data:`MAIN_WIDTH`; the other flex
 down to :data:`MIN_SECONDARY_WIDTH`; then the ``optional`` columns are dropped, one by one,
 while the table is still too wide; then the main column down to :data:`MIN_MAIN_WIDTH`, the
 headers down to :data:`MIN_HEADER_WIDTH` and every column down to :data:`MIN_COLUMN_WIDTH`.
+A ``whole`` column (an id a user types back) is never cut: once the main column is down to
+its ``main_width`` it gives way, as far as needed and at most down to its median cell, and a
+cell wider than it takes a line of its own, above its row, at its column's place (two UUIDv7
+ids of one minute are 36 characters apart from the others' 8: the title keeps its room, the
+id stays one a user can copy).
 """
 
 from __future__ import annotations
@@ -71,12 +76,20 @@ def _give_way(
     return overflow
 
 
+def _typical_width(cells: list[list[str]], column: int) -> int:
+    """The width half the cells of ``column`` fit (its median cell's)."""
+    widths = sorted(display_width(row[column]) for row in cells)
+    return widths[len(widths) // 2] if widths else 0
+
+
 def _column_limits(
     cells: list[list[str]],
     forms: Sequence[tuple[str, ...]],
     flexible: Sequence[int],
     kept: Sequence[int],
     available: int,
+    main_width: int = MAIN_WIDTH,
+    whole: Sequence[int] = (),
 ) -> tuple[list[int], int]:
     """The width of each column (the ``kept`` ones) that fits ``available`` cells, giving way
     in the module's order up to the dropping of optional columns; and the overflow left."""
@@ -90,11 +103,16 @@ def _column_limits(
     overflow = sum(limits[i] for i in kept) + COLUMN_GAP * (len(kept) - 1) - available
     main = [column for column in flexible[:1] if column in kept]
     others = [column for column in flexible[1:] if column in kept]
+    typical = [
+        max(shortest[column], _typical_width(cells, column)) if column in whole else 0
+        for column in range(len(forms))
+    ]
     for columns, floors in (
         (kept, content),
         (others, [min(width, SECONDARY_WIDTH) for width in content]),
         (kept, [max(width, header) for width, header in zip(values, shortest, strict=True)]),
-        (main, [min(width, MAIN_WIDTH) for width in content]),
+        (main, [min(width, main_width) for width in content]),
+        ([column for column in whole if column in kept], typical),
         (others, [min(width, MIN_SECONDARY_WIDTH) for width in content]),
     ):
         overflow = _give_way(limits, columns, floors, overflow)
@@ -107,21 +125,26 @@ def _layout(
     flexible: Sequence[int],
     optional: Sequence[int],
     available: int,
+    whole: Sequence[int] = (),
+    main_width: int = MAIN_WIDTH,
 ) -> tuple[list[int], list[int]]:
     """Column widths and the columns kept: the optional ones go while the table overflows."""
     kept = list(range(len(forms)))
-    limits, overflow = _column_limits(cells, forms, flexible, kept, available)
+    limits, overflow = _column_limits(cells, forms, flexible, kept, available, main_width, whole)
     for column in optional:
         if overflow <= 0:
             break
         kept.remove(column)
-        limits, overflow = _column_limits(cells, forms, flexible, kept, available)
+        limits, overflow = _column_limits(
+            cells, forms, flexible, kept, available, main_width, whole
+        )
     values = [max((display_width(row[i]) for row in cells), default=0) for i in range(len(forms))]
     main = [column for column in flexible[:1] if column in kept]
+    cuttable = [column for column in kept if column not in whole]
     for columns, floors in (
         (main, [min(width, MIN_MAIN_WIDTH) for width in values]),
-        (kept, [max(width, MIN_HEADER_WIDTH) for width in values]),
-        (kept, [min(width, MIN_COLUMN_WIDTH) for width in values]),
+        (cuttable, [max(width, MIN_HEADER_WIDTH) for width in values]),
+        (cuttable, [min(width, MIN_COLUMN_WIDTH) for width in values]),
     ):
         overflow = _give_way(limits, columns, floors, overflow)
     return limits, kept
@@ -142,6 +165,8 @@ def fit_table(
     width: int | None = -1,
     cuts: Mapping[int, Cut] | None = None,
     optional: Sequence[int] = (),
+    whole: Sequence[int] = (),
+    main_width: int = MAIN_WIDTH,
 ) -> Shown:
     """An aligned plain table (tabulate's "simple" layout) that fits the terminal.
 
@@ -150,7 +175,10 @@ def fit_table(
     :data:`~xcsh_store.cli.output.render.PIPE_CELL_WIDTH`. Cells and headers are escaped
     (:func:`~xcsh_store.cli.output.safe.visible`) before anything else; a column is cut by its
     ``cuts`` function (``text, width -> text``; default :func:`~xcsh_store.cli.output.render.cut`);
-    ``styles(row, column, text)`` colours a cell after it was cut. Widths are terminal cells
+    ``styles(row, column, text)`` colours a cell after it was cut; a ``whole`` column's cells
+    are never cut (ids a user types back: one too wide takes a line above its row);
+    ``main_width`` is what the main column keeps before
+    the optional columns go (:data:`MAIN_WIDTH`). Widths are terminal cells
     (:func:`~xcsh_store.cli.output.render.display_width`). ``width=-1`` means "ask the terminal".
     """
     available = terminal_width() if width == -1 else width
@@ -164,18 +192,27 @@ def fit_table(
     flexible = [flexible] if isinstance(flexible, int) else list(flexible)
     if available is None:
         limits, kept = [PIPE_CELL_WIDTH] * len(forms), list(range(len(forms)))
+        for column in whole:
+            limits[column] = max([PIPE_CELL_WIDTH, *(display_width(row[column]) for row in cells)])
     else:
-        limits, kept = _layout(cells, forms, flexible, optional, available)
+        limits, kept = _layout(cells, forms, flexible, optional, available, whole, main_width)
     heads = [_head(forms[column], limits[column]) for column in kept]
+    spilled: dict[int, tuple[int, str]] = {}  # row: (its whole cell's place in kept, text)
     for row_index, row in enumerate(cells):
-        shown_row = []
+        shown_row: list[str] = []
         for column in kept:
             text, limit = row[column], limits[column]
-            if MARK_OPEN in text:
+            if column in whole and display_width(text) > limit:
+                spilled[row_index] = (
+                    len(shown_row),
+                    styles(row_index, column, text) if styles else text,
+                )
+                text = ""
+            elif MARK_OPEN in text:
                 text = cut_marked(text, limit)
             else:
                 text = (cuts or {}).get(column, cut)(text, limit)
-            shown_row.append(styles(row_index, column, text) if styles else text)
+            shown_row.append(styles(row_index, column, text) if styles and text else text)
         cells[row_index] = shown_row
     widths = [
         max([display_width(head) + HEADER_PADDING, *(display_width(row[i]) for row in cells)])
@@ -185,14 +222,20 @@ def fit_table(
         widths = [min(size, limits[column]) for size, column in zip(widths, kept, strict=True)]
     aligned = [kept.index(column) for column in right if column in kept] if cells else []
     gap = Shown(" " * COLUMN_GAP)
-    lines = [
-        Shown(
+
+    def joined(line: Sequence[str]) -> Shown:
+        return Shown(
             gap.join(
                 pad(text, widths[column], column in aligned) for column, text in enumerate(line)
             ).rstrip()
         )
-        for line in (heads, ["-" * size for size in widths], *cells)
-    ]
+
+    lines = [joined(heads), joined(["-" * size for size in widths])]
+    for row_index, line in enumerate(cells):
+        if row_index in spilled:
+            place, text = spilled[row_index]
+            lines.append(Shown(" " * (sum(widths[:place]) + COLUMN_GAP * place) + text))
+        lines.append(joined(line))
     if available is not None:
         lines = [cut_styled(line, available) for line in lines]
     return Shown("\n").join(lines)

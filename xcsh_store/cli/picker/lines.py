@@ -20,6 +20,7 @@ from xcsh_store.cli.output.render import (
     wrap,
 )
 from xcsh_store.cli.output.safe import visible
+from xcsh_store.cli.output.shapes import ARCHIVED_MARK
 from xcsh_store.cli.picker.source import PROMPTS, Preview, PreviewEntry, Row
 
 Piece = tuple[str, str]
@@ -37,7 +38,8 @@ HIT_CHARS_PER_CELL = 4
 def row_line(row: Row, mode: str, width: int, selected: bool) -> Line:
     """One row of the list: when, where (the title, else the cwd; left out below
     ``NARROW`` columns), then the match or the prompt, with the search's highlight marks as
-    the ``match`` style; the selected row marked and in the ``selected`` style."""
+    the ``match`` style; the selected row marked and in the ``selected`` style. A session
+    whose file is gone has the archive's mark (as in ``ls``) before its text."""
     lead = pad(short_time(row.when), WHEN_WIDTH) + "  "
     if width >= NARROW:
         if mode == PROMPTS or not row.title:
@@ -45,6 +47,8 @@ def row_line(row: Row, mode: str, width: int, selected: bool) -> Line:
         else:
             place = cut(visible(row.title), PLACE_WIDTH)
         lead += pad(place, PLACE_WIDTH) + "  "
+    if row.archived:
+        lead += f"{ARCHIVED_MARK} "
     text = cut_marked(visible(row.text), max(0, width - 2 - display_width(lead)))
     pieces = [("class:when", "> " if selected else "  "), ("class:when", lead), *_marked(text)]
     used = sum(display_width(text) for _, text in pieces)

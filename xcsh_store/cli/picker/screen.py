@@ -81,6 +81,15 @@ class Drawn(UIControl):
         return UIContent(get_line=lambda number: lines[number], line_count=len(lines))
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """What the picker ended with: the row, and what to do with it (``print`` its value,
+    ``resume`` its session in its agent, ``export`` its session)."""
+
+    action: str
+    row: Row
+
+
 @dataclass
 class Shown:
     """What the panes show: the rows of the last search, the selection, its preview."""
@@ -110,7 +119,7 @@ class Picker:
         self._searches = 0  # searches asked for: only the last one's rows are shown
         self._loop: asyncio.AbstractEventLoop | None = None
         reader, writer = terminal
-        self.app: Application[str | None] = Application(
+        self.app: Application[Chosen | None] = Application(
             layout=self._layout(),
             key_bindings=self._keys(),
             style=STYLE,
@@ -122,7 +131,7 @@ class Picker:
         )
         self.app.ttimeoutlen = ESCAPE_WAIT
 
-    def run(self) -> str | None:
+    def run(self) -> Chosen | None:
         # What the library logs (a missing blob in a previewed session) goes to the status
         # line: on stderr, the terminal the picker draws on, it would tear the screen apart.
         library = logging.getLogger("xcsh_store")
@@ -225,9 +234,15 @@ class Picker:
 
         @keys.add("enter")
         def _choose(event: KeyPressEvent) -> None:
-            row = self._selected()
-            if row is not None:
-                event.app.exit(result=row.value)
+            self._exit_with(event, "print")
+
+        @keys.add("c-o")
+        def _resume(event: KeyPressEvent) -> None:
+            self._exit_with(event, "resume")
+
+        @keys.add("c-x")
+        def _export(event: KeyPressEvent) -> None:
+            self._exit_with(event, "export")
 
         @keys.add("escape", eager=True)
         @keys.add("c-c")
@@ -236,6 +251,14 @@ class Picker:
             event.app.exit(result=None)
 
         return keys
+
+    def _exit_with(self, event: KeyPressEvent, action: str) -> None:
+        """Leave with the selected row and what to do with it (resume and export: a session's
+        row only; on a prompt that is in no session they do nothing)."""
+        row = self._selected()
+        if row is None or (action != "print" and row.path is None):
+            return
+        event.app.exit(result=Chosen(action, row))
 
     def _selected(self) -> Row | None:
         shown = self._shown

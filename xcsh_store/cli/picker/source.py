@@ -12,10 +12,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from xcsh_store.cli.output.render import MARK_CLOSE, MARK_OPEN, local_time, one_line
+from xcsh_store.cli.output.shapes import ARCHIVED_MARK
 from xcsh_store.index import (
     IndexedSession,
     PromptHit,
+    PromptQuery,
+    SearchQuery,
+    SessionFilter,
     SessionIndex,
+    SessionQuery,
     entry_summary,
     entry_text,
 )
@@ -47,6 +52,7 @@ class Row:
     agent: str
     path: str | None = None  # the session file, when the row has one
     entry_id: str | None = None  # the entry the row is about; None: the session's latest
+    archived: bool = False  # its file is gone: the store's archive keeps the session
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,33 +81,43 @@ class PickSource:
     agents: Collection[str] = ()
     _branches: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
 
+    @property
+    def _filter(self) -> SessionFilter:
+        return SessionFilter(agents=tuple(self.agents))
+
     def rows(self, mode: str, query: str) -> list[Row]:
         """The rows for ``query`` (blank: the newest) in ``mode``. SearchQueryError when the
         session search finds nothing to search for in it (punctuation only)."""
         if mode == PROMPTS:
             return self._prompt_rows(query)
         if not query.strip():
-            listed = self.index.list_sessions(limit=ROW_LIMIT, agents=self.agents)
-            return [_session_row(session) for session in listed]
-        hits = self.index.search(
-            query, limit=HIT_LIMIT, highlight=(MARK_OPEN, MARK_CLOSE), agents=self.agents
+            listing = SessionQuery(filter=self._filter, limit=ROW_LIMIT)
+            return [_session_row(session) for session in self.index.sessions(listing)]
+        hits = self.index.hits(
+            SearchQuery(
+                text=query, filter=self._filter, limit=HIT_LIMIT, highlight=(MARK_OPEN, MARK_CLOSE)
+            )
         )
         best: dict[int, Row] = {}
+        archived = self._archived_paths() if hits else set()
         for hit in hits:  # best first: a session's first hit is its best
             if hit.file_id not in best and len(best) < ROW_LIMIT:
                 best[hit.file_id] = Row(
                     value=hit.session_id, when=hit.timestamp, cwd=hit.cwd or "",
                     title=one_line(hit.title), text=one_line(hit.snippet), agent=hit.agent,
-                    path=hit.path, entry_id=hit.entry_id,
+                    path=hit.path, entry_id=hit.entry_id, archived=hit.path in archived,
                 )  # fmt: skip
         return list(best.values())
 
+    def _archived_paths(self) -> set[str]:
+        """The paths of the sessions whose file is gone (a search hit does not say it)."""
+        query = SessionQuery(filter=SessionFilter(agents=self._filter.agents, archived=True))
+        return {session.path for session in self.index.sessions(query)}
+
     def _prompt_rows(self, query: str) -> list[Row]:
-        if query.strip():
-            hits = self.index.history_search(query, ROW_LIMIT, agents=self.agents)
-        else:
-            hits = self.index.history_recent(ROW_LIMIT, agents=self.agents)
-        return [_prompt_row(hit) for hit in hits]
+        asked = PromptQuery(text=query if query.strip() else None, limit=ROW_LIMIT,
+                            agents=self._filter.agents)  # fmt: skip
+        return [_prompt_row(hit) for hit in self.index.prompts(asked)]
 
     def preview(self, row: Row) -> Preview:
         """``row`` in context: the entries of its session around the row's entry (on the
@@ -113,6 +129,7 @@ class PickSource:
         facts = (
             info.cwd, local_time(info.modified), info.agent,
             f"{info.message_count:,} messages", info.session_id,
+            f"{ARCHIVED_MARK} archived" if info.source_gone_at else "",
         )  # fmt: skip
         title = one_line(info.title) or one_line(info.first_message)
         branch = self._active_branch(info)
@@ -151,7 +168,7 @@ def _session_row(session: IndexedSession) -> Row:
     return Row(
         value=session.session_id, when=session.modified, cwd=session.cwd,
         title=one_line(session.title), text=one_line(session.first_message),
-        agent=session.agent, path=session.path,
+        agent=session.agent, path=session.path, archived=session.source_gone_at is not None,
     )  # fmt: skip
 
 

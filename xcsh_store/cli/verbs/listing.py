@@ -32,6 +32,9 @@ from xcsh_store.index import SESSION_ORDERS, SessionFilter, SessionQuery, check_
 
 # The cwd column keeps its end (the project name) when it is cut.
 CWD_WIDTH = 24
+# What the title keeps before the cwd goes: a single agent's list keeps its cwd (cut to its
+# last folder) at 80 columns.
+TITLE_WIDTH = 24
 DEFAULT_LIST_LIMIT = 30
 
 
@@ -119,7 +122,9 @@ def ls_command(
     """
     team_only(settings, filters.host is not None, "--host")
     with open_index(settings, team=True, fresh=True) as index:
-        sessions = index.sessions(SessionQuery(filters, order, limit + 1 if limit else None))
+        sessions = index.sessions(
+            SessionQuery(filter=filters, order=order, limit=limit + 1 if limit else None)
+        )
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
         if not sessions:
             known_filters(index, project=filters.project)
@@ -133,29 +138,39 @@ def ls_command(
         for line in nothing:
             echo_wrapped(line)
         return
+    # The agent column is there only when the list holds several agents' sessions.
+    several_agents = len({session.agent for session in sessions}) > 1
+    agent = [2] if several_agents else []
     print_table(
         (
-            (
+            [
                 ids[session.session_id]
                 + (SHARED_ID_MARK if session.id_shared else "")
                 + (ARCHIVED_MARK if session.source_gone_at else ""),
                 short_time(session.modified),
+                *([session.agent] if several_agents else []),
                 where(session.cwd),
                 session.message_count,
                 human_count(session.tokens),
                 session_cost(session),
                 session.title or session.first_message,
-            )
+            ]
             for session in sessions
         ),
-        headers=("id", "modified", "cwd", "msgs", "tokens", "cost", "title / first message"),
-        flexible=(6, 2),
-        cuts={2: cut_path},
-        # On a narrow terminal the cwd, then the message count, give way to the title.
-        optional=(2, 3),
-        right=(3, 4, 5),
+        headers=(
+            "id", "modified", *(["agent"] if several_agents else []), "cwd", "msgs", "tokens",
+            "cost", "title / first message",
+        ),
+        flexible=(6 + len(agent), 2 + len(agent)),
+        cuts={2 + len(agent): cut_path},
+        # On a narrow terminal the message count, then the cwd, give way to the title.
+        optional=(3 + len(agent), 2 + len(agent)),
+        right=tuple(column + len(agent) for column in (3, 4, 5)),
+        # An id is the shortest prefix `show` takes: cut, it would select nothing.
+        whole=(0,),
+        main_width=TITLE_WIDTH,
         styles=lambda row, column, text: settings.style(text, fg="cyan") if column == 0 else text,
-    )
+    )  # fmt: skip
     if any(session.id_shared for session in sessions):
         echo_wrapped(f"({SHARED_ID_MARK} id shared by several files: name the file or its path)")
     if any(session.source_gone_at for session in sessions):

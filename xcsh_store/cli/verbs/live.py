@@ -26,7 +26,7 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.output.render import home_relative, local_time
 from xcsh_store.cli.verbs.maintenance import require_agent_dir
-from xcsh_store.cli.verbs.redaction import no_redact_option, redaction
+from xcsh_store.cli.verbs.redaction import no_redact_flag, no_redact_option, redaction
 from xcsh_store.index import REFRESH_SECONDS
 
 if TYPE_CHECKING:
@@ -177,10 +177,9 @@ def mcp_command(settings: Settings, no_redact: bool) -> None:
     "--redact",
     "always_redact",
     is_flag=True,
-    help="Replace secrets by [REDACTED:<kind>] on loopback too (always done when an address or"
-    " an --allow-host name but loopback's is answered).",
+    help="Redact on loopback too.",
 )
-@no_redact_option
+@no_redact_flag("Redact nothing, beyond loopback too; warns every time.")
 @json_option
 @pass_settings
 def serve_command(
@@ -202,8 +201,9 @@ def serve_command(
     before it reads it (at most every 2 seconds; not while `watch` or --watch keeps it current;
     never with --no-sync); open pages update while `watch` (or --watch) runs. With --json,
     the URL is printed as {"url": ...}, then with --watch each change applied as `watch
-    --json` prints it. On any address or --allow-host name but loopback's, secrets are
-    replaced by [REDACTED:<kind>] in every page (--redact: on loopback too).
+    --json` prints it. Secrets are replaced by [REDACTED:<kind>] in every page when the
+    server answers an address or an --allow-host name but loopback's; on loopback alone,
+    pages show sessions as they are (they are the owner's).
 
     \b
     Examples:

@@ -3,6 +3,7 @@ and the archive's ``restore`` and ``forget``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -24,12 +25,12 @@ from xcsh_store.cli.app import (
     pass_settings,
     print_table,
 )
+from xcsh_store.cli.health import Diagnosis, diagnose
 from xcsh_store.cli.output.render import home_relative, local_time, plural
 from xcsh_store.cli.output.safe import visible
 from xcsh_store.cli.output.shapes import describe_skipped, skipped_json
 from xcsh_store.cli.params import Duration, TimeBound, agents_in_words, filter_options
 from xcsh_store.cli.places import found_session_folders, nothing_to_index
-from xcsh_store.cli.verbs.health import Diagnosis, diagnose
 from xcsh_store.homes import get_data_store_dir
 from xcsh_store.index import (
     GcReport,
@@ -290,8 +291,23 @@ def sync_command(
         return
     for line in describe_sync(report):
         echo_wrapped(line)
+    _prepare_secret_rules(index.db_path)
     if report.archive_error:
         raise click.ClickException(report.archive_error)
+
+
+def _prepare_secret_rules(db_path: str) -> None:
+    """In a terminal, with the secrets extra installed: the secret rules compiled once (a few
+    seconds, once per machine and version, recorded beside index.db), so that the first
+    ``secrets`` does not sit on them. Scripts and pipes never wait for it."""
+    if not sys.stderr.isatty() or importlib.util.find_spec("kingfisher_sdk") is None:
+        return
+    from xcsh_store.secrets.detect import prepare_rules
+
+    folder = os.path.dirname(os.path.abspath(db_path))
+    prepare_rules(
+        folder, lambda: click.echo("Preparing the secret rules (once per machine)…", err=True)
+    )
 
 
 sync_command.help = (sync_command.help or "").replace("AGENTS", agents_in_words(family=True))
@@ -706,6 +722,14 @@ def doctor_command(settings: Settings, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
+# What doctor says of an xcsh folder or file not made yet, where that is no problem.
+NOT_YET = {
+    "sessions": "none (xcsh's own sessions; the other agents' are read where they are)",
+    "blobs": "none yet (made when xcsh stores an image)",
+    "history_db": "none yet (made when xcsh saves a prompt)",
+}
+
+
 def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     style = settings.style
     versions = diagnosis.versions
@@ -718,9 +742,14 @@ def _print_doctor(settings: Settings, diagnosis: Diagnosis) -> None:
     )
     echo_wrapped(style("Paths", bold=True))
     for name, path in diagnosis.paths.items():
-        echo_wrapped(
-            f"  {name:<11} {home_relative(path)}  " + (ok if diagnosis.exists[name] else bad)
-        )
+        state: str
+        if diagnosis.exists[name]:
+            state = ok
+        elif any(path in problem for problem in diagnosis.problems):
+            state = bad
+        else:  # made when first needed: nothing is wrong (a Claude-only user has none of them)
+            state = NOT_YET.get(name, bad)
+        echo_wrapped(f"  {name:<11} {home_relative(path)}  " + state)
     for root in diagnosis.session_roots:
         found = ok if os.path.isdir(root) else bad
         recorded = " (recorded by the session manager)"
@@ -935,7 +964,7 @@ def _chosen(
 ) -> list[IndexedSession]:
     """The sessions named, else those the filters pick (both: the named ones the filters
     keep), last active before ``before`` when given."""
-    listed = index.sessions(SessionQuery(filters, "modified", None))
+    listed = index.sessions(SessionQuery(filter=filters))
     if sessions:
         kept = {session.file_id for session in listed} if filters != SessionFilter() else None
         found = [index.find_session(session) for session in sessions]

@@ -23,7 +23,8 @@ from xcsh_store.cli.app import (
 from xcsh_store.cli.output.safe import one_line as flat
 from xcsh_store.cli.params import agent_option
 from xcsh_store.cli.picker.shells import BINDINGS, SHELLS
-from xcsh_store.cli.picker.source import PROMPTS, SESSIONS, PickSource
+from xcsh_store.cli.picker.source import PROMPTS, SESSIONS, PickSource, Row
+from xcsh_store.errors import XcshStoreError
 from xcsh_store.js import well_formed
 
 TERMINAL = "/dev/tty"
@@ -57,9 +58,11 @@ def pick_command(
 
     Type to search every session's entries, or with Tab (or Ctrl-R) the prompts typed
     into the agents; ↑/↓ (Ctrl-P/Ctrl-N) move, the lower pane shows the hit in its session.
-    Enter prints the session id (or the prompt) on stdout and exits 0; Esc or Ctrl-C prints
-    nothing and exits 1. The picker draws on the terminal, not on stdout, so
-    `$(xcsh-store pick)` holds only the choice. QUERY is what to start with.
+    Enter prints the session id (or the prompt) on stdout and exits 0; Ctrl-O prints the
+    command that resumes the session in its agent, Ctrl-X writes it as Markdown into the
+    current folder and prints the file's path; Esc or Ctrl-C prints nothing and exits 1.
+    The picker draws on the terminal, not on stdout, so `$(xcsh-store pick)` holds only the
+    choice. QUERY is what to start with.
 
     \b
     Examples:
@@ -86,14 +89,49 @@ def pick_command(
         ).run()
     if chosen is None:
         sys.exit(1)
+    text = chosen.row.value
+    if chosen.action == "resume":
+        text = _resume_line(settings, chosen.row)
+    elif chosen.action == "export":
+        text = _exported(settings, chosen.row)
     if one_line:
-        chosen = flat(chosen)
+        text = flat(text)
     if sys.stdout.isatty():
-        echo(chosen)  # shown on the terminal: through the sanitiser
+        echo(text)  # shown on the terminal: through the sanitiser
         return
     # Captured ($(…), a pipe): the exact text, for the shell to use.
-    sys.stdout.buffer.write(well_formed(chosen).encode() + b"\n")
+    sys.stdout.buffer.write(well_formed(text).encode() + b"\n")
     sys.stdout.flush()
+
+
+def _resume_line(settings: Settings, row: Row) -> str:
+    """Ctrl-O: the agent's own command that continues the row's session (as ``resume``)."""
+    from xcsh_store.agents.registry import resume_command
+
+    with open_index(settings) as index:
+        info = index.find_session(row.path or row.value)
+    command = resume_command(info.agent, info.session_id, info.cwd or None, info.path)
+    if command is None:
+        raise XcshStoreError(f"{info.agent} has no command that resumes a session")
+    return command.shell()
+
+
+def _exported(settings: Settings, row: Row) -> str:
+    """Ctrl-X: the row's session written as Markdown (redacted, as ``export``) into the
+    current folder; its file name is printed."""
+    from xcsh_store.format.transcript import transcript
+
+    with open_index(settings) as index:
+        info = index.find_session(row.path or row.value)
+        document = transcript(info, index.branch_entries(info, None))
+    require_extra("export", "secrets", "kingfisher_sdk", "detect_secrets")
+    from xcsh_store.secrets.redact import Redactor
+
+    document.redact(Redactor())
+    name = f"{info.agent}-{''.join(c for c in info.session_id[:8] if c.isalnum())}.md"
+    with open(name, "xb") as stream:
+        stream.write(document.encoded("md"))
+    return os.path.abspath(name)
 
 
 def _open_terminal(stack: ExitStack) -> tuple[TextIO, TextIO]:

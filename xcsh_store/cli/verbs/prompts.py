@@ -4,6 +4,7 @@ recall prompts typed in sessions through the index."""
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,7 +27,7 @@ from xcsh_store.cli.output.shapes import prompt_hit_json
 from xcsh_store.cli.params import agent_option, count_type, days_type
 from xcsh_store.cli.verbs.listing import where
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import PromptHit, PromptQuery, SessionIndex, prompt_json
+from xcsh_store.index import IndexReader, PromptHit, PromptQuery, prompt_json
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -75,14 +76,19 @@ def _when(created_at: float) -> str:
 
 
 NO_PROMPTS = "No prompts."
+# history.db holds only what xcsh itself saved: a Claude Code or Codex user finds nothing there.
+NO_HISTORY_PROMPTS = (
+    "No prompts in history.db (the prompts xcsh saves). --sessions shows the prompts typed in"
+    " every agent's sessions: xcsh-store history {verb} --sessions"
+)
 
 
-def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
+def _show(entries: Sequence[HistoryEntry], as_json: bool, verb: str) -> None:
     if as_json:
         emit_json([entry_to_json(entry) for entry in entries])
         return
     if not entries:
-        echo_wrapped(NO_PROMPTS)
+        echo_wrapped(NO_HISTORY_PROMPTS.format(verb=verb))
         return
     print_table(
         ((entry.id, _when(entry.created_at), where(entry.cwd), entry.prompt) for entry in entries),
@@ -90,35 +96,48 @@ def _show(entries: Sequence[HistoryEntry], as_json: bool) -> None:
         flexible=(3, 2),
         cuts={2: cut_path},
         right=(0,),
+        whole=(0,),
     )
 
 
-def _show_recall(hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool) -> None:
+def _show_recall(
+    settings: Settings, hits: Sequence[PromptHit], ids: dict[str, str], as_json: bool
+) -> None:
     if as_json:
         emit_json([prompt_hit_json(hit) for hit in hits])
         return
     if not hits:
         echo_wrapped(NO_PROMPTS)
         return
-    print_table(
+    # history.db's id: only its own prompts have one (an empty column is noise).
+    with_ids = any(hit.history_id for hit in hits)
+    rows = [
         (
-            (
-                hit.history_id or "",
-                _when(hit.created_at),
-                where(hit.cwd),
-                ids.get(hit.session_id or "", ""),
-                hit.prompt,
-            )
-            for hit in hits
+            hit.history_id or "",
+            _when(hit.created_at),
+            where(hit.cwd),
+            ids.get(hit.session_id or "", ""),
+            hit.prompt,
+        )[0 if with_ids else 1 :]
+        for hit in hits
+    ]
+    shift = 0 if with_ids else 1
+    print_table(
+        rows,
+        headers=("id", "when", "cwd", "session", "prompt")[shift:],
+        flexible=(4 - shift, 2 - shift),
+        cuts={2 - shift: cut_path},
+        right=(0,) if with_ids else (),
+        # The prompt keeps its room before the cwd; ids are typed back whole.
+        optional=(2 - shift,),
+        whole=(0, 3) if with_ids else (2,),
+        styles=lambda row, column, text: (
+            settings.style(text, fg="cyan") if column == 3 - shift else text
         ),
-        headers=("id", "when", "cwd", "session", "prompt"),
-        flexible=(4, 2),
-        cuts={2: cut_path},
-        right=(0,),
     )
 
 
-def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
+def _session_prefixes(index: IndexReader, hits: Sequence[PromptHit]) -> dict[str, str]:
     return index.unique_id_prefixes(hit.session_id for hit in hits if hit.session_id)
 
 
@@ -161,15 +180,15 @@ def recent_command(
     """
     if sessions or agents or settings.db:
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.prompts(PromptQuery(None, limit, agents))
+            hits = index.prompts(PromptQuery(limit=limit, agents=agents))
             ids = _session_prefixes(index, hits)
-        _show_recall(hits, ids, as_json)
+        _show_recall(settings, hits, ids, as_json)
         return
     entries: list[HistoryEntry] = []
     if _has_history(settings):
         with _open(settings) as history:
             entries = history.get_recent(limit)
-    _show(entries, as_json)
+    _show(entries, as_json, "recent")
 
 
 @history_group.command("search")
@@ -205,15 +224,15 @@ def search_command(
                 "--rank works on history.db alone; drop it or --sessions, --agent and --db"
             )
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.prompts(PromptQuery(" ".join(query), limit, agents))
+            hits = index.prompts(PromptQuery(text=" ".join(query), limit=limit, agents=agents))
             ids = _session_prefixes(index, hits)
-        _show_recall(hits, ids, as_json)
+        _show_recall(settings, hits, ids, as_json)
         return
     entries: list[HistoryEntry] = []
     if _has_history(settings):
         with _open(settings) as history:
             entries = history.search(" ".join(query), limit, order="rank" if rank else "recent")
-    _show(entries, as_json)
+    _show(entries, as_json, "search " + shlex.join(query))
 
 
 @history_group.command("prune")

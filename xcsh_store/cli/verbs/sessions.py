@@ -1,8 +1,12 @@
-"""Verbs that read sessions: ``show``, ``search`` and ``cat`` (``ls`` is in listing.py)."""
+"""Verbs that read sessions: ``show``, ``search``, ``cat`` and ``resume`` (``ls`` is in
+listing.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +19,7 @@ from xcsh_store.cli.app import (
     cli,
     echo,
     echo_text,
+    echo_wrapped,
     emit_json,
     json_option,
     open_index,
@@ -27,6 +32,7 @@ from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
     cut,
+    cut_path,
     display_width,
     fit_line,
     home_relative,
@@ -50,17 +56,23 @@ from xcsh_store.cli.output.shapes import (
 )
 from xcsh_store.cli.params import count_type, filter_options
 from xcsh_store.cli.verbs.listing import known_filters, where
-from xcsh_store.errors import SearchQueryError, XcshStoreError
+from xcsh_store.errors import (
+    NoArtifactsError,
+    OutputNotFoundError,
+    SearchQueryError,
+    XcshStoreError,
+)
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
-    IndexedSession,
+    ReadSession,
     SearchQuery,
     SessionFilter,
     SessionIndex,
     SessionOutline,
     SkippedLines,
     entry_summary,
+    entry_text,
     message_summary,
     search_role,
     unique_prefixes,
@@ -73,6 +85,7 @@ from xcsh_store.paths import artifacts_dir_for, get_index_db_path
 
 @cli.command("show")
 @click.argument("session", shell_complete=complete_session)
+@click.argument("entry", required=False)
 @click.option("--tree", is_flag=True, help="Draw every branch of the session.")
 @click.option(
     "--context", "context_view", is_flag=True, help="Print the model context of the leaf."
@@ -82,28 +95,48 @@ from xcsh_store.paths import artifacts_dir_for, get_index_db_path
     metavar="ID",
     help="Entry id (or a unique prefix of one) to use as the leaf (default: the last).",
 )
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every entry of the branch, the agent's own records (Codex's session_meta,"
+    " turn_context, event_msg, encrypted reasoning) included.",
+)
+@click.option("--messages", is_flag=True, help="Only what the user and the assistant said.")
 @json_option
 @pass_settings
 def show_command(
     settings: Settings,
     session: str,
+    entry: str | None,
     tree: bool,
     context_view: bool,
     leaf: str | None,
+    every: bool,
+    messages: bool,
     as_json: bool,
 ) -> None:
-    """Show a session: its header and the active branch, or --tree, or --context.
+    """Show a session: its header and the active branch, or --tree, or --context; with ENTRY
+    (an id or a unique prefix of one), that entry whole.
 
-    SESSION is an id prefix, a file-name prefix or a path.
+    The branch leaves out the records an agent keeps for itself, with nothing to read
+    (--all shows them). SESSION is an id prefix, a file-name prefix or a path.
 
     \b
     Examples:
       xcsh-store show 0195f3c2
+      xcsh-store show 0195f3c2 --messages
+      xcsh-store show 0195f3c2 7f3a9c21
       xcsh-store show 0195f3c2 --tree
       xcsh-store show 0195f3c2 --context --leaf 7f3a9c21
     """
     if tree and context_view:
         raise click.UsageError("--tree and --context are two views: give one of them")
+    if entry is not None and (tree or context_view or leaf):
+        raise click.UsageError("ENTRY shows one entry: --tree, --context and --leaf are views")
+    if entry is not None:
+        _show_entry(settings, session, entry, as_json)
+        return
     view = "tree" if tree else "context" if context_view else None
     with open_index(settings, team=True, fresh=True) as index:
         info = index.find_session(session)
@@ -140,19 +173,54 @@ def show_command(
     elif view == "context":
         print_context(settings, context, short.get(leaf_id or "", leaf_id))
     else:
+        rows = [(value, *entry_summary(value)) for value in entries]
+        shown = [row for row in rows if every or _wanted(row[1], row[2], messages)]
         print_table(
             (
                 (
-                    short.get(entry.get("id") or "", entry.get("id")),
-                    short_time(entry.get("timestamp")),
-                    *entry_summary(entry),
+                    short.get(value.get("id") or "", value.get("id")),
+                    short_time(value.get("timestamp")),
+                    kind,
+                    text,
                 )
-                for entry in entries
+                for value, kind, text in shown
             ),
             headers=("id", "time", "kind", "text"),
             flexible=(3, 2),
             styles=lambda row, column, text: _kind_style(settings, column, text),
         )
+        if len(shown) < len(rows):
+            left_out = "not messages" if messages else "the agent's own records"
+            echo_wrapped(
+                settings.style(f"({plural(len(rows) - len(shown), 'entry', 'entries')}"
+                               f" left out: {left_out}; --all shows them)", dim=True)
+            )  # fmt: skip
+
+
+def _wanted(kind: str, text: str, messages: bool) -> bool:
+    """Whether the branch view shows an entry of ``kind`` saying ``text``: anything with
+    something to read (an agent's own records say nothing: Codex's session_meta, an assistant
+    turn of encrypted reasoning); with ``messages``, what the user or the assistant said."""
+    if messages:
+        return kind in ("user", "assistant") and bool(text) and not text.startswith("→ ")
+    return bool(text)
+
+
+def _show_entry(settings: Settings, session: str, entry: str, as_json: bool) -> None:
+    with open_index(settings, team=True, fresh=True) as index:
+        info = index.find_session(session)
+        entry_id = index.find_entry_id(info, entry)
+        (value,) = [
+            value for value in index.branch_entries(info, entry_id) if value.get("id") == entry_id
+        ]
+    if as_json:
+        emit_json({"session": session_json(info), "entry": value})
+        return
+    kind, _gist = entry_summary(value)
+    label = settings.style
+    echo(f"{label('Entry', bold=True)}    {entry_id} · {kind} · {value.get('timestamp') or '–'}")
+    echo()
+    echo_text(entry_text(value))
 
 
 def _kind_style(settings: Settings, column: int, text: str) -> str:
@@ -166,7 +234,7 @@ def _kind_style(settings: Settings, column: int, text: str) -> str:
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
 
 
-def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]) -> None:
+def print_header(settings: Settings, info: ReadSession, short: dict[str, str]) -> None:
     """The session's header lines; entry ids as their ``short`` prefixes."""
     label = settings.style
     last = info.last_entry_id
@@ -187,11 +255,12 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
             + (f" · format v{info.version} (run migrate)" if (info.version or 3) < 3 else ""),
         ),
         (
+            # The cost and the total first: at 80 columns the line is cut at its end.
             "Usage",
+            f"{session_cost(info)} · total {human_count(info.tokens)} · "
             f"in {human_count(info.input_tokens)} · out {human_count(info.output_tokens)} · "
             f"cache read {human_count(info.cache_read_tokens)} · "
-            f"cache write {human_count(info.cache_write_tokens)} · "
-            f"total {human_count(info.tokens)} · {session_cost(info)}",
+            f"cache write {human_count(info.cache_write_tokens)}",
         ),
     ]
     if info.parent_session_path:
@@ -204,6 +273,8 @@ def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]
         )))  # fmt: skip
     width = terminal_width()
     for name, value in lines:
+        if name in ("File", "Cwd") and width is not None:
+            value = cut_path(value, width - 9)  # a path keeps its end, as everywhere
         echo(fit_line(label(f"{name:<8}", bold=True) + " " + value, width))
 
 
@@ -386,7 +457,12 @@ def search_command(
             _index_pending_text(settings)
         try:
             question = SearchQuery(
-                " ".join(query), filters, role, model, limit, (MARK_OPEN, MARK_CLOSE)
+                text=" ".join(query),
+                filter=filters,
+                role=role,
+                model=model,
+                limit=limit,
+                highlight=(MARK_OPEN, MARK_CLOSE),
             )
             hits = index.hits(question)
         except SearchQueryError as error:
@@ -497,16 +573,36 @@ def cat_command(
     """
     session_path = _session_path(settings, session)
     artifacts = artifacts_dir_for(session_path)
-    if raw:
-        if offset is not None or limit is not None:
-            raise click.UsageError("--raw prints everything; drop --offset/--limit")
-        text = resolve_internal_url(url, artifacts).content
-    else:
-        text = read_internal_url(url, artifacts, offset, limit)
+    if raw and (offset is not None or limit is not None):
+        raise click.UsageError("--raw prints everything; drop --offset/--limit")
+    try:
+        if raw:
+            text = resolve_internal_url(url, artifacts).content
+        else:
+            text = read_internal_url(url, artifacts, offset, limit)
+    except OutputNotFoundError as error:
+        raise click.ClickException(no_output(url, error)) from None
+    except NoArtifactsError:
+        raise click.ClickException(
+            f"{url}: the session has no artifacts folder; xcsh and pi keep tool and subagent"
+            " outputs there, other agents' subagents are sessions of their own (ls)"
+        ) from None
     if as_json:
         emit_json({"url": url, "session_path": session_path, "text": text})
         return
     echo_text(retold_paging_hint(text, "--offset"), newline=not text.endswith("\n"))
+
+
+def no_output(url: str, error: OutputNotFoundError) -> str:
+    """What ``cat agent://ID`` says of an output the session does not have: the outputs it
+    has, and the one meant when ID is the number of one (``0`` for ``0-Explore``)."""
+    named = f"{url}: the session has no subagent output {error.output_id!r}"
+    if not error.available:
+        return f"{named}; it has none (its subagents, if any, left no output files)."
+    meant = [name for name in error.available if name.startswith(f"{error.output_id}-")]
+    if len(meant) == 1:
+        return f"{named}; did you mean agent://{meant[0]}?"
+    return f"{named}; it has: {', '.join(sorted(error.available))}."
 
 
 def _session_path(settings: Settings, session: str) -> str:
@@ -515,3 +611,62 @@ def _session_path(settings: Settings, session: str) -> str:
         return os.path.abspath(session)
     with open_index(settings, fresh=True) as index:
         return index.find_session(session).path
+
+
+@cli.command("resume")
+@click.argument("session", shell_complete=complete_session)
+@click.option("--run", is_flag=True, help="Run the command in the session's folder.")
+@json_option
+@pass_settings
+def resume_command(settings: Settings, session: str, run: bool, as_json: bool) -> None:
+    """Print the agent's own command that continues a session in its folder (claude
+    --resume, codex resume, gemini --resume, …), or run it there with --run.
+
+    A session whose file its agent deleted is kept by the store's archive: restore writes it
+    back first. SESSION is an id prefix, a file-name prefix or a path.
+
+    \b
+    Examples:
+      xcsh-store resume 0195f3c2
+      xcsh-store resume 0195f3c2 --run
+    """
+    from xcsh_store.agents.registry import resume_command as command_of
+
+    with open_index(settings, team=True, fresh=True) as index:
+        info = index.find_session(session)
+    command = command_of(info.agent, info.session_id, info.cwd or None, info.path)
+    gone = info.source_gone_at is not None
+    if as_json:
+        emit_json(
+            {
+                "session_id": info.session_id,
+                "agent": info.agent,
+                "cwd": info.cwd or None,
+                "argv": list(command.argv) if command else None,
+                "command": command.shell() if command else None,
+                "source": "archived" if gone else "file",
+                "restore": f"xcsh-store restore {info.session_id}" if gone else None,
+            }
+        )
+        return
+    if command is None:
+        raise XcshStoreError(f"{info.agent} has no command that resumes a session")
+    if gone:
+        restore = f"xcsh-store restore {info.session_id}"
+        if run:
+            raise XcshStoreError(
+                f"the session's file is gone (its agent deleted it); {restore} writes it back"
+            )
+        echo_wrapped(f"(its file is gone: {restore} writes it back first)", err=True)
+    if not run:
+        echo(command.shell())
+        return
+    _run(command.argv, command.cwd)
+
+
+def _run(argv: tuple[str, ...], cwd: str | None) -> None:
+    if shutil.which(argv[0]) is None:
+        raise XcshStoreError(f"{argv[0]} is not installed here (not found on PATH)")
+    if cwd is not None and not os.path.isdir(cwd):
+        raise XcshStoreError(f"the session's folder {home_relative(cwd)} is not there")
+    sys.exit(subprocess.run(argv, cwd=cwd).returncode)

@@ -1,8 +1,11 @@
-"""``push`` (this machine's index into the team index), ``export parquet``, and ``team
-migrate`` (the team schema, created or brought up to date by its owner)."""
+"""``push`` (this machine's index into the team index), ``export`` (a session to share:
+``export ID``; the index for other tools: ``export parquet``), and ``team migrate`` (the team
+schema, created or brought up to date by its owner)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
 
@@ -11,20 +14,26 @@ import click
 from xcsh_store.cli.app import (
     TEAM_DB_ENV,
     Settings,
+    SuggestingGroup,
     cli,
     echo_wrapped,
     emit_json,
     error_line,
     json_option,
+    open_index,
     pass_settings,
     require_extra,
     warn_of_visible_password,
 )
-from xcsh_store.cli.output.render import plural
+from xcsh_store.cli.complete import complete_session
+from xcsh_store.cli.output.render import home_relative, plural
 from xcsh_store.cli.params import Duration
 from xcsh_store.cli.verbs.redaction import no_redact_option, redaction
 from xcsh_store.index import SessionIndex
 
+# The passphrase of `export --encrypt` when no terminal can ask for it.
+PASSPHRASE_ENV = "XCSH_STORE_PASSPHRASE"
+MIN_PASSPHRASE = 8
 # team.TIERS, named here so that `--help` needs no import of the team part (nor of psycopg).
 _TIERS = ("usage", "meta", "full")
 
@@ -159,9 +168,115 @@ def _report_line(report: Any) -> str:
     )
 
 
-@cli.group("export")
+class ExportGroup(SuggestingGroup):
+    """``export`` with a session id exports that session (``export session ID``); a known
+    sub-verb (``parquet``) is itself."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            args = ["session", *args]
+        return super().resolve_command(ctx, args)
+
+
+@cli.group("export", cls=ExportGroup)
 def export_group() -> None:
-    """Export the index for other tools."""
+    """Export a session to share it (export ID), or the index for other tools (export parquet).
+
+    \b
+    Examples:
+      xcsh-store export 0195f3c2 > session.md
+      xcsh-store export 0195f3c2 --format json -o session.json
+      xcsh-store export parquet ~/xcsh-parquet
+    """
+
+
+@export_group.command("session")
+@click.argument("session", shell_complete=complete_session)
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(["md", "html", "json"]),  # transcript.EXPORT_TYPES
+    default="md",
+    show_default=True,
+    help="Markdown (tool output folded in <details>), one self-contained HTML page, or JSON.",
+)
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="Write to this file, not stdout."
+)
+@click.option(
+    "--encrypt",
+    is_flag=True,
+    help=f"HTML only: encrypt the page with a passphrase (asked for, or ${PASSPHRASE_ENV});"
+    " the browser asks for it to open the page.",
+)
+@click.option(
+    "--no-redact",
+    "no_redact",
+    is_flag=True,
+    help="Keep secrets as they are (by default they are replaced by [REDACTED:<kind>]).",
+)
+@pass_settings
+def export_session_command(
+    settings: Settings,
+    session: str,
+    form: str,
+    output: str | None,
+    encrypt: bool,
+    no_redact: bool,
+) -> None:
+    """Write a session's active branch as a document to share: what was said, each tool call
+    as what it did (a command, a diff of an edit, the file a read read), output folded.
+
+    Secrets (API keys, tokens, passwords, private keys) are replaced by [REDACTED:<kind>]
+    unless --no-redact. SESSION is an id prefix, a file-name prefix or a path.
+    """
+    from xcsh_store.format.transcript import transcript
+
+    if encrypt and form != "html":
+        raise click.UsageError("--encrypt is for --format html")
+    if form == "html":
+        require_extra("export --format html", "web", "markdown_it", "nh3", "pygments")
+    passphrase = _passphrase() if encrypt else None
+    with open_index(settings, team=True, fresh=True) as index:
+        info = index.find_session(session)
+        document = transcript(info, index.branch_entries(info, None))
+    if no_redact:
+        from xcsh_store.cli.verbs.redaction import NO_REDACT_WARNING
+
+        echo_wrapped(NO_REDACT_WARNING, err=True)
+    else:
+        require_extra("export", "secrets", "kingfisher_sdk", "detect_secrets")
+        from xcsh_store.secrets.redact import Redactor
+
+        document.redact(Redactor())
+    if form == "html":
+        from xcsh_store.web.export_page import page, sealed_page
+
+        html = page(document) if passphrase is None else sealed_page(document, passphrase)
+        payload = html.encode("utf-8", "surrogatepass")
+    else:
+        payload = document.encoded(form)
+    if output is None:
+        sys.stdout.buffer.write(payload)
+        sys.stdout.flush()
+        return
+    with open(output, "wb") as stream:
+        stream.write(payload)
+    echo_wrapped(f"Exported {info.agent} session {info.session_id} → {home_relative(output)}")
+
+
+def _passphrase() -> str:
+    given = os.environ.get(PASSPHRASE_ENV)
+    if given:
+        return given
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"--encrypt needs a passphrase: set ${PASSPHRASE_ENV}")
+    chosen: str = click.prompt("Passphrase", hide_input=True, confirmation_prompt=True, err=True)
+    if len(chosen) < MIN_PASSPHRASE:
+        raise click.UsageError(f"a passphrase of {MIN_PASSPHRASE} characters at least, please")
+    return chosen
 
 
 @export_group.command("parquet")

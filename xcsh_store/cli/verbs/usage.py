@@ -4,6 +4,7 @@ as a table, a terminal chart or an HTML page."""
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -26,10 +27,12 @@ from xcsh_store.cli.app import (
 )
 from xcsh_store.cli.output.chart import html_chart, terminal_chart
 from xcsh_store.cli.output.render import (
+    current_time,
     cut,
-    cut_left,
     cut_middle,
+    cut_path,
     display_width,
+    home_relative,
     human_count,
     money,
     terminal_width,
@@ -40,7 +43,11 @@ from xcsh_store.cli.params import agents_in_words, filter_options, timezone_opti
 from xcsh_store.index import (
     USAGE_GROUPS,
     BillingBlock,
+    BudgetStatus,
+    IndexReader,
     SessionFilter,
+    SessionIndex,
+    SessionQuery,
     UsageQuery,
     UsageRow,
     usage_total,
@@ -79,8 +86,8 @@ def _row_cells(labels: Sequence[str], row: UsageRow) -> tuple[Any, ...]:
 
 # The number columns, each with the short form of its header for a narrow terminal.
 NUMBER_HEADERS = (
-    "entries", "input", "output", ("cache read", "c.read"), ("cache write", "c.write"), "total",
-    "cost",
+    ("entries", "entr."), "input", "output", ("cache read", "c.read"), ("cache write", "c.write"),
+    "total", "cost",
 )  # fmt: skip
 
 
@@ -88,10 +95,10 @@ def label_cut(group: str, labels: list[str]) -> Cut:
     """How a label of ``group`` is cut on a narrow terminal, so labels stay apart: once the
     column must be cut, a model loses its provider where its name alone is unique, then its
     middle, keeping as much of the end as it takes for no two labels to read alike (names
-    differ at their end: ``…-4-5``, ``…-20250929``); a project keeps its end (the folder's
-    name)."""
+    differ at their end: ``…-4-5``, ``…-20250929``); a project keeps its last folders, as
+    every path shown (``…/src/app``)."""
     if group == "project":
-        return cut_left
+        return cut_path
     if group != "model":
         return cut
     names = Counter(label.split("/", 1)[-1] for label in labels)
@@ -117,8 +124,49 @@ def label_cut(group: str, labels: list[str]) -> Cut:
     return cut_model
 
 
-def _labels(row: UsageRow) -> list[str]:
-    return ["?" if key is None else key for key in (row.keys or (row.key,))]
+def _labels(row: UsageRow, groups: Sequence[str], sessions: dict[str, str]) -> list[str]:
+    """A row's labels as shown: a project as every path is (``~/src/app``), a session as its
+    short id and its title."""
+    labels = []
+    for group, key in zip(groups, row.keys or (row.key,), strict=True):
+        if key is None:
+            labels.append("?")
+        elif group == "project":
+            labels.append(home_relative(key))
+        elif group == "session":
+            labels.append(sessions.get(key, key))
+        else:
+            labels.append(key)
+    return labels
+
+
+# A path's components, on POSIX and on Windows (a pi session started on Windows keeps Z:\\temp).
+_FOLDER_NAME = re.compile(r"[/\\]")
+
+
+def _by_folder(labels: Sequence[str]) -> tuple[str, ...]:
+    """A project's order: by its folder's name (what the table shows when the path is cut),
+    then its whole path."""
+    return tuple(
+        part
+        for label in labels
+        for part in (_FOLDER_NAME.split(label.rstrip("/\\"))[-1].casefold(), label)
+    )
+
+
+def session_labels(index: IndexReader, filters: SessionFilter) -> dict[str, str]:
+    """Each session's label in a table of usage by session: the shortest id prefix `show`
+    takes, then its title (or first message)."""
+    sessions = index.sessions(SessionQuery(filter=filters))
+    ids = index.unique_id_prefixes(session.session_id for session in sessions)
+    return {
+        session.session_id: " ".join(
+            part
+            for part in (ids[session.session_id], session.title or session.first_message)
+            if part
+        )
+        for session in sessions
+    }
 
 
 @cli.command("usage")
@@ -131,8 +179,8 @@ def _labels(row: UsageRow) -> list[str]:
     show_default=True,
     help=f"How to group: {', '.join([*USAGE_GROUPS, 'host', 'block'])} (days, weeks from"
     " Monday, months: in --timezone); repeat it to group by several: --by day --by model."
-    " `block`: Claude's 5-hour billing windows, as ccusage's `blocks`, with the active"
-    " window's burn rate and projection.",
+    " `block`: 5-hour billing windows, each agent's apart (Claude Code's are ccusage's"
+    " `blocks`), with the active window's burn rate and projection.",
 )
 @timezone_option
 @filter_options("since", "until", "agents")
@@ -151,6 +199,11 @@ def _labels(row: UsageRow) -> list[str]:
     metavar="FILE",
     help="Also write a self-contained HTML page with the chart and the numbers.",
 )
+@click.option(
+    "--check-budget",
+    is_flag=True,
+    help="Exit with status 3 when a budget is over (`xcsh-store budget`), for scripts and CI.",
+)
 @json_option
 @pass_settings
 def usage_command(
@@ -161,6 +214,7 @@ def usage_command(
     chart: bool,
     metric: str,
     html_file: str | None,
+    check_budget: bool,
     as_json: bool,
 ) -> None:
     """Tokens and cost per day, week, month, model, provider, project, session or agent.
@@ -187,14 +241,19 @@ def usage_command(
         if settings.db is not None:
             raise click.UsageError("--by block works on index.db, not with --db")
         with open_index(settings) as index:
-            blocks = index.billing_blocks(filters.since, filters.until, filters.agents)
-        _print_blocks(settings, blocks, zone, chart, metric, html_file, as_json)
+            windows = agent_windows(index, filters)
+            statuses = index.budgets(now=current_time()) if check_budget else []
+        _print_blocks(settings, windows, zone, chart, metric, html_file, as_json)
+        _check(statuses, check_budget)
         return
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
     with open_index(settings, team=True, fresh=True) as index:
-        rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
+        rows = index.usage_rows(UsageQuery(by=tuple(groups), filter=filters, zone=zone))
+        sessions = session_labels(index, filters) if "session" in groups and not as_json else {}
+        # The budgets are this machine's (index.db): a team index has none.
+        statuses = index.budgets(now=current_time()) if isinstance(index, SessionIndex) else []
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -207,15 +266,20 @@ def usage_command(
                 "until": filters.until,
                 "rows": [usage_json(row) for row in rows],
                 "total": usage_json(usage_total(rows)),
+                "budgets": [status.to_json() for status in statuses],
             }
         )
+        _check(statuses, check_budget)
         return
     if chart:
         for line in terminal_chart(rows, name, metric, terminal_width(), settings.color):
             echo(line)
     elif rows:
         blanks = [""] * (len(groups) - 1)
-        labels = [_labels(row) for row in rows]
+        labels = [_labels(row, groups, sessions) for row in rows]
+        if "project" in groups:
+            order = sorted(range(len(rows)), key=lambda i: _by_folder(labels[i]))
+            rows, labels = [rows[i] for i in order], [labels[i] for i in order]
         widest = sorted(range(len(groups)), key=lambda i: -max(len(row[i]) for row in labels))
         print_table(
             [
@@ -243,6 +307,30 @@ def usage_command(
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+    for status in statuses:
+        echo(_budget_line(settings, status))
+    _check(statuses, check_budget)
+
+
+def _budget_line(settings: Settings, status: BudgetStatus) -> str:
+    text = (
+        f"Budget {status.budget.label}: {money(status.spent)} of {money(status.budget.amount)}"
+        f" ({status.percent:.0f} %)"
+    )
+    if status.over:
+        return settings.style(text + ": over", fg="red", bold=True)
+    if status.warned:
+        return settings.style(text + ": warning", fg="yellow")
+    return text
+
+
+def _check(statuses: list[BudgetStatus], check_budget: bool) -> None:
+    """--check-budget: exit 3 when a budget is over (saying which on stderr)."""
+    over = [status for status in statuses if status.over]
+    if check_budget and over:
+        names = ", ".join(status.budget.label for status in over)
+        echo(f"Over budget: {names}", err=True)
+        raise SystemExit(3)
 
 
 usage_command.help = (usage_command.help or "").replace(
@@ -250,9 +338,13 @@ usage_command.help = (usage_command.help or "").replace(
 )
 
 
+def _block_start(block: BillingBlock, zone: tzinfo | None) -> str:
+    return block.start.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
 def _block_label(block: BillingBlock, zone: tzinfo | None) -> str:
-    start = block.start.astimezone(zone).strftime("%Y-%m-%d %H:%M")
-    return f"{start} (gap)" if block.gap else start
+    """A window's label in a chart or a page (a table says "gap" in its status column)."""
+    return f"{_block_start(block, zone)} (gap)" if block.gap else _block_start(block, zone)
 
 
 def active_block_note(block: BillingBlock, zone: tzinfo | None) -> str:
@@ -271,57 +363,106 @@ def active_block_note(block: BillingBlock, zone: tzinfo | None) -> str:
     return "; ".join(parts) + "."
 
 
+def agent_windows(
+    index: SessionIndex, filters: SessionFilter
+) -> list[tuple[str, list[BillingBlock]]]:
+    """Each agent's billing windows (of the agents asked for, else of every agent with usage):
+    a plan's windows count one agent's requests, two agents' are not one window."""
+    agents = filters.agents or tuple(
+        row.key for row in index.usage_rows(UsageQuery(by=("agent",), filter=filters)) if row.key
+    )
+    windows = [(agent, index.billing_blocks(replace(filters, agents=(agent,)))) for agent in agents]
+    return [(agent, blocks) for agent, blocks in windows if blocks]
+
+
 def _print_blocks(
     settings: Settings,
-    blocks: list[BillingBlock],
+    windows: list[tuple[str, list[BillingBlock]]],
     zone: tzinfo | None,
     chart: bool,
     metric: str,
     html_file: str | None,
     as_json: bool,
 ) -> None:
-    """``usage --by block``: the windows as a table (a gap as one line), a chart or a page."""
-    rows = [replace(block.usage, key=_block_label(block, zone)) for block in blocks]
-    active = next((block for block in blocks if block.active), None)
-    note = active_block_note(active, zone) if active is not None else ""
+    """``usage --by block``: each agent's windows as a table (a gap as one line), a chart or a
+    page; an agent's name above its windows when there are several."""
+    several = len(windows) > 1
     if html_file:
-        page = html_chart(rows, "block", "Token usage and cost per 5-hour billing window", note)
+        rows = [
+            replace(block.usage, key=(f"{agent} " if several else "") + _block_label(block, zone))
+            for agent, blocks in windows
+            for block in blocks
+        ]
+        notes = [_agent_note(agent, blocks, zone, several) for agent, blocks in windows]
+        title = "Token usage and cost per 5-hour billing window"
+        page = html_chart(rows, "block", title, " ".join(note for note in notes if note))
         write_private_file(html_file, page.encode("utf-8"))
     if as_json:
-        emit_json({"by": "block", "blocks": [block_json(block) for block in blocks]})
+        emit_json(
+            {
+                "by": "block",
+                "blocks": [
+                    {"agent": agent, **block_json(block)}
+                    for agent, blocks in windows
+                    for block in blocks
+                ],
+            }
+        )
         return
-    if chart:
-        for line in terminal_chart(rows, "block", metric, terminal_width(), settings.color):
-            echo(line)
-    elif blocks:
-        worked = [row for row, block in zip(rows, blocks, strict=True) if not block.gap]
-        print_table(
-            [
-                *(
-                    (row.key, "gap", *[""] * len(NUMBER_HEADERS))
-                    if block.gap
-                    else _row_cells([row.key or "", _block_status(block)], row)
-                    for row, block in zip(rows, blocks, strict=True)
-                ),
-                _row_cells(["total", ""], usage_total(worked)),
-            ],
-            headers=("window start", "status", *NUMBER_HEADERS),
-            right=range(2, 2 + len(NUMBER_HEADERS)),
-            flexible=[0],
-            styles=lambda row, column, text: (
-                settings.style(text, bold=True) if row == len(rows) or
-                (row < len(blocks) and blocks[row].active) else text
-            ),
-        )  # fmt: skip
-    else:
+    if not windows:
         echo("No usage recorded in that period.")
-    if note:
-        echo_wrapped(note)
-    totals = usage_total([block.usage for block in blocks if not block.gap])
+    for number, (agent, blocks) in enumerate(windows):
+        if several:
+            if number:
+                echo("")
+            echo(settings.style(f"{agent}:", bold=True))
+        if chart:
+            rows = [replace(block.usage, key=_block_label(block, zone)) for block in blocks]
+            for line in terminal_chart(rows, "block", metric, terminal_width(), settings.color):
+                echo(line)
+        else:
+            _block_table(settings, blocks, zone)
+        note = _agent_note(agent, blocks, zone, False)
+        if note:
+            echo_wrapped(note)
+    totals = usage_total(
+        [block.usage for _agent, blocks in windows for block in blocks if not block.gap]
+    )
     if totals.estimated or totals.unpriced:
         echo_wrapped(cost_note(totals))
     if html_file:
         echo(f"Wrote {html_file}")
+
+
+def _agent_note(agent: str, blocks: list[BillingBlock], zone: tzinfo | None, named: bool) -> str:
+    """The active window's note of an agent's windows ("" when none is active)."""
+    active = next((block for block in blocks if block.active), None)
+    if active is None:
+        return ""
+    return (f"{agent}: " if named else "") + active_block_note(active, zone)
+
+
+def _block_table(settings: Settings, blocks: list[BillingBlock], zone: tzinfo | None) -> None:
+    """One agent's windows, a gap as one line, and their total."""
+    worked = [block.usage for block in blocks if not block.gap]
+    print_table(
+        [
+            *(
+                (_block_start(block, zone), "gap", *[""] * len(NUMBER_HEADERS))
+                if block.gap
+                else _row_cells([_block_start(block, zone), _block_status(block)], block.usage)
+                for block in blocks
+            ),
+            _row_cells(["total", ""], usage_total(worked)),
+        ],
+        headers=("window start", "status", *NUMBER_HEADERS),
+        right=range(2, 2 + len(NUMBER_HEADERS)),
+        flexible=[0],
+        styles=lambda row, column, text: (
+            settings.style(text, bold=True) if row == len(blocks) or
+            (row < len(blocks) and blocks[row].active) else text
+        ),
+    )  # fmt: skip
 
 
 def _block_status(block: BillingBlock) -> str:

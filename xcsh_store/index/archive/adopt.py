@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from typing import Any
 
 import apsw
 
@@ -21,7 +22,14 @@ from xcsh_store.index.archive.frames import APPEND, ArchiveDamagedError, Content
 from xcsh_store.index.archive.keeper import ArchivedRow, record_archived
 from xcsh_store.index.archive.sources import ArchivedSources
 from xcsh_store.index.write.indexer import FileIndexer, pk_counter
-from xcsh_store.index.write.scan import SeenFile, SyncReport, describe_error
+from xcsh_store.index.write.scan import (
+    KnownFile,
+    SeenFile,
+    SyncReport,
+    describe_error,
+    known_file,
+    stale_files,
+)
 from xcsh_store.times import iso_now
 
 log = logging.getLogger("xcsh_store")
@@ -84,6 +92,35 @@ def adopt_archived(
         database.set_meta(connection, ADOPTED_KEY, iso_now())
 
 
+def read_again(connection: apsw.Connection, folder: ArchiveFolder, report: SyncReport) -> None:
+    """The gone files whose rows an earlier revision of their agent's reader made: read again
+    from their archive, their rows replaced in the same transaction, still gone since they
+    went. One whose archive does not read keeps its rows (and is tried again next time)."""
+    stale = stale_files(connection)
+    if not stale:
+        return
+    indexer = FileIndexer(connection, pk_counter(connection), report)
+    sources = ArchivedSources(folder, lambda: connection)
+    for path in sorted(stale):
+        found: list[tuple[Any, ...]] = connection.execute(
+            "SELECT f.gone_at, a.name, a.version FROM files AS f"
+            " JOIN archived AS a ON a.file_id = f.id WHERE f.path = ? AND f.gone_at IS NOT NULL",
+            (path,),
+        ).fetchall()
+        known = known_file(connection, path)
+        if not found or known is None:
+            continue
+        gone_at, base, version = found[0]
+        try:
+            contents = folder.contents(base, version)
+            _index_gone(connection, indexer, sources, base, version, contents, known, gone_at)
+        except (OSError, ArchiveDamagedError) as error:
+            indexer.batch.rollback()
+            report.unreadable[path] = (
+                describe_error(error) if isinstance(error, OSError) else str(error)
+            )
+
+
 def _record(
     connection: apsw.Connection, file_id: int, base: str, version: int, contents: Contents
 ) -> None:
@@ -106,8 +143,11 @@ def _index_gone(
     base: str,
     version: int,
     contents: Contents,
+    known: KnownFile | None = None,
+    gone_at: str | None = None,
 ) -> None:
-    """Index an archived session whose file is gone, from a copy made of its archive."""
+    """Index an archived session whose file is gone, from a copy made of its archive (``known``:
+    its row in the index, whose rows are replaced; ``gone_at``: since when it is gone)."""
     header = contents.header
     assert header is not None and contents.source is not None
     plugin = reader_named(header.agent)
@@ -122,9 +162,9 @@ def _index_gone(
         contents.mtime_ns, 0, 0, agent,
     )  # fmt: skip
     with sources.copy_from(base, version, contents) as copy:
-        file_id = indexer.index_copy(seen, copy)
+        file_id = indexer.index_copy(seen, copy, known)
     record_archived(
         connection, ArchivedRow(file_id, base, header.kind, version, held, contents.end)
     )
-    connection.execute("UPDATE files SET gone_at = ? WHERE id = ?", (iso_now(), file_id))
+    connection.execute("UPDATE files SET gone_at = ? WHERE id = ?", (gone_at or iso_now(), file_id))
     indexer.batch.commit()

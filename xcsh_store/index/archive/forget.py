@@ -22,6 +22,7 @@ import orjson
 
 from xcsh_store.index import db as database
 from xcsh_store.index.archive.folder import ArchiveFolder
+from xcsh_store.index.archive.sources import source_there
 from xcsh_store.index.write.indexer import drop_file_rows
 from xcsh_store.index.write.summaries import resolve_summary_titles
 from xcsh_store.times import iso_now
@@ -74,7 +75,7 @@ def forget_files(
                 with contextlib.suppress(FileNotFoundError):
                     report.archive_bytes += os.stat(folder.path_of(base, version)).st_size
                     report.archive_files += 1
-        there = gone_at is None and os.path.lexists(path)
+        there = gone_at is None and source_there(path)
         report.files_left += there
         if not apply:
             continue

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
-from xcsh_store.agents import Agent
-from xcsh_store.files import open_regular_file
+from xcsh_store.agents import PLUGIN_FAULTS, Agent
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import Appender, ArchiveFolder, base_name
 from xcsh_store.index.archive.frames import (
@@ -270,9 +268,13 @@ class Keeper:
 
 
 def _members(agent: Agent, place: Place) -> list[tuple[str, bytes]]:
-    """(name below the root, bytes) of each file of a session, as its plugin names them."""
-    members = []
-    for path in agent.session_files(place.path):
-        with open_regular_file(path) as stream:
-            members.append((os.path.relpath(path, place.root), stream.read()))
-    return members
+    """(name below the root, bytes) of each part of a session, as its plugin gives them. What
+    the plugin raises (a database that does not read, its own fault) is an OSError: the
+    session is unreadable, as a read that failed so would make it, never the sync's end."""
+    try:
+        return agent.session_members(place.path, place.root)
+    except OSError:
+        raise
+    except PLUGIN_FAULTS as error:
+        failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
+        raise OSError(failure) from error

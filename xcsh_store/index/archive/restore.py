@@ -61,6 +61,16 @@ def restore_files(
     assert contents.header is not None and contents.source is not None
     root = contents.root or contents.header.root
     members = _members(contents, root)
+    session_member = os.path.relpath(contents.source, root)
+    # A session kept among others (opencode's ``opencode.db#<id>``, a run of Aider's chat log
+    # ``<log>#<offset>``) is archived alone: a database of its rows, the run at its offset.
+    # That is no file of the agent's to put back in its place.
+    in_database = next((m for m in members if session_member.startswith(m + "#")), None)
+    if in_database is not None and to is None:
+        raise RestoreError(
+            f"{contents.source} was kept in its agent's database or log with other sessions,"
+            " not in a file of its own: restore --to DIR writes it there alone"
+        )
     if to is not None:
         destination = os.path.abspath(to)
         # One file goes into the folder by its name; a session of several keeps its layout.
@@ -72,7 +82,6 @@ def restore_files(
     else:
         destination = target_root or root
         places = {member: os.path.join(destination, member) for member in members}
-    session_member = os.path.relpath(contents.source, root)
     by_member: dict[str, list[Piece]] = {member: [] for member in members}
     for piece in contents.pieces:
         by_member[piece.member if contents.header.kind != APPEND else session_member].append(piece)
@@ -94,7 +103,11 @@ def restore_files(
             else:
                 _write_new(place, descriptor, pieces, contents.mtime_ns, digest)
                 written.append(place)
-    return places[session_member], written, there, digest.hexdigest(), total
+    if in_database is not None:
+        path = places[in_database] + session_member[len(in_database) :]
+    else:
+        path = places[session_member]
+    return path, written, there, digest.hexdigest(), total
 
 
 def _members(contents: Contents, root: str) -> list[str]:

@@ -86,6 +86,13 @@ class ArchivedSources:
         rows: list[tuple[Any, ...]] = found.fetchall()
         return (rows[0][0], rows[0][1]) if rows else None
 
+    def gone(self, path: str) -> bool:
+        """Whether the index found the source at ``path`` gone."""
+        found = self.connection().execute(
+            "SELECT 1 FROM files WHERE path = ? AND gone_at IS NOT NULL", (path,)
+        )
+        return found.fetchall() != []
+
     @contextlib.contextmanager
     def bytes_of(self, path: str) -> Iterator[ArchivedBytes]:
         """The archived bytes of the file at ``path`` (FileNotFoundError: none kept)."""
@@ -141,14 +148,14 @@ def sources_of(connection: apsw.Connection) -> ArchivedSources | None:
     names its file only through the pragma."""
     from xcsh_store.index.archive.folder import archive_dir
 
-    filename = getattr(connection, "filename", None)
+    filename: str | None = getattr(connection, "filename", None)
     if filename is None:
         rows = connection.execute("PRAGMA database_list").fetchall()
-        filename = next((row[2] for row in rows if row[1] == "main"), None)
+        filename = next((str(row[2]) for row in rows if row[1] == "main"), None)
     if not filename:
         return None
     return ArchivedSources(
-        ArchiveFolder(archive_dir(os.path.dirname(filename))), lambda: connection
+        ArchiveFolder(archive_dir(os.path.dirname(str(filename)))), lambda: connection
     )
 
 
@@ -171,9 +178,23 @@ def opened_source(path: str, archive: ArchivedSources | None) -> Iterator[Source
 @contextlib.contextmanager
 def readable_copy(path: str, archive: ArchivedSources | None) -> Iterator[str]:
     """A path a plugin (or a loader of whole files) reads the session at ``path`` from: the
-    file itself while it is there, else a copy made from its archive."""
+    file itself while it is there, else a copy made from its archive. A session kept in a
+    database (``<database>#<id>``, no file of its own) is read from the database while the
+    index does not know it gone."""
     if archive is None or os.path.lexists(path) or archive.locate(path) is None:
         yield path  # (a reader of a gone one says it is gone)
         return
+    if source_there(path) and not archive.gone(path):
+        yield path
+        return
     with archive.copy_of(path) as found:
         yield found
+
+
+def source_there(path: str) -> bool:
+    """Whether the source of the session at ``path`` is there: its file, or the database of a
+    session kept in one (``<database>#<id>``, no file of its own)."""
+    if os.path.lexists(path):
+        return True
+    database, separator, _session = path.rpartition("#")
+    return bool(separator) and os.path.isfile(database)

@@ -4,8 +4,8 @@ several files once (migration 0010: the copy in the file modified last counts)."
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Collection, Sequence
+import itertools
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 
 from xcsh_store.agents import ESTIMATED_AGENTS
-from xcsh_store.index.read.questions import SessionFilter, UsageQuery, time_bound
+from xcsh_store.index.read.questions import SessionFilter, UsageQuery
 from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
 from xcsh_store.times import parse_iso
 
@@ -22,12 +22,13 @@ _ESTIMATED = ", ".join(f"'{agent}'" for agent in ESTIMATED_AGENTS)
 
 # Each grouping (questions.USAGE_GROUPINGS, in that order) as the SQL expression over
 # ``usage_entries`` that makes its key.
-# Days, weeks (from Monday) and months are the user's: usage_period() puts each timestamp in
-# the time zone of the query (the local one unless told), as --since and --until dates are.
+# Days, weeks (from Monday) and months are the user's: {shift} is the SQL that moves each UTC
+# timestamp into the time zone of the query (the local one unless told: zone_shift_sql), as
+# --since and --until dates are; SQLite's date() then does the rest, with no Python per row.
 USAGE_GROUPS = {
-    "day": "usage_period(timestamp, 'day')",
-    "week": "usage_period(timestamp, 'week')",
-    "month": "usage_period(timestamp, 'month')",
+    "day": "date(substr(timestamp, 1, 16), {shift})",
+    "week": "date(substr(timestamp, 1, 16), {shift}, '-6 days', 'weekday 1')",
+    "month": "substr(date(substr(timestamp, 1, 16), {shift}), 1, 7)",
     "model": "coalesce(provider || '/', '') || coalesce(model, '?')",
     "provider": "coalesce(provider, '?')",
     # A session's project is its working directory (sessions.project_condition).
@@ -114,12 +115,13 @@ def usage_rows(connection: apsw.Connection, query: UsageQuery) -> list[UsageRow]
     of the entries ``query.filter`` keeps; days, weeks and months in ``query.zone`` (default:
     the local one)."""
     groups = usage_groups(query.by, USAGE_GROUPS)
-    # apsw types a SQL function as taking any SQL values; usage_period is given text.
-    period = _period_in(query.zone)
-    connection.create_scalar_function("usage_period", period, 2, deterministic=True)  # type: ignore[arg-type]
+    shift = zone_shift_sql(connection, query.zone) if {"day", "week", "month"} & {*groups} else ""
     conditions, arguments = filter_sql(query.filter, USAGE_FILTER)
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
-    keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{number}" for number, group in enumerate(groups))
+    keys = ", ".join(
+        f"{USAGE_GROUPS[group].format(shift=shift)} AS key{number}"
+        for number, group in enumerate(groups)
+    )
     names = ", ".join(f"key{number}" for number in range(len(groups)))
     rows = connection.execute(
         f"SELECT {keys}, count(*), sum(input_tokens), sum(output_tokens),"
@@ -150,28 +152,67 @@ def usage_row(row: Sequence[Any], width: int) -> UsageRow:
     )  # fmt: skip
 
 
-def _period_in(zone: tzinfo | None) -> Callable[[str | None, str], str | None]:
-    """usage_period(timestamp, 'day' | 'week' | 'month') in ``zone`` (None: the local zone,
-    $TZ's, with its daylight saving time on each day)."""
+def zone_shift_sql(connection: apsw.Connection, zone: tzinfo | None) -> str:
+    """The SQLite date modifier (``'+3600 seconds'``) that moves a UTC ``timestamp`` of
+    ``usage_entries`` into ``zone`` (None: the local zone, $TZ's), as an SQL expression.
 
-    @functools.lru_cache(maxsize=65_536)
-    def local_hour(utc_hour: str) -> datetime | None:
-        # A zone's offset changes on the hour (UTC): one conversion per hour of timestamps.
-        moment = parse_iso(utc_hour + ":00:00+00:00")
-        return None if moment is None else moment.astimezone(zone)
+    A zone's offset changes on the hour (UTC), a few times a year: the offset of each span of
+    hours between two changes, over the hours the index's entries cover (the ends of the
+    ``entries_timestamp`` index), is one branch of a CASE on the timestamp's UTC hour."""
+    ((first, last),) = connection.execute(
+        "SELECT (SELECT min(timestamp) FROM entries WHERE timestamp >= '0001'),"
+        " (SELECT max(timestamp) FROM entries WHERE timestamp < ':')"
+    )
+    start, end = _utc_hour(first), _utc_hour(last)
+    if start is None or end is None:
+        return _modifier(_offset(datetime.now(UTC).replace(minute=0, second=0), zone))
+    changes = _offset_changes(start, end, zone)
+    if len(changes) == 1:
+        return _modifier(changes[0][1])
+    # The UTC hour as 'YYYY-MM-DDTHH' whatever separates a stored timestamp's date and time.
+    hour = "substr(timestamp, 1, 10) || 'T' || substr(timestamp, 12, 2)"
+    branches = " ".join(
+        f"WHEN {hour} < '{since:%Y-%m-%dT%H}' THEN {_modifier(offset)}"
+        for (_, offset), (since, _) in itertools.pairwise(changes)
+    )
+    return f"CASE {branches} ELSE {_modifier(changes[-1][1])} END"
 
-    def period(timestamp: str | None, kind: str) -> str | None:
-        if not timestamp or len(timestamp) < 16:
-            return None
-        start = local_hour(timestamp[:13])
-        if start is None:
-            return None
-        day = (start + timedelta(minutes=int(timestamp[14:16]))).date()
-        if kind == "week":
-            return (day - timedelta(days=day.weekday())).isoformat()
-        return day.isoformat()[:7] if kind == "month" else day.isoformat()
 
-    return period
+def _utc_hour(timestamp: str | None) -> datetime | None:
+    moment = parse_iso(timestamp[:13] + ":00:00+00:00") if timestamp else None
+    return None if moment is None else moment.astimezone(UTC)
+
+
+def _offset(utc_hour: datetime, zone: tzinfo | None) -> int:
+    """``zone``'s offset from UTC in seconds at ``utc_hour``."""
+    offset = utc_hour.astimezone(zone).utcoffset()
+    return 0 if offset is None else int(offset.total_seconds())
+
+
+def _offset_changes(
+    start: datetime, end: datetime, zone: tzinfo | None
+) -> list[tuple[datetime, int]]:
+    """(the UTC hour from which it holds, offset) for each offset ``zone`` has from ``start`` to
+    ``end``: a look at each day, and the hour of a change found by halving the day it is in
+    (two changes within one day, which no zone makes, would be seen as none)."""
+    changes = [(start, _offset(start, zone))]
+    before = start
+    while before < end:
+        after = min(before + timedelta(days=1), end)
+        if _offset(after, zone) != changes[-1][1]:
+            low, high = before, after  # the offset changes after low, by high
+            while high - low > timedelta(hours=1):
+                middle = low + timedelta(hours=(high - low) // timedelta(hours=2))
+                low, high = (
+                    (middle, high) if _offset(middle, zone) == changes[-1][1] else (low, middle)
+                )
+            changes.append((high, _offset(high, zone)))
+        before = after
+    return changes
+
+
+def _modifier(seconds: int) -> str:
+    return f"'{seconds:+d} seconds'"
 
 
 def usage_groups(by: str | Sequence[str], known: Collection[str]) -> list[str]:
@@ -358,20 +399,15 @@ class BillingBlock:
 
 def billing_blocks(
     connection: apsw.Connection,
-    since: datetime | str | None,
-    until: datetime | str | None,
-    agents: Collection[str] | None = None,
+    filters: SessionFilter,
     now: datetime | None = None,
     hours: int = BLOCK_HOURS,
 ) -> list[BillingBlock]:
-    """The billing windows of the requests (since ``since``, before ``until``, of ``agents``),
-    oldest first, with a gap block between two windows more than ``hours`` apart; ``now``
-    (default: the clock) decides which window is active."""
+    """The billing windows of the requests of ``filters`` (as usage reads it: the entries in
+    its span), oldest first, with a gap block between two windows more than ``hours`` apart;
+    ``now`` (default: the clock) decides which window is active."""
     now = now or datetime.now(UTC)
     length = timedelta(hours=hours)
-    filters = SessionFilter(
-        agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
-    )
     conditions, arguments = filter_sql(filters, USAGE_FILTER)
     conditions.append("timestamp IS NOT NULL")
     rows = list(

@@ -249,6 +249,11 @@ class Verifier:
                 "SELECT seq, leaf_id, summary FROM leaf_summaries WHERE file_id = ? ORDER BY seq",
             ),
             (
+                "quota readings",
+                "SELECT seq, slot, observed_at, used_percent, window_minutes, resets_at, limit_id,"
+                " plan_type FROM quota_observations WHERE file_id = ? ORDER BY seq, slot",
+            ),
+            (
                 "blob refs",
                 "SELECT e.seq, r.hash FROM entries AS e JOIN blob_refs AS r ON r.entry = e.pk"
                 " WHERE e.session = ? ORDER BY e.seq, r.hash",

@@ -14,6 +14,7 @@ import orjson
 
 from xcsh_store.agents import (
     Agent,
+    QuotaReading,
     SessionFacts,
     read_entry,
     reader_for,
@@ -101,6 +102,9 @@ class Chunk(NamedTuple):
     leaf_summaries: list[tuple[int, str, str]]
     # The bytes of these lines for the archive (a read that keeps them: archive/capture.py).
     archived: CapturedPiece | None = None
+    # (seq, slot, observed_at, used_percent, window_minutes, resets_at, limit_id, plan_type):
+    # the plan's usage-limit windows the lines report (quota_observations, migration 0015).
+    quotas: list[tuple[Any, ...]] = []  # noqa: RUF012 (a NamedTuple default, never mutated)
 
 
 class IndexedRows(Protocol):
@@ -343,7 +347,7 @@ def read_source(
     state = ReadState(path, status="ok", agent=agent.name, session=SessionFacts(path))
     builder = RowBuilder(state, mtime_ns, first_key, None, emit, CHUNK_VALUES, CHUNK_BYTES)
     builder.reader = agent
-    found = plugin_records(agent, records_from or path)
+    found = plugin_records(agent, path, records_from)
     records = ((locator, b"", [value], False) for locator, value in found)
     builder.add_records(records, tally)
 
@@ -421,6 +425,7 @@ class RowBuilder:
         self.chunk_first_key = first_key
         self.superseded: list[int] = []
         self.leaf_summaries: list[tuple[int, str, str]] = []
+        self.quotas: list[tuple[Any, ...]] = []
         # Each entry id this read counted, and whether as a message: a later line of the same
         # id replaces that entry, and its count with it. A resumed read asks the index about
         # the ids new to it once per chunk (unchecked), before it hands the chunk over.
@@ -557,6 +562,10 @@ class RowBuilder:
             state.totals.session_name_source = found.title_source
         if found.leaf_summary is not None:
             self.leaf_summaries.append((seq, *found.leaf_summary))
+        if found.quotas and facts.timestamp is not None:
+            observed = canonical_iso(facts.timestamp)
+            if observed is not None:
+                self.quotas += [(seq, *_quota_row(observed, reading)) for reading in found.quotas]
         key = self._append_row(facts, seq, offset, len(data), part, usage_key)
         if usage_key is not None and found.usage is not None:  # the key comes with usage
             self._supersede_usage(usage_key, key, found.usage)
@@ -788,6 +797,7 @@ class RowBuilder:
             self.superseded,
             self.leaf_summaries,
             None if self.capture is None else self.capture.take(),
+            self.quotas,
         )
         self.bytes_reported = tally.bytes
         run_keys = self.run_keys
@@ -799,6 +809,7 @@ class RowBuilder:
         self.entry_rows, self.text_rows, self.blob_rows, self.skipped = [], [], [], []
         self.superseded = []
         self.leaf_summaries = []
+        self.quotas = []
         self.chunk_first_key = self.next_key
         self.batch_ids = {}
         self.pending_bytes = 0
@@ -856,6 +867,19 @@ def _title_of(
         if isinstance(record_title, str) and record_title:
             return record_title, _text(leading_title.get("source"))
     return None, None
+
+
+def _quota_row(observed: str, reading: QuotaReading) -> tuple[Any, ...]:
+    """A reading as quota_observations holds it after (file_id, seq)."""
+    return (
+        reading.slot,
+        observed,
+        reading.used_percent,
+        reading.window_minutes,
+        reading.resets_at,
+        reading.limit_id,
+        reading.plan_type,
+    )
 
 
 def agent_entry_id(path: str, seq: int) -> str:

@@ -11,6 +11,7 @@ import apsw
 import orjson
 
 from xcsh_store.agents import PLUGIN_FAULTS, XCSH_AGENTS, Agent, SessionFacts, reader_named
+from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.errors import EntryNotFoundError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
@@ -188,6 +189,8 @@ class FileIndexer:
         # (text_later.py); appends always get theirs.
         self.with_text = with_text
         self.keeper = self.batch.keeper = keeper
+        # The revision of each agent's reader, recorded with the rows it makes (migration 0016).
+        self.revisions = reader_revisions()
 
     def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
         """Read one file here and index it: from where the last read stopped when it only
@@ -253,13 +256,13 @@ class FileIndexer:
             self.keeper.keep_document(write.file_id, place(seen), agent, seen.mtime_ns)
         self.report.bytes_read += max(seen.size, 0)
 
-    def index_copy(self, seen: SeenFile, copy: str) -> int:
+    def index_copy(self, seen: SeenFile, copy: str, known: KnownFile | None = None) -> int:
         """Index a whole session read from ``copy`` (made from its archive: index/archive/
-        adopt.py) as the session of the file at ``seen.path``, which is gone; returns its file
-        id."""
+        adopt.py) as the session of the file at ``seen.path``, which is gone (``known``: its
+        row, whose rows this read replaces); returns its file id."""
         self.report.read_paths.append(seen.path)
         first_key = self.keys.peek()
-        write = FileWrite(self, seen, None, True, first_key)
+        write = FileWrite(self, seen, known, True, first_key)
         write.text_pending = False
         write.read_path = copy
         agent = reader_named(seen.agent)
@@ -271,6 +274,16 @@ class FileIndexer:
                     read_from_start(
                         stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key
                     )
+        except OSError:
+            write.abandon()
+            raise
+        except PLUGIN_FAULTS as error:
+            write.abandon()
+            if agent is None:
+                raise
+            # (As _index_source: the plugin's fault costs this session, not the sync.)
+            failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
+            raise OSError(failure) from error
         except BaseException:
             write.abandon()
             raise
@@ -314,7 +327,7 @@ class FileIndexer:
 def may_resume(known: KnownFile, size: int) -> bool:
     """Whether a file of ``size`` bytes may continue where its last read stopped, before
     looking at its bytes (whose hashes may still say no)."""
-    if known.legacy or known.status != "ok" or known.indexed_bytes == 0:
+    if known.legacy or known.stale or known.status != "ok" or known.indexed_bytes == 0:
         return False
     # Shorter, or changed without growing: an edit in place, perhaps in the middle, where
     # neither hash looks.
@@ -378,6 +391,13 @@ class FileWrite:
             connection.executemany(
                 "INSERT INTO leaf_summaries (file_id, seq, leaf_id, summary) VALUES (?, ?, ?, ?)",
                 [(self.file_id, *summary) for summary in chunk.leaf_summaries],
+            )
+        if chunk.quotas:
+            connection.executemany(
+                "INSERT OR REPLACE INTO quota_observations (file_id, seq, slot, observed_at,"
+                " used_percent, window_minutes, resets_at, limit_id, plan_type)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(self.file_id, *reading) for reading in chunk.quotas],
             )
         rows = chunk.entries
         if not (chunk.chained and not found):
@@ -559,13 +579,14 @@ class FileWrite:
             " head_hash = ?,"
             " tail_hash = ?, status = ?, error = NULL, indexed_at = ?, next_seq = ?, last_id = ?,"
             " legacy = ?, chained = ?, root = ?, project_dir = ?, lines = ?, skipped_count = ?,"
-            " skipped_lines = ?, agent = ?, text_pending = iif(?, ?, text_pending), gone_at = NULL"
-            " WHERE id = ?",
+            " skipped_lines = ?, agent = ?, text_pending = iif(?, ?, text_pending), gone_at = NULL,"
+            " reader_revision = ? WHERE id = ?",
             (
                 size, seen.mtime_ns, seen.inode, seen.ctime_ns, indexed_bytes, head_hash,
                 tail_hash, status, iso_now(), next_seq, last_id, legacy, int(chained),
                 seen.root, seen.project_dir, lines, skipped_count, skipped_lines, agent,
-                int(self.fresh), int(self.text_pending), self.file_id,
+                int(self.fresh), int(self.text_pending),
+                self.indexer.revisions.get(agent, 1), self.file_id,
             ),
         )  # fmt: skip
 
@@ -770,6 +791,7 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     leave_behind(connection, "SELECT pk FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM entries WHERE session = ?", (file_id,))
     connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM quota_observations WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).

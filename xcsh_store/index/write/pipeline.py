@@ -96,7 +96,10 @@ class Workers:
     """Worker processes reading files whole, each its own list in file order."""
 
     def __init__(
-        self, tasks: list[list[tuple[int, str, KeptPieces | None]]], with_text: bool = True
+        self,
+        tasks: list[list[tuple[int, str, KeptPieces | None]]],
+        with_text: bool = True,
+        prices_folder: str | None = None,
     ) -> None:
         # The folder that holds the package, importable however this process found it: as many
         # folders up from this file as its module name has dots (xcsh_store/index/write/...).
@@ -119,7 +122,10 @@ class Workers:
                     )
                 )
             # The sizes go with the tasks: they are this module's, as the writer sees it.
-            settings = (WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES, with_text)
+            # (The folder of the price table the workers price with: pricing.fixed_prices.)
+            settings = (
+                WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES, with_text, prices_folder
+            )  # fmt: skip
             for process, share in zip(self.processes, tasks, strict=True):
                 assert process.stdin is not None
                 process.stdin.write(marshal.dumps((settings, share)))
@@ -250,10 +256,10 @@ def worker_main() -> None:
         settings, tasks = marshal.loads(sys.stdin.buffer.read())
     except (EOFError, ValueError):
         return  # the writer died before it handed out the files
-    chunk_values, chunk_bytes, outbox_bytes, with_text = settings
+    chunk_values, chunk_bytes, outbox_bytes, with_text, prices_folder = settings
     outbox = _Outbox(channel, outbox_bytes)
     try:
-        with fixed_prices():  # every line priced with one table (see fixed_prices)
+        with fixed_prices(prices_folder):  # every line priced with one table (see fixed_prices)
             for position, path, kept in tasks:
                 _read(position, path, kept, outbox, chunk_values, chunk_bytes, with_text)
     except BaseException:

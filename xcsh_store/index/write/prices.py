@@ -22,7 +22,12 @@ from dataclasses import dataclass
 import apsw
 
 from xcsh_store.agents import ESTIMATED_AGENTS
-from xcsh_store.agents.prices.pricing import PriceTable, price_sources, price_table, request_day
+from xcsh_store.agents.prices.pricing import (
+    PriceTable,
+    price_fingerprint,
+    price_sources,
+    request_day,
+)
 from xcsh_store.agents.prices.pricing_model import ModelPrice
 from xcsh_store.index.db import get_meta, set_meta, transaction
 
@@ -44,7 +49,7 @@ def price_again_if_changed(connection: apsw.Connection, sources: str) -> bool:
     only when its sources changed since the last sync."""
     if get_meta(connection, SOURCES_META) == sources:
         return False
-    fingerprint = price_table().fingerprint
+    fingerprint = price_fingerprint()
     if priced_with(connection) == fingerprint:
         # The same prices from sources that moved (a file saved again as it was).
         with transaction(connection):
@@ -65,7 +70,7 @@ def record_prices(connection: apsw.Connection, sources: str) -> None:
     if get_meta(connection, SOURCES_META) == sources or price_sources() != sources:
         return
     with transaction(connection):
-        set_meta(connection, PRICES_META, price_table().fingerprint)
+        set_meta(connection, PRICES_META, price_fingerprint())
         set_meta(connection, SOURCES_META, sources)
 
 

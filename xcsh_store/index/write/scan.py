@@ -18,6 +18,7 @@ import apsw
 import orjson
 
 from xcsh_store.agents import PLUGIN_FAULTS, Agent, reader_named, sources
+from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
 
@@ -125,6 +126,8 @@ class KnownFile:
     legacy: bool
     chained: bool
     agent: str = "xcsh"
+    # Made by an earlier revision of its agent's reader (IndexedFiles.stale): read again whole.
+    stale: bool = False
 
 
 def sha1_hex(data: bytes) -> str:
@@ -152,6 +155,9 @@ class IndexedFiles:
     paths: set[str]
     # The gone files' identity as last read: one found again just so is back, unchanged.
     gone: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    # The files whose rows an earlier revision of their agent's reader made: read again whole
+    # (those there from the file, never taken for unchanged; the gone ones from the archive).
+    stale: set[str] = field(default_factory=set)
 
     @classmethod
     def read(cls, connection: apsw.Connection) -> IndexedFiles:
@@ -168,7 +174,25 @@ class IndexedFiles:
             "SELECT path, size, mtime_ns, inode, ctime_ns FROM forgotten"
         ):
             stats.setdefault(path, tuple(identity))
-        return cls(stats, paths, gone)
+        stale = stale_files(connection)
+        for path in stale:
+            stats.pop(path, None)
+        return cls(stats, paths, gone, stale)
+
+
+def stale_files(connection: apsw.Connection) -> set[str]:
+    """The paths of the files whose rows were made by another revision of their agent's reader
+    than the installed one (agents of no plugin installed: none)."""
+    revisions = reader_revisions()
+    if not revisions:
+        return set()
+    # Below and above each agent's revision: seeks in files_revision (migration 0016) that
+    # touch the stale rows alone.
+    sides = ("SELECT path FROM files WHERE agent = ? AND reader_revision < ?",
+             "SELECT path FROM files WHERE agent = ? AND reader_revision > ?")  # fmt: skip
+    sql = " UNION ALL ".join(side for _agent in revisions for side in sides)
+    values = [value for pair in revisions.items() for value in (*pair, *pair)]
+    return {path for (path,) in connection.execute(sql, values)}
 
 
 # (Served by the partial index files_gone, migration 0014.)

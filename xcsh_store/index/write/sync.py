@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -18,7 +19,7 @@ from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
-from xcsh_store.index.db import transaction
+from xcsh_store.index.db import index_folder, transaction
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.indexer import (
     FileIndexer,
@@ -101,7 +102,9 @@ def sync_files(
         scanned_roots.append(root)
         for item in scan_any(root, report, None if full else known, (agent_roots or {}).get(root)):
             seen[item.path] = item
-    _take_back(connection, seen, indexed.gone, known.unchanged)
+    # (A stale file back is read again, as any file whose reader was revised.)
+    back = {path: v for path, v in indexed.gone.items() if path not in indexed.stale}
+    _take_back(connection, seen, back, known.unchanged)
     report.files_unchanged = len(known.unchanged)
     report.files_seen = len(seen) + report.files_unchanged
 
@@ -120,7 +123,7 @@ def sync_files(
     renamed = _follow_renames(connection, seen, known_paths, vanished, report, keeper)
     report.files_unchanged += len(renamed)
     todo = [
-        (item, known_file(connection, path) if path in known_paths else None)
+        (item, _known(connection, path, indexed) if path in known_paths else None)
         for path, item in seen.items()
         if path not in renamed
     ]
@@ -167,6 +170,14 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _known(connection: apsw.Connection, path: str, indexed: IndexedFiles) -> KnownFile | None:
+    """The file's row, marked stale when an earlier revision of its reader made its rows."""
+    row = known_file(connection, path)
+    if row is not None and path in indexed.stale:
+        row = dataclasses.replace(row, stale=True)
+    return row
 
 
 def _take_back(
@@ -225,7 +236,9 @@ def _index_files(
     Files to read whole go to worker processes when there are enough of them to pay for
     starting those; the rest (appends, mostly) need the index, and are read here, in turn.
     """
-    pool, owners = _start_workers(todo, full, workers, indexer.with_text, indexer.keeper)
+    pool, owners = _start_workers(
+        todo, full, workers, indexer.with_text, indexer.keeper, index_folder(indexer.connection)
+    )
     report, batch = indexer.report, indexer.batch
     total = sum(item.size for item, _row in todo)
     done = 0
@@ -282,6 +295,7 @@ def _start_workers(
     workers: int,
     with_text: bool,
     keeper: Keeper | None,
+    prices_folder: str | None = None,
 ) -> tuple[Workers | None, dict[int, int]]:
     """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
     which of them reads each (by position in ``todo``), with the pieces of each file's archive
@@ -298,7 +312,7 @@ def _start_workers(
         return at, item.path, kept
 
     try:
-        pool = Workers([[task(at) for at in share] for share in plan], with_text)
+        pool = Workers([[task(at) for at in share] for share in plan], with_text, prices_folder)
     except OSError as error:
         # (No process left to start, no memory for one.) Slower, but a sync all the same.
         log.warning("could not start sync workers (%s): reading in this process", error)
@@ -313,7 +327,7 @@ def bulk_writing(connection: apsw.Connection) -> Iterator[None]:
     with (
         _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES),
         _few_collections(),
-        fixed_prices(),
+        fixed_prices(index_folder(connection)),
     ):
         yield
 

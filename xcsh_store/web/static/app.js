@@ -121,6 +121,16 @@
     });
   }
 
+  // -- copy buttons: the resume command onto the clipboard ----------------------------------
+  document.querySelectorAll("button.copy").forEach(function (button) {
+    button.addEventListener("click", function () {
+      if (!navigator.clipboard) { button.textContent = "select it to copy"; return; }
+      navigator.clipboard.writeText(button.dataset.copy).then(
+        function () { button.textContent = "copied"; },
+        function () { button.textContent = "select it to copy"; });
+    });
+  });
+
   // -- live updates -------------------------------------------------------------------------
   const source = document.body.dataset.live;
   if (!source || !window.EventSource) return;

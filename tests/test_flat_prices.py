@@ -1,0 +1,229 @@
+"""The price table kept on disk (agents/prices/flat_table.py, price_cache.py): the same price as
+genai-prices' own lookup for every model of the dataset, built once and read back by the next
+process without importing genai-prices or pydantic, built again when a source changes or the
+file is damaged, and a `usage` that prices a new line imports neither."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from genai_prices.data_snapshot import get_snapshot
+from helpers.cli_runs import run
+from real_home import RealHome
+
+from xcsh_store.agents.prices import price_cache
+from xcsh_store.agents.prices.flat_table import DatasetPrices, flatten
+from xcsh_store.agents.prices.pricing import Request, fixed_prices, price_table
+
+DAYS = (date(2024, 3, 1), date(2025, 9, 20), date(2026, 12, 31))
+
+
+def genai_price(model: str, provider: str | None, day: date) -> tuple[str, object] | None:
+    """(provider, prices) as genai-prices finds them: the reference the flat table follows."""
+    snapshot = get_snapshot()
+    hints: list[str | None] = [provider] if provider else []
+    hints += [None, "openrouter"] if "/" in model else [None]
+    for hint in hints:
+        try:
+            served_by, info = snapshot.find_provider_model(model, None, hint, None)
+        except LookupError:
+            continue
+        return served_by.id, info.get_prices(datetime(day.year, day.month, day.day, tzinfo=UTC))
+    return None
+
+
+def names_of(logic: object) -> list[str]:
+    """The model names a match clause names (its equals and starts_with texts)."""
+    if hasattr(logic, "or_") or hasattr(logic, "and_"):
+        parts = getattr(logic, "or_", None) or getattr(logic, "and_", [])
+        return [name for part in parts for name in names_of(part)]
+    text = getattr(logic, "equals", None) or getattr(logic, "starts_with", None)
+    return [text] if text else []
+
+
+def every_name() -> list[tuple[str, str | None]]:
+    """(model name, provider hint): each model of the dataset by each name it is matched by,
+    without a provider and with its own, and the forms agents write (vendor/model, a compact
+    date, an unknown model)."""
+    found = set()
+    for provider in get_snapshot().providers:
+        for model in provider.models:
+            for name in {model.id, *names_of(model.match)}:
+                found |= {(name.lower(), None), (name.lower(), provider.id)}
+    found |= {
+        ("anthropic/claude-sonnet-4", None),
+        ("gpt-5.2-20251211", None),
+        ("claude-sonnet-4-20250514", "litellm"),
+        ("anthropic/claude-3-5-haiku-20241022", "litellm"),
+        ("no-such-model-anywhere", None),
+        ("claude-opus-4-6", "google"),
+    }
+    return sorted(found, key=lambda pair: (pair[0], pair[1] or ""))
+
+
+def test_every_model_of_the_dataset_has_genai_prices_own_price():
+    flat = DatasetPrices(json.loads(json.dumps(flatten())))
+    names = every_name()
+    assert len(names) > 2000
+    kinds = ("input", "output", "cache_read", "cache_write")
+    for model, provider in names:
+        for day in DAYS:
+            ours, theirs = flat.price(model, provider, day), genai_price(model, provider, day)
+            if theirs is None:
+                assert ours is None, (model, provider, day)
+                continue
+            assert ours is not None, (model, provider, day)
+            served_by, prices = theirs
+            assert ours.provider == served_by, (model, provider, day)
+            for kind in kinds:
+                rate, price = getattr(ours.rates, kind), getattr(prices, f"{kind}_mtok")
+                if price is None:
+                    assert rate is None, (model, provider, day, kind)
+                    continue
+                tiers = getattr(price, "tiers", None)
+                base = float(price.base) if tiers is not None else float(price)
+                assert rate.base == base, (model, provider, day, kind)
+                expected = tuple((t.start, float(t.price)) for t in tiers or ())
+                assert rate.tiers == expected, (model, provider, day, kind)
+
+
+def _price_in_new_process(folder: Path, code: str = "") -> list[str]:
+    """Price a request of a model the dataset prices (and run ``code``) in a new process,
+    holding the prices kept in ``folder``: which of genai-prices, pydantic and httpx it
+    imported."""
+    script = (
+        "import sys, json\n"
+        "from xcsh_store.agents.prices.pricing import Request, fixed_prices, price_table\n"
+        f"with fixed_prices({str(folder)!r}):\n"
+        "    cost = price_table().cost(Request('claude-opus-4-6', '2026-02-01T10:00:00Z',"
+        " 10, 10, 0, 0))\n"
+        f"    {code or 'pass'}\n"
+        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+DATASET_IMPORTED = ["genai_prices", "pydantic"]
+
+
+def test_the_table_is_built_once_and_read_back_without_the_dataset(tmp_path: Path):
+    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
+    assert Path(price_cache.cache_path(str(tmp_path))).is_file()
+    assert _price_in_new_process(tmp_path) == []
+    # Without a folder to keep it in, each process builds its own.
+    assert _price_in_new_process(tmp_path / "missing") == DATASET_IMPORTED
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_damaged_table_is_built_again(tmp_path: Path):
+    Path(price_cache.cache_path(str(tmp_path))).write_bytes(b'{"key": ')
+    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
+    assert _price_in_new_process(tmp_path) == []
+
+
+def test_a_table_of_the_right_key_but_another_shape_is_built_again(tmp_path: Path):
+    _price_in_new_process(tmp_path)
+    path = Path(price_cache.cache_path(str(tmp_path)))
+    data = json.loads(path.read_bytes())
+    del data["dataset"]["providers"][0]["models"][0]["match"]
+    path.write_text(json.dumps(data))
+    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
+    assert _price_in_new_process(tmp_path) == []
+
+
+def test_an_edited_prices_file_is_a_new_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    opus = Request("claude-opus-4-6", "2026-02-01T10:00:00Z", 1_000_000, 0, 0, 0)
+    with fixed_prices(str(tmp_path)):
+        dataset_cost = price_table().cost(opus)
+    prices = tmp_path / "config" / "xcsh-store" / "prices.toml"
+    prices.parent.mkdir(parents=True)
+    prices.write_text('[models."claude-opus-4-6"]\ninput = 1\noutput = 2\n')
+    with fixed_prices(str(tmp_path)):
+        assert price_table().cost(opus) == 1.0 != dataset_cost
+    # The next process reads the file's table from disk, without the dataset.
+    assert _price_in_new_process(tmp_path, "assert cost == 30 / 1e6") == []
+
+
+def _claude_usage(agent_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """`usage --by agent --agent claude` in a new process: Claude's row, and which of
+    genai-prices, pydantic and httpx it imported."""
+    script = (
+        "import sys, json\nfrom xcsh_store.cli import cli\n"
+        "try:\n"
+        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'usage', '--by', 'agent', '--agent',"
+        " 'claude', '--json'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    usage, _, imported = result.stdout.rstrip("\n").rpartition("\n")
+    (row,) = json.loads(usage)["rows"]
+    return row, json.loads(imported)
+
+
+def test_usage_that_prices_a_new_line_imports_neither_genai_prices_nor_pydantic(
+    real_home: RealHome, agent_dir: Path
+):
+    run(agent_dir, "sync", "--init", "--workers", "1")
+    assert (agent_dir / price_cache.CACHE_NAME).is_file()  # kept beside index.db
+    before, _ = _claude_usage(agent_dir)
+    session = max(real_home.claude_dir.rglob("*.jsonl"), key=lambda path: path.stat().st_size)
+    last = json.loads(session.read_text().splitlines()[-1])
+    line = {
+        **last,
+        "uuid": "0c8ba4a5-3b41-4bd5-9b0a-4e5d1f0f7a11",
+        "parentUuid": last.get("uuid"),
+        "type": "assistant",
+        "timestamp": "2026-02-01T10:00:00.000Z",
+        "requestId": "req_flat_table_test",
+        "message": {
+            "id": "msg_flat_table_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": "one more answer"}],
+            "usage": {"input_tokens": 1000, "output_tokens": 100},
+        },
+    }
+    with session.open("a") as stream:
+        stream.write(json.dumps(line) + "\n")
+    after, imported = _claude_usage(agent_dir)
+    # The appended line was read and priced (in that process), and nothing imported the dataset.
+    added = price_table().cost(Request("claude-opus-4-6", line["timestamp"], 1000, 100, 0, 0))
+    assert added is not None and added > 0
+    assert (after["input_tokens"], after["output_tokens"]) == (
+        before["input_tokens"] + 1000,
+        before["output_tokens"] + 100,
+    )
+    assert after["cost"] == pytest.approx(before["cost"] + added)
+    assert imported == []
+
+
+def test_a_sync_that_prices_nothing_builds_no_table(agent_dir: Path):
+    """The fingerprint the index records is the files' digest and the dataset's version: a
+    first sync with nothing to price reads neither the dataset nor writes a table."""
+    script = (
+        "import sys, json\nfrom xcsh_store.cli import cli\n"
+        "try:\n"
+        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'sync', '--init'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert (agent_dir / "index.db").is_file()
+    assert not (agent_dir / price_cache.CACHE_NAME).exists()
