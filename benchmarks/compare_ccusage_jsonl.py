@@ -5,12 +5,13 @@ side. docs/ccusage.md explains every difference.
 
 ccusage is installed from npm into a cache folder outside the repository (compare_ccusage.py)
 and run --offline with HOME pointing into a temp home; xcsh-store syncs that home into a temp
-agent dir. Cursor is not in ccusage 20.0.24. The shared opencode session of
-tests/fixtures/opencode/w12z__Cap__opencode-session.json (an ``opencode export`` document, which
-ccusage does not read) is laid out in the same storage tree as opencode keeps its sessions, so
-both read it there.
+agent dir. Cursor is not in ccusage 20.0.24. An ``opencode export`` document (which ccusage
+does not read) is laid out in the same storage tree as opencode keeps its sessions, so both read
+it there: the one of ``--export PATH`` (docs/ccusage.md used w12z/Cap's shared session, fetched
+from GitHub: its repository states no licence, so it is not in the repository), else the
+document of the same shape tests/helpers/opencode_export.py writes.
 
-    python benchmarks/compare_ccusage_jsonl.py [--cache ~/.cache/xcsh-store-bench/ccusage]
+    python benchmarks/compare_ccusage_jsonl.py [--cache DIR] [--export opencode-session.json]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from agent_homes import lay_out_agents, lay_out_documents
+from helpers.opencode_export import write_reseller_export
 from isolation import isolated_environment
 
 from benchmarks.compare_ccusage import install_ccusage
@@ -40,7 +42,6 @@ Figures = list[Any]
 
 
 # An opencode export document: {info: session, messages: [{info: message, parts: [part]}]}.
-EXPORT = ROOT / "tests" / "fixtures" / "opencode" / "w12z__Cap__opencode-session.json"
 
 
 def lay_out_export(storage: Path, document: Path) -> None:
@@ -112,13 +113,15 @@ def main() -> None:
     parser.add_argument(
         "--cache", type=Path, default=Path.home() / ".cache" / "xcsh-store-bench" / "ccusage"
     )
+    parser.add_argument("--export", type=Path, help="an `opencode export` document to compare")
     options = parser.parse_args()
     binary = install_ccusage(options.cache)
     with tempfile.TemporaryDirectory() as temp:
         home = Path(temp) / "home"
         lay_out_agents(home, JSONL_AGENTS)
         lay_out_documents(home)
-        lay_out_export(home / ".local" / "share" / "opencode" / "storage", EXPORT)
+        export = options.export or write_reseller_export(Path(temp) / "opencode-session.json")
+        lay_out_export(home / ".local" / "share" / "opencode" / "storage", export)
         environment = {**isolated_environment(home), "PATH": os.environ["PATH"]}
         ccusage = ccusage_rows(binary, environment)
         ours = xcsh_rows(environment, Path(temp) / "agent")
