@@ -60,22 +60,15 @@ def period_start(period: str, now: datetime) -> datetime:
 
 
 def spent(connection: apsw.Connection, budget: Budget, start: str) -> float:
-    """What the budget's sessions spent since ``start`` (UTC ISO), in dollars."""
+    """What the budget's sessions spent since ``start`` (UTC ISO), in dollars: the requests
+    with a price (an unpriced one adds nothing known)."""
     if budget.scope == "agent":
-        return float(since(connection, start, "agent = ?", budget.name)[0])
+        return since(connection, start, "agent = ?", budget.name)[0] or 0.0
     if budget.scope == "project":
         folder = (budget.name or "").rstrip("/") or "/"
-        return float(
-            since(
-                connection,
-                start,
-                "(project_dir = ? OR substr(project_dir, 1, length(?) + 1) = ? || '/')",
-                folder,
-                folder,
-                folder,
-            )[0]
-        )
-    return float(since(connection, start)[0])
+        condition = "(project_dir = ? OR substr(project_dir, 1, length(?) + 1) = ? || '/')"
+        return since(connection, start, condition, folder, folder, folder)[0] or 0.0
+    return since(connection, start)[0] or 0.0
 
 
 def budget_statuses(

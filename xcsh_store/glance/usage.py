@@ -87,16 +87,20 @@ def open_read_only(db_path: str) -> apsw.Connection | None:
     return connection
 
 
-def since(connection: apsw.Connection, moment: str, scope: str = "1", *args: object) -> tuple:
+def since(
+    connection: apsw.Connection, moment: str, scope: str = "1", *args: object
+) -> tuple[float | None, int]:
     """(cost, tokens) of the requests at or after ``moment`` (UTC ISO) that ``scope`` (an SQL
-    condition on the view's columns, with ``args``) keeps."""
+    condition on the view's columns, with ``args``) keeps; the cost is None when there were
+    requests and none of them has a price (unknown, never $0)."""
     sql = (
-        f"SELECT coalesce(sum(cost), 0), coalesce(sum({TOKENS}), 0) FROM ("
+        f"SELECT sum(cost), coalesce(sum({TOKENS}), 0), count(*) FROM ("
         + USAGE_ROWS.format(restriction="e.timestamp >= ?")
         + f") WHERE {scope}"
     )
     row: Any = connection.execute(sql, (moment, *args)).fetchone()
-    return tuple(row)
+    cost, tokens, count = row
+    return (cost if count else 0.0), tokens
 
 
 # The rows a session's sums involve: its files' entries, and every copy of one of them (same
@@ -116,7 +120,8 @@ OR (e.id IS NULL AND e.timestamp IN (
 
 
 def of_session(connection: apsw.Connection, session_id: str) -> float | None:
-    """The cost of a session's requests (None: the index has none of it)."""
+    """The cost of a session's requests (None: the index has none of it, or none of them has
+    a price)."""
     sql = (
         "SELECT sum(cost), count(*) FROM ("
         + USAGE_ROWS.format(restriction=_OF_SESSION)
@@ -124,4 +129,4 @@ def of_session(connection: apsw.Connection, session_id: str) -> float | None:
     )
     row: Any = connection.execute(sql, (session_id,) * 4).fetchone()
     cost, count = row
-    return (cost or 0.0) if count else None
+    return cost if count else None
