@@ -43,6 +43,7 @@ from xcsh_store.agents import ESTIMATED_AGENTS
 from xcsh_store.index import (
     ENTRY_COLUMNS,
     HISTORY_COLUMNS,
+    QUOTA_COLUMNS,
     SESSION_COLUMNS,
     FileState,
     SessionIndex,
@@ -51,6 +52,7 @@ from xcsh_store.index import (
     history_rows,
     history_state,
     one_state,
+    quota_rows,
     session_files,
     session_row,
 )
@@ -79,6 +81,8 @@ _COLUMNS = {
     "entries": f"host, path, {', '.join(ENTRY_COLUMNS)}, text, raw",
     "blob_refs": "host, path, seq, hash",
     "history": f"host, {', '.join(HISTORY_COLUMNS)}",
+    "quota_observations": f"host, path, {', '.join(QUOTA_COLUMNS)}",
+    "budgets": "host, period, scope, name, amount, warn_percent",
 }
 # Where a role under row-level security (a per-host role, migration 0003) copies its rows
 # first: PostgreSQL refuses COPY FROM into a table with row-level security; one INSERT of the
@@ -100,6 +104,8 @@ class PushReport:
     deleted: int = 0  # files removed from the server
     unchanged: int = 0
     entries: int = 0  # entry rows written
+    quota: int = 0  # rate-limit readings written (every tier: they hold no text)
+    budgets: int | None = None  # budgets written when they changed (None: unchanged)
     history: int = 0  # prompts written (full tier)
     lowered_from: str | None = None  # the tier the host had before, when this push lowered it
 
@@ -385,6 +391,9 @@ class _Batch:
         self.added: list[tuple[str, int]] = []
         self.entries: list[tuple[Any, ...]] = []
         self.refs: list[tuple[Any, ...]] = []
+        # The rate-limit readings of every file of the batch (those of a file that sends what
+        # changed replace the server's whole: a few rows, whatever the size of the file).
+        self.quota: list[tuple[Any, ...]] = []
         # What the ledger records once the transaction is committed.
         self.ledger: list[tuple[str, Pushed]] = []
         # The files as add() was given them, to send whole if the ledger was wrong, and the
@@ -419,6 +428,7 @@ class _Batch:
             changes = None
             if pushed is not None and remote == f"{pushed.watermark} {pushed.tier}":
                 changes = _changes(pushed, marks, disclosure.form)
+            readings = quota_rows(index, state.file_id)
             entries = list(
                 entry_rows(
                     index,
@@ -437,6 +447,7 @@ class _Batch:
             self.counts[path] = len(marks)
             self.added += ((path, seq) for seq in changes[0])
             self.removed += ((path, seq) for seq in changes[1])
+        self.quota += ((host, path, *reading) for reading in readings)
         for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
             self.entries.append((host, path, *map(outgoing_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
@@ -470,6 +481,7 @@ class _Batch:
         report.pushed += len(self.ledger)
         report.appended += len(self.updated)
         report.entries += len(self.entries)
+        report.quota += len(self.quota)
 
     def _write(self, connection: psycopg.Connection[Any]) -> None:
         """The batch's rows in one transaction; _LedgerConflictError (the transaction undone)
@@ -498,6 +510,10 @@ class _Batch:
                         ([p for p, _ in self.removed], [q for _, q in self.removed], host),
                     )
             if self.updated:
+                connection.execute(
+                    "DELETE FROM quota_observations WHERE host = %s AND path = ANY(%s)",
+                    (host, [row[-1] for row in self.updated]),
+                )
                 with connection.cursor() as cursor:
                     cursor.executemany(_UPDATE_FILE, [row[:2] + row[-2:] for row in self.updated])
                     cursor.executemany(_UPDATE_SESSION, [row[2:] for row in self.updated])
@@ -506,6 +522,7 @@ class _Batch:
                 ("sessions", self.sessions),
                 ("entries", self.entries),
                 ("blob_refs", self.refs),
+                ("quota_observations", self.quota),
             ):
                 if rows:
                     _copy(connection, table, rows, self.staged)
