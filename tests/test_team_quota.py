@@ -4,13 +4,17 @@ file, once; they go with their file; ``quota --db`` shows them per host."""
 
 from __future__ import annotations
 
+import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
+from click.testing import CliRunner
 from team_server import local_rows, psycopg, server_rows
 
+from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
-from xcsh_store.team import push
+from xcsh_store.team import TeamIndex, push
 
 AKASH = "AkashJana18__edgerunner__codex-session.jsonl"
 
@@ -50,3 +54,77 @@ def test_a_files_readings_go_with_its_rows(agent_dir, real_home, team_url):
     assert report.deleted == 1
     assert readings(team_url, "laptop") == 521 - 350
     assert server_rows(team_url, "laptop") == local_rows(agent_dir)
+
+
+def config_file() -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "xcsh-store" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def two_hosts(agent_dir: Path, tmp_path: Path, team_url: str) -> None:
+    """The real home pushed as ``laptop`` (at the usage tier) and, from a second agent dir
+    with budgets of its own, as ``desktop``."""
+    synced(agent_dir)
+    push(str(agent_dir), team_url, host="laptop", tier="usage")
+    other = tmp_path / "other-agent-dir"
+    other.mkdir()
+    synced(other)
+    config_file().write_text(
+        "[budget]\ndaily = 20\nwarn_percent = 50\n[budget.agent.codex]\nmonthly = 100\n"
+    )
+    report = push(str(other), team_url, host="desktop")
+    assert report.budgets == 2
+
+
+def test_quota_db_shows_each_hosts_windows(agent_dir, real_home, team_url, tmp_path):
+    two_hosts(agent_dir, tmp_path, team_url)
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        local = [w.to_json() for w in index.quota(now=now) if w.source == "reading"]
+    with TeamIndex.open(team_url) as team:
+        windows = [window.to_json() for window in team.quota(now=now)]
+    assert {window["host"] for window in windows} == {"laptop", "desktop"}
+    # Each host's windows are what its own `quota` says of its readings, with its name.
+    for host in ("laptop", "desktop"):
+        assert [w | {"host": None} for w in windows if w["host"] == host] == [
+            w | {"host": None} for w in local
+        ]
+    result = CliRunner().invoke(
+        cli, ["--db", team_url, "quota", "--json"], env={"SOURCE_DATE_EPOCH": "1772323200"}
+    )
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert [w["host"] for w in shown["windows"]] == [w["host"] for w in windows]
+    assert [(b["host"], b["period"], b["scope"]) for b in shown["budgets"]] == [
+        ("desktop", "daily", "all"),
+        ("desktop", "monthly", "agent"),
+    ]
+    table = CliRunner().invoke(cli, ["--db", team_url, "quota"], env={"COLUMNS": "160"})
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    assert any(line.startswith("host") and "agent" in line for line in lines)
+    assert any(line.startswith("laptop") and "codex (plus)" in line for line in lines)
+
+
+def test_budgets_per_host_with_each_hosts_spend(agent_dir, real_home, team_url, tmp_path):
+    two_hosts(agent_dir, tmp_path, team_url)
+    # The desktop's spend in each period is its own usage (the laptop's is not counted).
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        local = {(s.budget.period, s.budget.scope): s.spent for s in index.budgets(now=now)}
+    with TeamIndex.open(team_url) as team:
+        statuses = team.budgets(now=now)
+    assert [(s.host, s.budget.label, s.warn_percent) for s in statuses] == [
+        ("desktop", "daily overall", 50.0),
+        ("desktop", "monthly agent codex", 50.0),
+    ]
+    assert {(s.budget.period, s.budget.scope): round(s.spent, 6) for s in statuses} == {
+        key: round(value, 6) for key, value in local.items()
+    }
+    # A push with the same budgets sends none; removing them empties the host's.
+    assert push(str(tmp_path / "other-agent-dir"), team_url, host="desktop").budgets is None
+    config_file().write_text("")
+    assert push(str(tmp_path / "other-agent-dir"), team_url, host="desktop").budgets == 0
+    with TeamIndex.open(team_url) as team:
+        assert team.budgets(now=now) == []

@@ -106,6 +106,7 @@ class PushReport:
     entries: int = 0  # entry rows written
     quota: int = 0  # rate-limit readings written (every tier: they hold no text)
     budgets: int | None = None  # budgets written when they changed (None: unchanged)
+    budgets_error: str | None = None  # the config or budgets.toml unreadable: none sent
     history: int = 0  # prompts written (full tier)
     lowered_from: str | None = None  # the tier the host had before, when this push lowered it
 
@@ -250,6 +251,7 @@ def _push(
     batch.write(connection, index, ledger, report)
     if disclosure.at_least("full"):
         report.history = _push_history(connection, index, host, disclosure, staged)
+    _push_budgets(connection, host, disclosure, staged, report)
     with connection.transaction():
         connection.execute("UPDATE hosts SET pushed_at = now() WHERE host = %s", (host,))
         _roll_up_usage(connection, host)
@@ -679,3 +681,48 @@ def _push_history(
         _copy(connection, "history", rows, staged)
         connection.execute("UPDATE hosts SET history_state = %s WHERE host = %s", (state, host))
     return len(rows)
+
+
+def _push_budgets(
+    connection: psycopg.Connection[Any],
+    host: str,
+    disclosure: Disclosure,
+    staged: bool,
+    report: PushReport,
+) -> None:
+    """The host's budgets (the config file's and budgets.toml's: glance/settings.py), replaced
+    whole when they changed since the last push (hosts.budgets_state); a project budget's folder
+    labelled when the host's paths are. Unreadable settings send nothing and say why (the
+    server keeps the budgets it had)."""
+    from xcsh_store.glance.settings import LimitsConfigError, read_limits
+
+    try:
+        limits = read_limits()
+    except LimitsConfigError as error:
+        report.budgets_error = str(error)
+        return
+    rows = sorted(
+        (
+            host,
+            budget.period,
+            budget.scope,
+            outgoing_text(
+                disclosure.directory(budget.name) if budget.scope == "project" else budget.name
+            )
+            or "",
+            budget.amount,
+            limits.warn_percent,
+        )
+        for budget in limits.budgets
+    )
+    state = hashlib.sha256(repr(rows).encode()).hexdigest()
+    row = connection.execute("SELECT budgets_state FROM hosts WHERE host = %s", (host,)).fetchone()
+    connection.commit()
+    if row and row[0] == state:
+        return
+    with connection.transaction():
+        connection.execute("DELETE FROM budgets WHERE host = %s", (host,))
+        if rows:
+            _copy(connection, "budgets", rows, staged)
+        connection.execute("UPDATE hosts SET budgets_state = %s WHERE host = %s", (state, host))
+    report.budgets = len(rows)
