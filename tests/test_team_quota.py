@@ -109,8 +109,9 @@ def test_quota_db_shows_each_hosts_windows(agent_dir, real_home, team_url, tmp_p
 
 def test_budgets_per_host_with_each_hosts_spend(agent_dir, real_home, team_url, tmp_path):
     two_hosts(agent_dir, tmp_path, team_url)
-    # The desktop's spend in each period is its own usage (the laptop's is not counted).
-    now = datetime(2026, 3, 1, tzinfo=UTC)
+    # The desktop's spend in each period is its own usage (the laptop's is not counted): an
+    # evening of Codex work in the fixtures, some $30.
+    now = datetime(2026, 7, 10, 20, tzinfo=UTC)
     with SessionIndex.open(str(agent_dir), read_only=True) as index:
         local = {(s.budget.period, s.budget.scope): s.spent for s in index.budgets(now=now)}
     with TeamIndex.open(team_url) as team:
@@ -122,6 +123,7 @@ def test_budgets_per_host_with_each_hosts_spend(agent_dir, real_home, team_url, 
     assert {(s.budget.period, s.budget.scope): round(s.spent, 6) for s in statuses} == {
         key: round(value, 6) for key, value in local.items()
     }
+    assert all(status.spent > 20 for status in statuses)
     # A push with the same budgets sends none; removing them empties the host's.
     assert push(str(tmp_path / "other-agent-dir"), team_url, host="desktop").budgets is None
     config_file().write_text("")
