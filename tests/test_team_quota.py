@@ -130,3 +130,19 @@ def test_budgets_per_host_with_each_hosts_spend(agent_dir, real_home, team_url, 
     assert push(str(tmp_path / "other-agent-dir"), team_url, host="desktop").budgets == 0
     with TeamIndex.open(team_url) as team:
         assert team.budgets(now=now) == []
+
+
+def test_usage_by_host_shows_each_hosts_budgets(agent_dir, real_home, team_url, tmp_path):
+    two_hosts(agent_dir, tmp_path, team_url)
+    evening = {"SOURCE_DATE_EPOCH": "1783713600", "COLUMNS": "160"}  # 2026-07-10 20:00 UTC
+    result = CliRunner().invoke(cli, ["--db", team_url, "usage", "--by", "host"], env=evening)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("Budget of desktop daily overall: $") for line in lines)
+    assert any(line.startswith("Budget of desktop monthly agent codex: $") for line in lines)
+    # The desktop's day (some $30) is over its $20: --check-budget says whose, and exits 3.
+    checked = CliRunner().invoke(
+        cli, ["--db", team_url, "usage", "--check-budget", "--json"], env=evening
+    )
+    assert checked.exit_code == 3, checked.output
+    assert "Over budget: desktop: daily overall" in checked.stderr
