@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
 from team_server import local_rows, psycopg, server_rows
+from test_team_push_appends import wait_for_lock_wait
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
-from xcsh_store.team import TeamIndex, push
+from xcsh_store.team import TeamIndex, connect, push
 
 AKASH = "AkashJana18__edgerunner__codex-session.jsonl"
 
@@ -146,3 +150,72 @@ def test_usage_by_host_shows_each_hosts_budgets(agent_dir, real_home, team_url, 
     )
     assert checked.exit_code == 3, checked.output
     assert "Over budget: desktop: daily overall" in checked.stderr
+
+
+# A push whose transactions hold about 200 entries each, so that the Codex files the next push
+# sends go in several (the default holds them all in one).
+SMALL_BATCH_PUSH = """
+import sys
+from xcsh_store.team import push
+from xcsh_store.team.upload import _Batch
+_Batch.ENTRIES = 200
+push(sys.argv[1], sys.argv[2], host="laptop")
+"""
+
+
+def as_before_0007(url: str) -> None:
+    """The team index as the schema before migration 0007 left it (its rows kept)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("DROP TABLE quota_observations, budgets")
+        connection.execute("ALTER TABLE hosts DROP COLUMN budgets_state")
+        connection.execute("DELETE FROM xcsh_schema WHERE version = 7")
+
+
+def readings_by_file(url: str) -> dict[str, int]:
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT f.path, count(q.seq) FROM files AS f JOIN sessions AS s USING (host, path)"
+            " LEFT JOIN quota_observations AS q USING (host, path) WHERE s.agent = 'codex'"
+            " GROUP BY f.path"
+        )
+        return dict(rows.fetchall())
+
+
+def test_migration_0007_sends_the_codex_files_again_and_a_killed_push_keeps_each_whole(
+    agent_dir, real_home, team_url
+):
+    """A team index pushed before 0007: once migrated, the next push sends every Codex file
+    again, whole, with its readings. That push is killed while one of its later transactions
+    waits on a row lock: each file then holds all its readings or none, and the next push
+    sends the rest."""
+    synced(agent_dir)
+    push(str(agent_dir), team_url, host="laptop")
+    as_before_0007(team_url)
+    connect(team_url).close()  # `xcsh-store team migrate`
+    assert set(readings_by_file(team_url).values()) == {0}
+    readings_of = local_rows(agent_dir)["quota_observations"]
+    expected = {
+        path: sum(row[0] == path for row in readings_of) for path in readings_by_file(team_url)
+    }
+    assert sum(expected.values()) == 521
+    last = max(path for path, count in expected.items() if count)
+    blocker = psycopg.connect(team_url)
+    blocker.execute("SELECT 1 FROM files WHERE path = %s FOR UPDATE", (last,))
+    process = subprocess.Popen(
+        [sys.executable, "-c", SMALL_BATCH_PUSH, str(agent_dir), team_url],
+        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        wait_for_lock_wait(team_url)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    finally:
+        blocker.rollback()
+        blocker.close()
+    halfway = readings_by_file(team_url)
+    assert all(halfway[path] in (0, count) for path, count in expected.items())
+    assert halfway[last] == 0
+    assert any(halfway[path] == count > 0 for path, count in expected.items())
+    push(str(agent_dir), team_url, host="laptop")
+    assert readings_by_file(team_url) == expected
+    assert server_rows(team_url, "laptop") == local_rows(agent_dir)
