@@ -11,26 +11,13 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli_runs import run, run_json
 from session_builder import FIXTURES, header, message, sessions_dir, write_session
-
-from xcsh_store.cli.app import cli
 
 CLAUDE_COUNT = len(list((FIXTURES / "claude").glob("*.jsonl")))
 CODEX_COUNT = len(list((FIXTURES / "codex").glob("*.jsonl")))
-
-
-def run(agent_dir: Path, *args: str, code: int = 0) -> str:
-    result = CliRunner().invoke(cli, ["--agent-dir", str(agent_dir), *args])
-    assert result.exit_code == code, result.output
-    return result.output
-
-
-def run_json(agent_dir: Path, *args: str) -> Any:
-    return json.loads(run(agent_dir, *args, "--json"))
 
 
 @pytest.fixture

@@ -560,7 +560,7 @@ def test_a_qwen_chat_compression_is_a_compaction(index: SessionIndex, tmp_path: 
 
 def test_watch_reads_appends_and_writes_nothing_in_the_agents_folders(agent_dir: Path):
     pytest.importorskip("watchfiles")
-    from test_watch import Watch
+    from helpers.watch_process import Watch
 
     placed = lay_out_agents(_home())
     (agent_dir / "sessions").mkdir(parents=True)

@@ -366,7 +366,7 @@ def test_an_opencode_summary_message_is_a_compaction(index: SessionIndex):
 
 def test_watch_reads_a_new_part_and_writes_nothing_in_the_agents_folders(agent_dir: Path):
     pytest.importorskip("watchfiles")
-    from test_watch import Watch
+    from helpers.watch_process import Watch
 
     lay_out_documents(_home())
     (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from helpers.terminal_cells import cells
 from pty_terminal import run_in_pty
-from test_cli_width import cells
 
 from xcsh_store.cli import cli
 

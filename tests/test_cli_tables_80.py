@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from agent_homes import HOME_PLACES, lay_out_agents, lay_out_documents
 from click.testing import CliRunner
+from helpers.terminal_cells import cells
 from pty_terminal import run_in_pty
 from session_builder import FIXTURES
-from test_cli_width import cells
 
 from xcsh_store.cli import cli
 

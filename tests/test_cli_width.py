@@ -4,13 +4,13 @@ through CliRunner ($COLUMNS) and through a real pty (the window size of a termin
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fuzzing import examples
+from helpers.terminal_cells import cells
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pty_terminal import run_in_pty
@@ -28,18 +28,6 @@ WIDTHS = (80, 120)
 DAYS = 1100  # more days of usage than any terminal has columns
 WIDE_TITLE = "移行計画の見直し ✅ → 漢字とemojiのタイトル 🚀 " * 3
 DEEP_CWD = "/work/a-project-folder/with/quite/a/deep/path/to/the/checkout/of/the-app"
-
-_STYLE = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def cells(line: str) -> int:
-    """Terminal cells of a line, counted independently of the code under test."""
-    total = 0
-    for char in _STYLE.sub("", line):
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Cf", "Cc"):
-            continue
-        total += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return total
 
 
 def _days_session(path: Path) -> Path:

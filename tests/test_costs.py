@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.cli_runs import run, run_json
 from real_home import RealHome
-from test_agents_cli import run, run_json
 
 # badlogic__pi-mono__large-session.jsonl (pi, v1) and its oh-my-pi migration
 # yorha2B0826__oh-my-pi__large-session.omp-title-v3.jsonl hold this one session.

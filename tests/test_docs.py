@@ -185,7 +185,7 @@ def test_the_commands_page_has_a_row_per_verb_naming_options_that_exist() -> Non
 
 
 def test_the_architecture_page_draws_every_part_and_its_imports_as_the_layering_test() -> None:
-    from test_layering import BELOW, LEAVES
+    from helpers.layers import BELOW, LEAVES
 
     text = (DOCS / "architecture.md").read_text(encoding="utf-8")
     layout = text[text.index("```\nxcsh_store/") : text.index("```", text.index("```\n") + 4)]

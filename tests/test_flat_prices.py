@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from genai_prices.data_snapshot import get_snapshot
+from helpers.cli_runs import run
 from real_home import RealHome
-from test_agents_cli import run
 
 from xcsh_store.agents.prices import price_cache
 from xcsh_store.agents.prices.flat_table import DatasetPrices, flatten

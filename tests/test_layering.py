@@ -13,8 +13,8 @@ and watch; agent_tools/ (the MCP server) over the index; team/ (the PostgreSQL t
 Parquet export) over the index; demo/ (the sample agent dir of ``xcsh-store demo``) over the
 session, the history, the artifacts and the index; cli/ over everything. The top-level
 ``xcsh_store`` re-exports the public API from the parts below the CLI; ``python -m xcsh_store``
-runs the CLI. Every import counts, also one inside a function or under ``TYPE_CHECKING``, and so
-does each module a lazy front names (``lazy_exports``).
+runs the CLI. Every import counts, also one inside a function or under ``TYPE_CHECKING`` (where
+a lazy front names the modules of its names: lazy.py). No test module imports another.
 """
 
 from __future__ import annotations
@@ -24,40 +24,12 @@ import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from helpers.layers import BELOW, LEAVES
+
 import xcsh_store
 
 PACKAGE = Path(xcsh_store.__file__).resolve().parent
-LEAVES = {"errors", "files", "homes", "lazy", "paths", "js", "sql_migrations", "times"}
 
-# The parts each part may import from, besides itself.
-BELOW = {
-    "leaves": set(),
-    "format": {"leaves"},
-    "history": {"leaves", "format"},
-    "artifacts": {"leaves", "format"},
-    "agents": {"leaves", "format"},
-    "session": {"leaves", "format", "history", "artifacts"},
-    "glance": {"leaves"},
-    "index": {"leaves", "format", "history", "agents", "glance"},
-    "watch": {"leaves", "format", "history", "session", "agents", "index"},
-    "secrets": {"leaves", "format", "history", "session", "agents", "index"},
-    "web": {
-        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"),
-        "secrets",
-        "glance",
-    },
-    "agent_tools": {
-        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
-    },
-    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets"},
-    "demo": {"leaves", "format", "history", "artifacts", "session", "index"},
-    "api": {"leaves", "format", "history", "artifacts", "session", "index"},
-    "cli": {
-        *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
-        *("watch", "web", "agent_tools", "team", "secrets", "demo", "glance"),
-    },
-    "main": {"cli"},
-}
 
 # The parts that reach a part below them only through its package front: the parts above the
 # index use ``xcsh_store.index`` and none of the modules under it; the CLI also the team
@@ -121,33 +93,13 @@ def _imported(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
         yield submodule if submodule in MODULES else source
 
 
-def _lazily_imported(tree: ast.Module) -> Iterator[str]:
-    """The modules a lazy front names: the keys of each mapping handed to ``lazy_exports``,
-    written in the call or assigned to a name at the top of the module."""
-    assigned = {
-        target.id: node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_exports":
-            for argument in node.args[1:]:
-                mapping = assigned.get(argument.id) if isinstance(argument, ast.Name) else argument
-                assert isinstance(mapping, ast.Dict), ast.unparse(argument)
-                for key in mapping.keys:
-                    assert isinstance(key, ast.Constant), ast.unparse(mapping)
-                    yield key.value
-
-
 @functools.cache
 def arrows() -> frozenset[tuple[str, str]]:
     """Every (importer, imported) pair between modules of the package."""
     found = set()
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = [*_lazily_imported(tree)]
+        imported: list[str] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 imported += _imported(module, node)
@@ -247,7 +199,7 @@ def test_the_rule_reads_every_kind_of_import():
     assert ("xcsh_store.__main__", "xcsh_store.cli.launch") in found
     assert ("xcsh_store.cli.app", "xcsh_store") in found  # from the top-level package
     assert ("xcsh_store.index", "xcsh_store.index.db") in found  # a submodule by name
-    # A module a lazy front names, in the call and through a name.
+    # A module a lazy front names (under TYPE_CHECKING, where lazy.py reads it).
     assert ("xcsh_store.index", "xcsh_store.index.read.search") in found
     assert ("xcsh_store", "xcsh_store.format.context") in found
     assert breaks_the_rule("xcsh_store.format.jsonl", "xcsh_store.session.manager")
@@ -280,3 +232,36 @@ def test_circles_and_crowded_folders_are_found(tmp_path: Path):
         for name in ["__init__", *(f"m{number}" for number in range(modules - 1))]:
             (folder / f"{name}.py").touch()
     assert crowded_folders(package) == {"package/room": MOST_MODULES + 1}
+
+
+# -- the tests themselves ----------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (``test_*``) that ``source`` imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+    return [name for name in found if name.split(".")[0].startswith("test_")]
+
+
+def test_no_test_module_imports_another():
+    """What several test modules share lives in tests/helpers/ (or a helper module beside the
+    tests): a test module imported by another runs its fixtures and skips there too, and a
+    move or a rename of one test breaks the other."""
+    imports = {
+        str(path.relative_to(TESTS)): imported_test_modules(path.read_text(encoding="utf-8"))
+        for path in sorted(TESTS.rglob("*.py"))
+    }
+    assert {path: names for path, names in imports.items() if names} == {}
+
+
+def test_an_import_of_a_test_module_is_found():
+    source = "import os\ndef f():\n    from test_watch import Watch\nimport test_cli_width as w\n"
+    source += "from helpers.browser import wait_until\n"
+    assert sorted(imported_test_modules(source)) == ["test_cli_width", "test_watch"]

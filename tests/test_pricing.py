@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from genai_prices import Usage, calc_price
+from helpers.cli_runs import run, run_json
 from real_home import RealHome
-from test_agents_cli import run, run_json
 
 from xcsh_store.agents.prices.price_file import PriceFileError
 from xcsh_store.agents.prices.pricing import Request, price_table

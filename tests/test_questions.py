@@ -3,6 +3,7 @@ answer them, and every front prints a record with the record's own keys."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import json
@@ -12,9 +13,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.team_hosts import two_hosts
 from session_builder import flux_records, header, message, sessions_dir, write_session
-from test_team_read import two_hosts
 
+import xcsh_store
 from xcsh_store import HistoryStorage
 from xcsh_store.agent_tools import tools
 from xcsh_store.cli import cli
@@ -62,19 +64,19 @@ def test_a_filter_from_typed_text_names_the_bad_argument_and_refuses_an_empty_sp
 
 def test_questions_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
-        SearchQuery("word").limit = 5  # type: ignore[misc]
+        SearchQuery(text="word").limit = 5  # type: ignore[misc]
 
 
 def test_a_search_takes_a_role_in_any_case_and_names_the_roles_for_an_unknown_one():
-    assert SearchQuery("word", role="TOOLRESULT").role == "toolResult"
+    assert SearchQuery(text="word", role="TOOLRESULT").role == "toolResult"
     with pytest.raises(SearchQueryError, match="Unknown role 'wizard'; roles are: user,"):
-        SearchQuery("word", role="wizard")
+        SearchQuery(text="word", role="wizard")
 
 
 @pytest.mark.parametrize("limit", [-1, True, 2.5, "20"])
 def test_a_limit_is_a_whole_number_of_0_or_more(limit: Any):
     with pytest.raises(ValueError, match="limit must be a whole number of 0 or more"):
-        SearchQuery("word", limit=limit)
+        SearchQuery(text="word", limit=limit)
     with pytest.raises(ValueError, match="limit must be a whole number of 0 or more"):
         SessionQuery(limit=limit)
 
@@ -86,12 +88,12 @@ def test_a_listing_order_is_one_the_index_keeps():
 
 
 def test_usage_groupings_are_each_kept_once_in_order_and_checked():
-    assert UsageQuery("model").by == ("model",)
-    assert UsageQuery(("day", "model", "day")).by == ("day", "model")
+    assert UsageQuery(by="model").by == ("model",)
+    assert UsageQuery(by=("day", "model", "day")).by == ("day", "model")
     with pytest.raises(ValueError, match="by must be one or more of day, week, month"):
-        UsageQuery(("day", "bogus"))
+        UsageQuery(by=("day", "bogus"))
     with pytest.raises(ValueError, match="by must be one or more of"):
-        UsageQuery(())
+        UsageQuery(by=())
 
 
 def test_the_groupings_are_the_ones_each_index_compiles():
@@ -120,15 +122,55 @@ def test_a_project_is_its_folder_and_the_folders_inside_it():
     assert project_folder("") is None
 
 
-def test_both_indexes_answer_the_read_protocol_with_one_question_each():
+def test_both_indexes_offer_every_method_of_the_read_protocol_with_its_parameters():
     from xcsh_store.team.reader import TeamIndex
 
     asked = [name for name in vars(IndexReader) if not name.startswith("_")]
-    assert asked == ["sessions", "hits", "usage_rows", "prompts", "has_model"]
-    for name in asked:
+    assert asked[:5] == ["sessions", "hits", "usage_rows", "prompts", "has_model"]
+    for name in [*asked, "__enter__", "__exit__"]:
         wanted = list(inspect.signature(getattr(IndexReader, name)).parameters)
         for index in (SessionIndex, TeamIndex):
-            assert list(inspect.signature(getattr(index, name)).parameters) == wanted, index
+            offered = list(inspect.signature(getattr(index, name)).parameters)
+            assert offered[: len(wanted)] == wanted, (index, name)
+
+
+def test_the_fronts_ask_questions_never_the_keyword_methods():
+    """The keyword methods (kept for the API) are SessionIndex's alone: a front that called
+    one would not run on the team index."""
+    package = Path(xcsh_store.__file__).parent
+    keyword_methods = {"list_sessions", "search", "usage", "history_search", "history_recent"}
+    calls = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in keyword_methods
+                and ast.unparse(node.func.value) in ("index", "self.index", "self", "team")
+            ):
+                calls.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert calls == []
+
+
+def test_the_web_usage_page_has_the_filters_of_the_other_pages(flux: Path):
+    from starlette.testclient import TestClient
+
+    from xcsh_store.web import create_app
+
+    with SessionIndex.open(str(flux), read_only=True) as index:
+        asked = UsageQuery(by=("month",), filter=SessionFilter(project="/work"))
+        tokens = sum(row.tokens for row in index.usage_rows(asked))
+    with TestClient(create_app(str(flux)), base_url="http://127.0.0.1") as client:
+        page = client.get("/usage", params={"project": "/work", "by": "month"}).text
+        elsewhere = client.get("/usage", params={"project": "/elsewhere"}).text
+        blocks = client.get("/usage", params={"project": "/elsewhere", "by": "block"}).text
+    assert '<select name="project">' in page and '<select name="agent">' in page
+    assert f">{tokens:,}<" in page.split("<tfoot>", 1)[1]
+    assert tokens > 0
+    assert '<th>total</th><th class="number">0</th>' in elsewhere
+    assert '<th>total</th><th class="number">0</th>' in blocks
+    # The other views keep the filters: the links to by week, to cost.
+    assert "project=%2Fwork&amp;agent=&amp;since=&amp;by=week" in page
 
 
 def test_index_db_knows_no_hosts(agent_dir: Path):
@@ -136,7 +178,7 @@ def test_index_db_knows_no_hosts(agent_dir: Path):
         SessionIndex.open(str(agent_dir)) as index,
         pytest.raises(ValueError, match="host: only a team index"),
     ):
-        index.sessions(SessionQuery(SessionFilter(host="laptop")))
+        index.sessions(SessionQuery(filter=SessionFilter(host="laptop")))
 
 
 # -- both indexes answer them; the keyword methods ask the same --------------------------------
@@ -159,27 +201,32 @@ def flux(agent_dir: Path) -> Path:
 def test_the_keyword_methods_ask_the_question_they_name(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
         keywords = index.search("gigawatts", project="/work", role="ASSISTANT", limit=5)
-        question = SearchQuery("gigawatts", SessionFilter(project="/work"), "assistant")
+        question = SearchQuery(
+            text="gigawatts", filter=SessionFilter(project="/work"), role="assistant"
+        )
         assert keywords == index.hits(question)[:5] != []
         assert index.list_sessions(project="/elsewhere") == index.sessions(
-            SessionQuery(SessionFilter(project="/elsewhere"))
+            SessionQuery(filter=SessionFilter(project="/elsewhere"))
         )
-        assert index.usage(("day", "model")) == index.usage_rows(UsageQuery(("day", "model")))
-        assert index.history_search("gigawatts") == index.prompts(PromptQuery("gigawatts"))
+        assert index.usage(("day", "model")) == index.usage_rows(UsageQuery(by=("day", "model")))
+        assert index.history_search("gigawatts") == index.prompts(PromptQuery(text="gigawatts"))
 
 
 def test_usage_of_a_project_sums_only_its_sessions_entries(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
-        (everything,) = index.usage_rows(UsageQuery(("agent",)))
-        (work,) = index.usage_rows(UsageQuery(("agent",), SessionFilter(project="/work")))
+        (everything,) = index.usage_rows(UsageQuery(by=("agent",)))
+        (work,) = index.usage_rows(UsageQuery(by=("agent",), filter=SessionFilter(project="/work")))
         assert work == everything and work.entries > 0
-        assert index.usage_rows(UsageQuery(("agent",), SessionFilter(cwd="/elsewhere"))) == []
+        assert (
+            index.usage_rows(UsageQuery(by=("agent",), filter=SessionFilter(cwd="/elsewhere")))
+            == []
+        )
 
 
 def test_a_question_with_a_lone_surrogate_is_asked_as_the_index_stores_text(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
-        assert index.sessions(SessionQuery(SessionFilter(cwd="/work/\ud800"))) == []
-        assert index.hits(SearchQuery("gigawatts \ud800")) == []
+        assert index.sessions(SessionQuery(filter=SessionFilter(cwd="/work/\ud800"))) == []
+        assert index.hits(SearchQuery(text="gigawatts \ud800")) == []
 
 
 # -- every front prints a record with the record's keys ------------------------------------------
@@ -266,7 +313,7 @@ def test_both_indexes_compile_a_project_filter_of_usage_alike(
     folder = two_hosts["laptop"]
     project = _json("--agent-dir", str(folder), "ls", "-n", "0")[-1]["cwd"]
     with SessionIndex.open(str(folder), read_only=True) as index:
-        local = index.usage_rows(UsageQuery(("agent",), SessionFilter(project=project)))
+        local = index.usage_rows(UsageQuery(by=("agent",), filter=SessionFilter(project=project)))
     with TeamIndex.open(team_url) as team:
-        asked = UsageQuery(("agent",), SessionFilter(project=project, host="laptop"))
+        asked = UsageQuery(by=("agent",), filter=SessionFilter(project=project, host="laptop"))
         assert team.usage_rows(asked) == local != []

@@ -10,6 +10,7 @@ from pathlib import Path
 import apsw
 import pytest
 from fuzzing import examples
+from helpers.damage import damage_objects, page_size
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from session_builder import copy_fixtures
@@ -36,32 +37,6 @@ def synced(agent_dir: Path) -> Path:
     return agent_dir / "index.db"
 
 
-def _page_size(database: Path) -> int:
-    return int.from_bytes(database.read_bytes()[16:18], "big")
-
-
-def damage_objects(database: Path, *names: str) -> int:
-    """Overwrite every page of the named tables and indexes with garbage; how many pages."""
-    connection = apsw.Connection(str(database))
-    try:
-        marks = ",".join("?" * len(names))
-        pages = [
-            row[0]
-            for row in connection.execute(
-                f"SELECT pageno FROM dbstat WHERE name IN ({marks})", names
-            )
-        ]
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        connection.close()
-    size = _page_size(database)
-    with open(database, "r+b") as handle:
-        for page in pages:
-            handle.seek((page - 1) * size)
-            handle.write(b"\xa5" * size)
-    return len(pages)
-
-
 def _moved_aside(agent_dir: Path) -> list[Path]:
     return sorted(agent_dir.glob("index.db.damaged-*"))
 
@@ -77,7 +52,7 @@ def _moved_aside(agent_dir: Path) -> list[Path]:
 )  # fmt: skip
 def test_damage_found_on_open_is_moved_aside_and_rebuilt(agent_dir, synced, damage, caplog):
     data = synced.read_bytes()
-    size = _page_size(synced)
+    size = page_size(synced)
     if damage == "garbage-header":
         synced.write_bytes(os.urandom(100) + data[100:])
     elif damage == "schema-format-garbage":  # SQLite: "unsupported file format"
@@ -164,7 +139,7 @@ def test_a_row_changed_under_its_unique_index_rebuilds_the_index(agent_dir, sync
     """One changed byte in the path of a files row (not in its UNIQUE index), and the file has
     grown since: looked up by its path the row is not there, inserted it violates the index.
     SQLite's page checks cannot see this; its integrity check can."""
-    size = _page_size(synced)
+    size = page_size(synced)
     data = bytearray(synced.read_bytes())
     session = next((agent_dir / "sessions").rglob("*.jsonl"))
     with open(session, "ab") as handle:
@@ -209,7 +184,7 @@ def test_a_null_where_the_store_wrote_text_rebuilds_the_index(agent_dir, synced,
 def test_a_changed_byte_in_an_index_btree_is_found_by_verify(agent_dir, synced):
     """quick_check does not compare indexes with their tables; a lookup through a changed
     index then finds the wrong rows. verify runs the full integrity check."""
-    size = _page_size(synced)
+    size = page_size(synced)
     data = bytearray(synced.read_bytes())
     page = _pages_of(synced, "entries_parent")[-1]
     offset = (page - 1) * size + size - 40  # inside the cell content at the end of the page

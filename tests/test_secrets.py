@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import html
 import json
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
+from helpers.served import TOKEN, fetch, serve
 from planted_secrets import PLANTED, Planted
 from session_builder import (
     FIXTURES,
@@ -42,7 +38,6 @@ from xcsh_store.web.pages import ENTRY_PART
 NEEDLES = [needle for planted in PLANTED for needle in planted.needles]
 CLAUDE_FIXTURE = "sheurich__episodic-memory__claude-tiny-conversation.jsonl"
 CODEX_FIXTURE = "Shyaar__beam_v1__codex-session.jsonl"
-TOKEN = "test-token-0123456789"
 LOCAL = "http://127.0.0.1"
 # Findings in every real fixture session (tests/fixtures: 31 pi/xcsh, 12 Claude Code, 7 Codex
 # files, 15 MB), measured: 5, each an example written into those sessions (SuperSecret123 in a
@@ -311,39 +306,6 @@ def test_the_parquet_export_holds_no_secret(agent_dir, planted, tmp_path) -> Non
     assert leaked("\n".join(row[0] or "" for row in again))
 
 
-def _serve(agent_dir: Path, *options: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xcsh_store", "--agent-dir", str(agent_dir), "serve",
-         "--port", str(port), "--json", *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        json.loads(process.stdout.readline())
-        base = f"http://127.0.0.1:{port}"
-        end = time.monotonic() + 60
-        while True:
-            try:
-                _fetch(base + "/")
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < end
-                time.sleep(0.1)
-        yield base, process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def _fetch(url: str) -> str:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return response.read().decode("utf-8")
-
-
 def _pages(base: str, agent_dir: Path) -> dict[str, str]:
     """Every page of every session, the list and searches, by URL, as a browser shows them."""
     with SessionIndex.open(str(agent_dir), read_only=True) as index:
@@ -352,24 +314,24 @@ def _pages(base: str, agent_dir: Path) -> dict[str, str]:
     for path in paths:
         query = urllib.parse.urlencode({"path": path})
         urls += [f"{base}/session?{query}", f"{base}/context?{query}"]
-    return {url: html.unescape(_fetch(url)) for url in urls}
+    return {url: html.unescape(fetch(url)) for url in urls}
 
 
 def test_serve_beyond_loopback_shows_no_secret(agent_dir, planted) -> None:
-    for base, _process in _serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
+    for base, _process in serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
         pages = _pages(base, agent_dir)
         assert "[REDACTED:" in "".join(pages.values())
         assert {url: leaked(page) for url, page in pages.items() if leaked(page)} == {}
 
 
 def test_serve_on_loopback_shows_the_owner_everything(agent_dir, planted) -> None:
-    for base, _process in _serve(agent_dir):
+    for base, _process in serve(agent_dir):
         assert PLANTED[0].needles[0] in "".join(_pages(base, agent_dir).values())
 
 
 def test_serve_no_redact_warns_and_shows_everything(agent_dir, planted) -> None:
     options = ("--host", "0.0.0.0", "--token", TOKEN, "--no-redact")
-    for base, process in _serve(agent_dir, *options):
+    for base, process in serve(agent_dir, *options):
         assert PLANTED[0].needles[0] in "".join(_pages(base, agent_dir).values())
         process.terminate()
         _out, errors = process.communicate(timeout=30)
@@ -482,8 +444,8 @@ def test_a_page_that_cuts_a_text_shows_no_piece_of_its_secret(agent_dir, cut) ->
 
 
 def test_serve_answering_a_name_beyond_loopback_redacts(agent_dir, cut) -> None:
-    for base, _process in _serve(agent_dir, "--allow-host", "proxy.example"):
-        page = html.unescape(_fetch(base + "/"))
+    for base, _process in serve(agent_dir, "--allow-host", "proxy.example"):
+        page = html.unescape(fetch(base + "/"))
         assert "[REDACTED:openai-api-key]" in page
         assert not pieces(page)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.served import TOKEN, fetch, serve
 from secrets_corpus import (
     ORDINARY,
     SECRETS,
@@ -25,7 +26,6 @@ from secrets_corpus import (
     text_windows,
 )
 from session_builder import sessions_dir
-from test_secrets import TOKEN, _fetch, _serve
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
@@ -109,13 +109,13 @@ def test_the_export_holds_no_piece_of_a_secret(agent_dir, corpus, tmp_path) -> N
 def test_serve_beyond_loopback_shows_no_piece_of_a_secret(agent_dir, corpus) -> None:
     with SessionIndex.open(str(agent_dir), read_only=True) as index:
         paths = {session.id: session.path for session in index.list_sessions()}
-    for base, _process in _serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
+    for base, _process in serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
         shown = {}
         for sid, path in paths.items():
             query = urllib.parse.urlencode({"path": path})
             pages = [f"{base}/session?{query}", f"{base}/entry?{query}&id=t1"]
             pages.append(f"{base}/entry?{query}&id=t2")
-            shown[sid] = "\n".join(html.unescape(_fetch(url)) for url in pages)
+            shown[sid] = "\n".join(html.unescape(fetch(url)) for url in pages)
     _perfect(shown, corpus)
 
 

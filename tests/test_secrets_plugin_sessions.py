@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from agent_homes import lay_out_documents
 from click.testing import CliRunner
+from helpers.served import TOKEN, fetch, serve
 from secrets_corpus import _provider_keys
-from test_secrets import TOKEN, _fetch, _serve
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
@@ -111,9 +111,9 @@ def test_serve_beyond_loopback_cuts_no_piece_of_a_key_of_a_plugin_session(
             (LONG_WORD,),
         ).fetchall()
     assert {agent for agent, _path, _id in long} == {"opencode", "aider"}
-    for base, _process in _serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
+    for base, _process in serve(agent_dir, "--host", "0.0.0.0", "--token", TOKEN):
         pages = [
-            html.unescape(_fetch(f"{base}/entry?{urllib.parse.urlencode(query)}&part=1"))
+            html.unescape(fetch(f"{base}/entry?{urllib.parse.urlencode(query)}&part=1"))
             for _agent, path, entry_id in long
             for query in [{"path": path, "id": entry_id}]
         ]

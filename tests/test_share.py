@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from helpers.browser import distinct_bytes, headless_chromium, wait_until
 from real_home import RealHome
 from selenium.webdriver.common.by import By
-from test_web_browser import distinct_bytes, headless_chromium, wait_until
 
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
@@ -104,21 +104,23 @@ def test_the_json_export_is_the_session_and_its_messages(home: RealHome, tmp_pat
                for message in document["messages"] for block in message["blocks"])  # fmt: skip
 
 
-def test_an_export_is_redacted_unless_asked_not_to(home: RealHome):
-    path = home.of("claude")[EDITING]
+def _plant_key(path: Path) -> None:
+    """A user prompt holding PLANTED_KEY, appended to the Claude session at ``path``."""
     records = _records(path)
     prompt = next(r for r in records if r.get("type") == "user")
     planted = {
         **prompt,
         "uuid": "0b5e1d9e-5e1d-4e1d-8e1d-5e1d9e5e1d9e",
         "parentUuid": records[-1].get("uuid"),
-        "message": {
-            "role": "user",
-            "content": f"My key {PLANTED_KEY} for it",
-        },
+        "message": {"role": "user", "content": f"My key {PLANTED_KEY} for it"},
     }
     with path.open("ab") as stream:
         stream.write(orjson.dumps(planted) + b"\n")
+
+
+def test_an_export_is_redacted_unless_asked_not_to(home: RealHome):
+    path = home.of("claude")[EDITING]
+    _plant_key(path)
     session = _session_id(path)
     redacted = _invoke("export", session).stdout
     assert PLANTED_KEY[:24] not in redacted and "[REDACTED:" in redacted
@@ -270,16 +272,7 @@ def test_encrypt_is_for_html_and_needs_a_passphrase(home: RealHome):
 
 def test_the_session_page_offers_resume_and_the_exports_redacted(home: RealHome, client: Any):
     path = home.of("claude")[EDITING]
-    records = _records(path)
-    prompt = next(r for r in records if r.get("type") == "user")
-    planted = {
-        **prompt,
-        "uuid": "5e1d9e5e-1d9e-4e1d-8e1d-9e5e1d9e5e1d",
-        "parentUuid": records[-1].get("uuid"),
-        "message": {"role": "user", "content": f"My key {PLANTED_KEY} for it"},
-    }
-    with path.open("ab") as stream:
-        stream.write(orjson.dumps(planted) + b"\n")
+    _plant_key(path)
     with SessionIndex.open(os.environ["XCSH_AGENT_DIR"]) as index:
         index.sync()
         info = index.find_session(str(path))

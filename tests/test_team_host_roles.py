@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.team_pushes import rollup_is_fresh
 from session_builder import append, message, planted_host, sessions_dir, sync
 from team_server import Roles, local_rows, psycopg, server_rows
-from test_team_push_appends import rollup_is_fresh
 
 from xcsh_store.cli import cli
 from xcsh_store.team import TeamIndexError, connect, push

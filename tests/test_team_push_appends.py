@@ -14,50 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_builder import append, header, message, sessions_dir, sync, write_session
+from helpers.team_pushes import conversation, rollup_is_fresh
+from session_builder import append, header, message, sessions_dir, sync
 from team_server import count_row_writes, local_rows, psycopg, server_rows
 
 from xcsh_store.team import push
 from xcsh_store.team.ledger import LEDGER_FILE_NAME
 
 
-def conversation(path: Path, session_id: str, turns: int, created: str | None = None) -> Path:
-    """A session of ``turns`` prompts and answers (each answer with usage), in one chain."""
-    records = [header(session_id, **({"timestamp": created} if created else {}))]
-    parent = None
-    for turn in range(turns):
-        for role, entry_id in (
-            ("user", f"{session_id}u{turn}"),
-            ("assistant", f"{session_id}a{turn}"),
-        ):
-            records.append(message(entry_id, parent, role, f"{role} turn {turn} of {session_id}"))
-            parent = entry_id
-    return write_session(path, records)
-
-
 def writes(url: str) -> dict[tuple[str, str], int]:
     with psycopg.connect(url) as connection:
         rows = connection.execute("SELECT tab, op, count(*) FROM row_writes GROUP BY tab, op")
         return {(table, op): count for table, op, count in rows}
-
-
-def rollup_is_fresh(url: str, host: str) -> bool:
-    """usage_rollup's rows equal the host's usage_entries summed again from scratch."""
-    from xcsh_store.agents import ESTIMATED_AGENTS
-    from xcsh_store.team.upload import _ROLLUP
-
-    fresh = _ROLLUP.replace("{source}", "usage_entries WHERE host = %(host)s")
-    with psycopg.connect(url) as connection:
-        kept = connection.execute("SELECT * FROM usage_rollup WHERE host = %s", (host,))
-        made = connection.execute(fresh, {"host": host, "estimated": list(ESTIMATED_AGENTS)})
-        return _rounded(kept.fetchall()) == _rounded(made.fetchall())
-
-
-def _rounded(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return sorted(
-        (tuple(round(value, 9) if isinstance(value, float) else value for value in row))
-        for row in rows
-    )
 
 
 @pytest.mark.parametrize("turns", [20, 327])

@@ -16,9 +16,9 @@ from array import array
 from pathlib import Path
 
 import pytest
+from helpers.team_pushes import conversation
 from session_builder import append, header, message, sessions_dir, sync, write_session
 from team_server import local_rows, psycopg, server_rows
-from test_team_push_appends import conversation
 
 from xcsh_store.team import TeamIndexError, push
 from xcsh_store.team.ledger import LEDGER_FILE_NAME

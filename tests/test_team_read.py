@@ -9,19 +9,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.team_hosts import two_hosts
 from session_builder import FIXTURES, PLANTED, planted_host
 from team_server import Roles, psycopg
 
 from xcsh_store.cli import cli
 from xcsh_store.team import push
 
-
-@pytest.fixture
-def two_hosts(tmp_path: Path, agent_dir: Path, team_url: str) -> dict[str, Path]:
-    hosts = {"laptop": planted_host(agent_dir), "ci": planted_host(tmp_path / "ci", range(4, 7))}
-    for name, folder in hosts.items():
-        push(str(folder), team_url, host=name)
-    return hosts
+__all__ = ["two_hosts"]
 
 
 def run(*arguments: str) -> Any:

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers.damage import damage_objects
 from session_builder import append, header, message, sessions_dir, write_session
-from test_reliability_corruption import damage_objects
 from web_server import running_server
 
 from xcsh_store.artifacts.store import ArtifactManager

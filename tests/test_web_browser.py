@@ -10,43 +10,28 @@ One browser for the module. Without chromium the tests skip with the reason, exc
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import struct
-import time
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.browser import REBOUND, distinct_bytes, headless_chromium, wait_until
 from session_builder import append, flux_records, header, message, sessions_dir, write_session
-from web_server import DEADLINE, running_server
+from web_server import running_server
 
 from xcsh_store.index import SessionIndex
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import (  # noqa: E402
     NoAlertPresentException,
-    StaleElementReferenceException,
 )
 from selenium.webdriver.common.by import By  # noqa: E402
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-REBOUND = "rebound.example"
 HOSTILE = (
     '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
     '<a href="javascript:window.pwned = 3">click</a>'
     '<svg onload="window.pwned = 4"><script>window.pwned = 5</script></svg>'
 )
-
-
-def _browser_missing() -> str | None:
-    for program in (CHROMIUM, CHROMEDRIVER):
-        if not os.access(program, os.X_OK):
-            return f"{program} not found: apt-get install chromium chromium-driver"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -80,39 +65,6 @@ def browser() -> Iterator[Any]:
     yield from headless_chromium()
 
 
-def headless_chromium() -> Iterator[Any]:
-    """Debian's chromium, headless, through chromedriver, until the generator is closed."""
-    missing = _browser_missing()
-    if missing is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs the browser: {missing}")
-        pytest.skip(missing)
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"):
-        options.add_argument(argument)
-    # A site whose name resolves to 127.0.0.1, as DNS rebinding makes it.
-    options.add_argument(f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1")
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(DEADLINE)
-    yield driver
-    driver.quit()
-
-
-def distinct_bytes(png: bytes) -> int:
-    """How many different byte values the decoded image data holds (a blank page: 2 or 3)."""
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    offset, data = 8, b""
-    while offset < len(png):
-        length, kind = struct.unpack(">I4s", png[offset : offset + 8])
-        if kind == b"IDAT":
-            data += png[offset + 8 : offset + 8 + length]
-        offset += 12 + length
-    return len(set(zlib.decompress(data)))
-
-
 @pytest.fixture
 def shot(browser: Any, tmp_path: Path) -> Callable[[str], None]:
     def take(name: str) -> None:
@@ -121,19 +73,6 @@ def shot(browser: Any, tmp_path: Path) -> Callable[[str], None]:
         assert distinct_bytes(path.read_bytes()) > 16, f"{name}: the screenshot is blank"
 
     return take
-
-
-def wait_until(check: Callable[[], bool]) -> None:
-    """Until ``check`` holds; an element that went with a reload meanwhile is a no."""
-    end = time.monotonic() + DEADLINE
-    while True:
-        try:
-            if check():
-                return
-        except StaleElementReferenceException:
-            pass
-        assert time.monotonic() < end, "gave up waiting"
-        time.sleep(0.1)
 
 
 def shown_entries(browser: Any) -> list[str]:

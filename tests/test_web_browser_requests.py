@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.browser import headless_chromium, wait_until
 from session_builder import header, message, sessions_dir, write_session
-from test_web_browser import headless_chromium, wait_until
 from web_server import running_server
 
 from xcsh_store.format.blobs import BlobStore

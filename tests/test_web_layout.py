@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.browser import distinct_bytes, headless_chromium, wait_until
 from isolation import isolated_environment
 from real_home import lay_out_home
 from session_builder import flux_records, header, message, sessions_dir, write_session
-from test_web_browser import distinct_bytes, headless_chromium, wait_until
 from web_server import running_server
 
 from xcsh_store.index import SessionIndex

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from xcsh_store.lazy import lazy_exports
 
-# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
-# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+# The names offered on first use (lazy.py), each written once, here: type checkers (mypy,
+# editors) read them, and lazy_exports reads this block at run time, which never runs it
+# (nothing loads sooner). `NAME as NAME`: importable from here, not in __all__.
 if TYPE_CHECKING:
     from xcsh_store.artifacts.output import (
         DEFAULT_MAX_BYTES,
@@ -31,20 +32,17 @@ if TYPE_CHECKING:
     from xcsh_store.artifacts.query import apply_query, parse_query, path_to_query
     from xcsh_store.artifacts.store import AgentOutputManager, ArtifactManager
     from xcsh_store.artifacts.urls import InternalResource, read_internal_url, resolve_internal_url
-    from xcsh_store.errors import (
-        AmbiguousEntryError,
-        AmbiguousLookupError,
-        AmbiguousSessionError,
-        EntryNotFoundError,
-        HistoryError,
-        IndexDatabaseError,
-        InternalUrlError,
-        PersistenceError,
-        SearchQueryError,
-        SessionNotFoundError,
-        UnknownFilterError,
-        XcshStoreError,
-    )
+    from xcsh_store.errors import AmbiguousEntryError as AmbiguousEntryError
+    from xcsh_store.errors import AmbiguousLookupError as AmbiguousLookupError
+    from xcsh_store.errors import AmbiguousSessionError as AmbiguousSessionError
+    from xcsh_store.errors import EntryNotFoundError, InternalUrlError
+    from xcsh_store.errors import HistoryError as HistoryError
+    from xcsh_store.errors import IndexDatabaseError as IndexDatabaseError
+    from xcsh_store.errors import PersistenceError as PersistenceError
+    from xcsh_store.errors import SearchQueryError as SearchQueryError
+    from xcsh_store.errors import SessionNotFoundError as SessionNotFoundError
+    from xcsh_store.errors import UnknownFilterError as UnknownFilterError
+    from xcsh_store.errors import XcshStoreError as XcshStoreError
     from xcsh_store.format.blobs import (
         BlobPutResult,
         BlobStore,
@@ -87,132 +85,14 @@ if TYPE_CHECKING:
     )
     from xcsh_store.session.discovery import (
         RecentSessionInfo,
-        ResolvedSession,
         SessionInfo,
         find_most_recent_session,
         get_recent_sessions,
-        resolve_resumable_session,
     )
+    from xcsh_store.session.discovery import ResolvedSession as ResolvedSession
+    from xcsh_store.session.discovery import resolve_resumable_session as resolve_resumable_session
     from xcsh_store.session.manager import SessionManager, SessionTreeNode
 
 __version__ = "0.1.0"
 
-# The public API (docs/api.md): each name, and the module it lives in.
-_PUBLIC = {
-    "xcsh_store.artifacts.output": (
-        "DEFAULT_MAX_BYTES",
-        "DEFAULT_MAX_COLUMN",
-        "DEFAULT_MAX_LINES",
-        "OutputSink",
-        "OutputSummary",
-        "TailBuffer",
-        "format_bytes",
-        "format_head_truncation_notice",
-        "format_tail_truncation_notice",
-        "sanitize_text",
-        "truncate_head",
-        "truncate_head_bytes",
-        "truncate_line",
-        "truncate_tail",
-        "truncate_tail_bytes",
-    ),
-    "xcsh_store.artifacts.query": (
-        "apply_query",
-        "parse_query",
-        "path_to_query",
-    ),
-    "xcsh_store.artifacts.store": (
-        "AgentOutputManager",
-        "ArtifactManager",
-    ),
-    "xcsh_store.artifacts.urls": (
-        "InternalResource",
-        "read_internal_url",
-        "resolve_internal_url",
-    ),
-    "xcsh_store.errors": (
-        "EntryNotFoundError",
-        "InternalUrlError",
-    ),
-    "xcsh_store.format.blobs": (
-        "BlobPutResult",
-        "BlobStore",
-        "externalize_image_data",
-        "is_blob_ref",
-        "parse_blob_ref",
-        "resolve_image_data",
-    ),
-    "xcsh_store.format.loader": (
-        "load_entries_from_file",
-        "parse_session_entries",
-    ),
-    "xcsh_store.format.persist": (
-        "BLOB_EXTERNALIZE_THRESHOLD",
-        "MAX_PERSIST_CHARS",
-        "TRUNCATION_NOTICE",
-        "prepare_entry_for_persistence",
-    ),
-    "xcsh_store.format.storage": (
-        "FileSessionStorage",
-        "MemorySessionStorage",
-        "SessionStorage",
-        "SessionStorageWriter",
-    ),
-    "xcsh_store.format.versions": (
-        "CURRENT_SESSION_VERSION",
-        "migrate_session_entries",
-    ),
-    "xcsh_store.history.store": (
-        "HistoryEntry",
-        "HistoryStorage",
-    ),
-    "xcsh_store.index": ("SessionIndex",),
-    "xcsh_store.paths": (
-        "encode_cwd",
-        "get_agent_dir",
-        "get_blobs_dir",
-        "get_default_session_dir",
-        "get_history_db_path",
-        "get_sessions_dir",
-    ),
-    "xcsh_store.format.context": (
-        "LAST",
-        "SessionContext",
-        "build_session_context",
-        "create_branch_summary_message",
-        "create_compaction_summary_message",
-        "create_custom_message",
-    ),
-    "xcsh_store.session.discovery": (
-        "RecentSessionInfo",
-        "SessionInfo",
-        "find_most_recent_session",
-        "get_recent_sessions",
-    ),
-    "xcsh_store.session.manager": (
-        "SessionManager",
-        "SessionTreeNode",
-    ),
-}
-# Importable from here too, but not part of the API.
-_ALSO = {
-    "xcsh_store.errors": (
-        "AmbiguousEntryError",
-        "AmbiguousLookupError",
-        "AmbiguousSessionError",
-        "HistoryError",
-        "IndexDatabaseError",
-        "PersistenceError",
-        "SearchQueryError",
-        "SessionNotFoundError",
-        "UnknownFilterError",
-        "XcshStoreError",
-    ),
-    "xcsh_store.session.discovery": (
-        "ResolvedSession",
-        "resolve_resumable_session",
-    ),
-}
-
-__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, _ALSO)
-__all__ = sorted(name for names in _PUBLIC.values() for name in names)
+__getattr__, __dir__ = lazy_exports(__name__)

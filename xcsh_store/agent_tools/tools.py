@@ -13,6 +13,7 @@ hundredth of a cent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 from xcsh_store.agent_tools.bounds import Pages, cut
@@ -22,8 +23,9 @@ from xcsh_store.artifacts.urls import read_internal_url
 from xcsh_store.index import (
     SESSION_ORDERS,
     USAGE_GROUPINGS,
-    IndexedSession,
+    IndexReader,
     PromptQuery,
+    ReadSession,
     SearchQuery,
     SessionFilter,
     SessionIndex,
@@ -94,7 +96,7 @@ def _window(offset: int, limit: int, cap: int) -> tuple[int, int]:
     return min(max(0, int(offset)), MAX_REACH - limit), limit
 
 
-def _page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
+def _page(items: Sequence[Any], offset: int, limit: int) -> dict[str, Any]:
     """``offset``, and ``next_offset`` (null at the end) of a page of ``limit`` items of a list
     fetched up to one item past it."""
     more = len(items) > offset + limit and offset + limit < MAX_REACH
@@ -119,7 +121,7 @@ def _cost(value: float | None) -> float | None:
     return None if value is None else round(value, COST_DIGITS)
 
 
-def _session(info: IndexedSession) -> dict[str, Any]:
+def _session(info: ReadSession) -> dict[str, Any]:
     """The session's own shape (as ``ls --json``), its texts cut, its cost rounded; ``session``
     (as every tool names a session), ``leaf_id`` (the leaf get_session reads) and ``tokens``
     (its total_tokens) as this tool first named them."""
@@ -135,7 +137,7 @@ def _session(info: IndexedSession) -> dict[str, Any]:
 
 
 def list_sessions(
-    index: SessionIndex,
+    index: IndexReader,
     since: str | None = None,
     until: str | None = None,
     cwd: str | None = None,
@@ -157,7 +159,7 @@ def list_sessions(
         since=since, until=until, cwd=cwd, project=project, agents=_agents(agent)
     )
     offset, limit = _window(offset, limit, MAX_HITS)
-    sessions = index.sessions(SessionQuery(filters, order, offset + limit + 1))
+    sessions = index.sessions(SessionQuery(filter=filters, order=order, limit=offset + limit + 1))
     if not sessions:
         check_filters(index, project=project)
     page = _page(sessions, offset, limit)
@@ -169,7 +171,7 @@ def list_sessions(
 
 
 def search_sessions(
-    index: SessionIndex,
+    index: IndexReader,
     query: str,
     project: str | None = None,
     role: str | None = None,
@@ -188,7 +190,9 @@ def search_sessions(
     of the next page (null at the end; the best 1,000 hits)."""
     filters = SessionFilter.parse(since=since, until=until, project=project, agents=_agents(agent))
     offset, limit = _window(offset, limit, MAX_HITS)
-    hits = index.hits(SearchQuery(query, filters, role, model, offset + limit + 1))
+    hits = index.hits(
+        SearchQuery(text=query, filter=filters, role=role, model=model, limit=offset + limit + 1)
+    )
     if not hits:
         check_filters(index, model=model, project=project)
     found: dict[str, Any] = {
@@ -341,7 +345,7 @@ def read_url(
 
 
 def recall_prompts(
-    index: SessionIndex,
+    index: IndexReader,
     query: str | None = None,
     limit: int = 20,
     agent: Agent | None = None,
@@ -352,7 +356,9 @@ def recall_prompts(
     agents the store reads). At most 50 a page; next_offset is the offset of the next page
     (null at the end; the newest 1,000 prompts)."""
     offset, limit = _window(offset, limit, MAX_HITS)
-    hits = index.prompts(PromptQuery(query or None, offset + limit + 1, _agents(agent)))
+    hits = index.prompts(
+        PromptQuery(text=query or None, limit=offset + limit + 1, agents=_agents(agent))
+    )
     return {
         **_page(hits, offset, limit),
         "prompts": [
@@ -379,7 +385,7 @@ def _usage_row(row: UsageRow) -> dict[str, Any]:
 
 
 def usage(
-    index: SessionIndex,
+    index: IndexReader,
     by: UsageGroup = "day",
     since: str | None = None,
     until: str | None = None,
@@ -395,7 +401,7 @@ def usage(
     last 200 groups); next_offset is the offset of the next page (null at the end)."""
     by = _one_of("by", by, USAGE_GROUPINGS)
     filters = SessionFilter.parse(since=since, until=until, agents=_agents(agent))
-    rows = index.usage_rows(UsageQuery((by,), filters))
+    rows = index.usage_rows(UsageQuery(by=(by,), filter=filters))
     first = max(0, len(rows) - MAX_PAGE) if offset is None else max(0, int(offset))
     following = first + MAX_PAGE
     return {

@@ -3,15 +3,15 @@ any a third-party package registers), each owning its facts, behind one interfac
 found through the entry point group ``xcsh_store.agents`` (registry.py). Adding an agent is one
 module and one entry point (docs/architecture.md).
 
-``AGENTS``, ``OTHER_AGENTS``, ``ESTIMATED_AGENTS``, ``FOLDER_VARIABLES`` and ``READERS`` are
-read from the registry when first asked for (the plugins are loaded then, once)."""
+The names of ``_FROM_REGISTRY`` (``AGENTS``, ``READERS``, …) are read from the registry when
+first asked for (the plugins are loaded then, once)."""
 
 from __future__ import annotations
 
 import logging
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from xcsh_store.agents.base import (
@@ -32,14 +32,9 @@ from xcsh_store.agents.base import (
 from xcsh_store.agents.registry import XCSH_AGENTS, agent_named, agents, jsonl_agents, labels
 from xcsh_store.homes import agent_folders, xcsh_family_roots
 
-__all__ = [
-    "AGENTS",
-    "ESTIMATED_AGENTS",
-    "FOLDER_VARIABLES",
+__all__ = [  # and the names of _FROM_REGISTRY, added below
     "KINDS",
-    "OTHER_AGENTS",
     "PLUGIN_FAULTS",
-    "READERS",
     "UNKNOWN_VERSION_PREFIX",
     "UNREAD_TYPE",
     "XCSH_AGENTS",
@@ -71,21 +66,26 @@ __all__ = [
 agent_labels = labels
 
 
+# The names read from the registry when first asked for (the plugins load then), each with
+# how: READERS, every plugin; OTHER_AGENTS, their names (the agents whose folders are only ever
+# read); ESTIMATED_AGENTS, those whose files hold no costs (the index estimates them:
+# agents/prices/pricing.py); FOLDER_VARIABLES, the variables that move their folders; AGENTS,
+# the xcsh family and the plugins.
+_FROM_REGISTRY: dict[str, Callable[[], Any]] = {
+    "READERS": agents,
+    "OTHER_AGENTS": lambda: tuple(agent.name for agent in agents()),
+    "ESTIMATED_AGENTS": lambda: tuple(agent.name for agent in agents() if not agent.records_costs),
+    "FOLDER_VARIABLES": lambda: folder_variables(),  # (defined below)
+    "AGENTS": lambda: (*XCSH_AGENTS, *(agent.name for agent in agents())),
+}
+__all__ += sorted(_FROM_REGISTRY)
+
+
 def __getattr__(name: str) -> Any:
-    # READERS: every plugin; OTHER_AGENTS: their names (the agents whose folders are only ever
-    # read); ESTIMATED_AGENTS: those whose files hold no costs (the index estimates them:
-    # agents/prices/pricing.py); AGENTS: the xcsh family and the plugins.
-    if name == "READERS":
-        return agents()
-    if name == "OTHER_AGENTS":
-        return tuple(agent.name for agent in agents())
-    if name == "ESTIMATED_AGENTS":
-        return tuple(agent.name for agent in agents() if not agent.records_costs)
-    if name == "FOLDER_VARIABLES":
-        return folder_variables()
-    if name == "AGENTS":
-        return (*XCSH_AGENTS, *(agent.name for agent in agents()))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    found = _FROM_REGISTRY.get(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found()
 
 
 # The type of the entry a record becomes when its plugin fails to read it.

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from xcsh_store.lazy import lazy_exports
 
+# The names offered on first use (lazy.py), written once, here: type checkers read them, and
+# lazy_exports reads this block at run time, which never runs it.
 if TYPE_CHECKING:
     from xcsh_store.cli.app import cli
 
-__getattr__, __dir__ = lazy_exports(__name__, {"xcsh_store.cli.app": ("cli",)})
-
-__all__ = ["cli"]
+__getattr__, __dir__ = lazy_exports(__name__)

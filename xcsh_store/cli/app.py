@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import click
 from click.core import ParameterSource
@@ -21,7 +21,8 @@ from xcsh_store.errors import AmbiguousLookupError, IndexDatabaseError, XcshStor
 # verb pays only for what it uses (the index, orjson, the table layout).
 if TYPE_CHECKING:
     from xcsh_store.cli.output.table import Cut, Header
-    from xcsh_store.index import SessionIndex
+    from xcsh_store.index import IndexReader, SessionIndex
+    from xcsh_store.team import TeamIndex
 
 # The variable that names the agent dir (xcsh_store.paths.AGENT_DIR_ENV, which
 # test_start_up.py holds equal): written here so that the option's help needs no import.
@@ -475,9 +476,21 @@ def echo_text(text: str, newline: bool = True) -> None:
     click.echo(visible_text(text), nl=newline)
 
 
+@overload
+def open_index(
+    settings: Settings, read_only: bool = True, team: Literal[False] = False, fresh: bool = False
+) -> SessionIndex: ...
+
+
+@overload
+def open_index(
+    settings: Settings, read_only: bool = True, *, team: Literal[True], fresh: bool = False
+) -> IndexReader: ...
+
+
 def open_index(
     settings: Settings, read_only: bool = True, team: bool = False, fresh: bool = False
-) -> SessionIndex:
+) -> IndexReader:
     """The agent dir's index; read-only for the verbs that only look (they never block a sync).
     ``fresh``: brought up to date first (fresh_index), unless --no-sync.
 
@@ -504,11 +517,17 @@ def open_index(
             "--db is for ls, search, show, usage, history, quota, budget and sql;"
             f" {verb} works on index.db"
         )
+    return open_team_index(settings.db)
+
+
+def open_team_index(url: str) -> TeamIndex:
+    """The team index at ``url`` (``--db``): for what only it answers (``sql`` on PostgreSQL);
+    the read verbs get it from open_index, as an IndexReader."""
     require_extra("--db", "team", "psycopg")
     from xcsh_store.team import TeamIndex
 
-    warn_of_visible_password(settings.db, "db", click.get_current_context().find_root())
-    return TeamIndex.open(settings.db)  # type: ignore[return-value]
+    warn_of_visible_password(url, "db", click.get_current_context().find_root())
+    return TeamIndex.open(url)
 
 
 def first_index(settings: Settings) -> bool:

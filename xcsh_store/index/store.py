@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Self, TypeVar
 
 import apsw
 
@@ -44,7 +44,7 @@ from xcsh_store.index.read.questions import (
     time_bound,
     with_texts,
 )
-from xcsh_store.index.read.sessions import IndexedSession, SessionRecord
+from xcsh_store.index.read.sessions import IndexedSession, ReadSession
 from xcsh_store.index.sql_functions import register_search_functions
 from xcsh_store.js import well_formed
 from xcsh_store.paths import (
@@ -120,10 +120,12 @@ def _storable(value: Any) -> Any:
 
 
 class IndexReader(Protocol):
-    """The questions (questions.py) that index.db (``SessionIndex``) and the team index
-    (``TeamIndex``) both answer, each compiling them to its own SQL."""
+    """What index.db (``SessionIndex``) and the team index (``TeamIndex``) both answer: the
+    questions (questions.py), each compiled to its own SQL, and what the read fronts (the CLI's
+    read verbs, ``--db`` or not) ask about the sessions they return. A session or hit passed
+    back is one this index returned (its own kind: IndexedSession or TeamSession)."""
 
-    def sessions(self, query: SessionQuery) -> Sequence[SessionRecord]: ...
+    def sessions(self, query: SessionQuery) -> Sequence[ReadSession]: ...
 
     def hits(self, query: SearchQuery) -> Sequence[SearchHit]: ...
 
@@ -132,6 +134,60 @@ class IndexReader(Protocol):
     def prompts(self, query: PromptQuery) -> Sequence[PromptHit]: ...
 
     def has_model(self, model: str) -> bool: ...
+
+    def find_session(self, prefix: str) -> ReadSession: ...
+
+    def unique_id_prefixes(self, session_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def entry_id_prefixes(self, where: Any, entry_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def find_entry_id(self, session: Any, text: str) -> str: ...
+
+    def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]: ...
+
+    def branch_entries(self, session: Any, leaf_id: str | None = None) -> list[Any]: ...
+
+    def context(self, session: Any, leaf_id: str | None = None) -> SessionContext: ...
+
+    def outline(self, session: Any, leaf_id: str | None = None) -> SessionOutline: ...
+
+    def on_active_branch(self, hit: Any) -> bool: ...
+
+    def text_pending(self) -> int: ...
+
+    def quota(
+        self,
+        limits: Limits | None = None,
+        now: datetime | None = None,
+        agents: tuple[str, ...] = (),
+    ) -> list[QuotaWindow]: ...
+
+    def budgets(
+        self, limits: Limits | None = None, now: datetime | None = None
+    ) -> list[BudgetStatus]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+def _keyword_filter(
+    cwd: str | None,
+    project: str | None,
+    agents: Collection[str] | None,
+    since: datetime | str | None,
+    until: datetime | str | None,
+) -> SessionFilter:
+    """The filter the keyword methods (list_sessions, search, usage) ask with."""
+    return SessionFilter(
+        cwd=cwd,
+        project=project,
+        agents=tuple(agents or ()),
+        since=time_bound(since),
+        until=time_bound(until),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,10 +686,12 @@ class SessionIndex:
         """``list`` / ``list_all`` answered by SQL, newest first (or by ``created``/``title``);
         ``agents``: only the sessions of these agents (``AGENTS``: xcsh, pi, omp, claude, …);
         ``since``/``until``: only those active in that span (modified at or after ``since``,
-        started before ``until``)."""
-        bounds = time_bound(since), time_bound(until)
-        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
-        return self.sessions(SessionQuery(filters, order, limit))
+        started before ``until``).
+
+        The keyword form of ``sessions(SessionQuery(...))``, kept for the API (index.md); the
+        fronts ask the question, which either index (IndexReader) answers."""
+        filters = _keyword_filter(cwd, project, agents, since, until)
+        return self.sessions(SessionQuery(filter=filters, order=order, limit=limit))
 
     @_entry_point
     def sessions(self, query: SessionQuery) -> list[IndexedSession]:
@@ -779,9 +837,19 @@ class SessionIndex:
         highlight: tuple[str, str] = ("[", "]"),
         agents: Collection[str] | None = None,
     ) -> list[SearchHit]:
-        bounds = time_bound(since), time_bound(until)
-        filters = SessionFilter(cwd, project, tuple(agents or ()), *bounds)
-        return self.hits(SearchQuery(query, filters, role, model, limit, highlight))
+        """The keyword form of ``hits(SearchQuery(...))``, kept for the API (index.md); the
+        fronts ask the question, which either index (IndexReader) answers."""
+        filters = _keyword_filter(cwd, project, agents, since, until)
+        return self.hits(
+            SearchQuery(
+                text=query,
+                filter=filters,
+                role=role,
+                model=model,
+                limit=limit,
+                highlight=highlight,
+            )
+        )
 
     @_entry_point
     def hits(self, query: SearchQuery) -> list[SearchHit]:
@@ -814,13 +882,15 @@ class SessionIndex:
     def history_search(
         self, query: str, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        return self.prompts(PromptQuery(query, limit, tuple(agents or ())))
+        """The keyword form of ``prompts(PromptQuery(text=...))``, kept for the API (index.md)."""
+        return self.prompts(PromptQuery(text=query, limit=limit, agents=tuple(agents or ())))
 
     @_entry_point
     def history_recent(
         self, limit: int = 20, *, agents: Collection[str] | None = None
     ) -> list[PromptHit]:
-        return self.prompts(PromptQuery(None, limit, tuple(agents or ())))
+        """The keyword form of ``prompts(PromptQuery())``, kept for the API (index.md)."""
+        return self.prompts(PromptQuery(limit=limit, agents=tuple(agents or ())))
 
     @_entry_point
     def prompts(self, query: PromptQuery) -> list[PromptHit]:
@@ -861,13 +931,12 @@ class SessionIndex:
         ``by`` is one grouping or several (``("day", "model")``: a row per day and model, as
         ccusage's daily breakdown); each row's ``keys`` has one key per grouping and its
         ``key`` is them joined with ``" · "``.
+
+        The keyword form of ``usage_rows(UsageQuery(...))``, kept for the API (index.md).
         """
-        filters = SessionFilter(
-            agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
-        )
-        return self.usage_rows(
-            UsageQuery(tuple([by] if isinstance(by, str) else by), filters, zone)
-        )
+        filters = _keyword_filter(None, None, agents, since, until)
+        by = (by,) if isinstance(by, str) else tuple(by)
+        return self.usage_rows(UsageQuery(by=by, filter=filters, zone=zone))
 
     @_entry_point
     def usage_rows(self, query: UsageQuery) -> list[UsageRow]:
@@ -878,17 +947,14 @@ class SessionIndex:
 
     @_entry_point
     def billing_blocks(
-        self,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        agents: Collection[str] | None = None,
-        now: datetime | None = None,
+        self, filter: SessionFilter | None = None, now: datetime | None = None
     ) -> list[BillingBlock]:
-        """Claude's five-hour billing windows over the requests, as ccusage's ``blocks``
-        finds them (usage.billing_blocks), with the active one's burn rate and projection."""
+        """Claude's five-hour billing windows over the requests of ``filter`` (default:
+        all), as ccusage's ``blocks`` finds them (usage.billing_blocks), with the active one's
+        burn rate and projection. index.db's alone: the team index has no such question."""
         from xcsh_store.index.read.usage import billing_blocks
 
-        return billing_blocks(self.connection, since, until, agents, now)
+        return billing_blocks(self.connection, filter or SessionFilter(), now)
 
     @_entry_point
     def quota(

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from xcsh_store.lazy import lazy_exports
 
-# The same names for type checkers (mypy, editors), which cannot follow lazy_exports; imported
-# only while checking, so nothing loads sooner (tests/test_types.py holds the two lists equal).
+# The names offered on first use (lazy.py), each written once, here: type checkers (mypy,
+# editors) read them, and lazy_exports reads this block at run time, which never runs it
+# (nothing loads sooner). `NAME as NAME`: importable from here, not in __all__.
 if TYPE_CHECKING:
     from xcsh_store.team.conninfo import Target
     from xcsh_store.team.disclosure import TIERS
@@ -38,42 +39,4 @@ if TYPE_CHECKING:
     from xcsh_store.team.server import connect, schema_version
     from xcsh_store.team.upload import PushReport, push, remembered_host
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "xcsh_store.team.errors": (
-            "ConnectionStringError",
-            "PrivilegedRoleError",
-            "TeamConnectionError",
-            "TeamIndexError",
-            "TeamTimeoutError",
-            "TeamUnavailableError",
-        ),
-        "xcsh_store.team.conninfo": ("Target",),
-        "xcsh_store.team.server": ("connect", "schema_version"),
-        "xcsh_store.team.disclosure": ("TIERS",),
-        "xcsh_store.team.upload": ("PushReport", "push", "remembered_host"),
-        "xcsh_store.team.reader": ("USAGE_GROUPS", "TeamIndex", "TeamSession"),
-        "xcsh_store.team.parquet": ("ExportReport", "export_parquet"),
-    },
-)
-
-__all__ = [
-    "TIERS",
-    "USAGE_GROUPS",
-    "ConnectionStringError",
-    "ExportReport",
-    "PrivilegedRoleError",
-    "PushReport",
-    "Target",
-    "TeamConnectionError",
-    "TeamIndex",
-    "TeamIndexError",
-    "TeamSession",
-    "TeamTimeoutError",
-    "connect",
-    "export_parquet",
-    "push",
-    "remembered_host",
-    "schema_version",
-]
+__getattr__, __dir__ = lazy_exports(__name__)

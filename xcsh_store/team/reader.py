@@ -53,6 +53,7 @@ from xcsh_store.index import (
     model_match,
     prefix_apart,
     project_folder,
+    refuse_unasked,
     usage_groups,
     usage_row,
 )
@@ -218,6 +219,7 @@ class TeamIndex:
     def sessions(self, query: SessionQuery) -> list[TeamSession]:
         """The listing ``query`` asks for, over every host (index.IndexReader)."""
         arguments: dict[str, Any] = {"limit": query.limit}
+        refuse_unasked(query.filter, _LISTING_FILTER, _TEAM_INDEX)
         where = filter_sql(query.filter, arguments, _LISTING_FILTER)
         sql = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE true{where}"
         sql += f" ORDER BY {_ORDERS[query.order]} LIMIT %(limit)s"
@@ -294,6 +296,10 @@ class TeamIndex:
     def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]:
         """The team index keeps no skipped lines: only the entries of the files."""
         return {}
+
+    def text_pending(self) -> int:
+        """The team index has no search text to add later: a push sends every entry's."""
+        return 0
 
     # -- trees ------------------------------------------------------------------------------
 
@@ -378,6 +384,7 @@ class TeamIndex:
 
     def hits(self, query: SearchQuery) -> list[TeamHit]:
         """The hits of the search ``query`` (index.IndexReader)."""
+        refuse_unasked(query.filter, {**_HIT_FILTER, **_HIT_SESSION_FILTER}, _TEAM_INDEX)
         tsquery, arguments = _tsquery(query.text)
         where = "" if query.role is None else " AND e.role = %(role)s"
         arguments["role"] = query.role
@@ -472,6 +479,10 @@ class TeamIndex:
         none), no folder is asked for (the rollup keeps none) and the host's rollup is up to
         date; from usage_entries otherwise.
         """
+        # (Bounds are compared in the source, rollup or entries; the rest in the outer query.)
+        refuse_unasked(query.filter, {**_USAGE_ENTRY_FILTER, **_USAGE_FILTER}, _TEAM_INDEX)
+        if query.zone not in (None, UTC) and getattr(query.zone, "key", "") not in _UTC_KEYS:
+            raise ValueError(f"zone: {_TEAM_INDEX} sums days, weeks and months in UTC")
         groups = usage_groups(query.by, USAGE_GROUPS)
         keys = ", ".join(f"{USAGE_GROUPS[group]} AS key{n}" for n, group in enumerate(groups))
         names = ", ".join(f"key{n}" for n in range(len(groups)))
@@ -680,10 +691,14 @@ def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]
 
 # Where each field of a SessionFilter is compared, by question: a field a question's columns
 # leave out is compiled by another call (a search's session fields go in a subquery) or, for
-# usage, by the outer query.
+# usage, by the outer query. A field set that none of a question's maps names is refused
+# (questions.refuse_unasked), as index.db refuses it, never left out of the answer.
 _LISTING_FILTER = {"cwd": "cwd", "project": "cwd", "agents": "agent", "host": "host",
                    "since": "modified_at", "until": "created_at",
                    "archived": "source_gone_at"}  # fmt: skip
+_TEAM_INDEX = "the team index"
+# The names of UTC in the time zone database (a UsageQuery's zone may be a ZoneInfo).
+_UTC_KEYS = ("UTC", "Etc/UTC")
 _HIT_FILTER = {"host": "e.host", "since": "e.timestamp", "until": "e.timestamp"}
 _HIT_SESSION_FILTER = {"cwd": "s.cwd", "project": "s.cwd", "agents": "s.agent"}
 _USAGE_ENTRY_FILTER = {"since": "timestamp", "until": "timestamp"}

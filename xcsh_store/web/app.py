@@ -60,6 +60,7 @@ from xcsh_store.index import (
     SearchQuery,
     SessionFilter,
     SessionIndex,
+    UsageQuery,
     UsageRow,
     errors_explained,
     model_choices,
@@ -410,8 +411,8 @@ def create_app(
                 try:
                     hits = index.hits(
                         SearchQuery(
-                            text,
-                            filters_of(query),
+                            text=text,
+                            filter=filters_of(query),
                             role=role if role in SEARCH_ROLES else None,
                             model=query.get("model") or None,
                             limit=limit,
@@ -489,15 +490,18 @@ def create_app(
         def value_of(row: UsageRow) -> float | None:
             return row.tokens if metric == "tokens" else row.cost
 
+        # The filters of the other pages (the entries of those sessions, in the span).
+        filters = filters_of(request.query_params)
         blocks: list[Any] = []
         with open_index() as index:
             if by == "block":
-                blocks = index.billing_blocks()
+                blocks = index.billing_blocks(filters)
                 over_time = [pages.block_row(block) for block in blocks]
             else:
-                over_time = index.usage(by)
-            models = index.usage("model")
-            projects = index.usage("project")
+                over_time = index.usage_rows(UsageQuery(by=(by,), filter=filters))
+            models = index.usage_rows(UsageQuery(by=("model",), filter=filters))
+            projects = index.usage_rows(UsageQuery(by=("project",), filter=filters))
+            choices, _models = filter_choices(index)
             try:
                 limits, limits_error = pages.limit_rows(index.quota()), None
                 budgets = index.budgets()
@@ -518,6 +522,7 @@ def create_app(
             "usage.html", by=by, metric=metric, charts=charts, rows=over_time,
             totals=usage_total(over_time), active=active, blocks=blocks, limits=limits,
             limits_error=limits_error, budgets=budgets,
+            query=request.query_params, projects=choices, agents=AGENTS,
         )  # fmt: skip
 
     def image(request: Request) -> Response:

@@ -80,12 +80,14 @@ def sessions_page(
     index keeps (newest, created, title): their other fields (path, project, created) are then
     read for those sessions only, not for all of them.
     """
-    listed = index.sessions(SessionQuery(filters))
+    listed = index.sessions(SessionQuery(filter=filters))
     pages = max(1, -(-len(listed) // SESSIONS_PAGE))
     page = min(max(page, 1), pages)
     start = (page - 1) * SESSIONS_PAGE
     if (sort, descending) in (("modified", True), ("created", True), ("title", False)):
-        shown = index.sessions(SessionQuery(filters, sort, start + SESSIONS_PAGE))[start:]
+        shown = index.sessions(
+            SessionQuery(filter=filters, order=sort, limit=start + SESSIONS_PAGE)
+        )[start:]
     else:
         listed.sort(key=SESSION_SORTS[sort], reverse=descending)
         shown = listed[start : start + SESSIONS_PAGE]

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from xcsh_store.format.context import SessionContext
     from xcsh_store.index import (
         BillingBlock,
-        IndexedSession,
         PromptHit,
+        ReadSession,
         SearchHit,
         SkippedLines,
         UsageRow,
@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 ARCHIVED_MARK = "⌂"
 
 
-def session_json(session: IndexedSession) -> dict[str, Any]:
+def session_json(session: ReadSession) -> dict[str, Any]:
     """The session's own shape (SessionRecord.to_json), the one every front prints."""
     return session.to_json()
 
 
-def session_cost(session: IndexedSession) -> str:
+def session_cost(session: ReadSession) -> str:
     """A session's cost as shown: ``~$1.20`` when it is an estimate (its agent records none,
     as Claude Code and Codex), ``≥~$1.20`` when some of its entries have no price, ``?`` when
     none has one; never a silent ``$0``."""

@@ -16,6 +16,8 @@ from xcsh_store.cli.output.shapes import ARCHIVED_MARK
 from xcsh_store.index import (
     IndexedSession,
     PromptHit,
+    PromptQuery,
+    SearchQuery,
     SessionFilter,
     SessionIndex,
     SessionQuery,
@@ -79,16 +81,22 @@ class PickSource:
     agents: Collection[str] = ()
     _branches: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
 
+    @property
+    def _filter(self) -> SessionFilter:
+        return SessionFilter(agents=tuple(self.agents))
+
     def rows(self, mode: str, query: str) -> list[Row]:
         """The rows for ``query`` (blank: the newest) in ``mode``. SearchQueryError when the
         session search finds nothing to search for in it (punctuation only)."""
         if mode == PROMPTS:
             return self._prompt_rows(query)
         if not query.strip():
-            listed = self.index.list_sessions(limit=ROW_LIMIT, agents=self.agents)
-            return [_session_row(session) for session in listed]
-        hits = self.index.search(
-            query, limit=HIT_LIMIT, highlight=(MARK_OPEN, MARK_CLOSE), agents=self.agents
+            listing = SessionQuery(filter=self._filter, limit=ROW_LIMIT)
+            return [_session_row(session) for session in self.index.sessions(listing)]
+        hits = self.index.hits(
+            SearchQuery(
+                text=query, filter=self._filter, limit=HIT_LIMIT, highlight=(MARK_OPEN, MARK_CLOSE)
+            )
         )
         best: dict[int, Row] = {}
         archived = self._archived_paths() if hits else set()
@@ -103,15 +111,13 @@ class PickSource:
 
     def _archived_paths(self) -> set[str]:
         """The paths of the sessions whose file is gone (a search hit does not say it)."""
-        query = SessionQuery(SessionFilter(agents=tuple(self.agents), archived=True))
+        query = SessionQuery(filter=SessionFilter(agents=self._filter.agents, archived=True))
         return {session.path for session in self.index.sessions(query)}
 
     def _prompt_rows(self, query: str) -> list[Row]:
-        if query.strip():
-            hits = self.index.history_search(query, ROW_LIMIT, agents=self.agents)
-        else:
-            hits = self.index.history_recent(ROW_LIMIT, agents=self.agents)
-        return [_prompt_row(hit) for hit in hits]
+        asked = PromptQuery(text=query if query.strip() else None, limit=ROW_LIMIT,
+                            agents=self._filter.agents)  # fmt: skip
+        return [_prompt_row(hit) for hit in self.index.prompts(asked)]
 
     def preview(self, row: Row) -> Preview:
         """``row`` in context: the entries of its session around the row's entry (on the

@@ -122,7 +122,9 @@ def ls_command(
     """
     team_only(settings, filters.host is not None, "--host")
     with open_index(settings, team=True, fresh=True) as index:
-        sessions = index.sessions(SessionQuery(filters, order, limit + 1 if limit else None))
+        sessions = index.sessions(
+            SessionQuery(filter=filters, order=order, limit=limit + 1 if limit else None)
+        )
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
         if not sessions:
             known_filters(index, project=filters.project)

@@ -964,7 +964,7 @@ def _chosen(
 ) -> list[IndexedSession]:
     """The sessions named, else those the filters pick (both: the named ones the filters
     keep), last active before ``before`` when given."""
-    listed = index.sessions(SessionQuery(filters, "modified", None))
+    listed = index.sessions(SessionQuery(filter=filters))
     if sessions:
         kept = {session.file_id for session in listed} if filters != SessionFilter() else None
         found = [index.find_session(session) for session in sessions]

@@ -27,7 +27,7 @@ from xcsh_store.cli.output.shapes import prompt_hit_json
 from xcsh_store.cli.params import agent_option, count_type, days_type
 from xcsh_store.cli.verbs.listing import where
 from xcsh_store.history.store import HistoryEntry, HistoryStorage
-from xcsh_store.index import PromptHit, PromptQuery, SessionIndex, prompt_json
+from xcsh_store.index import IndexReader, PromptHit, PromptQuery, prompt_json
 from xcsh_store.paths import get_history_db_path
 
 DEFAULT_LIMIT = 20
@@ -137,7 +137,7 @@ def _show_recall(
     )
 
 
-def _session_prefixes(index: SessionIndex, hits: Sequence[PromptHit]) -> dict[str, str]:
+def _session_prefixes(index: IndexReader, hits: Sequence[PromptHit]) -> dict[str, str]:
     return index.unique_id_prefixes(hit.session_id for hit in hits if hit.session_id)
 
 
@@ -180,7 +180,7 @@ def recent_command(
     """
     if sessions or agents or settings.db:
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.prompts(PromptQuery(None, limit, agents))
+            hits = index.prompts(PromptQuery(limit=limit, agents=agents))
             ids = _session_prefixes(index, hits)
         _show_recall(settings, hits, ids, as_json)
         return
@@ -224,7 +224,7 @@ def search_command(
                 "--rank works on history.db alone; drop it or --sessions, --agent and --db"
             )
         with open_index(settings, team=True, fresh=True) as index:
-            hits = index.prompts(PromptQuery(" ".join(query), limit, agents))
+            hits = index.prompts(PromptQuery(text=" ".join(query), limit=limit, agents=agents))
             ids = _session_prefixes(index, hits)
         _show_recall(settings, hits, ids, as_json)
         return

@@ -107,6 +107,7 @@ def secrets_command(
     """
     require_extra("secrets", "secrets", "kingfisher_sdk", "detect_secrets", "ahocorasick_rs")
     from xcsh_store.cli.verbs.maintenance import progress_bar
+    from xcsh_store.index import SessionFilter, SessionQuery
     from xcsh_store.secrets import SecretDetector, SessionSecret, session_secrets
 
     # The rules load (or, the first time on a machine, compile: seconds) while the index is
@@ -119,7 +120,8 @@ def secrets_command(
         if session:
             chosen = [index.find_session(session)]
         else:
-            chosen = index.list_sessions(agents=agents, since=since)
+            asked = SessionFilter(agents=agents, since=since)
+            chosen = list(index.sessions(SessionQuery(filter=asked)))
         with progress_bar(settings, "Looking for secrets") as report:
             for done, one in enumerate(chosen, start=1):
                 found += session_secrets(index, [one], detector.result())

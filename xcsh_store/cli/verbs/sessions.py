@@ -65,7 +65,7 @@ from xcsh_store.errors import (
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
-    IndexedSession,
+    ReadSession,
     SearchQuery,
     SessionFilter,
     SessionIndex,
@@ -234,7 +234,7 @@ def _kind_style(settings: Settings, column: int, text: str) -> str:
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
 
 
-def print_header(settings: Settings, info: IndexedSession, short: dict[str, str]) -> None:
+def print_header(settings: Settings, info: ReadSession, short: dict[str, str]) -> None:
     """The session's header lines; entry ids as their ``short`` prefixes."""
     label = settings.style
     last = info.last_entry_id
@@ -457,7 +457,12 @@ def search_command(
             _index_pending_text(settings)
         try:
             question = SearchQuery(
-                " ".join(query), filters, role, model, limit, (MARK_OPEN, MARK_CLOSE)
+                text=" ".join(query),
+                filter=filters,
+                role=role,
+                model=model,
+                limit=limit,
+                highlight=(MARK_OPEN, MARK_CLOSE),
             )
             hits = index.hits(question)
         except SearchQueryError as error:

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 import click
 import orjson
@@ -20,7 +20,7 @@ from xcsh_store.cli.app import (
     echo_wrapped,
     json_bytes,
     json_option,
-    open_index,
+    open_team_index,
     pass_settings,
     print_table,
 )
@@ -98,7 +98,9 @@ def sql_command(
       xcsh-store sql "SELECT path FROM sessions WHERE cwd = :cwd" -p cwd ~/src/app
     """
     if settings.db is not None:
-        _team_sql(settings, query, dict(parameters), timeout, limit, allow_privileged_role, as_json)
+        _team_sql(
+            settings.db, query, dict(parameters), timeout, limit, allow_privileged_role, as_json
+        )
         return
     if allow_privileged_role:
         raise click.UsageError("--allow-privileged-role is for a team index (--db)")
@@ -120,7 +122,7 @@ def sql_command(
 
 
 def _team_sql(
-    settings: Settings,
+    url: str,
     query: str,
     parameters: dict[str, str],
     timeout: float,
@@ -129,14 +131,14 @@ def _team_sql(
     as_json: bool,
 ) -> None:
     """The statement on the team index (``--db``), as a reader role should run it."""
-    with open_index(settings, team=True) as team:
-        if allow_privileged and (powers := team.powers()):  # type: ignore[attr-defined]
+    with open_team_index(url) as team:
+        if allow_privileged and (powers := team.powers()):
             echo_wrapped(
                 f"Warning: --allow-privileged-role: running as a role with {', '.join(powers)};"
                 " this statement can run programs and read or write files on the database host",
                 err=True,
             )
-        stream = team.query(  # type: ignore[attr-defined]
+        stream = team.query(
             query, parameters, timeout=timeout or None, allow_privileged=allow_privileged
         )
         if as_json:
@@ -158,7 +160,15 @@ def _interrupt_on_sigint(stream: QueryStream) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _stream_json(stream: QueryStream) -> None:
+class Rows(Protocol):
+    """The rows of a statement as either index streams them (QueryStream, TeamQuery)."""
+
+    columns: list[str]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]: ...
+
+
+def _stream_json(stream: Rows) -> None:
     """The documented shape (an indented list of objects), written row by row."""
     out = sys.stdout.buffer
     out.write(b"[")
@@ -172,7 +182,7 @@ def _stream_json(stream: QueryStream) -> None:
     out.flush()
 
 
-def _print_rows(stream: QueryStream, limit: int) -> None:
+def _print_rows(stream: Rows, limit: int) -> None:
     iterator = iter(stream)
     rows = list(islice(iterator, limit))
     more = sum(1 for _row in iterator)

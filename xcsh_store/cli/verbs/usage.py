@@ -44,7 +44,9 @@ from xcsh_store.index import (
     USAGE_GROUPS,
     BillingBlock,
     BudgetStatus,
+    IndexReader,
     SessionFilter,
+    SessionIndex,
     SessionQuery,
     UsageQuery,
     UsageRow,
@@ -152,10 +154,10 @@ def _by_folder(labels: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-def session_labels(index: Any, filters: SessionFilter) -> dict[str, str]:
+def session_labels(index: IndexReader, filters: SessionFilter) -> dict[str, str]:
     """Each session's label in a table of usage by session: the shortest id prefix `show`
     takes, then its title (or first message)."""
-    sessions = index.sessions(SessionQuery(filters, "modified", None))
+    sessions = index.sessions(SessionQuery(filter=filters))
     ids = index.unique_id_prefixes(session.session_id for session in sessions)
     return {
         session.session_id: " ".join(
@@ -248,7 +250,7 @@ def usage_command(
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
     with open_index(settings, team=True, fresh=True) as index:
-        rows = index.usage_rows(UsageQuery(tuple(groups), filters, zone))
+        rows = index.usage_rows(UsageQuery(by=tuple(groups), filter=filters, zone=zone))
         sessions = session_labels(index, filters) if "session" in groups and not as_json else {}
         # The budgets are this machine's (index.db); on a team index each host's (pushed with
         # its usage), shown by host (and checked when asked).
@@ -368,15 +370,15 @@ def active_block_note(block: BillingBlock, zone: tzinfo | None) -> str:
     return "; ".join(parts) + "."
 
 
-def agent_windows(index: Any, filters: SessionFilter) -> list[tuple[str, list[BillingBlock]]]:
+def agent_windows(
+    index: SessionIndex, filters: SessionFilter
+) -> list[tuple[str, list[BillingBlock]]]:
     """Each agent's billing windows (of the agents asked for, else of every agent with usage):
     a plan's windows count one agent's requests, two agents' are not one window."""
     agents = filters.agents or tuple(
-        row.key for row in index.usage_rows(UsageQuery(("agent",), filters)) if row.key
+        row.key for row in index.usage_rows(UsageQuery(by=("agent",), filter=filters)) if row.key
     )
-    windows = [
-        (agent, index.billing_blocks(filters.since, filters.until, (agent,))) for agent in agents
-    ]
+    windows = [(agent, index.billing_blocks(replace(filters, agents=(agent,)))) for agent in agents]
     return [(agent, blocks) for agent, blocks in windows if blocks]
 
 

@@ -155,7 +155,7 @@ def sources_of(connection: apsw.Connection) -> ArchivedSources | None:
     if not filename:
         return None
     return ArchivedSources(
-        ArchiveFolder(archive_dir(os.path.dirname(filename))), lambda: connection
+        ArchiveFolder(archive_dir(os.path.dirname(str(filename)))), lambda: connection
     )
 
 

@@ -27,6 +27,7 @@ import apsw
 
 from xcsh_store.glance.settings import Limits
 from xcsh_store.index.limits.pace import full_at, rate_between, rate_since_start
+from xcsh_store.index.read.questions import SessionFilter
 from xcsh_store.index.read.usage import BLOCK_HOURS, billing_blocks
 from xcsh_store.times import iso_millis, parse_iso
 
@@ -252,7 +253,7 @@ def token_windows(
 ) -> list[QuotaWindow]:
     """An agent's five-hour window (its active billing block) and its last seven days, in
     tokens against the configured or calibrated limits; none for an agent without requests."""
-    blocks = [block for block in billing_blocks(connection, None, None, (agent,), now)]
+    blocks = [block for block in billing_blocks(connection, SessionFilter(agents=(agent,)), now)]
     worked = [block for block in blocks if not block.gap]
     if not worked:
         return []

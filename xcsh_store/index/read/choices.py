@@ -89,7 +89,7 @@ def check_filters(index: Any, *, model: str | None = None, project: str | None =
     if model is not None and not index.has_model(model):
         raise UnknownFilterError("model", f"no entry in the index has the model {model!r}")
     if project is not None and not index.sessions(
-        SessionQuery(SessionFilter(project=project), limit=1)
+        SessionQuery(filter=SessionFilter(project=project), limit=1)
     ):
         raise UnknownFilterError(
             "project", f"no session in the index was started in {project} or a folder inside it"

@@ -71,7 +71,7 @@ def _limit(name: str, value: int | None) -> int | None:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionFilter:
     """Which sessions (and their entries) a question is about.
 
@@ -120,7 +120,7 @@ class SessionFilter:
         return cls(since=bounds["since"], until=bounds["until"], **given)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionQuery:
     """A listing: the sessions of ``filter`` in ``order``, at most ``limit`` (None: all)."""
 
@@ -134,7 +134,7 @@ class SessionQuery:
         _set(self, "limit", _limit("limit", self.limit))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SearchQuery:
     """A full-text search: ``text`` (words, "phrases", -excluded words) in the entries of
     ``filter``, of ``role`` (any letter case) and ``model`` (an id, or ``provider/model`` as
@@ -178,7 +178,7 @@ def model_match(model: str) -> tuple[str, str, str]:
     return model, provider, name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UsageQuery:
     """Token and cost sums of the entries of ``filter``, one row per group of ``by`` (one
     grouping or several, each once, in order); days, weeks and months in ``zone`` (None: the
@@ -195,7 +195,7 @@ class UsageQuery:
         _set(self, "by", groups)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PromptQuery:
     """Prompts typed before, newest first: all of them (``text`` None) or those holding every
     word of ``text``; at most ``limit``; only those of ``agents`` (empty: any)."""
@@ -210,6 +210,15 @@ class PromptQuery:
         _set(self, "agents", known_agents(self.agents))
         # As history.db's own lists: 0 to 1,000 (a negative limit lists nothing).
         _set(self, "limit", normalize_limit(self.limit))
+
+
+def refuse_unasked(session_filter: SessionFilter, compiled: Collection[str], index: str) -> None:
+    """A ValueError naming the first field of ``session_filter`` that is set and that is not
+    among the fields a compiler ``compiled`` for a question of ``index``: neither index answers
+    a question with part of it left out (a field added here and to one compiler only)."""
+    for item in fields(session_filter):
+        if getattr(session_filter, item.name) not in (None, ()) and item.name not in compiled:
+            raise ValueError(f"{item.name}: this question cannot be asked of {index}")
 
 
 # Every question (a public method of an index makes the texts of one storable).

@@ -5,7 +5,6 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +20,12 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
-from xcsh_store.index.read.questions import SessionFilter, SessionQuery, project_folder
+from xcsh_store.index.read.questions import (
+    SessionFilter,
+    SessionQuery,
+    project_folder,
+    refuse_unasked,
+)
 from xcsh_store.times import iso_millis, parse_iso
 
 if TYPE_CHECKING:
@@ -269,6 +273,22 @@ class SessionRecordFields(SessionFields, Protocol):
 
     @property
     def cost_kind(self) -> str: ...
+
+
+class ReadSession(SessionRecordFields, Protocol):
+    """A session as either index returns it (IndexedSession, TeamSession): its fields, what
+    SessionRecord derives from them, and its JSON shape."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def created(self) -> datetime: ...
+
+    @property
+    def first_message(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 class SessionRecord:
@@ -522,11 +542,9 @@ def filter_sql(
     keeps, each field compared with its column in ``columns`` (index.db's compiler of a
     filter: team/reader.filter_sql is the team index's). A field set that ``columns`` has no
     column for (a host: index.db has none) is a ValueError."""
-    for item in fields(session_filter):
-        if getattr(session_filter, item.name) not in (None, ()) and item.name not in columns:
-            if item.name == "host":
-                raise ValueError("host: only a team index (--db) knows hosts")
-            raise ValueError(f"{item.name}: this question cannot be asked of index.db")
+    if session_filter.host is not None:
+        raise ValueError("host: only a team index (--db) knows hosts")
+    refuse_unasked(session_filter, columns, "index.db")
     conditions: list[str] = []
     arguments: list[Any] = []
     if session_filter.cwd is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 
 from xcsh_store.agents import ESTIMATED_AGENTS
-from xcsh_store.index.read.questions import SessionFilter, UsageQuery, time_bound
+from xcsh_store.index.read.questions import SessionFilter, UsageQuery
 from xcsh_store.index.read.sessions import USAGE_FILTER, filter_sql
 from xcsh_store.times import parse_iso
 
@@ -399,20 +399,15 @@ class BillingBlock:
 
 def billing_blocks(
     connection: apsw.Connection,
-    since: datetime | str | None,
-    until: datetime | str | None,
-    agents: Collection[str] | None = None,
+    filters: SessionFilter,
     now: datetime | None = None,
     hours: int = BLOCK_HOURS,
 ) -> list[BillingBlock]:
-    """The billing windows of the requests (since ``since``, before ``until``, of ``agents``),
-    oldest first, with a gap block between two windows more than ``hours`` apart; ``now``
-    (default: the clock) decides which window is active."""
+    """The billing windows of the requests of ``filters`` (as usage reads it: the entries in
+    its span), oldest first, with a gap block between two windows more than ``hours`` apart;
+    ``now`` (default: the clock) decides which window is active."""
     now = now or datetime.now(UTC)
     length = timedelta(hours=hours)
-    filters = SessionFilter(
-        agents=tuple(agents or ()), since=time_bound(since), until=time_bound(until)
-    )
     conditions, arguments = filter_sql(filters, USAGE_FILTER)
     conditions.append("timestamp IS NOT NULL")
     rows = list(

@@ -1,0 +1,37 @@
+"""The parts of the package and which parts each may import (tests/test_layering.py holds the
+code to it; tests/test_docs.py holds docs/architecture.md to it)."""
+
+from __future__ import annotations
+
+LEAVES = {"errors", "files", "homes", "lazy", "paths", "js", "sql_migrations", "times"}
+
+
+# The parts each part may import from, besides itself.
+BELOW = {
+    "leaves": set(),
+    "format": {"leaves"},
+    "history": {"leaves", "format"},
+    "artifacts": {"leaves", "format"},
+    "agents": {"leaves", "format"},
+    "session": {"leaves", "format", "history", "artifacts"},
+    "glance": {"leaves"},
+    "index": {"leaves", "format", "history", "agents", "glance"},
+    "watch": {"leaves", "format", "history", "session", "agents", "index"},
+    "secrets": {"leaves", "format", "history", "session", "agents", "index"},
+    "web": {
+        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "watch"),
+        "secrets",
+        "glance",
+    },
+    "agent_tools": {
+        *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
+    },
+    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets"},
+    "demo": {"leaves", "format", "history", "artifacts", "session", "index"},
+    "api": {"leaves", "format", "history", "artifacts", "session", "index"},
+    "cli": {
+        *("leaves", "format", "history", "artifacts", "session", "index", "api", "agents"),
+        *("watch", "web", "agent_tools", "team", "secrets", "demo", "glance"),
+    },
+    "main": {"cli"},
+}
