@@ -202,7 +202,10 @@ class Roles:
 
 
 # The team index's tables a push writes.
-TEAM_TABLES = ("hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup")
+TEAM_TABLES = (
+    "hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup",
+    "quota_observations", "budgets",
+)  # fmt: skip
 
 
 def count_row_writes(url: str) -> None:

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
-from team_server import local_rows, psycopg, server_rows
-from test_team_push_appends import wait_for_lock_wait
+from team_server import count_row_writes, local_rows, psycopg, server_rows
+from test_team_push_appends import wait_for_lock_wait, writes
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
@@ -218,4 +218,25 @@ def test_migration_0007_sends_the_codex_files_again_and_a_killed_push_keeps_each
     assert any(halfway[path] == count > 0 for path, count in expected.items())
     push(str(agent_dir), team_url, host="laptop")
     assert readings_by_file(team_url) == expected
+    assert server_rows(team_url, "laptop") == local_rows(agent_dir)
+
+
+def test_a_codex_file_that_grew_writes_only_its_new_readings(agent_dir, real_home, team_url):
+    synced(agent_dir)
+    push(str(agent_dir), team_url, host="laptop", tier="usage")
+    count_row_writes(team_url)
+    # Codex reads its limits again: one more token_count line, both windows a little fuller.
+    grown = real_home.files[AKASH]
+    last = [line for line in grown.read_bytes().splitlines() if b'"rate_limits"' in line][-1]
+    line = last.replace(b"2026-07-11T14:00:28.226Z", b"2026-07-11T14:05:00.000Z")
+    line = line.replace(b'"used_percent":1.0', b'"used_percent":3.0')
+    with grown.open("ab") as handle:
+        handle.write(line + b"\n")
+    synced(agent_dir)
+    report = push(str(agent_dir), team_url, host="laptop")
+    assert (report.pushed, report.appended, report.quota) == (1, 1, 2)
+    counted = writes(team_url)
+    assert counted[("quota_observations", "INSERT")] == 2
+    assert ("quota_observations", "DELETE") not in counted
+    assert readings(team_url, "laptop") == 523
     assert server_rows(team_url, "laptop") == local_rows(agent_dir)

@@ -393,9 +393,10 @@ class _Batch:
         self.added: list[tuple[str, int]] = []
         self.entries: list[tuple[Any, ...]] = []
         self.refs: list[tuple[Any, ...]] = []
-        # The rate-limit readings of every file of the batch (those of a file that sends what
-        # changed replace the server's whole: a few rows, whatever the size of the file).
+        # The rate-limit readings of the files replaced whole, and of those that send what
+        # changed (compared with the server's: only the readings that differ are written).
         self.quota: list[tuple[Any, ...]] = []
+        self.quota_updated: list[tuple[Any, ...]] = []
         # What the ledger records once the transaction is committed.
         self.ledger: list[tuple[str, Pushed]] = []
         # The files as add() was given them, to send whole if the ledger was wrong, and the
@@ -404,6 +405,8 @@ class _Batch:
         self.counts: dict[str, int] = {}
         # Whether a file the server does not hold yet is among them (a first push).
         self.new_files = False
+        # How many readings the transaction wrote (once written).
+        self.quota_written = 0
 
     def full(self) -> bool:
         count = len(self.files) + len(self.updated)
@@ -449,7 +452,8 @@ class _Batch:
             self.counts[path] = len(marks)
             self.added += ((path, seq) for seq in changes[0])
             self.removed += ((path, seq) for seq in changes[1])
-        self.quota += ((host, path, *reading) for reading in readings)
+        kept = self.quota if changes is None else self.quota_updated
+        kept += ((host, path, *reading) for reading in readings)
         for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
             self.entries.append((host, path, *map(outgoing_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
@@ -483,7 +487,7 @@ class _Batch:
         report.pushed += len(self.ledger)
         report.appended += len(self.updated)
         report.entries += len(self.entries)
-        report.quota += len(self.quota)
+        report.quota += self.quota_written
 
     def _write(self, connection: psycopg.Connection[Any]) -> None:
         """The batch's rows in one transaction; _LedgerConflictError (the transaction undone)
@@ -511,10 +515,10 @@ class _Batch:
                         " AND t.seq = r.seq",
                         ([p for p, _ in self.removed], [q for _, q in self.removed], host),
                     )
+            quota = self.quota
             if self.updated:
-                connection.execute(
-                    "DELETE FROM quota_observations WHERE host = %s AND path = ANY(%s)",
-                    (host, [row[-1] for row in self.updated]),
+                quota = quota + _changed_readings(
+                    connection, host, [row[-1] for row in self.updated], self.quota_updated
                 )
                 with connection.cursor() as cursor:
                     cursor.executemany(_UPDATE_FILE, [row[:2] + row[-2:] for row in self.updated])
@@ -524,7 +528,7 @@ class _Batch:
                 ("sessions", self.sessions),
                 ("entries", self.entries),
                 ("blob_refs", self.refs),
-                ("quota_observations", self.quota),
+                ("quota_observations", quota),
             ):
                 if rows:
                     _copy(connection, table, rows, self.staged)
@@ -541,6 +545,34 @@ class _Batch:
             if not self.new_files:
                 touched |= _sessions_touched(connection, host, paths, self.added, files)
                 _refresh_rollup(connection, host, touched)
+        self.quota_written = len(quota)
+
+
+def _changed_readings(
+    connection: psycopg.Connection[Any],
+    host: str,
+    paths: list[str],
+    readings: list[tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    """The readings of the files at ``paths`` that the server does not hold as ``readings``
+    has them (new or changed), to write; those it holds and ``readings`` does not (gone or
+    changed) are deleted here. A file that grew by a line writes that line's readings."""
+    held = set(
+        connection.execute(
+            f"SELECT {_COLUMNS['quota_observations']} FROM quota_observations"
+            " WHERE host = %s AND path = ANY(%s)",
+            (host, paths),
+        ).fetchall()
+    )
+    gone = held - set(readings)
+    if gone:
+        connection.execute(
+            "DELETE FROM quota_observations AS q USING unnest(%s::text[], %s::int[], %s::text[])"
+            " AS g (path, seq, slot) WHERE q.host = %s AND q.path = g.path AND q.seq = g.seq"
+            " AND q.slot = g.slot",
+            ([row[1] for row in gone], [row[2] for row in gone], [row[3] for row in gone], host),
+        )
+    return [reading for reading in readings if reading not in held]
 
 
 def _changes(
