@@ -10,10 +10,12 @@ process, ``PYTHONPATH`` at the tree):
 * one plain session (a prompt and an answer);
 * ``--hostile`` sessions whose code blocks backtrack in Pygments, each a few small messages as
   the review found them: ``urbiscript`` on a quote and 48 backslashes (exponential: days),
-  ``c`` on 19,000 blank lines (quadratic: a minute), and, for the new tree's checked lexers,
-  blocks of nearly the block limit (18,800 characters) of the inputs the checker found slowest
-  for Ruby and Lua (``a,``, ``<a``: linear, about half a second each); each entry within the
-  20,000 characters the session page shows of it (a longer one is shown cut, as plain text).
+  ``c`` on 19,000 blank lines (quadratic: a minute), and, at the cap the new tree's lexers.txt
+  gives each lexer (the largest block it highlights), the inputs that capped ``c``, ``python``,
+  ``javascript`` and ``csharp`` (quadratic: a quarter of a second of CPU each at the cap) and
+  those the checker found slowest for Ruby and Lua (``a,``, ``<a``: linear); each entry within
+  the 20,000 characters the session page shows of it (a longer one is shown cut, as plain
+  text).
 
 The plain page is asked ``--asks`` times, one after the other, first alone (the baseline), then
 while ``--hostile`` clients each ask for their hostile page again as soon as it answers (or,
@@ -26,6 +28,7 @@ exit are measured (the old one is killed after STOP_SECONDS).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
 import json
 import os
@@ -50,26 +53,40 @@ from benchmarks.harness import Row, compare, print_table
 from benchmarks.index_common import WORK_DIR
 from benchmarks.index_compare import ROOT
 from xcsh_store.index import SessionIndex
+from xcsh_store.web.highlight import checked_lexers
 
 DEFAULT_REF = "a24a449"
 PROJECT = "--home-dev-src--"
 ASK_SECONDS = 30.0
 STOP_SECONDS = 30.0
-# The hostile blocks, in turn over the sessions; each entry within the 20,000 characters a
-# session page shows of it (a longer one is shown cut, as plain text).
-# Each begins with a comment line of its own ({mark}): no two blocks are alike, so none is
-# answered from what the server keeps of a page made before.
+# The hostile blocks, in turn over the sessions: (fence, comment, code, whether the code is
+# cut to the lexer's cap). Each begins with a comment line of its own: no two blocks are alike,
+# so none is answered from what the server keeps of a page made before.
 BLOCKS = (
-    '```urbiscript\n// {mark}\n"' + "\\" * 48 + "\n```",
-    "```c\n// {mark}\n" + "\n" * 19_000 + "```",
-    "```ruby\n# {mark}\n" + "a," * 9_400 + "\n```",
-    "```lua\n-- {mark}\n" + "<a" * 9_400 + "\n```",
+    ("urbiscript", "//", '"' + "\\" * 48, False),
+    ("c", "//", "\n" * 19_000, False),
+    ("c", "//", '"' + "\n" * 20_000, True),
+    ("python", "#", " \n" * 10_000, True),
+    ("javascript", "//", '\\"' * 10_000, True),
+    ("csharp", "//", "a\n" * 10_000, True),
+    ("ruby", "#", "a," * 10_000, True),
+    ("lua", "--", "<a" * 10_000, True),
 )
+
+
+def block(number: int, mark: str) -> str:
+    """The fenced block of hostile session ``number``, marked ``mark``."""
+    alias, comment, code, to_cap = BLOCKS[number % len(BLOCKS)]
+    code = f"{comment} {mark}\n{code}"
+    if to_cap:
+        code = code[: checked_lexers()[alias].max_chars]
+    return f"```{alias}\n{code}\n```"
 
 
 def agent_dir(work: Path, hostile: int) -> Path:
     """The agent dir of the module docstring, written and indexed once."""
-    agent = work / f"agent-{hostile}"
+    blocks = "".join(block(number, f"{number}") for number in range(hostile))
+    agent = work / f"agent-{hostile}-{hashlib.blake2b(blocks.encode()).hexdigest()[:8]}"
     if (agent / "index.db").exists():
         return agent
     folder = agent / "sessions" / PROJECT
@@ -81,10 +98,9 @@ def agent_dir(work: Path, hostile: int) -> Path:
               message("p2", "p1", "nodes and the edges between them")]),
     )  # fmt: skip
     for number in range(hostile):
-        block = BLOCKS[number % len(BLOCKS)]
         lines = (
             message(f"h{turn}", f"h{turn - 1}" if turn else None,
-                    "look at this\n\n" + block.replace("{mark}", f"{number}-{turn}"))
+                    "look at this\n\n" + block(number, f"{number}-{turn}"))
             for turn in range(3)
         )  # fmt: skip
         session_file(folder / f"hostile{number:02d}.jsonl", f"hostile{number:02d}", lines)

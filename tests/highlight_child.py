@@ -15,11 +15,13 @@ import signal
 import sys
 
 from xcsh_store.web import serve
-from xcsh_store.web.highlight import Highlighter
+from xcsh_store.web.highlight import BLOCK_CHARACTERS, CheckedLexer, Highlighter
 
 if __name__ == "__main__":
     agent_dir, port = sys.argv[2], int(sys.argv[sys.argv.index("--port") + 1])
-    highlighter = Highlighter({"urbiscript": "UrbiscriptLexer"}, block_seconds=3600)
+    highlighter = Highlighter(
+        {"urbiscript": CheckedLexer("UrbiscriptLexer", BLOCK_CHARACTERS)}, block_seconds=3600
+    )
     # uvicorn raises the signal it stopped on again once it is done: here, a clean exit.
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda _number, _frame: None)

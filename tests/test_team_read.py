@@ -244,3 +244,27 @@ def test_ls_since_and_until_filter_the_team_index_as_the_local_one(
         local = run("--agent-dir", str(folder), "ls", "-n", "0", *span)
         assert sorted(item["path"] for item in team) == sorted(item["path"] for item in local)
     assert run("--db", team_url, "ls", "-n", "0", "--since", "2000-01-01")
+
+
+def test_the_usage_of_each_entry_is_the_same_on_the_team_index(
+    host_with_claude_and_codex: Path, team_url: str
+) -> None:
+    """Per-message tokens and cost (issue 38 item 3): each response once, as index.db has it."""
+    from xcsh_store.index import SessionIndex
+    from xcsh_store.team.reader import TeamIndex
+
+    with (
+        SessionIndex.open(str(host_with_claude_and_codex), read_only=True) as local,
+        TeamIndex.open(team_url) as team,
+    ):
+        compared = 0
+        for session in local.list_sessions(agents=["claude", "codex"]):
+            ours = team.entry_usage(team.find_session(session.path))
+            theirs = local.entry_usage(session)
+            assert ours.keys() == theirs.keys(), session.path
+            for entry_id, usage in theirs.items():
+                assert ours[entry_id].context_tokens == usage.context_tokens
+                assert ours[entry_id].output_tokens == usage.output_tokens
+                assert ours[entry_id].cost == pytest.approx(usage.cost)
+            compared += len(theirs)
+    assert compared > 100

@@ -8,6 +8,7 @@ import base64
 import re
 import subprocess
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,9 @@ def test_the_session_page_shows_the_active_branch_and_folds_the_abandoned_one(cl
     assert entry_ids(html) == ["u1", "a1", "u3", "c1", "a3", "l1"]
     assert "Branch point: 2 branches continue here; 1 folded." in html
     assert entry_ids(html, folded=True) == ["u2", "a2"]
-    assert re.search(r'class="switch-leaf" href="/session\?path=[^"]+&amp;leaf=a2"', html)
+    assert re.search(
+        r'class="switch-leaf" href="/session\?path=[^"]+&amp;leaf=a2&amp;entry=u2#entry-u2"', html
+    )
     assert '<span class="label">decision</span>' in html
     assert "we chose lightning" in html  # the compaction's summary
 
@@ -135,6 +138,34 @@ def test_the_list_filters_sorts_and_pages(agent_dir, client):
     ordered = client.get("/?sort=title&dir=asc&project=/work/alpha").text
     titles = re.findall(r'class="session-link" href="[^"]+">([^<]+)<', ordered)
     assert titles == [f"title {number:02d}" for number in range(1, 60, 2)]
+
+
+def test_the_usage_chart_is_a_time_axis_where_idle_days_are_empty(agent_dir, client):
+    """Usage on Jan 1, Mar 1 and Mar 2: by day, the chart spans the 61 days between, the 58
+    idle days empty slots; by month, February is an empty slot between two columns."""
+    days = ("2026-01-01", "2026-03-01", "2026-03-02")
+    records, parent = [header("sess-gap")], None
+    for number, day in enumerate(days):
+        for role in ("user", "assistant"):
+            entry_id = f"{role[0]}{number}"
+            records.append(
+                message(entry_id, parent, role, "hi") | {"timestamp": f"{day}T12:00:00Z"}
+            )
+            parent = entry_id
+    write_session(sessions_dir(agent_dir) / "gap.jsonl", records)
+    index_all(agent_dir)
+
+    def columns(by: str) -> list[float]:
+        page = client.get(f"/usage?by={by}").text
+        wide = page.split('<svg class="wide"', 1)[1].split("</svg>", 1)[0]
+        return [float(x) for x in re.findall(r'<rect class="[^"]*" x="([\d.]+)"', wide)]
+
+    jan, mar1, mar2 = columns("day")
+    slot = mar2 - mar1
+    assert (mar1 - jan) / slot == pytest.approx(59, rel=0.01)  # Jan 1 to Mar 1 (x to 0.1 px)
+    assert mar2 + slot == pytest.approx(760 + 1, abs=0.2)  # the axis ends at the last day
+    jan, mar = columns("month")
+    assert (mar - jan) / 2 == pytest.approx(760 / 3, abs=0.1)  # three slots, February empty
 
 
 def test_usage_draws_its_charts_and_the_totals(client, branched):
@@ -190,9 +221,15 @@ def test_a_session_of_50000_entries_is_shown_a_window_at_a_time(agent_dir, clien
         parent = f"e{number:05d}"
     append(path, *lines)
     index_all(agent_dir)
-    last = client.get("/session/sess-long").text
-    assert "of 50,000 on this branch" in last
+    # A session opens at its start; the "newest" link opens the window of its last entry.
+    opened = client.get("/session/sess-long").text
+    assert "Entries 1–100 of 50,000 on this branch" in opened
+    assert entry_ids(opened) == [f"e{number:05d}" for number in range(WINDOW)]
+    newest = re.search(r'class="newest" href="([^"]+)"', opened)
+    assert newest is not None
+    last = client.get(unescape(newest.group(1))).text
     assert entry_ids(last) == [f"e{number:05d}" for number in range(50_000 - WINDOW, 50_000)]
+    assert 'class="newest"' not in last
     hit = client.get("/session/sess-long?entry=e01234").text
     first = 1234 - 1234 % WINDOW
     assert entry_ids(hit) == [f"e{number:05d}" for number in range(first, first + WINDOW)]

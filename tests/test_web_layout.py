@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -207,6 +208,25 @@ def test_a_long_title_keeps_to_its_column(browser, server, home):
     assert cells[0].size["height"] < 60  # one line and the id line: cut, not wrapped
 
 
+def test_on_a_phone_the_title_gets_the_width_and_the_project_folds_under_it(browser, server):
+    at_width(browser, 390)
+    browser.get(server + "/")
+    table = browser.find_element(By.CSS_SELECTOR, "table.sessions")
+    heads = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th") if th.text]
+    assert "Project" not in heads
+    rows = table.find_elements(By.CSS_SELECTOR, "tr.row")
+    for row in rows:
+        title = row.find_element(By.CSS_SELECTOR, "td")
+        assert title.size["width"] >= table.size["width"] * 0.5  # half the width or more
+        project = title.find_element(By.CSS_SELECTOR, ".project")
+        assert project.is_displayed() and project.text.endswith("·")
+    at_width(browser, 1280)
+    browser.get(server + "/")
+    heads = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert "Project" in heads
+    assert not browser.find_element(By.CSS_SELECTOR, "tr.row .project").is_displayed()
+
+
 LABEL_BOXES = """
 const result = [];
 for (const figure of document.querySelectorAll("figure.chart")) {
@@ -294,6 +314,35 @@ def test_times_are_the_readers(browser, server):
     moment = browser.find_element(By.CSS_SELECTOR, "article.entry time.moment")
     assert "T" not in moment.text and "UTC" not in moment.text  # the script made it human
     assert moment.get_attribute("title") and moment.get_attribute("datetime")
+
+
+def test_times_are_on_a_24_hour_clock_as_in_the_cli(browser, server):
+    """Times in the reader's zone and language, on the CLI's 24-hour clock: no AM/PM in an
+    American browser either."""
+    at_width(browser, 1280)
+    zone = {"timezoneId": "Pacific/Kiritimati"}  # UTC+14: an afternoon for entries at 00:0x
+    for language in ("en-US", "de-DE"):
+        browser.execute_cdp_cmd("Emulation.setLocaleOverride", {"locale": language})
+        browser.execute_cdp_cmd("Emulation.setTimezoneOverride", zone)
+        browser.get(server + "/session/sess-branched")
+        shown = browser.find_elements(By.CSS_SELECTOR, "article.entry time")
+        times = [t.text for t in shown if t.is_displayed()]
+        assert times and all(re.search(r"\b([01]\d|2[0-3]):[0-5]\d$", t) for t in times), times
+        assert not any(re.search(r"AM|PM", t) for t in times), times
+        assert any(" 14:" in t for t in times), times
+    browser.execute_cdp_cmd("Emulation.setLocaleOverride", {})
+    browser.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
+
+def test_a_session_opens_at_its_start(browser, server, home):
+    at_width(browser, 1280)
+    with SessionIndex.open(str(home["agent_dir"]), read_only=True) as index:
+        claude = index.find_session(home["claude"])
+        first = index.branch(claude, claude.last_entry_id)[0].id
+    browser.get(server + "/session?" + json_query(path=home["claude"]))
+    entries = browser.find_elements(By.CSS_SELECTOR, "article.entry:not(.folded-entry)")
+    assert entries[0].get_attribute("id") == f"entry-{first}"
+    assert browser.execute_script("return window.scrollY") == 0
 
 
 def test_keys_search_as_you_type_and_move(browser, server):

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.limits.quota import QuotaWindow
+    from xcsh_store.index.read.entry_usage import EntryUsage
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
@@ -146,6 +147,8 @@ class IndexReader(Protocol):
     def skipped_lines(self, session: Any = None) -> dict[str, SkippedLines]: ...
 
     def branch_entries(self, session: Any, leaf_id: str | None = None) -> list[Any]: ...
+
+    def entry_usage(self, session: Any) -> dict[str, EntryUsage]: ...
 
     def context(self, session: Any, leaf_id: str | None = None) -> SessionContext: ...
 
@@ -791,6 +794,14 @@ class SessionIndex:
         info = self._session(session)
         rows = self.branch(info, leaf_id)
         return read_entries(info.path, rows, self.blob_store, info.agent, self.archived_sources)
+
+    @_entry_point
+    def entry_usage(self, session: str | int | IndexedSession) -> dict[str, EntryUsage]:
+        """Entry id -> the tokens and cost of the model response it records, each response
+        once (read.entry_usage); entries without usage are absent."""
+        from xcsh_store.index.read.entry_usage import entry_usage
+
+        return entry_usage(self.connection, self._session(session).file_id)
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:

@@ -57,6 +57,7 @@ from xcsh_store.index import (
     usage_groups,
     usage_row,
 )
+from xcsh_store.index.read.entry_usage import EntryUsage
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import parse_iso
@@ -324,6 +325,20 @@ class TeamIndex:
             columns = (seq, seq, *fields, 0, 0, 0)  # no offset, length or part on the server
             entries.append((IndexedEntry(*columns), value))
         return [(row, value) for row, value in entries if value.get("type") != "session"]
+
+    def entry_usage(self, session: TeamSession) -> dict[str, EntryUsage]:
+        """As SessionIndex.entry_usage: entry id -> an EntryUsage, for the entries that carry
+        one (a push sends the figures as the local index holds them, each response once)."""
+        rows = self._rows(
+            "SELECT id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
+            " FROM entries WHERE host = %s AND path = %s AND id IS NOT NULL"
+            " AND input_tokens IS NOT NULL ORDER BY seq",
+            (session.host, session.path),
+        )
+        return {
+            entry_id: EntryUsage(inputs or 0, outputs or 0, reads or 0, writes or 0, cost)
+            for entry_id, inputs, outputs, reads, writes, cost in rows
+        }
 
     def branch_entries(self, session: TeamSession, leaf_id: str | None = None) -> list[Any]:
         values = [value for _, value in self._entries(session)]

@@ -9,7 +9,8 @@ front-end build step. This package front is what the CLI uses.
 * ``pages``: what each page shows, as plain data for its template, each bounded in size;
 * ``markup``: a session's text as safe HTML (markdown, sanitised; code highlighted);
 * ``highlight``: code highlighted under a budget, in worker processes (``highlight_worker``,
-  run as a script) killed when a block runs over, with the lexers of ``lexers.txt`` only;
+  run as a script) killed when a block runs over, with the lexers of ``lexers.txt`` only and
+  within each one's cap there;
 * ``server``: running the app under uvicorn, with a watcher beside it for ``serve --watch``.
 """
 

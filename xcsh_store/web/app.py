@@ -510,8 +510,10 @@ def create_app(
         title = "by 5-hour billing window (UTC)" if by == "block" else f"by {by}"
         # The chart shows the windows worked in; the table also the idle time between them.
         worked = [row for row in over_time if row.entries]
+        # Days, weeks and months on a time axis: idle ones are empty slots (a gap shows).
+        axis = worked if by == "block" else pages.time_axis(over_time, by)
         charts = [
-            pages.chart(title, worked if by == "block" else over_time, metric, value_of),
+            pages.chart(title, axis, metric, value_of, len(axis) if by != "block" else 60),
             pages.ranked_chart("by model", models, metric, value_of, labels_of=pages.model_labels),
             pages.ranked_chart(
                 "by project", projects, metric, value_of, name_of=pages.project_name

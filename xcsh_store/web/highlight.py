@@ -1,6 +1,7 @@
 """Code highlighted under a budget, so that no session can hang a page: only with the Pygments
-lexers of ``lexers.txt`` (those benchmarks/lexer_check.py found to stay linear on hostile input;
-dozens of the others backtrack for minutes or days on a few kilobytes), only blocks of at most
+lexers of ``lexers.txt`` and only blocks within each one's cap there (benchmarks/lexer_check.py
+gives each lexer the largest size at which it stays cheap and at most quadratic on hostile
+input; dozens of the others backtrack for minutes or days on a few kilobytes), never more than
 BLOCK_CHARACTERS, each in a worker process given BLOCK_SECONDS and killed when it runs over (a
 regular expression in a thread cannot be interrupted), at most PAGE_SECONDS of it for a page and
 none while other pages wait for their turn. Whatever is not highlighted is shown plain.
@@ -32,9 +33,9 @@ from xcsh_store.web.highlight_worker import ANSWER, OK, RAN_OVER, READY, REQUEST
 
 log = logging.getLogger("xcsh_store")
 
-# Characters of one block highlighted, at most (a longer one is shown plain): a page shows at
-# most 20,000 characters of an entry, and no checked lexer takes a second of CPU for this many
-# on the most hostile input found for it, most a fifth of that (benchmarks/lexer_check.py).
+# Characters of one block highlighted, at most, whatever the lexer (a longer one is shown
+# plain): a page shows at most 20,000 characters of an entry. Each lexer's own cap
+# (lexers.txt) is at most this.
 BLOCK_CHARACTERS = 20_000
 # Seconds one block may take in its worker before the worker is killed.
 BLOCK_SECONDS = 1.0
@@ -50,22 +51,37 @@ LEXERS_FILE = "lexers.txt"
 
 
 class LexerListError(XcshStoreError):
-    """lexers.txt is missing or was checked with another version of Pygments."""
+    """lexers.txt is missing, malformed, or was checked with another version of Pygments."""
 
 
-def checked_lexers(text: str | None = None) -> dict[str, str]:
-    """The lexers highlighting may use: each alias a fence may name -> the lexer's class name,
-    read from ``text`` (default: lexers.txt). Refused when the list was checked with another
-    version of Pygments than the one installed: a lexer's expressions change between versions."""
+@dataclass(frozen=True)
+class CheckedLexer:
+    """A lexer highlighting may use: its class's name and the most characters of a block it
+    is given (a longer block is shown plain)."""
+
+    class_name: str
+    max_chars: int
+
+
+def lexer_list_line(class_name: str, max_chars: int, aliases: list[str]) -> str:
+    """One lexer's line of lexers.txt: class name, cap and aliases, tab-separated."""
+    return f"{class_name}\t{max_chars}\t{' '.join(aliases)}"
+
+
+def checked_lexers(text: str | None = None) -> dict[str, CheckedLexer]:
+    """The lexers highlighting may use: each alias a fence may name -> its lexer, read from
+    ``text`` (default: lexers.txt; see lexer_list_line). Refused when a line is not a lexer
+    with a cap of 1 to BLOCK_CHARACTERS, or the list was checked with another version of
+    Pygments than the one installed: a lexer's expressions change between versions."""
     if text is None:
         text = resources.files("xcsh_store.web").joinpath(LEXERS_FILE).read_text("utf-8")
     version, lexers = None, {}
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("# pygments "):
             version = line.removeprefix("# pygments ").strip()
         elif line.strip() and not line.startswith("#"):
-            class_name, *aliases = line.split()
-            lexers.update(dict.fromkeys(aliases, class_name))
+            lexer, aliases = _lexer_line(line, number)
+            lexers.update(dict.fromkeys(aliases, lexer))
     if version != pygments.__version__:
         raise LexerListError(
             f"{LEXERS_FILE} was checked with Pygments {version}, not the installed"
@@ -74,13 +90,26 @@ def checked_lexers(text: str | None = None) -> dict[str, str]:
     return lexers
 
 
+def _lexer_line(line: str, number: int) -> tuple[CheckedLexer, list[str]]:
+    fields = line.split("\t")
+    if len(fields) == 3 and fields[1].isdigit() and fields[2].split():
+        class_name, max_chars, aliases = fields[0], int(fields[1]), fields[2].split()
+        if class_name.isidentifier() and 0 < max_chars <= BLOCK_CHARACTERS:
+            return CheckedLexer(class_name, max_chars), aliases
+    raise LexerListError(
+        f"{LEXERS_FILE} line {number} is not a lexer's class name, its cap (1 to"
+        f" {BLOCK_CHARACTERS:,} characters) and its aliases, tab-separated: {line[:80]!r}"
+    )
+
+
 @dataclass(frozen=True)
 class Answer:
-    """What a worker made of a block: its HTML (None when the lexer failed on it) and the CPU
-    seconds it took."""
+    """What a worker made of a block: its HTML (None when the lexer failed on it or it ran
+    over its seconds, stopped by the worker) and the CPU seconds it took (until stopped)."""
 
     html: str | None
     cpu_seconds: float
+    ran_over: bool = False
 
 
 class WorkerGoneError(Exception):
@@ -114,6 +143,12 @@ class Worker:
         """``code`` highlighted with the lexer ``alias``; None when it took longer than
         ``seconds`` (the worker stops it, or is killed when it does not answer in time).
         WorkerGoneError when the worker ended."""
+        answer = self.answer(alias, code, seconds)
+        return None if answer is None or answer.ran_over else answer
+
+    def answer(self, alias: str, code: str, seconds: float) -> Answer | None:
+        """As ``ask``, but a block the worker stopped at ``seconds`` is an Answer that ran
+        over, with the CPU seconds it had taken; None only when the worker was killed."""
         deadline = time.monotonic() + seconds
         name, data = alias.encode("ascii"), code.encode("utf-8", "surrogatepass")
         try:
@@ -130,9 +165,8 @@ class Worker:
         if body is None:
             self.kill()
             return None
-        if status == RAN_OVER:
-            return None
-        return Answer(body.decode("utf-8", "surrogatepass") if status == OK else None, cpu_seconds)
+        html = body.decode("utf-8", "surrogatepass") if status == OK else None
+        return Answer(html, cpu_seconds, ran_over=status == RAN_OVER)
 
     def kill(self) -> None:
         """End the worker now, whatever it is doing (a thread waiting for its answer gets
@@ -204,11 +238,12 @@ def _close_all(workers: set[Worker]) -> None:
 
 class Highlighter:
     """Pygments in worker processes, ``workers`` at most (one per page made at once), with
-    only the ``lexers`` checked (default: lexers.txt; alias -> class name)."""
+    only the ``lexers`` checked (default: lexers.txt), each on blocks within its cap and
+    ``block_characters`` only."""
 
     def __init__(
         self,
-        lexers: Mapping[str, str] | None = None,
+        lexers: Mapping[str, CheckedLexer] | None = None,
         workers: int = 2,
         block_seconds: float = BLOCK_SECONDS,
         block_characters: int = BLOCK_CHARACTERS,
@@ -233,10 +268,10 @@ class Highlighter:
 
     def highlight(self, code: str, language: str, budget: Budget) -> str | None:
         """``code`` as Pygments' HTML for the lexer ``language`` names; None when it is to be
-        shown plain: no checked lexer, too long, over the budget, no worker free, or it ran over
-        its time (now or before)."""
+        shown plain: no checked lexer, longer than its lexer's cap, over the budget, no worker
+        free, or it ran over its time (now or before)."""
         alias = self.alias_of(language)
-        if alias is None or len(code) > self.block_characters:
+        if alias is None or len(code) > min(self.lexers[alias].max_chars, self.block_characters):
             return None
         digest = hashlib.blake2b(f"{alias}\0{code}".encode("utf-8", "surrogatepass")).digest()
         with self._lock:

@@ -33,6 +33,7 @@ from xcsh_store.index import (
     message_summary,
     read_entries,
 )
+from xcsh_store.index.read.entry_usage import EntryUsage, usage_by_response
 from xcsh_store.times import iso_millis, parse_iso
 
 SESSIONS_PAGE = 50
@@ -258,6 +259,7 @@ class ShownEntry:
     more: int = 0  # characters of its text not shown: its entry page shows them
     unread: int = 0  # the bytes of its line, when the line is too long to read here
     branches_not_shown: int = 0  # folded branches past FOLDED_BRANCHES
+    usage: EntryUsage | None = None  # an assistant message's response: tokens and cost
 
 
 @dataclass
@@ -282,6 +284,8 @@ class SessionPage:
     models: list[str] = field(default_factory=list)
     parent: IndexedSession | None = None
     subagents: list[IndexedSession] = field(default_factory=list)
+    # Where the window holding the branch's newest entry starts (the "newest" link).
+    newest_start: int = 0
 
     @property
     def resume(self) -> str | None:
@@ -352,15 +356,19 @@ class ReadBudget:
 def window_start(branch: list[IndexedEntry], start: int | None, target: int | None) -> int:
     """Where the window of ``branch`` starts: at ``start`` when given; for ``target``, at the
     multiple of WINDOW before it, or at ``target`` itself when that window's bytes end before
-    it; by default at the last multiple of WINDOW, or later when the window from there would
-    end before the branch does (the default window always shows the newest entry)."""
+    it; by default at the branch's start (a session reads from its beginning)."""
     last = max(0, len(branch) - 1)
     if target is not None:
         aligned = target - target % WINDOW
         reach = aligned + len(ReadBudget(WINDOW_BYTES).take(branch[aligned : target + 1], True))
         return aligned if reach > target else target
-    if start is not None:
-        return min(max(0, start), last)
+    return 0 if start is None else min(max(0, start), last)
+
+
+def newest_window_start(branch: list[IndexedEntry]) -> int:
+    """Where the window that shows the newest entry of ``branch`` starts: the last multiple of
+    WINDOW, or later when the window from there would end before the branch does."""
+    last = max(0, len(branch) - 1)
     aligned = last // WINDOW * WINDOW
     tail = ReadBudget(WINDOW_BYTES).take(branch[aligned:][::-1], True)
     return len(branch) - len(tail) if len(tail) < len(branch) - aligned else aligned
@@ -376,7 +384,7 @@ def session_page(
 ) -> SessionPage:
     """A window of the branch ending at ``leaf_id`` (default: the session's last entry); the
     window holds ``entry_id`` when given (a search hit off that branch picks the newest leaf
-    below it), else starts at ``start`` (default: the last window). Only the lines of the
+    below it), else starts at ``start`` (default: the branch's first entry). Only the lines of the
     window, of the folded branches' first entries and of the labels are read from the file."""
     tree = index.tree(session)
     if entry_id is not None and entry_id in tree.entries and leaf_id is None:
@@ -392,6 +400,10 @@ def session_page(
     labels = _labels(session, tree, index.archived_sources)
     on_path = {row.id for row in branch}
     shown = _shown(session, window, tree, labels, index.archived_sources)
+    responses = [(entry.id, entry.kind == "assistant") for entry in shown]
+    usage = usage_by_response(responses, [True] * len(shown), index.entry_usage(session))
+    for entry in shown:
+        entry.usage = usage.get(entry.id)
     folded_budget = ReadBudget(FOLDED_BYTES)
     for entry in shown:
         if entry.siblings > 1:
@@ -408,6 +420,7 @@ def session_page(
         models=sorted({row.model for row in tree.entries.values() if row.model}),
         parent=parent,
         subagents=subagents,
+        newest_start=newest_window_start(branch),
     )
 
 
@@ -800,6 +813,8 @@ def chart(
     slot = width / max(len(rows), 1)
     bars = []
     for number, (row, value) in enumerate(zip(rows, values, strict=True)):
+        if value == 0:  # an idle day of a time axis: its slot stays empty
+            continue
         height = CHART_HEIGHT if value is None else float(value) / maximum * CHART_HEIGHT
         bars.append(
             Bar(
@@ -817,6 +832,42 @@ def chart(
     if width > NARROW_WIDTH:
         narrow = chart(title, rows, metric, value_of, limit, NARROW_WIDTH)
     return Chart(title, metric, bars, maximum, width=width, narrow=narrow)
+
+
+@dataclass(frozen=True)
+class IdlePeriod:
+    """A day, week or month of a chart's time axis without usage (the index has no row)."""
+
+    key: str
+    entries: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+
+
+# A chart's time axis spans at most this many periods, up to the last one with usage.
+PERIODS_ON_AXIS = {"day": 366, "week": 156, "month": 120}
+
+
+def time_axis(rows: list[Any], by: str) -> list[Any]:
+    """The rows of days, weeks or months (in order) as a time axis: every period from the
+    first to the last with usage (at most the last PERIODS_ON_AXIS), an IdlePeriod where
+    there was none, so that a gap of months shows as one. Rows of other keys (no
+    timestamp) are left as they are."""
+    from xcsh_store.index.read.usage import next_period_key
+
+    keys = [str(row.key) for row in rows]
+    if by not in PERIODS_ON_AXIS or not keys or not all(k[:1].isdigit() for k in keys):
+        return rows
+    by_key = dict(zip(keys, rows, strict=True))
+    axis: list[Any] = []
+    key, last = min(keys), max(keys)
+    try:
+        while key <= last:
+            axis.append(by_key.get(key) or IdlePeriod(key))
+            key = next_period_key(key, by)
+    except ValueError:  # a key that is no date
+        return rows
+    return axis[-PERIODS_ON_AXIS[by] :]
 
 
 def ranked_chart(

@@ -176,7 +176,8 @@ def statusline_command(settings: Settings, colour: str) -> None:
 
     \b
     In ~/.claude/settings.json:
-      "statusLine": {"type": "command", "command": "xcsh-store statusline --color always"}
+      "statusLine": {"type": "command",
+                     "command": "xcsh-store statusline --color always"}
     """
     from xcsh_store.cli.statusline import main
 

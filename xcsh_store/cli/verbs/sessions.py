@@ -38,6 +38,7 @@ from xcsh_store.cli.output.render import (
     home_relative,
     human_count,
     local_time,
+    money,
     one_line,
     plural,
     short_time,
@@ -77,6 +78,7 @@ from xcsh_store.index import (
     search_role,
     unique_prefixes,
 )
+from xcsh_store.index.read.entry_usage import EntryUsage, usage_by_response
 from xcsh_store.paths import artifacts_dir_for, get_index_db_path
 
 # --------------------------------------------------------------------------------------------
@@ -154,6 +156,7 @@ def show_command(
         else:
             entries = index.branch_entries(info, leaf)
             payload = {"entries": entries}
+            usage = index.entry_usage(info) if not as_json else {}
         if view != "tree" and not as_json:
             shown_ids = [leaf_id, info.last_entry_id]
             shown_ids += [entry.get("id") for entry in payload.get("entries", [])]
@@ -174,27 +177,50 @@ def show_command(
         print_context(settings, context, short.get(leaf_id or "", leaf_id))
     else:
         rows = [(value, *entry_summary(value)) for value in entries]
-        shown = [row for row in rows if every or _wanted(row[1], row[2], messages)]
-        print_table(
+        wanted = [every or _wanted(kind, text, messages) for _, kind, text in rows]
+        shown = [row for row, keep in zip(rows, wanted, strict=True) if keep]
+        responses = [(value.get("id"), kind == "assistant") for value, kind, _ in rows]
+        used = usage_by_response(responses, wanted, usage)
+        estimate = "" if info.cost_kind == "recorded" else "~"
+        cells = [
             (
-                (
-                    short.get(value.get("id") or "", value.get("id")),
-                    short_time(value.get("timestamp")),
-                    kind,
-                    text,
-                )
-                for value, kind, text in shown
-            ),
-            headers=("id", "time", "kind", "text"),
-            flexible=(3, 2),
-            styles=lambda row, column, text: _kind_style(settings, column, text),
-        )
+                short.get(value.get("id") or "", value.get("id")),
+                short_time(value.get("timestamp")),
+                kind,
+                _usage_cell(used.get(value.get("id") or ""), estimate),
+                text,
+            )
+            for value, kind, text in shown
+        ]
+        if used:
+            print_table(
+                cells,
+                headers=("id", "time", "kind", "ctx→out cost", "text"),
+                flexible=(4, 2),
+                styles=lambda row, column, text: _kind_style(settings, column, text),
+            )
+        else:  # an agent that records no usage: no empty column
+            print_table(
+                (cell[:3] + cell[4:] for cell in cells),
+                headers=("id", "time", "kind", "text"),
+                flexible=(3, 2),
+                styles=lambda row, column, text: _kind_style(settings, column, text),
+            )
         if len(shown) < len(rows):
             left_out = "not messages" if messages else "the agent's own records"
             echo_wrapped(
                 settings.style(f"({plural(len(rows) - len(shown), 'entry', 'entries')}"
                                f" left out: {left_out}; --all shows them)", dim=True)
             )  # fmt: skip
+
+
+def _usage_cell(usage: EntryUsage | None, estimate: str = "") -> str:
+    """``48.2k→1.3k ~$0.05``: the context a response read, what it wrote, and its cost
+    (``~`` an estimate, of an agent that records none)."""
+    if usage is None:
+        return ""
+    tokens = f"{human_count(usage.context_tokens)}→{human_count(usage.output_tokens)}"
+    return tokens if usage.cost is None else f"{tokens} {estimate}{money(usage.cost)}"
 
 
 def _wanted(kind: str, text: str, messages: bool) -> bool:

@@ -264,7 +264,8 @@ def _bar(row: UsageRow) -> UsageBar:
     )
 
 
-def _next_key(key: str, by: str) -> str:
+def next_period_key(key: str, by: str) -> str:
+    """The key of the day, week (its Monday) or month (``YYYY-MM``) after ``key``."""
     if by == "month":
         year, month = (int(part) for part in key.split("-"))
         return f"{year + month // 12:04d}-{month % 12 + 1:02d}"
@@ -290,7 +291,7 @@ def usage_bars(rows: Sequence[UsageRow], by: str) -> list[UsageBar]:
     try:
         while key <= keys[-1] and len(filled) < MAX_FILLED_BARS:
             filled.append(by_key.get(key, UsageBar(key, (0, 0, 0, 0), 0.0)))
-            key = _next_key(key, by)
+            key = next_period_key(key, by)
     except ValueError:
         return bars
     return filled if key > keys[-1] else bars

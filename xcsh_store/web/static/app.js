@@ -4,13 +4,15 @@
 "use strict";
 (function () {
   // -- times: <time datetime> shown in the reader's zone, the exact time on hover --------
+  // One clock across the CLI and the web: 24-hour (hourCycle h23), as the CLI's tables print
+  // it; day and month names and their order come from the reader's locale.
   const sameDay = function (a, b) { return a.toDateString() === b.toDateString(); };
   const dayFormat = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
   const yearFormat = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric" });
-  const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+  const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
   const exactFormat = new Intl.DateTimeFormat(undefined, {
     year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
-    second: "2-digit", fractionalSecondDigits: 3, timeZoneName: "short",
+    second: "2-digit", fractionalSecondDigits: 3, timeZoneName: "short", hourCycle: "h23",
   });
   function humanTimes(root) {
     const now = new Date();
