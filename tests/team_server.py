@@ -77,8 +77,13 @@ def team_index_as_of(url: str, version: int) -> None:
             )
 
 
+# The columns of a rate-limit reading both sides hold (the local index's and the server's).
+QUOTA = "seq, slot, observed_at, used_percent, window_minutes, resets_at, limit_id, plan_type"
+
+
 def server_rows(url: str, host: str) -> dict[str, set[tuple[Any, ...]]]:
-    """The host's sessions, entries (without text) and blob refs on the server."""
+    """The host's sessions, entries (without text), blob refs and rate-limit readings on the
+    server."""
     with psycopg.connect(url) as connection:
         return {
             "sessions": set(connection.execute(
@@ -89,6 +94,8 @@ def server_rows(url: str, host: str) -> dict[str, set[tuple[Any, ...]]]:
                 " output_tokens, cost FROM entries WHERE host = %s", (host,))),
             "blob_refs": set(connection.execute(
                 "SELECT path, seq, hash FROM blob_refs WHERE host = %s", (host,))),
+            "quota_observations": set(connection.execute(
+                f"SELECT path, {QUOTA} FROM quota_observations WHERE host = %s", (host,))),
         }  # fmt: skip
 
 
@@ -107,6 +114,9 @@ def local_rows(agent_dir: Path) -> dict[str, set[tuple[Any, ...]]]:
             "blob_refs": set(connection.execute(
                 "SELECT s.path, e.seq, r.hash FROM blob_refs AS r JOIN entries AS e"
                 " ON e.pk = r.entry JOIN sessions AS s ON s.file_id = e.session")),
+            "quota_observations": set(connection.execute(
+                f"SELECT s.path, {QUOTA} FROM quota_observations AS q"
+                " JOIN sessions AS s ON s.file_id = q.file_id")),
         }  # fmt: skip
     finally:
         connection.close()
@@ -192,7 +202,10 @@ class Roles:
 
 
 # The team index's tables a push writes.
-TEAM_TABLES = ("hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup")
+TEAM_TABLES = (
+    "hosts", "files", "sessions", "entries", "blob_refs", "history", "usage_rollup",
+    "quota_observations", "budgets",
+)  # fmt: skip
 
 
 def count_row_writes(url: str) -> None:

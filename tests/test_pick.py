@@ -373,6 +373,7 @@ def test_without_a_terminal_it_says_so(sessions):
 def test_the_team_index_is_refused(sessions):
     result = CliRunner().invoke(cli, ["--db", "postgresql://127.0.0.1/team", "pick"])
     assert result.exit_code == 2
-    assert "--db is for ls, search, show, usage, history and sql; pick works on index.db" in (
-        result.output
+    assert (
+        "--db is for ls, search, show, usage, history, quota, budget and sql;"
+        " pick works on index.db" in (result.output)
     )

@@ -166,7 +166,10 @@ def test_verbs_of_the_local_index_refuse_db(agent_dir: Path) -> None:
     for verb in (["verify"], ["sync"], ["gc"], ["cat", "artifact://0", "--session", "planted"]):
         result = CliRunner().invoke(cli, ["--db", "postgresql://nowhere/x", *verb])
         assert result.exit_code == 2, result.output
-        assert f"--db is for ls, search, show, usage, history and sql; {verb[0]}" in result.output
+        assert (
+            f"--db is for ls, search, show, usage, history, quota, budget and sql; {verb[0]}"
+            in result.output
+        )
 
 
 @pytest.fixture

@@ -302,7 +302,7 @@ def error_line(error: BaseException) -> str:
     envvar=TEAM_DB_ENV,
     metavar="URL",
     help=f"Read a team index (postgresql://…, env ${TEAM_DB_ENV}) instead of this machine's"
-    " index: ls, search, show, usage, history and sql.",
+    " index: ls, search, show, usage, history, quota, budget and sql.",
 )
 @click.option(
     "--no-sync",
@@ -514,7 +514,8 @@ def open_index(
     if not team:
         verb = click.get_current_context().info_name
         raise click.UsageError(
-            f"--db is for ls, search, show, usage, history and sql; {verb} works on index.db"
+            "--db is for ls, search, show, usage, history, quota, budget and sql;"
+            f" {verb} works on index.db"
         )
     return open_team_index(settings.db)
 

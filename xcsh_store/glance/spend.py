@@ -22,6 +22,7 @@ class BudgetStatus:
     start: datetime
     spent: float
     warn_percent: float
+    host: str | None = None  # the host whose budget it is (the team index: TeamIndex.budgets)
 
     @property
     def percent(self) -> float:
@@ -46,6 +47,7 @@ class BudgetStatus:
             "percent": round(self.percent, 2),
             "warn": self.warned,
             "over": self.over,
+            "host": self.host,
         }
 
 

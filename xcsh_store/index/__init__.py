@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.export import (
         ENTRY_COLUMNS,
         HISTORY_COLUMNS,
+        QUOTA_COLUMNS,
         SESSION_COLUMNS,
         USAGE_COLUMNS,
         EntryRow,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
         history_rows,
         history_state,
         one_state,
+        quota_rows,
         session_files,
         session_row,
         usage_rows,

@@ -158,6 +158,17 @@ class IndexReader(Protocol):
 
     def text_pending(self) -> int: ...
 
+    def quota(
+        self,
+        limits: Limits | None = None,
+        now: datetime | None = None,
+        agents: tuple[str, ...] = (),
+    ) -> list[QuotaWindow]: ...
+
+    def budgets(
+        self, limits: Limits | None = None, now: datetime | None = None
+    ) -> list[BudgetStatus]: ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> Self: ...

@@ -15,11 +15,12 @@ which only the ``full`` tier carries.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
@@ -61,6 +62,10 @@ from xcsh_store.index.read.entry_usage import EntryUsage
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import parse_iso
+
+if TYPE_CHECKING:
+    from xcsh_store.glance.spend import BudgetStatus
+    from xcsh_store.index import QuotaWindow
 
 # The groupings of ``usage`` as PostgreSQL expressions over usage_entries (the local ones,
 # index/read/usage.py, plus host). Timestamps are ISO 8601 text, as in the local index.
@@ -550,6 +555,62 @@ class TeamIndex:
         )
         return [usage_row(row, len(groups)) for row in rows]
 
+    # -- limits -----------------------------------------------------------------------------
+
+    def quota(
+        self, limits: Any = None, now: datetime | None = None, agents: tuple[str, ...] = ()
+    ) -> list[QuotaWindow]:
+        """Each host's usage-limit windows that its agents' readings tell of (Codex's rate
+        limits, pushed at every tier), each with its host and its pace, as the local index
+        reads them (limits/quota.py). Claude's token windows are each machine's own ``quota``:
+        the team index holds no host's limits for them (``limits`` is the local signature's)."""
+        from xcsh_store.index.limits.quota import reading_window
+
+        now = now or datetime.now(UTC)
+        windows = []
+        for host, *row in self._rows(_NEWEST_READINGS):
+            if agents and row[0] not in agents:
+                continue
+            window = reading_window(row, now, host, functools.partial(self._first_reading, host))
+            if window is not None:
+                windows.append(window)
+        return sorted(windows, key=lambda w: (w.host or "", w.agent, w.window_minutes or 0, w.slot))
+
+    def _first_reading(
+        self, host: str, agent: str, limit_id: str, window: int | str, since: str
+    ) -> Any:
+        """limits/quota.py's FirstReading of one host."""
+        found = self._rows(_FIRST_READING, (host, agent, limit_id, str(window), since))
+        return found[0] if found else None
+
+    def budgets(self, limits: Any = None, now: datetime | None = None) -> list[BudgetStatus]:
+        """Each host's budgets (pushed at every tier) with what that host spent in each
+        budget's period so far (the local index's periods: glance/spend.py), by host."""
+        from xcsh_store.glance.settings import Budget
+        from xcsh_store.glance.spend import BudgetStatus, period_start
+        from xcsh_store.times import iso_millis
+
+        now = now or datetime.now(UTC)
+        order = {"daily": 0, "weekly": 1, "monthly": 2}
+        rows = self._rows(
+            "SELECT host, period, scope, name, amount, warn_percent FROM budgets"
+            " ORDER BY host, scope <> 'all', scope, name"
+        )
+        rows.sort(key=lambda row: (row[0], row[2] != "all", row[2], row[3], order[row[1]]))
+        statuses = []
+        for host, period, scope, name, amount, warn in rows:
+            budget = Budget(period, amount, scope, name or None)
+            start = period_start(period, now)
+            where, arguments = _BUDGET_SCOPES[scope], [host, iso_millis(start)]
+            arguments += [name] * where.count("%s")
+            ((spent,),) = self._rows(
+                "SELECT coalesce(sum(cost), 0) FROM usage_entries WHERE host = %s"
+                f" AND timestamp >= %s AND {where}",
+                arguments,
+            )
+            statuses.append(BudgetStatus(budget, start, float(spent), warn, host=host))
+        return statuses
+
     # -- sql --------------------------------------------------------------------------------
 
     def powers(self) -> list[str]:
@@ -625,6 +686,33 @@ class TeamQuery:
         yield from self._first
         with server_errors(self.url, "running the query"):
             yield from self.cursor
+
+
+# The newest reading of each window of each host: an agent's limit, by its length (or slot when
+# it has none), as the local index groups them (limits/quota.py); then the first reading of a
+# window since a moment.
+_WINDOW_KEY = "s.agent, coalesce(q.limit_id, s.agent), coalesce(q.window_minutes::text, q.slot)"
+_NEWEST_READINGS = (
+    f"SELECT DISTINCT ON (q.host, {_WINDOW_KEY}) q.host, s.agent, q.limit_id, q.window_minutes,"
+    " q.slot, q.observed_at, q.used_percent, q.resets_at, q.plan_type, s.session_id"
+    " FROM quota_observations AS q JOIN sessions AS s ON s.host = q.host AND s.path = q.path"
+    f" ORDER BY q.host, {_WINDOW_KEY}, q.observed_at DESC, q.path, q.seq"
+)
+_FIRST_READING = (
+    "SELECT q.observed_at, q.used_percent FROM quota_observations AS q"
+    " JOIN sessions AS s ON s.host = q.host AND s.path = q.path"
+    " WHERE q.host = %s AND s.agent = %s AND coalesce(q.limit_id, s.agent) = %s"
+    " AND coalesce(q.window_minutes::text, q.slot) = %s AND q.observed_at >= %s"
+    " ORDER BY q.observed_at, q.path, q.seq LIMIT 1"
+)
+# What a budget of each scope counts of its host's usage_entries (its name the parameter); a
+# project's folder and the ones below it (labels, when the host sends its paths as labels, are
+# equal or not: a labelled folder's subfolders have labels of their own).
+_BUDGET_SCOPES = {
+    "all": "true",
+    "agent": "agent = %s",
+    "project": "(project_dir = rtrim(%s, '/') OR starts_with(project_dir, rtrim(%s, '/') || '/'))",
+}
 
 
 def _path(values: list[dict[str, Any]], leaf: str | None) -> list[dict[str, Any]]:

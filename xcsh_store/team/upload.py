@@ -42,6 +42,7 @@ import psycopg
 from xcsh_store.index import (
     ENTRY_COLUMNS,
     HISTORY_COLUMNS,
+    QUOTA_COLUMNS,
     SESSION_COLUMNS,
     FileState,
     SessionIndex,
@@ -50,6 +51,7 @@ from xcsh_store.index import (
     history_rows,
     history_state,
     one_state,
+    quota_rows,
     session_files,
     session_row,
 )
@@ -78,6 +80,8 @@ _COLUMNS = {
     "entries": f"host, path, {', '.join(ENTRY_COLUMNS)}, text, raw",
     "blob_refs": "host, path, seq, hash",
     "history": f"host, {', '.join(HISTORY_COLUMNS)}",
+    "quota_observations": f"host, path, {', '.join(QUOTA_COLUMNS)}",
+    "budgets": "host, period, scope, name, amount, warn_percent",
 }
 # Where a role under row-level security (a per-host role, migration 0003) copies its rows
 # first: PostgreSQL refuses COPY FROM into a table with row-level security; one INSERT of the
@@ -99,6 +103,9 @@ class PushReport:
     deleted: int = 0  # files removed from the server
     unchanged: int = 0
     entries: int = 0  # entry rows written
+    quota: int = 0  # rate-limit readings written (every tier: they hold no text)
+    budgets: int | None = None  # budgets written when they changed (None: unchanged)
+    budgets_error: str | None = None  # the config or budgets.toml unreadable: none sent
     history: int = 0  # prompts written (full tier)
     lowered_from: str | None = None  # the tier the host had before, when this push lowered it
 
@@ -243,6 +250,7 @@ def _push(
     batch.write(connection, index, ledger, report)
     if disclosure.at_least("full"):
         report.history = _push_history(connection, index, host, disclosure, staged)
+    _push_budgets(connection, host, disclosure, staged, report)
     with connection.transaction():
         connection.execute("UPDATE hosts SET pushed_at = now() WHERE host = %s", (host,))
         _roll_up_usage(connection, host)
@@ -388,6 +396,10 @@ class _Batch:
         self.added: list[tuple[str, int]] = []
         self.entries: list[tuple[Any, ...]] = []
         self.refs: list[tuple[Any, ...]] = []
+        # The rate-limit readings of the files replaced whole, and of those that send what
+        # changed (compared with the server's: only the readings that differ are written).
+        self.quota: list[tuple[Any, ...]] = []
+        self.quota_updated: list[tuple[Any, ...]] = []
         # What the ledger records once the transaction is committed.
         self.ledger: list[tuple[str, Pushed]] = []
         # The files as add() was given them, to send whole if the ledger was wrong, and the
@@ -396,6 +408,8 @@ class _Batch:
         self.counts: dict[str, int] = {}
         # Whether a file the server does not hold yet is among them (a first push).
         self.new_files = False
+        # How many readings the transaction wrote (once written).
+        self.quota_written = 0
 
     def full(self) -> bool:
         count = len(self.files) + len(self.updated)
@@ -422,6 +436,7 @@ class _Batch:
             changes = None
             if pushed is not None and remote == f"{pushed.watermark} {pushed.tier}":
                 changes = _changes(pushed, marks, disclosure.form)
+            readings = quota_rows(index, state.file_id)
             entries = list(
                 entry_rows(
                     index,
@@ -440,6 +455,8 @@ class _Batch:
             self.counts[path] = len(marks)
             self.added += ((path, seq) for seq in changes[0])
             self.removed += ((path, seq) for seq in changes[1])
+        kept = self.quota if changes is None else self.quota_updated
+        kept += ((host, path, *reading) for reading in readings)
         for entry, (values, text, raw) in zip(entries, disclosure.entries(entries), strict=True):
             self.entries.append((host, path, *map(outgoing_text, values), text, raw))
             self.refs += ((host, path, values[0], digest) for digest in disclosure.blob_refs(entry))
@@ -473,6 +490,7 @@ class _Batch:
         report.pushed += len(self.ledger)
         report.appended += len(self.updated)
         report.entries += len(self.entries)
+        report.quota += self.quota_written
 
     def _write(self, connection: psycopg.Connection[Any]) -> None:
         """The batch's rows in one transaction; _LedgerConflictError (the transaction undone)
@@ -500,7 +518,11 @@ class _Batch:
                         " AND t.seq = r.seq",
                         ([p for p, _ in self.removed], [q for _, q in self.removed], host),
                     )
+            quota = self.quota
             if self.updated:
+                quota = quota + _changed_readings(
+                    connection, host, [row[-1] for row in self.updated], self.quota_updated
+                )
                 with connection.cursor() as cursor:
                     cursor.executemany(_UPDATE_FILE, [row[:2] + row[-2:] for row in self.updated])
                     cursor.executemany(_UPDATE_SESSION, [row[2:] for row in self.updated])
@@ -509,6 +531,7 @@ class _Batch:
                 ("sessions", self.sessions),
                 ("entries", self.entries),
                 ("blob_refs", self.refs),
+                ("quota_observations", quota),
             ):
                 if rows:
                     _copy(connection, table, rows, self.staged)
@@ -525,6 +548,34 @@ class _Batch:
             if not self.new_files:
                 touched |= _sessions_touched(connection, host, paths, self.added, files)
                 _refresh_rollup(connection, host, touched)
+        self.quota_written = len(quota)
+
+
+def _changed_readings(
+    connection: psycopg.Connection[Any],
+    host: str,
+    paths: list[str],
+    readings: list[tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    """The readings of the files at ``paths`` that the server does not hold as ``readings``
+    has them (new or changed), to write; those it holds and ``readings`` does not (gone or
+    changed) are deleted here. A file that grew by a line writes that line's readings."""
+    held = set(
+        connection.execute(
+            f"SELECT {_COLUMNS['quota_observations']} FROM quota_observations"
+            " WHERE host = %s AND path = ANY(%s)",
+            (host, paths),
+        ).fetchall()
+    )
+    gone = held - set(readings)
+    if gone:
+        connection.execute(
+            "DELETE FROM quota_observations AS q USING unnest(%s::text[], %s::int[], %s::text[])"
+            " AS g (path, seq, slot) WHERE q.host = %s AND q.path = g.path AND q.seq = g.seq"
+            " AND q.slot = g.slot",
+            ([row[1] for row in gone], [row[2] for row in gone], [row[3] for row in gone], host),
+        )
+    return [reading for reading in readings if reading not in held]
 
 
 def _changes(
@@ -665,3 +716,48 @@ def _push_history(
         _copy(connection, "history", rows, staged)
         connection.execute("UPDATE hosts SET history_state = %s WHERE host = %s", (state, host))
     return len(rows)
+
+
+def _push_budgets(
+    connection: psycopg.Connection[Any],
+    host: str,
+    disclosure: Disclosure,
+    staged: bool,
+    report: PushReport,
+) -> None:
+    """The host's budgets (the config file's and budgets.toml's: glance/settings.py), replaced
+    whole when they changed since the last push (hosts.budgets_state); a project budget's folder
+    labelled when the host's paths are. Unreadable settings send nothing and say why (the
+    server keeps the budgets it had)."""
+    from xcsh_store.glance.settings import LimitsConfigError, read_limits
+
+    try:
+        limits = read_limits()
+    except LimitsConfigError as error:
+        report.budgets_error = str(error)
+        return
+    rows = sorted(
+        (
+            host,
+            budget.period,
+            budget.scope,
+            outgoing_text(
+                disclosure.directory(budget.name) if budget.scope == "project" else budget.name
+            )
+            or "",
+            budget.amount,
+            limits.warn_percent,
+        )
+        for budget in limits.budgets
+    )
+    state = hashlib.sha256(repr(rows).encode()).hexdigest()
+    row = connection.execute("SELECT budgets_state FROM hosts WHERE host = %s", (host,)).fetchone()
+    connection.commit()
+    if row and row[0] == state:
+        return
+    with connection.transaction():
+        connection.execute("DELETE FROM budgets WHERE host = %s", (host,))
+        if rows:
+            _copy(connection, "budgets", rows, staged)
+        connection.execute("UPDATE hosts SET budgets_state = %s WHERE host = %s", (state, host))
+    report.budgets = len(rows)

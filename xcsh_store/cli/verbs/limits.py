@@ -87,7 +87,7 @@ def quota_command(
     from xcsh_store.cli.output.render import current_time
 
     now = current_time()
-    with open_index(settings, fresh=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         windows = index.quota(now=now, agents=agents)
         statuses = index.budgets(now=now)
     if as_json:
@@ -103,14 +103,20 @@ def quota_command(
         budget_rows(settings, statuses)
         echo()
     if not windows:
-        echo("No usage limits known: no agent's files hold readings, and no Claude usage yet.")
+        if settings.db is not None:
+            echo("No usage limits known: no host has pushed an agent's readings.")
+        else:
+            echo("No usage limits known: no agent's files hold readings, and no Claude usage yet.")
         return
+    # The team index (--db) holds every host's readings: a column says whose.
+    hosts = settings.db is not None
     rows = []
     for window in windows:
         plan = f" ({window.plan_type})" if window.plan_type else ""
         as_of = "now" if window.source != "reading" else f"{age(window.age_seconds)} ago"
         rows.append(
             (
+                *((window.host or "",) if hosts else ()),
                 window.agent + plan,
                 window.label,
                 used_text(window),
@@ -119,11 +125,20 @@ def quota_command(
                 as_of,
             )
         )
+    shift = 1 if hosts else 0
     print_table(
         rows,
-        headers=("agent", "window", "used", "resets", "pace", "as of"),
-        flexible=4,
-        styles=lambda row, column, text: _warned(settings, windows[row], column, text),
+        headers=(
+            *(("host",) if hosts else ()),
+            "agent",
+            "window",
+            "used",
+            "resets",
+            "pace",
+            "as of",
+        ),
+        flexible=4 + shift,
+        styles=lambda row, column, text: _warned(settings, windows[row], column - shift, text),
     )
 
 
@@ -173,12 +188,17 @@ def statusline_command(settings: Settings, colour: str) -> None:
 
 
 def budget_rows(settings: Settings, statuses: list[BudgetStatus]) -> None:
-    """The budgets as a table: period, scope, spent, budget, share (warned ones coloured)."""
+    """The budgets as a table: period, scope, spent, budget, share (warned ones coloured); on
+    the team index (--db), whose budget each is first."""
     from xcsh_store.cli.app import print_table
     from xcsh_store.cli.output.render import money
 
+    hosts = settings.db is not None
+    shift = 1 if hosts else 0
+
     def styled(row: int, column: int, text: str) -> str:
         status = statuses[row]
+        column -= shift
         if column == 4 and status.over:
             return settings.style(text, fg="red", bold=True)
         if column == 4 and status.warned:
@@ -188,6 +208,7 @@ def budget_rows(settings: Settings, statuses: list[BudgetStatus]) -> None:
     print_table(
         [
             (
+                *((status.host or "",) if hosts else ()),
                 status.budget.period,
                 "overall" if status.budget.scope == "all" else status.budget.scope,
                 status.budget.name or "",
@@ -196,8 +217,8 @@ def budget_rows(settings: Settings, statuses: list[BudgetStatus]) -> None:
             )
             for status in statuses
         ],
-        headers=("budget", "of", "name", "spent", "share"),
-        flexible=2,
+        headers=(*(("host",) if hosts else ()), "budget", "of", "name", "spent", "share"),
+        flexible=2 + shift,
         styles=styled,
     )
 
@@ -229,7 +250,7 @@ def budget_command(context: click.Context, as_json: bool) -> None:
 
     settings = context.find_object(Settings)
     assert settings is not None
-    with open_index(settings, fresh=True) as index:
+    with open_index(settings, team=True, fresh=True) as index:
         statuses = index.budgets(now=current_time())
     if as_json:
         emit_json({"budgets": [status.to_json() for status in statuses]})

@@ -155,16 +155,23 @@ def _report_json(report: Any) -> dict[str, Any]:
         "deleted": report.deleted,
         "entries": report.entries,
         "history": report.history,
+        "quota_readings": report.quota,
+        "budgets": report.budgets,
+        "budgets_error": report.budgets_error,
     }
 
 
 def _report_line(report: Any) -> str:
     lowered = f" (lowered from {report.lowered_from})" if report.lowered_from else ""
     labels = " · paths as labels" if report.redact_paths else ""
+    # (the readings and budgets leave at every tier: said when some did, or could not)
+    quota = f", {plural(report.quota, 'quota reading')}" if report.quota else ""
+    budgets = f", {plural(report.budgets, 'budget')}" if report.budgets is not None else ""
+    unsent = f". Budgets not sent: {report.budgets_error}" if report.budgets_error else ""
     return (
-        f"Pushed {plural(report.pushed, 'file')} ({plural(report.entries, 'entry', 'entries')}),"
-        f" deleted {report.deleted}, {report.unchanged:,} unchanged, as {report.host}"
-        f" · tier {report.tier}{lowered}{labels}"
+        f"Pushed {plural(report.pushed, 'file')} ({plural(report.entries, 'entry', 'entries')}"
+        f"{quota}{budgets}), deleted {report.deleted}, {report.unchanged:,} unchanged,"
+        f" as {report.host} · tier {report.tier}{lowered}{labels}{unsent}"
     )
 
 

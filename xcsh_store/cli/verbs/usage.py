@@ -263,8 +263,10 @@ def usage_command(
     with open_index(settings, team=True, fresh=True) as index:
         rows = index.usage_rows(UsageQuery(by=tuple(groups), filter=filters, zone=zone))
         sessions = session_labels(index, filters) if "session" in groups and not as_json else {}
-        # The budgets are this machine's (index.db): a team index has none.
-        statuses = index.budgets(now=current_time()) if isinstance(index, SessionIndex) else []
+        # The budgets are this machine's (index.db); on a team index each host's (pushed with
+        # its usage), shown by host (and checked when asked).
+        shown = settings.db is None or "host" in groups or check_budget
+        statuses = index.budgets(now=current_time()) if shown else []
     if html_file:
         title = f"Token usage and cost per {' and '.join(groups)}"
         write_private_file(html_file, html_chart(rows, name, title).encode("utf-8"))
@@ -324,8 +326,10 @@ def usage_command(
 
 
 def _budget_line(settings: Settings, status: BudgetStatus) -> str:
+    whose = f" of {status.host}" if status.host else ""
     text = (
-        f"Budget {status.budget.label}: {money(status.spent)} of {money(status.budget.amount)}"
+        f"Budget{whose} {status.budget.label}: {money(status.spent)}"
+        f" of {money(status.budget.amount)}"
         f" ({status.percent:.0f} %)"
     )
     if status.over:
@@ -339,7 +343,10 @@ def _check(statuses: list[BudgetStatus], check_budget: bool) -> None:
     """--check-budget: exit 3 when a budget is over (saying which on stderr)."""
     over = [status for status in statuses if status.over]
     if check_budget and over:
-        names = ", ".join(status.budget.label for status in over)
+        names = ", ".join(
+            f"{status.host}: {status.budget.label}" if status.host else status.budget.label
+            for status in over
+        )
         echo(f"Over budget: {names}", err=True)
         raise SystemExit(3)
 

@@ -18,7 +18,7 @@ Two sources:
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -191,45 +191,58 @@ def reading_windows(
     connection: apsw.Connection, now: datetime, host: str | None = None
 ) -> list[QuotaWindow]:
     """The windows the agents' own readings tell of."""
-    windows = []
+
+    def first(agent: str, limit_id: str, window: int | str, since: str) -> Any:
+        return connection.execute(_FIRST_OF_WINDOW, (agent, limit_id, window, since)).fetchone()
+
     rows: list[Any] = connection.execute(_NEWEST).fetchall()
-    for row in rows:
-        agent, limit_id, minutes, slot, observed_text, used, resets_text, plan, session = row
-        observed = parse_iso(observed_text)
-        if observed is None:
-            continue
-        resets = parse_iso(resets_text) if resets_text else None
-        rate = rate_since_start(used, observed, minutes, resets)
-        if resets is None:
-            # No start to count from: the slope since the window's first reading (a window
-            # that resets says when it started: too early in it is too early for any slope).
-            since = iso_millis(observed - timedelta(minutes=minutes or FIVE_HOURS))
-            first: Any = connection.execute(
-                _FIRST_OF_WINDOW,
-                (agent, limit_id or agent, minutes if minutes is not None else slot, since),
-            ).fetchone()
-            first_at = parse_iso(first[0]) if first and first[0] else None
-            if first_at is not None and first[1] <= used:
-                rate = rate_between((first_at, first[1]), (observed, used), minutes or FIVE_HOURS)
-        windows.append(
-            QuotaWindow(
-                agent,
-                minutes,
-                slot,
-                used,
-                resets,
-                observed,
-                now,
-                "reading",
-                full_at(used, rate, observed, resets),
-                limit_id,
-                plan,
-                session,
-                host=host,
-                rated=rate is not None,
-            )
-        )
-    return windows
+    windows = (reading_window(row, now, host, first) for row in rows)
+    return [window for window in windows if window is not None]
+
+
+# The first reading of a window since a moment: (its time, its percent), or None; asked with
+# the agent, its limit (the agent's name when it gives none), the window (its length, else
+# its slot) and the moment (UTC ISO).
+FirstReading = Callable[[str, str, "int | str", str], Any]
+
+
+def reading_window(
+    row: Sequence[Any], now: datetime, host: str | None, first: FirstReading
+) -> QuotaWindow | None:
+    """The window the newest reading ``row`` tells of (agent, limit_id, window_minutes, slot,
+    observed_at, used_percent, resets_at, plan_type, session_id), with its pace; ``first``
+    answers the slope of a window that does not say when it resets. None: a reading without a
+    time. The team index reads its rows with the same arithmetic (TeamIndex.quota)."""
+    agent, limit_id, minutes, slot, observed_text, used, resets_text, plan, session = row
+    observed = parse_iso(observed_text)
+    if observed is None:
+        return None
+    resets = parse_iso(resets_text) if resets_text else None
+    rate = rate_since_start(used, observed, minutes, resets)
+    if resets is None:
+        # No start to count from: the slope since the window's first reading (a window
+        # that resets says when it started: too early in it is too early for any slope).
+        since = iso_millis(observed - timedelta(minutes=minutes or FIVE_HOURS))
+        found = first(agent, limit_id or agent, minutes if minutes is not None else slot, since)
+        first_at = parse_iso(found[0]) if found and found[0] else None
+        if first_at is not None and found[1] <= used:
+            rate = rate_between((first_at, found[1]), (observed, used), minutes or FIVE_HOURS)
+    return QuotaWindow(
+        agent,
+        minutes,
+        slot,
+        used,
+        resets,
+        observed,
+        now,
+        "reading",
+        full_at(used, rate, observed, resets),
+        limit_id,
+        plan,
+        session,
+        host=host,
+        rated=rate is not None,
+    )
 
 
 # -- token windows ---------------------------------------------------------------------------

@@ -172,6 +172,23 @@ def entry_marks(index: SessionIndex, file_id: int) -> dict[int, int]:
     return marks
 
 
+# The columns of a file's rate-limit readings as they leave (quota_observations, migration 0015).
+QUOTA_COLUMNS = (
+    "seq", "slot", "observed_at", "used_percent", "window_minutes", "resets_at", "limit_id",
+    "plan_type",
+)  # fmt: skip
+
+
+def quota_rows(index: SessionIndex, file_id: int) -> list[tuple[Any, ...]]:
+    """A file's rate-limit readings (QUOTA_COLUMNS), by seq and slot. No text: they leave at
+    every tier."""
+    return index.connection.execute(
+        f"SELECT {', '.join(QUOTA_COLUMNS)} FROM quota_observations WHERE file_id = ?"
+        " ORDER BY seq, slot",
+        (file_id,),
+    ).fetchall()
+
+
 def _raw_json(line: bytes, value: dict[str, Any]) -> str:
     return line.decode("utf-8") if line else orjson.dumps(value).decode("utf-8")
 
