@@ -182,3 +182,16 @@ def roles(team_url: str) -> Iterator[Roles]:
     made = server.Roles(team_url)
     yield made
     made.drop()
+
+
+@pytest.fixture
+def hosts(roles: Roles, team_url: str) -> dict[str, str]:
+    """The URL of each of two hosts' roles, made by the docs' SQL on a migrated team index."""
+    from xcsh_store.team import connect
+
+    connect(team_url).close()  # `xcsh-store team migrate`, as the admin
+    roles.run("pushers")
+    return {
+        host: roles.run("host", host)[f"xcsh_host_{host.replace('-', '_')}"]
+        for host in ("laptop-ana", "laptop-bob")
+    }

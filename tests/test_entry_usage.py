@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from xcsh_store.cli import cli
-from xcsh_store.index import SessionIndex
-from xcsh_store.index.read.entry_usage import EntryUsage, usage_by_response
+from xcsh_store.index import EntryUsage, SessionIndex, usage_by_response
 
 
 def run(*args: str, width: int = 80) -> str:

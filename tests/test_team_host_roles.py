@@ -13,18 +13,7 @@ from session_builder import append, message, planted_host, sessions_dir, sync
 from team_server import Roles, local_rows, psycopg, server_rows
 
 from xcsh_store.cli import cli
-from xcsh_store.team import TeamIndexError, connect, push
-
-
-@pytest.fixture
-def hosts(roles: Roles, team_url: str) -> dict[str, str]:
-    """The URL of each host's role, made by the docs' SQL on a migrated team index."""
-    connect(team_url).close()  # `xcsh-store team migrate`, as the admin
-    roles.run("pushers")
-    return {
-        host: roles.run("host", host)[f"xcsh_host_{host.replace('-', '_')}"]
-        for host in ("laptop-ana", "laptop-bob")
-    }
+from xcsh_store.team import TeamIndexError, push
 
 
 @pytest.fixture

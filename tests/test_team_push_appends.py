@@ -9,23 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.team_pushes import conversation, rollup_is_fresh
+from helpers.team_pushes import conversation, rollup_is_fresh, wait_for_lock_wait, writes
 from session_builder import append, header, message, sessions_dir, sync
 from team_server import count_row_writes, local_rows, psycopg, server_rows
 
 from xcsh_store.team import push
 from xcsh_store.team.ledger import LEDGER_FILE_NAME
-
-
-def writes(url: str) -> dict[tuple[str, str], int]:
-    with psycopg.connect(url) as connection:
-        rows = connection.execute("SELECT tab, op, count(*) FROM row_writes GROUP BY tab, op")
-        return {(table, op): count for table, op, count in rows}
 
 
 @pytest.mark.parametrize("turns", [20, 327])
@@ -247,16 +240,3 @@ def by_path(rows: dict[str, set[tuple[Any, ...]]]) -> dict[str, dict[str, set[tu
         for row in values:
             files.setdefault(row[0], {name: set() for name in rows})[table].add(row)
     return files
-
-
-def wait_for_lock_wait(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as connection:
-        for _ in range(600):
-            waiting = connection.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND application_name = 'xcsh-store' AND wait_event_type = 'Lock'"
-            ).fetchone()[0]
-            if waiting:
-                return
-            time.sleep(0.1)
-    raise AssertionError("the push never reached the locked row")

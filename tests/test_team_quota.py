@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.team_pushes import wait_for_lock_wait, writes
 from team_server import count_row_writes, local_rows, psycopg, server_rows
-from test_team_host_roles import hosts as host_roles
-from test_team_push_appends import wait_for_lock_wait, writes
 
 from xcsh_store.cli import cli
 from xcsh_store.index import SessionIndex
@@ -244,21 +243,17 @@ def test_a_codex_file_that_grew_writes_only_its_new_readings(agent_dir, real_hom
     assert server_rows(team_url, "laptop") == local_rows(agent_dir)
 
 
-# Each host's role, made by the docs' SQL (test_team_host_roles' fixture).
-role_urls = host_roles
-
-
-def test_a_hosts_role_pushes_its_readings_and_budgets(agent_dir, real_home, role_urls, team_url):
+def test_a_hosts_role_pushes_its_readings_and_budgets(agent_dir, real_home, hosts, team_url):
     """Under row-level security (a host's role, docs/security.md) the readings and budgets go
     through the staging tables like the other rows."""
     synced(agent_dir)
     config_file().write_text("[budget]\nweekly = 70\n")
-    report = push(str(agent_dir), role_urls["laptop-ana"], host="laptop-ana", tier="usage")
+    report = push(str(agent_dir), hosts["laptop-ana"], host="laptop-ana", tier="usage")
     assert (report.quota, report.budgets) == (521, 1)
     assert server_rows(team_url, "laptop-ana") == local_rows(agent_dir)
     # Nor can it write another host's: the budgets it names are its own.
     with (
-        psycopg.connect(role_urls["laptop-ana"]) as connection,
+        psycopg.connect(hosts["laptop-ana"]) as connection,
         pytest.raises(psycopg.errors.InsufficientPrivilege),
     ):
         connection.execute("INSERT INTO budgets VALUES ('laptop-bob', 'daily', 'all', '', 1, 80)")

@@ -26,7 +26,7 @@ BELOW = {
     "agent_tools": {
         *("leaves", "format", "history", "artifacts", "session", "agents", "index", "secrets"),
     },
-    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets"},
+    "team": {"leaves", "format", "history", "session", "agents", "index", "secrets", "glance"},
     "demo": {"leaves", "format", "history", "artifacts", "session", "index"},
     "api": {"leaves", "format", "history", "artifacts", "session", "index"},
     "cli": {

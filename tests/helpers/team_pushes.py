@@ -1,8 +1,10 @@
-"""Sessions that grow turn by turn, and the check that the team index's usage_rollup is what
-its usage_entries sum to."""
+"""Sessions that grow turn by turn, the check that the team index's usage_rollup is what its
+usage_entries sum to, the rows a push writes (counted by team_server's triggers) and waiting for a
+push to block on a lock."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +43,24 @@ def _rounded(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         (tuple(round(value, 9) if isinstance(value, float) else value for value in row))
         for row in rows
     )
+
+
+def writes(url: str) -> dict[tuple[str, str], int]:
+    """The rows written on the server since the triggers were set, by (table, operation)."""
+    with psycopg.connect(url) as connection:
+        rows = connection.execute("SELECT tab, op, count(*) FROM row_writes GROUP BY tab, op")
+        return {(table, op): count for table, op, count in rows}
+
+
+def wait_for_lock_wait(url: str) -> None:
+    """Until a push of this database waits for a lock (another transaction holds the row)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        for _ in range(600):
+            waiting = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'xcsh-store' AND wait_event_type = 'Lock'"
+            ).fetchone()[0]
+            if waiting:
+                return
+            time.sleep(0.1)
+    raise AssertionError("the push never reached the locked row")

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.db import errors_explained, remove_side_files
     from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
     from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
-    from xcsh_store.index.limits.quota import QuotaWindow
+    from xcsh_store.index.limits.quota import QuotaWindow, reading_window
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -127,10 +127,13 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,
         BillingBlock,
+        EntryUsage,
         UsageBar,
         UsageRow,
         joined_key,
+        next_period_key,
         usage_bars,
+        usage_by_response,
         usage_groups,
         usage_row,
         usage_total,

@@ -70,12 +70,11 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.limits.quota import QuotaWindow
-    from xcsh_store.index.read.entry_usage import EntryUsage
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
     from xcsh_store.index.read.tree import IndexedEntry, SessionTree
-    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, UsageRow
+    from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, EntryUsage, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
@@ -799,7 +798,7 @@ class SessionIndex:
     def entry_usage(self, session: str | int | IndexedSession) -> dict[str, EntryUsage]:
         """Entry id -> the tokens and cost of the model response it records, each response
         once (read.entry_usage); entries without usage are absent."""
-        from xcsh_store.index.read.entry_usage import entry_usage
+        from xcsh_store.index.read.usage import entry_usage
 
         return entry_usage(self.connection, self._session(session).file_id)
 

@@ -37,6 +37,7 @@ from xcsh_store.format.context import SessionContext, build_session_context, pat
 from xcsh_store.index import (
     MIN_PREFIX,
     WINDOW,
+    EntryUsage,
     IndexedEntry,
     PromptHit,
     PromptQuery,
@@ -58,7 +59,6 @@ from xcsh_store.index import (
     usage_groups,
     usage_row,
 )
-from xcsh_store.index.read.entry_usage import EntryUsage
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
 from xcsh_store.times import parse_iso
@@ -564,7 +564,7 @@ class TeamIndex:
         limits, pushed at every tier), each with its host and its pace, as the local index
         reads them (limits/quota.py). Claude's token windows are each machine's own ``quota``:
         the team index holds no host's limits for them (``limits`` is the local signature's)."""
-        from xcsh_store.index.limits.quota import reading_window
+        from xcsh_store.index import reading_window
 
         now = now or datetime.now(UTC)
         windows = []

@@ -20,6 +20,7 @@ from xcsh_store.format.blobs import parse_blob_ref
 from xcsh_store.index import (
     ArchivedSources,
     BillingBlock,
+    EntryUsage,
     IndexedEntry,
     IndexedSession,
     QuotaWindow,
@@ -32,8 +33,8 @@ from xcsh_store.index import (
     labels_of,
     message_summary,
     read_entries,
+    usage_by_response,
 )
-from xcsh_store.index.read.entry_usage import EntryUsage, usage_by_response
 from xcsh_store.times import iso_millis, parse_iso
 
 SESSIONS_PAGE = 50
@@ -853,7 +854,7 @@ def time_axis(rows: list[Any], by: str) -> list[Any]:
     first to the last with usage (at most the last PERIODS_ON_AXIS), an IdlePeriod where
     there was none, so that a gap of months shows as one. Rows of other keys (no
     timestamp) are left as they are."""
-    from xcsh_store.index.read.usage import next_period_key
+    from xcsh_store.index import next_period_key
 
     keys = [str(row.key) for row in rows]
     if by not in PERIODS_ON_AXIS or not keys or not all(k[:1].isdigit() for k in keys):

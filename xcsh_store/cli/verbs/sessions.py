@@ -66,6 +66,7 @@ from xcsh_store.errors import (
 from xcsh_store.format.context import SessionContext
 from xcsh_store.index import (
     SEARCH_ROLES,
+    EntryUsage,
     ReadSession,
     SearchQuery,
     SessionFilter,
@@ -77,8 +78,8 @@ from xcsh_store.index import (
     message_summary,
     search_role,
     unique_prefixes,
+    usage_by_response,
 )
-from xcsh_store.index.read.entry_usage import EntryUsage, usage_by_response
 from xcsh_store.paths import artifacts_dir_for, get_index_db_path
 
 # --------------------------------------------------------------------------------------------
