@@ -170,9 +170,11 @@ def test_an_unknown_name_is_an_attribute_error():
         raise AssertionError("xcsh_store.no_such_name did not raise")
 
 
-# Modules `xcsh-store --version` may import beyond those of a bare interpreter (issue 40: click
-# alone is 36 of them); 160 before the group module imported its helpers where they are used.
-MOST_MODULES_FOR_VERSION = 70
+# Modules `xcsh-store --version` may import beyond those click itself imports (issue 40's
+# ≤ 70 beyond a bare interpreter): how many click takes depends on what the interpreter loaded
+# at its start (36 with an editable install, whose finder loads re and pathlib first; 62 with
+# an installed one), so the bound is on ours, measured beside click in the same interpreter.
+MOST_MODULES_BEYOND_CLICK = 12
 
 
 def _module_count_after(code: str) -> int:
@@ -188,7 +190,8 @@ def test_version_imports_click_and_almost_nothing_else():
     version = (
         "from xcsh_store.cli import cli\ntry:\n    cli(['--version'])\nexcept SystemExit:\n    pass"
     )
-    assert _module_count_after(version) <= MOST_MODULES_FOR_VERSION
+    beyond_click = _module_count_after(version) - _module_count_after("import click")
+    assert beyond_click <= MOST_MODULES_BEYOND_CLICK
     assert _modules_after(version) == {
         "xcsh_store",
         "xcsh_store.cli",

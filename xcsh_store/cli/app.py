@@ -6,7 +6,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import click
@@ -54,18 +53,30 @@ def color_enabled(mode: str, is_terminal: bool, environ: dict[str, str] | os._En
     return is_terminal and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
 
 
-@dataclass
 class Settings:
-    """What the global options decided, handed to every verb through the click context."""
+    """What the global options decided, handed to every verb through the click context.
 
-    agent_dir: str
-    color: bool = False
-    # --db: the team index (postgresql://…) the read verbs read instead of index.db.
-    db: str | None = None
-    # Whether the read verbs bring index.db up to date before they answer (--no-sync: not).
-    sync: bool = True
-    # --json before the verb: as --json after it (the verbs that print JSON).
-    json: bool = False
+    (A plain class: a dataclass would import inspect, ast and tokenize into every start,
+    ``--version`` included: a sixth of its modules.)"""
+
+    __slots__ = ("agent_dir", "color", "db", "json", "sync")
+
+    def __init__(
+        self,
+        agent_dir: str,
+        color: bool = False,
+        db: str | None = None,
+        sync: bool = True,
+        json: bool = False,
+    ) -> None:
+        self.agent_dir = agent_dir
+        self.color = color
+        # --db: the team index (postgresql://…) the read verbs read instead of index.db.
+        self.db = db
+        # Whether the read verbs bring index.db up to date before they answer (--no-sync).
+        self.sync = sync
+        # --json before the verb: as --json after it (the verbs that print JSON).
+        self.json = json
 
     def style(self, text: str, **styles: Any) -> Shown:
         """``text`` escaped, then coloured when colour is on (safe.styled)."""

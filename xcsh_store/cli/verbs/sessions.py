@@ -230,7 +230,8 @@ def _wanted(kind: str, text: str, messages: bool) -> bool:
     turn of encrypted reasoning); with ``messages``, what the user or the assistant said."""
     if messages:
         return kind in ("user", "assistant") and bool(text) and not text.startswith("→ ")
-    return bool(text)
+    # An entry a plugin could not read says so, with nothing else to read.
+    return bool(text) or kind == "unread"
 
 
 def _show_entry(settings: Settings, session: str, entry: str, as_json: bool) -> None:
@@ -269,7 +270,8 @@ def _cost_line(info: ReadSession) -> str:
     if kind in ("unknown", "not_recorded", "free"):
         said = {"unknown": "no price known for its models", "not_recorded": "no usage recorded"}
         return f"{text} ({said.get(kind, 'free')})"
-    return text
+    # Recorded: as the agent wrote it (a $0 of a paid model says so, with its list price).
+    return text if "recorded" in text else f"{text} (recorded by {info.agent})"
 
 
 _KIND_COLOURS = {"user": "green", "assistant": "blue", "compaction": "magenta", "branch": "yellow"}
