@@ -5,15 +5,16 @@ or a ledger lost or out of date, leaves nothing the next push does not mend."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.team_pushes import conversation, rollup_is_fresh, wait_for_lock_wait, writes
+from helpers.team_pushes import (
+    conversation,
+    push_killed_at,
+    rollup_is_fresh,
+    writes,
+)
 from session_builder import append, header, message, sessions_dir, sync
 from team_server import count_row_writes, local_rows, psycopg, server_rows
 
@@ -209,19 +210,7 @@ def test_a_push_killed_in_its_transaction_leaves_each_file_old_or_new(
     sync(agent_dir)
     new = by_path(local_rows(agent_dir))
     last = str(paths[-1])
-    blocker = psycopg.connect(team_url)
-    blocker.execute("SELECT 1 FROM files WHERE path = %s FOR UPDATE", (last,))
-    process = subprocess.Popen(
-        [sys.executable, "-c", PUSH_SCRIPT, str(agent_dir), team_url],
-        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    try:
-        wait_for_lock_wait(team_url)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    finally:
-        blocker.rollback()
-        blocker.close()
+    push_killed_at(PUSH_SCRIPT, agent_dir, team_url, last)
     halfway = by_path(server_rows(team_url, "laptop"))
     assert halfway.keys() == new.keys()
     states = {path: (rows == new[path], rows == old[path]) for path, rows in halfway.items()}

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers.team_pushes import wait_for_lock_wait, writes
+from helpers.team_pushes import push_killed_at, writes
 from team_server import count_row_writes, local_rows, psycopg, server_rows
 
 from xcsh_store.cli import cli
@@ -200,19 +197,7 @@ def test_migration_0008_sends_the_codex_files_again_and_a_killed_push_keeps_each
     }
     assert sum(expected.values()) == 521
     last = max(path for path, count in expected.items() if count)
-    blocker = psycopg.connect(team_url)
-    blocker.execute("SELECT 1 FROM files WHERE path = %s FOR UPDATE", (last,))
-    process = subprocess.Popen(
-        [sys.executable, "-c", SMALL_BATCH_PUSH, str(agent_dir), team_url],
-        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    try:
-        wait_for_lock_wait(team_url)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    finally:
-        blocker.rollback()
-        blocker.close()
+    push_killed_at(SMALL_BATCH_PUSH, agent_dir, team_url, last)
     halfway = readings_by_file(team_url)
     assert all(halfway[path] in (0, count) for path, count in expected.items())
     assert halfway[last] == 0

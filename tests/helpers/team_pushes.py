@@ -4,6 +4,10 @@ push to block on a lock."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -64,3 +68,22 @@ def wait_for_lock_wait(url: str) -> None:
                 return
             time.sleep(0.1)
     raise AssertionError("the push never reached the locked row")
+
+
+def push_killed_at(script: str, agent_dir: Path, url: str, path: str) -> None:
+    """Run ``script`` (a push of ``agent_dir`` to ``url``, in its own process) and SIGKILL it
+    while it waits for the row of the file at ``path``, which another transaction holds: what it
+    committed before that file stays, the rest never happened."""
+    blocker = psycopg.connect(url)
+    blocker.execute("SELECT 1 FROM files WHERE path = %s FOR UPDATE", (path,))
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, str(agent_dir), url],
+        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        wait_for_lock_wait(url)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    finally:
+        blocker.rollback()
+        blocker.close()
