@@ -11,6 +11,7 @@ records, empty assistant turns of encrypted reasoning) is left out; thinking is 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -394,22 +395,9 @@ def _details(summary: str, text: str, language: str) -> list[str]:
 
 def _fence(text: str, language: str) -> list[str]:
     """``text`` in a code fence longer than any run of backticks in it."""
-    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
-    runs = [len(part) for part in _backtick_runs(text)]
-    fence = "`" * max(3, longest + 1, *(run + 1 for run in runs))
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
     return [f"{fence}{language}", text.rstrip("\n"), fence]
-
-
-def _backtick_runs(text: str) -> Iterator[str]:
-    run = ""
-    for character in text:
-        if character == "`":
-            run += character
-        elif run:
-            yield run
-            run = ""
-    if run:
-        yield run
 
 
 def _one_line(text: str) -> str:
