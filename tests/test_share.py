@@ -16,6 +16,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 from helpers.browser import distinct_bytes, headless_chromium, wait_until
+from mcp_client import call_tools
 from real_home import RealHome
 from selenium.webdriver.common.by import By
 
@@ -333,3 +334,31 @@ def test_show_of_an_entry_prints_it_whole(home: RealHome):
     assert answer["entry"]["id"] == long_prompt["uuid"]
     refused = _invoke("show", session, long_prompt["uuid"], "--tree", code=2)
     assert "ENTRY shows one entry" in refused.output
+
+
+def test_mcp_get_session_leaves_out_the_agents_own_records_unless_asked(home: RealHome):
+    session = _codex_session_with_records(home)
+    agent_dir = Path(os.environ["XCSH_AGENT_DIR"])
+    _tools, (page, every) = call_tools(
+        agent_dir,
+        [
+            ("get_session", {"session": session, "limit": 200}),
+            ("get_session", {"session": session, "limit": 200, "all_entries": True}),
+        ],
+    )
+    assert every["left_out"] == 0 and page["left_out"] > 0
+    assert len(page["entries"]) + page["left_out"] == len(every["entries"])
+    assert all(entry["text"] for entry in page["entries"])
+    assert "session_meta" in {entry["kind"] for entry in every["entries"]}
+
+
+def test_picks_preview_leaves_out_the_agents_own_records(home: RealHome):
+    from xcsh_store.cli.picker.source import SESSIONS, PickSource
+
+    session = _codex_session_with_records(home)
+    with SessionIndex.open(os.environ["XCSH_AGENT_DIR"], read_only=True) as index:
+        source = PickSource(index, ("codex",))
+        (row,) = [row for row in source.rows(SESSIONS, "") if row.value == session]
+        preview = source.preview(row)
+    kinds = [entry.kind for entry in preview.entries]
+    assert kinds and "session_meta" not in kinds and "turn_context" not in kinds

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 from xcsh_store.agent_tools.bounds import Pages, cut
-from xcsh_store.agents import AGENTS
+from xcsh_store.agents import AGENTS, UNREAD_TYPE
 from xcsh_store.artifacts.pages import retold_paging_hint
 from xcsh_store.artifacts.urls import read_internal_url
 from xcsh_store.index import (
@@ -220,12 +220,15 @@ def get_session(
     leaf_id: str | None = None,
     offset: int = 0,
     limit: int = 50,
+    all_entries: bool = False,
 ) -> dict[str, Any]:
     """A session (id prefix or path) page by page: its active branch, root to leaf
     (leaf_id picks another leaf), or with view="tree" every entry in file order with its
     parent, child count and whether it is on the active branch. Each entry's text is a
     one-line summary (get_entry reads an entry whole). At most 200 entries a page;
-    next_offset is the offset of the next page (null at the end)."""
+    next_offset is the offset of the next page (null at the end). Records an agent keeps for
+    itself with nothing to read (Codex's session_meta, turn_context, event_msg, encrypted
+    reasoning) are left out and counted in left_out, unless all_entries."""
     view = _one_of("view", view, ("branch", "tree"))
     info = index.find_session(session)
     leaf = index.find_entry_id(info, leaf_id) if leaf_id else info.last_entry_id
@@ -235,10 +238,14 @@ def get_session(
     page = rows[offset : offset + limit]
     on_path = {row.id for row in index.branch(info, leaf)} if view == "tree" else None
     entries = []
+    left_out = 0
     for row, value in zip(
         page, read_entries(info.path, page, None, info.agent, index.archived_sources), strict=True
     ):
         kind, text = entry_summary(value)
+        if not (text or all_entries or kind == UNREAD_TYPE):
+            left_out += 1
+            continue
         item = {
             "id": row.id,
             "parent_id": row.parent_id,
@@ -257,6 +264,7 @@ def get_session(
         "total": len(rows),
         "offset": offset,
         "entries": entries,
+        "left_out": left_out,
         "next_offset": following if following < len(rows) else None,
         "branch_points": len(tree.branch_points),
         "leaves": len(tree.leaves),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from xcsh_store.agents import UNREAD_TYPE
 from xcsh_store.cli.output.render import MARK_CLOSE, MARK_OPEN, local_time, one_line
 from xcsh_store.cli.output.shapes import ARCHIVED_MARK
 from xcsh_store.index import (
@@ -143,10 +144,15 @@ class PickSource:
             branch = self.index.branch_entries(info, row.entry_id)
             at = len(branch) - 1
             note = "on a side branch"
+        # The records an agent keeps for itself, with nothing to read, are not shown (show
+        # --all shows them); the entry of a hit always is.
+        hit = branch[at] if row.entry_id is not None and branch else None
+        kept = [entry for entry in branch if entry is hit or _readable(entry)]
+        at = next((place for place, entry in enumerate(kept) if entry is hit), 0)
         start = max(0, at - ENTRIES_BEFORE)
         shown = tuple(
             _preview_entry(entry, hit=position == at and row.entry_id is not None)
-            for position, entry in enumerate(branch[start : at + ENTRIES_AFTER + 1], start)
+            for position, entry in enumerate(kept[start : at + ENTRIES_AFTER + 1], start)
         )
         return Preview(title, facts, shown, note, hit_at=at - start)
 
@@ -162,6 +168,13 @@ class PickSource:
         while len(self._branches) > BRANCHES_KEPT:
             self._branches.popitem(last=False)
         return entries
+
+
+def _readable(entry: dict[str, Any]) -> bool:
+    """Whether an entry has something to read (an agent's own records have not), or says that
+    its plugin could not read it."""
+    kind, text = entry_summary(entry)
+    return bool(text) or kind == UNREAD_TYPE
 
 
 def _session_row(session: IndexedSession) -> Row:
