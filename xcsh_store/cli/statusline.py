@@ -13,13 +13,13 @@ the line is never more than one line.
 
 from __future__ import annotations
 
+# The stdlib's json: a few hundred bytes to read, and orjson's import costs more than that.
+import json
 import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
-
-import orjson
 
 from xcsh_store.glance.status import StatusFacts, local_midnight, status_facts
 from xcsh_store.glance.usage import open_read_only
@@ -83,8 +83,8 @@ def read_input(stream: TextIO | Any, problems: list[str]) -> dict[str, Any]:
     if not data or not data.strip():
         return {}
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as error:
+        value = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         problems.append(f"stdin is not JSON ({error})")
         return {}
     if not isinstance(value, dict):
