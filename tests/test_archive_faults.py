@@ -71,6 +71,8 @@ def test_a_full_disk_under_the_archive_stops_the_sync_cleanly(
     agent_dir = small_disk.path / "agent"
     agent_dir.mkdir()
     claude = real_home.of("claude")
+    # Room for the first sync (its index and archive take about 9 MB), then the disk is filled.
+    small_disk.grow(32768)
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync(workers=1)
     before = _snapshot(real_home.home)
