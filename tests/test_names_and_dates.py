@@ -325,6 +325,35 @@ def test_summary_titles_do_not_depend_on_the_order_files_are_found(
     assert results[0][TINY] == ("Clarifying AI Assistant's Action-Taking Guidelines", "summary")
 
 
+def test_titles_left_unresolved_by_a_stopped_sync_are_given_by_the_next(
+    real_home: RealHome, index: SessionIndex
+):
+    """A sync stopped (SIGKILL) after it wrote a file's rows and before it resolved the summary
+    titles leaves the note its writes made; the next sync, with nothing new to read, resolves
+    every Claude session's title (the state such a kill left, made here by hand: the
+    archive's kill tests reach it only when the kill lands between those two transactions)."""
+    from xcsh_store.index.write.summaries import PENDING_KEY
+
+    claude = real_home.of("claude")
+    index.sync()
+    expected = claude_titles(index, claude)
+    assert expected[TINY][1] == "summary"
+    with index.connection:
+        index.connection.execute(
+            "UPDATE sessions SET title = NULL, title_source = NULL, summary_from = NULL"
+            " WHERE title_source = 'summary'"
+        )
+        index.connection.execute("INSERT INTO meta (key, value) VALUES (?, '1')", (PENDING_KEY,))
+    assert not index.verify().clean
+    index.sync()
+    assert claude_titles(index, claude) == expected
+    assert index.verify().clean
+    # Resolved once: the note is gone (a sync that writes no rows leaves none).
+    index.sync()
+    note = index.connection.execute("SELECT 1 FROM meta WHERE key = ?", (PENDING_KEY,))
+    assert note.fetchall() == []
+
+
 def test_a_summary_title_goes_with_its_file_and_yields_to_the_sessions_own(
     real_home: RealHome, index: SessionIndex, tmp_path: Path
 ):

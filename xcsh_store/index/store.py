@@ -478,10 +478,13 @@ class SessionIndex:
         from xcsh_store.agents.prices.pricing import price_sources
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
+        from xcsh_store.index.write.summaries import pending as summaries_pending
         from xcsh_store.index.write.sync import sync_files
         from xcsh_store.index.write.text_later import pending_text_files
 
         changes_before = self.connection.total_changes()
+        # Rows changed by a sync that was stopped before it gave them their summary titles.
+        titles_left = summaries_pending(self.connection)
         self._settle_location()
         resync = database.get_meta(self.connection, "resync_required")
         # A new index's migrations ask for a resync too; its first sync reads every file anyway,
@@ -526,18 +529,17 @@ class SessionIndex:
             if resync is not None:
                 database.compact_if_sparse(self.connection)
         untouched = self.connection.total_changes() == changes
-        if not untouched:
+        if not untouched or titles_left:
             from xcsh_store.index.read.ranking import refresh_term_counts
             from xcsh_store.index.write.scan import file_ids
             from xcsh_store.index.write.stale_search import delete_stale_rows_if_many
-            from xcsh_store.index.write.summaries import resolve_summary_titles
+            from xcsh_store.index.write.summaries import resolve_pending
 
             delete_stale_rows_if_many(self.connection)
             refresh_term_counts(self.connection)
             with database.transaction(self.connection):
-                resolve_summary_titles(
-                    self.connection, file_ids(self.connection, report.read_paths)
-                )
+                read = file_ids(self.connection, report.read_paths)
+                resolve_pending(self.connection, read, everything=titles_left)
         try:
             report.history_mirrored = mirror_history(
                 self.connection, get_history_db_path(self.agent_dir)

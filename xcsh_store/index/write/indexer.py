@@ -38,6 +38,7 @@ from xcsh_store.index.write.scan import (
     sha1_hex,
 )
 from xcsh_store.index.write.stale_search import leave_behind
+from xcsh_store.index.write.summaries import note_pending
 from xcsh_store.times import iso_now
 
 COMMIT_EVERY_VALUES = 20_000
@@ -109,6 +110,7 @@ class WriteBatch:
     def commit(self) -> None:
         if self.connection.in_transaction:
             self.write_texts()
+            note_pending(self.connection)
             if self.keeper is not None:
                 self.keeper.sync()
             self.connection.execute("COMMIT")
@@ -795,6 +797,7 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM quota_observations WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
+    note_pending(connection)
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).
     connection.execute(

@@ -28,6 +28,39 @@ import apsw
 import orjson
 
 SUMMARY_SOURCE = "summary"
+# Set (in index.db's meta table) by every transaction that writes or drops a file's rows, and
+# cleared with the summary titles resolved after them: a sync killed in between leaves it, and
+# the next sync then resolves every Claude session's title (the files it read are not known).
+PENDING_KEY = "summary_titles_pending"
+
+
+def note_pending(connection: apsw.Connection) -> None:
+    """Within a transaction that changes a file's rows: the summary titles are to be resolved."""
+    connection.execute(
+        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO NOTHING",
+        (PENDING_KEY,),
+    )
+
+
+def pending(connection: apsw.Connection) -> bool:
+    """Whether a sync that changed rows ended before it resolved the summary titles."""
+    return bool(connection.execute("SELECT 1 FROM meta WHERE key = ?", (PENDING_KEY,)).fetchall())
+
+
+def resolve_pending(connection: apsw.Connection, changed: Collection[int], everything: bool) -> int:
+    """resolve_summary_titles for ``changed`` (or, ``everything``: every Claude session's file),
+    and the note cleared, in the caller's transaction."""
+    if everything:
+        changed = [
+            file_id
+            for (file_id,) in connection.execute(
+                "SELECT file_id FROM sessions WHERE agent = 'claude'"
+            )
+        ]
+    resolved = resolve_summary_titles(connection, changed)
+    connection.execute("DELETE FROM meta WHERE key = ?", (PENDING_KEY,))
+    return resolved
+
 
 # The best summary of one session: of the entries of the session (newest first), the summary
 # lines of its project folder that name one of them.
