@@ -362,3 +362,15 @@ def test_picks_preview_leaves_out_the_agents_own_records(home: RealHome):
         preview = source.preview(row)
     kinds = [entry.kind for entry in preview.entries]
     assert kinds and "session_meta" not in kinds and "turn_context" not in kinds
+
+
+def test_the_session_page_leaves_out_the_agents_own_records_unless_asked(
+    home: RealHome, client: Any
+):
+    session = _codex_session_with_records(home)
+    page = client.get(f"/session/{session}").text
+    every = client.get(f"/session/{session}", params={"all": "1"}).text
+    assert '<span class="kind">session_meta</span>' in every
+    assert '<span class="kind">session_meta</span>' not in page
+    assert "of the agent's own records (nothing to read) not shown" in page
+    assert "not shown · " not in every

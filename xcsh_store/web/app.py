@@ -444,7 +444,7 @@ def create_app(
             )
             return render(
                 "session.html", page=shown, window=pages.WINDOW,
-                known=secrets_of(index, [info.path]),
+                known=secrets_of(index, [info.path]), show_all=query.get("all") == "1",
             )  # fmt: skip
 
     def entry(request: Request) -> Response:

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import orjson
 
+from xcsh_store.agents import UNREAD_TYPE
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.blobs import parse_blob_ref
 from xcsh_store.index import (
@@ -262,6 +263,16 @@ class ShownEntry:
     branches_not_shown: int = 0  # folded branches past FOLDED_BRANCHES
     usage: EntryUsage | None = None  # an assistant message's response: tokens and cost
 
+    @property
+    def agents_own(self) -> bool:
+        """A record the agent keeps for itself with nothing to read (Codex's session_meta,
+        turn_context, event_msg, an assistant turn of encrypted reasoning): left out of the
+        page unless asked for, as ``show`` does; never a branch point, a labelled entry or one
+        its plugin could not read."""
+        shown = self.blocks or self.summary or self.folded or self.label or self.usage
+        cut_or_branched = self.unread or self.more or self.siblings > 1
+        return not (shown or cut_or_branched) and self.type != UNREAD_TYPE
+
 
 @dataclass
 class FoldedBranch:
@@ -306,6 +317,11 @@ class SessionPage:
     @property
     def end(self) -> int:
         return self.start + len(self.entries)
+
+    @property
+    def agents_own(self) -> int:
+        """How many of the window's entries are the agent's own records (ShownEntry.agents_own)."""
+        return sum(entry.agents_own for entry in self.entries)
 
 
 def branch_of(tree: SessionTree, leaf_id: str | None) -> list[IndexedEntry]:
