@@ -153,9 +153,13 @@ def test_the_session_page_shows_each_responses_usage_on_the_assistants_entry(
             figures = usage[entry_id]
             assert f"context {figures.context_tokens:,} tokens" in head
             assert f"output {figures.output_tokens:,}" in head and "~$" in head
-    else:  # Codex: the token_count events after a message (shown too) add up on it
-        order = [entry_id for _, entry_id, _ in found]
-        first = next(n for n, (role, _, _) in enumerate(found) if role == "assistant")
+    else:  # Codex: the token_count events after a message (shown with ?all=1) add up on it
+        every = client.get("/session?" + urlencode({"path": info.path, "all": "1"})).text
+        found = re.findall(
+            r'<article class="entry entry-[^ ]* role-(\w+)[^"]*" id="entry-([^"]+)">', every
+        )
+        order = [entry_id for _, entry_id in found]
+        first = next(n for n, (role, _) in enumerate(found) if role == "assistant")
         expected = sum(usage[e].output_tokens for e in order[first:] if e in usage)
         outputs = [re.search(r"output ([\d,]+)", head) for head in with_usage.values()]
         assert sum(int(m.group(1).replace(",", "")) for m in outputs if m) == expected > 0
