@@ -1,0 +1,209 @@
+"""Usage first, for real (issue 40, item 1): a sync asked for usage alone (``sync(entries=False)``,
+the ``usage`` verb's first run) reads only the lines of the Claude Code files that hold usage
+and writes one row per request, no entry rows; ``usage`` then gives the same totals as a full
+sync, to the token and the cent; every read that wants entries (ls, show, search, the web app,
+MCP) reads those files whole first, or says its results are partial; a sync killed between the
+two passes leaves an index the next sync completes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from real_home import RealHome
+
+from xcsh_store.cli.app import cli
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import sync as sync_module
+
+CLAUDE_FILE = "apanloco__random__claude-session.jsonl"
+WORD = "refactor"
+
+
+@pytest.fixture
+def lean_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The usage-first pass whatever a sync reads (the fixtures are far smaller than the bytes
+    that make it worth it in use)."""
+    monkeypatch.setattr(sync_module, "TEXT_LATER_MIN_BYTES", 0)
+
+
+@pytest.fixture
+def reference(tmp_path: Path, real_home: RealHome) -> Iterator[SessionIndex]:
+    """An index of the same home built by a plain sync."""
+    with SessionIndex.open(str(tmp_path / "reference")) as index:
+        index.sync()
+        yield index
+
+
+def totals(index: SessionIndex, by: tuple[str, ...]) -> list[tuple[object, ...]]:
+    return [
+        (row.key, row.entries, row.input_tokens, row.output_tokens, row.cache_read_tokens,
+         row.cache_write_tokens, None if row.cost is None else round(row.cost, 9), row.cost_kind)
+        for row in index.usage(by=by)
+    ]  # fmt: skip
+
+
+def counts(index: SessionIndex) -> tuple[int, int, int]:
+    connection = index.connection
+    ((entries,),) = connection.execute("SELECT count(*) FROM entries")
+    ((lines,),) = connection.execute("SELECT count(*) FROM usage_lines")
+    ((pending,),) = connection.execute("SELECT count(*) FROM files WHERE entries_pending = 1")
+    return entries, lines, pending
+
+
+def claude_entries(index: SessionIndex) -> int:
+    ((count,),) = index.connection.execute(
+        "SELECT count(*) FROM entries JOIN files ON files.id = entries.session"
+        " WHERE files.agent = 'claude'"
+    )
+    return count
+
+
+@pytest.mark.parametrize("by", [("day",), ("model",), ("agent", "project"), ("session",)])
+def test_the_usage_first_pass_gives_the_totals_of_a_full_sync(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex, by
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.sync(entries=False)
+        assert report.entries_pending > 0
+        assert claude_entries(index) == 0
+        assert totals(index, by) == totals(reference, by)
+
+
+def test_the_deferred_pass_replaces_the_usage_rows_with_entries(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        index.sync()
+        assert counts(index)[1:] == (0, 0)
+        assert counts(index)[0] == counts(reference)[0]
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+        assert index.verify().clean
+
+
+def test_index_pending_text_completes_the_entries_first(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        pending = index.sync(entries=False).entries_pending
+        assert index.index_pending_text(workers=1) >= pending
+        assert (index.text_pending(), counts(index)[2]) == (0, 0)
+        hits = sorted((hit.session_id, hit.entry_id) for hit in index.search(WORD, limit=1000))
+        expected = sorted((h.session_id, h.entry_id) for h in reference.search(WORD, limit=1000))
+        assert hits == expected != []
+
+
+def test_a_usage_first_index_says_searches_are_partial(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert index.text_pending() >= counts(index)[2] > 0
+    result = CliRunner().invoke(cli, ["--no-sync", "search", WORD])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("Partial results: the search text of ")
+
+
+def test_ls_and_show_read_the_files_whose_entries_were_put_off(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+    result = CliRunner().invoke(cli, ["ls", "--json", "-n", "1000"])
+    assert result.exit_code == 0, result.output
+    listed = sorted(session["id"] for session in orjson.loads(result.stdout))
+    assert listed == sorted(s.session_id for s in reference.list_sessions())
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert counts(index)[2] == 0
+
+
+def test_the_usage_verb_reads_only_usage_on_a_first_run(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    SessionIndex.open(str(agent_dir)).close()  # an index, never synced
+    result = CliRunner().invoke(cli, ["usage", "--by", "day", "--json"])
+    assert result.exit_code == 0, result.output
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert claude_entries(index) == 0
+        assert counts(index)[2] > 0
+        assert totals(index, ("day",)) == totals(reference, ("day",))
+
+
+def test_a_file_appended_to_while_its_entries_wait_is_counted_once(
+    agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
+):
+    path = real_home.files[CLAUDE_FILE]
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lines = path.read_bytes().splitlines()
+        last = next(orjson.loads(line) for line in reversed(lines) if b'"usage"' in line)
+        last["uuid"] = "00000000-0000-4000-8000-000000000099"
+        last["message"]["id"] = "msg_appended"
+        with path.open("ab") as stream:
+            stream.write(orjson.dumps(last) + b"\n")
+        index.sync(entries=False)
+        lean = totals(index, ("day", "model"))
+        index.sync()
+        assert totals(index, ("day", "model")) == lean
+    with SessionIndex.open(str(tmp_path / "fresh")) as fresh:
+        fresh.sync()
+        assert totals(fresh, ("day", "model")) == lean
+
+
+_KILLED_BETWEEN_PASSES = """
+import sys, time
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import indexer, sync
+
+sync.TEXT_LATER_MIN_BYTES = 0
+indexer.COMMIT_EVERY_VALUES = 1  # each file (each chunk) committed on its own
+
+def progress(done, total, path):
+    if done and path:
+        print("in the entries pass", flush=True)
+        time.sleep(60)
+
+with SessionIndex.open(sys.argv[1]) as index:
+    index.sync(entries=False, workers=1)
+    print("usage first done", flush=True)
+    index.index_pending_text(progress, workers=1)
+"""
+
+
+@pytest.mark.parametrize("where", ["after the first pass", "in the entries pass"])
+def test_a_sync_killed_between_the_passes_leaves_an_index_the_next_sync_completes(
+    agent_dir: Path, real_home: RealHome, reference: SessionIndex, where: str
+):
+    package = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_BETWEEN_PASSES, str(agent_dir)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(package)},
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "usage first done\n"
+        if where == "in the entries pass":
+            assert child.stdout.readline() == "in the entries pass\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert counts(index)[2] > 0
+        # Whatever was committed, each file's usage counts once.
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+        index.sync()
+        assert counts(index)[1:] == (0, 0)
+        assert index.text_pending() == 0
+        assert index.verify().clean
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+        assert counts(index)[0] == counts(reference)[0]
