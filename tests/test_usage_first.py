@@ -207,3 +207,19 @@ def test_a_sync_killed_between_the_passes_leaves_an_index_the_next_sync_complete
         assert index.verify().clean
         assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
         assert counts(index)[0] == counts(reference)[0]
+
+
+def test_the_status_line_and_budget_sums_count_the_usage_rows(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    from xcsh_store.glance.usage import of_session, since
+
+    claude = sorted(
+        session.session_id for session in reference.list_sessions() if session.agent == "claude"
+    )
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert since(index.connection, "0001") == since(reference.connection, "0001")
+        assert [of_session(index.connection, session) for session in claude] == [
+            of_session(reference.connection, session) for session in claude
+        ]

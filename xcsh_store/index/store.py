@@ -619,13 +619,19 @@ class SessionIndex:
         return done
 
     def _index_pending_text(self, progress: Progress | None, workers: int | None) -> int:
-        from xcsh_store.index.write.entries_later import index_pending_entries
+        from xcsh_store.index.write.entries_later import (
+            index_pending_entries,
+            pending_entry_files,
+        )
         from xcsh_store.index.write.pipeline import default_workers
         from xcsh_store.index.write.text_later import index_pending_text
 
         workers = default_workers() if workers is None else workers
         # Files whose entries a usage-first sync put off get them with their text.
-        with_entries = index_pending_entries(self.connection, workers, progress).files_reindexed
+        keeper = self._keeper(self.agent_roots()) if pending_entry_files(self.connection) else None
+        with_entries = index_pending_entries(
+            self.connection, workers, progress, keeper
+        ).files_reindexed
         done, _changed = index_pending_text(self.connection, workers, progress)
         return done + with_entries
 

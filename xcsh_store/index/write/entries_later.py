@@ -11,11 +11,17 @@ each file's usage counted once, from one table or the other, and the next sync c
 
 from __future__ import annotations
 
+import logging
+
 import apsw
 
+from xcsh_store.index.archive.folder import ArchiveWriteError
+from xcsh_store.index.archive.keeper import Keeper
 from xcsh_store.index.write.indexer import FileIndexer, pk_counter
 from xcsh_store.index.write.scan import Progress, SeenFile, SyncReport, known_file
 from xcsh_store.index.write.sync import _index_files
+
+log = logging.getLogger("xcsh_store")
 
 _PENDING = (
     "SELECT path, root, project_dir, size, mtime_ns, inode, ctime_ns FROM files"
@@ -30,10 +36,15 @@ def pending_entry_files(connection: apsw.Connection) -> int:
 
 
 def index_pending_entries(
-    connection: apsw.Connection, workers: int = 1, progress: Progress | None = None
+    connection: apsw.Connection,
+    workers: int = 1,
+    progress: Progress | None = None,
+    keeper: Keeper | None = None,
 ) -> SyncReport:
     """Read whole every file marked ``entries_pending`` (with its search text); returns what
-    was done. A file that cannot be read keeps its usage rows and says why, as in a sync."""
+    was done. A file that cannot be read keeps its usage rows and says why, as in a sync.
+    ``keeper``: the archive's writer, which keeps the files as they are read (as a sync's
+    does: the usage-first pass archived none of them); closed here."""
     report = SyncReport()
     todo = []
     for path, root, project_dir, size, mtime_ns, inode, ctime_ns in list(
@@ -41,8 +52,16 @@ def index_pending_entries(
     ):
         seen = SeenFile(path, root, project_dir, size, mtime_ns, inode, ctime_ns)
         todo.append((seen, known_file(connection, path)))
-    if not todo:
-        return report
-    indexer = FileIndexer(connection, pk_counter(connection), report)
-    _index_files(indexer, todo, True, progress, workers)
+    indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
+    try:
+        if todo:
+            _index_files(indexer, todo, True, progress, workers)
+    except ArchiveWriteError as error:
+        # What was committed is in both the index and the archive; the rest waits.
+        report.archive_error = str(error)
+        log.warning("%s", error)
+    finally:
+        if keeper is not None:
+            report.archive_bytes_written = keeper.written
+            keeper.close()
     return report

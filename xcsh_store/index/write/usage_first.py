@@ -75,16 +75,35 @@ class _ClaudeLine(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_ClaudeLine)
 
 
+class _AgentLine(msgspec.Struct):
+    """What claude._learn_session reads of a line with an ``agentId`` key (a nested one
+    matches the byte search too: its line has none of its own)."""
+
+    agentId: Any = msgspec.UNSET  # (Claude Code's names)
+    sessionId: Any = None
+
+
+_AGENT_DECODER = msgspec.json.Decoder(_AgentLine)
+
+
 @dataclass(slots=True)
 class _Request:
-    """One line's request: (seq, entry id, timestamp, model, six usage figures, usage key)."""
+    """One line's request: its seq, entry id, timestamp, model, usage object (priced only if
+    it counts: most lines of a response are replaced by its last) and usage key."""
 
     seq: int
     entry_id: str | None
     timestamp: str | None
     model: str | None
-    usage: tuple[Any, ...]
+    usage: dict[str, Any] | _ClaudeUsage
     usage_key: str | None
+
+    def figures(self) -> tuple[Any, ...]:
+        """The six usage figures, as the Claude Code reader makes them (claude.py)."""
+        usage = self.usage
+        if isinstance(usage, _ClaudeUsage):
+            usage = _usage_dict(usage)
+        return claude_usage(usage, self.model, self.timestamp)
 
 
 @dataclass
@@ -120,10 +139,7 @@ def _request_of_value(value: dict[str, Any], seq: int) -> _Request | None:
     model, timestamp = text_of(message.get("model")), text_of(value.get("timestamp"))
     message_id = text_of(message.get("id"))
     key = None if message_id is None else f"{message_id}:{value.get('requestId') or ''}"
-    return _Request(
-        seq, text_of(value.get("uuid")), timestamp, model, claude_usage(usage, model, timestamp),
-        key,
-    )  # fmt: skip
+    return _Request(seq, text_of(value.get("uuid")), timestamp, model, usage, key)
 
 
 def _requests_of_line(line: bytes, seq: int) -> list[_Request]:
@@ -144,8 +160,7 @@ def _requests_of_line(line: bytes, seq: int) -> list[_Request]:
     model, timestamp = text_of(message.model), text_of(decoded.timestamp)
     message_id = text_of(message.id)
     key = None if message_id is None else f"{message_id}:{decoded.requestId or ''}"
-    usage = claude_usage(_usage_dict(message.usage), model, timestamp)
-    return [_Request(seq, text_of(decoded.uuid), timestamp, model, usage, key)]
+    return [_Request(seq, text_of(decoded.uuid), timestamp, model, message.usage, key)]
 
 
 def _first_value(data: bytes) -> dict[str, Any] | None:
@@ -211,13 +226,22 @@ def _learn_head(data: bytes, session: SessionFacts) -> None:
         for value in storable_values(line, b"\\u" in line):
             learn_claude_session(value, session)
         start = end
+    if session.parent_session_id is not None:
+        return  # (a subagent's, named by its folder)
     position = data.find(_AGENT_ID)
     while position >= 0 and session.parent_session_id is None:
         start = data.rfind(b"\n", 0, position) + 1
         end = data.find(b"\n", position)
         end = len(data) if end < 0 else end
         line = data[start:end]
-        for value in storable_values(line, b"\\u" in line):
+        try:
+            values: list[dict[str, Any]] = []
+            decoded = _AGENT_DECODER.decode(line)
+            if decoded.agentId is not msgspec.UNSET:
+                values = [{"agentId": decoded.agentId, "sessionId": decoded.sessionId}]
+        except msgspec.DecodeError:
+            values = storable_values(line, b"\\u" in line)
+        for value in values:
             learn_claude_session(value, session)
         position = data.find(_AGENT_ID, end)
 
@@ -268,7 +292,7 @@ def usage_rows(file_id: int, requests: Iterable[_Request]) -> list[tuple[Any, ..
         if model not in providers:
             providers[model] = price_table().provider_of(model)
         provider = providers[model]
-        usage = request.usage
+        usage = request.figures()
         sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
         priced = Request(
             model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
