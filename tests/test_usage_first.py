@@ -223,3 +223,17 @@ def test_the_status_line_and_budget_sums_count_the_usage_rows(
         assert [of_session(index.connection, session) for session in claude] == [
             of_session(reference.connection, session) for session in claude
         ]
+
+
+def test_an_index_with_entries_pending_verifies_clean(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert index.verify().clean
+        with index.connection:
+            index.connection.execute(
+                "UPDATE usage_lines SET output_tokens = output_tokens + 1"
+                " WHERE pk = (SELECT max(pk) FROM usage_lines)"
+            )
+        assert not index.verify().clean

@@ -359,6 +359,26 @@ class UsageWriter:
         self.values = 0
 
 
+def usage_differences(connection: apsw.Connection, file_id: int, path: str) -> list[str]:
+    """Whether the usage rows of a file whose entries are still to come are those the file
+    at ``path`` gives now (verify; empty when they are)."""
+    with open_regular_file(path) as stream:
+        data = stream.read()
+    found = read_usage(path, data)
+    if found is None:
+        return ["its usage rows were read as Claude Code's, the file is not"]
+    fresh = [row[1:] for row in usage_rows(file_id, found.requests)]
+    ours = connection.execute(
+        "SELECT seq, id, timestamp, provider, model, input_tokens, output_tokens,"
+        " cache_read_tokens, cache_write_tokens, premium_requests, cost, cost_estimated,"
+        " list_cost FROM usage_lines WHERE session = ? ORDER BY pk",
+        (file_id,),
+    ).fetchall()
+    if [tuple(row) for row in ours] == fresh:
+        return []
+    return [f"usage rows: {len(ours)} indexed, the file gives {len(fresh)} (or other figures)"]
+
+
 def index_usage_first(
     connection: apsw.Connection,
     todo: list[tuple[SeenFile, KnownFile | None]],
