@@ -1,6 +1,6 @@
 """Usage first, for real (issue 40, item 1): a sync asked for usage alone (``sync(entries=False)``,
-the ``usage`` verb's first run) reads only the lines of the Claude Code files that hold usage
-and writes one row per request, no entry rows; ``usage`` then gives the same totals as a full
+the ``usage`` verb's first run) reads only the lines of the Claude Code and Codex files that hold
+usage and writes one row per request, no entry rows; ``usage`` then gives the same totals as a full
 sync, to the token and the cent; every read that wants entries (ls, show, search, the web app,
 MCP) reads those files whole first, or says its results are partial; a sync killed between the
 two passes leaves an index the next sync completes."""
@@ -59,11 +59,21 @@ def counts(index: SessionIndex) -> tuple[int, int, int]:
 
 
 def claude_entries(index: SessionIndex) -> int:
+    """The entries of the files whose entries are pending (none: only their usage rows)."""
     ((count,),) = index.connection.execute(
         "SELECT count(*) FROM entries JOIN files ON files.id = entries.session"
-        " WHERE files.agent = 'claude'"
+        " WHERE files.entries_pending = 1"
     )
     return count
+
+
+def pending_agents(index: SessionIndex) -> set[str]:
+    return {
+        agent
+        for (agent,) in index.connection.execute(
+            "SELECT DISTINCT agent FROM files WHERE entries_pending = 1"
+        )
+    }
 
 
 @pytest.mark.parametrize("by", [("day",), ("model",), ("agent", "project"), ("session",)])
@@ -73,6 +83,7 @@ def test_the_usage_first_pass_gives_the_totals_of_a_full_sync(
     with SessionIndex.open(str(agent_dir)) as index:
         report = index.sync(entries=False)
         assert report.entries_pending > 0
+        assert pending_agents(index) == {"claude", "codex"}
         assert claude_entries(index) == 0
         assert totals(index, by) == totals(reference, by)
 

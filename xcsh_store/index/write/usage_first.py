@@ -11,14 +11,13 @@ making a Python object of it), with orjson and the reader's own code for a line 
 structs do not expect. Each line then counts as the full read counts it (build.py): a later
 line of the same response (its usage key) or with the same entry id replaces an earlier one.
 
-Claude Code files only, for now; a file whose first object is not Claude Code's is left to the
-full read.
+Claude Code and Codex files (the agents whose JSONL carries usage that most users have most of);
+a file of any other kind is left to the full read, which counts it as before.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,23 +25,29 @@ import apsw
 import msgspec
 import orjson
 
-from xcsh_store.agents import SessionFacts, reader_for
+from xcsh_store.agents import Agent, AgentEntry, SessionFacts, reader_for
 from xcsh_store.agents.base import text_of
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.claude import _learn_session as learn_claude_session
 from xcsh_store.agents.claude import claude_usage
+from xcsh_store.agents.codex import READER as CODEX
+from xcsh_store.agents.codex import _learn_session as learn_codex_session
+from xcsh_store.agents.codex import _token_count as codex_token_count
 from xcsh_store.agents.prices.costs import settle
 from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
+from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
 from xcsh_store.index.write.rows import storable_values
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.times import canonical_iso, iso_millis, iso_now
 
 _USAGE = b'"usage"'
+# Who serves Codex's models (codex.py).
+CODEX_PROVIDER = "openai"
 _AGENT_ID = b'"agentId"'
 
 
@@ -95,12 +100,16 @@ class _Request:
     entry_id: str | None
     timestamp: str | None
     model: str | None
-    usage: dict[str, Any] | _ClaudeUsage
+    # Claude Code's usage object, or Codex's four figures (input, output, cache read, write).
+    usage: dict[str, Any] | _ClaudeUsage | tuple[int, int, int, int]
     usage_key: str | None
 
     def figures(self) -> tuple[Any, ...]:
-        """The six usage figures, as the Claude Code reader makes them (claude.py)."""
+        """The six usage figures, as the agent's reader makes them (claude.py, codex.py)."""
         usage = self.usage
+        if isinstance(usage, tuple):
+            request = Request(self.model, self.timestamp, *usage, provider=CODEX_PROVIDER)
+            return (*usage, 0, price_table().cost(request))
         if isinstance(usage, _ClaudeUsage):
             usage = _usage_dict(usage)
         return claude_usage(usage, self.model, self.timestamp)
@@ -110,6 +119,7 @@ class _Request:
 class UsageRead:
     """What the lean pass found in one file."""
 
+    agent: Agent
     session: SessionFacts
     requests: list[_Request] = field(default_factory=list)
     activity_at: str | None = None
@@ -177,16 +187,19 @@ def _first_value(data: bytes) -> dict[str, Any] | None:
 
 
 def read_usage(path: str, data: bytes) -> UsageRead | None:
-    """The requests of a file's bytes, when it is a Claude Code file (None: another kind, for
-    the full read)."""
+    """The requests of a file's bytes, when it is a Claude Code or Codex file (None: another
+    kind, for the full read)."""
     if data.startswith(BOM):
         return None
     first = _first_value(data)
     if first is None or first.get("type") in (TITLE_TYPE, HEADER_TYPE):
         return None
-    if reader_for(first) is not CLAUDE:
+    reader = reader_for(first)
+    if reader is CODEX:
+        return _read_codex(path, data) if "payload" in first else None
+    if reader is not CLAUDE:
         return None
-    found = UsageRead(SessionFacts(path))
+    found = UsageRead(CLAUDE, SessionFacts(path))
     session = found.session
     _learn_head(data, session)
     activity = [session.created_at] if session.created_at else []
@@ -267,6 +280,142 @@ def _counted(requests: list[_Request]) -> list[_Request]:
 
 
 # --------------------------------------------------------------------------------------------
+# Codex: the model of each turn comes from the turn_context line before its token_count lines,
+# the session from the first session_meta (a fork's copies of its parent's come after).
+
+_CODEX_NEEDLES = (b'"session_meta"', b'"turn_context"', b'"token_count"')
+
+
+class _CodexTokens(msgspec.Struct):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class _CodexInfo(msgspec.Struct):
+    last_token_usage: _CodexTokens | None = None
+    total_token_usage: dict[str, Any] | None = None
+
+
+class _CodexPayload(msgspec.Struct):
+    type: str | None = None
+    info: _CodexInfo | None = None
+
+
+class _CodexLine(msgspec.Struct):
+    type: str | None = None
+    timestamp: str | None = None
+    payload: _CodexPayload | None = None
+
+
+_CODEX_DECODER = msgspec.json.Decoder(_CodexLine)
+
+
+def _codex_positions(data: bytes) -> list[int]:
+    """Where the lines that may be a session_meta, turn_context or token_count begin, in
+    order (each once)."""
+    starts: set[int] = set()
+    for needle in _CODEX_NEEDLES:
+        position = data.find(needle)
+        while position >= 0:
+            starts.add(data.rfind(b"\n", 0, position) + 1)
+            end = data.find(b"\n", position)
+            position = -1 if end < 0 else data.find(needle, end)
+    return sorted(starts)
+
+
+def _read_codex(path: str, data: bytes) -> UsageRead:
+    """The requests of a Codex file, as the Codex reader reads them (codex.py)."""
+    found = UsageRead(CODEX, SessionFacts(path))
+    session = found.session
+    activity: list[str] = []
+    for start in _codex_positions(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+            try:  # a last line still being written waits for a later sync (build.py)
+                orjson.loads(data[start:end])
+            except orjson.JSONDecodeError:
+                break
+        line = data[start:end]
+        try:
+            decoded = _CODEX_DECODER.decode(line)
+            kind = decoded.type
+            payload = decoded.payload
+            simple = kind == "event_msg" and payload is not None and payload.type == "token_count"
+        except msgspec.DecodeError:
+            simple = False
+        if not simple:
+            # session_meta, turn_context (or a shape the structs do not expect): the reader's
+            # own code, on the full read's parse.
+            for part, value in enumerate(storable_values(line, b"\\u" in line)):
+                _codex_value(value, start * 64 + part, found, activity)
+            continue
+        assert payload is not None
+        request = _codex_request(decoded.timestamp, payload.info, session, start * 64)
+        if request is not None:
+            found.requests.append(request)
+            activity.append(request.timestamp or "")
+    if session.created_at:
+        activity.append(session.created_at)
+    stamps = [stamp for stamp in map(canonical_iso, activity) if stamp]
+    found.activity_at = max(stamps) if stamps else None
+    found.requests = _counted(found.requests)
+    return found
+
+
+def _codex_value(value: dict[str, Any], seq: int, found: UsageRead, activity: list[str]) -> None:
+    """One object of a line, as CodexReader.read reads it (what usage needs of it)."""
+    payload = value.get("payload")
+    if type(payload) is not dict:
+        return
+    kind = value.get("type")
+    timestamp = text_of(value.get("timestamp"))
+    session = found.session
+    if kind == "session_meta":
+        learn_codex_session(payload, timestamp, session)
+    elif kind == "turn_context":
+        session.model = text_of(payload.get("model")) or session.model
+    elif kind == "event_msg" and payload.get("type") == "token_count":
+        entry = AgentEntry({})
+        codex_token_count(entry, payload, timestamp, session)
+        if entry.usage is not None:
+            figures = (entry.usage[0], entry.usage[1], entry.usage[2], entry.usage[3])
+            entry_id = agent_entry_id(session.path, seq)
+            found.requests.append(
+                _Request(seq, entry_id, timestamp, entry.model, figures, entry.usage_key)
+            )
+            activity.append(timestamp or "")
+
+
+def _codex_request(
+    timestamp: str | None, info: _CodexInfo | None, session: SessionFacts, seq: int
+) -> _Request | None:
+    """A token_count event's request (codex._token_count, from the typed decoding)."""
+    timestamp = text_of(timestamp)
+    replay = session.replay_second
+    if replay is not None and timestamp is not None and timestamp[:19] <= replay:
+        return None
+    last = None if info is None else info.last_token_usage
+    if info is None or last is None:
+        return None
+    cached, written = last.cached_input_tokens, last.cache_write_input_tokens
+    figures = (
+        max(last.input_tokens - cached - written, 0), last.output_tokens, cached, written
+    )  # fmt: skip
+    if not any(figures):
+        return None
+    total = info.total_token_usage
+    key = None
+    if total is not None:
+        key = "total:" + orjson.dumps(total, option=orjson.OPT_SORT_KEYS).decode()
+    # (An id unlike any other file's, as the full read gives: usage_entries takes entries of
+    # the same id and time for copies.)
+    return _Request(seq, agent_entry_id(session.path, seq), timestamp, session.model, figures, key)
+
+
+# --------------------------------------------------------------------------------------------
 # Writing
 
 _FILE_ROW = (
@@ -283,21 +432,25 @@ _USAGE_ROW = (
 )
 
 
-def usage_rows(file_id: int, requests: Iterable[_Request]) -> list[tuple[Any, ...]]:
+def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
     """The usage_lines rows of a file's requests, each cost settled as the full read does."""
     rows = []
     providers: dict[str | None, str | None] = {}
-    for request in requests:
+    agent = found.agent
+    for request in found.requests:
         model = request.model
-        if model not in providers:
-            providers[model] = price_table().provider_of(model)
-        provider = providers[model]
+        if agent is CODEX:
+            provider: str | None = CODEX_PROVIDER
+        elif model in providers:
+            provider = providers[model]
+        else:
+            provider = providers[model] = price_table().provider_of(model)
         usage = request.figures()
         sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
         priced = Request(
             model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
         )
-        settled = settle(usage, CLAUDE.records_costs, priced)
+        settled = settle(usage, agent.records_costs, priced)
         rows.append((file_id, request.seq, request.entry_id, request.timestamp, provider, model,
                      *settled))  # fmt: skip
     return rows
@@ -310,7 +463,7 @@ class UsageWriter:
         self.connection = connection
         self.report = report
         self.values = 0
-        self.revision = reader_revisions().get(CLAUDE.name, 1)
+        self.revisions = reader_revisions()
 
     def write(
         self, seen: SeenFile, known: KnownFile | None, stat: tuple[int, int, int, int],
@@ -332,17 +485,25 @@ class UsageWriter:
             file_id = connection.last_insert_rowid()
         connection.execute(
             _FILE_ROW,
-            (*stat, iso_now(), seen.root, seen.project_dir, CLAUDE.name, self.revision, file_id),
+            (
+                *stat,
+                iso_now(),
+                seen.root,
+                seen.project_dir,
+                found.agent.name,
+                self.revisions.get(found.agent.name, 1),
+                file_id,
+            ),
         )
         session = found.session
         connection.execute(
             "INSERT OR REPLACE INTO usage_sessions (file_id, session_id, project_dir, cwd, agent,"
             " parent_session_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (file_id, session.session_id, seen.project_dir, session.cwd, CLAUDE.name,
+            (file_id, session.session_id, seen.project_dir, session.cwd, found.agent.name,
              session.parent_session_id, session.created_at,
              found.activity_at or iso_millis(stat[1] / 1e9)),
         )  # fmt: skip
-        rows = usage_rows(file_id, found.requests)
+        rows = usage_rows(file_id, found)
         connection.executemany(_USAGE_ROW, rows)
         self.values += len(rows) + 1
         if self.values >= COMMIT_EVERY_VALUES:
@@ -366,8 +527,8 @@ def usage_differences(connection: apsw.Connection, file_id: int, path: str) -> l
         data = stream.read()
     found = read_usage(path, data)
     if found is None:
-        return ["its usage rows were read as Claude Code's, the file is not"]
-    fresh = [row[1:] for row in usage_rows(file_id, found.requests)]
+        return ["its usage rows were read as another agent's, the file is not"]
+    fresh = [row[1:] for row in usage_rows(file_id, found)]
     ours = connection.execute(
         "SELECT seq, id, timestamp, provider, model, input_tokens, output_tokens,"
         " cache_read_tokens, cache_write_tokens, premium_requests, cost, cost_estimated,"
