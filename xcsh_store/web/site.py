@@ -204,11 +204,6 @@ class Site:
     def known(self) -> list[Secret]:
         return getattr(self.rendering, "known", [])
 
-    def budget(self) -> Budget:
-        """The highlighting budget of the page being rendered in this thread."""
-        found: Budget = self.rendering.budget
-        return found
-
     def printed(self, value: Any) -> Any:
         """What a template prints: a text with its secrets redacted (before it is escaped),
         and the secrets of the files it was cut from, whole or cut. A macro's output is
@@ -257,6 +252,11 @@ class Site:
 
     # -- rendering ----------------------------------------------------------------------------
 
+    def budget(self) -> Budget:
+        """The highlighting budget of the page being rendered in this thread."""
+        found: Budget = self.rendering.budget
+        return found
+
     def environment(self) -> jinja2.Environment:
         """The templates, with the filters that redact, shorten and highlight what they show."""
         templates = jinja2.Environment(
@@ -298,7 +298,7 @@ class Site:
     async def not_found(self, request: Request, error: Exception) -> Response:
         return self.render("error.html", 404, title="Not found", message="No such page")
 
-    # -- serving ------------------------------------------------------------------------------
+    # -- serving: the pages behind the gate, and what every page loads besides itself ---------
 
     def endpoint(self, page: Page) -> Callable[[Request], Awaitable[Response]]:
         """The route of ``page``, which reads the index: run in a worker thread, PAGES_AT_ONCE
