@@ -1,8 +1,11 @@
 """The first ``usage`` on a machine never indexed, beside ccusage, on a Claude Code home made of
 the real fixture files (benchmarks/claude_tree.py), in one run (issue 28, item 4):
 
-    python -m benchmarks.bench_first_usage [--size 326MB] [--rounds 3]
+    python -m benchmarks.bench_first_usage [--size 326MB] [--rounds 3] [--agent claude|codex]
         [--cache ~/.cache/xcsh-store-bench/ccusage]
+
+(``--agent codex``: a Codex home made the same way from the Codex fixtures, beside ccusage
+``codex daily``.)
 
 Each round, in turns (the machine's load falls on both alike): ccusage 20.0.24 (npm, as
 compare_ccusage.py installs it) ``claude daily --offline --json``; then, each a fresh process
@@ -39,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.claude_tree import claude_home, tree_bytes
+from benchmarks.claude_tree import claude_home, codex_home, tree_bytes
 from benchmarks.compare_ccusage import install_ccusage
 from benchmarks.harness import compare, print_table
 from benchmarks.index_common import WORK_DIR
@@ -66,18 +69,21 @@ with SessionIndex.open(agent_dir) as index:
 """
 
 
-def _environment(home: Path) -> dict[str, str]:
-    """$HOME the tree's; bytecode cached as on a user's machine (a shell that turns the cache
-    off would have every process, and every sync worker, compile the package again)."""
+def _environment(home: Path, agent: str) -> dict[str, str]:
+    """$HOME the tree's (the other agent's folder one that does not exist); bytecode cached as
+    on a user's machine (a shell that turns the cache off would have every process, and every
+    sync worker, compile the package again)."""
     environment = dict(os.environ)
     environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    claude = home / ".claude" if agent == "claude" else WORK_DIR / "no-claude"
+    codex = home / ".codex" if agent == "codex" else WORK_DIR / "no-codex"
     return {
         **environment,
         "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "CLAUDE_CONFIG_DIR": str(claude),
         "XDG_CONFIG_HOME": str(WORK_DIR / "first-usage-config"),
         "XDG_DATA_HOME": str(WORK_DIR / "first-usage-data"),
-        "CODEX_HOME": str(WORK_DIR / "no-codex"),
+        "CODEX_HOME": str(codex),
         "PYTHONPATH": str(ROOT),
     }
 
@@ -106,7 +112,12 @@ def ours(step: str, agent_dir: Path, environment: dict[str, str]) -> tuple[float
 
 
 def ccusage_totals(report: dict[str, Any]) -> list[int]:
+    """(input, output, cache read, cache write) of a ccusage report (Codex's: its input
+    includes the cached tokens, which it calls cachedInputTokens)."""
     totals = report["totals"]
+    cached = totals.get("cachedInputTokens")
+    if cached is not None:
+        return [totals["inputTokens"] - cached, totals["outputTokens"], cached, 0]
     return [
         totals["inputTokens"],
         totals["outputTokens"],
@@ -116,35 +127,47 @@ def ccusage_totals(report: dict[str, Any]) -> list[int]:
 
 
 def largest_session(home: Path) -> Path:
-    return max((home / ".claude" / "projects").rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    return max(home.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
 
 
 def append_entry(path: Path, serial: int) -> None:
-    """One more assistant line, a copy of the file's last one with usage, under a new id."""
+    """One more line with usage, a copy of the file's last one, under new ids (Claude Code's
+    uuid, message and request ids; Codex's running total, one token more)."""
     lines = path.read_bytes().splitlines()
-    last = next(json.loads(line) for line in reversed(lines) if b'"usage"' in line)
-    last["uuid"] = f"00000000-0000-4000-8000-{serial:012d}"
-    last["message"]["id"] = f"msg_appended_{serial}"
-    last["requestId"] = f"req_appended_{serial}"
+    needle = b'"usage"' if b'"token_count"' not in path.read_bytes() else b'"token_count"'
+    last = next(
+        value
+        for line in reversed(lines)
+        if needle in line and (value := json.loads(line)).get("type") != "user"
+        and (needle == b'"usage"' or (value["payload"].get("info") or {}).get("total_token_usage"))
+    )  # fmt: skip
+    if needle == b'"usage"':
+        last["uuid"] = f"00000000-0000-4000-8000-{serial:012d}"
+        last["message"]["id"] = f"msg_appended_{serial}"
+        last["requestId"] = f"req_appended_{serial}"
+    else:
+        info = last["payload"]["info"]
+        info["total_token_usage"]["output_tokens"] += 1
+        info["last_token_usage"]["output_tokens"] += 1
     with path.open("ab") as stream:
         stream.write(json.dumps(last, separators=(",", ":")).encode() + b"\n")
 
 
-def measure(size: str, rounds: int, cache: Path) -> dict[str, Any]:
-    """Every step, ``rounds`` times in turns, on the Claude Code home of ``size``: the times of
-    each run (s), their medians and the token totals of each tool."""
+def measure(size: str, rounds: int, cache: Path, agent: str = "claude") -> dict[str, Any]:
+    """Every step, ``rounds`` times in turns, on the Claude Code (or Codex) home of ``size``:
+    the times of each run (s), their medians and the token totals of each tool."""
     binary = install_ccusage(cache)
-    source = claude_home(size)
+    source = claude_home(size) if agent == "claude" else codex_home(size)
     # A copy, since the rounds append to it.
-    home = WORK_DIR / f"first-usage-home-{size.lower()}"
+    home = WORK_DIR / f"first-usage-home-{agent}-{size.lower()}"
     shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(source, home)
-    environment = _environment(home)
+    environment = _environment(home, agent)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "xcsh_store")], check=True)
     agent_dir = WORK_DIR / f"first-usage-agent-{size.lower()}"
     times: dict[str, list[float]] = {}
     totals: dict[str, list[int]] = {}
-    ccusage = [str(binary), "claude", "daily", "--offline", "--json"]
+    ccusage = [str(binary), agent, "daily", "--offline", "--json"]
     try:
         for round_number in range(rounds):
             seconds, output = timed(ccusage, environment, "ccusage")
@@ -166,7 +189,7 @@ def measure(size: str, rounds: int, cache: Path) -> dict[str, Any]:
             times["ccusage"].append(seconds)
             totals["ccusage daily, after the appends"] = ccusage_totals(json.loads(output))
         session_report = subprocess.run(
-            [str(binary), "claude", "session", "--offline", "--json"],
+            [str(binary), agent, "session", "--offline", "--json"],
             env=environment, capture_output=True, text=True, check=True,
         )  # fmt: skip
         totals["ccusage session, after the appends"] = ccusage_totals(
@@ -188,10 +211,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="326MB")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--agent", choices=("claude", "codex"), default="claude")
     default_cache = Path.home() / ".cache" / "xcsh-store-bench" / "ccusage"
     parser.add_argument("--cache", type=Path, default=default_cache)
     options = parser.parse_args()
-    figures = measure(options.size, options.rounds, options.cache)
+    figures = measure(options.size, options.rounds, options.cache, options.agent)
     median = figures["median"]
     megabytes = figures["bytes"] / 1e6
     cpu = figures["cpu"]
@@ -215,7 +239,8 @@ def main() -> None:
             min_ratio=1 / 0.3,
         ),
     ]  # fmt: skip
-    print_table(rows, title=f"First usage beside ccusage claude daily (median of {options.rounds})")
+    title = f"First usage beside ccusage {options.agent} daily (median of {options.rounds})"
+    print_table(rows, title=title)
     print("\nAll times (s):")
     for step, values in figures["times"].items():
         print(f"  {step}: {', '.join(f'{value:.2f}' for value in values)}")
