@@ -248,3 +248,54 @@ def test_an_index_with_entries_pending_verifies_clean(
                 " WHERE pk = (SELECT max(pk) FROM usage_lines)"
             )
         assert not index.verify().clean
+
+
+def _assistant(uuid: str, message_id: str, tokens: object, stamp: str) -> dict[str, object]:
+    return {
+        "type": "assistant", "uuid": uuid, "parentUuid": None, "sessionId": "edge",
+        "cwd": "/work/edge", "timestamp": stamp, "requestId": f"req_{message_id}",
+        "message": {
+            "id": message_id, "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": 'a "usage" word'}],
+            "usage": {"input_tokens": tokens, "output_tokens": 7, "cache_read_input_tokens": 100,
+                      "cache_creation_input_tokens": 20,
+                      "cache_creation": {"ephemeral_1h_input_tokens": 5}},
+        },
+    }  # fmt: skip
+
+
+def test_odd_lines_count_as_the_full_read_counts_them(
+    agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
+):
+    """A response written on several lines, an id written again, tokens as floats, two
+    objects on one line, a user line with a nested usage, a last line still being written."""
+    lines = [
+        orjson.dumps(
+            {
+                "type": "user",
+                "uuid": "u1",
+                "sessionId": "edge",
+                "cwd": "/work/edge",
+                "timestamp": "2025-10-01T10:00:00.000Z",
+                "message": {"role": "user", "content": "hi"},
+                "toolUseResult": {"usage": {"input_tokens": 999}},
+            }
+        ),
+        orjson.dumps(_assistant("a1", "m1", 10, "2025-10-01T10:00:01.000Z")),
+        orjson.dumps(_assistant("a2", "m1", 11, "2025-10-01T10:00:02.000Z")),  # same response
+        orjson.dumps(_assistant("a3", "m2", 12.0, "2025-10-01T10:00:03.000Z")),  # a float
+        orjson.dumps(_assistant("a4", "m3", 13, "2025-10-02T10:00:04.000Z"))
+        + orjson.dumps(_assistant("a5", "m4", 14, "2025-10-02T10:00:05.000Z")),  # glued
+        orjson.dumps(_assistant("a4", "m5", 15, "2025-10-02T10:00:06.000Z")),  # id a4 again
+    ]
+    data = b"\n".join(lines) + b"\n" + orjson.dumps(_assistant("a9", "m9", 1, "2025-10-03"))[:-9]
+    project = real_home.home / ".claude" / "projects" / "-work-edge"
+    project.mkdir(parents=True)
+    (project / "edge.jsonl").write_bytes(data)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lean = totals(index, ("day", "session"))
+    with SessionIndex.open(str(tmp_path / "full")) as full:
+        full.sync()
+        assert lean == totals(full, ("day", "session"))
+        assert any(row[0] is not None and "edge" in row[0] for row in lean)
