@@ -299,3 +299,51 @@ def test_odd_lines_count_as_the_full_read_counts_them(
         full.sync()
         assert lean == totals(full, ("day", "session"))
         assert any(row[0] is not None and "edge" in row[0] for row in lean)
+
+
+def test_reads_without_a_sync_say_their_lists_are_partial(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    from starlette.testclient import TestClient
+    from web_server import LOCAL
+
+    from xcsh_store.agent_tools.tools import list_sessions
+    from xcsh_store.web import create_app
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        pending = index.entries_pending()
+    assert pending
+    result = CliRunner().invoke(cli, ["--no-sync", "ls"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"Partial list: {pending} session files have only their")
+    client = TestClient(create_app(str(agent_dir), sync_every=None), base_url=LOCAL)
+    assert f"Partial list: {pending} session files" in client.get("/").text
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert "not listed" in list_sessions(index)["partial"]
+    result = CliRunner().invoke(cli, ["ls"])  # a sync first: every session, nothing partial
+    assert result.exit_code == 0, result.output
+    assert "Partial" not in result.stderr
+    assert "Partial list" not in client.get("/").text
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert "partial" not in list_sessions(index)
+
+
+def test_serve_and_mcp_read_the_entries_put_off_when_they_refresh(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    from xcsh_store.index import Refresher
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+    refresher = Refresher(str(agent_dir), every=0)
+    try:
+        refresher.refresh()
+        with SessionIndex.open(str(agent_dir), read_only=True) as index:
+            assert index.entries_pending() == 0
+            assert sorted(s.session_id for s in index.list_sessions()) == sorted(
+                s.session_id for s in reference.list_sessions()
+            )
+        refresher.wait_for_text()
+    finally:
+        refresher.close()

@@ -157,6 +157,8 @@ class IndexReader(Protocol):
 
     def text_pending(self) -> int: ...
 
+    def entries_pending(self) -> int: ...
+
     def quota(
         self,
         limits: Limits | None = None,
@@ -642,6 +644,15 @@ class SessionIndex:
         from xcsh_store.index.write.text_later import pending_text_files
 
         return pending_text_files(self.connection)
+
+    @_entry_point
+    def entries_pending(self) -> int:
+        """How many session files have only their usage rows yet (a sync asked for usage
+        alone put their entries off): while any has, listings, sessions and searches miss
+        them (any sync that wants entries, the default, reads them)."""
+        from xcsh_store.index.write.entries_later import pending_entry_files
+
+        return pending_entry_files(self.connection)
 
     def _forget_search_text(self) -> None:
         """Empty entries_fts before a sync that reads every file whole (its rows could only go
