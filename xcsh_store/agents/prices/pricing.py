@@ -81,11 +81,22 @@ class PriceTable:
         self.files = files
         self.fingerprint = fingerprint
         self.dataset = dataset
+        # Each (model, provider, day) looked up once: a sync prices thousands of requests of a
+        # few models a day (the sources never change in a table's life).
+        self._found: dict[tuple[str, str | None, date], ModelPrice | None] = {}
 
     def price(self, model: str | None, provider: str | None, day: date) -> ModelPrice | None:
         """The price of a model on ``day``; None when no source knows the model."""
         if not model:
             return None
+        key = (model, provider, day)
+        try:
+            return self._found[key]
+        except KeyError:
+            found = self._found[key] = self._price(model, provider, day)
+            return found
+
+    def _price(self, model: str, provider: str | None, day: date) -> ModelPrice | None:
         if model == SYNTHETIC_MODEL:
             return _NO_CHARGE
         for prices in self.files:
