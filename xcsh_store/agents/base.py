@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 import shlex
 import stat
@@ -73,16 +74,25 @@ class SessionFacts:
 
     def saved(self) -> tuple[Any, ...]:
         """Every fact as it is now, for restore()."""
-        return tuple(getattr(self, name) for name in _FACTS)
+        return _facts_of(self)
 
     def restore(self, saved: tuple[Any, ...]) -> None:
         """The facts as saved() found them (a record that fails is lost with what it said)."""
         for name, value in zip(_FACTS, saved, strict=True):
             setattr(self, name, value)
 
-    def problem(self) -> str | None:
-        """What a plugin set to another type than a fact takes, or None."""
-        for name in _FACTS:
+    def problem(self, saved: tuple[Any, ...] | None = None) -> str | None:
+        """What a plugin set to another type than a fact takes, or None. With ``saved`` (what
+        saved() gave when the facts were all of their types), only the facts changed since are
+        looked at: a reader reading a line changes none, most of the time."""
+        if saved is not None:
+            now = _facts_of(self)
+            if all(map(operator.is_, now, saved)):
+                return None
+            changed = [name for name, a, b in zip(_FACTS, now, saved, strict=True) if a is not b]
+        else:
+            changed = list(_FACTS)
+        for name in changed:
             value = getattr(self, name)
             if name == "parents":
                 if not isinstance(value, dict):
@@ -93,6 +103,7 @@ class SessionFacts:
 
 
 _FACTS = tuple(fact.name for fact in fields(SessionFacts))
+_facts_of = operator.attrgetter(*_FACTS)
 
 
 class QuotaReading(NamedTuple):

@@ -77,7 +77,7 @@ def build_indexes(connection: apsw.Connection) -> None:
         for sql in orjson.loads(note):
             connection.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
         _set_hashsize(connection, DEFAULT_HASHSIZE)
-        set_meta(connection, DEFERRED_KEY, None)
+        connection.execute("DELETE FROM meta WHERE key = ?", (DEFERRED_KEY,))
 
 
 @contextlib.contextmanager
