@@ -136,6 +136,7 @@ class PriceTable:
         except KeyError:
             pass
         price = self.price(model, provider, today)
+        found: str | None
         if price is not None and price.provider is not None:
             found = price.provider
         else:
