@@ -189,15 +189,19 @@ def entry_problem(found: Any) -> str | None:
     if not isinstance(entry.get("type"), str):
         return f"entry type is {_shown(entry.get('type'))}, not text"
     for key in ("id", "parentId", "timestamp"):
-        problem = _text_or_none(f"entry {key}", entry.get(key))
-        if problem is not None:
-            return problem
+        value = entry.get(key)
+        if value is not None and type(value) is not str:  # (the name only for a problem)
+            problem = _text_or_none(f"entry {key}", value)
+            if problem is not None:
+                return problem
     if "message" in entry and not isinstance(entry["message"], dict):
         return f"entry message is {_shown(entry['message'])}, not a dict"
     for name in ("usage_key", "title", "title_source", "model", "provider", "qualifier"):
-        problem = _text_or_none(name, getattr(found, name))
-        if problem is not None:
-            return problem
+        value = getattr(found, name)
+        if value is not None and type(value) is not str:
+            problem = _text_or_none(name, value)
+            if problem is not None:
+                return problem
     summary = found.leaf_summary
     if summary is not None and not (
         isinstance(summary, tuple | list)
@@ -210,10 +214,11 @@ def entry_problem(found: Any) -> str | None:
         if not isinstance(usage, tuple | list) or len(usage) != 6:
             return f"usage is {_shown(usage)}, not six figures"
         for number, value in enumerate(usage):
-            if not (number == 5 and value is None):
-                problem = _figure(f"usage[{number}]", value)
-                if problem is not None:
-                    return problem
+            if type(value) is int or (number == 5 and value is None):
+                continue  # (the common case, with no name to make)
+            problem = _figure(f"usage[{number}]", value)
+            if problem is not None:
+                return problem
     turns = found.rewind_turns
     if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 0):
         return f"rewind_turns is {_shown(turns)}, not a count"
