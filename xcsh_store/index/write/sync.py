@@ -21,6 +21,7 @@ from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
 from xcsh_store.index.db import index_folder, transaction
 from xcsh_store.index.write import pipeline
+from xcsh_store.index.write.bulk_load import bulk_load
 from xcsh_store.index.write.indexer import (
     FileIndexer,
     drop_file_rows,
@@ -285,10 +286,11 @@ def _index_files(
         todo, full, workers, indexer.with_text, indexer.keeper, index_folder(indexer.connection)
     )
     report, batch = indexer.report, indexer.batch
+    whole_bytes = _whole_bytes(todo, full)
     total = sum(item.size for item, _row in todo)
     done = 0
     try:
-        with bulk_writing(indexer.connection):
+        with bulk_writing(indexer.connection), bulk_load(indexer.connection, whole_bytes):
             for position, (item, row) in enumerate(todo):
                 if progress is not None:
                     progress(done, total, item.path)
