@@ -8,6 +8,7 @@ two passes leaves an index the next sync completes."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,6 +99,25 @@ def test_the_deferred_pass_replaces_the_usage_rows_with_entries(
         assert counts(index)[0] == counts(reference)[0]
         assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
         assert index.verify().clean
+
+
+def test_the_next_usage_only_sync_reads_the_put_off_files_whole_and_archives_them(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """A user who only ever asks for usage still gets every session kept: the run after the
+    lean one reads the files it left pending whole, archive included, so the agent deleting
+    them afterwards changes no total and loses no session."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync(entries=False).entries_pending > 0
+        index.sync(entries=False)
+        assert counts(index)[1:] == (0, 0)
+        sessions = len(index.list_sessions())
+    shutil.rmtree(real_home.claude_dir)
+    shutil.rmtree(real_home.codex_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert len(index.list_sessions()) == sessions
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
 
 
 def test_index_pending_text_completes_the_entries_first(

@@ -82,9 +82,11 @@ def sync_files(
     agent that finds its own sessions (a kind other than JSONL) lists them there.
 
     ``entries`` false (usage first, for real: usage_first.py): when there is as much to read
-    whole, the Claude Code files among them get only their usage rows, and are marked
-    ``entries_pending``; a sync with ``entries`` reads the files so marked whole (their entry
-    rows, and their search text when ``text``: entries_later.py).
+    whole, the Claude Code and Codex files among them get only their usage rows, and are marked
+    ``entries_pending``. The next sync, whatever it is asked, reads the files so marked whole
+    (their entry rows, their archive copy, and their search text when ``text``:
+    entries_later.py): a file its agent deletes is lost to the store only if it goes before
+    that next run, and a user who only ever asks for usage still gets every session kept.
 
     ``indexed`` is the files table as read before (it is read here when not given).
     ``workers``: how many processes may read files whole (default: one per core); 1 reads
@@ -99,8 +101,8 @@ def sync_files(
     report = SyncReport()
     indexed = indexed or IndexedFiles.read(connection)
     # Most files are unchanged: the scan compares their stat with these and yields the rest
-    # (a file whose entries a usage-first sync put off is read whole by a sync that wants them).
-    pending = set() if not entries else entries_pending_paths(connection)
+    # (a file whose entries an earlier usage-first sync put off is read whole now).
+    pending = entries_pending_paths(connection)
     known = KnownStats(
         {path: stat for path, stat in indexed.stats.items() if path not in pending}
         if pending
@@ -149,7 +151,7 @@ def sync_files(
         indexer.with_text = _whole_bytes(todo, full) < TEXT_LATER_MIN_BYTES
     try:
         if not entries and not indexer.with_text:
-            todo = _usage_first(connection, todo, full, report)
+            todo = _usage_first(connection, todo, full, report, pending)
         _index_files(
             indexer, todo, full, progress, default_workers() if workers is None else workers
         )
@@ -192,12 +194,17 @@ def _usage_first(
     todo: list[tuple[SeenFile, KnownFile | None]],
     full: bool,
     report: SyncReport,
+    pending: set[str],
 ) -> list[tuple[SeenFile, KnownFile | None]]:
-    """The lean pass over the files of ``todo`` to read whole (usage_first.py); returns what
-    is left for the full read, in order."""
+    """The lean pass over the files of ``todo`` to read whole but those an earlier lean pass
+    left ``pending`` (usage_first.py); returns what is left for the full read, in order."""
     from xcsh_store.index.write.usage_first import index_usage_first
 
-    whole = {position for position, _size in _whole_reads(todo, full)}
+    whole = {
+        position
+        for position, _size in _whole_reads(todo, full)
+        if todo[position][0].path not in pending
+    }
     with fixed_prices(index_folder(connection)):
         left = index_usage_first(connection, [todo[at] for at in sorted(whole)], report)
     for_full_read = {id(pair[0]) for pair in left}
