@@ -28,6 +28,7 @@ from xcsh_store.cli.app import (
     team_only,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
+from xcsh_store.cli.output.calls import message_lines
 from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
@@ -64,6 +65,7 @@ from xcsh_store.errors import (
     XcshStoreError,
 )
 from xcsh_store.format.context import SessionContext
+from xcsh_store.format.transcript import message_of
 from xcsh_store.index import (
     SEARCH_ROLES,
     EntryUsage,
@@ -246,9 +248,14 @@ def _show_entry(settings: Settings, session: str, entry: str, as_json: bool) -> 
         return
     kind, _gist = entry_summary(value)
     label = settings.style
-    echo(f"{label('Entry', bold=True)}    {entry_id} · {kind} · {value.get('timestamp') or '–'}")
+    echo(label("Entry", bold=True) + f"    {entry_id} · {kind} · {value.get('timestamp') or '–'}")
     echo()
-    echo_text(entry_text(value))
+    message = message_of(value)
+    if message is None or not message.blocks:
+        echo_text(entry_text(value))
+        return
+    for line in message_lines(message, settings.style):
+        echo(line)
 
 
 def _kind_style(settings: Settings, column: int, text: str) -> str:

@@ -13,6 +13,7 @@ from xcsh_store.format.entries import (
     session_info_name,
     title_change_name,
 )
+from xcsh_store.format.tool_calls import tool_gist
 from xcsh_store.index.read.tree import SessionTree, read_entries
 from xcsh_store.js import stringify
 
@@ -119,12 +120,7 @@ def _tool_calls(content: Any) -> list[str]:
     for block in content:
         if isinstance(block, dict) and block.get("type") == "toolCall":
             name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-            arguments = block.get("arguments")
-            shown = ""
-            if isinstance(arguments, dict) and arguments:
-                key, value = next(iter(arguments.items()))
-                shown = f"{key}={value}" if not isinstance(value, (dict, list)) else key
-            calls.append(f"{name}({shown[:80]})")
+            calls.append(tool_gist(name, block.get("arguments")))
     return calls
 
 
