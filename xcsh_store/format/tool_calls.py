@@ -44,6 +44,8 @@ _QUOTED_PATCH = re.compile(r'"\*\*\* Begin Patch(?:[^"\\]|\\.)*"', re.DOTALL)
 _PATCH_FILE = re.compile(r"\*\*\* (Add|Update|Delete) File: (.+)")
 _WORDS = re.compile(r"\w+|\s+|[^\w\s]")
 _EXEC_COMMAND = re.compile(r"tools\.exec_command\((\{.*\})\)", re.DOTALL)
+# A diff longer than this many lines is folded (a Write of a whole file is all additions).
+FOLDED_DIFF_LINES = 40
 # Lines longer than this, or diffs with more changed characters in all, are not marked within
 # (a line's marks cost the product of its two lengths).
 MARKED_LINE = 1000
@@ -53,7 +55,9 @@ MARKED_CHARS = 200_000
 MARKED_LIKENESS = 0.4
 # Exit statuses as shells and agents write them in a command's output.
 _EXIT = re.compile(
-    r"^(?:Exit code:?|Process exited with code|exit code:?|Exit status:?) (-?\d+)", re.MULTILINE
+    r"^(?:Exit code:?|Process exited with code|exit code:?|Exit status:?) (-?\d+)"
+    r'|"exit_code":\s*(-?\d+)',  # Codex 0.58's {"output": …, "metadata": {"exit_code": 0}}
+    re.MULTILINE,
 )
 
 
@@ -247,8 +251,8 @@ def read_range(arguments: dict[str, Any]) -> str:
 def exit_status(output: str) -> int | None:
     """The exit status a shell command's output states (``Exit code: 2``, Codex's ``Process
     exited with code 2``), None where it states none."""
-    found = _EXIT.search(output[:2000])
-    return None if found is None else int(found.group(1))
+    found = _EXIT.search(output[:2000]) or _EXIT.search(output[-2000:])
+    return None if found is None else int(found.group(1) or found.group(2))
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from xcsh_store.format.tool_calls import diff_size, exit_status, tool_view
+from xcsh_store.format.tool_calls import FOLDED_DIFF_LINES, diff_size, exit_status, tool_view
 from xcsh_store.times import iso_millis, iso_now
 
 # The forms a session is exported in, with their media types.
@@ -30,8 +30,6 @@ EXPORT_TYPES = {
 # Tool output longer than this many characters is cut in an export (the rest is said, not
 # shown): a 20 MB build log makes a page nobody shares.
 OUTPUT_CHARS = 20_000
-# A diff longer than this many lines is folded (a Write of a whole file is all additions).
-FOLDED_DIFF_LINES = 40
 
 
 @dataclass

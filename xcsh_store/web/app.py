@@ -295,6 +295,7 @@ def create_app(
     templates.filters["code"] = lambda text, language: renderer.code(
         redacted(text), language, budget()
     )
+    templates.filters["diff"] = lambda text: markup.diff_html(redacted(text))
     templates.filters["human_time"] = pages.human_time
     templates.filters["duration"] = pages.duration_text
     templates.filters["count"] = pages.count_text
