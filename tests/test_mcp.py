@@ -354,7 +354,7 @@ def test_answers_name_each_fact_once(agent_dir, branched):
             ("usage", {"by": "session"}),
         ],
     )
-    listed, search, branch, context, prompts, usage = results
+    listed, _search, branch, context, prompts, usage = results
     assert [_named_twice(answer) for answer in results] == [set()] * 6
     # What is left names the session and its total once.
     (session,) = listed["sessions"]
