@@ -638,9 +638,8 @@ def _exit_of(kind: str, text: str) -> str:
 
 def _shell_run(message: dict[str, Any]) -> list[Block]:
     """A command the user ran (pi's ``!``): the command, then its output with its exit status."""
-    command = message.get("command") if isinstance(message.get("command"), str) else ""
-    output = message.get("output") if isinstance(message.get("output"), str) else ""
-    code = message.get("exitCode")
+    command, output, code = (message.get(key) for key in ("command", "output", "exitCode"))
+    command, output = (text if isinstance(text, str) else "" for text in (command, output))
     status = f"exit {code}" if isinstance(code, int) and not isinstance(code, bool) else ""
     return [Block("command", command, "bash"), Block("output", output, status)]
 

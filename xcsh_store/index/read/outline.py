@@ -119,8 +119,10 @@ def _tool_calls(content: Any) -> list[str]:
     calls = []
     for block in content:
         if isinstance(block, dict) and block.get("type") == "toolCall":
-            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-            calls.append(tool_gist(name, block.get("arguments")))
+            name = block.get("name")
+            calls.append(
+                tool_gist(name if isinstance(name, str) else "tool", block.get("arguments"))
+            )
     return calls
 
 
