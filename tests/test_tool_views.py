@@ -215,6 +215,32 @@ def test_edit_tools_of_gemini_and_opencode_by_their_documented_arguments():
     assert written.text == _diff("", new, "y.py")
 
 
+def test_multiedit_and_copilots_edit_tools_by_their_documented_arguments():
+    # Claude Code's MultiEdit (edits: old_string/new_string each) and Copilot CLI's edit
+    # (old_str/new_str) and create (file_text): no fixture holds one.
+    edits = [{"old_string": "a\n", "new_string": "b\n"}, {"old_string": "c\n", "new_string": "d\n"}]
+    multi = tool_view("MultiEdit", {"file_path": "m.txt", "edits": edits})
+    assert multi.text == _diff("a\n", "b\n", "m.txt") + _diff("c\n", "d\n", "m.txt")
+    copilot = tool_view("edit", {"path": "c.txt", "old_str": "a\n", "new_str": "b\n"})
+    created = tool_view("create", {"path": "n.txt", "file_text": "new\n"})
+    assert (copilot.text, created.text) == (
+        _diff("a\n", "b\n", "c.txt"),
+        _diff("", "new\n", "n.txt"),
+    )
+
+
+def test_a_failed_commands_output_says_its_exit_status(home, agent_dir):
+    # Codex's exec_command output states it: "Process exited with code 2".
+    session = next(
+        path for name, path in home.of("codex").items() if name.startswith("Shyaar__beam_v1")
+    )
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        session_id = next(s.session_id for s in index.list_sessions() if s.path == str(session))
+    document = CliRunner().invoke(cli, ["export", session_id], catch_exceptions=False).output
+    assert "<summary>Error from exec_command · exit 2</summary>" in document
+    assert "<summary>Output of exec_command · exit 0</summary>" in document
+
+
 def test_a_changed_line_marks_the_words_it_changed():
     diff = _diff("total = price * count\n", "total = price * amount\n", "a.py")
     removed, added = (line for line in marked_lines(diff) if line.kind in ("add", "del"))
@@ -304,3 +330,18 @@ def test_the_session_page_shows_an_edit_as_the_exports_diff(home, client):
 
 def _path_of(home: Any) -> str:
     return str(home.of("claude")[EDITING])
+
+
+def test_the_session_page_says_a_failed_commands_exit_status(home, agent_dir, client):
+    path = str(next(p for n, p in home.of("codex").items() if n.startswith("Shyaar__beam_v1")))
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        session = next(s for s in index.list_sessions() if s.path == path)
+        failed = next(
+            entry["id"]
+            for entry in index.branch_entries(session, None)
+            if "Process exited with code 2" in orjson.dumps(entry).decode()
+        )
+    page = client.get("/session", params={"path": path, "entry": failed}).text
+    article = page[page.index(f'id="entry-{failed}"') :]
+    article = article[: article.index("</article>")]
+    assert '<span class="exit failed">exit 2</span>' in article
