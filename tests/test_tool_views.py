@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import html
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,10 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[str,
         lay_out_home(home)
         lay_out_agents(home)
         lay_out_documents(home)
+        threads = home / isolated_environment(home)["AMP_DATA_DIR"] / "threads"
+        threads.mkdir(parents=True)
+        for thread in (FIXTURES / "amp").glob("*.json"):
+            shutil.copyfile(thread, threads / thread.name)
         found: dict[str, list[tuple[str, Any]]] = {}
         with SessionIndex.open(str(root / "agent")) as index:
             index.sync(workers=1)
@@ -74,8 +79,9 @@ def _records(name: str, agent: str = "claude") -> list[dict[str, Any]]:
 
 
 def test_every_agents_fixtures_have_calls(calls):
+    # Aider's chat history records no tool calls.
     assert {"claude", "codex", "pi", "omp", "gemini", "opencode", "copilot", "qwen", "droid",
-            "cursor"} <= set(calls)  # fmt: skip
+            "cursor", "amp"} <= set(calls)  # fmt: skip
 
 
 def test_a_claude_edit_is_the_diff_of_its_strings(calls):
@@ -155,7 +161,7 @@ def test_a_codex_exec_script_patch_is_a_diff_of_the_files_it_names(calls):
     ("agent", "name"),
     [("claude", "Bash"), ("gemini", "run_shell_command"), ("copilot", "bash"),
      ("opencode", "bash"), ("droid", "Execute"), ("cursor", "Bash"), ("codex", "exec_command"),
-     ("codex", "shell_command"), ("pi", "bash"), ("omp", "bash")],
+     ("codex", "shell_command"), ("pi", "bash"), ("omp", "bash"), ("amp", "bash")],
 )  # fmt: skip
 def test_a_shell_call_is_its_command_under_its_description(calls, agent, name):
     runs = [args for called, args in calls[agent] if called == name and args]
@@ -180,7 +186,7 @@ def test_a_codex_shell_words_are_the_script_the_shell_runs(calls):
 @pytest.mark.parametrize(
     ("agent", "name"),
     [("claude", "Read"), ("gemini", "read_file"), ("qwen", "read_file"), ("copilot", "view"),
-     ("pi", "read"), ("omp", "read")],
+     ("pi", "read"), ("omp", "read"), ("amp", "Read")],
 )  # fmt: skip
 def test_a_read_is_its_path_and_range(calls, agent, name):
     reads = [args for called, args in calls[agent] if called == name]
