@@ -20,6 +20,7 @@ import pytest
 from agent_homes import lay_out_agents, lay_out_documents
 from click.testing import CliRunner
 from isolation import isolated_environment
+from mcp_client import call_tools
 from real_home import FIXTURES, lay_out_home
 
 from xcsh_store.cli.app import cli
@@ -351,3 +352,13 @@ def test_the_session_page_says_a_failed_commands_exit_status(home, agent_dir, cl
     article = page[page.index(f'id="entry-{failed}"') :]
     article = article[: article.index("</article>")]
     assert '<span class="exit failed">exit 2</span>' in article
+
+
+def test_mcp_get_entry_reads_an_edit_as_its_diff(home, agent_dir):
+    session, entry, arguments = _first_edit()
+    asked = {"session": session, "entry_id": entry}
+    _tools, [answer] = call_tools(agent_dir, [("get_entry", asked)])
+    path = arguments["file_path"]
+    diff = _diff(arguments["old_string"], arguments["new_string"], path)
+    assert answer["text"].startswith(f"→ Edit {path}\n{diff.rstrip()}")
+    assert '"old_string"' not in answer["text"]

@@ -293,8 +293,9 @@ def get_entry(
     offset: int = 0,
     limit: int = TEXT_PAGE,
 ) -> dict[str, Any]:
-    """One entry of a session whole: its text blocks, thinking, tool calls with their
-    arguments, tool output, summaries; paged by characters (offset, limit: at most 50,000
+    """One entry of a session whole: its text blocks, thinking, tool calls as what they did
+    (an edit as its diff, a command, a read's path and range, others with their arguments),
+    tool output, summaries; paged by characters (offset, limit: at most 50,000
     a page; next_offset is null at the end). entry_id may be a unique prefix."""
     info = index.find_session(session)
     found = index.find_entry_id(info, entry_id)

@@ -91,7 +91,10 @@ def tool_view(name: str, arguments: Any) -> ToolView:
     view = _done(name, arguments)
     if view is not None:
         return view
-    shown = orjson.dumps(arguments, option=orjson.OPT_INDENT_2).decode() if arguments else ""
+    try:
+        shown = orjson.dumps(arguments, option=orjson.OPT_INDENT_2).decode() if arguments else ""
+    except TypeError:  # what JSON holds but orjson does not (an integer past 64 bits)
+        shown = str(arguments)
     return ToolView("call", shown, name)
 
 

@@ -622,10 +622,7 @@ def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
 def _call(name: str, arguments: Any) -> Block:
     """A tool call as what it did (tool_calls.tool_view, as exports show it): a diff, a
     command under its description, a path and range; any other call as its arguments."""
-    try:
-        view = tool_view(name, arguments)
-    except TypeError:  # arguments JSON cannot hold
-        return Block("tool", str(arguments), name)
+    view = tool_view(name, arguments)
     kind = "tool" if view.kind == "call" else view.kind
     return Block(kind, view.text, view.title if view.kind != "call" else name)
 
