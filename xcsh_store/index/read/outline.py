@@ -209,8 +209,10 @@ def _whole_blocks(content: Any) -> list[str]:
         elif kind == "thinking":
             parts.append(f"(thinking) {_text_field(block, 'thinking')}")
         elif kind == "toolCall":
-            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-            parts.append(_whole_call(name, block.get("arguments")))
+            name = block.get("name")
+            parts.append(
+                _whole_call(name if isinstance(name, str) else "tool", block.get("arguments"))
+            )
         elif kind == "image":
             parts.append("[image]")
     return parts
