@@ -24,7 +24,7 @@ from mcp_client import call_tools
 from real_home import FIXTURES, lay_out_home
 
 from xcsh_store.cli.app import cli
-from xcsh_store.format.tool_calls import marked_lines, tool_gist, tool_view
+from xcsh_store.format.tool_calls import MARKED_WORDS, marked_lines, tool_gist, tool_view
 from xcsh_store.index import SessionIndex
 
 # A real Claude Code session whose assistant edits a file with Edit and writes one with Write.
@@ -362,3 +362,22 @@ def test_mcp_get_entry_reads_an_edit_as_its_diff(home, agent_dir):
     diff = _diff(arguments["old_string"], arguments["new_string"], path)
     assert answer["text"].startswith(f"→ Edit {path}\n{diff.rstrip()}")
     assert '"old_string"' not in answer["text"]
+
+
+def test_an_edit_too_large_to_compare_is_every_old_line_removed_and_every_new_added():
+    old = "".join(f"old {number}\n" for number in range(1100))
+    new = "".join(f"new {number}\n" for number in range(1000))  # 1.1 million line pairs
+    diff = tool_view("Edit", {"file_path": "big.txt", "old_string": old, "new_string": new}).text
+    lines = diff.splitlines()
+    assert lines[:3] == ["--- big.txt", "+++ big.txt", "@@ -1,1100 +1,1000 @@"]
+    assert lines[3:] == [f"-{line}" for line in old.splitlines()] + [
+        f"+{line}" for line in new.splitlines()
+    ]
+
+
+def test_a_line_of_too_many_words_is_not_marked_within():
+    many = " ".join(["word"] * (MARKED_WORDS // 2 + 1))  # a word and a space each
+    diff = _diff(many + " x\n", many + " y\n", "a.txt")
+    assert all(len(line.pieces) == 1 for line in marked_lines(diff))
+    few = _diff("word x\n", "word y\n", "a.txt")
+    assert any(len(line.pieces) > 1 for line in marked_lines(few))

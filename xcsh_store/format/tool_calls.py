@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +45,16 @@ _QUOTED_PATCH = re.compile(r'"\*\*\* Begin Patch(?:[^"\\]|\\.)*"', re.DOTALL)
 _PATCH_FILE = re.compile(r"\*\*\* (Add|Update|Delete) File: (.+)")
 _WORDS = re.compile(r"\w+|\s+|[^\w\s]")
 _EXEC_COMMAND = re.compile(r"tools\.exec_command\((\{.*\})\)", re.DOTALL)
+# Edits whose old and new lines pair up more ways than this are not compared line by line
+# (difflib takes time in proportion to it, and a session's page is read at most in seconds).
+DIFFED_LINE_PAIRS = 1_000_000
 # A diff longer than this many lines is folded (a Write of a whole file is all additions).
 FOLDED_DIFF_LINES = 40
-# Lines longer than this, or diffs with more changed characters in all, are not marked within
-# (a line's marks cost the product of its two lengths).
-MARKED_LINE = 1000
-MARKED_CHARS = 200_000
+# Lines of more words than this, or past a diff's first MARKED_WORD_PAIRS (the product of a
+# pair's word counts, summed), are not marked within: comparing two lines word by word takes
+# time up to that product (and a session's page is read in seconds, whatever it holds).
+MARKED_WORDS = 120
+MARKED_WORD_PAIRS = 30_000
 # A removed and an added line whose characters are less alike than this are two different
 # lines: marking nearly every character of them says nothing.
 MARKED_LIKENESS = 0.4
@@ -221,11 +226,21 @@ def edit_diff(arguments: dict[str, Any]) -> str | None:
 
 
 def line_diff(old: str, new: str, path: str) -> str:
-    """The unified diff of ``old`` to ``new`` (a file's lines), headed by ``path``."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), path, path
-    )
+    """The unified diff of ``old`` to ``new`` (a file's lines), headed by ``path``; past
+    DIFFED_LINE_PAIRS, every old line removed and every new one added (one hunk)."""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if len(old_lines) * len(new_lines) > DIFFED_LINE_PAIRS:
+        span = f"@@ -{_span(len(old_lines))} +{_span(len(new_lines))} @@\n"
+        changed = [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]
+        lines: Iterable[str] = [f"--- {path}\n", f"+++ {path}\n", span, *changed]
+    else:
+        lines = difflib.unified_diff(old_lines, new_lines, path, path)
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _span(count: int) -> str:
+    """A hunk's range of ``count`` lines from the first (``1,12``; ``0,0`` for none)."""
+    return f"1,{count}" if count else "0,0"
 
 
 def diff_size(diff: str, short: bool = False) -> str:
@@ -280,7 +295,7 @@ def marked_lines(diff: str) -> list[DiffLine]:
     """The lines of ``diff``, each run of removed lines followed by added ones paired line by
     line and the characters that differ within each pair marked (as git's diff-highlight)."""
     lines = [DiffLine(_line_kind(line), [(False, line)]) for line in diff.splitlines()]
-    budget = MARKED_CHARS
+    budget = MARKED_WORD_PAIRS
     start = 0
     while start < len(lines):
         if lines[start].kind != "del":
@@ -293,10 +308,11 @@ def marked_lines(diff: str) -> list[DiffLine]:
         while added_end < len(lines) and lines[added_end].kind == "add":
             added_end += 1
         for old, new in zip(lines[start:removed_end], lines[removed_end:added_end], strict=False):
-            cost = len(old.text) + len(new.text)
-            if budget >= cost and max(len(old.text), len(new.text)) <= MARKED_LINE:
+            old_words, new_words = _words(old.text), _words(new.text)
+            cost = len(old_words) * len(new_words)
+            if budget >= cost and max(len(old_words), len(new_words)) <= MARKED_WORDS:
                 budget -= cost
-                old.pieces, new.pieces = _marked_pair(old.text, new.text)
+                old.pieces, new.pieces = _marked_pair(old.text, new.text, old_words, new_words)
         start = added_end
     return lines
 
@@ -309,11 +325,23 @@ def _line_kind(line: str) -> str:
     return {"+": "add", "-": "del"}.get(line[:1], "same")
 
 
-def _marked_pair(old: str, new: str) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:
+def _words(line: str) -> list[str]:
+    """A diff line's words after its ``-`` or ``+`` (a word, a run of spaces, a sign), at most
+    one past MARKED_WORDS."""
+    words = []
+    for found in _WORDS.finditer(line, 1):
+        words.append(found.group(0))
+        if len(words) > MARKED_WORDS:
+            break
+    return words
+
+
+def _marked_pair(
+    old: str, new: str, old_words: list[str], new_words: list[str]
+) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:
     """The pieces of a removed line and of the added line it became (each with its ``-`` or
-    ``+`` first, unmarked), compared word by word (a word, a run of spaces, a sign): marks that
-    a reader can take in, not single letters that happen to match."""
-    old_words, new_words = _WORDS.findall(old[1:]), _WORDS.findall(new[1:])
+    ``+`` first, unmarked), compared by their ``words``: marks that a reader can take in, not
+    single letters that happen to match."""
     matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
     if matcher.ratio() < MARKED_LIKENESS:
         return [(False, old)], [(False, new)]
