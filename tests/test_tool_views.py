@@ -212,8 +212,8 @@ def test_an_unknown_tool_keeps_its_arguments(calls):
 
 
 def test_edit_tools_of_gemini_and_opencode_by_their_documented_arguments():
-    # No fixture holds one: the argument names of Gemini CLI's replace / write_file
-    # (packages/core/src/tools/edit.ts, write-file.ts) and opencode's edit / write.
+    # No fixture holds one: Gemini CLI's replace / write_file and opencode's edit, by the
+    # argument names their tools take (not checked here against a real session).
     old, new = "a = 1\nb = 2\n", "a = 1\nb = 3\n"
     gemini = tool_view("replace", {"file_path": "x.py", "old_string": old, "new_string": new})
     opencode = tool_view("edit", {"filePath": "x.py", "oldString": old, "newString": new})
