@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from xcsh_store.index.model.facts import EntryFacts
 from xcsh_store.index.read.texts import entry_values
-from xcsh_store.index.write.rows import EntryFacts
 
 if TYPE_CHECKING:
     from xcsh_store.index.store import SessionIndex

@@ -18,10 +18,10 @@ from xcsh_store.errors import HistoryError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
+from xcsh_store.index.model.facts import prompt_hash
 from xcsh_store.index.read.questions import PromptQuery
 from xcsh_store.index.read.sessions import agents_condition, host_of
 from xcsh_store.index.read.texts import entry_texts
-from xcsh_store.index.write.rows import prompt_hash
 from xcsh_store.js import well_formed
 from xcsh_store.times import iso_seconds, timestamp_to_millis
 

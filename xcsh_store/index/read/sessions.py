@@ -19,6 +19,7 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
+from xcsh_store.index.model.facts import SkippedLines
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
 from xcsh_store.index.read.questions import (
     SessionFilter,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     import weakref
 
     from xcsh_store.index.location import Relocation
-    from xcsh_store.index.write.scan import SkippedLines
 
 
 class SessionStore(Protocol):
@@ -665,7 +665,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
     """Every user and assistant text of the session, read from its file, joined by spaces."""
     from xcsh_store.format.entries import content_text
     from xcsh_store.index.archive.sources import sources_of
-    from xcsh_store.index.read.tree import entry_rows, read_entries
+    from xcsh_store.index.model.paths import entry_rows, read_entries
 
     rows = [
         row
@@ -683,7 +683,6 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
 
 def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str, SkippedLines]:
     """Lines that hold no JSON object, by file: of every indexed file, or of file ``file_id``."""
-    from xcsh_store.index.write.scan import SkippedLines
 
     sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
     arguments: tuple[Any, ...] = ()

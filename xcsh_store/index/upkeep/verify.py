@@ -14,11 +14,13 @@ from xcsh_store.agents import kind_of, reader_named
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import apply_migrations, load_migrations
+from xcsh_store.index.model.facts import SkippedLines
+from xcsh_store.index.model.search_rows import stale_count
 from xcsh_store.index.read.search import FtsTokens, quote, utf8
 from xcsh_store.index.read.texts import entry_texts
 from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.write.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_any
-from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all, stale_count
+from xcsh_store.index.write.scan import SeenFile, SyncReport, is_under_any, scan_any
+from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all
 from xcsh_store.index.write.summaries import check_summary_titles
 
 _COMPARED_ENTRY_COLUMNS = (

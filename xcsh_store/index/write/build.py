@@ -42,8 +42,8 @@ from xcsh_store.format.versions import (
     synthetic_ids_for,
 )
 from xcsh_store.index.archive.capture import ByteCapture, CapturedPiece, KeptPieces, capture_start
-from xcsh_store.index.write.rows import EntryFacts, blob_refs_in, storable_values
-from xcsh_store.index.write.scan import SkippedLines, sha1_hex
+from xcsh_store.index.model.facts import EntryFacts, SkippedLines, blob_refs_in, storable_values
+from xcsh_store.index.write.scan import sha1_hex
 from xcsh_store.js import stringify
 from xcsh_store.times import canonical_iso, iso_millis
 

@@ -17,6 +17,8 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
 from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.archive.keeper import Keeper, Place
+from xcsh_store.index.model.facts import SkippedLines
+from xcsh_store.index.model.paths import ChainPath, branch_name_of, entry_path, read_entries
 from xcsh_store.index.write.build import (
     HEAD_BYTES,
     NO_DEFAULT,
@@ -33,7 +35,6 @@ from xcsh_store.index.write.build import (
 from xcsh_store.index.write.scan import (
     KnownFile,
     SeenFile,
-    SkippedLines,
     SyncReport,
     sha1_hex,
 )
@@ -467,8 +468,6 @@ class FileWrite:
         """An oh-my-pi ``title_change`` on the branch of the session's last entry names it
         (D28), over the file's own title; whenever the file has one, the branch is walked
         again (a later line may have moved the leaf off it, or onto another)."""
-        from xcsh_store.index.read.tree import branch_name_of  # tree imports us
-
         assert self.file_id is not None  # _start gave the file its row
 
         connection = self.connection
@@ -654,8 +653,6 @@ class _IndexedRows:
         return entries, messages
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
-        from xcsh_store.index.read.tree import entry_path  # tree imports us
-
         path = entry_path(self.connection, self.file_id, entry_id)
         return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
 
@@ -666,12 +663,6 @@ class _IndexedRows:
         Only the part of the path read before the entry counts (each parent earlier in the
         file than its child), as when the whole file is read in one go.
         """
-        from xcsh_store.index.read.tree import (  # tree imports us
-            ChainPath,
-            entry_path,
-            read_entries,
-        )
-
         try:
             path = entry_path(self.connection, self.file_id, entry_id)
         except EntryNotFoundError:
