@@ -57,6 +57,13 @@ if TYPE_CHECKING:
     from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
     from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
     from xcsh_store.index.limits.quota import QuotaWindow, reading_window
+    from xcsh_store.index.model.columns import (
+        ENTRY_ROW,
+        SESSION_ROW,
+        USAGE_ROW,
+        Column,
+        named,
+    )
     from xcsh_store.index.model.facts import SkippedLines
     from xcsh_store.index.model.paths import IndexedEntry, read_entries
     from xcsh_store.index.read.choices import (

@@ -5,7 +5,7 @@ read's default model, an oh-my-pi branch's name)."""
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import apsw
@@ -28,11 +28,6 @@ from xcsh_store.format.loader import sanitize_openai_replay_metadata
 from xcsh_store.format.persist import rehydrate_entry
 from xcsh_store.index.archive.sources import ArchivedSources, opened_source, readable_copy
 
-_ENTRY_COLUMNS = (
-    "pk, seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type,"
-    " offset, length, part"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class IndexedEntry:
@@ -52,6 +47,10 @@ class IndexedEntry:
     offset: int
     length: int
     part: int
+
+
+# Its fields are columns of entries (model/columns.py), read in this order.
+_ENTRY_COLUMNS = ", ".join(field.name for field in fields(IndexedEntry))
 
 
 def entry_rows(connection: apsw.Connection, file_id: int) -> list[IndexedEntry]:

@@ -14,7 +14,7 @@ What the reads derive as a write did (an entry's facts, its prompt hash, the ski
 paths through a tree, the stale search rows' count) is the core's, ``index/model/``: this room
 and read/ both stand on it and never import each other (tests/test_layering.py).
 
-Borderline modules, placed by what they do: ``prices`` also answers which price each model seen was given (the ``prices`` verb),
-from the record its re-pricing keeps; ``stale_search`` deletes the rows that writes leave
-behind (their count, which search reads too, is the core's).
+Borderline modules, placed by what they do: ``prices`` also answers which price each model
+seen was given (the ``prices`` verb), from the record its re-pricing keeps; ``stale_search``
+deletes the rows that writes leave behind (their count, which search reads too, is the core's).
 """

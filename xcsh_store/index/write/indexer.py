@@ -17,6 +17,7 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
 from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.archive.keeper import Keeper, Place
+from xcsh_store.index.model.columns import ENTRY_ROW, USAGE_FIGURES, names, written
 from xcsh_store.index.model.facts import SkippedLines
 from xcsh_store.index.model.paths import ChainPath, branch_name_of, entry_path, read_entries
 from xcsh_store.index.write.build import (
@@ -45,12 +46,36 @@ from xcsh_store.times import iso_now
 COMMIT_EVERY_VALUES = 20_000
 COMMIT_EVERY_BYTES = 16 << 20
 
-_ENTRY_COLUMNS = (
-    "pk, session, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,"
-    " custom_type, offset, length, part, input_tokens, output_tokens, cache_read_tokens,"
-    " cache_write_tokens, premium_requests, cost, cost_estimated, list_cost, usage_key,"
-    " prompt_hash, chain"
+# A session row as a sync writes it (model/columns.py): the columns of its file, of its header
+# (written once), its figures (at every read); its file's own title is its first title.
+_FROM_FILE, _HEADER, _FIGURES = written("file"), written("header"), written("figures")
+_INSERTED = (*_FROM_FILE, *_HEADER, *_FIGURES, "file_title", "file_title_source")
+_INSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})"
 )
+# The figures of a file read again, and what its reader learnt of its session (each set once).
+# (SET reads the row as it was: the title falls back on the file's own.)
+_NAME, _SOURCE = len(_FIGURES) + 1, len(_FIGURES) + 2
+_UPDATE_SESSION = (
+    "UPDATE sessions SET"
+    f" {', '.join(f'{column} = ?{number}' for number, column in enumerate(_FIGURES, 1))},"
+    f" file_title = coalesce(?{_NAME}, file_title),"
+    f" file_title_source = iif(?{_NAME} IS NULL, file_title_source, ?{_SOURCE}),"
+    f" title = coalesce(?{_NAME}, file_title),"
+    f" title_source = iif(?{_NAME} IS NULL, file_title_source, ?{_SOURCE}),"
+    f" cwd = coalesce(cwd, ?{_SOURCE + 1}), created_at = coalesce(created_at, ?{_SOURCE + 2}),"
+    f" parent_session_id = coalesce(parent_session_id, ?{_SOURCE + 3})"
+    f" WHERE file_id = ?{_SOURCE + 4}"
+)
+# An entry row as build.py makes it: the entries columns (model/columns.py) in their order, but
+# these last (its usage and how its cost is known stay side by side, and the chain, last, is
+# the row's key or an earlier one's); the statement adds the key and the file id in front.
+_ENTRY_LAST = ("usage_key", "prompt_hash", "chain")
+_ENTRY_WRITTEN = (
+    *(column for column in names(ENTRY_ROW) if column not in _ENTRY_LAST),
+    *_ENTRY_LAST,
+)
+_ENTRY_COLUMNS = ", ".join(_ENTRY_WRITTEN)
 
 
 # A later line of the same model response counts its usage instead (build.py usage keys).
@@ -457,7 +482,7 @@ class FileWrite:
         # three statements per file).
         offset = self.offset = self.indexer.keys.peek() - self.first_key
         key = f"?+{offset}"
-        marks = ",".join("?" * 23)
+        marks = ",".join("?" * (len(_ENTRY_WRITTEN) - 3))  # but the key, the file, the chain
         self.statements = (
             f"INSERT INTO entries ({_ENTRY_COLUMNS}) VALUES ({key},{self.file_id},{marks},{key})",
             f"INSERT INTO entries_fts (rowid, text) VALUES ({key}, ?)",
@@ -539,37 +564,27 @@ class FileWrite:
         if chunk.session is None:
             return
         header, figures, name, name_source, learnt = chunk.session
+        counted = [figures[column] for column in _FIGURES]
         if header is None:
-            # (SET reads the row as it was: the title falls back on the file's own.)
             self.connection.execute(
-                "UPDATE sessions SET entry_count = ?1, message_count = ?2, first_message = ?3,"
-                " last_entry_id = ?4, input_tokens = ?5, output_tokens = ?6,"
-                " cache_read_tokens = ?7, cache_write_tokens = ?8, premium_requests = ?9,"
-                " cost = ?10, compaction_title = ?11, modified_at = ?12, activity_at = ?13,"
-                " file_title = coalesce(?14, file_title),"
-                " file_title_source = iif(?14 IS NULL, file_title_source, ?15),"
-                " title = coalesce(?14, file_title),"
-                " title_source = iif(?14 IS NULL, file_title_source, ?15),"
-                " cwd = coalesce(cwd, ?16), created_at = coalesce(created_at, ?17),"
-                " parent_session_id = coalesce(parent_session_id, ?18) WHERE file_id = ?19",
-                (*figures, name, name_source, *learnt, self.file_id),
+                _UPDATE_SESSION, (*counted, name, name_source, *learnt, self.file_id)
             )
             return
-        (session_id, cwd, title, title_source, parent_session, version, created_at, agent,
-         parent_session_id) = header  # fmt: skip
+        from_file = {
+            "file_id": self.file_id,
+            "path": self.seen.path,
+            "project_dir": self.seen.project_dir,
+        }
         self.connection.execute(
-            "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
-            " title_source, file_title, file_title_source, parent_session, version, created_at,"
-            " agent, parent_session_id, entry_count, message_count,"
-            " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at,"
-            " activity_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            _INSERT_SESSION,
             (
-                self.file_id, session_id, self.seen.path, cwd, self.seen.project_dir, title,
-                title_source, title, title_source, parent_session, version, created_at, agent,
-                parent_session_id, *figures,
+                *(from_file[column] for column in _FROM_FILE),
+                *(header[column] for column in _HEADER),
+                *counted,
+                header["title"],
+                header["title_source"],
             ),
-        )  # fmt: skip
+        )
 
     def _write_file_row(self, chunk: Chunk, chained: bool) -> None:
         seen = self.seen
@@ -708,18 +723,20 @@ def _resumed_state(
         state.family_agent = known.agent
     row = list(
         connection.execute(
-            "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
-            " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-            " compaction_title, activity_at FROM sessions WHERE file_id = ?",
-            (known.id,),
+            f"SELECT {', '.join(_FIGURES)} FROM sessions WHERE file_id = ?", (known.id,)
         )
     )
     if row:
-        values = row[0]
+        values = dict(zip(_FIGURES, row[0], strict=True))
         state.totals = Totals(
-            values[0], values[1], values[2], values[3], list(values[4:10]), values[10],
-            activity_at=values[11],
-        )  # fmt: skip
+            values["entry_count"],
+            values["message_count"],
+            values["first_message"],
+            values["last_entry_id"],
+            [values[column] for column in USAGE_FIGURES],
+            values["compaction_title"],
+            activity_at=values["activity_at"],
+        )
     ((lines, skipped_count, skipped_lines),) = connection.execute(
         "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
     )
