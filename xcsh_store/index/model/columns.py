@@ -68,19 +68,24 @@ def _session(
     listed: bool = False,
     written: Written | None = None,
     local: str | None = None,
+    compared: bool = True,
 ) -> Column:
     """A session column the record reads as a field of its own name."""
-    return Column(name, sqlite, postgres, local, listed, name, written)
+    return Column(name, sqlite, postgres, local, listed, name, written, compared)
 
+
+# The six usage figures of an entry, and of a session (its sums), in this order (write/build.py).
+USAGE_FIGURES = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "premium_requests", "cost",
+)  # fmt: skip
 
 # In index.db's order (new columns last, as ALTER TABLE adds them; the team index's order is
 # that of the pushed ones).
 SESSION_ROW = (
-    Column(
-        "file_id", "INTEGER", None, listed=True, field="file_id", written="file", compared=False
-    ),
+    _session("file_id", "INTEGER", None, listed=True, written="file", compared=False),
     _session("session_id", "TEXT", "text", listed=True, written="header"),
-    Column("path", "TEXT", None, field="path", written="file"),
+    _session("path", "TEXT", None, written="file"),
     _session("cwd", "TEXT", "text", listed=True, written="header"),
     _session("project_dir", "TEXT", "text", written="file"),
     _session("title", "TEXT", "text", listed=True, written="header"),
@@ -110,28 +115,22 @@ SESSION_ROW = (
     _session("source_gone_at", None, "text", local="f.gone_at"),
 )
 
+
+def _alike(sqlite: str | None, postgres: str | None, *names: str) -> tuple[Column, ...]:
+    """Columns of one type each, none of them a session's."""
+    return tuple(Column(name, sqlite, postgres) for name in names)
+
+
 ENTRY_ROW = (
     Column("pk", "INTEGER", None, compared=False),
     Column("session", "INTEGER", None, compared=False),
     Column("seq", "INTEGER", "integer"),
-    Column("id", "TEXT", "text"),
-    Column("parent_id", "TEXT", "text"),
-    Column("type", "TEXT", "text"),
-    Column("timestamp", "TEXT", "text"),
-    Column("role", "TEXT", "text"),
-    Column("provider", "TEXT", "text"),
-    Column("model", "TEXT", "text"),
-    Column("tool_name", "TEXT", "text"),
-    Column("custom_type", "TEXT", "text"),
-    Column("offset", "INTEGER", None),
-    Column("length", "INTEGER", None),
-    Column("part", "INTEGER", None),
-    Column("input_tokens", "INTEGER", "bigint"),
-    Column("output_tokens", "INTEGER", "bigint"),
-    Column("cache_read_tokens", "INTEGER", "bigint"),
-    Column("cache_write_tokens", "INTEGER", "bigint"),
-    Column("premium_requests", "REAL", "double precision"),
-    Column("cost", "REAL", "double precision"),
+    *_alike("TEXT", "text", "id", "parent_id", "type", "timestamp", "role", "provider", "model"),
+    *_alike("TEXT", "text", "tool_name", "custom_type"),
+    # Where its line is: byte offset and length, and which object of the line it is.
+    *_alike("INTEGER", None, "offset", "length", "part"),
+    *_alike("INTEGER", "bigint", *USAGE_FIGURES[:4]),
+    *_alike("REAL", "double precision", *USAGE_FIGURES[4:]),
     Column("prompt_hash", "TEXT", "text"),
     # The pk of the first entry of its chain: pks differ between indexes, so verify compares
     # that entry's seq (upkeep/verify.py).
@@ -143,11 +142,11 @@ ENTRY_ROW = (
 
 # The mirrored prompt history (the ``history`` table of both).
 PROMPT_ROW = (
-    Column("id", "INTEGER", "bigint"),
-    Column("prompt", "TEXT", "text"),
-    Column("created_at", "INTEGER", "bigint"),
-    Column("cwd", "TEXT", "text"),
-    Column("prompt_hash", "TEXT", "text"),
+    *_alike("INTEGER", "bigint", "id"),
+    *_alike("TEXT", "text", "prompt"),
+    # Epoch seconds.
+    *_alike("INTEGER", "bigint", "created_at"),
+    *_alike("TEXT", "text", "cwd", "prompt_hash"),
 )
 
 
@@ -156,12 +155,6 @@ def named(row: tuple[Column, ...], *names: str) -> tuple[Column, ...]:
     by_name = {column.name: column for column in row}
     return tuple(by_name[name] for name in names)
 
-
-# The six usage figures of an entry, and of a session (its sums), in this order (write/build.py).
-USAGE_FIGURES = (
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "premium_requests", "cost",
-)  # fmt: skip
 
 # The usage_entries view's columns (each entry with usage, a fork's copies counted once): of
 # its session, then of the entry.

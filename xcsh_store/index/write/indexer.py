@@ -3,6 +3,7 @@ worker processes built, or by reading a file here (appends, small syncs, verify 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from typing import Any, BinaryIO
@@ -70,6 +71,8 @@ _UPDATE_SESSION = (
 # An entry row as build.py makes it: the entries columns (model/columns.py) in their order, but
 # these last (its usage and how its cost is known stay side by side, and the chain, last, is
 # the row's key or an earlier one's); the statement adds the key and the file id in front.
+# The fields of Totals a resumed read takes back from the session's figures.
+_TOTALS = frozenset(field.name for field in dataclasses.fields(Totals))
 _ENTRY_LAST = ("usage_key", "prompt_hash", "chain")
 _ENTRY_WRITTEN = (
     *(column for column in names(ENTRY_ROW) if column not in _ENTRY_LAST),
@@ -728,15 +731,9 @@ def _resumed_state(
     )
     if row:
         values = dict(zip(_FIGURES, row[0], strict=True))
-        state.totals = Totals(
-            values["entry_count"],
-            values["message_count"],
-            values["first_message"],
-            values["last_entry_id"],
-            [values[column] for column in USAGE_FIGURES],
-            values["compaction_title"],
-            activity_at=values["activity_at"],
-        )
+        # Each of Totals' fields that is a figure by its name, and the usage sums.
+        figures = {name: values[name] for name in _TOTALS.intersection(values)}
+        state.totals = Totals(usage=[values[column] for column in USAGE_FIGURES], **figures)
     ((lines, skipped_count, skipped_lines),) = connection.execute(
         "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
     )
