@@ -20,7 +20,6 @@ from xcsh_store.errors import (
     SessionNotFoundError,
 )
 from xcsh_store.index.model.columns import local, record_fields
-from xcsh_store.index.model.facts import SkippedLines
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
 from xcsh_store.index.read.questions import (
     SessionFilter,
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     import weakref
 
     from xcsh_store.index.location import Relocation
+    from xcsh_store.index.model.facts import SkippedLines
 
 
 class SessionStore(Protocol):
@@ -669,6 +669,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
 
 def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str, SkippedLines]:
     """Lines that hold no JSON object, by file: of every indexed file, or of file ``file_id``."""
+    from xcsh_store.index.model.facts import SkippedLines  # (a listing never needs it)
 
     sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
     arguments: tuple[Any, ...] = ()

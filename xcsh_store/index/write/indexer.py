@@ -20,7 +20,6 @@ from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.archive.keeper import Keeper, Place
 from xcsh_store.index.model.columns import ENTRY_ROW, USAGE_FIGURES, names, written
 from xcsh_store.index.model.facts import SkippedLines
-from xcsh_store.index.model.paths import ChainPath, branch_name_of, entry_path, read_entries
 from xcsh_store.index.write.build import (
     HEAD_BYTES,
     NO_DEFAULT,
@@ -496,6 +495,10 @@ class FileWrite:
         """An oh-my-pi ``title_change`` on the branch of the session's last entry names it
         (D28), over the file's own title; whenever the file has one, the branch is walked
         again (a later line may have moved the leaf off it, or onto another)."""
+        # (Imported here: a sync that meets no title_change, or no read resumed past a model,
+        # never pays for the tree walks.)
+        from xcsh_store.index.model.paths import branch_name_of
+
         assert self.file_id is not None  # _start gave the file its row
 
         connection = self.connection
@@ -671,6 +674,8 @@ class _IndexedRows:
         return entries, messages
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
+        from xcsh_store.index.model.paths import entry_path
+
         path = entry_path(self.connection, self.file_id, entry_id)
         return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
 
@@ -681,6 +686,8 @@ class _IndexedRows:
         Only the part of the path read before the entry counts (each parent earlier in the
         file than its child), as when the whole file is read in one go.
         """
+        from xcsh_store.index.model.paths import ChainPath, entry_path, read_entries
+
         try:
             path = entry_path(self.connection, self.file_id, entry_id)
         except EntryNotFoundError:
