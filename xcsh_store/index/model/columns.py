@@ -3,9 +3,10 @@ of index.db and of the team index, each column with its SQLite and PostgreSQL ty
 type follows from the PostgreSQL one) and what reads and writes it.
 
 Every list of these columns elsewhere is derived from here: the writes (write/indexer.py), the
-listing and the details of a session (read/sessions.py), verify's comparison
-(upkeep/verify.py), the export to other stores (read/export.py: the team index's push, the
-Parquet export's schema), the team index's session select (team/reader.py).
+history mirror (read/prompts.py), the listing and the details of a session (read/sessions.py),
+verify's comparison (upkeep/verify.py), the export to other stores (read/export.py: what the
+team index's push copies), the Parquet export's schema (team/parquet.py), the team index's
+session select (team/reader.py, from TeamSession's fields).
 tests/test_columns.py holds the tables of both databases, after every migration, and
 docs/schema.md to these lists, so a column added in one place and not the others fails there.
 """
@@ -42,8 +43,8 @@ class Column:
     sqlite: str | None
     # Its type in the team index's table; None: not pushed (nor exported to Parquet).
     postgres: str | None
-    # Where index.db keeps it, as SQL over ``sessions AS s JOIN files AS f`` (sessions) or
-    # ``entries AS e`` (entries); None: this table's own column of that name.
+    # Where index.db keeps a session column, as SQL over ``sessions AS s JOIN files AS f``;
+    # None: the sessions table's own column of that name.
     local: str | None = None
     # A session listing reads it (the covering index sessions_listing holds it: migration 0008).
     listed: bool = False
@@ -168,6 +169,7 @@ USAGE_ROW = (
 
 
 def names(row: tuple[Column, ...]) -> tuple[str, ...]:
+    """The columns of ``row``, in order."""
     return tuple(column.name for column in row)
 
 
@@ -186,9 +188,9 @@ def compared(row: tuple[Column, ...]) -> tuple[str, ...]:
     return tuple(column.name for column in row if column.compared and column.sqlite is not None)
 
 
-def local(column: Column, table: str = "s") -> str:
-    """Where index.db keeps ``column``, as SQL over its table named ``table``."""
-    return column.local or f"{table}.{column.name}"
+def local(column: Column) -> str:
+    """Where index.db keeps a session ``column``, as SQL over ``sessions AS s JOIN files AS f``."""
+    return column.local or f"s.{column.name}"
 
 
 def record_fields(listed: bool) -> tuple[Column, ...]:
