@@ -25,6 +25,9 @@ SCHEMA_PAGE = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
 ROWS = {"sessions": SESSION_ROW, "entries": ENTRY_ROW, "history": PROMPT_ROW}
 # The team index's key columns of each table, and its columns that are no index.db column
 # (an entry's text and raw JSON, and the search vector over the text or the prompt).
+# The narrow copies a usage-first sync writes (migration 0018) of columns of entries and of
+# sessions: each of their columns is one of those rows', of the same type.
+NARROW = {"usage_lines": ENTRY_ROW, "usage_sessions": SESSION_ROW}
 TEAM_KEYS = {"sessions": ["host", "path"], "entries": ["host", "path"], "history": ["host"]}
 TEAM_ONLY = {
     "entries": {"text": "text", "raw": "text", "search": "tsvector"},
@@ -43,6 +46,11 @@ def local_differences(connection: apsw.Connection) -> list[str]:
         want = [(column.name, column.sqlite) for column in row if column.sqlite is not None]
         if have != want:
             found.append(f"{table}: index.db has {have}, the core {want}")
+    for table, row in NARROW.items():
+        types = {column.name: column.sqlite for column in row}
+        info = connection.execute(f"PRAGMA table_info({table})")
+        if odd := [(name, kind) for _, name, kind, *_ in info if types.get(name) != kind]:
+            found.append(f"{table}: {odd} are no columns of the core's row of that type")
     view = {name for _, name, *_ in connection.execute("PRAGMA table_info(usage_entries)")}
     if missing := sorted(set(names(USAGE_ROW)) - view):
         found.append(f"usage_entries lacks {missing}")
@@ -101,6 +109,13 @@ def test_a_column_index_db_has_and_the_core_lacks_is_found(migrated: apsw.Connec
     migrated.execute("ALTER TABLE sessions ADD COLUMN mood TEXT")
     (difference,) = local_differences(migrated)
     assert difference.startswith("sessions:") and "('mood', 'TEXT')" in difference
+
+
+def test_a_narrow_copys_column_the_core_lacks_is_found(migrated: apsw.Connection):
+    migrated.execute("ALTER TABLE usage_sessions ADD COLUMN mood TEXT")
+    assert local_differences(migrated) == [
+        "usage_sessions: [('mood', 'TEXT')] are no columns of the core's row of that type"
+    ]
 
 
 def test_the_team_index_has_the_cores_columns(team_url: str):
