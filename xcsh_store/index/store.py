@@ -70,16 +70,18 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.limits.quota import QuotaWindow
+    from xcsh_store.index.model.facts import SkippedLines
+    from xcsh_store.index.model.paths import IndexedEntry
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
-    from xcsh_store.index.read.tree import IndexedEntry, SessionTree
+    from xcsh_store.index.read.tree import SessionTree
     from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, EntryUsage, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
     from xcsh_store.index.write.prices import ModelSeen
-    from xcsh_store.index.write.scan import IndexedFiles, Progress, SkippedLines, SyncReport
+    from xcsh_store.index.write.scan import IndexedFiles, Progress, SyncReport
 
 log = logging.getLogger("xcsh_store")
 
@@ -796,7 +798,7 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
         """Root -> leaf entries of one branch (default: the session's last entry)."""
-        from xcsh_store.index.read.tree import branch_rows
+        from xcsh_store.index.model.paths import branch_rows
 
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
@@ -824,7 +826,7 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
-        from xcsh_store.index.read.tree import read_entries
+        from xcsh_store.index.model.paths import read_entries
 
         info = self._session(session)
         rows = self.branch(info, leaf_id)
@@ -840,7 +842,8 @@ class SessionIndex:
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
-        from xcsh_store.index.read.tree import build_tree, entry_rows
+        from xcsh_store.index.model.paths import entry_rows
+        from xcsh_store.index.read.tree import build_tree
 
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))

@@ -14,13 +14,14 @@ from xcsh_store.format.entries import (
     title_change_name,
 )
 from xcsh_store.format.tool_calls import tool_gist, tool_view
-from xcsh_store.index.read.tree import SessionTree, read_entries
+from xcsh_store.index.model.paths import read_entries
+from xcsh_store.index.read.tree import SessionTree
 from xcsh_store.js import stringify
 
 if TYPE_CHECKING:
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.model.paths import IndexedEntry
     from xcsh_store.index.read.sessions import IndexedSession
-    from xcsh_store.index.read.tree import IndexedEntry
 
 
 class SessionTrees(Protocol):

@@ -7,7 +7,7 @@ sync (``sync_files(text=False)``) writes every other row of those files and mark
 from the files as they are now, when the file still is what was indexed (same size, time and
 inode: else the next sync reads it again first).
 
-An entry's search text depends on its line alone (agents/base.py; rows.py for xcsh files), so
+An entry's search text depends on its line alone (agents/base.py; model/facts.py for xcsh files), so
 the file is read again from its start exactly as a sync reads it, and each text goes to the
 entry of the same ``seq``. Entries that have a search row already (appended since, and indexed
 with theirs) keep it. Each file's search rows and the clearing of its mark commit together:
