@@ -492,12 +492,11 @@ class SessionIndex:
         entries: bool = True,
     ) -> SyncReport:
         from xcsh_store.agents.prices.pricing import price_sources
+        from xcsh_store.index.model.pending import pending_entry_files, pending_text_files
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
-        from xcsh_store.index.write.entries_later import pending_entry_files
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.summaries import pending as summaries_pending
         from xcsh_store.index.write.sync import sync_files
-        from xcsh_store.index.write.text_later import pending_text_files
 
         changes_before = self.connection.total_changes()
         # Rows changed by a sync that was stopped before it gave them their summary titles.
@@ -623,10 +622,8 @@ class SessionIndex:
         return done
 
     def _index_pending_text(self, progress: Progress | None, workers: int | None) -> int:
-        from xcsh_store.index.write.entries_later import (
-            index_pending_entries,
-            pending_entry_files,
-        )
+        from xcsh_store.index.model.pending import pending_entry_files
+        from xcsh_store.index.write.entries_later import index_pending_entries
         from xcsh_store.index.write.pipeline import default_workers
         from xcsh_store.index.write.text_later import index_pending_text
 
@@ -643,7 +640,7 @@ class SessionIndex:
     def text_pending(self) -> int:
         """How many files' search text is still to be indexed: while any is, a search may miss
         their entries (a usage-first sync put it off; the next sync adds it)."""
-        from xcsh_store.index.write.text_later import pending_text_files
+        from xcsh_store.index.model.pending import pending_text_files
 
         return pending_text_files(self.connection)
 
@@ -652,7 +649,7 @@ class SessionIndex:
         """How many session files have only their usage rows yet (a sync asked for usage
         alone put their entries off): while any has, listings, sessions and searches miss
         them (any sync that wants entries, the default, reads them)."""
-        from xcsh_store.index.write.entries_later import pending_entry_files
+        from xcsh_store.index.model.pending import pending_entry_files
 
         return pending_entry_files(self.connection)
 

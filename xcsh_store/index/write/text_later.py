@@ -48,12 +48,6 @@ _WITHOUT_TEXT = (
 )
 
 
-def pending_text_files(connection: apsw.Connection) -> int:
-    """How many files' entries may lack their search rows (searches are partial until then)."""
-    ((count,),) = connection.execute("SELECT count(*) FROM files WHERE text_pending = 1")
-    return count
-
-
 def index_pending_text(
     connection: apsw.Connection, workers: int = 1, progress: Progress | None = None
 ) -> tuple[int, int]:
