@@ -46,6 +46,7 @@ import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -163,80 +164,127 @@ def whole_process(argv: list[str], repeat: int, work: Path) -> dict[str, Any]:
     }
 
 
-def measure_size(size: str, home: Path, options: argparse.Namespace) -> dict[str, Any]:
-    """Every step on the home of one size; its figures."""
-    sessions = home_sessions(home)
+@dataclass
+class Place:
+    """One size's home, work folder, agent dir and index."""
+
+    size: str
+    home: Path
+    work: Path
+
+    @property
+    def agent_dir(self) -> str:
+        return str(self.work / "agent")
+
+    @property
+    def db_path(self) -> str:
+        return str(self.work / "agent" / "index.db")
+
+    def enter(self) -> None:
+        """Point the variables of every step (children inherit them) at this size's home."""
+        os.environ.update(environment_for(self.home, self.work))
+
+    def run(self, name: str, **arguments: Any) -> dict[str, Any]:
+        self.enter()
+        return run_step(ROOT, name, agent_dir=self.agent_dir, db_path=self.db_path, **arguments)
+
+    def cli(self, *arguments: str) -> list[str]:
+        self.enter()
+        return cli(self.agent_dir, *arguments)
+
+
+def build(place: Place, reuse: dict[str, Any] | None) -> dict[str, Any]:
+    """The first sync of one size into an empty index, and index.db's size; with ``reuse``
+    (the figures of an earlier run whose index is still there) neither is measured again."""
+    sessions = home_sessions(place.home)
     total = sum(count for _path, count in sessions)
-    work = options.work / size.lower()
-    shutil.rmtree(work, ignore_errors=True)
-    agent_dir = work / "agent"
-    (agent_dir / "sessions").mkdir(parents=True)
-    db_path = str(agent_dir / "index.db")
-    os.environ.update(environment_for(home, work))
+    if reuse is not None and os.path.exists(place.db_path):
+        return {key: reuse[key] for key in ("size", "sessions", "bytes", "load_before", "sync",
+                                            "index")}  # fmt: skip
+    shutil.rmtree(place.work, ignore_errors=True)
+    (Path(place.agent_dir) / "sessions").mkdir(parents=True)
     figures: dict[str, Any] = {
-        "size": size, "sessions": len(sessions), "bytes": total,
+        "size": place.size, "sessions": len(sessions), "bytes": total,
         "load_before": os.getloadavg()[0],
     }  # fmt: skip
-    print(f"[{time.strftime('%H:%M:%S')}] {size}: {len(sessions):,} sessions,"
+    print(f"[{time.strftime('%H:%M:%S')}] {place.size}: {len(sessions):,} sessions,"
           f" {total / 1e9:.2f} GB, first sync", file=sys.stderr, flush=True)  # fmt: skip
-
     with TreeRss() as tree:
-        sync = run_step(ROOT, "full_sync", agent_dir=str(agent_dir), db_path=db_path)
+        sync = place.run("full_sync")
     sync["mb_s"] = total / 1e6 / sync["seconds"]
     sync["peak_rss_sum"] = tree.peak
     sync["peak_rss_processes"] = tree.peak_processes
     if sync["files_seen"] < len(sessions):
         raise RuntimeError(f"the sync saw {sync['files_seen']} files of {len(sessions)}")
     figures["sync"] = sync
-    figures["index"] = run_step(ROOT, "index_size", db_path=db_path)
-    print(f"[{time.strftime('%H:%M:%S')}] {size}: synced in {sync['seconds']:.1f} s;"
-          " no-change syncs, queries, ls", file=sys.stderr, flush=True)  # fmt: skip
-
-    nochange = [
-        run_step(ROOT, "nochange_sync", agent_dir=str(agent_dir), db_path=db_path)
-        for _ in range(options.repeat)
-    ]
-    figures["nochange"] = {
-        "median": statistics.median(run["seconds"] for run in nochange),
-        "seconds": [run["seconds"] for run in nochange],
-        "peak_rss": max(run["peak_rss"] for run in nochange),
-    }
-    figures["nochange_cli"] = whole_process(cli(str(agent_dir), "sync"), options.repeat, work)
-
-    queries = run_step(ROOT, "choose_queries", db_path=db_path)
-    figures["entries"] = queries.pop("entries")
-    for key in ("xcsh_store", "peak_rss", "peak_rss_child"):
-        queries.pop(key)
-    searched = run_step(
-        ROOT, "search", agent_dir=str(agent_dir), db_path=db_path, queries=queries,
-        rounds=options.rounds,
-    )  # fmt: skip
-    every: list[float] = []
-    search: dict[str, Any] = {}
-    for kind in queries:
-        times = searched[kind]["seconds"]
-        every += times
-        search[kind] = {
-            "p50": percentile(times, 50), "p95": percentile(times, 95),
-            "max": max(times), "queries": len(queries[kind]), "hits": searched[kind]["hits"],
-        }  # fmt: skip
-    search["all"] = {"p50": percentile(every, 50), "p95": percentile(every, 95),
-                     "max": max(every), "queries": len(every)}  # fmt: skip
-    search["peak_rss"] = searched["peak_rss"]
-    search["queries_used"] = queries
-    figures["search"] = search
-    word = queries["middling"][0]
-    figures["search_cli"] = whole_process(
-        cli(str(agent_dir), "search", word), options.repeat, work
-    ) | {"word": word}
-
-    listed = run_step(ROOT, "list_sessions", agent_dir=str(agent_dir), db_path=db_path)
-    figures["list"] = listed
-    figures["ls_cli"] = whole_process(cli(str(agent_dir), "ls", "-n", "20"), options.repeat, work)
-    figures["load_after"] = os.getloadavg()[0]
-    if not options.keep:
-        shutil.rmtree(work, ignore_errors=True)
+    figures["index"] = run_step(ROOT, "index_size", db_path=place.db_path)
+    print(f"[{time.strftime('%H:%M:%S')}] {place.size}: synced in {sync['seconds']:.1f} s",
+          file=sys.stderr, flush=True)  # fmt: skip
     return figures
+
+
+def steady(places: list[Place], points: list[dict[str, Any]], options: Any) -> None:
+    """The steps on an unchanged tree, the sizes taking turns (A B C, C B A, ...) so that a
+    machine that slows down for a while slows every size alike; into ``points``."""
+    print(f"[{time.strftime('%H:%M:%S')}] no-change syncs, ls, searches in turns",
+          file=sys.stderr, flush=True)  # fmt: skip
+    times: dict[str, dict[str, list[float]]] = {place.size: {} for place in places}
+    rss: dict[str, dict[str, int]] = {place.size: {} for place in places}
+    words = {}
+    for place, point in zip(places, points, strict=True):
+        place.enter()
+        queries = run_step(ROOT, "choose_queries", db_path=place.db_path)
+        point["entries"] = queries.pop("entries", point.get("entries"))
+        for key in ("xcsh_store", "peak_rss", "peak_rss_child"):
+            queries.pop(key, None)
+        point["queries"] = queries
+        words[place.size] = queries["middling"][0]
+    for number in range(options.repeat):
+        for place in places if number % 2 == 0 else places[::-1]:
+            mine, peaks = times[place.size], rss[place.size]
+            run = place.run("nochange_sync")
+            mine.setdefault("nochange", []).append(run["seconds"])
+            peaks["nochange"] = max(peaks.get("nochange", 0), run["peak_rss"])
+            for label, argv in (
+                ("nochange_cli", place.cli("sync")),
+                ("ls_cli", place.cli("ls", "-n", "20")),
+                ("search_cli", place.cli("search", words[place.size])),
+            ):
+                measured = whole_process(argv, 1, place.work)
+                mine.setdefault(label, []).append(measured["median"])
+                peaks[label] = max(peaks.get(label, 0), measured["peak_rss"])
+    for place, point in zip(places, points, strict=True):
+        for label, values in times[place.size].items():
+            point[label] = {"median": statistics.median(values), "seconds": values,
+                            "peak_rss": rss[place.size][label]}  # fmt: skip
+        point["search_cli"]["word"] = words[place.size]
+    for number in range(2):
+        for place, point in (
+            zip(places, points, strict=True)
+            if number == 0
+            else zip(places[::-1], points[::-1], strict=True)
+        ):
+            searched = place.run("search", queries=point["queries"], rounds=options.rounds)
+            point.setdefault("search_runs", []).append(searched)
+    for place, point in zip(places, points, strict=True):
+        every: list[float] = []
+        search: dict[str, Any] = {}
+        runs = point.pop("search_runs")
+        for kind in point["queries"]:
+            kind_times = [value for run in runs for value in run[kind]["seconds"]]
+            every += kind_times
+            search[kind] = {
+                "p50": percentile(kind_times, 50), "p95": percentile(kind_times, 95),
+                "max": max(kind_times), "queries": len(point["queries"][kind]),
+                "hits": runs[-1][kind]["hits"],
+            }  # fmt: skip
+        search["all"] = {"p50": percentile(every, 50), "p95": percentile(every, 95),
+                         "max": max(every), "queries": len(every)}  # fmt: skip
+        search["peak_rss"] = max(run["peak_rss"] for run in runs)
+        search["queries_used"] = point.pop("queries")
+        point["search"] = search
+        point["list"] = place.run("list_sessions")
+        point["load_after"] = os.getloadavg()[0]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -351,6 +399,7 @@ def plot(points: list[dict[str, Any]], path: Path) -> None:
         megabytes = [get(point) / 1e6 or float("nan") for point in points]
         memory.plot(gigabytes, megabytes, "o-", label=label)
     memory.set(ylabel="MB", title="Peak RSS (flat is the target)")
+    memory.set_ylim(top=max(point["sync"]["peak_rss_sum"] for point in points) / 1e6 * 1.6)
 
     for label, get in (
         ("no-change `sync`, whole process", lambda p: p["nochange_cli"]["median"]),
@@ -420,6 +469,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="processes writing the homes")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the indexes")
+    parser.add_argument(
+        "--reuse", action="store_true",
+        help="indexes kept by an earlier --keep run: its first syncs (from --out's scale.json)"
+        " are not measured again, the other steps are",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help=f"--sizes {QUICK_SIZES}, once")
     parser.add_argument(
         "--replot", type=Path, default=None,
@@ -442,15 +496,26 @@ def main() -> None:
                    key=parse_size)  # fmt: skip
     load_start = os.getloadavg()
     homes = scale_homes(sizes, data, options.jobs)
-    points = [measure_size(size, homes[size], options) for size in sizes]
     command = " ".join(["python -m benchmarks.bench_scale", *sys.argv[1:]])
+    earlier: dict[str, Any] = {}
+    if options.reuse:
+        saved_before = json.loads((out / "scale.json").read_text())
+        earlier = {point["size"]: point for point in saved_before["points"]}
+    places = [Place(size, homes[size], options.work / size.lower()) for size in sizes]
+    points = [build(place, earlier.get(place.size)) for place in places]
+    steady(places, points, options)
     ended = (
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{command}` on"
         f" {os.cpu_count()} CPUs, Python {platform.python_version()}, load average"
         f" {load_start[0]:.1f} at the start and {os.getloadavg()[0]:.1f} at the end."
     )
+    if options.reuse:
+        ended += f" First syncs and index sizes from the earlier run: {saved_before['ended']}"
     saved = {"command": command, "ended": ended, "points": points}
     (out / "scale.json").write_text(json.dumps(saved, indent=1) + "\n")
+    if not options.keep:
+        for place in places:
+            shutil.rmtree(place.work, ignore_errors=True)
     written = write_outputs(saved, out)
     print("wrote", ", ".join(map(str, [*written, out / "scale.json"])))
 
