@@ -256,6 +256,16 @@ def test_serve_refuses_a_public_address_without_a_token(agent_dir, branched):
     assert result.returncode == 2 and "--token" in result.stderr
 
 
+def test_every_page_is_served_on_paths_of_its_own():
+    """The app serves every module of web/views/ as found: two pages on one path would leave
+    the second one unreachable, with nothing to say so."""
+    from xcsh_store.web.views import routes
+
+    paths = [path for path, _page in routes()]
+    assert "/session/{session}" in paths
+    assert len(paths) == len(set(paths))
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_the_branch_walked_up_the_tree_is_the_index_branch(agent_dir, seed):
     path = random_tree_session(sessions_dir(agent_dir) / f"tree{seed}.jsonl", seed, size=120)

@@ -24,8 +24,9 @@ from xcsh_store.index import SessionIndex
 
 pytest.importorskip("starlette")
 
-from xcsh_store.web.app import PAGE_BYTES, RESOURCE_CHARACTERS, bounded_html
 from xcsh_store.web.pages import ENTRY_PART, ENTRY_SHOWN, FOLDED_BRANCHES, FOLDED_BYTES
+from xcsh_store.web.site import PAGE_BYTES, bounded_html
+from xcsh_store.web.views.resource import RESOURCE_CHARACTERS
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

@@ -5,7 +5,11 @@ front-end build step. This package front is what the CLI uses.
 
 * ``access``: who may read it: the Host names it answers to, the Origin of requests other
   pages make, the token (and the token file), the security headers;
-* ``app``: the Starlette app: routes, bounded pages, error pages, the live stream;
+* ``app``: the Starlette app: the pages on their routes, behind the access checks;
+* ``site``: what every page shares: the index, the redaction, the templates, bounded
+  rendering, error pages, the gate that runs pages a few at a time, the live stream;
+* ``views``: the pages, one module each (its function and its routes);
+* ``params``: what a page reads from its query string, checked;
 * ``pages``: what each page shows, as plain data for its template, each bounded in size;
 * ``markup``: a session's text as safe HTML (markdown, sanitised; code highlighted);
 * ``highlight``: code highlighted under a budget, in worker processes (``highlight_worker``,

@@ -11,8 +11,9 @@ import uvicorn
 from xcsh_store.index import REFRESH_SECONDS
 from xcsh_store.watch import AppliedChange, IndexWatcher
 from xcsh_store.web.access import LOOPBACK_NAMES, allowed_host_names, beyond_loopback
-from xcsh_store.web.app import PAGES_AT_ONCE, create_app
+from xcsh_store.web.app import create_app
 from xcsh_store.web.highlight import Highlighter
+from xcsh_store.web.site import PAGES_AT_ONCE
 
 
 def serve(
