@@ -43,6 +43,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -504,10 +505,13 @@ def main() -> None:
     places = [Place(size, homes[size], options.work / size.lower()) for size in sizes]
     points = [build(place, earlier.get(place.size)) for place in places]
     steady(places, points, options)
+    commit = subprocess.run(
+        ["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
     ended = (
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{command}` on"
-        f" {os.cpu_count()} CPUs, Python {platform.python_version()}, load average"
-        f" {load_start[0]:.1f} at the start and {os.getloadavg()[0]:.1f} at the end."
+        f" {os.cpu_count()} CPUs, Python {platform.python_version()}, code {commit or '?'},"
+        f" load average {load_start[0]:.1f} at the start and {os.getloadavg()[0]:.1f} at the end."
     )
     if options.reuse:
         ended += f" First syncs and index sizes from the earlier run: {saved_before['ended']}"

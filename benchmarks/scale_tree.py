@@ -2,9 +2,10 @@
 
     python -m benchmarks.scale_tree --sizes 1GB,3GB,10GB [--data /work/scale-data] [--jobs 2]
 
-One pool of sessions is written for the largest size, in a fixed order; a home of a smaller size
-holds the first sessions of the pool up to that many bytes, as hard links (no disk of its own),
-so the 1 GB home is the start of the 3 GB one and of the 10 GB one. Each home is
+One pool of sessions is written for the largest size, in a fixed order (or an existing larger
+pool is used: it starts with the same sessions); a home of a smaller size holds the first
+sessions of the pool up to that many bytes, as hard links (no disk of its own), so the 1 GB home
+is the start of the 3 GB one and of the 10 GB one. Each home is
 ``<data>/scale-home-<size>-v<N>/.claude/projects/<project>/<session id>.jsonl``.
 
 The sessions (deterministic: each is made from a generator seeded by its number):
@@ -132,6 +133,11 @@ def _pool(total: int, data: Path, jobs: int) -> tuple[Path, list[tuple[str, int]
     done = home / "sessions.json"
     if done.exists():
         return home, [(path, size) for path, size in json.loads(done.read_text())]
+    # A larger pool starts with the same sessions (one plan, each session seeded by its number).
+    for larger in sorted(data.glob(f"scale-pool-*mb-v{TREE_VERSION}/sessions.json")):
+        megabytes = int(larger.parent.name.split("-")[2][: -len("mb")])
+        if megabytes * 1_000_000 >= total:
+            return larger.parent, [(path, size) for path, size in json.loads(larger.read_text())]
     shutil.rmtree(home, ignore_errors=True)
     projects = home / ".claude" / "projects"
     planned = _plan(total)
@@ -161,7 +167,7 @@ def scale_homes(sizes: list[str], data: Path | None = None, jobs: int = 2) -> di
     pool, order = _pool(parse_size(largest), folder, jobs)
     homes: dict[str, Path] = {}
     for size in sizes:
-        if size == largest:
+        if pool.name == f"scale-pool-{parse_size(size) // 1_000_000}mb-v{TREE_VERSION}":
             homes[size] = pool
             continue
         home = folder / f"scale-home-{size.lower()}-of-{pool.name}"
