@@ -58,7 +58,15 @@ def _stamp(second: int) -> str:
     return f"2026-{month:02d}-{date:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}.000Z"
 
 
-def claude_session(rng: random.Random, session_id: str, target: int, start: int) -> bytes:
+def claude_session(
+    rng: random.Random,
+    session_id: str,
+    target: int,
+    start: int,
+    text: Callable[[random.Random, int], str] = _text,
+) -> bytes:
+    """A Claude Code transcript of about ``target`` bytes; ``text(rng, words)`` writes its
+    prose (uniform words of ``words.txt`` unless given)."""
     lines: list[bytes] = []
     size = 0
     parent = None
@@ -91,7 +99,7 @@ def claude_session(rng: random.Random, session_id: str, target: int, start: int)
                 "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
                 "parentUuid": parent,
                 "timestamp": _stamp(second),
-                "message": {"role": "user", "content": _text(rng, rng.randint(8, 60))},
+                "message": {"role": "user", "content": text(rng, rng.randint(8, 60))},
             }
         )
         add(
@@ -108,15 +116,15 @@ def claude_session(rng: random.Random, session_id: str, target: int, start: int)
             blocks = [
                 {
                     "type": "thinking",
-                    "thinking": _text(rng, rng.randint(20, 120)),
+                    "thinking": text(rng, rng.randint(20, 120)),
                     "signature": "x" * 200,
                 },
-                {"type": "text", "text": _text(rng, rng.randint(10, 80))},
+                {"type": "text", "text": text(rng, rng.randint(10, 80))},
                 {
                     "type": "tool_use",
                     "id": f"toolu_{rng.getrandbits(48):012x}",
                     "name": rng.choice(["Bash", "Read", "Edit"]),
-                    "input": {"command": _text(rng, 6), "description": _text(rng, 5)},
+                    "input": {"command": text(rng, 6), "description": text(rng, 5)},
                 },
             ]
             usage = {
@@ -169,7 +177,7 @@ def claude_session(rng: random.Random, session_id: str, target: int, start: int)
                             {
                                 "type": "tool_result",
                                 "tool_use_id": tool_use_id,
-                                "content": _text(rng, rng.randint(30, 600)),
+                                "content": text(rng, rng.randint(30, 600)),
                             }
                         ],
                     },
@@ -177,7 +185,7 @@ def claude_session(rng: random.Random, session_id: str, target: int, start: int)
                 }
             )
         if turn % 10 == 0:
-            add({"type": "ai-title", "aiTitle": _text(rng, 5), "sessionId": session_id})
+            add({"type": "ai-title", "aiTitle": text(rng, 5), "sessionId": session_id})
     return b"".join(lines)
 
 
