@@ -82,6 +82,28 @@ def test_a_first_load_builds_the_indexes_at_the_end(agent_dir, tmp_path, monkeyp
         assert index.search("packages")
 
 
+def test_the_indexes_are_sorted_on_disk_not_in_the_writers_memory(agent_dir, tmp_path):
+    """CREATE INDEX sorts every row of entries at once: with the connection's temporary store
+    in memory, the writer of a 3 GB first load held 266 MB for one index (79 MB on disk)."""
+    corpus(agent_dir)
+    db_path = tmp_path / "index.db"
+    sync(agent_dir, db_path)
+    with SessionIndex.open(str(agent_dir), db_path=str(db_path)) as index:
+        connection = index.connection
+        bulk_load.defer_indexes(connection)
+        statements: list[str] = []
+        connection.exec_trace = lambda _cursor, sql, _bindings: statements.append(sql) or True
+        bulk_load.build_indexes(connection)
+        connection.exec_trace = None
+        ((store,),) = connection.execute("PRAGMA temp_store")
+    creates = [at for at, sql in enumerate(statements) if sql.startswith("CREATE INDEX")]
+    assert creates
+    on_disk = statements.index("PRAGMA temp_store = FILE")
+    back = statements.index("PRAGMA temp_store = MEMORY")
+    assert on_disk < creates[0] and creates[-1] < back
+    assert store == 2  # MEMORY again for the connection's other work
+
+
 def test_a_sync_of_an_index_with_rows_keeps_its_indexes(agent_dir, tmp_path, monkeypatch):
     corpus(agent_dir)
     db_path = tmp_path / "index.db"

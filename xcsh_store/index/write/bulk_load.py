@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import apsw
 import orjson
 
-from xcsh_store.index.db import get_meta, set_meta, transaction
+from xcsh_store.index.db import get_meta, set_meta, temporary_on_disk, transaction
 
 # The meta key holding the SQL of the entries' indexes a bulk load dropped.
 DEFERRED_KEY = "entry_indexes_deferred"
@@ -73,7 +73,8 @@ def build_indexes(connection: apsw.Connection) -> None:
     note = get_meta(connection, DEFERRED_KEY)
     if note is None:
         return
-    with transaction(connection):
+    # Each index is sorted at once over every row: on disk, so the writer's memory stays flat.
+    with temporary_on_disk(connection), transaction(connection):
         for sql in orjson.loads(note):
             connection.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
         _set_hashsize(connection, DEFAULT_HASHSIZE)
