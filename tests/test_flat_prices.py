@@ -211,6 +211,29 @@ def test_usage_that_prices_a_new_line_imports_neither_genai_prices_nor_pydantic(
     assert imported == []
 
 
+def test_a_search_whose_hits_are_read_through_their_reader_imports_no_dataset(
+    real_home: RealHome, agent_dir: Path
+):
+    """A hit's text is read again through its agent's reader, which prices its line: with the
+    table kept beside the index, from disk (a search had spent 38 % of its second building the
+    table from genai-prices)."""
+    run(agent_dir, "sync", "--init", "--workers", "1")
+    script = (
+        "import sys, json\nfrom xcsh_store.cli import cli\n"
+        "try:\n"
+        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'search', 'packages', '--agent', 'claude',"
+        " '--json'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    hits, _, imported = result.stdout.rstrip("\n").rpartition("\n")
+    assert any(hit["snippet"] for hit in json.loads(hits))
+    assert json.loads(imported) == []
+
+
 def test_a_sync_that_prices_nothing_builds_no_table(agent_dir: Path):
     """The fingerprint the index records is the files' digest and the dataset's version: a
     first sync with nothing to price reads neither the dataset nor writes a table."""

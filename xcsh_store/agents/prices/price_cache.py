@@ -27,6 +27,21 @@ CACHE_NAME = "price-table.json"
 FORMAT = 1
 
 
+# The folder of the index this process opened last (SessionIndex): where the table is kept
+# outside any pricing.fixed_prices, so that a read that prices a line (a search hit's text, read
+# again through its agent's reader) reads it from disk instead of importing genai-prices.
+_beside_index: list[str] = []
+
+
+def keep_beside_index(folder: str) -> None:
+    _beside_index[:] = [folder]
+
+
+def index_folder() -> str | None:
+    """The folder :func:`keep_beside_index` last named, if any."""
+    return _beside_index[0] if _beside_index else None
+
+
 def cache_path(folder: str) -> str:
     return os.path.join(folder, CACHE_NAME)
 

@@ -219,10 +219,11 @@ def fixed_prices(folder: str | None = None) -> Iterator[None]:
 def price_table() -> PriceTable:
     """The prices in force now: read again when one of their sources changed (a long-running
     ``watch`` or ``serve`` sees an edit of the user's file); a bad file raises PriceFileError.
-    Within :func:`fixed_prices` of a folder, the table kept there is read (or built and kept)."""
+    Within :func:`fixed_prices` of a folder, the table kept there is read (or built and kept);
+    outside, the one beside the index opened last (price_cache.keep_beside_index)."""
     if _FIXED and _FIXED[-1][1] is not None:
         return _FIXED[-1][1]
-    folder = _FIXED[-1][0] if _FIXED else None
+    folder = _FIXED[-1][0] if _FIXED else price_cache.index_folder()
     table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()), folder)
     if _FIXED:
         _FIXED[-1][1] = table
