@@ -30,7 +30,15 @@ from xcsh_store.index.fresh import (
     SYNCED,
     WATCHED,
     Freshness,
+    Identities,
+    environment_key,
+    index_key,
     is_watched,
+    remove_stamp,
+    stamp_holds,
+    tree_paths,
+    working_folder,
+    write_stamp,
 )
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
@@ -406,6 +414,7 @@ class SessionIndex:
                 free = False
             else:
                 free = True
+                remove_stamp(self.db_path)  # what the holder changes is stamped anew, or not
             yield free
         finally:
             os.close(lock)  # releases the lock
@@ -420,6 +429,8 @@ class SessionIndex:
         self._require_writable()
         if is_watched(self.db_path):
             return Freshness(WATCHED)
+        if stamp_holds(self.db_path, self.agent_dir, self.connection):
+            return Freshness(SYNCED)  # nothing changed since the last sync (fresh.py)
         with self._sync_lock(wait=False) as free:
             if not free:
                 return Freshness(BUSY)
@@ -498,9 +509,13 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         agent_roots = self.agent_roots()
+        roots = self.roots()
+        # Taken before anything is read: a file that changes meanwhile no longer matches.
+        environment = environment_key(self.agent_dir)
+        identities = Identities.take(self._stamped_paths(roots, agent_roots))
         report = sync_files(
             self.connection,
-            self.roots(),
+            roots,
             whole,
             progress,
             indexed,
@@ -559,7 +574,52 @@ class SessionIndex:
             with database.transaction(self.connection):
                 database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
+        self._leave_stamp(environment, identities, roots, agent_roots)
         return report
+
+    def _stamped_paths(self, roots: list[str], agent_roots: dict[str, str]) -> list[str]:
+        """What a sync reads, for its stamp (fresh.py): every folder and file under the roots
+        and the archive, every file indexed, the history files, the files of the sessions'
+        roots, the config and the prices, the plugins' modules and the import path's folders."""
+        import sys
+
+        from xcsh_store.agents import READERS
+        from xcsh_store.agents.prices.pricing import price_source_paths
+        from xcsh_store.format.session_roots import session_roots_path
+        from xcsh_store.homes import get_config_file
+
+        paths: list[str | None] = list(tree_paths([*roots, *agent_roots, self.archive.folder]))
+        paths += [path for (path,) in self.connection.execute("SELECT path FROM files")]
+        paths += agent_history_files().values()
+        paths += [get_history_db_path(self.agent_dir), session_roots_path(self.agent_dir),
+                  get_config_file(), *price_source_paths()]  # fmt: skip
+        for agent in READERS:
+            plugin = getattr(agent, "reader", agent)
+            module = sys.modules.get(type(plugin).__module__)
+            paths.append(getattr(module, "__file__", None))
+        # (Not the working folder, which `python -m` puts first: what else is made there
+        # would stale the stamp; a plugin is found in the folders of the installed packages.)
+        paths += [folder for folder in sys.path if folder and folder != working_folder()]
+        return [path for path in paths if path and not path.startswith(self.db_path)]
+
+    def _leave_stamp(
+        self,
+        environment: list[Any],
+        identities: Identities,
+        roots: list[str],
+        agent_roots: dict[str, str],
+    ) -> None:
+        """The stamp of this sync, unless it indexed a file it had not stamped (one found
+        outside the roots) or the roots changed while it ran: the next sync stamps then."""
+        indexed = {path for (path,) in self.connection.execute("SELECT path FROM files")}
+        if (
+            indexed <= identities.paths.keys()
+            and self.roots() == roots
+            and self.agent_roots() == agent_roots
+        ):
+            write_stamp(
+                self.db_path, environment, index_key(self.connection, self.db_path), identities
+            )
 
     def _standing_roots(self) -> set[str] | None:
         """The roots whose archived sessions stay in the index when their folder is no longer
