@@ -128,13 +128,13 @@ def agents_in_words(family: bool = False, estimated: bool = False) -> str:
 
 # The agents' names are asked of the registry when a choice is checked or a help shown, never
 # while the command line is built: a verb that is given no --agent loads no plugin for it.
-class AgentChoice(click.Choice):  # type: ignore[type-arg]
+class AgentChoice(click.Choice):
     """One of the agents the store reads (``AGENTS``: the xcsh family and the plugins)."""
 
     def __init__(self) -> None:
         super().__init__(())
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> tuple[str, ...]:
         return tuple(agent_plugins.AGENTS)
 
@@ -146,7 +146,7 @@ class AgentChoice(click.Choice):  # type: ignore[type-arg]
 class AgentsHelpOption(click.Option):
     """An option whose help ends with the agents' names, from the registry when shown."""
 
-    @property  # type: ignore[override]
+    @property
     def help(self) -> str | None:
         if self._help is None:
             return None
@@ -161,7 +161,7 @@ class AgentsHelpCommand(click.Command):
     """A command whose help says AGENTS where it names the agents the store reads (the
     registry's, :func:`agents_in_words` with the xcsh family), asked when the help is shown."""
 
-    @property  # type: ignore[override]
+    @property
     def help(self) -> str | None:
         if self._help is None:
             return None
