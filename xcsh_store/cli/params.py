@@ -9,7 +9,7 @@ import math
 import os
 from collections.abc import Callable
 from datetime import timedelta, tzinfo
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -161,15 +161,27 @@ class AgentsHelpCommand(click.Command):
     """A command whose help says AGENTS where it names the agents the store reads (the
     registry's, :func:`agents_in_words` with the xcsh family), asked when the help is shown."""
 
+    # The word of the help that stands for the agents, and agents_in_words's arguments for it.
+    word = "AGENTS"
+    words_of: ClassVar[dict[str, bool]] = {"family": True}
+
     @property
     def help(self) -> str | None:
         if self._help is None:
             return None
-        return self._help.replace("AGENTS", agents_in_words(family=True))
+        return self._help.replace(self.word, agents_in_words(**self.words_of))
 
     @help.setter
     def help(self, value: str | None) -> None:
         self._help = value
+
+
+class EstimatedHelpCommand(AgentsHelpCommand):
+    """A command whose help says ESTIMATED where it names the agents whose costs the index
+    estimates (their files hold none)."""
+
+    word = "ESTIMATED"
+    words_of: ClassVar[dict[str, bool]] = {"estimated": True}
 
 
 # Which agents' sessions a verb looks at (ls, search, usage, history).
