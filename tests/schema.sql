@@ -386,9 +386,9 @@ GROUP BY provider, model;
 
 -- view usage_entries on usage_entries
 CREATE VIEW usage_entries AS
-SELECT * FROM (
+WITH ranked AS (
     SELECT
-        *,
+        pk,
         row_number() OVER (
             PARTITION BY id, timestamp ORDER BY created_at, session
         ) AS copy_number,
@@ -397,13 +397,12 @@ SELECT * FROM (
                 session_id, timestamp, input_tokens, output_tokens, cache_read_tokens,
                 cache_write_tokens, occurrence
             ORDER BY modified_at DESC, session DESC
-        ) AS file_copy
+        ) AS file_copy,
+        occurrence
     FROM (
         SELECT
-            e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
-            e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-            e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
-            s.modified_at, e.cost_estimated, e.list_cost,
+            e.pk, e.session, s.session_id, e.id, e.timestamp, e.input_tokens, e.output_tokens,
+            e.cache_read_tokens, e.cache_write_tokens, s.created_at, s.modified_at,
             row_number() OVER (
                 PARTITION BY
                     e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,
@@ -415,4 +414,12 @@ SELECT * FROM (
         WHERE e.input_tokens IS NOT NULL
     )
 )
-WHERE copy_number = 1 AND file_copy = 1;
+SELECT
+    e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+    e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+    e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, e.cost_estimated, e.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+JOIN entries AS e ON e.pk = r.pk
+JOIN sessions AS s ON s.file_id = e.session
+WHERE r.copy_number = 1 AND r.file_copy = 1;
