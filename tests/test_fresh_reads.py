@@ -300,3 +300,14 @@ def test_whatever_takes_the_sync_lock_removes_the_stamp(agent_dir, session):
     listed, without_sync = listed_without_sync_code(agent_dir)
     assert [row["message_count"] for row in listed] == [2]
     assert not without_sync
+
+
+def test_a_new_session_in_a_linked_folder_is_synced(agent_dir, session, tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "nested"
+    elsewhere.mkdir(parents=True)
+    (sessions_dir(agent_dir) / "linked").symlink_to(tmp_path / "elsewhere")
+    stamped(agent_dir)
+    write_session(elsewhere / "four.jsonl", [header("four"), message("u1", None, "user", "delta")])
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert sorted(row["message_count"] for row in listed) == [1, 2]
+    assert not without_sync

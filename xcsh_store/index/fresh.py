@@ -107,10 +107,21 @@ def identity(path: str) -> Identity:
 
 
 def tree_paths(folders: Iterable[str]) -> Iterator[str]:
-    """Each of ``folders`` and every folder and file below it, as a sync's walk finds them."""
+    """Each of ``folders`` and every folder and file below it, as a sync's walk finds them
+    (folder symlinks followed, each folder once: never in a loop)."""
+    seen: set[tuple[int, int]] = set()
     for top in folders:
         yield top
-        for folder, folders_in, names in os.walk(top):
+        for folder, folders_in, names in os.walk(top, followlinks=True):
+            try:
+                info = os.stat(folder)
+            except OSError:
+                folders_in.clear()
+                continue
+            if (info.st_dev, info.st_ino) in seen:
+                folders_in.clear()
+                continue
+            seen.add((info.st_dev, info.st_ino))
             for name in folders_in:
                 yield os.path.join(folder, name)
             for name in names:
