@@ -247,9 +247,10 @@ def listed_without_sync_code(agent_dir: Path) -> tuple[list[dict], bool]:
 
 
 def stamped(agent_dir: Path) -> None:
-    """A sync whose stamp holds: after the files' times are no longer racy (fresh.py)."""
+    """A read verb's sync, whose stamp holds: after the files' times are no longer racy
+    (fresh.py)."""
     time.sleep(RACY_NS / 1e9 + 0.2)
-    run(agent_dir, "sync")
+    run(agent_dir, "ls", "--json")
     assert os.path.exists(get_index_db_path(str(agent_dir)) + STAMP_SUFFIX)
 
 

@@ -74,17 +74,20 @@ def is_watched(db_path: str) -> bool:
 #
 # A read verb's refresh on a tree that did not change costs a stat of every file, but the sync
 # that finds that out imports the whole write path, the agents' plugins and the archive first.
-# So a sync that completed leaves a stamp beside index.db: the identity (inode, size, mtime,
-# ctime) of every folder and file under the roots it read and of every file it indexed or read
-# besides (history files, the price sources, the config file, the plugins' modules and the
-# folders of the import path), taken *before* it read anything (a file that changes while it
-# syncs no longer matches); the environment and working folder it ran in; and a key of what
-# index.db holds that decides what a sync does (its files' identities and states, its roots,
-# its meta but the time of the last sync). A read whose stamp matches all of that finds what a
-# sync would find: nothing to do, and it skips the sync without importing any of it.
+# So the sync of a read's refresh, once completed, leaves a stamp beside index.db (`sync` and
+# `watch` do not: they would pay for its walk at every run, and the next read stamps anyway):
+# the identity (inode, size, mtime, ctime) of every folder and file under the roots it read
+# and of every file it indexed or read besides (history files, the price sources, the config
+# file, the plugins' modules and the folders of the import path), taken *before* it read
+# anything (a file that changes while it syncs no longer matches); the environment and working
+# folder it ran in; and a key of what index.db holds that decides what a sync does (its files'
+# identities and states, its roots, its meta but the time of the last sync). A read whose stamp
+# matches all of that finds what a sync would find: nothing to do, and it skips the sync
+# without importing any of it.
 #
 # Every holder of the sync lock removes the stamp first (a sync, gc, forget, restore, verify,
-# the text pass): what they change is stamped again by the next sync, never trusted stale.
+# the text pass): what they change is stamped again by the next read, never trusted stale.
+# Left for a sync that finds a change: removing xcsh's temp files an hour old (scan.py).
 
 STAMP_SUFFIX = ".fresh"
 _STAMP_VERSION = 1

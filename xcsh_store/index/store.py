@@ -425,7 +425,9 @@ class SessionIndex:
         stat), unless a watch keeps the index current (``watched``) or another process is
         syncing it now (``busy``: the read answers from what the index holds, never waits).
         One that finds nothing changed writes nothing, not even the time of the last sync: a
-        read verb then costs no write to index.db (nor the checkpoint of it on close)."""
+        read verb then costs no write to index.db (nor the checkpoint of it on close). Where
+        the stamp the last refresh left still holds (fresh.py: no folder, file, variable or
+        row it depends on changed), it is ``synced`` without a sync, and without a report."""
         self._require_writable()
         if is_watched(self.db_path):
             return Freshness(WATCHED)
@@ -510,9 +512,15 @@ class SessionIndex:
         changes = self.connection.total_changes()
         agent_roots = self.agent_roots()
         roots = self.roots()
-        # Taken before anything is read: a file that changes meanwhile no longer matches.
-        environment = environment_key(self.agent_dir)
-        identities = Identities.take(self._stamped_paths(roots, agent_roots))
+        # A read's refresh (record_time false) leaves the stamp its next read checks (fresh.py);
+        # `sync` and `watch` do not pay for the walk it takes. Taken before anything is read: a
+        # file that changes meanwhile no longer matches.
+        stamp = None
+        if not record_time:
+            stamp = (
+                environment_key(self.agent_dir),
+                Identities.take(self._stamped_paths(roots, agent_roots)),
+            )
         report = sync_files(
             self.connection,
             roots,
@@ -574,7 +582,8 @@ class SessionIndex:
             with database.transaction(self.connection):
                 database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
-        self._leave_stamp(environment, identities, roots, agent_roots)
+        if stamp is not None:
+            self._leave_stamp(*stamp, roots, agent_roots)
         return report
 
     def _stamped_paths(self, roots: list[str], agent_roots: dict[str, str]) -> list[str]:
