@@ -74,6 +74,37 @@ def claude_home(size: str) -> Path:
     return home
 
 
+CODEX_FIXTURES = FIXTURES.parent / "codex"
+
+
+def codex_home(size: str) -> Path:
+    """A home folder whose ``.codex/sessions`` holds about ``size`` bytes of Codex rollouts made
+    from the Codex fixtures, as :func:`claude_home` makes Claude Code's (every UUID of a copy
+    its own: each copy a session, its running totals its own responses)."""
+    base = Path(os.environ.get("XCSH_BENCH_DATA", DATA_DIR))
+    home = base / f"codex-home-{size.lower()}-v{TREE_VERSION}"
+    done = home / ".complete"
+    if done.exists():
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    target = parse_size(size)
+    sources = sorted(path.read_bytes() for path in CODEX_FIXTURES.glob("*.jsonl"))
+    written = 0
+    copy = 0
+    while written < target:
+        for data in sources:
+            renamed, session_id = _renamed(data, copy)
+            day = home / ".codex" / "sessions" / "2025" / "11" / f"{copy % 28 + 1:02d}"
+            day.mkdir(parents=True, exist_ok=True)
+            (day / f"rollout-2025-11-01T00-00-00-{session_id}.jsonl").write_bytes(renamed)
+            written += len(renamed)
+            copy += 1
+            if written >= target:
+                break
+    done.write_text(f"{written}\n")
+    return home
+
+
 def tree_bytes(home: Path) -> int:
     return int((home / ".complete").read_text())
 

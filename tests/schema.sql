@@ -36,6 +36,9 @@ CREATE INDEX entries_title_change ON entries (session) WHERE type = 'title_chang
 -- index entries_usage_key on entries
 CREATE INDEX entries_usage_key ON entries (session, usage_key) WHERE usage_key IS NOT NULL;
 
+-- index files_entries_pending on files
+CREATE INDEX files_entries_pending ON files (id) WHERE entries_pending = 1;
+
 -- index files_gone on files
 CREATE INDEX files_gone ON files (path) WHERE gone_at IS NOT NULL;
 
@@ -105,6 +108,9 @@ CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from
 -- index sqlite_autoindex_roots_1 on roots
 
 -- index sqlite_autoindex_schema_migrations_1 on schema_migrations
+
+-- index usage_lines_session on usage_lines
+CREATE INDEX usage_lines_session ON usage_lines (session);
 
 -- table agent_prompts on agent_prompts
 CREATE TABLE agent_prompts (
@@ -207,7 +213,7 @@ CREATE TABLE files (
     last_id TEXT,
     -- 1 when the file needs a format migration (v1/v2): such files are re-read whole.
     legacy INTEGER NOT NULL DEFAULT 0
-, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT, reader_revision INTEGER NOT NULL DEFAULT 1);
+, chained INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0, skipped_count INTEGER NOT NULL DEFAULT 0, skipped_lines TEXT, agent TEXT NOT NULL DEFAULT 'xcsh', text_pending INTEGER NOT NULL DEFAULT 0, gone_at TEXT, reader_revision INTEGER NOT NULL DEFAULT 1, entries_pending INTEGER NOT NULL DEFAULT 0);
 
 -- table forgotten on forgotten
 CREATE TABLE forgotten (
@@ -306,6 +312,37 @@ CREATE TABLE sessions (
     compaction_title TEXT
 , agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT, file_title TEXT, file_title_source TEXT, summary_from INTEGER);
 
+-- table usage_lines on usage_lines
+CREATE TABLE usage_lines (
+    pk INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT,
+    timestamp TEXT,
+    provider TEXT,
+    model TEXT,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    premium_requests REAL,
+    cost REAL,
+    cost_estimated INTEGER,
+    list_cost REAL
+);
+
+-- table usage_sessions on usage_sessions
+CREATE TABLE usage_sessions (
+    file_id INTEGER PRIMARY KEY,
+    session_id TEXT,
+    project_dir TEXT,
+    cwd TEXT,
+    agent TEXT,
+    parent_session_id TEXT,
+    created_at TEXT,
+    modified_at TEXT
+);
+
 -- trigger agent_prompts_ad on agent_prompts
 CREATE TRIGGER agent_prompts_ad AFTER DELETE ON agent_prompts BEGIN
     INSERT INTO agent_prompts_fts (agent_prompts_fts, rowid, prompt)
@@ -386,9 +423,9 @@ GROUP BY provider, model;
 
 -- view usage_entries on usage_entries
 CREATE VIEW usage_entries AS
-WITH ranked AS (
+SELECT * FROM (
     SELECT
-        pk,
+        *,
         row_number() OVER (
             PARTITION BY id, timestamp ORDER BY created_at, session
         ) AS copy_number,
@@ -397,12 +434,13 @@ WITH ranked AS (
                 session_id, timestamp, input_tokens, output_tokens, cache_read_tokens,
                 cache_write_tokens, occurrence
             ORDER BY modified_at DESC, session DESC
-        ) AS file_copy,
-        occurrence
+        ) AS file_copy
     FROM (
         SELECT
-            e.pk, e.session, s.session_id, e.id, e.timestamp, e.input_tokens, e.output_tokens,
-            e.cache_read_tokens, e.cache_write_tokens, s.created_at, s.modified_at,
+            e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+            e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+            e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+            s.modified_at, e.cost_estimated, e.list_cost,
             row_number() OVER (
                 PARTITION BY
                     e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,
@@ -412,14 +450,21 @@ WITH ranked AS (
         FROM entries AS e
         JOIN sessions AS s ON s.file_id = e.session
         WHERE e.input_tokens IS NOT NULL
+          AND e.session NOT IN (SELECT id FROM files WHERE entries_pending = 1)
+        UNION ALL
+        SELECT
+            -u.pk, u.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
+            u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+            u.premium_requests, u.cost, s.agent, s.parent_session_id, s.created_at,
+            s.modified_at, u.cost_estimated, u.list_cost,
+            row_number() OVER (
+                PARTITION BY
+                    u.session, u.timestamp, u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                    u.cache_write_tokens
+                ORDER BY u.seq
+            ) AS occurrence
+        FROM usage_lines AS u
+        JOIN usage_sessions AS s ON s.file_id = u.session
     )
 )
-SELECT
-    e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
-    e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-    e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
-    s.modified_at, e.cost_estimated, e.list_cost, r.occurrence, r.copy_number, r.file_copy
-FROM ranked AS r
-JOIN entries AS e ON e.pk = r.pk
-JOIN sessions AS s ON s.file_id = e.session
-WHERE r.copy_number = 1 AND r.file_copy = 1;
+WHERE copy_number = 1 AND file_copy = 1;

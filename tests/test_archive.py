@@ -413,3 +413,42 @@ def test_search_text_left_for_later_comes_from_the_archive(
         index.sync(workers=1)
         assert index.text_pending() == 0
         assert index.search(RARE_WORD, limit=5)
+
+
+def test_the_versions_a_sync_keeps_listed_are_those_on_disk(tmp_path):
+    """While a sync writes, the archive's folder is listed once (archive/folder.py listings):
+    every version made or removed since is in the answer, as a fresh listing finds it."""
+    from xcsh_store.index.archive.folder import base_name
+    from xcsh_store.index.archive.frames import APPEND, Header
+
+    folder = ArchiveFolder(str(tmp_path / "archive"))
+    folder.listings = {}
+    bases = [base_name("claude", f"/home/u/.claude/projects/p/{name}.jsonl") for name in "ab"]
+
+    def header(version: int) -> Header:
+        return Header("/s.jsonl", "/r", "p", "claude", APPEND, version, "2026-01-01T00:00:00Z")
+
+    def agree(expected: list[int]) -> None:
+        assert folder.versions(bases[0]) == expected
+        assert ArchiveFolder(folder.folder).versions(bases[0]) == expected
+        assert folder.versions(bases[1]) == ArchiveFolder(folder.folder).versions(bases[1])
+
+    agree([])
+    folder.appender(bases[1], 1, header(1), 0).close()
+    for version in (1, 2, 3):
+        folder.appender(bases[0], version, header(version), 0).close()
+    agree([1, 2, 3])
+    folder.remove_version(bases[0], 2)
+    agree([1, 3])
+    folder.remove(bases[0])
+    agree([])
+    assert folder.versions(bases[1]) == [1]
+
+
+def test_a_sync_leaves_the_archive_listed_afresh_after_it(agent_dir, tmp_path):
+    """The listing a sync keeps is its own: after it, another process's archive files count."""
+    lay_out_agents(agent_dir.parent / "home")
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        assert index.archive.size()[0] > 0, "nothing was archived"
+        assert index.archive.listings is None

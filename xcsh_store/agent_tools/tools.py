@@ -164,11 +164,18 @@ def list_sessions(
     if not sessions:
         check_filters(index, project=project)
     page = _page(sessions, offset, limit)
-    return {
+    found: dict[str, Any] = {
         "sessions": [_session(info) for info in sessions[offset : offset + limit]],
         "more": page["next_offset"] is not None,
         **page,
     }
+    pending = index.entries_pending()
+    if pending:
+        found["partial"] = (
+            f"{pending} session files have only their usage indexed yet: they are not listed"
+            " until the next sync reads them"
+        )
+    return found
 
 
 def search_sessions(

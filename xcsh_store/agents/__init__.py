@@ -104,7 +104,7 @@ def read_entry(agent: Agent, value: dict[str, Any], session: SessionFacts) -> Ag
     saved = session.saved()
     try:
         found = agent.read(value, session)
-        problem = entry_problem(found) or session.problem()
+        problem = entry_problem(found) or session.problem(saved)
         if problem is not None:
             raise PluginOutputError(problem)
     except PLUGIN_FAULTS as error:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 import shlex
 import stat
@@ -73,16 +74,25 @@ class SessionFacts:
 
     def saved(self) -> tuple[Any, ...]:
         """Every fact as it is now, for restore()."""
-        return tuple(getattr(self, name) for name in _FACTS)
+        return _facts_of(self)
 
     def restore(self, saved: tuple[Any, ...]) -> None:
         """The facts as saved() found them (a record that fails is lost with what it said)."""
         for name, value in zip(_FACTS, saved, strict=True):
             setattr(self, name, value)
 
-    def problem(self) -> str | None:
-        """What a plugin set to another type than a fact takes, or None."""
-        for name in _FACTS:
+    def problem(self, saved: tuple[Any, ...] | None = None) -> str | None:
+        """What a plugin set to another type than a fact takes, or None. With ``saved`` (what
+        saved() gave when the facts were all of their types), only the facts changed since are
+        looked at: a reader reading a line changes none, most of the time."""
+        if saved is not None:
+            now = _facts_of(self)
+            if all(map(operator.is_, now, saved)):
+                return None
+            changed = [name for name, a, b in zip(_FACTS, now, saved, strict=True) if a is not b]
+        else:
+            changed = list(_FACTS)
+        for name in changed:
             value = getattr(self, name)
             if name == "parents":
                 if not isinstance(value, dict):
@@ -93,6 +103,7 @@ class SessionFacts:
 
 
 _FACTS = tuple(fact.name for fact in fields(SessionFacts))
+_facts_of = operator.attrgetter(*_FACTS)
 
 
 class QuotaReading(NamedTuple):
@@ -178,15 +189,19 @@ def entry_problem(found: Any) -> str | None:
     if not isinstance(entry.get("type"), str):
         return f"entry type is {_shown(entry.get('type'))}, not text"
     for key in ("id", "parentId", "timestamp"):
-        problem = _text_or_none(f"entry {key}", entry.get(key))
-        if problem is not None:
-            return problem
+        value = entry.get(key)
+        if value is not None and type(value) is not str:  # (the name only for a problem)
+            problem = _text_or_none(f"entry {key}", value)
+            if problem is not None:
+                return problem
     if "message" in entry and not isinstance(entry["message"], dict):
         return f"entry message is {_shown(entry['message'])}, not a dict"
     for name in ("usage_key", "title", "title_source", "model", "provider", "qualifier"):
-        problem = _text_or_none(name, getattr(found, name))
-        if problem is not None:
-            return problem
+        value = getattr(found, name)
+        if value is not None and type(value) is not str:
+            problem = _text_or_none(name, value)
+            if problem is not None:
+                return problem
     summary = found.leaf_summary
     if summary is not None and not (
         isinstance(summary, tuple | list)
@@ -199,10 +214,11 @@ def entry_problem(found: Any) -> str | None:
         if not isinstance(usage, tuple | list) or len(usage) != 6:
             return f"usage is {_shown(usage)}, not six figures"
         for number, value in enumerate(usage):
-            if not (number == 5 and value is None):
-                problem = _figure(f"usage[{number}]", value)
-                if problem is not None:
-                    return problem
+            if type(value) is int or (number == 5 and value is None):
+                continue  # (the common case, with no name to make)
+            problem = _figure(f"usage[{number}]", value)
+            if problem is not None:
+                return problem
     turns = found.rewind_turns
     if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 0):
         return f"rewind_turns is {_shown(turns)}, not a count"

@@ -489,21 +489,35 @@ def echo_text(text: str, newline: bool = True) -> None:
 
 @overload
 def open_index(
-    settings: Settings, read_only: bool = True, team: Literal[False] = False, fresh: bool = False
+    settings: Settings,
+    read_only: bool = True,
+    team: Literal[False] = False,
+    fresh: bool = False,
+    entries: bool = True,
 ) -> SessionIndex: ...
 
 
 @overload
 def open_index(
-    settings: Settings, read_only: bool = True, *, team: Literal[True], fresh: bool = False
+    settings: Settings,
+    read_only: bool = True,
+    *,
+    team: Literal[True],
+    fresh: bool = False,
+    entries: bool = True,
 ) -> IndexReader: ...
 
 
 def open_index(
-    settings: Settings, read_only: bool = True, team: bool = False, fresh: bool = False
+    settings: Settings,
+    read_only: bool = True,
+    team: bool = False,
+    fresh: bool = False,
+    entries: bool = True,
 ) -> IndexReader:
     """The agent dir's index; read-only for the verbs that only look (they never block a sync).
-    ``fresh``: brought up to date first (fresh_index), unless --no-sync.
+    ``fresh``: brought up to date first (fresh_index), unless --no-sync; ``entries`` false:
+    for a read of usage alone, whose first sync reads only the lines with usage.
 
     With ``--db``, the verbs that can (``team``) get the team index instead, which answers the
     same questions with the same kinds of records (xcsh_store.team.TeamIndex), each with its
@@ -520,7 +534,7 @@ def open_index(
             if not (fresh and first_index(settings)):
                 raise IndexDatabaseError(no_index_yet(settings.agent_dir))
         if fresh:
-            return fresh_index(settings)
+            return fresh_index(settings, entries)
         return SessionIndex.open(settings.agent_dir, read_only=read_only)
     if not team:
         verb = click.get_current_context().info_name
@@ -561,7 +575,7 @@ def first_index(settings: Settings) -> bool:
     return True
 
 
-def fresh_index(settings: Settings) -> SessionIndex:
+def fresh_index(settings: Settings, entries: bool = True) -> SessionIndex:
     """The agent dir's index, synced before a read verb answers, unless a watch keeps it
     current. It never fails for want of a sync: while another sync runs, or where index.db
     cannot be written, the verb answers from what the index holds and says so in one line on
@@ -578,7 +592,7 @@ def fresh_index(settings: Settings) -> SessionIndex:
         if upgrade is not None and not is_watched(index.db_path):
             echo(f"Note: upgrading index.db first ({upgrade}): every session file is read again",
                  err=True)  # fmt: skip
-        freshness = index.refresh()
+        freshness = index.refresh(entries=entries)
     except (XcshStoreError, OSError, SQLiteError) as error:
         echo(f"Note: index.db was not brought up to date ({error_line(error)})", err=True)
         return index

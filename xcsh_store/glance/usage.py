@@ -62,6 +62,34 @@ TOKENS = (
 )
 
 
+# While some files have their usage rows and no entries yet (a sync asked for usage alone:
+# migration 0018), the rows are the view's own: it counts those files from usage_lines.
+_VIEW_ROWS = """
+SELECT session_id, project_dir, agent, timestamp, input_tokens, output_tokens,
+    cache_read_tokens, cache_write_tokens, cost
+FROM usage_entries AS e WHERE {restriction}
+"""
+
+
+def entries_pending(connection: apsw.Connection) -> bool:
+    """Whether some file has its usage rows and no entries yet (False on an index from before
+    migration 0018, which a read-only connection does not migrate)."""
+    try:
+        found = connection.execute(
+            "SELECT EXISTS (SELECT 1 FROM files WHERE entries_pending = 1)"
+        ).fetchone()
+    except apsw.SQLError:
+        return False
+    return bool(found and found[0])
+
+
+def _rows(connection: apsw.Connection, restriction: str) -> str:
+    """The usage rows ``restriction`` keeps (an SQL condition on ``e``'s session, timestamp
+    and id)."""
+    pending = entries_pending(connection)
+    return (_VIEW_ROWS if pending else USAGE_ROWS).format(restriction=restriction)
+
+
 def requests_since(
     connection: apsw.Connection, moment: str, scope: str = "1", *args: object
 ) -> list[tuple[str, int, float | None]]:
@@ -69,7 +97,7 @@ def requests_since(
     oldest first."""
     sql = (
         f"SELECT timestamp, {TOKENS}, cost FROM ("
-        + USAGE_ROWS.format(restriction="e.timestamp >= ?")
+        + _rows(connection, "e.timestamp >= ?")
         + f") WHERE {scope} ORDER BY timestamp"
     )
     rows: list[Any] = connection.execute(sql, (moment, *args)).fetchall()
@@ -95,7 +123,7 @@ def since(
     requests and none of them has a price (unknown, never $0)."""
     sql = (
         f"SELECT sum(cost), coalesce(sum({TOKENS}), 0), count(*) FROM ("
-        + USAGE_ROWS.format(restriction="e.timestamp >= ?")
+        + _rows(connection, "e.timestamp >= ?")
         + f") WHERE {scope}"
     )
     row: Any = connection.execute(sql, (moment, *args)).fetchone()
@@ -122,11 +150,16 @@ OR (e.id IS NULL AND e.timestamp IN (
 def of_session(connection: apsw.Connection, session_id: str) -> float | None:
     """The cost of a session's requests (None: the index has none of it, or none of them has
     a price)."""
+    if entries_pending(connection):
+        sql = "SELECT sum(cost), count(*) FROM usage_entries WHERE session_id = ?"
+        row: Any = connection.execute(sql, (session_id,)).fetchone()
+        cost, count = row
+        return cost if count else None
     sql = (
         "SELECT sum(cost), count(*) FROM ("
         + USAGE_ROWS.format(restriction=_OF_SESSION)
         + ") WHERE session_id = ?"
     )
-    row: Any = connection.execute(sql, (session_id,) * 4).fetchone()
+    row = connection.execute(sql, (session_id,) * 4).fetchone()
     cost, count = row
     return cost if count else None

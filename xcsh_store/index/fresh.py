@@ -153,7 +153,7 @@ def index_key(connection: Any, db_path: str) -> list[Any]:
         "SELECT count(*), sum(id), sum(size), sum(mtime_ns % 4294967291),"
         " sum(inode % 4294967291), sum(ctime_ns % 4294967291), sum(indexed_bytes),"
         " sum(lines), count(gone_at), sum(reader_revision), sum(legacy), sum(text_pending),"
-        " sum(status <> 'ok'), sum(length(agent)) FROM files"
+        " sum(status <> 'ok'), sum(length(agent)), sum(entries_pending) FROM files"
     ).fetchall()
     roots = connection.execute("SELECT path, agent FROM roots ORDER BY path").fetchall()
     meta = connection.execute(

@@ -165,6 +165,8 @@ class IndexReader(Protocol):
 
     def text_pending(self) -> int: ...
 
+    def entries_pending(self) -> int: ...
+
     def quota(
         self,
         limits: Limits | None = None,
@@ -420,23 +422,29 @@ class SessionIndex:
             os.close(lock)  # releases the lock
 
     @_entry_point
-    def refresh(self) -> Freshness:
+    def refresh(self, *, entries: bool = True) -> Freshness:
         """Bring the index up to date before a read answers: a sync (an unchanged file costs a
         stat), unless a watch keeps the index current (``watched``) or another process is
         syncing it now (``busy``: the read answers from what the index holds, never waits).
         One that finds nothing changed writes nothing, not even the time of the last sync: a
         read verb then costs no write to index.db (nor the checkpoint of it on close). Where
         the stamp the last refresh left still holds (fresh.py: no folder, file, variable or
-        row it depends on changed), it is ``synced`` without a sync, and without a report."""
+        row it depends on changed), it is ``synced`` without a sync, and without a report.
+
+        ``entries`` false: for a read of usage alone (``usage``): a first run reads only the
+        usage of the files (``sync(entries=False)``); a read that wants entries (the default)
+        reads whole the files whose entries such a sync put off (never from the stamp)."""
         self._require_writable()
         if is_watched(self.db_path):
             return Freshness(WATCHED)
-        if stamp_holds(self.db_path, self.agent_dir, self.connection):
+        if stamp_holds(self.db_path, self.agent_dir, self.connection) and not (
+            entries and self._entries_put_off()
+        ):
             return Freshness(SYNCED)  # nothing changed since the last sync (fresh.py)
         with self._sync_lock(wait=False) as free:
             if not free:
                 return Freshness(BUSY)
-            return Freshness(SYNCED, self._sync_locked(record_time=False))
+            return Freshness(SYNCED, self._sync_locked(record_time=False, entries=entries))
 
     @_entry_point
     def sync(
@@ -446,6 +454,7 @@ class SessionIndex:
         *,
         workers: int | None = None,
         text: bool = True,
+        entries: bool = True,
     ) -> SyncReport:
         """Bring the index up to date with every session file and history.db.
 
@@ -455,12 +464,17 @@ class SessionIndex:
         (a first sync), those files get every row but their search rows, which a later sync
         adds (``SyncReport.text_pending`` says how many files wait; searches are partial until
         then). A sync with ``text`` adds the search rows still pending.
+        ``entries`` false: usage first, for real (index/write/usage_first.py): with as much to
+        read whole, the Claude Code files get only their usage rows (``usage`` answers, every
+        other read waits for their entries: ``SyncReport.entries_pending``); a sync with
+        ``entries`` (the default) reads those files whole. ``entries`` false implies ``text``
+        false.
         """
         if workers is not None and workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
         self._require_writable()
         with self._sync_lock():
-            return self._sync_locked(full, progress, workers, text)
+            return self._sync_locked(full, progress, workers, text and entries, entries=entries)
 
     def _sync_locked(
         self,
@@ -469,6 +483,7 @@ class SessionIndex:
         workers: int | None = None,
         text: bool = False,
         record_time: bool = True,
+        entries: bool = True,
     ) -> SyncReport:
         """The sync, under the lock. ``text`` is false unless asked for: the syncs that come
         before something else (a read's, gc's) leave the search text of a first run for later;
@@ -476,7 +491,7 @@ class SessionIndex:
         this sync in index.db even when it changed nothing (a read's refresh does not)."""
         try:
             with database.type_confusion_as_damage(self.connection):
-                return self._sync_once(full, progress, workers, text, record_time)
+                return self._sync_once(full, progress, workers, text, record_time, entries)
         except database.DAMAGE_ERRORS as error:
             return self._rebuild_after_damage(error, progress, workers)
 
@@ -487,9 +502,11 @@ class SessionIndex:
         workers: int | None = None,
         text: bool = True,
         record_time: bool = True,
+        entries: bool = True,
     ) -> SyncReport:
         from xcsh_store.agents.prices.pricing import price_sources
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
+        from xcsh_store.index.write.entries_later import pending_entry_files
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.summaries import pending as summaries_pending
         from xcsh_store.index.write.sync import sync_files
@@ -532,6 +549,7 @@ class SessionIndex:
             text=text,
             keeper=self._keeper(agent_roots),
             standing_roots=self._standing_roots(),
+            entries=entries,
         )
         if report.archive_error is None:
             from xcsh_store.index.archive.adopt import adopt_archived, read_again
@@ -541,6 +559,7 @@ class SessionIndex:
         if text:
             report.text_files_indexed = self._index_pending_text(progress, workers)
         report.text_pending = pending_text_files(self.connection)
+        report.entries_pending = pending_entry_files(self.connection)
         report.recorded_roots = read_session_roots(self.agent_dir)
         record_prices(self.connection, sources)
         report.repriced = repriced
@@ -673,13 +692,21 @@ class SessionIndex:
         return done
 
     def _index_pending_text(self, progress: Progress | None, workers: int | None) -> int:
+        from xcsh_store.index.write.entries_later import (
+            index_pending_entries,
+            pending_entry_files,
+        )
         from xcsh_store.index.write.pipeline import default_workers
         from xcsh_store.index.write.text_later import index_pending_text
 
-        done, _changed = index_pending_text(
-            self.connection, default_workers() if workers is None else workers, progress
-        )
-        return done
+        workers = default_workers() if workers is None else workers
+        # Files whose entries a usage-first sync put off get them with their text.
+        keeper = self._keeper(self.agent_roots()) if pending_entry_files(self.connection) else None
+        with_entries = index_pending_entries(
+            self.connection, workers, progress, keeper
+        ).files_reindexed
+        done, _changed = index_pending_text(self.connection, workers, progress)
+        return done + with_entries
 
     @_entry_point
     def text_pending(self) -> int:
@@ -688,6 +715,15 @@ class SessionIndex:
         from xcsh_store.index.write.text_later import pending_text_files
 
         return pending_text_files(self.connection)
+
+    @_entry_point
+    def entries_pending(self) -> int:
+        """How many session files have only their usage rows yet (a sync asked for usage
+        alone put their entries off): while any has, listings, sessions and searches miss
+        them (any sync that wants entries, the default, reads them)."""
+        from xcsh_store.index.write.entries_later import pending_entry_files
+
+        return pending_entry_files(self.connection)
 
     def _forget_search_text(self) -> None:
         """Empty entries_fts before a sync that reads every file whole (its rows could only go
@@ -709,6 +745,14 @@ class SessionIndex:
         anew), or None; None too for an index that holds no files yet."""
         reason = database.get_meta(self.connection, "resync_required")
         return reason if reason is not None and self._holds_files() else None
+
+    def _entries_put_off(self) -> bool:
+        """Whether a file has its usage rows but not yet its entries (a usage-only sync)."""
+        return bool(
+            self.connection.execute(
+                "SELECT 1 FROM files WHERE entries_pending = 1 LIMIT 1"
+            ).fetchall()
+        )
 
     def _holds_files(self) -> bool:
         return bool(self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall())

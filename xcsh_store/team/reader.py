@@ -311,6 +311,10 @@ class TeamIndex:
         """The team index has no search text to add later: a push sends every entry's."""
         return 0
 
+    def entries_pending(self) -> int:
+        """Nor entries: a push sends a session once its entries are indexed."""
+        return 0
+
     # -- trees ------------------------------------------------------------------------------
 
     def _entries(self, info: TeamSession) -> list[tuple[IndexedEntry, dict[str, Any]]]:

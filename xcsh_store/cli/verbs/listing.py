@@ -9,6 +9,7 @@ import click
 from xcsh_store.cli.app import (
     Settings,
     cli,
+    echo,
     echo_wrapped,
     emit_json,
     json_option,
@@ -126,9 +127,18 @@ def ls_command(
             SessionQuery(filter=filters, order=order, limit=limit + 1 if limit else None)
         )
         ids = index.unique_id_prefixes(session.session_id for session in sessions)
+        # (Only without a sync: the sync before a listing reads the entries put off.)
+        pending = index.entries_pending()
         if not sessions:
             known_filters(index, project=filters.project)
             nothing = [] if as_json else nothing_listed(settings, index, filters.agents)
+    if pending:
+        echo(
+            f"Partial list: {pending:,} session file"
+            f"{'s have only their' if pending != 1 else ' has only its'} usage indexed yet"
+            " (`xcsh-store sync` reads the rest).",
+            err=True,
+        )
     more = bool(limit) and len(sessions) > limit
     sessions = sessions[:limit] if limit else sessions
     if as_json:

@@ -120,6 +120,7 @@ def sync_json(report: SyncReport) -> dict[str, Any]:
         "repriced": report.repriced,
         "text_files_indexed": report.text_files_indexed,
         "text_pending": report.text_pending,
+        "entries_pending": report.entries_pending,
         "files_archived_gone": report.files_archived_gone,
         "archive_bytes_written": report.archive_bytes_written,
         "archive_error": report.archive_error,

@@ -260,7 +260,10 @@ def usage_command(
     name = ",".join(groups)
     if zone is not None and settings.db is not None:
         raise click.UsageError("--timezone works on index.db, not with --db (days are UTC there)")
-    with open_index(settings, team=True, fresh=True) as index:
+    # Usage alone needs no entry rows: a first run reads only the lines with usage (but for
+    # the sessions' titles, which --by session prints).
+    usage_alone = "session" not in groups or as_json
+    with open_index(settings, team=True, fresh=True, entries=not usage_alone) as index:
         rows = index.usage_rows(UsageQuery(by=tuple(groups), filter=filters, zone=zone))
         sessions = session_labels(index, filters) if "session" in groups and not as_json else {}
         # The budgets are this machine's (index.db); on a team index each host's (pushed with

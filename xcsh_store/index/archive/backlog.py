@@ -28,7 +28,8 @@ from xcsh_store.index.write.scan import SyncReport, known_file
 _BEHIND = (
     "SELECT f.id, f.path, f.root, f.project_dir, f.agent, f.indexed_bytes, f.mtime_ns,"
     " a.source_bytes FROM files AS f LEFT JOIN archived AS a ON a.file_id = f.id"
-    " WHERE f.gone_at IS NULL AND f.status = 'ok' AND f.size >= 0"
+    # (A file whose entries are still to come is archived as they are read: usage_first.py.)
+    " WHERE f.gone_at IS NULL AND f.status = 'ok' AND f.size >= 0 AND f.entries_pending = 0"
     " AND f.root IN (SELECT value FROM json_each(?))"
     f" AND (a.file_id IS NULL OR (a.kind = '{APPEND}' AND a.source_bytes < f.indexed_bytes))"
 )

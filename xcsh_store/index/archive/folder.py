@@ -77,6 +77,10 @@ class ArchiveFolder:
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
+        # While a sync writes (archive/keeper.py): each folder's versions, listed once and kept
+        # up to date by this object's writes (a sync holds the lock: no other writer). Listing
+        # the folder again for every file read made a first sync quadratic in its files.
+        self.listings: dict[str, dict[str, set[int]]] | None = None
 
     def path_of(self, base: str, version: int) -> str:
         return os.path.join(self.folder, f"{base}.v{version}{SUFFIX}")
@@ -84,17 +88,27 @@ class ArchiveFolder:
     def versions(self, base: str) -> list[int]:
         """The versions on disk of the source ``base`` names, oldest first."""
         folder, _, name = self.path_of(base, 0).rpartition(os.sep)
-        prefix = name[: -len(f"v0{SUFFIX}")]
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            return []
-        found = []
-        for entry in names:
-            matched = _VERSIONED.fullmatch(entry)
-            if matched and entry.startswith(prefix) and matched["base"] == prefix[:-1]:
-                found.append(int(matched["version"]))
-        return sorted(found)
+        stem = name[: -len(f".v0{SUFFIX}")]
+        listings = self.listings
+        if listings is None:
+            return sorted(_listing(folder).get(stem, ()))
+        listing = listings.get(folder)
+        if listing is None:
+            listing = listings[folder] = _listing(folder)
+        return sorted(listing.get(stem, ()))
+
+    def _listed(self, path: str, there: bool) -> None:
+        """The archive file at ``path`` was made (``there``) or removed."""
+        folder, _, name = path.rpartition(os.sep)
+        listing = None if self.listings is None else self.listings.get(folder)
+        matched = _VERSIONED.fullmatch(name)
+        if listing is None or matched is None:
+            return
+        versions = listing.setdefault(matched["base"], set())
+        if there:
+            versions.add(int(matched["version"]))
+        else:
+            versions.discard(int(matched["version"]))
 
     def stored(self) -> Iterator[StoredVersion]:
         """Every archive file, in name order (OSError when the folder cannot be listed)."""
@@ -139,6 +153,7 @@ class ArchiveFolder:
         except OSError as error:
             raise _write_error(path, error) from error
         appender = Appender(path, descriptor)
+        self._listed(path, True)
         try:
             size = os.fstat(descriptor).st_size
             if header is not None and committed == 0:
@@ -161,12 +176,15 @@ class ArchiveFolder:
             with contextlib.suppress(FileNotFoundError):
                 freed += os.stat(path).st_size
                 os.unlink(path)
-        _sync_folder(os.path.dirname(self.path_of(base, 0)))
+            self._listed(path, False)
+        sync_folder(os.path.dirname(self.path_of(base, 0)))
         return freed
 
     def remove_version(self, base: str, version: int) -> None:
+        path = self.path_of(base, version)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path_of(base, version))
+            os.unlink(path)
+        self._listed(path, False)
 
     def size(self) -> tuple[int, int]:
         """(archive files, their bytes)."""
@@ -213,14 +231,16 @@ class Appender:
         self.dirty = True
         return self.size
 
-    def sync(self) -> None:
+    def sync(self, with_folder: bool = True) -> None:
+        """Put the bytes written on the disk; a new file's name too, unless the caller puts
+        its folder there itself (``with_folder`` false)."""
         if not self.dirty:
             return
         try:
             os.fsync(self.descriptor)
-            if self.created:
-                _sync_folder(os.path.dirname(self.path))
-                self.created = False
+            if self.created and with_folder:
+                sync_folder(os.path.dirname(self.path))
+            self.created = False
         except OSError as error:
             raise _write_error(self.path, error) from error
         self.dirty = False
@@ -230,7 +250,21 @@ class Appender:
             os.close(self.descriptor)
 
 
-def _sync_folder(folder: str) -> None:
+def _listing(folder: str) -> dict[str, set[int]]:
+    """The versions of each source in ``folder`` (by its name without version)."""
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return {}
+    found: dict[str, set[int]] = {}
+    for entry in names:
+        matched = _VERSIONED.fullmatch(entry)
+        if matched:
+            found.setdefault(matched["base"], set()).add(int(matched["version"]))
+    return found
+
+
+def sync_folder(folder: str) -> None:
     """Put a folder's entries on the disk (a new file's name survives a power cut)."""
     try:
         descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

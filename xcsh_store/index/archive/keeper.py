@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ import apsw
 
 from xcsh_store.agents import PLUGIN_FAULTS, Agent
 from xcsh_store.index.archive.capture import KeptPieces
-from xcsh_store.index.archive.folder import Appender, ArchiveFolder, base_name
+from xcsh_store.index.archive.folder import Appender, ArchiveFolder, base_name, sync_folder
 from xcsh_store.index.archive.frames import (
     APPEND,
     DOCUMENT,
@@ -85,6 +86,7 @@ class Keeper:
     ) -> None:
         self.connection = connection
         self.folder = folder
+        folder.listings = {}  # (until close: the sync holds the lock)
         self.roots = dict(roots)
         self.appenders: dict[str, Appender] = {}
         # Document versions replaced in this transaction, deleted once it is committed.
@@ -239,9 +241,14 @@ class Keeper:
 
     def sync(self) -> None:
         """Put every archive byte written since the last commit on the disk (before the index
-        commit that records them)."""
+        commit that records them); each folder that got new files once, however many."""
+        folders = set()
         for appender in self.appenders.values():
-            appender.sync()
+            if appender.created:
+                folders.add(os.path.dirname(appender.path))
+            appender.sync(with_folder=False)
+        for folder in folders:
+            sync_folder(folder)
 
     def committed(self) -> None:
         """The index recorded what was written: the document versions replaced can go."""
@@ -265,6 +272,8 @@ class Keeper:
         for appender in self.appenders.values():
             appender.close()
         self.appenders = {}
+        # (After a rollback too: what was listed may name files cut back since.)
+        self.folder.listings = None
 
 
 def _members(agent: Agent, place: Place) -> list[tuple[str, bytes]]:

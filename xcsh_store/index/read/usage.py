@@ -189,9 +189,12 @@ def zone_shift_sql(connection: apsw.Connection, zone: tzinfo | None) -> str:
     A zone's offset changes on the hour (UTC), a few times a year: the offset of each span of
     hours between two changes, over the hours the index's entries cover (the ends of the
     ``entries_timestamp`` index), is one branch of a CASE on the timestamp's UTC hour."""
+    # (With the rows of the files whose entries are still to come: migration 0018.)
     ((first, last),) = connection.execute(
-        "SELECT (SELECT min(timestamp) FROM entries WHERE timestamp >= '0001'),"
-        " (SELECT max(timestamp) FROM entries WHERE timestamp < ':')"
+        "SELECT min((SELECT min(timestamp) FROM entries WHERE timestamp >= '0001'),"
+        " coalesce((SELECT min(timestamp) FROM usage_lines WHERE timestamp >= '0001'), '9')),"
+        " max((SELECT max(timestamp) FROM entries WHERE timestamp < ':'),"
+        " coalesce((SELECT max(timestamp) FROM usage_lines WHERE timestamp < ':'), ''))"
     )
     start, end = _utc_hour(first), _utc_hour(last)
     if start is None or end is None:

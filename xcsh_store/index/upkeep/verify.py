@@ -20,6 +20,7 @@ from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_count
 from xcsh_store.index.write.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_any
 from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all, stale_count
 from xcsh_store.index.write.summaries import check_summary_titles
+from xcsh_store.index.write.usage_first import usage_differences
 
 _COMPARED_ENTRY_COLUMNS = (
     "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
@@ -177,13 +178,20 @@ class Verifier:
         of ``copy``, made from its archive, for a file that is gone."""
         row = list(
             self.connection.execute(
-                "SELECT id, indexed_bytes, status, chained, text_pending FROM files WHERE path = ?",
+                "SELECT id, indexed_bytes, status, chained, text_pending, entries_pending"
+                " FROM files WHERE path = ?",
                 (seen.path,),
             )
         )
         if not row:
             return ["file is not in the index"]
-        file_id, *state, text_pending = row[0]
+        file_id, *state, text_pending, entries_pending = row[0]
+        if entries_pending:
+            # Its usage rows alone, until its entries come (write/usage_first.py).
+            try:
+                return usage_differences(self.connection, file_id, copy or seen.path)
+            except OSError as error:
+                return [f"file cannot be read: {error}"]
         try:
             if copy is None:
                 self.scratch_indexer.index(seen, None, full=True)

@@ -426,6 +426,8 @@ class FileWrite:
         self._count_read(chunk)
         self.keys_end = chunk.keys_end
         if chunk.final:
+            if self.fresh:
+                forget_usage_lines(connection, self.file_id)
             if chunk.progress[-1] in XCSH_AGENTS:
                 self._rename_by_branch()
             self._finish()
@@ -449,7 +451,10 @@ class FileWrite:
         self.file_id = self._file_row()
         if self.fresh:
             if self.known is not None:
-                self.report.entries_removed += drop_file_rows(self.connection, self.file_id)
+                # (A file's usage-first rows count until its last rows are written.)
+                self.report.entries_removed += drop_file_rows(
+                    self.connection, self.file_id, usage_lines=False
+                )
             self.report.files_reindexed += 1
         # The keys and the file id go into the statements as numbers: the rows stay as the
         # builder made them (rebuilding each one would cost the writer more than preparing
@@ -785,8 +790,10 @@ def place(seen: SeenFile) -> Place:
     return Place(seen.path, seen.root, seen.project_dir)
 
 
-def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
-    """Delete every row derived from a file's content; returns how many entries went."""
+def drop_file_rows(connection: apsw.Connection, file_id: int, usage_lines: bool = True) -> int:
+    """Delete every row derived from a file's content; returns how many entries went.
+    ``usage_lines`` false: the rows of a usage-first read stay (a whole read that replaces them
+    deletes them with its last rows: entries_later.py)."""
     ((removed,),) = connection.execute("SELECT count(*) FROM entries WHERE session = ?", (file_id,))
     connection.execute(
         "DELETE FROM blob_refs WHERE entry IN (SELECT pk FROM entries WHERE session = ?)",
@@ -797,6 +804,8 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
     connection.execute("DELETE FROM leaf_summaries WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM quota_observations WHERE file_id = ?", (file_id,))
     connection.execute("DELETE FROM sessions WHERE file_id = ?", (file_id,))
+    if usage_lines:
+        forget_usage_lines(connection, file_id)
     note_pending(connection)
     # size -1: until the file is read again, no sync may take it for unchanged (a sync killed
     # right after this transaction would otherwise leave the file without rows for good).
@@ -806,6 +815,15 @@ def drop_file_rows(connection: apsw.Connection, file_id: int) -> int:
         (file_id,),
     )
     return removed
+
+
+def forget_usage_lines(connection: apsw.Connection, file_id: int) -> None:
+    """The rows a usage-first read wrote for a file (migration 0018), and its mark."""
+    connection.execute("DELETE FROM usage_lines WHERE session = ?", (file_id,))
+    connection.execute("DELETE FROM usage_sessions WHERE file_id = ?", (file_id,))
+    connection.execute(
+        "UPDATE files SET entries_pending = 0 WHERE id = ? AND entries_pending = 1", (file_id,)
+    )
 
 
 def indexed_windows(

@@ -81,6 +81,8 @@ class SyncReport:
     # partial until a sync adds it), and the files whose search text this sync added.
     text_pending: int = 0
     text_files_indexed: int = 0
+    # Files with their usage rows but not yet their entries (usage_first.py).
+    entries_pending: int = 0
     # The archive (index/archive/): files found gone whose sessions it keeps, the bytes it
     # took, and why it could not be written (the sync stopped there; None when it could).
     files_archived_gone: int = 0

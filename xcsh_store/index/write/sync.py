@@ -21,6 +21,7 @@ from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
 from xcsh_store.index.db import index_folder, transaction
 from xcsh_store.index.write import pipeline
+from xcsh_store.index.write.bulk_load import bulk_load
 from xcsh_store.index.write.indexer import (
     FileIndexer,
     drop_file_rows,
@@ -69,6 +70,7 @@ def sync_files(
     text: bool = True,
     keeper: Keeper | None = None,
     standing_roots: Collection[str] | None = (),
+    entries: bool = True,
 ) -> SyncReport:
     """Bring the rows of every file under ``roots`` up to date; returns what was done.
 
@@ -78,6 +80,13 @@ def sync_files(
     ``agent_roots`` (root -> agent) hold other agents' files: nothing there is ever removed
     (the stale temp files of xcsh's rewrites are looked for only in the other roots), and an
     agent that finds its own sessions (a kind other than JSONL) lists them there.
+
+    ``entries`` false (usage first, for real: usage_first.py): when there is as much to read
+    whole, the Claude Code and Codex files among them get only their usage rows, and are marked
+    ``entries_pending``. The next sync, whatever it is asked, reads the files so marked whole
+    (their entry rows, their archive copy, and their search text when ``text``:
+    entries_later.py): a file its agent deletes is lost to the store only if it goes before
+    that next run, and a user who only ever asks for usage still gets every session kept.
 
     ``indexed`` is the files table as read before (it is read here when not given).
     ``workers``: how many processes may read files whole (default: one per core); 1 reads
@@ -91,8 +100,14 @@ def sync_files(
     started = time.perf_counter()
     report = SyncReport()
     indexed = indexed or IndexedFiles.read(connection)
-    # Most files are unchanged: the scan compares their stat with these and yields the rest.
-    known = KnownStats(indexed.stats)
+    # Most files are unchanged: the scan compares their stat with these and yields the rest
+    # (a file whose entries an earlier usage-first sync put off is read whole now).
+    pending = entries_pending_paths(connection)
+    known = KnownStats(
+        {path: stat for path, stat in indexed.stats.items() if path not in pending}
+        if pending
+        else indexed.stats
+    )
     seen: dict[str, SeenFile] = {}
     scanned_roots: list[str] = []
     for root in roots:
@@ -135,6 +150,8 @@ def sync_files(
     if not text:
         indexer.with_text = _whole_bytes(todo, full) < TEXT_LATER_MIN_BYTES
     try:
+        if not entries and not indexer.with_text:
+            todo = _usage_first(connection, todo, full, report, pending)
         _index_files(
             indexer, todo, full, progress, default_workers() if workers is None else workers
         )
@@ -170,6 +187,42 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _usage_first(
+    connection: apsw.Connection,
+    todo: list[tuple[SeenFile, KnownFile | None]],
+    full: bool,
+    report: SyncReport,
+    pending: set[str],
+) -> list[tuple[SeenFile, KnownFile | None]]:
+    """The lean pass over the files of ``todo`` to read whole but those an earlier lean pass
+    left ``pending`` (usage_first.py); returns what is left for the full read, in order."""
+    from xcsh_store.index.write.usage_first import index_usage_first
+
+    whole = {
+        position
+        for position, _size in _whole_reads(todo, full)
+        if todo[position][0].path not in pending
+    }
+    with fixed_prices(index_folder(connection)):
+        left = index_usage_first(connection, [todo[at] for at in sorted(whole)], report)
+    for_full_read = {id(pair[0]) for pair in left}
+    return [
+        pair
+        for position, pair in enumerate(todo)
+        if position not in whole or id(pair[0]) in for_full_read
+    ]
+
+
+def entries_pending_paths(connection: apsw.Connection) -> set[str]:
+    """The files a usage-first sync read only the usage of (served by files_entries_pending)."""
+    return {
+        path
+        for (path,) in connection.execute(
+            "SELECT path FROM files WHERE entries_pending = 1 AND gone_at IS NULL"
+        )
+    }
 
 
 def _known(connection: apsw.Connection, path: str, indexed: IndexedFiles) -> KnownFile | None:
@@ -240,10 +293,11 @@ def _index_files(
         todo, full, workers, indexer.with_text, indexer.keeper, index_folder(indexer.connection)
     )
     report, batch = indexer.report, indexer.batch
+    whole_bytes = _whole_bytes(todo, full)
     total = sum(item.size for item, _row in todo)
     done = 0
     try:
-        with bulk_writing(indexer.connection):
+        with bulk_writing(indexer.connection), bulk_load(indexer.connection, whole_bytes):
             for position, (item, row) in enumerate(todo):
                 if progress is not None:
                     progress(done, total, item.path)

@@ -39,7 +39,8 @@ log = logging.getLogger("xcsh_store")
 
 _PENDING = (
     "SELECT id, path, size, mtime_ns, inode, gone_at IS NOT NULL FROM files"
-    " WHERE text_pending = 1 ORDER BY id"
+    # (A file whose entries are still to come gets its text with them: entries_later.py.)
+    " WHERE text_pending = 1 AND entries_pending = 0 ORDER BY id"
 )
 _WITHOUT_TEXT = (
     "SELECT seq, pk FROM entries AS e WHERE session = ?"

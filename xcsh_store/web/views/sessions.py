@@ -26,7 +26,7 @@ def sessions_list(site: Site, request: Request) -> Response:
         projects, _models = site.filter_choices(index)
         return site.render(
             "sessions.html", listing=listing, projects=projects, sort=sort,
-            query=query, agents=AGENTS,
+            query=query, agents=AGENTS, pending=index.entries_pending(),
         )  # fmt: skip
 
 

@@ -1,0 +1,369 @@
+"""Usage first, for real (issue 40, item 1): a sync asked for usage alone (``sync(entries=False)``,
+the ``usage`` verb's first run) reads only the lines of the Claude Code and Codex files that hold
+usage and writes one row per request, no entry rows; ``usage`` then gives the same totals as a full
+sync, to the token and the cent; every read that wants entries (ls, show, search, the web app,
+MCP) reads those files whole first, or says its results are partial; a sync killed between the
+two passes leaves an index the next sync completes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from real_home import RealHome
+
+from xcsh_store.cli.app import cli
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import sync as sync_module
+
+CLAUDE_FILE = "apanloco__random__claude-session.jsonl"
+WORD = "refactor"
+
+
+@pytest.fixture
+def lean_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The usage-first pass whatever a sync reads (the fixtures are far smaller than the bytes
+    that make it worth it in use)."""
+    monkeypatch.setattr(sync_module, "TEXT_LATER_MIN_BYTES", 0)
+
+
+@pytest.fixture
+def reference(tmp_path: Path, real_home: RealHome) -> Iterator[SessionIndex]:
+    """An index of the same home built by a plain sync."""
+    with SessionIndex.open(str(tmp_path / "reference")) as index:
+        index.sync()
+        yield index
+
+
+def totals(index: SessionIndex, by: tuple[str, ...]) -> list[tuple[object, ...]]:
+    return [
+        (row.key, row.entries, row.input_tokens, row.output_tokens, row.cache_read_tokens,
+         row.cache_write_tokens, None if row.cost is None else round(row.cost, 9), row.cost_kind)
+        for row in index.usage(by=by)
+    ]  # fmt: skip
+
+
+def counts(index: SessionIndex) -> tuple[int, int, int]:
+    connection = index.connection
+    ((entries,),) = connection.execute("SELECT count(*) FROM entries")
+    ((lines,),) = connection.execute("SELECT count(*) FROM usage_lines")
+    ((pending,),) = connection.execute("SELECT count(*) FROM files WHERE entries_pending = 1")
+    return entries, lines, pending
+
+
+def claude_entries(index: SessionIndex) -> int:
+    """The entries of the files whose entries are pending (none: only their usage rows)."""
+    ((count,),) = index.connection.execute(
+        "SELECT count(*) FROM entries JOIN files ON files.id = entries.session"
+        " WHERE files.entries_pending = 1"
+    )
+    return count
+
+
+def pending_agents(index: SessionIndex) -> set[str]:
+    return {
+        agent
+        for (agent,) in index.connection.execute(
+            "SELECT DISTINCT agent FROM files WHERE entries_pending = 1"
+        )
+    }
+
+
+@pytest.mark.parametrize("by", [("day",), ("model",), ("agent", "project"), ("session",)])
+def test_the_usage_first_pass_gives_the_totals_of_a_full_sync(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex, by
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        report = index.sync(entries=False)
+        assert report.entries_pending > 0
+        assert pending_agents(index) == {"claude", "codex"}
+        assert claude_entries(index) == 0
+        assert totals(index, by) == totals(reference, by)
+
+
+def test_the_deferred_pass_replaces_the_usage_rows_with_entries(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        index.sync()
+        assert counts(index)[1:] == (0, 0)
+        assert counts(index)[0] == counts(reference)[0]
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+        assert index.verify().clean
+
+
+def test_the_next_usage_only_sync_reads_the_put_off_files_whole_and_archives_them(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """A user who only ever asks for usage still gets every session kept: the run after the
+    lean one reads the files it left pending whole, archive included, so the agent deleting
+    them afterwards changes no total and loses no session."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert index.sync(entries=False).entries_pending > 0
+        index.sync(entries=False)
+        assert counts(index)[1:] == (0, 0)
+        sessions = len(index.list_sessions())
+    shutil.rmtree(real_home.claude_dir)
+    shutil.rmtree(real_home.codex_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert len(index.list_sessions()) == sessions
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+
+
+def test_index_pending_text_completes_the_entries_first(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        pending = index.sync(entries=False).entries_pending
+        assert index.index_pending_text(workers=1) >= pending
+        assert (index.text_pending(), counts(index)[2]) == (0, 0)
+        hits = sorted((hit.session_id, hit.entry_id) for hit in index.search(WORD, limit=1000))
+        expected = sorted((h.session_id, h.entry_id) for h in reference.search(WORD, limit=1000))
+        assert hits == expected != []
+
+
+def test_a_usage_first_index_says_searches_are_partial(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert index.text_pending() >= counts(index)[2] > 0
+    result = CliRunner().invoke(cli, ["--no-sync", "search", WORD])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("Partial results: the search text of ")
+
+
+def test_ls_and_show_read_the_files_whose_entries_were_put_off(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+    result = CliRunner().invoke(cli, ["ls", "--json", "-n", "1000"])
+    assert result.exit_code == 0, result.output
+    listed = sorted(session["id"] for session in orjson.loads(result.stdout))
+    assert listed == sorted(s.session_id for s in reference.list_sessions())
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert counts(index)[2] == 0
+
+
+def test_the_usage_verb_reads_only_usage_on_a_first_run(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    SessionIndex.open(str(agent_dir)).close()  # an index, never synced
+    result = CliRunner().invoke(cli, ["usage", "--by", "day", "--json"])
+    assert result.exit_code == 0, result.output
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert claude_entries(index) == 0
+        assert counts(index)[2] > 0
+        assert totals(index, ("day",)) == totals(reference, ("day",))
+
+
+def test_a_file_appended_to_while_its_entries_wait_is_counted_once(
+    agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
+):
+    path = real_home.files[CLAUDE_FILE]
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lines = path.read_bytes().splitlines()
+        last = next(orjson.loads(line) for line in reversed(lines) if b'"usage"' in line)
+        last["uuid"] = "00000000-0000-4000-8000-000000000099"
+        last["message"]["id"] = "msg_appended"
+        with path.open("ab") as stream:
+            stream.write(orjson.dumps(last) + b"\n")
+        index.sync(entries=False)
+        lean = totals(index, ("day", "model"))
+        index.sync()
+        assert totals(index, ("day", "model")) == lean
+    with SessionIndex.open(str(tmp_path / "fresh")) as fresh:
+        fresh.sync()
+        assert totals(fresh, ("day", "model")) == lean
+
+
+_KILLED_BETWEEN_PASSES = """
+import sys, time
+from xcsh_store.index import SessionIndex
+from xcsh_store.index.write import indexer, sync
+
+sync.TEXT_LATER_MIN_BYTES = 0
+indexer.COMMIT_EVERY_VALUES = 1  # each file (each chunk) committed on its own
+
+def progress(done, total, path):
+    if done and path:
+        print("in the entries pass", flush=True)
+        time.sleep(60)
+
+with SessionIndex.open(sys.argv[1]) as index:
+    index.sync(entries=False, workers=1)
+    print("usage first done", flush=True)
+    index.index_pending_text(progress, workers=1)
+"""
+
+
+@pytest.mark.parametrize("where", ["after the first pass", "in the entries pass"])
+def test_a_sync_killed_between_the_passes_leaves_an_index_the_next_sync_completes(
+    agent_dir: Path, real_home: RealHome, reference: SessionIndex, where: str
+):
+    package = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_BETWEEN_PASSES, str(agent_dir)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(package)},
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "usage first done\n"
+        if where == "in the entries pass":
+            assert child.stdout.readline() == "in the entries pass\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    with SessionIndex.open(str(agent_dir)) as index:
+        assert counts(index)[2] > 0
+        # Whatever was committed, each file's usage counts once.
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+        index.sync()
+        assert counts(index)[1:] == (0, 0)
+        assert index.text_pending() == 0
+        assert index.verify().clean
+        assert totals(index, ("day", "model")) == totals(reference, ("day", "model"))
+        assert counts(index)[0] == counts(reference)[0]
+
+
+def test_the_status_line_and_budget_sums_count_the_usage_rows(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    from xcsh_store.glance.usage import of_session, since
+
+    claude = sorted(
+        session.session_id for session in reference.list_sessions() if session.agent == "claude"
+    )
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert since(index.connection, "0001") == since(reference.connection, "0001")
+        assert [of_session(index.connection, session) for session in claude] == [
+            of_session(reference.connection, session) for session in claude
+        ]
+
+
+def test_an_index_with_entries_pending_verifies_clean(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert index.verify().clean
+        with index.connection:
+            index.connection.execute(
+                "UPDATE usage_lines SET output_tokens = output_tokens + 1"
+                " WHERE pk = (SELECT max(pk) FROM usage_lines)"
+            )
+        assert not index.verify().clean
+
+
+def _assistant(uuid: str, message_id: str, tokens: object, stamp: str) -> dict[str, object]:
+    return {
+        "type": "assistant", "uuid": uuid, "parentUuid": None, "sessionId": "edge",
+        "cwd": "/work/edge", "timestamp": stamp, "requestId": f"req_{message_id}",
+        "message": {
+            "id": message_id, "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": 'a "usage" word'}],
+            "usage": {"input_tokens": tokens, "output_tokens": 7, "cache_read_input_tokens": 100,
+                      "cache_creation_input_tokens": 20,
+                      "cache_creation": {"ephemeral_1h_input_tokens": 5}},
+        },
+    }  # fmt: skip
+
+
+def test_odd_lines_count_as_the_full_read_counts_them(
+    agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
+):
+    """A response written on several lines, an id written again, tokens as floats, two
+    objects on one line, a user line with a nested usage, a last line still being written."""
+    lines = [
+        orjson.dumps(
+            {
+                "type": "user",
+                "uuid": "u1",
+                "sessionId": "edge",
+                "cwd": "/work/edge",
+                "timestamp": "2025-10-01T10:00:00.000Z",
+                "message": {"role": "user", "content": "hi"},
+                "toolUseResult": {"usage": {"input_tokens": 999}},
+            }
+        ),
+        orjson.dumps(_assistant("a1", "m1", 10, "2025-10-01T10:00:01.000Z")),
+        orjson.dumps(_assistant("a2", "m1", 11, "2025-10-01T10:00:02.000Z")),  # same response
+        orjson.dumps(_assistant("a3", "m2", 12.0, "2025-10-01T10:00:03.000Z")),  # a float
+        orjson.dumps(_assistant("a4", "m3", 13, "2025-10-02T10:00:04.000Z"))
+        + orjson.dumps(_assistant("a5", "m4", 14, "2025-10-02T10:00:05.000Z")),  # glued
+        orjson.dumps(_assistant("a4", "m5", 15, "2025-10-02T10:00:06.000Z")),  # id a4 again
+    ]
+    data = b"\n".join(lines) + b"\n" + orjson.dumps(_assistant("a9", "m9", 1, "2025-10-03"))[:-9]
+    project = real_home.home / ".claude" / "projects" / "-work-edge"
+    project.mkdir(parents=True)
+    (project / "edge.jsonl").write_bytes(data)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lean = totals(index, ("day", "session"))
+    with SessionIndex.open(str(tmp_path / "full")) as full:
+        full.sync()
+        assert lean == totals(full, ("day", "session"))
+        assert any(row[0] is not None and "edge" in row[0] for row in lean)
+
+
+def test_reads_without_a_sync_say_their_lists_are_partial(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    from starlette.testclient import TestClient
+    from web_server import LOCAL
+
+    from xcsh_store.agent_tools.tools import list_sessions
+    from xcsh_store.web import create_app
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        pending = index.entries_pending()
+    assert pending
+    result = CliRunner().invoke(cli, ["--no-sync", "ls"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"Partial list: {pending} session files have only their")
+    client = TestClient(create_app(str(agent_dir), sync_every=None), base_url=LOCAL)
+    assert f"Partial list: {pending} session files" in client.get("/").text
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert "not listed" in list_sessions(index)["partial"]
+    result = CliRunner().invoke(cli, ["ls"])  # a sync first: every session, nothing partial
+    assert result.exit_code == 0, result.output
+    assert "Partial" not in result.stderr
+    assert "Partial list" not in client.get("/").text
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        assert "partial" not in list_sessions(index)
+
+
+def test_serve_and_mcp_read_the_entries_put_off_when_they_refresh(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    from xcsh_store.index import Refresher
+
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+    refresher = Refresher(str(agent_dir), every=0)
+    try:
+        refresher.refresh()
+        with SessionIndex.open(str(agent_dir), read_only=True) as index:
+            assert index.entries_pending() == 0
+            assert sorted(s.session_id for s in index.list_sessions()) == sorted(
+                s.session_id for s in reference.list_sessions()
+            )
+        refresher.wait_for_text()
+    finally:
+        refresher.close()

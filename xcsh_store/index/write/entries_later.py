@@ -1,0 +1,67 @@
+"""Entries put off: the entry rows (and search text) of the files a usage-first sync read only
+the usage of (usage_first.py, ``files.entries_pending``).
+
+Any sync that wants entries (``sync_files(entries=True)``: every read verb's but ``usage``'s)
+reads such files whole, as it reads a changed file; :func:`index_pending_entries` does only
+that, for :meth:`SessionIndex.index_pending_text` (search, the web app's and MCP's background
+pass). The whole read writes the file's rows as any other and, with its last rows, deletes the
+file's usage rows and clears its mark (indexer.FileWrite): a pass killed at any point leaves
+each file's usage counted once, from one table or the other, and the next sync carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import apsw
+
+from xcsh_store.index.archive.folder import ArchiveWriteError
+from xcsh_store.index.archive.keeper import Keeper
+from xcsh_store.index.write.indexer import FileIndexer, pk_counter
+from xcsh_store.index.write.scan import Progress, SeenFile, SyncReport, known_file
+from xcsh_store.index.write.sync import _index_files
+
+log = logging.getLogger("xcsh_store")
+
+_PENDING = (
+    "SELECT path, root, project_dir, size, mtime_ns, inode, ctime_ns FROM files"
+    " WHERE entries_pending = 1 AND gone_at IS NULL ORDER BY mtime_ns, id"
+)
+
+
+def pending_entry_files(connection: apsw.Connection) -> int:
+    """How many files have their usage rows but not yet their entry rows."""
+    ((count,),) = connection.execute("SELECT count(*) FROM files WHERE entries_pending = 1")
+    return count
+
+
+def index_pending_entries(
+    connection: apsw.Connection,
+    workers: int = 1,
+    progress: Progress | None = None,
+    keeper: Keeper | None = None,
+) -> SyncReport:
+    """Read whole every file marked ``entries_pending`` (with its search text); returns what
+    was done. A file that cannot be read keeps its usage rows and says why, as in a sync.
+    ``keeper``: the archive's writer, which keeps the files as they are read (as a sync's
+    does: the usage-first pass archived none of them); closed here."""
+    report = SyncReport()
+    todo = []
+    for path, root, project_dir, size, mtime_ns, inode, ctime_ns in list(
+        connection.execute(_PENDING)
+    ):
+        seen = SeenFile(path, root, project_dir, size, mtime_ns, inode, ctime_ns)
+        todo.append((seen, known_file(connection, path)))
+    indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
+    try:
+        if todo:
+            _index_files(indexer, todo, True, progress, workers)
+    except ArchiveWriteError as error:
+        # What was committed is in both the index and the archive; the rest waits.
+        report.archive_error = str(error)
+        log.warning("%s", error)
+    finally:
+        if keeper is not None:
+            report.archive_bytes_written = keeper.written
+            keeper.close()
+    return report
