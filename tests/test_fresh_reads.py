@@ -312,3 +312,21 @@ def test_a_new_session_in_a_linked_folder_is_synced(agent_dir, session, tmp_path
     listed, without_sync = listed_without_sync_code(agent_dir)
     assert sorted(row["message_count"] for row in listed) == [1, 2]
     assert not without_sync
+
+
+def test_a_stamp_never_keeps_the_entries_a_usage_only_sync_put_off(
+    agent_dir, real_home, monkeypatch
+):
+    """The refresh of `usage` reads only the usage of a first run's files; the next read's
+    sync reads their entries whole, whatever stamp that first refresh left."""
+    from xcsh_store.index.write import sync as sync_module
+
+    monkeypatch.setattr(sync_module, "TEXT_LATER_MIN_BYTES", 0)  # (usage first at any size)
+    time.sleep(RACY_NS / 1e9 + 0.2)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.refresh(entries=False)
+        assert index.entries_pending() > 0
+        assert os.path.exists(index.db_path + STAMP_SUFFIX)
+        freshness = index.refresh()
+        assert freshness.report is not None
+        assert index.entries_pending() == 0

@@ -433,12 +433,13 @@ class SessionIndex:
 
         ``entries`` false: for a read of usage alone (``usage``): a first run reads only the
         usage of the files (``sync(entries=False)``); a read that wants entries (the default)
-        reads whole the files whose entries such a sync put off (never from the stamp)."""
+        reads whole the files whose entries such a sync put off."""
         self._require_writable()
         if is_watched(self.db_path):
             return Freshness(WATCHED)
+        # (Any sync reads whole the files whose entries a usage-only sync put off.)
         if stamp_holds(self.db_path, self.agent_dir, self.connection) and not (
-            entries and self._entries_put_off()
+            self._entries_put_off()
         ):
             return Freshness(SYNCED)  # nothing changed since the last sync (fresh.py)
         with self._sync_lock(wait=False) as free:
