@@ -722,9 +722,11 @@ class SessionIndex:
         """How many session files have only their usage rows yet (a sync asked for usage
         alone put their entries off): while any has, listings, sessions and searches miss
         them (any sync that wants entries, the default, reads them)."""
-        from xcsh_store.index.write.entries_later import pending_entry_files
-
-        return pending_entry_files(self.connection)
+        # (Asked here, not of write/entries_later.py: ls asks it, and imports no sync code.)
+        ((count,),) = self.connection.execute(
+            "SELECT count(*) FROM files WHERE entries_pending = 1"
+        )
+        return int(count)
 
     def _forget_search_text(self) -> None:
         """Empty entries_fts before a sync that reads every file whole (its rows could only go
