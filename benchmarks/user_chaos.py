@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.write.rows import blob_refs_in
+from xcsh_store.index.model.facts import blob_refs_in
 
 PROJECTS = 40
 LINKED = 4

@@ -204,7 +204,7 @@ ORDINARY = _ordinary_cases()
 # -- the corpus as sessions, and what each surface shows of them -------------------------------
 
 # Output before a case in a tool result: the index keeps 2,048 characters of a tool's output
-# (index/write/rows.py), so a case longer than the rest is cut there, through its secret.
+# (index/model/facts.py), so a case longer than the rest is cut there, through its secret.
 OUTPUT_BEFORE = 1_900
 
 

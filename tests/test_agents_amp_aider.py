@@ -27,7 +27,7 @@ from session_builder import FIXTURES
 
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.read.tree import entry_rows, read_entries
+from xcsh_store.index.model.paths import entry_rows, read_entries
 
 AMP = FIXTURES / "amp"
 AIDER = FIXTURES / "aider"

@@ -31,7 +31,7 @@ from click.testing import CliRunner
 from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
-from xcsh_store.index.read.tree import entry_rows, read_entries
+from xcsh_store.index.model.paths import entry_rows, read_entries
 
 
 def _home() -> Path:

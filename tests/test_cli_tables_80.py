@@ -5,6 +5,7 @@ characters, as such sessions do). Each table keeps what tells its rows apart who
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -232,3 +233,27 @@ def test_an_ambiguous_prefix_names_each_match_on_a_line_of_its_own(every_agent: 
     result = CliRunner().invoke(cli, ["show", "019", "--json"])
     error = json.loads(result.stderr)["error"]
     assert "\n" not in error["message"] and len(error["candidates"]) == 10
+
+
+def test_show_of_an_edit_is_its_coloured_diff_within_80_columns(every_agent: Path):
+    # The first Edit of a real Claude Code session that changes a line, and its real strings.
+    name = "apanloco__random__claude-session.jsonl"
+    records = [json.loads(line) for line in (FIXTURES / "claude" / name).read_text().splitlines()]
+    record, edit = next(
+        (record, block["input"])
+        for record in records
+        if record.get("type") == "assistant"
+        for block in record["message"]["content"]
+        if block.get("name") == "Edit" and "\n" in block["input"]["old_string"]
+    )
+    code, shown = run_in_pty(
+        ("show", record["sessionId"], record["uuid"]), WIDTH, {"XCSH_AGENT_DIR": str(every_agent)}
+    )
+    assert code == 0, shown
+    assert "\x1b[31m-" in shown and "\x1b[32m+" in shown  # removed red, added green
+    assert [line for line in shown.splitlines() if cells(line) > WIDTH] == []
+    plain = _STYLE.sub("", shown).replace("\r", "")
+    diff = difflib.unified_diff(edit["old_string"].splitlines(), edit["new_string"].splitlines())
+    added = (line for line in diff if line.startswith("+") and not line.startswith("+++"))
+    first_added = next(line for line in added if line[1:].strip())
+    assert first_added.rstrip()[:WIDTH] in plain

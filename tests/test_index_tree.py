@@ -8,7 +8,7 @@ from session_builder import append, copy_fixtures, header, message, sessions_dir
 from store_checks import assert_every_leaf_context_matches
 
 from xcsh_store.errors import EntryNotFoundError
-from xcsh_store.index.read.tree import ChainPath, ListPath, entry_path
+from xcsh_store.index.model.paths import ChainPath, ListPath, entry_path
 
 
 def test_branch_and_tree(agent_dir, index):

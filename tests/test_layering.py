@@ -24,7 +24,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from helpers.layers import BELOW, LEAVES
+from helpers.layers import APART, BELOW, LEAVES
 
 import xcsh_store
 
@@ -176,6 +176,34 @@ def test_imports_run_downward_only():
     )
 
 
+def room_of(module: str) -> str | None:
+    """The room of APART (either side) that ``module`` is in, else None."""
+    return next(
+        (room for room in (*APART, *APART.values()) if f"{module}.".startswith(f"{room}.")), None
+    )
+
+
+def crosses_rooms(importer: str, imported: str) -> bool:
+    """Whether the import goes from one of two rooms kept APART into the other."""
+    rooms = {room_of(importer), room_of(imported)}
+    return any(rooms == {one, other} for one, other in APART.items())
+
+
+def test_rooms_kept_apart_import_nothing_of_each_other():
+    crossing = sorted(arrow for arrow in arrows() if crosses_rooms(*arrow))
+    assert crossing == [], "\n".join(f"{one} imports {other}" for one, other in crossing)
+
+
+def test_a_crossing_between_rooms_is_found():
+    assert crosses_rooms("xcsh_store.index.read.search", "xcsh_store.index.write.stale_search")
+    assert crosses_rooms("xcsh_store.index.write.indexer", "xcsh_store.index.read")
+    assert not crosses_rooms("xcsh_store.index.read.search", "xcsh_store.index.model.search_rows")
+    assert not crosses_rooms("xcsh_store.index.write.indexer", "xcsh_store.index.model.paths")
+    assert not crosses_rooms("xcsh_store.index.read.search", "xcsh_store.index.read.ranking")
+    # A name that only begins like a room is not in it.
+    assert not crosses_rooms("xcsh_store.index.readers", "xcsh_store.index.write.sync")
+
+
 def test_no_part_imports_in_a_circle():
     assert circles(arrows()) == []
 
@@ -203,7 +231,7 @@ def test_the_rule_reads_every_kind_of_import():
     assert ("xcsh_store.index", "xcsh_store.index.read.search") in found
     assert ("xcsh_store", "xcsh_store.format.context") in found
     assert breaks_the_rule("xcsh_store.format.jsonl", "xcsh_store.session.manager")
-    assert breaks_the_rule("xcsh_store.index.write.rows", "xcsh_store.artifacts.store")
+    assert breaks_the_rule("xcsh_store.index.model.facts", "xcsh_store.artifacts.store")
     assert breaks_the_rule("xcsh_store.index.store", "xcsh_store.session.manager")
     assert breaks_the_rule("xcsh_store.cli.app", "xcsh_store.index.db")
     assert breaks_the_rule("xcsh_store.web.app", "xcsh_store.index.db")

@@ -321,3 +321,43 @@ def test_read_url_reads_a_subagents_output_and_a_part_of_its_json(tmp_path):
     )
     assert json.loads(finding["text"])["severity"] == "high"
     assert whole["text"].count("\n") >= 3 and "Use offset=4 to continue" in whole["text"]
+
+
+# Names that would repeat another field of the same answer (the session's id, its total).
+REPEATED = {"id", "session_id", "total_tokens", "last_entry_id", "project"}
+
+
+def _named_twice(value: object) -> set[str]:
+    """The repeated names of an answer's session shapes: its top level and its lists' items
+    but get_session's entries (whose ``id`` is the entry's) and the prompts (whose ``id`` is
+    the prompt history's)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        found |= REPEATED & set(value)
+        for key, item in value.items():
+            if key in ("sessions", "hits", "rows") and isinstance(item, list):
+                found |= {name for each in item for name in REPEATED & set(each)}
+            elif key == "totals" and isinstance(item, dict):
+                found |= REPEATED & set(item)
+    return found
+
+
+def test_answers_name_each_fact_once(agent_dir, branched):
+    _tools, results = call_tools(
+        agent_dir,
+        [
+            ("list_sessions", {}),
+            ("search_sessions", {"query": "configure"}),
+            ("get_session", {"session": "sess-branched", "limit": 4}),
+            ("get_context", {"session": "sess-branched"}),
+            ("recall_prompts", {"query": "lightning"}),
+            ("usage", {"by": "session"}),
+        ],
+    )
+    listed, _search, branch, context, prompts, usage = results
+    assert [_named_twice(answer) for answer in results] == [set()] * 6
+    # What is left names the session and its total once.
+    (session,) = listed["sessions"]
+    assert session["session"] == branch["session"] == context["session"] == "sess-branched"
+    assert session["tokens"] == usage["rows"][0]["tokens"] == usage["totals"]["tokens"]
+    assert {"session_id", "created_at"}.isdisjoint(prompts["prompts"][0])

@@ -182,7 +182,7 @@ INJECTED = ("<command-", "<local-command-", "<system-reminder>", "<bash-")
 def user_texts(index: SessionIndex, path: Path) -> list[tuple[str, str]]:
     """(type, text) of every user message and every meta entry of a session, in file order."""
     from xcsh_store.format.entries import content_text
-    from xcsh_store.index.read.tree import entry_rows, read_entries
+    from xcsh_store.index.model.paths import entry_rows, read_entries
 
     session = index.find_session(str(path))
     rows = [

@@ -20,6 +20,7 @@ from session_builder import append, header, message, sessions_dir, write_session
 from xcsh_store.cli.app import cli
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.model import search_rows
 from xcsh_store.index.read import ranking
 from xcsh_store.index.read.search import parse_search_query
 
@@ -182,7 +183,7 @@ def test_the_frequency_of_a_common_phrase_is_estimated_from_its_newest_matches(
     monkeypatch.setattr(ranking, "WINDOW", 25)
     _session(agent_dir, "one", *[("common rare" if n % 10 == 0 else "common") for n in range(200)])
     index.sync()
-    rows, _ = ranking.index_size(index.connection)
+    rows, _ = search_rows.index_size(index.connection)
     assert rows == 200
     assert ranking.phrase_documents(index.connection, '"rare"', rows) == 20  # counted
     estimate = ranking.phrase_documents(index.connection, '"common"', rows)

@@ -14,6 +14,7 @@ import pytest
 from session_builder import append, copy_fixtures, header, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.model import search_rows
 from xcsh_store.index.write import stale_search
 
 
@@ -44,7 +45,7 @@ def test_rows_of_gone_entries_are_counted_hidden_and_deleted_at_a_tenth(agent_di
     _session(agent_dir, "y", "rewritten text")  # the file is written anew: its old rows go
     index.sync()
     # 4 of 46 texts: stale, not yet deleted.
-    assert stale_search.stale_count(index.connection) == 4 == _stale_rows(index)
+    assert search_rows.stale_count(index.connection) == 4 == _stale_rows(index)
     assert {"xword", "yword"} <= _terms(index)
     assert index.search("xword") == [] and index.search("yword") == []
     assert len(index.search("common", limit=100)) == 41
@@ -52,7 +53,7 @@ def test_rows_of_gone_entries_are_counted_hidden_and_deleted_at_a_tenth(agent_di
     assert index.verify().clean
     doomed[2].unlink()  # 6 of 46: over a tenth
     index.sync()
-    assert stale_search.stale_count(index.connection) == 0 == _stale_rows(index)
+    assert search_rows.stale_count(index.connection) == 0 == _stale_rows(index)
     assert not {"xword", "yword", "zword"} & _terms(index)
     assert index.verify().clean
 
@@ -65,7 +66,7 @@ def test_stale_rows_that_rank_first_do_not_crowd_out_the_hits(agent_dir, index):
     index.sync()
     gone.unlink()
     index.sync()
-    assert stale_search.stale_count(index.connection) == 25  # below a tenth of 325
+    assert search_rows.stale_count(index.connection) == 25  # below a tenth of 325
     hits = index.search("common", limit=10)
     assert len(hits) == 10 and all(hit.session_id.startswith("old") for hit in hits)
     assert len(index.search("common", limit=10, project="/work/demo")) == 10
@@ -77,7 +78,7 @@ def test_an_entry_replaced_by_a_later_line_leaves_its_row_behind(agent_dir, inde
     index.sync()
     append(path, message("one-3", "one-29", "user", "replacement words"))
     index.sync()
-    assert stale_search.stale_count(index.connection) == 1 == _stale_rows(index)
+    assert search_rows.stale_count(index.connection) == 1 == _stale_rows(index)
     assert index.search("line3") == []
     assert [hit.entry_id for hit in index.search("replacement")] == ["one-3"]
     assert index.verify().clean
@@ -138,7 +139,7 @@ def test_deleted_stale_rows_leave_the_index_a_fresh_sync_would_build(
             path.write_bytes(b"".join(lines[: len(lines) // 2]))
         index.sync()
         assert stale_search.delete_stale_rows(index.connection) > 0
-        assert _stale_rows(index) == 0 and stale_search.stale_count(index.connection) == 0
+        assert _stale_rows(index) == 0 and search_rows.stale_count(index.connection) == 0
         index.connection.execute(
             "INSERT INTO entries_fts (entries_fts, rank) VALUES ('integrity-check', 1)"
         )
@@ -204,7 +205,7 @@ def test_verify_tells_a_wrong_count_and_repair_deletes_the_rows(agent_dir, index
     report = index.verify()
     assert report.search_errors == ["search: 1 indexed texts belong to no entry, 7 were counted"]
     index.verify(repair=True)
-    assert _stale_rows(index) == 0 and stale_search.stale_count(index.connection) == 0
+    assert _stale_rows(index) == 0 and search_rows.stale_count(index.connection) == 0
     assert index.verify().clean
 
 

@@ -25,13 +25,18 @@ from real_home import lay_out_home
 from session_builder import flux_records, header, message, sessions_dir, write_session
 from web_server import running_server
 
-from xcsh_store.index import SessionIndex
+from xcsh_store.index import SessionIndex, entry_summary
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 WIDTHS = (1280, 390)
+# A real Codex session that patches a file with apply_patch (its diff, in the screenshots).
+PATCHING = (
+    "AcidicSoil__codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-"
+    "940e6b99603c.jsonl"
+)
 LONG_TITLE = "a title of three hundred characters " * 9
 MARKDOWN = (
     "## Plan\n\nThe **flux** capacitor needs `1.21 GW`:\n\n"
@@ -67,7 +72,22 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "content": [
                 {"type": "thinking", "thinking": "Which **part** first?"},
                 {"type": "text", "text": MARKDOWN},
-                {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"cmd": "ls"}},
+                {
+                    "type": "toolCall",
+                    "id": "c1",
+                    "name": "bash",
+                    "arguments": {"cmd": "ls -la /tmp | head -5"},
+                },
+                {
+                    "type": "toolCall",
+                    "id": "c2",
+                    "name": "edit",
+                    "arguments": {
+                        "path": "flux.rb",
+                        "oldText": "POWER = 1.21\n",
+                        "newText": "POWER = 2.42\n",
+                    },
+                },
             ],
         },
     }
@@ -103,7 +123,16 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         target = next(
             row.id for row in middle[len(middle) // 2 :] if row.role in ("user", "assistant")
         )
+        # The first apply_patch of a real Codex session: its diff, for the screenshots.
+        patched = next(s for s in sessions if s.path == str(laid_out.files[PATCHING]))
+        patch_entry = next(
+            entry["id"]
+            for entry in index.branch_entries(patched, None)
+            if "→ apply_patch" in entry_summary(entry)[1]
+        )
         found = {
+            "patched": patched.path,
+            "patch_entry": patch_entry,
             "agent_dir": agent_dir,
             "environment": environment,
             "claude": claude.path,
@@ -131,6 +160,9 @@ def pages(home: dict[str, Any]) -> dict[str, str]:
         "branched": "/session/sess-branched",
         "claude": "/session?" + json_query(path=home["claude"]),
         "codex": "/session?" + json_query(path=home["codex"]),
+        "edit": "/session?"
+        + json_query(path=home["patched"], entry=home["patch_entry"])
+        + f"#entry-{home['patch_entry']}",
         "search": "/search?q=the",
         "usage": "/usage?by=day&metric=cost",
         "blocks": "/usage?by=block&metric=tokens",
@@ -282,7 +314,8 @@ def test_markdown_is_rendered_and_nothing_runs(browser, server):
     at_width(browser, 1280)
     browser.get(server + "/session/sess-markdown")
     for selector in (".markdown h2", ".markdown strong", ".markdown table td",
-                     ".markdown pre.code span.k", ".tool-call pre.code span"):  # fmt: skip
+                     ".markdown pre.code span.k", ".tool-call pre.code span",
+                     ".tool-call pre.diff .del mark", ".tool-call pre.diff .add mark"):  # fmt: skip
         assert browser.find_elements(By.CSS_SELECTOR, selector), selector
     assert browser.execute_script("return window.pwned === undefined")
     for link in browser.find_elements(By.CSS_SELECTOR, "main a"):

@@ -121,12 +121,27 @@ def _cost(value: float | None) -> float | None:
     return None if value is None else round(value, COST_DIGITS)
 
 
+# Fields of the library's JSON shapes that repeat another of the same answer under another
+# name (an agent pays for each): a session is ``session`` (as every tool's argument names it),
+# not also ``id`` and ``session_id``; its total is ``tokens``, not also ``total_tokens``; its
+# leaf ``leaf_id``, not also ``last_entry_id``; its folder ``cwd``, not also ``project``.
+REPEATED = frozenset(
+    {"id", "session_id", "total_tokens", "last_entry_id", "project", "estimated_cost_entries",
+     "unpriced_entries"}
+)  # fmt: skip
+
+
+def _once(shape: dict[str, Any], repeated: frozenset[str] = REPEATED) -> dict[str, Any]:
+    """``shape`` without the fields of ``repeated`` (the caller adds the one name it keeps)."""
+    return {key: value for key, value in shape.items() if key not in repeated}
+
+
 def _session(info: ReadSession) -> dict[str, Any]:
-    """The session's own shape (as ``ls --json``), its texts cut, its cost rounded; ``session``
-    (as every tool names a session), ``leaf_id`` (the leaf get_session reads) and ``tokens``
-    (its total_tokens) as this tool first named them."""
+    """The session's own shape (as ``ls --json``) without its repeated fields, its texts cut,
+    its cost rounded; ``session`` (as every tool names a session), ``leaf_id`` (the leaf
+    get_session reads) and ``tokens`` (its total) as this tool first named them."""
     shape = info.to_json()
-    return shape | {
+    return _once(shape) | {
         "session": info.session_id,
         "title": None if info.title is None else cut(info.title),
         "first_message": None if info.first_prompt is None else cut(info.first_prompt, 200),
@@ -205,7 +220,7 @@ def search_sessions(
         check_filters(index, model=model, project=project)
     found: dict[str, Any] = {
         "hits": [
-            hit.to_json() | {"session": hit.session_id, "snippet": cut(hit.snippet)}
+            _once(hit.to_json()) | {"session": hit.session_id, "snippet": cut(hit.snippet)}
             for hit in hits[offset : offset + limit]
         ],
         "limit": limit,
@@ -285,8 +300,9 @@ def get_entry(
     offset: int = 0,
     limit: int = TEXT_PAGE,
 ) -> dict[str, Any]:
-    """One entry of a session whole: its text blocks, thinking, tool calls with their
-    arguments, tool output, summaries; paged by characters (offset, limit: at most 50,000
+    """One entry of a session whole: its text blocks, thinking, tool calls as what they did
+    (an edit as its diff, a command, a read's path and range, others with their arguments),
+    tool output, summaries; paged by characters (offset, limit: at most 50,000
     a page; next_offset is null at the end). entry_id may be a unique prefix."""
     info = index.find_session(session)
     found = index.find_entry_id(info, entry_id)
@@ -298,7 +314,6 @@ def get_entry(
     following = offset + limit
     return {
         "session": info.session_id,
-        "session_id": info.session_id,
         "id": found,
         "parent_id": row.parent_id,
         "kind": kind,
@@ -329,7 +344,6 @@ def get_context(
     following = offset + len(page)
     return {
         "session": info.session_id,
-        "session_id": info.session_id,
         "leaf_id": leaf or info.last_entry_id,
         "models": context.models,
         "thinking_level": context.thinking_level,
@@ -357,7 +371,7 @@ def read_url(
     info = index.find_session(session)
     text = read_internal_url(url, artifacts_dir_for(info.path), offset, limit)
     text = retold_paging_hint(text, "offset=")
-    return {"session": info.session_id, "session_id": info.session_id, "url": url, "text": text}
+    return {"session": info.session_id, "url": url, "text": text}
 
 
 def recall_prompts(
@@ -378,7 +392,7 @@ def recall_prompts(
     return {
         **_page(hits, offset, limit),
         "prompts": [
-            hit.to_json()
+            _once(hit.to_json(), frozenset({"session_id", "created_at"}))
             | {
                 "prompt": cut(hit.prompt),
                 # Milliseconds, as every time of these tools.
@@ -391,10 +405,12 @@ def recall_prompts(
 
 
 def _usage_row(row: UsageRow) -> dict[str, Any]:
-    """The row's own shape (as ``usage --json``), its cost rounded; ``estimated`` and
-    ``unpriced`` as this tool first named them."""
+    """The row's own shape (as ``usage --json``) without its repeated fields, its cost
+    rounded; ``tokens`` (its total), ``estimated`` and ``unpriced`` as this tool first named
+    them."""
     shape = row.to_json()
-    return shape | {
+    return _once(shape) | {
+        "tokens": row.tokens,
         "cost": _cost(shape["cost"]),
         "cost_at_list_price": _cost(shape["cost_at_list_price"]),
         "estimated": row.estimated,

@@ -10,7 +10,6 @@ records, empty assistant turns of encrypted reasoning) is left out; thinking is 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from xcsh_store.format.tool_calls import FOLDED_DIFF_LINES, diff_size, exit_status, tool_view
 from xcsh_store.times import iso_millis, iso_now
 
 # The forms a session is exported in, with their media types.
@@ -30,13 +30,6 @@ EXPORT_TYPES = {
 # Tool output longer than this many characters is cut in an export (the rest is said, not
 # shown): a 20 MB build log makes a page nobody shares.
 OUTPUT_CHARS = 20_000
-# A diff longer than this many lines is folded (a Write of a whole file is all additions).
-FOLDED_DIFF_LINES = 40
-# Calls whose arguments hold a shell command, by the key that holds it.
-_COMMAND_KEYS = ("command", "cmd")
-# Calls that read a file: the key of its path, and those of its range.
-_PATH_KEYS = ("file_path", "path", "filePath", "absolute_path")
-_RANGE_KEYS = (("offset", "limit"), ("start_line", "end_line"), ("line", "limit"))
 
 
 @dataclass
@@ -175,7 +168,14 @@ def transcript(session: SessionFacts, entries: list[dict[str, Any]]) -> Transcri
     return Transcript(title, shown, session.to_json(), messages)
 
 
-def _message_of(entry: dict[str, Any], calls: dict[str, str]) -> Message | None:
+def message_of(entry: dict[str, Any]) -> Message | None:
+    """One entry as the message it is, whole (a tool's output uncut): None for bookkeeping."""
+    return _message_of(entry, {}, whole=True)
+
+
+def _message_of(
+    entry: dict[str, Any], calls: dict[str, str], whole: bool = False
+) -> Message | None:
     kind = entry.get("type")
     entry_id = entry.get("id") if isinstance(entry.get("id"), str) else None
     timestamp = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
@@ -200,10 +200,13 @@ def _message_of(entry: dict[str, Any], calls: dict[str, str]) -> Message | None:
         name = name or "tool"
         text = "\n".join(_texts(message.get("content")))
         error = message.get("isError") is True
-        return Message("tool", entry_id, timestamp, blocks=[_output(text, name, error)])
+        ran = _output(text, name, error, whole=whole)
+        return Message("tool", entry_id, timestamp, blocks=[ran])
     if role == "bashExecution":
         command = Block("command", _string(message.get("command")), "bash")
-        ran = _output(_string(message.get("output")), "bash")
+        code = message.get("exitCode")
+        status = code if isinstance(code, int) and not isinstance(code, bool) else None
+        ran = _output(_string(message.get("output")), "bash", status=status, whole=whole)
         return Message("user", entry_id, timestamp, blocks=[command, ran])
     return None
 
@@ -231,84 +234,22 @@ def _content_blocks(message: dict[str, Any]) -> Iterator[Block]:
 
 
 def tool_call(name: str, arguments: Any) -> Block:
-    """A tool call as what it did: a diff for an edit, a command for a shell run, a path
-    and range for a read, its arguments otherwise (by the arguments' form, not the tool's
-    name, so that every agent's edit and shell tools are read alike)."""
-    if isinstance(arguments, dict):
-        diff = _edit_diff(arguments)
-        if diff is not None:
-            return Block("diff", diff, f"{name} {_string(_first(arguments, _PATH_KEYS))}".strip())
-        if isinstance(arguments.get("input"), str) and "*** Begin Patch" in arguments["input"]:
-            return Block("diff", arguments["input"], name)  # Codex apply_patch: already a diff
-        command = _first(arguments, _COMMAND_KEYS)
-        if isinstance(command, list) and all(isinstance(part, str) for part in command):
-            command = " ".join(command)
-        if isinstance(command, str):
-            described = _string(arguments.get("description"))
-            return Block("command", command, f"{name}: {described}" if described else name)
-        path = _first(arguments, _PATH_KEYS)
-        if isinstance(path, str) and len(arguments) <= 3:
-            return Block("read", path + _range(arguments), name)
-    shown = orjson.dumps(arguments, option=orjson.OPT_INDENT_2).decode() if arguments else ""
-    return Block("call", shown, name)
+    """A tool call as what it did (tool_calls.tool_view: a diff for an edit, a command for a
+    shell run, a path and range for a read, its arguments otherwise)."""
+    view = tool_view(name, arguments)
+    return Block(view.kind, view.text, view.title)
 
 
-def _edit_diff(arguments: dict[str, Any]) -> str | None:
-    """The unified diff of an edit's arguments: Claude's Edit (old_string/new_string) and
-    MultiEdit (edits), Gemini's and opencode's replace (old_string/oldString), a Write
-    (content: every line added); None for arguments that are no edit."""
-    path = _string(_first(arguments, _PATH_KEYS)) or "file"
-    pairs: list[tuple[str, str]] = []
-    edits = arguments.get("edits")
-    if isinstance(edits, list):
-        pairs = [_old_new(edit) for edit in edits if isinstance(edit, dict)]
-        pairs = [pair for pair in pairs if pair != ("", "")]
-    elif _old_new(arguments) != ("", ""):
-        pairs = [_old_new(arguments)]
-    elif isinstance(arguments.get("content"), str) and _first(arguments, _PATH_KEYS):
-        pairs = [("", arguments["content"])]
-    if not pairs:
-        return None
-    return "".join(line_diff(old, new, path) for old, new in pairs)
-
-
-def line_diff(old: str, new: str, path: str) -> str:
-    """The unified diff of ``old`` to ``new`` (a file's lines), headed by ``path``."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), path, path
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def diff_size(diff: str) -> str:
-    """``Diff: +12 −3 lines``: what a unified diff adds and removes."""
-    lines = diff.splitlines()
-    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-    return f"Diff: +{added} −{removed} lines"
-
-
-def _old_new(value: dict[str, Any]) -> tuple[str, str]:
-    old = _first(value, ("old_string", "oldString", "old_str"))
-    new = _first(value, ("new_string", "newString", "new_str"))
-    if isinstance(old, str) and isinstance(new, str):
-        return old, new
-    return "", ""
-
-
-def _range(arguments: dict[str, Any]) -> str:
-    for start_key, end_key in _RANGE_KEYS:
-        start, end = arguments.get(start_key), arguments.get(end_key)
-        if isinstance(start, int) and isinstance(end, int):
-            last = end if end_key == "end_line" else start + end - 1
-            return f" (lines {start}–{last})"
-        if isinstance(start, int):
-            return f" (from line {start})"
-    return ""
-
-
-def _output(text: str, name: str, is_error: bool = False) -> Block:
-    if len(text) > OUTPUT_CHARS:
+def _output(
+    text: str, name: str, is_error: bool = False, whole: bool = False, status: int | None = None
+) -> Block:
+    """A tool's output, cut at OUTPUT_CHARS unless ``whole``; a shell command's exit status
+    (``status``, else where its output states one) beside the tool's name, a failure as an
+    error."""
+    status = exit_status(text) if status is None else status
+    if status is not None:
+        name, is_error = f"{name} · exit {status}", is_error or status != 0
+    if len(text) > OUTPUT_CHARS and not whole:
         text = text[:OUTPUT_CHARS] + f"\n… ({len(text) - OUTPUT_CHARS:,} more characters)"
     return Block("output", text, name, is_error)
 
@@ -322,10 +263,6 @@ def _texts(content: Any) -> Iterator[str]:
                 yield block["text"]
             elif isinstance(block, dict) and block.get("type") == "image":
                 yield "[image]"
-
-
-def _first(value: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    return next((value[key] for key in keys if value.get(key) is not None), None)
 
 
 def _string(value: Any) -> str:

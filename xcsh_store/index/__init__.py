@@ -57,6 +57,15 @@ if TYPE_CHECKING:
     from xcsh_store.index.engine import SQLiteError, has_fts5, sqlite_versions
     from xcsh_store.index.fresh import BUSY, SYNCED, WATCHED, Freshness, holding_watch, is_watched
     from xcsh_store.index.limits.quota import QuotaWindow, reading_window
+    from xcsh_store.index.model.columns import (
+        ENTRY_ROW,
+        SESSION_ROW,
+        USAGE_ROW,
+        Column,
+        named,
+    )
+    from xcsh_store.index.model.facts import SkippedLines
+    from xcsh_store.index.model.paths import IndexedEntry, read_entries
     from xcsh_store.index.read.choices import (
         Choice,
         check_filters,
@@ -123,7 +132,7 @@ if TYPE_CHECKING:
     from xcsh_store.index.read.ranking import WINDOW
     from xcsh_store.index.read.search import SearchHit, parse_search_query
     from xcsh_store.index.read.sessions import IndexedSession, ReadSession, SessionRecord
-    from xcsh_store.index.read.tree import IndexedEntry, SessionTree, build_tree, read_entries
+    from xcsh_store.index.read.tree import SessionTree, build_tree
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,
         BillingBlock,
@@ -154,6 +163,6 @@ if TYPE_CHECKING:
     )
     from xcsh_store.index.upkeep.verify import VerifyReport
     from xcsh_store.index.write.prices import ModelSeen
-    from xcsh_store.index.write.scan import Progress, SkippedLines, SyncReport, is_under_any
+    from xcsh_store.index.write.scan import Progress, SyncReport, is_under_any
 
 __getattr__, __dir__ = lazy_exports(__name__)

@@ -78,16 +78,18 @@ if TYPE_CHECKING:
     from xcsh_store.index.archive.restore import Restored
     from xcsh_store.index.archive.sources import ArchivedSources
     from xcsh_store.index.limits.quota import QuotaWindow
+    from xcsh_store.index.model.facts import SkippedLines
+    from xcsh_store.index.model.paths import IndexedEntry
     from xcsh_store.index.read.outline import SessionOutline
     from xcsh_store.index.read.prompts import PromptHit
     from xcsh_store.index.read.search import SearchHit
-    from xcsh_store.index.read.tree import IndexedEntry, SessionTree
+    from xcsh_store.index.read.tree import SessionTree
     from xcsh_store.index.read.usage import BillingBlock, DuplicateSession, EntryUsage, UsageRow
     from xcsh_store.index.upkeep.blob_folder import BlobFolder
     from xcsh_store.index.upkeep.gc import GcReport, SessionWatch
     from xcsh_store.index.upkeep.verify import VerifyReport
     from xcsh_store.index.write.prices import ModelSeen
-    from xcsh_store.index.write.scan import IndexedFiles, Progress, SkippedLines, SyncReport
+    from xcsh_store.index.write.scan import IndexedFiles, Progress, SyncReport
 
 log = logging.getLogger("xcsh_store")
 
@@ -506,12 +508,11 @@ class SessionIndex:
         entries: bool = True,
     ) -> SyncReport:
         from xcsh_store.agents.prices.pricing import price_sources
+        from xcsh_store.index.model.pending import pending_entry_files, pending_text_files
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
-        from xcsh_store.index.write.entries_later import pending_entry_files
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
         from xcsh_store.index.write.summaries import pending as summaries_pending
         from xcsh_store.index.write.sync import sync_files
-        from xcsh_store.index.write.text_later import pending_text_files
 
         changes_before = self.connection.total_changes()
         # Rows changed by a sync that was stopped before it gave them their summary titles.
@@ -693,10 +694,8 @@ class SessionIndex:
         return done
 
     def _index_pending_text(self, progress: Progress | None, workers: int | None) -> int:
-        from xcsh_store.index.write.entries_later import (
-            index_pending_entries,
-            pending_entry_files,
-        )
+        from xcsh_store.index.model.pending import pending_entry_files
+        from xcsh_store.index.write.entries_later import index_pending_entries
         from xcsh_store.index.write.pipeline import default_workers
         from xcsh_store.index.write.text_later import index_pending_text
 
@@ -713,7 +712,7 @@ class SessionIndex:
     def text_pending(self) -> int:
         """How many files' search text is still to be indexed: while any is, a search may miss
         their entries (a usage-first sync put it off; the next sync adds it)."""
-        from xcsh_store.index.write.text_later import pending_text_files
+        from xcsh_store.index.model.pending import pending_text_files
 
         return pending_text_files(self.connection)
 
@@ -722,11 +721,9 @@ class SessionIndex:
         """How many session files have only their usage rows yet (a sync asked for usage
         alone put their entries off): while any has, listings, sessions and searches miss
         them (any sync that wants entries, the default, reads them)."""
-        # (Asked here, not of write/entries_later.py: ls asks it, and imports no sync code.)
-        ((count,),) = self.connection.execute(
-            "SELECT count(*) FROM files WHERE entries_pending = 1"
-        )
-        return int(count)
+        from xcsh_store.index.model.pending import pending_entry_files
+
+        return pending_entry_files(self.connection)
 
     def _forget_search_text(self) -> None:
         """Empty entries_fts before a sync that reads every file whole (its rows could only go
@@ -878,7 +875,7 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[IndexedEntry]:
         """Root -> leaf entries of one branch (default: the session's last entry)."""
-        from xcsh_store.index.read.tree import branch_rows
+        from xcsh_store.index.model.paths import branch_rows
 
         info = self._session(session)
         leaf = leaf_id or info.last_entry_id
@@ -906,7 +903,7 @@ class SessionIndex:
         self, session: str | int | IndexedSession, leaf_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The full JSON entries of :meth:`branch`, read from the file by byte offset."""
-        from xcsh_store.index.read.tree import read_entries
+        from xcsh_store.index.model.paths import read_entries
 
         info = self._session(session)
         rows = self.branch(info, leaf_id)
@@ -922,7 +919,8 @@ class SessionIndex:
 
     @_entry_point
     def tree(self, session: str | int | IndexedSession) -> SessionTree:
-        from xcsh_store.index.read.tree import build_tree, entry_rows
+        from xcsh_store.index.model.paths import entry_rows
+        from xcsh_store.index.read.tree import build_tree
 
         info = self._session(session)
         return build_tree(entry_rows(self.connection, info.file_id))

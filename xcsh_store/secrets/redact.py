@@ -98,7 +98,7 @@ class Redactor:
         if not secrets:
             return text, raw
         redacted = orjson.dumps(_walk(value, secrets)).decode("utf-8")
-        # The text is cut from the JSON's strings (index/write/rows.py: 2,048 characters of a
+        # The text is cut from the JSON's strings (index/model/facts.py: 2,048 characters of a
         # tool's output, 65,536 of an entry): a secret the cut split leaves a piece there.
         return (replace_known(_replace(text, secrets), secrets) if text else text), redacted
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +36,16 @@ import pyarrow.parquet as pq
 
 from xcsh_store.index import (
     ENTRY_COLUMNS,
+    ENTRY_ROW,
     SESSION_COLUMNS,
+    SESSION_ROW,
     USAGE_COLUMNS,
+    USAGE_ROW,
+    Column,
     FileState,
     SessionIndex,
     entry_rows,
+    named,
     session_files,
     session_row,
     usage_rows,
@@ -58,26 +63,18 @@ TABLES = ("sessions", "entries", "usage")
 # The month of a session whose header has no usable time.
 NO_MONTH = "unknown"
 
-_INTEGERS = {
-    "version", "entry_count", "message_count", "input_tokens", "output_tokens",
-    "cache_read_tokens", "cache_write_tokens", "seq", "cost_estimated",
-}  # fmt: skip
-_FLOATS = {"premium_requests", "cost", "list_cost"}
 
-
-def _schema(columns: tuple[str, ...]) -> pa.Schema:
-    def kind(column: str) -> pa.DataType:
-        if column in _INTEGERS:
-            return pa.int64()
-        return pa.float64() if column in _FLOATS else pa.string()
-
-    return pa.schema([("path", pa.string()), *((column, kind(column)) for column in columns)])
+# Every table's path first, then its columns (the index's, as another store copies them:
+# index/model/columns.py), with their Arrow types.
+def _schema(columns: Iterable[Column], text: bool = False) -> pa.Schema:
+    typed = [(column.name, getattr(pa, column.arrow)()) for column in columns if column.arrow]
+    return pa.schema([("path", pa.string()), *typed, *([("text", pa.string())] if text else [])])
 
 
 SCHEMAS = {
-    "sessions": _schema(SESSION_COLUMNS),
-    "entries": _schema(("session_id", *ENTRY_COLUMNS, "text")),
-    "usage": _schema(USAGE_COLUMNS),
+    "sessions": _schema(SESSION_ROW),
+    "entries": _schema((*named(SESSION_ROW, "session_id"), *ENTRY_ROW), text=True),
+    "usage": _schema(USAGE_ROW),
 }
 
 

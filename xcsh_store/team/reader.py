@@ -36,6 +36,7 @@ from xcsh_store.errors import (
 from xcsh_store.format.context import SessionContext, build_session_context, path_to_root
 from xcsh_store.index import (
     MIN_PREFIX,
+    SESSION_ROW,
     WINDOW,
     EntryUsage,
     IndexedEntry,
@@ -92,18 +93,6 @@ SERVER_FUNCTIONS = (
     "lo_export(oid, text)", "pg_reload_conf()",
 )  # fmt: skip
 _SUMMED = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost"
-_SESSION_COLUMNS = (
-    "host, path, session_id, cwd, project_dir, coalesce(nullif(title, ''), compaction_title),"
-    " title_source, parent_session, version, created_at, modified_at, entry_count,"
-    " message_count, first_message, last_entry_id, input_tokens, output_tokens,"
-    " cache_read_tokens, cache_write_tokens, premium_requests, cost, agent, parent_session_id,"
-    " source_gone_at,"
-    " EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
-    " AND (twin.host, twin.path) <> (s.host, s.path)),"
-    # How its costs are known (agents/prices/costs.py), as the local index sums them.
-    f" (SELECT json_build_array({FACTS_SQL}) FROM entries AS e WHERE e.host = s.host"
-    " AND e.path = s.path AND e.input_tokens IS NOT NULL)"
-)
 _ORDERS = {
     "modified": "modified_at DESC, host, path",
     "created": "created_at DESC, host, path",
@@ -163,8 +152,22 @@ class TeamSession(SessionRecord):
         return _time(self.modified_at)
 
 
+# What TeamSession's fields are read from: its columns' (the index's session columns the record
+# reads: SESSION_ROW), but these.
+_FIELDS_AS = {
+    "host": "host",
+    "title": "coalesce(nullif(title, ''), compaction_title)",
+    "id_shared": "EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
+    " AND (twin.host, twin.path) <> (s.host, s.path))",
+    # How its costs are known (agents/prices/costs.py), as the local index sums them.
+    "cost_facts": f"(SELECT json_build_array({FACTS_SQL}) FROM entries AS e WHERE e.host = s.host"
+    " AND e.path = s.path AND e.input_tokens IS NOT NULL)",
+}
+_READ_AS = {column.field: column.name for column in SESSION_ROW if column.field} | _FIELDS_AS
+_FIELDS = [field.name for field in dataclasses.fields(TeamSession)]
+_SESSION_COLUMNS = ", ".join(_READ_AS[name] for name in _FIELDS)
 # Where the session row's cost is among _SESSION_COLUMNS (TeamSession's fields, in order).
-_COST = [field.name for field in dataclasses.fields(TeamSession)].index("cost")
+_COST = _FIELDS.index("cost")
 
 
 def _session(row: Sequence[Any]) -> TeamSession:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterator
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from xcsh_store.format.transcript import FOLDED_DIFF_LINES, Block, Transcript, diff_size
+from xcsh_store.format.tool_calls import FOLDED_DIFF_LINES, diff_size
+from xcsh_store.format.transcript import Block, Transcript
 from xcsh_store.web.highlight import Budget, Highlighter
-from xcsh_store.web.markup import CODE_CLASS, Renderer, code_css
+from xcsh_store.web.markup import CODE_CLASS, Renderer, code_css, diff_html
 
 # OWASP's figure for PBKDF2-HMAC-SHA256 (2023): about half a second in a browser.
 PBKDF2_ITERATIONS = 600_000
@@ -30,9 +30,9 @@ HIGHLIGHT_SECONDS = 10.0
 
 _STYLE = """
 :root { color-scheme: light dark; --muted: #667; --line: #d8dae0; --user: #eef4ff;
-  --tool: #f6f6f4; --add: #e6ffec; --del: #ffebe9; }
+  --tool: #f6f6f4; --add: #e6ffec; --del: #ffebe9; --mark: #ffd580; }
 @media (prefers-color-scheme: dark) { :root { --muted: #99a; --line: #333842;
-  --user: #1b2433; --tool: #1e1f22; --add: #12321d; --del: #3c1618; } }
+  --user: #1b2433; --tool: #1e1f22; --add: #12321d; --del: #3c1618; --mark: #6b4f0e; } }
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 0 auto;
   padding: 1rem; overflow-wrap: anywhere; }
 header dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem;
@@ -48,6 +48,9 @@ pre { overflow-x: auto; padding: .5rem; border: 1px solid var(--line); border-ra
 summary { cursor: pointer; color: var(--muted); }
 .diff .add { background: var(--add); display: block; }
 .diff .del { background: var(--del); display: block; }
+.diff .hunk { color: var(--muted); }
+.diff .file { font-weight: 600; }
+.diff mark { background: var(--mark); color: inherit; border-radius: 2px; }
 .title { font-weight: 600; margin: .25rem 0; }
 """
 
@@ -131,9 +134,7 @@ def _block(block: Block, renderer: Renderer, budget: Budget) -> Markup:
     if block.kind == "command":
         return Markup("{}{}").format(title, _code(block.text, "bash", renderer, budget))
     if block.kind == "diff":
-        diff = Markup('<pre class="diff"><code>{}</code></pre>').format(
-            Markup("").join(_diff_lines(block.text))
-        )
+        diff = Markup('<pre class="diff"><code>{}</code></pre>').format(diff_html(block.text))
         if block.text.count("\n") > FOLDED_DIFF_LINES:
             return Markup("{}{}").format(title, _folded(diff_size(block.text), diff))
         return Markup("{}{}").format(title, diff)
@@ -148,16 +149,6 @@ def _block(block: Block, renderer: Renderer, budget: Budget) -> Markup:
 def _code(text: str, language: str, renderer: Renderer, budget: Budget) -> Markup:
     inside = renderer.code(text, language, budget)
     return Markup('<pre class="{}"><code>{}</code></pre>').format(CODE_CLASS, inside)
-
-
-def _diff_lines(diff: str) -> Iterator[Markup]:
-    for line in diff.splitlines():
-        kind = "add" if line.startswith("+") and not line.startswith("+++") else None
-        kind = "del" if line.startswith("-") and not line.startswith("---") else kind
-        if kind:
-            yield Markup('<span class="{}">{}</span>').format(kind, line)
-        else:
-            yield escape(line) + Markup("\n")
 
 
 def _folded(summary: str, inside: Markup) -> Markup:

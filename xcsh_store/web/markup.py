@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 from pygments.formatters import HtmlFormatter
 
+from xcsh_store.format.tool_calls import marked_lines
 from xcsh_store.web.highlight import Budget, Highlighter
 
 # The class every highlighted block carries; code_css() styles the tokens under it.
@@ -134,3 +135,19 @@ def code_css() -> str:
 
     dark = "\n".join(rules("monokai"))
     return "\n".join(rules("default")) + f"\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"
+
+
+def diff_html(diff: str) -> Markup:
+    """A unified diff (an edit, tool_calls.py) as the inside of a ``<pre class="diff">``: each
+    line a span of its kind (file, hunk, add, del, same), the changed words of a removed line
+    and of the added line it became in ``<mark>``; every text escaped. An added or removed
+    line's span is a block (its background the line's width), any other ends with a newline."""
+    lines = []
+    for line in marked_lines(diff):
+        pieces = Markup("").join(
+            Markup("<mark>{}</mark>").format(text) if changed else escape(text)
+            for changed, text in line.pieces
+        )
+        ending = "" if line.kind in ("add", "del") else "\n"
+        lines.append(Markup('<span class="{}">{}</span>{}').format(line.kind, pieces, ending))
+    return Markup("").join(lines)

@@ -13,11 +13,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-import orjson
-
 from xcsh_store.agents import UNREAD_TYPE
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.format.blobs import parse_blob_ref
+from xcsh_store.format.tool_calls import FOLDED_DIFF_LINES, diff_size, exit_status, tool_view
 from xcsh_store.index import (
     ArchivedSources,
     BillingBlock,
@@ -235,8 +234,21 @@ class Block:
 
     @property
     def folds(self) -> bool:
-        """Whether the page folds it (a tool's output of more than FOLD_LINES lines)."""
+        """Whether the page folds it: a tool's output of more than FOLD_LINES lines, a diff of
+        more than FOLDED_DIFF_LINES (as exports fold it)."""
+        if self.kind == "diff":
+            return self.line_count > FOLDED_DIFF_LINES
         return self.kind == "output" and self.line_count > FOLD_LINES
+
+    @property
+    def size(self) -> str:
+        """What a diff adds and removes (``Diff: +12 −3 lines``)."""
+        return diff_size(self.text)
+
+    @property
+    def described(self) -> str:
+        """A command's description (its title after the tool's name)."""
+        return self.name.partition(": ")[2]
 
     @property
     def head(self) -> str:
@@ -585,8 +597,10 @@ def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
         return []
     content = message.get("content")
     text_kind = "output" if message.get("role") in OUTPUT_ROLES else "text"
+    if message.get("role") == "bashExecution":
+        return _shell_run(message)
     if isinstance(content, str):
-        return [Block(text_kind, content)]
+        return [Block(text_kind, content, name=_exit_of(text_kind, content))]
     if not isinstance(content, list):
         return []
     blocks = []
@@ -595,22 +609,36 @@ def _blocks(session: IndexedSession, entry: dict[str, Any]) -> list[Block]:
             continue
         part_type = part.get("type")
         if part_type == "text" and isinstance(part.get("text"), str):
-            blocks.append(Block(text_kind, part["text"]))
+            blocks.append(Block(text_kind, part["text"], name=_exit_of(text_kind, part["text"])))
         elif part_type == "thinking" and isinstance(part.get("thinking"), str):
             blocks.append(Block("thinking", part["thinking"]))
         elif part_type == "toolCall":
-            name = str(part.get("name") or "tool")
-            blocks.append(Block("tool", _json_text(part.get("arguments")), name))
+            blocks.append(_call(str(part.get("name") or "tool"), part.get("arguments")))
         elif part_type == "image":
             blocks.append(_image_block(session, entry, number, part))
     return blocks
 
 
-def _json_text(value: Any) -> str:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:
-        return str(value)
+def _call(name: str, arguments: Any) -> Block:
+    """A tool call as what it did (tool_calls.tool_view, as exports show it): a diff, a
+    command under its description, a path and range; any other call as its arguments."""
+    view = tool_view(name, arguments)
+    kind = "tool" if view.kind == "call" else view.kind
+    return Block(kind, view.text, view.title if view.kind != "call" else name)
+
+
+def _exit_of(kind: str, text: str) -> str:
+    """``exit 2``: the exit status a command's output states; empty for any other text."""
+    status = exit_status(text) if kind == "output" else None
+    return "" if status is None else f"exit {status}"
+
+
+def _shell_run(message: dict[str, Any]) -> list[Block]:
+    """A command the user ran (pi's ``!``): the command, then its output with its exit status."""
+    command, output, code = (message.get(key) for key in ("command", "output", "exitCode"))
+    command, output = (text if isinstance(text, str) else "" for text in (command, output))
+    status = f"exit {code}" if isinstance(code, int) and not isinstance(code, bool) else ""
+    return [Block("command", command, "bash"), Block("output", output, status)]
 
 
 def _image_block(

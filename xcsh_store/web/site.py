@@ -275,6 +275,7 @@ class Site:
         templates.filters["code"] = lambda text, language: self.renderer.code(
             self.redacted(text), language, self.budget()
         )
+        templates.filters["diff"] = lambda text: markup.diff_html(self.redacted(text))
         templates.filters["human_time"] = pages.human_time
         templates.filters["duration"] = pages.duration_text
         templates.filters["count"] = pages.count_text

@@ -28,6 +28,7 @@ from xcsh_store.cli.app import (
     team_only,
 )
 from xcsh_store.cli.complete import complete_model, complete_session
+from xcsh_store.cli.output.calls import message_lines
 from xcsh_store.cli.output.render import (
     MARK_CLOSE,
     MARK_OPEN,
@@ -44,6 +45,7 @@ from xcsh_store.cli.output.render import (
     short_time,
     show_marks,
     terminal_width,
+    wrap,
 )
 from xcsh_store.cli.output.safe import Shown, visible
 from xcsh_store.cli.output.shapes import (
@@ -64,6 +66,7 @@ from xcsh_store.errors import (
     XcshStoreError,
 )
 from xcsh_store.format.context import SessionContext
+from xcsh_store.format.transcript import message_of
 from xcsh_store.index import (
     SEARCH_ROLES,
     EntryUsage,
@@ -246,9 +249,19 @@ def _show_entry(settings: Settings, session: str, entry: str, as_json: bool) -> 
         return
     kind, _gist = entry_summary(value)
     label = settings.style
-    echo(f"{label('Entry', bold=True)}    {entry_id} · {kind} · {value.get('timestamp') or '–'}")
+    echo_wrapped(
+        label("Entry", bold=True) + f"    {entry_id} · {kind} · {value.get('timestamp') or '–'}"
+    )
     echo()
-    echo_text(entry_text(value))
+    message = message_of(value)
+    if message is None or not message.blocks:
+        echo_text(entry_text(value))
+        return
+    # A terminal's lines wrap at its width (a diff's too), the rest two spaces in.
+    width = terminal_width()
+    for line in message_lines(message, settings.style):
+        for part in wrap(line, width, "  "):
+            echo(part)
 
 
 def _kind_style(settings: Settings, column: int, text: str) -> str:

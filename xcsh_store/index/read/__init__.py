@@ -8,7 +8,7 @@
 * ``search``: full-text search (query parsing, snippets) and ``ranking``, its bm25 at a cost
   that does not grow with the index; ``texts``: the search text of entries, read again from the
   session files.
-* ``tree``: branches, trees and contexts by recursive CTE, entries read back by byte offset;
+* ``tree``: trees and contexts (over the core's entry paths, ``index/model/paths.py``);
   ``outline``: a session laid out for reading.
 * ``usage``: token and cost sums; ``prompts``: the prompt history, recalled with the session
   prompts; ``query``: the read-only ad-hoc SQL of the ``sql`` verb.
@@ -17,9 +17,10 @@
 
 Borderline modules, placed by what they do: ``prompts`` also mirrors the prompt history into
 the index at each sync (history.db, and the history files of the agents that keep one): the
-mirror and the recall are the two sides of the one ``history`` table, kept together; ``tree``'s
-``read_entries`` is also how the write room reads entries again (chains, branch names);
-``texts`` re-derives text with the write room's ``rows``, to read it, never to store it.
+mirror and the recall are the two sides of the one ``history`` table, kept together.
+What this room shares with the write room (entry facts, entry paths, the columns of each row,
+the stale search rows' count) is the core's, ``index/model/``: neither room imports the other
+(tests/test_layering.py).
 
 The store (``index/store.py``) calls these modules, so the ones it calls never import it: what
 they need of it they name as a small protocol (``sessions.SessionStore``,

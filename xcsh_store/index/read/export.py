@@ -15,36 +15,30 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from xcsh_store.index.model.columns import (
+    ENTRY_ROW,
+    PROMPT_ROW,
+    SESSION_ROW,
+    USAGE_ROW,
+    local,
+    names,
+    pushed,
+)
+from xcsh_store.index.model.facts import EntryFacts
 from xcsh_store.index.read.texts import entry_values
-from xcsh_store.index.write.rows import EntryFacts
 
 if TYPE_CHECKING:
     from xcsh_store.index.store import SessionIndex
 
-SESSION_COLUMNS = (
-    "session_id", "cwd", "project_dir", "title", "title_source", "parent_session", "version",
-    "created_at", "modified_at", "entry_count", "message_count", "first_message",
-    "last_entry_id", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "premium_requests", "cost", "compaction_title", "agent", "parent_session_id",
-    "source_gone_at",
-)  # fmt: skip
+# The columns each table copies (model/columns.py: those the team index has too).
+SESSION_COLUMNS = pushed(SESSION_ROW)
 # Where each of SESSION_COLUMNS is read: the sessions row, but when its file was found gone
 # (the file's row: migration 0014).
-_SESSION_SELECT = ", ".join(
-    "f.gone_at" if column == "source_gone_at" else f"s.{column}" for column in SESSION_COLUMNS
-)
-ENTRY_COLUMNS = (
-    "seq", "id", "parent_id", "type", "timestamp", "role", "provider", "model", "tool_name",
-    "custom_type", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "premium_requests", "cost", "prompt_hash", "cost_estimated", "list_cost",
-)  # fmt: skip
-HISTORY_COLUMNS = ("id", "prompt", "created_at", "cwd", "prompt_hash")
+_SESSION_SELECT = ", ".join(local(column) for column in SESSION_ROW if column.postgres)
+ENTRY_COLUMNS = pushed(ENTRY_ROW)
+HISTORY_COLUMNS = pushed(PROMPT_ROW)
 # The usage_entries view's columns (each entry with usage, a fork's copies counted once).
-USAGE_COLUMNS = (
-    "session_id", "project_dir", "cwd", "id", "timestamp", "provider", "model", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests", "cost",
-    "agent", "cost_estimated", "list_cost",
-)  # fmt: skip
+USAGE_COLUMNS = names(USAGE_ROW)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,13 +13,15 @@ from xcsh_store.format.entries import (
     session_info_name,
     title_change_name,
 )
-from xcsh_store.index.read.tree import SessionTree, read_entries
+from xcsh_store.format.tool_calls import tool_gist, tool_view
+from xcsh_store.index.model.paths import read_entries
+from xcsh_store.index.read.tree import SessionTree
 from xcsh_store.js import stringify
 
 if TYPE_CHECKING:
     from xcsh_store.index.archive.sources import ArchivedSources
+    from xcsh_store.index.model.paths import IndexedEntry
     from xcsh_store.index.read.sessions import IndexedSession
-    from xcsh_store.index.read.tree import IndexedEntry
 
 
 class SessionTrees(Protocol):
@@ -118,13 +120,10 @@ def _tool_calls(content: Any) -> list[str]:
     calls = []
     for block in content:
         if isinstance(block, dict) and block.get("type") == "toolCall":
-            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-            arguments = block.get("arguments")
-            shown = ""
-            if isinstance(arguments, dict) and arguments:
-                key, value = next(iter(arguments.items()))
-                shown = f"{key}={value}" if not isinstance(value, (dict, list)) else key
-            calls.append(f"{name}({shown[:80]})")
+            name = block.get("name")
+            calls.append(
+                tool_gist(name if isinstance(name, str) else "tool", block.get("arguments"))
+            )
     return calls
 
 
@@ -168,8 +167,9 @@ def entry_summary(entry: dict[str, Any]) -> tuple[str, str]:
 
 def entry_text(entry: dict[str, Any]) -> str:
     """The whole of what an entry says, for reading it (not one line): each block of a
-    message on its own (text, thinking marked, a tool call with its arguments as JSON, an image
-    as ``[image]``), a bash or Python run with its output, a summary whole; any other entry as
+    message on its own (text, thinking marked, a tool call as what it did: an edit's diff, a
+    command, a read's path and range, any other call's arguments as JSON; an image as
+    ``[image]``), a bash or Python run with its output, a summary whole; any other entry as
     its gist, uncut."""
     message = entry.get("message") if entry.get("type") == "message" else None
     if entry.get("type") == "compaction" and isinstance(entry.get("summary"), str):
@@ -210,11 +210,27 @@ def _whole_blocks(content: Any) -> list[str]:
         elif kind == "thinking":
             parts.append(f"(thinking) {_text_field(block, 'thinking')}")
         elif kind == "toolCall":
-            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-            parts.append(f"→ {name} {stringify(block.get('arguments')).decode()}")
+            name = block.get("name")
+            parts.append(
+                _whole_call(name if isinstance(name, str) else "tool", block.get("arguments"))
+            )
         elif kind == "image":
             parts.append("[image]")
     return parts
+
+
+def _whole_call(name: str, arguments: Any) -> str:
+    """A tool call whole, as what it did (tool_calls.tool_view): an edit's diff under its
+    title, a command under its description, a read's path and range; any other call as its
+    arguments, in JSON."""
+    view = tool_view(name, arguments)
+    if view.kind == "diff":
+        return f"→ {view.title}\n{view.text.rstrip()}"
+    if view.kind == "command":
+        return f"→ {view.title}\n$ {view.text}"
+    if view.kind == "read":
+        return f"→ {view.title} {view.text}"
+    return f"→ {name} {stringify(arguments).decode()}"
 
 
 def _gist(entry: dict[str, Any]) -> tuple[str, str]:

@@ -18,16 +18,25 @@ from xcsh_store.errors import HistoryError
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import iter_lines, parse_line
 from xcsh_store.index.db import ReaderConnection, get_meta, set_meta, transaction
+from xcsh_store.index.model.columns import PROMPT_ROW, names
+from xcsh_store.index.model.facts import prompt_hash
 from xcsh_store.index.read.questions import PromptQuery
 from xcsh_store.index.read.sessions import agents_condition, host_of
 from xcsh_store.index.read.texts import entry_texts
-from xcsh_store.index.write.rows import prompt_hash
 from xcsh_store.js import well_formed
 from xcsh_store.times import iso_seconds, timestamp_to_millis
 
 log = logging.getLogger("xcsh_store")
 
 MIRROR_BATCH = 5_000
+# The prompt rows (model/columns.py) as mirrored: every column read from history.db's table of
+# the same name, but the hash, made here from the prompt.
+_MIRRORED = tuple(name for name in names(PROMPT_ROW) if name != "prompt_hash")
+_PROMPT = _MIRRORED.index("prompt")
+_MIRROR = (
+    f"INSERT INTO history ({', '.join(_MIRRORED)}, prompt_hash)"
+    f" VALUES ({', '.join('?' * (len(_MIRRORED) + 1))})"
+)
 
 
 def mirror_history(connection: apsw.Connection, history_db: str) -> int:
@@ -76,7 +85,7 @@ def _copy_new_prompts(
             mirrored_max = 0
         with _reading(history_db):
             cursor = source.execute(
-                "SELECT id, prompt, created_at, cwd FROM history WHERE id > ? ORDER BY id",
+                f"SELECT {', '.join(_MIRRORED)} FROM history WHERE id > ? ORDER BY id",
                 (mirrored_max,),
             )
         while True:
@@ -84,11 +93,7 @@ def _copy_new_prompts(
                 batch = list(itertools.islice(cursor, MIRROR_BATCH))
             if not batch:
                 break
-            connection.executemany(
-                "INSERT INTO history (id, prompt, created_at, cwd, prompt_hash)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [(*row, prompt_hash(row[1])) for row in batch],
-            )
+            connection.executemany(_MIRROR, [(*row, prompt_hash(row[_PROMPT])) for row in batch])
             copied += len(batch)
         set_meta(connection, "history_signature", signature)
     return copied

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import apsw
 
 from xcsh_store.index.db import get_meta, set_meta, transaction
+from xcsh_store.index.model.search_rows import index_size
 
 # bm25's constants, as FTS5 sets them.
 K1 = 1.2
@@ -55,30 +56,6 @@ def bm25_score(api: apsw.FTS5ExtensionApi, avgdl: float, group_idf: float, *idfs
     if group_idf and rest > 0:
         score += group_idf * rest * (K1 + 1) / (rest + norm)
     return -score
-
-
-def index_size(connection: apsw.Connection) -> tuple[int, float]:
-    """(texts indexed, average tokens per text), from FTS5's own totals record."""
-    rows = list(connection.execute("SELECT block FROM entries_fts_data WHERE id = 1"))
-    if not rows or not rows[0][0]:
-        return 0, 1.0
-    block = rows[0][0]
-    count, position = _varint(block, 0)
-    tokens, _ = _varint(block, position)
-    return count, max(tokens / count, 1.0) if count else 1.0
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    """One of SQLite's big-endian varints (7 bits a byte, the ninth byte whole)."""
-    value = 0
-    for index in range(position, min(position + 8, len(data))):
-        byte = data[index]
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value, index + 1
-    if position + 8 < len(data):
-        return (value << 8) | data[position + 8], position + 9
-    return value, len(data)
 
 
 def idf(documents: float, rows: int) -> float:

@@ -11,6 +11,7 @@ import apsw
 
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.index.archive.sources import sources_of
+from xcsh_store.index.model.search_rows import stale_count
 
 # The roles and their check are the questions' (questions.py); named here too for old imports.
 from xcsh_store.index.read.questions import SEARCH_ROLES as SEARCH_ROLES
@@ -19,7 +20,6 @@ from xcsh_store.index.read.questions import search_role as search_role
 from xcsh_store.index.read.ranking import WINDOW, completions, phrase_idfs
 from xcsh_store.index.read.sessions import SEARCH_FILTER, filter_sql, host_of
 from xcsh_store.index.read.texts import TEXT_SOURCE, texts_of
-from xcsh_store.index.write.stale_search import stale_count
 
 _QUERY_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 SNIPPET_TOKENS = 12

@@ -19,6 +19,7 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
+from xcsh_store.index.model.columns import local, record_fields
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
 from xcsh_store.index.read.questions import (
     SessionFilter,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     import weakref
 
     from xcsh_store.index.location import Relocation
-    from xcsh_store.index.write.scan import SkippedLines
+    from xcsh_store.index.model.facts import SkippedLines
 
 
 class SessionStore(Protocol):
@@ -67,50 +68,34 @@ _TITLE = "coalesce(nullif(s.title, ''), s.compaction_title)"
 FIRST_MESSAGE_LISTED = 256
 
 # What a listing shows (``ls``: id, modified, cwd, messages, tokens, cost, title or first
-# message), in the order IndexedSession unpacks them. The covering index sessions_listing
-# (migration 0008) holds exactly these in the listing's order, so listing every session reads
-# that one index from its start and nothing else.
-_LISTED = (
-    "s.file_id",
-    "s.session_id",
-    "s.cwd",
-    "s.modified_at",
-    "s.message_count",
-    "s.input_tokens",
-    "s.output_tokens",
-    "s.cost",
-    _TITLE,
-    f"CASE WHEN coalesce({_TITLE}, '') = ''"
+# message): the session columns it reads (model/columns.py), each as the record reads it. The
+# covering index sessions_listing (migration 0008) holds exactly these, so listing every
+# session reads that one index from its start and nothing else.
+_LISTED_AS = {
+    "title": _TITLE,
+    "first_message": f"CASE WHEN coalesce({_TITLE}, '') = ''"
     f" THEN substr(s.first_message, 1, {FIRST_MESSAGE_LISTED}) END",
+}
+_LISTED = tuple(_LISTED_AS.get(column.name, local(column)) for column in record_fields(True))
+# Where each is in a listed row; the file id first, the session id second (Listing reads them).
+_AT = {column.name: position for position, column in enumerate(record_fields(True))}
+_FILE_ID, _SESSION_ID, _CWD, _MODIFIED, _TITLE_AT, _FIRST_AT = (
+    _AT[name] for name in ("file_id", "session_id", "cwd", "modified_at", "title", "first_message")
 )
-# Every other field of IndexedSession, read on first use.
+# Every other field of IndexedSession, read on first use: the record's other columns, then the
+# first message whole (a listing reads its start), whether the file is v1/v2, and how its costs
+# are known (agents/prices/costs.py), summed from its requests' costs (migration 0017's index
+# entries_costs holds just what this reads).
+_DETAIL_AT = {column.name: position for position, column in enumerate(record_fields(False))}
 _DETAILS = (
-    "s.path",
-    "s.project_dir",
-    "s.title_source",
-    "s.parent_session",
-    "s.version",
-    "s.created_at",
-    "s.entry_count",
+    *(local(column) for column in record_fields(False)),
     "s.first_message",
-    "s.last_entry_id",
-    "s.cache_read_tokens",
-    "s.cache_write_tokens",
-    "s.premium_requests",
     "f.legacy",
-    "s.agent",
-    "s.parent_session_id",
-    # When its file was found gone (its session is the archive's since: index/archive/).
-    "f.gone_at",
-    # How its costs are known (agents/prices/costs.py), summed from its requests' costs
-    # (migration 0017's index entries_costs holds just what this reads).
     f"(SELECT json_array({FACTS_SQL}) FROM entries AS e WHERE e.session = s.file_id"
     " AND e.input_tokens IS NOT NULL)",
 )
-_CREATED, _FIRST_MESSAGE, _LEGACY = (
-    _DETAILS.index(column) for column in ("s.created_at", "s.first_message", "f.legacy")
-)
-_COST_FACTS = len(_DETAILS) - 1
+_FIRST_MESSAGE, _LEGACY, _COST_FACTS = range(len(_DETAIL_AT), len(_DETAILS))
+_PATH = _DETAIL_AT["path"]
 _LISTED_COLUMNS = ", ".join(_LISTED)
 _DETAIL_COLUMNS = ", ".join(_DETAILS)
 _TWIN = (
@@ -164,7 +149,7 @@ class Listing:
             rows = self.index.connection.execute(
                 f"SELECT s.file_id, {_DETAIL_COLUMNS}{_FROM}"
                 " WHERE s.file_id IN (SELECT value FROM json_each(?))",
-                (orjson.dumps([row[0] for row in self.rows]).decode(),),
+                (orjson.dumps([row[_FILE_ID] for row in self.rows]).decode(),),
             )
             self._details = {row[0]: _local_details(row[1:], self.index) for row in rows}
         return self._details
@@ -194,18 +179,19 @@ class Listing:
 def _local_details(details: tuple[Any, ...], index: SessionStore) -> tuple[Any, ...]:
     if index.relocation is None:
         return details
-    return (index.local_path(details[0]), *details[1:])
+    return (*details[:_PATH], index.local_path(details[_PATH]), *details[_PATH + 1 :])
 
 
-def _listed(position: int) -> Any:
-    """A field of IndexedSession that the listing read: item ``position`` of _LISTED."""
+def _listed(column: str) -> Any:
+    """A field of IndexedSession that the listing read: ``column`` of _LISTED."""
+    position = _AT[column]
     return property(lambda session: session._row[position])
 
 
 def _detail(column: str) -> Any:
     """A field of IndexedSession read on first use: ``column`` of _DETAILS."""
-    position = _DETAILS.index(column)
-    return property(lambda session: session._listing.details(session._row[0])[position])
+    position = _DETAIL_AT[column]
+    return property(lambda session: session._listing.details(session._row[_FILE_ID])[position])
 
 
 class SessionFields(Protocol):
@@ -413,29 +399,29 @@ class IndexedSession(SessionRecord):
         self._row = row
         self._listing = listing
 
-    file_id: int = _listed(0)
-    session_id: str = _listed(1)
-    message_count: int = _listed(4)
-    input_tokens: int = _listed(5)
-    output_tokens: int = _listed(6)
-    cost: float = _listed(7)
-    title: str | None = _listed(8)
+    file_id: int = _listed("file_id")
+    session_id: str = _listed("session_id")
+    message_count: int = _listed("message_count")
+    input_tokens: int = _listed("input_tokens")
+    output_tokens: int = _listed("output_tokens")
+    cost: float = _listed("cost")
+    title: str | None = _listed("title")
 
-    path: str = _detail("s.path")
-    project_dir: str | None = _detail("s.project_dir")
-    title_source: str | None = _detail("s.title_source")
-    parent_session_path: str | None = _detail("s.parent_session")
+    path: str = _detail("path")
+    project_dir: str | None = _detail("project_dir")
+    title_source: str | None = _detail("title_source")
+    parent_session_path: str | None = _detail("parent_session")
     # Which agent wrote it (xcsh, pi, omp or a plugin's name: claude, codex, …), and the session
     # id of the session it is a subagent or fork of (where its agent says so).
-    agent: str = _detail("s.agent")
-    parent_session_id: str | None = _detail("s.parent_session_id")
-    source_gone_at: str | None = _detail("f.gone_at")
-    version: int | None = _detail("s.version")
-    entry_count: int = _detail("s.entry_count")
-    last_entry_id: str | None = _detail("s.last_entry_id")
-    cache_read_tokens: int = _detail("s.cache_read_tokens")
-    cache_write_tokens: int = _detail("s.cache_write_tokens")
-    premium_requests: float = _detail("s.premium_requests")
+    agent: str = _detail("agent")
+    parent_session_id: str | None = _detail("parent_session_id")
+    source_gone_at: str | None = _detail("source_gone_at")
+    version: int | None = _detail("version")
+    entry_count: int = _detail("entry_count")
+    last_entry_id: str | None = _detail("last_entry_id")
+    cache_read_tokens: int = _detail("cache_read_tokens")
+    cache_write_tokens: int = _detail("cache_write_tokens")
+    premium_requests: float = _detail("premium_requests")
 
     @property
     def cost_facts(self) -> CostFacts:
@@ -446,26 +432,26 @@ class IndexedSession(SessionRecord):
 
     @property
     def id(self) -> str:
-        return self._row[1]
+        return self._row[_SESSION_ID]
 
     @property
     def cwd(self) -> str:
-        return self._row[2] or ""
+        return self._row[_CWD] or ""
 
     # Parsed on each use: a listing of 10,000 sessions that shows a few parses a few.
     @property
     def modified(self) -> datetime:
-        return _parse_time(self._row[3])
+        return _parse_time(self._row[_MODIFIED])
 
     @property
     def created_at(self) -> str | None:
-        return self._details()[_CREATED]
+        return self._details()[_DETAIL_AT["created_at"]]
 
     @property
     def first_prompt(self) -> str | None:
         """The text of the first user message, None when there is none."""
-        start = self._row[9]  # read by the listing only when there is no title
-        if self._row[8] or (start is not None and len(start) >= FIRST_MESSAGE_LISTED):
+        start = self._row[_FIRST_AT]  # read by the listing only when there is no title
+        if self._row[_TITLE_AT] or (start is not None and len(start) >= FIRST_MESSAGE_LISTED):
             start = self._details()[_FIRST_MESSAGE]
         return start or None
 
@@ -477,7 +463,7 @@ class IndexedSession(SessionRecord):
     @property
     def id_shared(self) -> bool:
         """Whether another indexed file has the same session id (a copy, or a clash)."""
-        return self._row[1] in self._listing.shared_ids()
+        return self._row[_SESSION_ID] in self._listing.shared_ids()
 
     @cached_property
     def all_messages_text(self) -> str:
@@ -485,7 +471,7 @@ class IndexedSession(SessionRecord):
         return self._listing.index.all_messages_text(self)
 
     def _details(self) -> tuple[Any, ...]:
-        return self._listing.details(self._row[0])
+        return self._listing.details(self._row[_FILE_ID])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IndexedSession):
@@ -505,7 +491,7 @@ def _whole_session(row: tuple[Any, ...], index: SessionStore) -> IndexedSession:
     """A session from a row of every column (a lookup of one session: nothing is left to
     read later)."""
     listed, details, twin = row[: len(_LISTED)], row[len(_LISTED) : -1], row[-1]
-    file_id, session_id = listed[0], listed[1]
+    file_id, session_id = listed[_FILE_ID], listed[_SESSION_ID]
     listing = Listing(
         index,
         [listed],
@@ -665,7 +651,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
     """Every user and assistant text of the session, read from its file, joined by spaces."""
     from xcsh_store.format.entries import content_text
     from xcsh_store.index.archive.sources import sources_of
-    from xcsh_store.index.read.tree import entry_rows, read_entries
+    from xcsh_store.index.model.paths import entry_rows, read_entries
 
     rows = [
         row
@@ -683,7 +669,7 @@ def all_messages_text(connection: apsw.Connection, session: IndexedSession) -> s
 
 def skipped_lines(connection: apsw.Connection, file_id: int | None) -> dict[str, SkippedLines]:
     """Lines that hold no JSON object, by file: of every indexed file, or of file ``file_id``."""
-    from xcsh_store.index.write.scan import SkippedLines
+    from xcsh_store.index.model.facts import SkippedLines  # (a listing never needs it)
 
     sql = "SELECT path, skipped_count, skipped_lines FROM files WHERE skipped_count > 0"
     arguments: tuple[Any, ...] = ()

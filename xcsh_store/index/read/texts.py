@@ -29,7 +29,7 @@ from xcsh_store.index.archive.sources import (
     readable_copy,
     sources_of,
 )
-from xcsh_store.index.write.rows import SURROGATE_ESCAPE, EntryFacts, storable_values
+from xcsh_store.index.model.facts import SURROGATE_ESCAPE, EntryFacts, storable_values
 
 # (pk, entry id, offset, length, part, agent) of one entry row, by the path of its file; the
 # id is None where it cannot be checked against the line.

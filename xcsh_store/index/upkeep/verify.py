@@ -14,28 +14,28 @@ from xcsh_store.agents import kind_of, reader_named
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import apply_migrations, load_migrations
+from xcsh_store.index.model.columns import ENTRY_ROW, SESSION_ROW, compared
+from xcsh_store.index.model.facts import SkippedLines
+from xcsh_store.index.model.search_rows import stale_count
 from xcsh_store.index.read.search import FtsTokens, quote, utf8
 from xcsh_store.index.read.texts import entry_texts
 from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_counter
-from xcsh_store.index.write.scan import SeenFile, SkippedLines, SyncReport, is_under_any, scan_any
-from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all, stale_count
+from xcsh_store.index.write.scan import SeenFile, SyncReport, is_under_any, scan_any
+from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all
 from xcsh_store.index.write.summaries import check_summary_titles
 from xcsh_store.index.write.usage_first import usage_differences
 
-_COMPARED_ENTRY_COLUMNS = (
-    "seq, id, parent_id, type, timestamp, role, provider, model, tool_name, custom_type, offset,"
-    " length, part, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-    " premium_requests, cost, usage_key, prompt_hash,"
-    # A chain is the pk of its first entry, and pks differ between indexes: compare that seq.
-    " (SELECT head.seq FROM entries AS head WHERE head.pk = entries.chain)"
-)
-# A title from another file's summary line is no file's alone (summaries.py checks them all).
-_COMPARED_SESSION_COLUMNS = (
-    "session_id, path, cwd, project_dir, iif(title_source = 'summary', NULL, title),"
-    " nullif(title_source, 'summary'), parent_session, version, created_at,"
-    " entry_count, message_count, first_message, last_entry_id, input_tokens, output_tokens,"
-    " cache_read_tokens, cache_write_tokens, premium_requests, cost, compaction_title, agent,"
-    " parent_session_id, modified_at, activity_at, file_title, file_title_source"
+# The columns compared (model/columns.py), some as an expression of them: a chain is the pk of
+# its first entry, and pks differ between indexes, so that entry's seq is compared; a title
+# from another file's summary line is no file's alone (summaries.py checks them all).
+_COMPARED_AS = {
+    "chain": "(SELECT head.seq FROM entries AS head WHERE head.pk = entries.chain)",
+    "title": "iif(title_source = 'summary', NULL, title)",
+    "title_source": "nullif(title_source, 'summary')",
+}
+_COMPARED_ENTRY_COLUMNS, _COMPARED_SESSION_COLUMNS = (
+    ", ".join(_COMPARED_AS.get(column, column) for column in compared(row))
+    for row in (ENTRY_ROW, SESSION_ROW)
 )
 
 

@@ -4,15 +4,17 @@
   a sync; the ``SyncReport`` and ``Progress`` a sync hands back).
 * ``sync``: bringing the index up to date, file by file: skip, append or read again;
   ``pipeline``: the worker processes that read files whole; ``build``: one file into chunks of
-  rows (the workers' work); ``indexer``: the rows written in bounded transactions; ``rows``:
-  what the index stores for one JSON object (columns, search text, blob refs).
+  rows (the workers' work); ``indexer``: the rows written in bounded transactions (its column lists
+  are the core's: ``index/model/columns.py``).
 * What a sync derives once the rows are in: ``summaries`` (Claude Code's summary lines as
   titles), ``prices`` (costs priced again when the price table changed) and ``stale_search``
   (search rows of entries that are gone, counted as they go, deleted in batches).
 
-Borderline modules, placed by what they do: ``rows`` is also read (texts and export derive an
-entry's text as a write did, prompts its hash) but it is the one definition of what a write
-stores; ``prices`` also answers which price each model seen was given (the ``prices`` verb),
-from the record its re-pricing keeps; ``stale_search``'s count is read by search, but the rows
-it counts are what writes leave behind.
+What the reads derive as a write did (an entry's facts, its prompt hash, the skipped lines, the
+paths through a tree, the stale search rows' count) is the core's, ``index/model/``: this room
+and read/ both stand on it and never import each other (tests/test_layering.py).
+
+Borderline modules, placed by what they do: ``prices`` also answers which price each model
+seen was given (the ``prices`` verb), from the record its re-pricing keeps; ``stale_search``
+deletes the rows that writes leave behind (their count, which search reads too, is the core's).
 """

@@ -42,8 +42,9 @@ from xcsh_store.format.versions import (
     synthetic_ids_for,
 )
 from xcsh_store.index.archive.capture import ByteCapture, CapturedPiece, KeptPieces, capture_start
-from xcsh_store.index.write.rows import EntryFacts, blob_refs_in, storable_values
-from xcsh_store.index.write.scan import SkippedLines, sha1_hex
+from xcsh_store.index.model.columns import USAGE_FIGURES
+from xcsh_store.index.model.facts import EntryFacts, SkippedLines, blob_refs_in, storable_values
+from xcsh_store.index.write.scan import sha1_hex
 from xcsh_store.js import stringify
 from xcsh_store.times import canonical_iso, iso_millis
 
@@ -99,7 +100,8 @@ class Chunk(NamedTuple):
     # A resumed read: the entries' ids may be in the index from earlier reads too.
     look_up_ids: bool
     chained: bool
-    # (header columns or None, figures, the name read this time and who gave it, and the cwd,
+    # (header columns or None, figures (each by its column's name: model/columns.py's
+    # ``header`` and ``figures``), the name read this time and who gave it, and the cwd,
     # creation time and parent session id learnt so far) of a session with a valid header or
     # another agent's file.
     session: tuple[Any, ...] | None
@@ -836,11 +838,16 @@ class RowBuilder:
         if state.status != "ok":
             return None
         totals = state.totals
-        figures = (
-            totals.entry_count, totals.message_count, totals.first_message, totals.last_entry_id,
-            *totals.usage, totals.compaction_title, totals.activity_at or self.modified_at,
-            totals.activity_at,
-        )  # fmt: skip
+        figures = {
+            "entry_count": totals.entry_count,
+            "message_count": totals.message_count,
+            "first_message": totals.first_message,
+            "last_entry_id": totals.last_entry_id,
+            **dict(zip(USAGE_FIGURES, totals.usage, strict=True)),
+            "compaction_title": totals.compaction_title,
+            "modified_at": totals.activity_at or self.modified_at,
+            "activity_at": totals.activity_at,
+        }
         name, source = totals.session_name, totals.session_name_source
         facts = state.session
         if facts is not None:
@@ -849,21 +856,34 @@ class RowBuilder:
                 return None, figures, name, source, learnt
             state.session_written = True
             session_id = facts.session_id or os.path.basename(state.path).removesuffix(".jsonl")
-            columns: tuple[Any, ...] = (
-                session_id, facts.cwd, name, source, facts.parent_session, None,
-                facts.created_at, state.agent, facts.parent_session_id,
-            )  # fmt: skip
+            columns: dict[str, Any] = {
+                "session_id": session_id,
+                "cwd": facts.cwd,
+                "title": name,
+                "title_source": source,
+                "parent_session": facts.parent_session,
+                "version": None,
+                "created_at": facts.created_at,
+                "agent": state.agent,
+                "parent_session_id": facts.parent_session_id,
+            }
             return columns, figures, name, source, learnt
         header = self.header_row
         if header is None:
             return None, figures, name, source, (None, None, None)
         self.header_row = None
         title, title_source = (name, source) if name else _title_of(header, state.leading_title)
-        columns = (
-            header["id"], _text(header.get("cwd")), title, title_source,
-            _text(header.get("parentSession")), state.version, _text(header.get("timestamp")),
-            state.family_agent, None,
-        )  # fmt: skip
+        columns = {
+            "session_id": header["id"],
+            "cwd": _text(header.get("cwd")),
+            "title": title,
+            "title_source": title_source,
+            "parent_session": _text(header.get("parentSession")),
+            "version": state.version,
+            "created_at": _text(header.get("timestamp")),
+            "agent": state.family_agent,
+            "parent_session_id": None,
+        }
         return columns, figures, name, source, (None, None, None)
 
 

@@ -29,12 +29,6 @@ _PENDING = (
 )
 
 
-def pending_entry_files(connection: apsw.Connection) -> int:
-    """How many files have their usage rows but not yet their entry rows."""
-    ((count,),) = connection.execute("SELECT count(*) FROM files WHERE entries_pending = 1")
-    return count
-
-
 def index_pending_entries(
     connection: apsw.Connection,
     workers: int = 1,

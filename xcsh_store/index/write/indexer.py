@@ -3,6 +3,7 @@ worker processes built, or by reading a file here (appends, small syncs, verify 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from typing import Any, BinaryIO
@@ -17,6 +18,8 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.entries import sets_default_model
 from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.archive.keeper import Keeper, Place
+from xcsh_store.index.model.columns import ENTRY_ROW, USAGE_FIGURES, names, written
+from xcsh_store.index.model.facts import SkippedLines
 from xcsh_store.index.write.build import (
     HEAD_BYTES,
     NO_DEFAULT,
@@ -33,7 +36,6 @@ from xcsh_store.index.write.build import (
 from xcsh_store.index.write.scan import (
     KnownFile,
     SeenFile,
-    SkippedLines,
     SyncReport,
     sha1_hex,
 )
@@ -44,12 +46,38 @@ from xcsh_store.times import iso_now
 COMMIT_EVERY_VALUES = 20_000
 COMMIT_EVERY_BYTES = 16 << 20
 
-_ENTRY_COLUMNS = (
-    "pk, session, seq, id, parent_id, type, timestamp, role, provider, model, tool_name,"
-    " custom_type, offset, length, part, input_tokens, output_tokens, cache_read_tokens,"
-    " cache_write_tokens, premium_requests, cost, cost_estimated, list_cost, usage_key,"
-    " prompt_hash, chain"
+# A session row as a sync writes it (model/columns.py): the columns of its file, of its header
+# (written once), its figures (at every read); its file's own title is its first title.
+_FROM_FILE, _HEADER, _FIGURES = written("file"), written("header"), written("figures")
+_INSERTED = (*_FROM_FILE, *_HEADER, *_FIGURES, "file_title", "file_title_source")
+_INSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})"
 )
+# The figures of a file read again, and what its reader learnt of its session (each set once).
+# (SET reads the row as it was: the title falls back on the file's own.)
+_NAME, _SOURCE = len(_FIGURES) + 1, len(_FIGURES) + 2
+_UPDATE_SESSION = (
+    "UPDATE sessions SET"
+    f" {', '.join(f'{column} = ?{number}' for number, column in enumerate(_FIGURES, 1))},"
+    f" file_title = coalesce(?{_NAME}, file_title),"
+    f" file_title_source = iif(?{_NAME} IS NULL, file_title_source, ?{_SOURCE}),"
+    f" title = coalesce(?{_NAME}, file_title),"
+    f" title_source = iif(?{_NAME} IS NULL, file_title_source, ?{_SOURCE}),"
+    f" cwd = coalesce(cwd, ?{_SOURCE + 1}), created_at = coalesce(created_at, ?{_SOURCE + 2}),"
+    f" parent_session_id = coalesce(parent_session_id, ?{_SOURCE + 3})"
+    f" WHERE file_id = ?{_SOURCE + 4}"
+)
+# An entry row as build.py makes it: the entries columns (model/columns.py) in their order, but
+# these last (its usage and how its cost is known stay side by side, and the chain, last, is
+# the row's key or an earlier one's); the statement adds the key and the file id in front.
+# The fields of Totals a resumed read takes back from the session's figures.
+_TOTALS = frozenset(field.name for field in dataclasses.fields(Totals))
+_ENTRY_LAST = ("usage_key", "prompt_hash", "chain")
+_ENTRY_WRITTEN = (
+    *(column for column in names(ENTRY_ROW) if column not in _ENTRY_LAST),
+    *_ENTRY_LAST,
+)
+_ENTRY_COLUMNS = ", ".join(_ENTRY_WRITTEN)
 
 
 # A later line of the same model response counts its usage instead (build.py usage keys).
@@ -461,7 +489,7 @@ class FileWrite:
         # three statements per file).
         offset = self.offset = self.indexer.keys.peek() - self.first_key
         key = f"?+{offset}"
-        marks = ",".join("?" * 23)
+        marks = ",".join("?" * (len(_ENTRY_WRITTEN) - 3))  # but the key, the file, the chain
         self.statements = (
             f"INSERT INTO entries ({_ENTRY_COLUMNS}) VALUES ({key},{self.file_id},{marks},{key})",
             f"INSERT INTO entries_fts (rowid, text) VALUES ({key}, ?)",
@@ -472,7 +500,9 @@ class FileWrite:
         """An oh-my-pi ``title_change`` on the branch of the session's last entry names it
         (D28), over the file's own title; whenever the file has one, the branch is walked
         again (a later line may have moved the leaf off it, or onto another)."""
-        from xcsh_store.index.read.tree import branch_name_of  # tree imports us
+        # (Imported here: a sync that meets no title_change, or no read resumed past a model,
+        # never pays for the tree walks.)
+        from xcsh_store.index.model.paths import branch_name_of
 
         assert self.file_id is not None  # _start gave the file its row
 
@@ -545,37 +575,27 @@ class FileWrite:
         if chunk.session is None:
             return
         header, figures, name, name_source, learnt = chunk.session
+        counted = [figures[column] for column in _FIGURES]
         if header is None:
-            # (SET reads the row as it was: the title falls back on the file's own.)
             self.connection.execute(
-                "UPDATE sessions SET entry_count = ?1, message_count = ?2, first_message = ?3,"
-                " last_entry_id = ?4, input_tokens = ?5, output_tokens = ?6,"
-                " cache_read_tokens = ?7, cache_write_tokens = ?8, premium_requests = ?9,"
-                " cost = ?10, compaction_title = ?11, modified_at = ?12, activity_at = ?13,"
-                " file_title = coalesce(?14, file_title),"
-                " file_title_source = iif(?14 IS NULL, file_title_source, ?15),"
-                " title = coalesce(?14, file_title),"
-                " title_source = iif(?14 IS NULL, file_title_source, ?15),"
-                " cwd = coalesce(cwd, ?16), created_at = coalesce(created_at, ?17),"
-                " parent_session_id = coalesce(parent_session_id, ?18) WHERE file_id = ?19",
-                (*figures, name, name_source, *learnt, self.file_id),
+                _UPDATE_SESSION, (*counted, name, name_source, *learnt, self.file_id)
             )
             return
-        (session_id, cwd, title, title_source, parent_session, version, created_at, agent,
-         parent_session_id) = header  # fmt: skip
+        from_file = {
+            "file_id": self.file_id,
+            "path": self.seen.path,
+            "project_dir": self.seen.project_dir,
+        }
         self.connection.execute(
-            "INSERT INTO sessions (file_id, session_id, path, cwd, project_dir, title,"
-            " title_source, file_title, file_title_source, parent_session, version, created_at,"
-            " agent, parent_session_id, entry_count, message_count,"
-            " first_message, last_entry_id, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens, premium_requests, cost, compaction_title, modified_at,"
-            " activity_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            _INSERT_SESSION,
             (
-                self.file_id, session_id, self.seen.path, cwd, self.seen.project_dir, title,
-                title_source, title, title_source, parent_session, version, created_at, agent,
-                parent_session_id, *figures,
+                *(from_file[column] for column in _FROM_FILE),
+                *(header[column] for column in _HEADER),
+                *counted,
+                header["title"],
+                header["title_source"],
             ),
-        )  # fmt: skip
+        )
 
     def _write_file_row(self, chunk: Chunk, chained: bool) -> None:
         seen = self.seen
@@ -659,7 +679,7 @@ class _IndexedRows:
         return entries, messages
 
     def turn_parents(self, entry_id: str) -> list[str | None]:
-        from xcsh_store.index.read.tree import entry_path  # tree imports us
+        from xcsh_store.index.model.paths import entry_path
 
         path = entry_path(self.connection, self.file_id, entry_id)
         return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
@@ -671,11 +691,7 @@ class _IndexedRows:
         Only the part of the path read before the entry counts (each parent earlier in the
         file than its child), as when the whole file is read in one go.
         """
-        from xcsh_store.index.read.tree import (  # tree imports us
-            ChainPath,
-            entry_path,
-            read_entries,
-        )
+        from xcsh_store.index.model.paths import ChainPath, entry_path, read_entries
 
         try:
             path = entry_path(self.connection, self.file_id, entry_id)
@@ -722,18 +738,14 @@ def _resumed_state(
         state.family_agent = known.agent
     row = list(
         connection.execute(
-            "SELECT entry_count, message_count, first_message, last_entry_id, input_tokens,"
-            " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-            " compaction_title, activity_at FROM sessions WHERE file_id = ?",
-            (known.id,),
+            f"SELECT {', '.join(_FIGURES)} FROM sessions WHERE file_id = ?", (known.id,)
         )
     )
     if row:
-        values = row[0]
-        state.totals = Totals(
-            values[0], values[1], values[2], values[3], list(values[4:10]), values[10],
-            activity_at=values[11],
-        )  # fmt: skip
+        values = dict(zip(_FIGURES, row[0], strict=True))
+        # Each of Totals' fields that is a figure by its name, and the usage sums.
+        figures = {name: values[name] for name in _TOTALS.intersection(values)}
+        state.totals = Totals(usage=[values[column] for column in USAGE_FIGURES], **figures)
     ((lines, skipped_count, skipped_lines),) = connection.execute(
         "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
     )

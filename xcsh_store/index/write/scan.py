@@ -21,29 +21,13 @@ from xcsh_store.agents import PLUGIN_FAULTS, Agent, reader_named, sources
 from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import walk_folders
 from xcsh_store.format.storage import SESSION_TEMP_NAME, STALE_TEMP_SECONDS
+from xcsh_store.index.model.facts import SkippedLines
 
 log = logging.getLogger("xcsh_store")
 
 DANGLING_LINK = "symbolic link to something missing (a disk not mounted?)"
 # progress(bytes done, bytes in all, path being read)
 Progress = Callable[[int, int, str], None]
-
-
-# A file's skipped lines: how many, and the 1-based numbers of the first MAX_SKIPPED_LISTED.
-MAX_SKIPPED_LISTED = 1000
-
-
-@dataclass
-class SkippedLines:
-    """Lines of a file that hold no JSON object, which every reader skips."""
-
-    count: int = 0
-    lines: list[int] = field(default_factory=list)
-
-    def add(self, number: int) -> None:
-        self.count += 1
-        if len(self.lines) < MAX_SKIPPED_LISTED:
-            self.lines.append(number)
 
 
 @dataclass

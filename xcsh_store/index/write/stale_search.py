@@ -20,19 +20,13 @@ from __future__ import annotations
 
 import apsw
 
-from xcsh_store.index.db import get_meta, set_meta, transaction
-from xcsh_store.index.read.ranking import index_size
+from xcsh_store.index.db import set_meta, transaction
+from xcsh_store.index.model.search_rows import STALE_KEY, index_size, stale_count
 
-STALE_KEY = "stale_search_rows"
 # Stale rows are deleted when they are this share of the texts indexed.
 STALE_SHARE = 0.1
 # The search rows of entries that are gone.
 STALE_ROWS = "SELECT id FROM entries_fts_docsize WHERE id NOT IN (SELECT pk FROM entries)"
-
-
-def stale_count(connection: apsw.Connection) -> int:
-    """The stale search rows, as counted when their entries went."""
-    return int(get_meta(connection, STALE_KEY) or 0)
 
 
 def leave_behind(connection: apsw.Connection, keys_sql: str, keys: tuple[object, ...]) -> None:

@@ -7,7 +7,7 @@ sync (``sync_files(text=False)``) writes every other row of those files and mark
 from the files as they are now, when the file still is what was indexed (same size, time and
 inode: else the next sync reads it again first).
 
-An entry's search text depends on its line alone (agents/base.py; rows.py for xcsh files), so
+An entry's search text depends on its line alone (agents/base.py; model/facts.py for xcsh files), so
 the file is read again from its start exactly as a sync reads it, and each text goes to the
 entry of the same ``seq``. Entries that have a search row already (appended since, and indexed
 with theirs) keep it. Each file's search rows and the clearing of its mark commit together:
@@ -46,12 +46,6 @@ _WITHOUT_TEXT = (
     "SELECT seq, pk FROM entries AS e WHERE session = ?"
     " AND NOT EXISTS (SELECT 1 FROM entries_fts_docsize AS d WHERE d.id = e.pk)"
 )
-
-
-def pending_text_files(connection: apsw.Connection) -> int:
-    """How many files' entries may lack their search rows (searches are partial until then)."""
-    ((count,),) = connection.execute("SELECT count(*) FROM files WHERE text_pending = 1")
-    return count
 
 
 def index_pending_text(

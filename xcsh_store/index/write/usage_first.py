@@ -39,9 +39,9 @@ from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
+from xcsh_store.index.model.facts import storable_values
 from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
-from xcsh_store.index.write.rows import storable_values
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.times import canonical_iso, iso_millis, iso_now
 

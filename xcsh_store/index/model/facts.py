@@ -1,9 +1,12 @@
-"""What the index stores for one JSON object of a session file: columns, search text, blob refs."""
+"""What the index derives from the lines of a session file: for each JSON object its columns,
+search text, prompt hash and blob refs; for the file, the lines it skipped. The write room stores
+these, the read room derives the same from lines it reads again."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -20,6 +23,23 @@ from xcsh_store.format.entries import (
     title_change_name,
 )
 from xcsh_store.format.jsonl import parse_line, replace_lone_surrogates
+
+# A file's skipped lines: how many, and the 1-based numbers of the first MAX_SKIPPED_LISTED.
+MAX_SKIPPED_LISTED = 1000
+
+
+@dataclass
+class SkippedLines:
+    """Lines of a file that hold no JSON object, which every reader skips."""
+
+    count: int = 0
+    lines: list[int] = field(default_factory=list)
+
+    def add(self, number: int) -> None:
+        self.count += 1
+        if len(self.lines) < MAX_SKIPPED_LISTED:
+            self.lines.append(number)
+
 
 # Tool output can be megabytes; its beginning is what people search for.
 TOOL_RESULT_TEXT_CAP = 2_048
