@@ -17,6 +17,7 @@ import pytest
 from session_builder import append, header, message, sessions_dir, write_session
 
 from xcsh_store.index import SessionIndex, holding_watch, is_watched
+from xcsh_store.index.fresh import RACY_NS, STAMP_SUFFIX
 from xcsh_store.paths import get_index_db_path
 
 
@@ -228,3 +229,104 @@ def test_a_read_verb_that_upgrades_the_index_says_so_first(agent_dir, session, i
         "Note: upgrading index.db first (migration 0099 test): every session file is read again\n"
     )
     assert index.pending_upgrade() is None
+
+
+# -- the stamp of an unchanged tree (index/fresh.py) -------------------------------------------
+
+
+def listed_without_sync_code(agent_dir: Path) -> tuple[list[dict], bool]:
+    """``ls --json`` as a real process: the sessions listed, and whether the process did without
+    the sync's code (its refresh found the last sync's stamp still true)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "xcsh_store", "--agent-dir", str(agent_dir),
+         "ls", "--json"],
+        capture_output=True, text=True, timeout=120, check=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    return json.loads(result.stdout), "xcsh_store.index.write.sync" not in result.stderr
+
+
+def stamped(agent_dir: Path) -> None:
+    """A read verb's sync, whose stamp holds: after the files' times are no longer racy
+    (fresh.py)."""
+    time.sleep(RACY_NS / 1e9 + 0.2)
+    run(agent_dir, "ls", "--json")
+    assert os.path.exists(get_index_db_path(str(agent_dir)) + STAMP_SUFFIX)
+
+
+def test_an_unchanged_tree_is_answered_without_the_sync(agent_dir, session):
+    stamped(agent_dir)
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert [row["message_count"] for row in listed] == [2]
+    assert without_sync
+    with SessionIndex.open(str(agent_dir)) as index:
+        freshness = index.refresh()
+    assert (freshness.state, freshness.report) == ("synced", None)
+
+
+def test_an_append_after_the_stamp_is_synced(agent_dir, session):
+    stamped(agent_dir)
+    append_answer(session, "zeppelin")
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert [row["message_count"] for row in listed] == [4]
+    assert not without_sync
+
+
+def test_a_new_session_deep_in_a_folder_that_held_none_is_synced(agent_dir, session):
+    empty = sessions_dir(agent_dir) / "deep" / "deeper"
+    empty.mkdir(parents=True)
+    stamped(agent_dir)
+    write_session(empty / "two.jsonl", [header("two"), message("u1", None, "user", "beta")])
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert sorted(row["message_count"] for row in listed) == [1, 2]
+    assert not without_sync
+
+
+def test_a_root_added_after_the_stamp_is_synced(agent_dir, session, tmp_path):
+    other = tmp_path / "other"
+    write_session(other / "three.jsonl", [header("three"), message("u1", None, "user", "gamma")])
+    stamped(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.add_root(str(other))
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert sorted(row["message_count"] for row in listed) == [1, 2]
+    assert not without_sync
+
+
+def test_whatever_takes_the_sync_lock_removes_the_stamp(agent_dir, session):
+    stamped(agent_dir)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.index_pending_text()
+    assert not os.path.exists(get_index_db_path(str(agent_dir)) + STAMP_SUFFIX)
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert [row["message_count"] for row in listed] == [2]
+    assert not without_sync
+
+
+def test_a_new_session_in_a_linked_folder_is_synced(agent_dir, session, tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "nested"
+    elsewhere.mkdir(parents=True)
+    (sessions_dir(agent_dir) / "linked").symlink_to(tmp_path / "elsewhere")
+    stamped(agent_dir)
+    write_session(elsewhere / "four.jsonl", [header("four"), message("u1", None, "user", "delta")])
+    listed, without_sync = listed_without_sync_code(agent_dir)
+    assert sorted(row["message_count"] for row in listed) == [1, 2]
+    assert not without_sync
+
+
+def test_a_stamp_never_keeps_the_entries_a_usage_only_sync_put_off(
+    agent_dir, real_home, monkeypatch
+):
+    """The refresh of `usage` reads only the usage of a first run's files; the next read's
+    sync reads their entries whole, whatever stamp that first refresh left."""
+    from xcsh_store.index.write import sync as sync_module
+
+    monkeypatch.setattr(sync_module, "TEXT_LATER_MIN_BYTES", 0)  # (usage first at any size)
+    time.sleep(RACY_NS / 1e9 + 0.2)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.refresh(entries=False)
+        assert index.entries_pending() > 0
+        assert os.path.exists(index.db_path + STAMP_SUFFIX)
+        freshness = index.refresh()
+        assert freshness.report is not None
+        assert index.entries_pending() == 0

@@ -16,10 +16,12 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent, ResumeCommand
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 log = logging.getLogger("xcsh_store")
 
@@ -43,6 +45,9 @@ _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 @functools.cache
 def agents() -> tuple[Agent, ...]:
     """Every agent plugin that loads, by name."""
+    # (Imported here: importlib.metadata costs a read verb that needs no plugin ~20 ms.)
+    from importlib.metadata import entry_points
+
     found: dict[str, tuple[Agent, EntryPoint]] = {}
     for entry_point in entry_points(group=GROUP):
         try:

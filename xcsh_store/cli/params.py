@@ -9,12 +9,13 @@ import math
 import os
 from collections.abc import Callable
 from datetime import timedelta, tzinfo
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from xcsh_store.agents import AGENTS, ESTIMATED_AGENTS, XCSH_AGENTS, agent_labels
+import xcsh_store.agents as agent_plugins
+from xcsh_store.agents import XCSH_AGENTS, agent_labels
 from xcsh_store.cli.complete import complete_project
 from xcsh_store.index import SessionFilter
 from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
@@ -119,20 +120,79 @@ def agents_in_words(family: bool = False, estimated: bool = False) -> str:
     """The agents the store reads, as a help text says them (from the registry): the plugins'
     (``estimated``: those whose costs the index estimates), then pi and oh-my-pi."""
     labels = agent_labels()
-    names = [labels[name] for name in (ESTIMATED_AGENTS if estimated else labels)]
+    names = [labels[name] for name in (agent_plugins.ESTIMATED_AGENTS if estimated else labels)]
     if family:
         names += [_XCSH_LABELS[name] for name in XCSH_AGENTS[1:]]
     return in_words(names) if names else "none"
+
+
+# The agents' names are asked of the registry when a choice is checked or a help shown, never
+# while the command line is built: a verb that is given no --agent loads no plugin for it.
+class AgentChoice(click.Choice):
+    """One of the agents the store reads (``AGENTS``: the xcsh family and the plugins)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(agent_plugins.AGENTS)
+
+    @choices.setter
+    def choices(self, _value: Any) -> None:
+        pass  # (what click's __init__ sets: the registry's names are read each time)
+
+
+class AgentsHelpOption(click.Option):
+    """An option whose help ends with the agents' names, from the registry when shown."""
+
+    @property
+    def help(self) -> str | None:
+        if self._help is None:
+            return None
+        return f"{self._help} {', '.join(agent_plugins.AGENTS)}."
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
+
+class AgentsHelpCommand(click.Command):
+    """A command whose help says AGENTS where it names the agents the store reads (the
+    registry's, :func:`agents_in_words` with the xcsh family), asked when the help is shown."""
+
+    # The word of the help that stands for the agents, and agents_in_words's arguments for it.
+    word = "AGENTS"
+    words_of: ClassVar[dict[str, bool]] = {"family": True}
+
+    @property
+    def help(self) -> str | None:
+        if self._help is None:
+            return None
+        return self._help.replace(self.word, agents_in_words(**self.words_of))
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
+
+class EstimatedHelpCommand(AgentsHelpCommand):
+    """A command whose help says ESTIMATED where it names the agents whose costs the index
+    estimates (their files hold none)."""
+
+    word = "ESTIMATED"
+    words_of: ClassVar[dict[str, bool]] = {"estimated": True}
 
 
 # Which agents' sessions a verb looks at (ls, search, usage, history).
 agent_option = click.option(
     "--agent",
     "agents",
-    type=click.Choice(AGENTS),
+    cls=AgentsHelpOption,
+    type=AgentChoice(),
     metavar="AGENT",
     multiple=True,
-    help="Only sessions of this agent (repeatable): " + ", ".join(AGENTS) + ".",
+    help="Only sessions of this agent (repeatable):",
 )
 
 

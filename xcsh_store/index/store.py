@@ -31,7 +31,15 @@ from xcsh_store.index.fresh import (
     SYNCED,
     WATCHED,
     Freshness,
+    Identities,
+    environment_key,
+    index_key,
     is_watched,
+    remove_stamp,
+    stamp_holds,
+    tree_paths,
+    working_folder,
+    write_stamp,
 )
 from xcsh_store.index.location import Relocation, find_relocation, settle_location
 from xcsh_store.index.read import sessions
@@ -413,6 +421,7 @@ class SessionIndex:
                 free = False
             else:
                 free = True
+                remove_stamp(self.db_path)  # what the holder changes is stamped anew, or not
             yield free
         finally:
             os.close(lock)  # releases the lock
@@ -423,7 +432,9 @@ class SessionIndex:
         stat), unless a watch keeps the index current (``watched``) or another process is
         syncing it now (``busy``: the read answers from what the index holds, never waits).
         One that finds nothing changed writes nothing, not even the time of the last sync: a
-        read verb then costs no write to index.db (nor the checkpoint of it on close).
+        read verb then costs no write to index.db (nor the checkpoint of it on close). Where
+        the stamp the last refresh left still holds (fresh.py: no folder, file, variable or
+        row it depends on changed), it is ``synced`` without a sync, and without a report.
 
         ``entries`` false: for a read of usage alone (``usage``): a first run reads only the
         usage of the files (``sync(entries=False)``); a read that wants entries (the default)
@@ -431,6 +442,11 @@ class SessionIndex:
         self._require_writable()
         if is_watched(self.db_path):
             return Freshness(WATCHED)
+        # (Any sync reads whole the files whose entries a usage-only sync put off.)
+        if stamp_holds(self.db_path, self.agent_dir, self.connection) and not (
+            self._entries_put_off()
+        ):
+            return Freshness(SYNCED)  # nothing changed since the last sync (fresh.py)
         with self._sync_lock(wait=False) as free:
             if not free:
                 return Freshness(BUSY)
@@ -517,9 +533,19 @@ class SessionIndex:
         indexed = self._indexed_files()
         changes = self.connection.total_changes()
         agent_roots = self.agent_roots()
+        roots = self.roots()
+        # A read's refresh (record_time false) leaves the stamp its next read checks (fresh.py);
+        # `sync` and `watch` do not pay for the walk it takes. Taken before anything is read: a
+        # file that changes meanwhile no longer matches.
+        stamp = None
+        if not record_time:
+            stamp = (
+                environment_key(self.agent_dir),
+                Identities.take(self._stamped_paths(roots, agent_roots)),
+            )
         report = sync_files(
             self.connection,
-            self.roots(),
+            roots,
             whole,
             progress,
             indexed,
@@ -580,7 +606,53 @@ class SessionIndex:
             with database.transaction(self.connection):
                 database.set_meta(self.connection, "last_sync", iso_now())
         self._files_snapshot = (self._write_stamp(), indexed) if untouched else None
+        if stamp is not None:
+            self._leave_stamp(*stamp, roots, agent_roots)
         return report
+
+    def _stamped_paths(self, roots: list[str], agent_roots: dict[str, str]) -> list[str]:
+        """What a sync reads, for its stamp (fresh.py): every folder and file under the roots
+        and the archive, every file indexed, the history files, the files of the sessions'
+        roots, the config and the prices, the plugins' modules and the import path's folders."""
+        import sys
+
+        from xcsh_store.agents import READERS
+        from xcsh_store.agents.prices.pricing import price_source_paths
+        from xcsh_store.format.session_roots import session_roots_path
+        from xcsh_store.homes import get_config_file
+
+        paths: list[str | None] = list(tree_paths([*roots, *agent_roots, self.archive.folder]))
+        paths += [path for (path,) in self.connection.execute("SELECT path FROM files")]
+        paths += agent_history_files().values()
+        paths += [get_history_db_path(self.agent_dir), session_roots_path(self.agent_dir),
+                  get_config_file(), *price_source_paths()]  # fmt: skip
+        for agent in READERS:
+            plugin = getattr(agent, "reader", agent)
+            module = sys.modules.get(type(plugin).__module__)
+            paths.append(getattr(module, "__file__", None))
+        # (Not the working folder, which `python -m` puts first: what else is made there
+        # would stale the stamp; a plugin is found in the folders of the installed packages.)
+        paths += [folder for folder in sys.path if folder and folder != working_folder()]
+        return [path for path in paths if path and not path.startswith(self.db_path)]
+
+    def _leave_stamp(
+        self,
+        environment: list[Any],
+        identities: Identities,
+        roots: list[str],
+        agent_roots: dict[str, str],
+    ) -> None:
+        """The stamp of this sync, unless it indexed a file it had not stamped (one found
+        outside the roots) or the roots changed while it ran: the next sync stamps then."""
+        indexed = {path for (path,) in self.connection.execute("SELECT path FROM files")}
+        if (
+            indexed <= identities.paths.keys()
+            and self.roots() == roots
+            and self.agent_roots() == agent_roots
+        ):
+            write_stamp(
+                self.db_path, environment, index_key(self.connection, self.db_path), identities
+            )
 
     def _standing_roots(self) -> set[str] | None:
         """The roots whose archived sessions stay in the index when their folder is no longer
@@ -676,6 +748,14 @@ class SessionIndex:
         anew), or None; None too for an index that holds no files yet."""
         reason = database.get_meta(self.connection, "resync_required")
         return reason if reason is not None and self._holds_files() else None
+
+    def _entries_put_off(self) -> bool:
+        """Whether a file has its usage rows but not yet its entries (a usage-only sync)."""
+        return bool(
+            self.connection.execute(
+                "SELECT 1 FROM files WHERE entries_pending = 1 LIMIT 1"
+            ).fetchall()
+        )
 
     def _holds_files(self) -> bool:
         return bool(self.connection.execute("SELECT 1 FROM files LIMIT 1").fetchall())

@@ -171,13 +171,19 @@ def price_sources() -> str:
     :func:`price_table`'s fingerprint, which a sync then need not compute (parsing TOML and
     asking the installed packages for the dataset's version)."""
     parts = [f"rules {PRICING_RULES}"]
-    for path in (get_prices_file(), _corrections_path(), _dataset_path()):
+    for path in price_source_paths():
         try:
             info = os.stat(path) if path is not None else None
         except OSError:
             info = None
         parts.append("-" if info is None else f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}")
     return "; ".join(parts)
+
+
+def price_source_paths() -> tuple[str | None, ...]:
+    """The files the prices in force come from: the user's prices file, the shipped
+    corrections and the dataset's data (None: the dataset is not installed)."""
+    return get_prices_file(), _corrections_path(), _dataset_path()
 
 
 def _corrections_path() -> str:

@@ -56,12 +56,21 @@ def char_width(char: str) -> int:
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
+# What char_width says without asking unicodedata: below U+0300, a control takes no cell and
+# anything else one. Counted by the regex engine, so a long cell (a whole first message that a
+# listing cuts to its column) costs no Python work per character.
+_LOW_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_HIGH = re.compile(r"[^\x00-\u02ff]")
+
+
 def display_width(text: str) -> int:
     """Cells ``text`` takes on a terminal: colour codes and highlight marks take none."""
     plain = click.unstyle(text).replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
+    controls = len(_LOW_CONTROLS.findall(plain))
     if plain.isascii():
-        return sum(1 for char in plain if " " <= char < "\x7f")
-    return sum(char_width(char) for char in plain)
+        return len(plain) - controls
+    high = _HIGH.findall(plain)
+    return len(plain) - len(high) - controls + sum(map(char_width, high))
 
 
 def _fill(chars: Iterable[str], room: int) -> list[str]:

@@ -27,7 +27,7 @@ from xcsh_store.cli.output.render import (
     short_time,
 )
 from xcsh_store.cli.output.shapes import ARCHIVED_MARK, session_cost, session_json
-from xcsh_store.cli.params import agents_in_words, count_type, filter_options
+from xcsh_store.cli.params import AgentsHelpCommand, count_type, filter_options
 from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index import SESSION_ORDERS, SessionFilter, SessionQuery, check_filters
 
@@ -78,7 +78,7 @@ def nothing_listed(settings: Settings, index: Any, agents: tuple[str, ...]) -> l
 SHARED_ID_MARK = "*"
 
 
-@cli.command("ls")
+@cli.command("ls", cls=AgentsHelpCommand)
 @filter_options("cwd", "project")
 @click.option(
     "--limit",
@@ -187,6 +187,3 @@ def ls_command(
         echo_wrapped(f"({ARCHIVED_MARK} archived: its file is gone, the store keeps it: restore)")
     if more:
         echo_wrapped(f"(showing {limit}; --limit 0 lists all)")
-
-
-ls_command.help = (ls_command.help or "").replace("AGENTS", agents_in_words(family=True))

@@ -39,7 +39,7 @@ from xcsh_store.cli.output.render import (
 )
 from xcsh_store.cli.output.shapes import block_json, cost_text, usage_json
 from xcsh_store.cli.output.table import Cut
-from xcsh_store.cli.params import agents_in_words, filter_options, timezone_option
+from xcsh_store.cli.params import EstimatedHelpCommand, filter_options, timezone_option
 from xcsh_store.index import (
     USAGE_GROUPS,
     BillingBlock,
@@ -178,7 +178,7 @@ def session_labels(index: IndexReader, filters: SessionFilter) -> dict[str, str]
     }
 
 
-@cli.command("usage")
+@cli.command("usage", cls=EstimatedHelpCommand)
 @click.option(
     "--by",
     type=click.Choice([*USAGE_GROUPS, "host", "block"]),
@@ -352,11 +352,6 @@ def _check(statuses: list[BudgetStatus], check_budget: bool) -> None:
         )
         echo(f"Over budget: {names}", err=True)
         raise SystemExit(3)
-
-
-usage_command.help = (usage_command.help or "").replace(
-    "ESTIMATED", agents_in_words(estimated=True)
-)
 
 
 def _block_start(block: BillingBlock, zone: tzinfo | None) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, tzinfo
 from typing import Any
 
-from xcsh_store.agents import AGENTS
+import xcsh_store.agents as agent_plugins
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.times import iso_bound, parse_time_bound, time_order_problem
 
@@ -52,9 +52,12 @@ def known_agents(agents: Collection[str] | None) -> tuple[str, ...]:
     """``agents`` sorted, each once (None or empty: every agent, ``()``); ValueError names the
     agents there are when one is not."""
     names = tuple(sorted(set(agents or ())))
-    unknown = [name for name in names if name not in AGENTS]
+    if not names:
+        return names  # (the plugins are loaded only to check a name)
+    known = agent_plugins.AGENTS
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise ValueError(f"Unknown agent {unknown[0]!r}; agents are: {', '.join(AGENTS)}")
+        raise ValueError(f"Unknown agent {unknown[0]!r}; agents are: {', '.join(known)}")
     return names
 
 
