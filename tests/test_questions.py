@@ -244,11 +244,12 @@ def test_the_cli_and_the_mcp_tools_print_a_session_with_the_same_keys(flux: Path
     with SessionIndex.open(str(flux), read_only=True) as index:
         (tool, *_) = tools.list_sessions(index)["sessions"]
         page = tools.get_session(index, listed["path"])
-    assert listed["session_id"] == listed["id"] == tool["session_id"] == tool["session"]
-    # The tools name their session "session" as they always did, and add its leaf.
-    tool_keys = set(tool) - {"session", "leaf_id", "tokens"}
-    assert set(listed) == set(shown) == tool_keys
-    assert tool_keys <= set(page)
+    assert listed["session_id"] == listed["id"] == tool["session"]
+    assert set(listed) == set(shown)
+    # The tools name each fact once (tools.REPEATED): the session "session" (as every tool's
+    # argument names it), its total "tokens", its leaf "leaf_id".
+    assert set(tool) == set(listed) - tools.REPEATED | {"session", "tokens", "leaf_id"}
+    assert set(tool) - {"tokens"} <= set(page)
 
 
 def test_the_cli_and_the_mcp_tools_print_a_hit_with_the_same_keys(flux: Path):
@@ -256,7 +257,7 @@ def test_the_cli_and_the_mcp_tools_print_a_hit_with_the_same_keys(flux: Path):
     with SessionIndex.open(str(flux), read_only=True) as index:
         found = tools.search_sessions(index, "gigawatts")["hits"]
     assert hits and found
-    assert {key for hit in hits for key in hit} - {"on_active_branch"} == {
+    assert {key for hit in hits for key in hit} - {"on_active_branch"} - tools.REPEATED == {
         key for hit in found for key in hit
     } - {"session"}
     assert [hit["session_id"] for hit in hits] == [hit["session"] for hit in found]
@@ -268,11 +269,16 @@ def test_the_cli_and_the_mcp_tools_print_usage_and_prompts_with_the_same_keys(fl
     with SessionIndex.open(str(flux), read_only=True) as index:
         tool_usage = tools.usage(index, "model")
         recalled = tools.recall_prompts(index, "gigawatts")["prompts"]
-    assert set(usage["total"]) == set(usage["rows"][0]) <= set(tool_usage["totals"])
-    assert set(tool_usage["totals"]) == set(tool_usage["rows"][0])
-    assert usage["total"]["total_tokens"] == tool_usage["totals"]["total_tokens"]
+    assert set(usage["total"]) == set(usage["rows"][0])
+    assert (
+        set(tool_usage["totals"])
+        == set(tool_usage["rows"][0])
+        == (set(usage["total"]) - tools.REPEATED | {"tokens", "estimated", "unpriced"})
+    )
+    assert usage["total"]["total_tokens"] == tool_usage["totals"]["tokens"]
     assert prompts and recalled
-    assert set(prompts[0]) == set(recalled[0]) - {"session"}
+    # (A prompt's time is "created", in milliseconds as every time of the tools.)
+    assert set(prompts[0]) - {"session_id", "created_at"} == set(recalled[0]) - {"session"}
 
 
 def test_the_web_usage_page_totals_the_rows_as_usage_does(flux: Path):
