@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -37,7 +38,7 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.format.context import build_session_context
 from xcsh_store.format.loader import load_session
 from xcsh_store.format.versions import find_header_index
-from xcsh_store.index import SessionIndex
+from xcsh_store.index import SessionFilter, SessionIndex
 from xcsh_store.paths import get_blobs_dir
 from xcsh_store.times import parse_duration, parse_time_bound
 
@@ -293,6 +294,13 @@ def test_ls_filters_limit_and_order(demo):
     assert named == sorted(named, key=str.lower) and len(named) == 5
     assert len(as_json(demo["agent"], "ls", "-n", "2")) == 2
     assert "--limit 0 lists all" in invoke(demo["agent"], "ls", "-n", "2").output
+
+
+def test_ls_has_an_option_for_every_session_filter_field():
+    """The CLI builds a SessionFilter from the options named after its fields: a new field is
+    asked through ls once it has its option (cli/params.py FILTER_OPTIONS)."""
+    ls_options = {param.name for param in cli.commands["ls"].params}
+    assert {field.name for field in dataclasses.fields(SessionFilter)} <= ls_options
 
 
 def test_ls_ids_resolve_to_the_listed_session(demo):

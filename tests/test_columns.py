@@ -11,6 +11,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from xcsh_store.index import IndexedSession, SessionRecord
 from xcsh_store.index.db import apply_migrations, load_migrations
 from xcsh_store.index.model.columns import (
     ENTRY_ROW,
@@ -20,6 +21,7 @@ from xcsh_store.index.model.columns import (
     Column,
     names,
 )
+from xcsh_store.team import TeamSession
 
 SCHEMA_PAGE = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
 ROWS = {"sessions": SESSION_ROW, "entries": ENTRY_ROW, "history": PROMPT_ROW}
@@ -153,3 +155,11 @@ def test_docs_schema_names_every_prompt_column():
 def test_the_docs_check_finds_a_column_the_page_lacks():
     assert "summary_from" in documented("`sessions`")
     assert "mood" not in documented("`sessions`")
+
+
+def test_both_session_records_read_every_field_the_base_types():
+    """SessionRecord types a session's fields once; each record reads each of them (from the
+    columns of the core), so a field typed there and read by neither fails here."""
+    typed = set(SessionRecord.__annotations__)
+    for record in (IndexedSession, TeamSession):
+        assert {name for name in typed if not hasattr(record, name)} == set(), record

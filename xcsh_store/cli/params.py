@@ -255,11 +255,18 @@ FILTER_OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = 
 }
 
 
+def every_filter_but(*placed: str) -> tuple[str, ...]:
+    """Every SessionFilter field but ``placed``, in the order of FILTER_OPTIONS: the rest of
+    the filters of a verb that takes them all (``ls``), so a new field reaches it through its
+    option alone (tests/test_listing.py holds FILTER_OPTIONS to the fields)."""
+    return tuple(name for name in FILTER_OPTIONS if name not in placed)
+
+
 def filter_options(*names: str, **helps: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The options of the SessionFilter fields ``names`` (in that order; ``helps`` words a
     time bound's help as the verb reads it), given to the verb as one ``filters`` argument:
     the one place a verb's filter is built. A new filter is a field, its option here and a line
-    in each index's compiler."""
+    in each index's compiler (``ls`` takes every filter: every_filter_but)."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)

@@ -131,7 +131,12 @@ if TYPE_CHECKING:
     )
     from xcsh_store.index.read.ranking import WINDOW
     from xcsh_store.index.read.search import SearchHit, parse_search_query
-    from xcsh_store.index.read.sessions import IndexedSession, ReadSession, SessionRecord
+    from xcsh_store.index.read.sessions import (
+        IndexedSession,
+        ReadSession,
+        SessionRecord,
+        reads_columns,
+    )
     from xcsh_store.index.read.tree import SessionTree, build_tree
     from xcsh_store.index.read.usage import (
         USAGE_GROUPS,

@@ -14,7 +14,6 @@ which only the ``full`` tier carries.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -56,13 +55,13 @@ from xcsh_store.index import (
     model_match,
     prefix_apart,
     project_folder,
+    reads_columns,
     refuse_unasked,
     usage_groups,
     usage_row,
 )
 from xcsh_store.team.errors import PrivilegedRoleError, TeamIndexError
 from xcsh_store.team.server import connect, server_errors
-from xcsh_store.times import parse_iso
 
 if TYPE_CHECKING:
     from xcsh_store.glance.spend import BudgetStatus
@@ -83,7 +82,6 @@ USAGE_GROUPS = {
     "root-session": "coalesce(parent_session_id, session_id)",
     "host": "host",
 }
-_EPOCH = datetime.fromtimestamp(0, UTC)
 # The predefined roles whose members reach beyond the database: a shell command on the database
 # host (COPY … TO PROGRAM), and its files (COPY … FROM/TO a file, pg_read_file, lo_import); and
 # the functions that read its files or reload its configuration (a superuser's unless granted).
@@ -105,57 +103,19 @@ _PLAIN_WORD = re.compile(r"^[^\W_]+$")
 _SEPARATORS = re.compile(r"(?:[^\w\s\"-]|_|(?<=\w)-)+")
 
 
-def _time(text: str | None) -> datetime:
-    return (parse_iso(text) if text else None) or _EPOCH
-
-
-@dataclass(frozen=True, slots=True)
-class TeamSession(SessionRecord):
-    """A session on the team index: the fields of IndexedSession, and its host (its totals
-    and JSON shape are SessionRecord's, as IndexedSession's)."""
-
-    host: str
-    path: str
-    session_id: str
-    cwd: str
-    project_dir: str | None
-    title: str | None
-    title_source: str | None
-    parent_session_path: str | None
-    version: int | None
-    created_at: str | None
-    modified_at: str | None
-    entry_count: int
-    message_count: int
-    first_prompt: str | None
-    last_entry_id: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    premium_requests: float
-    cost: float
-    agent: str
-    parent_session_id: str | None
-    # When its file was found gone on its host (kept by that host's archive), else None.
-    source_gone_at: str | None
-    id_shared: bool
-    # How its costs are known (as IndexedSession's).
-    cost_facts: CostFacts
-
-    @property
-    def id(self) -> str:
-        return self.session_id
-
-    @property
-    def modified(self) -> datetime:
-        return _time(self.modified_at)
-
-
-# What TeamSession's fields are read from: its columns' (the index's session columns the record
-# reads: SESSION_ROW), but these.
+# A team session's row: its key (host and path), the session columns the record reads that
+# the team index keeps (model/columns.py), whether another file shares its id, how its costs
+# are known.
+_RECORD_COLUMNS = tuple(column for column in SESSION_ROW if column.field and column.postgres)
+_FIELDS = (
+    "host", "path", *(str(column.field) for column in _RECORD_COLUMNS), "id_shared", "cost_facts",
+)  # fmt: skip
+_AT = {name: position for position, name in enumerate(_FIELDS)}
+# What they are read from: their columns, but these.
 _FIELDS_AS = {
     "host": "host",
+    "path": "path",
+    "cwd": "coalesce(cwd, '')",
     "title": "coalesce(nullif(title, ''), compaction_title)",
     "id_shared": "EXISTS (SELECT 1 FROM sessions AS twin WHERE twin.session_id = s.session_id"
     " AND (twin.host, twin.path) <> (s.host, s.path))",
@@ -163,18 +123,49 @@ _FIELDS_AS = {
     "cost_facts": f"(SELECT json_build_array({FACTS_SQL}) FROM entries AS e WHERE e.host = s.host"
     " AND e.path = s.path AND e.input_tokens IS NOT NULL)",
 }
-_READ_AS = {column.field: column.name for column in SESSION_ROW if column.field} | _FIELDS_AS
-_FIELDS = [field.name for field in dataclasses.fields(TeamSession)]
+_READ_AS = {str(column.field): column.name for column in _RECORD_COLUMNS} | _FIELDS_AS
 _SESSION_COLUMNS = ", ".join(_READ_AS[name] for name in _FIELDS)
-# Where the session row's cost is among _SESSION_COLUMNS (TeamSession's fields, in order).
-_COST = _FIELDS.index("cost")
+
+
+def _field(name: str) -> Any:
+    """A field of TeamSession: ``name`` of its row."""
+    position = _AT[name]
+    return property(lambda session: session._row[position])
+
+
+@reads_columns(_RECORD_COLUMNS, lambda column: _field(str(column.field)))
+class TeamSession(SessionRecord):
+    """A session on the team index: the fields of SessionRecord, read from its row, and its
+    host (its totals and JSON shape are SessionRecord's, as IndexedSession's)."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        self._row = tuple(row)
+
+    host: str = _field("host")
+    path: str = _field("path")
+    id_shared: bool = _field("id_shared")
+    cost_facts: CostFacts = _field("cost_facts")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TeamSession):
+            return NotImplemented
+        return self._row == other._row
+
+    def __hash__(self) -> int:
+        return hash(self._row)
+
+    def __repr__(self) -> str:
+        return (
+            f"TeamSession(host={self.host!r}, session_id={self.session_id!r},"
+            f" cwd={self.cwd!r}, title={self.title!r})"
+        )
 
 
 def _session(row: Sequence[Any]) -> TeamSession:
     # The cost facts summed as the session row's cost was (the dollars the local index shows).
-    values = [*row[:-1], CostFacts.of_row(row[-1]).summed_as(row[_COST])]
-    values[3] = values[3] or ""  # its cwd
-    return TeamSession(*values)
+    return TeamSession([*row[:-1], CostFacts.of_row(row[-1]).summed_as(row[_AT["cost"]])])
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,12 @@ from xcsh_store.cli.output.render import (
     short_time,
 )
 from xcsh_store.cli.output.shapes import ARCHIVED_MARK, session_cost, session_json
-from xcsh_store.cli.params import AgentsHelpCommand, count_type, filter_options
+from xcsh_store.cli.params import (
+    AgentsHelpCommand,
+    count_type,
+    every_filter_but,
+    filter_options,
+)
 from xcsh_store.errors import UnknownFilterError
 from xcsh_store.index import SESSION_ORDERS, SessionFilter, SessionQuery, check_filters
 
@@ -78,8 +83,12 @@ def nothing_listed(settings: Settings, index: Any, agents: tuple[str, ...]) -> l
 SHARED_ID_MARK = "*"
 
 
+# ls takes every filter: its folders first, the rest (a new one too) after --limit and --order.
+_FOLDER_FILTERS = ("cwd", "project")
+
+
 @cli.command("ls", cls=AgentsHelpCommand)
-@filter_options("cwd", "project")
+@filter_options(*_FOLDER_FILTERS)
 @click.option(
     "--limit",
     "-n",
@@ -96,11 +105,7 @@ SHARED_ID_MARK = "*"
     help="Newest modified, newest created, or by title.",
 )
 @filter_options(
-    "since",
-    "until",
-    "agents",
-    "host",
-    "archived",
+    *every_filter_but(*_FOLDER_FILTERS),
     since="Only sessions active from this time on (modified since): 2026-11-01, 7d.",
     until="Only sessions started before this time (same forms as --since).",
 )

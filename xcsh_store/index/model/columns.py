@@ -6,7 +6,8 @@ Every list of these columns elsewhere is derived from here: the writes (write/in
 history mirror (read/prompts.py), the listing and the details of a session (read/sessions.py),
 verify's comparison (upkeep/verify.py), the export to other stores (read/export.py: what the
 team index's push copies), the Parquet export's schema (team/parquet.py), the team index's
-session select (team/reader.py, from TeamSession's fields).
+session select and record (team/reader.py), and the records' fields (read/sessions.py: typed
+once, on SessionRecord, read by each record from its own row).
 tests/test_columns.py holds the tables of both databases, after every migration, and
 docs/schema.md to these lists, so a column added in one place and not the others fails there.
 """

@@ -6,7 +6,8 @@ Each front builds them once (the CLI from its options, the web app from its quer
 MCP server from its arguments) and each index compiles them to its own SQL: index.db's read
 modules (``sessions.filter_sql``, search, usage, prompts) and the team index's reader
 (PostgreSQL); ``store.IndexReader`` names what both indexes answer. A new filter is one field here,
-one line in each compiler, and one option.
+one line in each compiler, and one option (cli/params.py FILTER_OPTIONS, which ``ls`` takes
+whole).
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ skipped lines, entry ids)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import apsw
 import orjson
@@ -19,7 +20,7 @@ from xcsh_store.errors import (
     EntryNotFoundError,
     SessionNotFoundError,
 )
-from xcsh_store.index.model.columns import local, record_fields
+from xcsh_store.index.model.columns import Column, local, record_fields
 from xcsh_store.index.read.names import unique_entry_prefixes, unique_id_prefixes
 from xcsh_store.index.read.questions import (
     SessionFilter,
@@ -72,6 +73,7 @@ FIRST_MESSAGE_LISTED = 256
 # covering index sessions_listing (migration 0008) holds exactly these, so listing every
 # session reads that one index from its start and nothing else.
 _LISTED_AS = {
+    "cwd": "coalesce(s.cwd, '')",
     "title": _TITLE,
     "first_message": f"CASE WHEN coalesce({_TITLE}, '') = ''"
     f" THEN substr(s.first_message, 1, {FIRST_MESSAGE_LISTED}) END",
@@ -79,8 +81,8 @@ _LISTED_AS = {
 _LISTED = tuple(_LISTED_AS.get(column.name, local(column)) for column in record_fields(True))
 # Where each is in a listed row; the file id first, the session id second (Listing reads them).
 _AT = {column.name: position for position, column in enumerate(record_fields(True))}
-_FILE_ID, _SESSION_ID, _CWD, _MODIFIED, _TITLE_AT, _FIRST_AT = (
-    _AT[name] for name in ("file_id", "session_id", "cwd", "modified_at", "title", "first_message")
+_FILE_ID, _SESSION_ID, _TITLE_AT, _FIRST_AT = (
+    _AT[name] for name in ("file_id", "session_id", "title", "first_message")
 )
 # Every other field of IndexedSession, read on first use: the record's other columns, then the
 # first message whole (a listing reads its start), whether the file is v1/v2, and how its costs
@@ -116,6 +118,7 @@ _ORDERS = {
 }
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
+_Record = TypeVar("_Record", bound="SessionRecord")
 
 
 def _parse_time(text: str | None) -> datetime:
@@ -194,123 +197,79 @@ def _detail(column: str) -> Any:
     return property(lambda session: session._listing.details(session._row[_FILE_ID])[position])
 
 
-class SessionFields(Protocol):
-    """The fields a SessionRecord derives from (IndexedSession's columns of index.db,
-    TeamSession's of the team index), read-only, for the checker."""
-
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def agent(self) -> str: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def project_dir(self) -> str | None: ...
-    @property
-    def title(self) -> str | None: ...
-    @property
-    def title_source(self) -> str | None: ...
-    @property
-    def parent_session_path(self) -> str | None: ...
-    @property
-    def parent_session_id(self) -> str | None: ...
-    @property
-    def version(self) -> int | None: ...
-    @property
-    def created_at(self) -> str | None: ...
-    @property
-    def modified(self) -> datetime: ...
-    @property
-    def entry_count(self) -> int: ...
-    @property
-    def message_count(self) -> int: ...
-    @property
-    def first_prompt(self) -> str | None: ...
-    @property
-    def last_entry_id(self) -> str | None: ...
-    @property
-    def input_tokens(self) -> int: ...
-    @property
-    def output_tokens(self) -> int: ...
-    @property
-    def cache_read_tokens(self) -> int: ...
-    @property
-    def cache_write_tokens(self) -> int: ...
-    @property
-    def premium_requests(self) -> float: ...
-    @property
-    def cost(self) -> float: ...
-    @property
-    def cost_facts(self) -> CostFacts: ...
-    @property
-    def id_shared(self) -> bool: ...
-    @property
-    def source_gone_at(self) -> str | None: ...
-
-
-class SessionRecordFields(SessionFields, Protocol):
-    """SessionFields and what a SessionRecord derives from them."""
-
-    @property
-    def tokens(self) -> int: ...
-
-    @property
-    def started(self) -> datetime | None: ...
-
-    @property
-    def cost_kind(self) -> str: ...
-
-    @property
-    def unpriced_entries(self) -> int: ...
-
-
-class ReadSession(SessionRecordFields, Protocol):
-    """A session as either index returns it (IndexedSession, TeamSession): its fields, what
-    SessionRecord derives from them, and its JSON shape."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def created(self) -> datetime: ...
-
-    @property
-    def first_message(self) -> str: ...
-
-    def to_json(self) -> dict[str, Any]: ...
-
-
 class SessionRecord:
     """What a session record of either index (IndexedSession, the team index's TeamSession)
     derives from its fields the one way: its total tokens, the kind of its cost, and its JSON
     shape (docs/json.md: ``ls``, ``show``, the MCP tools and the team index print these keys)."""
 
-    # Its fields are those of IndexedSession (columns of index.db) or TeamSession (of the
-    # team index), each declared once, there.
     __slots__ = ()
 
+    # Its fields: the session columns it reads (model/columns.py, by their ``field`` names),
+    # typed here once for both records, each reading them its own way (reads_columns).
+    session_id: str
+    # Which agent wrote it (xcsh, pi, omp or a plugin's name: claude, codex, …).
+    agent: str
+    path: str
+    cwd: str
+    project_dir: str | None
+    title: str | None
+    title_source: str | None
+    parent_session_path: str | None
+    # The session id of the session it is a subagent or fork of (where its agent says so).
+    parent_session_id: str | None
+    version: int | None
+    created_at: str | None
+    modified_at: str | None
+    entry_count: int
+    message_count: int
+    last_entry_id: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    premium_requests: float
+    cost: float
+    source_gone_at: str | None
+
+    if TYPE_CHECKING:
+        # What each record reads its own way: the first message (a listing of index.db reads
+        # its start), whether another file shares its id, how its costs are known.
+        @property
+        def first_prompt(self) -> str | None: ...
+        @property
+        def id_shared(self) -> bool: ...
+        @property
+        def cost_facts(self) -> CostFacts: ...
+
     @property
-    def tokens(self: SessionFields) -> int:
+    def id(self) -> str:
+        return self.session_id
+
+    # Parsed on each use: a listing of 10,000 sessions that shows a few parses a few.
+    @property
+    def modified(self) -> datetime:
+        return _parse_time(self.modified_at)
+
+    @property
+    def tokens(self) -> int:
         """Every token of its requests: input, output, cache reads and writes (what ``usage``
         sums as its total, UsageRow.tokens)."""
         figures = (self.input_tokens, self.output_tokens, self.cache_read_tokens)
         return sum(figures) + self.cache_write_tokens
 
     @property
-    def started(self: SessionFields) -> datetime | None:
+    def started(self) -> datetime | None:
         """When the session started; None when its file does not say (Cursor's transcripts
         hold no times), never the epoch."""
         return parse_iso(self.created_at) if self.created_at else None
 
     @property
-    def created(self: SessionRecordFields) -> datetime:
+    def created(self) -> datetime:
         """``started``, the epoch when unknown (so that a sort by it puts those last)."""
         return self.started or _EPOCH
 
     @property
-    def first_message(self: SessionFields) -> str:
+    def first_message(self) -> str:
         """The text of the first user message, as a listing shows it: ``"(no prompt)"`` for
         a session of messages none of which is the user's, ``"(no messages)"`` without any."""
         if self.first_prompt:
@@ -318,16 +277,16 @@ class SessionRecord:
         return "(no prompt)" if self.message_count else "(no messages)"
 
     @property
-    def cost_kind(self: SessionFields) -> str:
+    def cost_kind(self) -> str:
         """How its cost is known: one of costs.COST_KINDS (free, unknown, not_recorded, …)."""
         return self.cost_facts.kind
 
     @property
-    def unpriced_entries(self: SessionFields) -> int:
+    def unpriced_entries(self) -> int:
         """Its requests whose cost is not known (no recorded cost, no price)."""
         return self.cost_facts.unpriced
 
-    def to_json(self: SessionRecordFields) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """The session as ``--json`` prints it; ``id`` and ``session_id`` are both its session
         id (``id`` first, as ``ls`` always printed it; ``session_id`` as every other record
         names it); a record of the team index adds its ``host``."""
@@ -377,12 +336,37 @@ class SessionRecord:
         }
 
 
+# A session as either index returns it (IndexedSession, TeamSession): its fields, what it
+# derives from them, and its JSON shape.
+ReadSession = SessionRecord
+
+
+def reads_columns(
+    columns: Iterable[Column], read: Callable[[Column], Any]
+) -> Callable[[type[_Record]], type[_Record]]:
+    """A session record class given a field for each of ``columns`` (session columns the record
+    reads: model/columns.py) that it does not define itself, read as ``read`` makes it (a
+    property): the fields SessionRecord types once for both indexes."""
+
+    def decorate(record: type[_Record]) -> type[_Record]:
+        for column in columns:
+            if column.field and column.field not in vars(record):
+                setattr(record, column.field, read(column))
+        return record
+
+    return decorate
+
+
 def host_of(record: Any) -> dict[str, str]:
     """``{"host": …}`` for a record of the team index, else nothing."""
     host = getattr(record, "host", None)
     return {} if host is None else {"host": host}
 
 
+@reads_columns(
+    record_fields(True) + record_fields(False),
+    lambda column: _listed(column.name) if column.listed else _detail(column.name),
+)
 class IndexedSession(SessionRecord):
     """A session as listed by the index: the fields of ``SessionInfo`` and a few more.
 
@@ -400,28 +384,6 @@ class IndexedSession(SessionRecord):
         self._listing = listing
 
     file_id: int = _listed("file_id")
-    session_id: str = _listed("session_id")
-    message_count: int = _listed("message_count")
-    input_tokens: int = _listed("input_tokens")
-    output_tokens: int = _listed("output_tokens")
-    cost: float = _listed("cost")
-    title: str | None = _listed("title")
-
-    path: str = _detail("path")
-    project_dir: str | None = _detail("project_dir")
-    title_source: str | None = _detail("title_source")
-    parent_session_path: str | None = _detail("parent_session")
-    # Which agent wrote it (xcsh, pi, omp or a plugin's name: claude, codex, …), and the session
-    # id of the session it is a subagent or fork of (where its agent says so).
-    agent: str = _detail("agent")
-    parent_session_id: str | None = _detail("parent_session_id")
-    source_gone_at: str | None = _detail("source_gone_at")
-    version: int | None = _detail("version")
-    entry_count: int = _detail("entry_count")
-    last_entry_id: str | None = _detail("last_entry_id")
-    cache_read_tokens: int = _detail("cache_read_tokens")
-    cache_write_tokens: int = _detail("cache_write_tokens")
-    premium_requests: float = _detail("premium_requests")
 
     @property
     def cost_facts(self) -> CostFacts:
@@ -429,23 +391,6 @@ class IndexedSession(SessionRecord):
         found = self._details()[_COST_FACTS]
         facts = CostFacts() if found is None else CostFacts.of_row(orjson.loads(found))
         return facts.summed_as(self.cost)
-
-    @property
-    def id(self) -> str:
-        return self._row[_SESSION_ID]
-
-    @property
-    def cwd(self) -> str:
-        return self._row[_CWD] or ""
-
-    # Parsed on each use: a listing of 10,000 sessions that shows a few parses a few.
-    @property
-    def modified(self) -> datetime:
-        return _parse_time(self._row[_MODIFIED])
-
-    @property
-    def created_at(self) -> str | None:
-        return self._details()[_DETAIL_AT["created_at"]]
 
     @property
     def first_prompt(self) -> str | None:
