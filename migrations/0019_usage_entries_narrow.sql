@@ -1,32 +1,16 @@
 -- The usage_entries view, the same rows and columns, its window functions over narrow rows
 -- (issue 40; migration 0018's union of entries and usage_lines): the windows that decide which
 -- copy of a request counts (copies and forks counted once) sort each request's keys alone, not
--- its whole row joined with its session's, and the other columns are read for the rows kept,
--- from entries and sessions (pk > 0) or usage_lines and usage_sessions (pk < 0, the negated
--- usage_lines key). The keys' subquery is read once, so a condition on timestamp (a part of
--- every window's partition) still goes down to the tables' rows.
+-- its whole row joined with its session's, and the other columns are read for the rows kept:
+-- from entries and sessions (pk > 0), or from usage_lines and usage_sessions (pk < 0, the
+-- negated usage_lines key). The keys are ranked once (MATERIALIZED: both halves read them), and
+-- each half reads them first (CROSS JOIN: a condition on a session's column, agent = ?, would
+-- otherwise loop over sessions and search the ranked keys for each). On the 327 MB Claude tree's
+-- index: 0.31 -> 0.25 CPU-s for usage --by day's query, 0.29 -> 0.21 for a sum of every row.
 DROP VIEW usage_entries;
 CREATE VIEW usage_entries AS
-SELECT
-    r.pk, r.session, r.session_id,
-    CASE WHEN r.pk > 0 THEN s.project_dir ELSE us.project_dir END AS project_dir,
-    CASE WHEN r.pk > 0 THEN s.cwd ELSE us.cwd END AS cwd,
-    r.id, r.timestamp,
-    CASE WHEN r.pk > 0 THEN e.provider ELSE u.provider END AS provider,
-    CASE WHEN r.pk > 0 THEN e.model ELSE u.model END AS model,
-    r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
-    CASE WHEN r.pk > 0 THEN e.premium_requests ELSE u.premium_requests END AS premium_requests,
-    CASE WHEN r.pk > 0 THEN e.cost ELSE u.cost END AS cost,
-    CASE WHEN r.pk > 0 THEN s.agent ELSE us.agent END AS agent,
-    CASE WHEN r.pk > 0 THEN s.parent_session_id ELSE us.parent_session_id END
-        AS parent_session_id,
-    r.created_at, r.modified_at,
-    CASE WHEN r.pk > 0 THEN e.cost_estimated ELSE u.cost_estimated END AS cost_estimated,
-    CASE WHEN r.pk > 0 THEN e.list_cost ELSE u.list_cost END AS list_cost,
-    r.occurrence, r.copy_number, r.file_copy
-FROM (
-    SELECT
-        *,
+WITH ranked AS MATERIALIZED (
+    SELECT pk, occurrence,
         row_number() OVER (
             PARTITION BY id, timestamp ORDER BY created_at, session
         ) AS copy_number,
@@ -63,9 +47,23 @@ FROM (
         FROM usage_lines AS u
         JOIN usage_sessions AS s ON s.file_id = u.session
     )
-) AS r
-LEFT JOIN entries AS e ON r.pk > 0 AND e.pk = r.pk
-LEFT JOIN sessions AS s ON r.pk > 0 AND s.file_id = r.session
-LEFT JOIN usage_lines AS u ON r.pk < 0 AND u.pk = -r.pk
-LEFT JOIN usage_sessions AS us ON r.pk < 0 AND us.file_id = r.session
-WHERE r.copy_number = 1 AND r.file_copy = 1;
+)
+SELECT
+    e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+    e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+    e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, e.cost_estimated, e.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+CROSS JOIN entries AS e ON e.pk = r.pk
+CROSS JOIN sessions AS s ON s.file_id = e.session
+WHERE r.pk > 0 AND r.copy_number = 1 AND r.file_copy = 1
+UNION ALL
+SELECT
+    -u.pk, u.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
+    u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+    u.premium_requests, u.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, u.cost_estimated, u.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+CROSS JOIN usage_lines AS u ON u.pk = -r.pk
+CROSS JOIN usage_sessions AS s ON s.file_id = u.session
+WHERE r.pk < 0 AND r.copy_number = 1 AND r.file_copy = 1;

@@ -423,26 +423,8 @@ GROUP BY provider, model;
 
 -- view usage_entries on usage_entries
 CREATE VIEW usage_entries AS
-SELECT
-    r.pk, r.session, r.session_id,
-    CASE WHEN r.pk > 0 THEN s.project_dir ELSE us.project_dir END AS project_dir,
-    CASE WHEN r.pk > 0 THEN s.cwd ELSE us.cwd END AS cwd,
-    r.id, r.timestamp,
-    CASE WHEN r.pk > 0 THEN e.provider ELSE u.provider END AS provider,
-    CASE WHEN r.pk > 0 THEN e.model ELSE u.model END AS model,
-    r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
-    CASE WHEN r.pk > 0 THEN e.premium_requests ELSE u.premium_requests END AS premium_requests,
-    CASE WHEN r.pk > 0 THEN e.cost ELSE u.cost END AS cost,
-    CASE WHEN r.pk > 0 THEN s.agent ELSE us.agent END AS agent,
-    CASE WHEN r.pk > 0 THEN s.parent_session_id ELSE us.parent_session_id END
-        AS parent_session_id,
-    r.created_at, r.modified_at,
-    CASE WHEN r.pk > 0 THEN e.cost_estimated ELSE u.cost_estimated END AS cost_estimated,
-    CASE WHEN r.pk > 0 THEN e.list_cost ELSE u.list_cost END AS list_cost,
-    r.occurrence, r.copy_number, r.file_copy
-FROM (
-    SELECT
-        *,
+WITH ranked AS MATERIALIZED (
+    SELECT pk, occurrence,
         row_number() OVER (
             PARTITION BY id, timestamp ORDER BY created_at, session
         ) AS copy_number,
@@ -479,9 +461,23 @@ FROM (
         FROM usage_lines AS u
         JOIN usage_sessions AS s ON s.file_id = u.session
     )
-) AS r
-LEFT JOIN entries AS e ON r.pk > 0 AND e.pk = r.pk
-LEFT JOIN sessions AS s ON r.pk > 0 AND s.file_id = r.session
-LEFT JOIN usage_lines AS u ON r.pk < 0 AND u.pk = -r.pk
-LEFT JOIN usage_sessions AS us ON r.pk < 0 AND us.file_id = r.session
-WHERE r.copy_number = 1 AND r.file_copy = 1;
+)
+SELECT
+    e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+    e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+    e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, e.cost_estimated, e.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+CROSS JOIN entries AS e ON e.pk = r.pk
+CROSS JOIN sessions AS s ON s.file_id = e.session
+WHERE r.pk > 0 AND r.copy_number = 1 AND r.file_copy = 1
+UNION ALL
+SELECT
+    -u.pk, u.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
+    u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+    u.premium_requests, u.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, u.cost_estimated, u.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+CROSS JOIN usage_lines AS u ON u.pk = -r.pk
+CROSS JOIN usage_sessions AS s ON s.file_id = u.session
+WHERE r.pk < 0 AND r.copy_number = 1 AND r.file_copy = 1;
