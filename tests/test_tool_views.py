@@ -248,6 +248,31 @@ def test_a_failed_commands_output_says_its_exit_status(home, agent_dir):
     assert "<summary>Output of exec_command · exit 0</summary>" in document
 
 
+def test_a_claude_tool_result_marked_as_an_error_is_an_error_from_its_tool(home, agent_dir):
+    # Claude Code marks a failed call's result "is_error": true; the result names its call by
+    # tool_use_id, and the call names the tool.
+    session = home.files["ikihin__bhavana__claude-session.jsonl"]
+    records = [orjson.loads(line) for line in session.read_text().splitlines()]
+    failed = {
+        record["uuid"]
+        for record in records
+        for block in (record.get("message") or {}).get("content") or []
+        if isinstance(block, dict) and block.get("is_error") is True
+    }
+    with SessionIndex.open(str(agent_dir), read_only=True) as index:
+        session_id = next(s.session_id for s in index.list_sessions() if s.path == str(session))
+    exported = CliRunner().invoke(cli, ["export", session_id, "--format", "json"])
+    outputs = [
+        (message["entry_id"], block)
+        for message in orjson.loads(exported.output)["messages"]
+        if message["role"] == "tool"
+        for block in message["blocks"]
+    ]
+    errors = {entry_id for entry_id, block in outputs if block.get("is_error")}
+    assert errors == failed & {entry_id for entry_id, _block in outputs} != set()
+    assert all(block["title"] != "tool" for _entry_id, block in outputs)  # named by the call
+
+
 def test_a_changed_line_marks_the_words_it_changed():
     diff = _diff("total = price * count\n", "total = price * amount\n", "a.py")
     removed, added = (line for line in marked_lines(diff) if line.kind in ("add", "del"))

@@ -174,8 +174,9 @@ def _assistant(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]
                     blocks.append({"type": kind, kind: text})
             elif kind == "tool_use":
                 blocks.append(
-                    {"type": "toolCall", "name": block.get("name"), "arguments": block.get("input")}
-                )
+                    {"type": "toolCall", "id": text_of(block.get("id")), "name": block.get("name"),
+                     "arguments": block.get("input")}
+                )  # fmt: skip
     model = text_of(message.get("model"))
     found.entry.update(type="message", message={"role": "assistant", "content": blocks})
     # Claude Code also runs other providers' models (through their Anthropic-compatible APIs,
@@ -219,9 +220,12 @@ def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> 
         texts = []
         for block in results:
             texts += _texts(block.get("content"))
-        found.entry.update(
-            type="message", message={"role": "toolResult", "content": text_blocks(texts)}
-        )
+        result: dict[str, Any] = {"role": "toolResult", "content": text_blocks(texts)}
+        if len(results) == 1 and isinstance(call := results[0].get("tool_use_id"), str):
+            result["toolCallId"] = call  # (the call it answers names the tool)
+        if any(block.get("is_error") is True for block in results):
+            result["isError"] = True
+        found.entry.update(type="message", message=result)
         return
     texts = []
     for block in blocks:
