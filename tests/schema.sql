@@ -423,9 +423,8 @@ GROUP BY provider, model;
 
 -- view usage_entries on usage_entries
 CREATE VIEW usage_entries AS
-SELECT * FROM (
-    SELECT
-        *,
+WITH ranked AS MATERIALIZED (
+    SELECT pk, occurrence,
         row_number() OVER (
             PARTITION BY id, timestamp ORDER BY created_at, session
         ) AS copy_number,
@@ -437,10 +436,8 @@ SELECT * FROM (
         ) AS file_copy
     FROM (
         SELECT
-            e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
-            e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
-            e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
-            s.modified_at, e.cost_estimated, e.list_cost,
+            e.pk, e.session, s.session_id, e.id, e.timestamp, e.input_tokens, e.output_tokens,
+            e.cache_read_tokens, e.cache_write_tokens, s.created_at, s.modified_at,
             row_number() OVER (
                 PARTITION BY
                     e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,
@@ -453,10 +450,8 @@ SELECT * FROM (
           AND e.session NOT IN (SELECT id FROM files WHERE entries_pending = 1)
         UNION ALL
         SELECT
-            -u.pk, u.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
-            u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
-            u.premium_requests, u.cost, s.agent, s.parent_session_id, s.created_at,
-            s.modified_at, u.cost_estimated, u.list_cost,
+            -u.pk, u.session, s.session_id, u.id, u.timestamp, u.input_tokens, u.output_tokens,
+            u.cache_read_tokens, u.cache_write_tokens, s.created_at, s.modified_at,
             row_number() OVER (
                 PARTITION BY
                     u.session, u.timestamp, u.input_tokens, u.output_tokens, u.cache_read_tokens,
@@ -467,4 +462,22 @@ SELECT * FROM (
         JOIN usage_sessions AS s ON s.file_id = u.session
     )
 )
-WHERE copy_number = 1 AND file_copy = 1;
+SELECT
+    e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+    e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
+    e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, e.cost_estimated, e.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+CROSS JOIN entries AS e ON e.pk = r.pk
+CROSS JOIN sessions AS s ON s.file_id = e.session
+WHERE r.pk > 0 AND r.copy_number = 1 AND r.file_copy = 1
+UNION ALL
+SELECT
+    -u.pk, u.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
+    u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+    u.premium_requests, u.cost, s.agent, s.parent_session_id, s.created_at,
+    s.modified_at, u.cost_estimated, u.list_cost, r.occurrence, r.copy_number, r.file_copy
+FROM ranked AS r
+CROSS JOIN usage_lines AS u ON u.pk = -r.pk
+CROSS JOIN usage_sessions AS s ON s.file_id = u.session
+WHERE r.pk < 0 AND r.copy_number = 1 AND r.file_copy = 1;

@@ -27,3 +27,25 @@ def test_usage_counts_each_entry_once(agent_dir, index):
     assert index.usage(by="month", since="2030-01-01") == []
     with pytest.raises(ValueError):
         index.usage(by="galaxy")
+
+
+def test_usage_entries_ranks_the_keys_once_and_reads_them_first(agent_dir, index):
+    # Migration 0019: the ranked keys are computed once for both halves of the view, and each
+    # half reads them first; a condition on a session's column (agent = ?) must not turn the
+    # plan into a loop over sessions that searches the ranked keys for each.
+    folder = sessions_dir(agent_dir)
+    write_session(
+        folder / "one.jsonl",
+        [header("one"), message("u1", None, "user", "q"), message("a1", "u1", "assistant", "r")],
+    )
+    index.sync()
+    for condition in ("agent = 'claude'", "session_id = 'one'", "timestamp >= '2026'"):
+        plan = [
+            row[3]
+            for row in index.connection.execute(
+                f"EXPLAIN QUERY PLAN SELECT sum(cost) FROM usage_entries WHERE {condition}"
+            )
+        ]
+        assert plan.count("MATERIALIZE ranked") == 1, plan
+        assert plan.count("SCAN r") == 2, plan
+        assert not [step for step in plan if step.startswith("SEARCH r")], plan

@@ -53,6 +53,8 @@ def connection(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apsw.Connec
     connection = apsw.Connection(str(path))
     connection.execute("CREATE TABLE entries (timestamp TEXT)")
     connection.execute("CREATE INDEX entries_timestamp ON entries (timestamp)")
+    # zone_shift_sql reads the ends of usage_lines' timestamps too (migration 0018).
+    connection.execute("CREATE TABLE usage_lines (timestamp TEXT)")
     connection.execute("CREATE VIEW usage_entries AS SELECT * FROM entries")
     with connection:
         connection.executemany("INSERT INTO entries VALUES (?)", [(ts,) for ts in timestamps()])
@@ -98,5 +100,6 @@ def test_a_zone_of_one_offset_is_one_modifier_and_one_with_changes_a_case(
 def test_an_index_without_timestamps_groups_by_today_s_offset(tmp_path: Path):
     connection = apsw.Connection(str(tmp_path / "empty.db"))
     connection.execute("CREATE TABLE entries (timestamp TEXT)")
+    connection.execute("CREATE TABLE usage_lines (timestamp TEXT)")
     assert zone_shift_sql(connection, ZoneInfo("UTC")) == "'+0 seconds'"
     connection.close()
