@@ -160,8 +160,8 @@ def test_a_sync_that_dies_after_dropping_a_files_rows_is_completed_by_the_next(
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
 
-    def die(connection: object, file_id: int) -> int:
-        removed = drop_file_rows(connection, file_id)  # type: ignore[arg-type]
+    def die(connection: object, file_id: int, *more: object, **options: object) -> int:
+        removed = drop_file_rows(connection, file_id, *more, **options)  # type: ignore[arg-type]
         raise KeyboardInterrupt(f"killed after {removed} rows were dropped")
 
     monkeypatch.setattr(indexer, "drop_file_rows", die)
