@@ -154,23 +154,31 @@ def test_an_edited_prices_file_is_a_new_table(tmp_path: Path, monkeypatch: pytes
     assert _price_in_new_process(tmp_path, "assert cost == 30 / 1e6") == []
 
 
-def _claude_usage(agent_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """`usage --by agent --agent claude` in a new process: Claude's row, and which of
+def _verb_in_new_process(agent_dir: Path, *arguments: str) -> tuple[str, list[str]]:
+    """A verb of the CLI over ``agent_dir`` in a new process: what it printed, and which of
     genai-prices, pydantic and httpx it imported."""
     script = (
         "import sys, json\nfrom xcsh_store.cli import cli\n"
         "try:\n"
-        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'usage', '--by', 'agent', '--agent',"
-        " 'claude', '--json'])\n"
+        f"    cli(['--agent-dir', {str(agent_dir)!r}, *{list(arguments)!r}])\n"
         "except SystemExit:\n    pass\n"
         "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
-    usage, _, imported = result.stdout.rstrip("\n").rpartition("\n")
+    printed, _, imported = result.stdout.rstrip("\n").rpartition("\n")
+    return printed, json.loads(imported)
+
+
+def _claude_usage(agent_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """`usage --by agent --agent claude` in a new process: Claude's row, and which of
+    genai-prices, pydantic and httpx it imported."""
+    usage, imported = _verb_in_new_process(
+        agent_dir, "usage", "--by", "agent", "--agent", "claude", "--json"
+    )
     (row,) = json.loads(usage)["rows"]
-    return row, json.loads(imported)
+    return row, imported
 
 
 def test_usage_that_prices_a_new_line_imports_neither_genai_prices_nor_pydantic(
@@ -218,35 +226,16 @@ def test_a_search_whose_hits_are_read_through_their_reader_imports_no_dataset(
     table kept beside the index, from disk (a search had spent 38 % of its second building the
     table from genai-prices)."""
     run(agent_dir, "sync", "--init", "--workers", "1")
-    script = (
-        "import sys, json\nfrom xcsh_store.cli import cli\n"
-        "try:\n"
-        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'search', 'packages', '--agent', 'claude',"
-        " '--json'])\n"
-        "except SystemExit:\n    pass\n"
-        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
+    hits, imported = _verb_in_new_process(
+        agent_dir, "search", "packages", "--agent", "claude", "--json"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
-    )
-    hits, _, imported = result.stdout.rstrip("\n").rpartition("\n")
     assert any(hit["snippet"] for hit in json.loads(hits))
-    assert json.loads(imported) == []
+    assert imported == []
 
 
 def test_a_sync_that_prices_nothing_builds_no_table(agent_dir: Path):
     """The fingerprint the index records is the files' digest and the dataset's version: a
     first sync with nothing to price reads neither the dataset nor writes a table."""
-    script = (
-        "import sys, json\nfrom xcsh_store.cli import cli\n"
-        "try:\n"
-        f"    cli(['--agent-dir', {str(agent_dir)!r}, 'sync', '--init'])\n"
-        "except SystemExit:\n    pass\n"
-        "print(json.dumps(sorted({'genai_prices', 'pydantic', 'httpx'} & set(sys.modules))))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
-    )
-    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert _verb_in_new_process(agent_dir, "sync", "--init")[1] == []
     assert (agent_dir / "index.db").is_file()
     assert not (agent_dir / price_cache.CACHE_NAME).exists()

@@ -11,17 +11,12 @@ each file's usage counted once, from one table or the other, and the next sync c
 
 from __future__ import annotations
 
-import logging
-
 import apsw
 
-from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper
 from xcsh_store.index.write.indexer import FileIndexer, pk_counter
 from xcsh_store.index.write.scan import Progress, SeenFile, SyncReport, known_file
-from xcsh_store.index.write.sync import _index_files
-
-log = logging.getLogger("xcsh_store")
+from xcsh_store.index.write.sync import _index_files, archiving
 
 _PENDING = (
     "SELECT path, root, project_dir, size, mtime_ns, inode, ctime_ns FROM files"
@@ -47,15 +42,7 @@ def index_pending_entries(
         seen = SeenFile(path, root, project_dir, size, mtime_ns, inode, ctime_ns)
         todo.append((seen, known_file(connection, path)))
     indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
-    try:
+    with archiving(report, keeper):
         if todo:
             _index_files(indexer, todo, True, progress, workers)
-    except ArchiveWriteError as error:
-        # What was committed is in both the index and the archive; the rest waits.
-        report.archive_error = str(error)
-        log.warning("%s", error)
-    finally:
-        if keeper is not None:
-            report.archive_bytes_written = keeper.written
-            keeper.close()
     return report

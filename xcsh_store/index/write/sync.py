@@ -149,7 +149,7 @@ def sync_files(
     indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
     if not text:
         indexer.with_text = _whole_bytes(todo, full) < TEXT_LATER_MIN_BYTES
-    try:
+    with archiving(report, keeper):
         if not entries and not indexer.with_text:
             todo = _usage_first(connection, todo, full, report, pending)
         _index_files(
@@ -159,14 +159,6 @@ def sync_files(
             from xcsh_store.index.archive.backlog import catch_up  # (it imports us)
 
             catch_up(connection, keeper, report)
-    except ArchiveWriteError as error:
-        # What was committed is in both the index and the archive; the rest waits.
-        report.archive_error = str(error)
-        log.warning("%s", error)
-    finally:
-        if keeper is not None:
-            report.archive_bytes_written = keeper.written
-            keeper.close()
 
     # Files found under a root that is no longer registered go too, unless archived.
     marks = ",".join("?" * len(roots))
@@ -187,6 +179,22 @@ def sync_files(
             report.temp_files_removed += 1
     report.seconds = time.perf_counter() - started
     return report
+
+
+@contextlib.contextmanager
+def archiving(report: SyncReport, keeper: Keeper | None) -> Iterator[None]:
+    """Around the writing of a sync's files: an archive that cannot be written stops it, with
+    what was committed in both the index and the archive (the rest waits for the next sync);
+    the keeper, if any, is closed with its count of bytes written."""
+    try:
+        yield
+    except ArchiveWriteError as error:
+        report.archive_error = str(error)
+        log.warning("%s", error)
+    finally:
+        if keeper is not None:
+            report.archive_bytes_written = keeper.written
+            keeper.close()
 
 
 def _usage_first(
