@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from helpers.held_sync import start_held_sync, wait_for_files
 from session_builder import copy_fixtures, random_tree_session, sessions_dir
 from store_checks import stdlib_reads
 
@@ -21,7 +20,6 @@ from xcsh_store.format.blobs import BlobStore
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.write import bulk_load
 
-REPO = Path(__file__).resolve().parent.parent
 # Everything of entries a search or a listing reads, by content (keys differ between a sync
 # that carries on after a kill and one clean sync).
 _CONTENT = (
@@ -122,39 +120,17 @@ def test_a_sync_of_an_index_with_rows_keeps_its_indexes(agent_dir, tmp_path, mon
 
 # A first load that reports each file it starts and, after ``held`` of them, waits there until
 # it is killed; it commits every few rows, so the kill finds some files committed.
-_WRITER = """
-import sys, time
-from xcsh_store.index import SessionIndex
+_SETTINGS = """
 from xcsh_store.index.write import bulk_load, indexer
 
 bulk_load.BULK_MIN_BYTES = 0
 indexer.COMMIT_EVERY_VALUES = 50
-held = int(sys.argv[3])
-started = 0
-
-def progress(done, total, path):
-    global started
-    started += 1
-    print("FILE", flush=True)
-    if started == held:
-        time.sleep(600)
-
-with SessionIndex.open(sys.argv[1], db_path=sys.argv[2]) as index:
-    index.sync(workers=1, progress=progress)
-print("DONE", flush=True)
 """
 
 
 def killed_first_load(agent_dir: Path, db_path: Path, held: int) -> None:
-    writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(agent_dir), str(db_path), str(held)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-        start_new_session=True,
-    )  # fmt: skip
-    assert writer.stdout is not None
-    for _ in range(held):
-        line = writer.stdout.readline()
-        assert line == "FILE\n", f"the writer stopped early: {line!r} {writer.stderr.read()}"
+    writer = start_held_sync(agent_dir, db_path, held, _SETTINGS, workers=1)
+    wait_for_files(writer, held)
     os.kill(writer.pid, signal.SIGKILL)
     writer.communicate()
 

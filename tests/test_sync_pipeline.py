@@ -15,6 +15,7 @@ from typing import Any
 import apsw
 import pytest
 from click.testing import CliRunner
+from helpers.held_sync import start_held_sync, wait_for_files
 from kill_points import wait_until_gone, worker_pids
 from session_builder import (
     append,
@@ -33,7 +34,6 @@ from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.pipeline import SyncWorkerError
 from xcsh_store.js import stringify
 
-REPO = Path(__file__).resolve().parent.parent
 # Rows as the index holds them, keys included: two syncs of the same files must agree on each.
 # The search rows are those of entries: the stale rows that replaced entries leave behind
 # (index/write/stale_search.py) depend on where the file was cut into chunks, which nothing reads.
@@ -310,51 +310,23 @@ def test_a_killed_worker_stops_the_sync_and_the_next_one_completes(agent_dir, tm
     assert_same_tables(db_path, tmp_path / "clean.db", BY_CONTENT)
 
 
-# A sync that reports each file it starts, and after ``held`` of them waits there, its workers
-# running, until it is signalled: the signal always lands mid-sync, however far the writer got
-# while the test read its reports.
-_WRITER = """
-import sys, time
-from xcsh_store.index import SessionIndex
+_SETTINGS = """
 from xcsh_store.index.write import pipeline
 
 pipeline.PARALLEL_MIN_BYTES = 0
 pipeline.WORKER_CHUNK_VALUES = 40
 pipeline.WORKER_CHUNK_BYTES = 16 << 10
 pipeline.OUTBOX_BYTES = 1
-held = int(sys.argv[3])
-started = 0
-
-def progress(done, total, path):
-    global started
-    started += 1
-    print("FILE", flush=True)
-    if started == held:
-        time.sleep(600)
-
-with SessionIndex.open(sys.argv[1], db_path=sys.argv[2]) as index:
-    index.sync(workers=2, progress=progress)
-print("DONE", flush=True)
 """
 
 
 def _start_writer(agent_dir: Path, db_path: Path, held: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(agent_dir), str(db_path), str(held)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        start_new_session=True,
-    )
+    return start_held_sync(agent_dir, db_path, held, _SETTINGS, workers=2)
 
 
 def _after_files(writer: subprocess.Popen[str], count: int) -> list[int]:
     """Wait until the writer has started on ``count`` files; its workers then."""
-    assert writer.stdout is not None
-    for _ in range(count):
-        line = writer.stdout.readline()
-        assert line == "FILE\n", f"the writer stopped early: {line!r} {writer.stderr.read()}"
+    wait_for_files(writer, count)
     workers = worker_pids(writer.pid)
     assert workers, "the writer has no workers"
     return workers
