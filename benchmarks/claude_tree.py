@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -50,28 +51,11 @@ def _renamed(data: bytes, copy: int) -> tuple[bytes, str]:
 
 def claude_home(size: str) -> Path:
     """A home folder whose ``.claude/projects`` holds about ``size`` bytes of sessions."""
-    base = Path(os.environ.get("XCSH_BENCH_DATA", DATA_DIR))
-    home = base / f"claude-home-{size.lower()}-v{TREE_VERSION}"
-    done = home / ".complete"
-    if done.exists():
-        return home
-    shutil.rmtree(home, ignore_errors=True)
-    target = parse_size(size)
-    sources = sorted(path.read_bytes() for path in FIXTURES.glob("*.jsonl"))
-    written = 0
-    copy = 0
-    while written < target:
-        for data in sources:
-            renamed, session_id = _renamed(data, copy)
-            project = home / ".claude" / "projects" / f"-work-project-{copy % 40}"
-            project.mkdir(parents=True, exist_ok=True)
-            (project / f"{session_id}.jsonl").write_bytes(renamed)
-            written += len(renamed)
-            copy += 1
-            if written >= target:
-                break
-    done.write_text(f"{written}\n")
-    return home
+    return _home_of_copies(
+        "claude", size, FIXTURES,
+        lambda home, copy, session_id: home / ".claude" / "projects"
+        / f"-work-project-{copy % 40}" / f"{session_id}.jsonl",
+    )  # fmt: skip
 
 
 CODEX_FIXTURES = FIXTURES.parent / "codex"
@@ -81,22 +65,34 @@ def codex_home(size: str) -> Path:
     """A home folder whose ``.codex/sessions`` holds about ``size`` bytes of Codex rollouts made
     from the Codex fixtures, as :func:`claude_home` makes Claude Code's (every UUID of a copy
     its own: each copy a session, its running totals its own responses)."""
+    return _home_of_copies(
+        "codex", size, CODEX_FIXTURES,
+        lambda home, copy, session_id: home / ".codex" / "sessions" / "2025" / "11"
+        / f"{copy % 28 + 1:02d}" / f"rollout-2025-11-01T00-00-00-{session_id}.jsonl",
+    )  # fmt: skip
+
+
+def _home_of_copies(
+    agent: str, size: str, fixtures: Path, place: Callable[[Path, int, str], Path]
+) -> Path:
+    """A home of renamed copies of ``fixtures``' files, about ``size`` bytes, each written where
+    ``place(home, copy, session_id)`` says; made once, then reused."""
     base = Path(os.environ.get("XCSH_BENCH_DATA", DATA_DIR))
-    home = base / f"codex-home-{size.lower()}-v{TREE_VERSION}"
+    home = base / f"{agent}-home-{size.lower()}-v{TREE_VERSION}"
     done = home / ".complete"
     if done.exists():
         return home
     shutil.rmtree(home, ignore_errors=True)
     target = parse_size(size)
-    sources = sorted(path.read_bytes() for path in CODEX_FIXTURES.glob("*.jsonl"))
+    sources = sorted(path.read_bytes() for path in fixtures.glob("*.jsonl"))
     written = 0
     copy = 0
     while written < target:
         for data in sources:
             renamed, session_id = _renamed(data, copy)
-            day = home / ".codex" / "sessions" / "2025" / "11" / f"{copy % 28 + 1:02d}"
-            day.mkdir(parents=True, exist_ok=True)
-            (day / f"rollout-2025-11-01T00-00-00-{session_id}.jsonl").write_bytes(renamed)
+            path = place(home, copy, session_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(renamed)
             written += len(renamed)
             copy += 1
             if written >= target:
