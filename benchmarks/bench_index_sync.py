@@ -45,16 +45,16 @@ from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import apply_migrations, connect, load_migrations
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.build import Chunk, Emit, read_from_start
+from xcsh_store.index.write.bulk_load import bulk_writing
 from xcsh_store.index.write.indexer import (
     _ENTRY_COLUMNS as ENTRY_COLUMNS,
 )
 from xcsh_store.index.write.indexer import (
     COMMIT_EVERY_VALUES,
-    FileIndexer,
     pk_counter,
 )
 from xcsh_store.index.write.scan import SeenFile, SyncReport, scan_root
-from xcsh_store.index.write.sync import bulk_writing
+from xcsh_store.index.write.stages.read import FileIndexer
 
 # --------------------------------------------------------------------------------------------
 # Memory of a process tree

@@ -27,8 +27,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from isolation import isolate  # noqa: E402
-from real_home import lay_out_home  # noqa: E402
+from isolation import isolate
+from real_home import lay_out_home
 
 PACKAGE = "xcsh_store.index"
 # The modules of the flat walk: the write path and the connection's own (index/db.py).

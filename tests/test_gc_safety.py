@@ -25,7 +25,7 @@ from xcsh_store.format.blobs import BLOB_REF_PREFIX, BlobStore
 from xcsh_store.format.loader import load_session
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.write.scan import SeenFile
-from xcsh_store.index.write.sync import mark_unreadable
+from xcsh_store.index.write.stages.read import mark_unreadable
 from xcsh_store.paths import get_sessions_dir
 from xcsh_store.session.manager import SessionManager
 

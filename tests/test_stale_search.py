@@ -171,9 +171,9 @@ def test_a_full_sync_killed_part_way_is_finished_in_full_by_the_next(agent_dir, 
         _session(agent_dir, f"s{number}", f"text{number} words")
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync()
-    from xcsh_store.index.write import indexer
+    from xcsh_store.index.write.stages import read
 
-    original = indexer.FileIndexer.index
+    original = read.FileIndexer.index
     calls = []
 
     def die_on_the_third(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -182,7 +182,7 @@ def test_a_full_sync_killed_part_way_is_finished_in_full_by_the_next(agent_dir, 
             raise KeyboardInterrupt("killed")
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(indexer.FileIndexer, "index", die_on_the_third)
+    monkeypatch.setattr(read.FileIndexer, "index", die_on_the_third)
     with SessionIndex.open(str(agent_dir)) as index, pytest.raises(KeyboardInterrupt):
         index.sync(full=True, workers=1)
     monkeypatch.undo()

@@ -21,7 +21,7 @@ from xcsh_store.index.archive.forget import finish_forgetting
 from xcsh_store.index.archive.frames import APPEND, ArchiveDamagedError, Contents
 from xcsh_store.index.archive.keeper import ArchivedRow, record_archived
 from xcsh_store.index.archive.sources import ArchivedSources
-from xcsh_store.index.write.indexer import FileIndexer, pk_counter
+from xcsh_store.index.write.indexer import pk_counter
 from xcsh_store.index.write.scan import (
     KnownFile,
     SeenFile,
@@ -30,6 +30,7 @@ from xcsh_store.index.write.scan import (
     known_file,
     stale_files,
 )
+from xcsh_store.index.write.stages.read import FileIndexer
 from xcsh_store.times import iso_now
 
 log = logging.getLogger("xcsh_store")

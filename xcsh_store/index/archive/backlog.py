@@ -22,8 +22,8 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.capture import PIECE_BYTES
 from xcsh_store.index.archive.frames import APPEND, piece_record
 from xcsh_store.index.archive.keeper import Keeper, Place
-from xcsh_store.index.write.indexer import indexed_windows
 from xcsh_store.index.write.scan import SyncReport, known_file
+from xcsh_store.index.write.stages.resume import indexed_windows
 
 _BEHIND = (
     "SELECT f.id, f.path, f.root, f.project_dir, f.agent, f.indexed_bytes, f.mtime_ns,"

@@ -11,8 +11,9 @@ import apsw
 from xcsh_store.index import db as database
 from xcsh_store.index.model.search_rows import stale_count
 from xcsh_store.index.upkeep.verify import VerifyReport
-from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.write.indexer import drop_file_rows, pk_counter
 from xcsh_store.index.write.scan import SeenFile, SyncReport, file_ids, known_file
+from xcsh_store.index.write.stages.read import FileIndexer
 from xcsh_store.index.write.stale_search import delete_stale_rows
 from xcsh_store.index.write.summaries import resolve_summary_titles
 from xcsh_store.times import iso_now

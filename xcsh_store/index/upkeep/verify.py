@@ -19,8 +19,9 @@ from xcsh_store.index.model.facts import SkippedLines
 from xcsh_store.index.model.search_rows import stale_count
 from xcsh_store.index.read.search import FtsTokens, quote, utf8
 from xcsh_store.index.read.texts import entry_texts
-from xcsh_store.index.write.indexer import FileIndexer, drop_file_rows, pk_counter
+from xcsh_store.index.write.indexer import drop_file_rows, pk_counter
 from xcsh_store.index.write.scan import SeenFile, SyncReport, is_under_any, scan_any
+from xcsh_store.index.write.stages.read import FileIndexer
 from xcsh_store.index.write.stale_search import STALE_ROWS, forget_all
 from xcsh_store.index.write.summaries import check_summary_titles
 from xcsh_store.index.write.usage_first import usage_differences

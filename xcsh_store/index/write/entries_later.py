@@ -14,9 +14,9 @@ from __future__ import annotations
 import apsw
 
 from xcsh_store.index.archive.keeper import Keeper
-from xcsh_store.index.write.indexer import FileIndexer, pk_counter
+from xcsh_store.index.write.indexer import pk_counter
 from xcsh_store.index.write.scan import Progress, SeenFile, SyncReport, known_file
-from xcsh_store.index.write.sync import _index_files, archiving
+from xcsh_store.index.write.stages.read import FileIndexer, archiving, index_files
 
 _PENDING = (
     "SELECT path, root, project_dir, size, mtime_ns, inode, ctime_ns FROM files"
@@ -44,5 +44,5 @@ def index_pending_entries(
     indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
     with archiving(report, keeper):
         if todo:
-            _index_files(indexer, todo, True, progress, workers)
+            index_files(indexer, todo, True, progress, workers)
     return report

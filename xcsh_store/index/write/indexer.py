@@ -3,42 +3,18 @@ worker processes built, or by reading a file here (appends, small syncs, verify 
 
 from __future__ import annotations
 
-import dataclasses
-import os
-from collections.abc import Iterable
-from typing import Any, BinaryIO
+from typing import Any
 
 import apsw
 import orjson
 
-from xcsh_store.agents import PLUGIN_FAULTS, XCSH_AGENTS, Agent, SessionFacts, reader_named
+from xcsh_store.agents import XCSH_AGENTS
 from xcsh_store.agents.registry import reader_revisions
-from xcsh_store.errors import EntryNotFoundError
-from xcsh_store.files import open_regular_file
-from xcsh_store.format.entries import sets_default_model
-from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.archive.keeper import Keeper, Place
-from xcsh_store.index.model.columns import ENTRY_ROW, USAGE_FIGURES, names, written
+from xcsh_store.index.model.columns import ENTRY_ROW, names, written
 from xcsh_store.index.model.facts import SkippedLines
-from xcsh_store.index.write.build import (
-    HEAD_BYTES,
-    NO_DEFAULT,
-    TAIL_BYTES,
-    Chunk,
-    FileStat,
-    ReadState,
-    Totals,
-    read_appended,
-    read_at,
-    read_from_start,
-    read_source,
-)
-from xcsh_store.index.write.scan import (
-    KnownFile,
-    SeenFile,
-    SyncReport,
-    sha1_hex,
-)
+from xcsh_store.index.write.build import Chunk
+from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.index.write.stale_search import leave_behind
 from xcsh_store.index.write.summaries import note_pending
 from xcsh_store.times import iso_now
@@ -70,8 +46,6 @@ _UPDATE_SESSION = (
 # An entry row as build.py makes it: the entries columns (model/columns.py) in their order, but
 # these last (its usage and how its cost is known stay side by side, and the chain, last, is
 # the row's key or an earlier one's); the statement adds the key and the file id in front.
-# The fields of Totals a resumed read takes back from the session's figures.
-_TOTALS = frozenset(field.name for field in dataclasses.fields(Totals))
 _ENTRY_LAST = ("usage_key", "prompt_hash", "chain")
 _ENTRY_WRITTEN = (
     *(column for column in names(ENTRY_ROW) if column not in _ENTRY_LAST),
@@ -201,9 +175,10 @@ def pk_counter(connection: apsw.Connection) -> KeyCounter:
     return KeyCounter(connection)
 
 
-class FileIndexer:
-    """Indexes files within the current batch (the caller commits the batch); commits always
-    end on a line boundary."""
+class FileWriter:
+    """What the writes of a sync's files share: the connection, its write batch, the entry
+    keys, the report; the read stage (stages/read.py: ``FileIndexer``) hands each file's
+    chunks to a ``FileWrite`` of it."""
 
     def __init__(
         self,
@@ -224,147 +199,6 @@ class FileIndexer:
         # The revision of each agent's reader, recorded with the rows it makes (migration 0016).
         self.revisions = reader_revisions()
 
-    def index(self, seen: SeenFile, known: KnownFile | None, full: bool) -> None:
-        """Read one file here and index it: from where the last read stopped when it only
-        grew, else whole (a session of another kind than JSONL: always whole)."""
-        if seen.agent is not None:
-            self._index_source(seen, known)
-            return
-        with open_regular_file(seen.path) as stream:
-            info = os.fstat(stream.fileno())
-            self.opened(seen, (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns))
-            resume = None if full or known is None else self._resume_point(stream, known)
-            first_key = self.keys.peek()
-            write = FileWrite(self, seen, known, resume is None, first_key)
-            keeper = self.keeper
-            try:
-                if resume is None:
-                    kept = None
-                    if keeper is not None:
-                        kept = keeper.kept_pieces(None if known is None else known.id, place(seen))
-                    read_from_start(
-                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key,
-                        with_text=self.with_text, kept=kept,
-                    )  # fmt: skip
-                else:
-                    assert known is not None
-                    state = _resumed_state(self.connection, known, seen.path, *resume)
-                    indexed = _IndexedRows(self.connection, known.id, seen.path)
-                    archive = keeper is not None and keeper.resumes(
-                        known.id, known.indexed_bytes, seen.root
-                    )
-                    read_appended(
-                        stream, state, seen.mtime_ns, first_key, indexed, write.apply,
-                        archive=archive,
-                    )  # fmt: skip
-            except BaseException:
-                write.abandon()
-                raise
-
-    def _index_source(self, seen: SeenFile, known: KnownFile | None) -> None:
-        """A session an agent plugin reads itself (scan.SeenFile.agent), read again whole. What
-        the plugin raises (but an OSError: unreadable) costs the session, not the sync."""
-        agent = reader_named(seen.agent)
-        assert agent is not None
-        self.opened(seen, (seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns))
-        first_key = self.keys.peek()
-        write = FileWrite(self, seen, known, True, first_key)
-        # Always with its search text: text_later.py reads files as JSON lines.
-        write.text_pending = False
-        try:
-            read_source(agent, seen.path, seen.mtime_ns, write.apply, first_key=first_key)
-        except OSError:
-            write.abandon()
-            raise
-        except PLUGIN_FAULTS as error:
-            write.abandon()
-            failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
-            raise OSError(failure) from error
-        except BaseException:
-            write.abandon()
-            raise
-        if self.keeper is not None and write.file_id is not None:
-            # (An OSError reading its files makes the session unreadable, as the read would.)
-            self.keeper.keep_document(write.file_id, place(seen), agent, seen.mtime_ns)
-        self.report.bytes_read += max(seen.size, 0)
-
-    def index_copy(self, seen: SeenFile, copy: str, known: KnownFile | None = None) -> int:
-        """Index a whole session read from ``copy`` (made from its archive: index/archive/
-        adopt.py) as the session of the file at ``seen.path``, which is gone (``known``: its
-        row, whose rows this read replaces); returns its file id."""
-        self.report.read_paths.append(seen.path)
-        first_key = self.keys.peek()
-        write = FileWrite(self, seen, known, True, first_key)
-        write.text_pending = False
-        write.read_path = copy
-        agent = reader_named(seen.agent)
-        try:
-            if agent is not None:
-                read_source(agent, seen.path, seen.mtime_ns, write.apply, first_key, copy)
-            else:
-                with open_regular_file(copy) as stream:
-                    read_from_start(
-                        stream, seen.path, seen.mtime_ns, write.apply, first_key=first_key
-                    )
-        except OSError:
-            write.abandon()
-            raise
-        except PLUGIN_FAULTS as error:
-            write.abandon()
-            if agent is None:
-                raise
-            # (As _index_source: the plugin's fault costs this session, not the sync.)
-            failure = f"agent plugin {agent.name} failed: {type(error).__name__}: {error}"
-            raise OSError(failure) from error
-        except BaseException:
-            write.abandon()
-            raise
-        assert write.file_id is not None
-        return write.file_id
-
-    def apply_built(
-        self, seen: SeenFile, known: KnownFile | None, stat: FileStat, chunks: Iterable[Chunk]
-    ) -> None:
-        """Index the chunks another process read from one file, whole (``stat`` is what it
-        saw when it opened the file)."""
-        self.opened(seen, stat)
-        write = FileWrite(self, seen, known, True, 0)
-        try:
-            for chunk in chunks:
-                write.apply(chunk)
-        except BaseException:
-            write.abandon()
-            raise
-
-    def opened(self, seen: SeenFile, stat: FileStat) -> None:
-        """The file as its reader opened it: the identity its file row records."""
-        seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns = stat
-        self.report.read_paths.append(seen.path)
-
-    def _resume_point(self, stream: BinaryIO, known: KnownFile) -> tuple[bytes, bytes] | None:
-        """The bytes around the old end when the file only grew; None when it must be re-read."""
-        if not may_resume(known, os.fstat(stream.fileno()).st_size):
-            return None
-        windows = indexed_windows(stream, known, self.report)
-        if windows is None:
-            return None
-        head, tail = windows
-        if not tail.endswith(b"\n"):
-            # The last indexed line had no newline: what follows now continues that very line
-            # (old appends glued objects that way), so the line must be parsed again whole.
-            return None
-        return head, tail
-
-
-def may_resume(known: KnownFile, size: int) -> bool:
-    """Whether a file of ``size`` bytes may continue where its last read stopped, before
-    looking at its bytes (whose hashes may still say no)."""
-    if known.legacy or known.stale or known.status != "ok" or known.indexed_bytes == 0:
-        return False
-    # Shorter, or changed without growing: an edit in place, perhaps in the middle, where
-    # neither hash looks.
-    return not (size < known.indexed_bytes or size == known.size)
-
 
 class FileWrite:
     """The writes of one read of one file, chunk by chunk.
@@ -377,7 +211,7 @@ class FileWrite:
 
     def __init__(
         self,
-        indexer: FileIndexer,
+        indexer: FileWriter,
         seen: SeenFile,
         known: KnownFile | None,
         fresh: bool,
@@ -628,175 +462,6 @@ class FileWrite:
                 found.add(number)
 
 
-class _IndexedRows:
-    """What a resumed read asks the index about the rows earlier reads of the file wrote."""
-
-    def __init__(self, connection: apsw.Connection, file_id: int, path: str) -> None:
-        self.connection = connection
-        self.file_id = file_id
-        self.path = path
-
-    def awaited(self, entry_id: str) -> bool:
-        found = self.connection.execute(
-            "SELECT 1 FROM entries WHERE session = ? AND parent_id = ? LIMIT 1",
-            (self.file_id, entry_id),
-        )
-        return bool(found.fetchall())
-
-    def parent(self, parent_id: str) -> list[tuple[int, int]]:
-        return list(
-            self.connection.execute(
-                "SELECT chain, EXISTS (SELECT 1 FROM entries WHERE session = ?1 AND parent_id = ?2)"
-                " FROM entries WHERE session = ?1 AND id = ?2",
-                (self.file_id, parent_id),
-            )
-        )
-
-    def usage_of(self, usage_key: str) -> tuple[int, tuple[Any, ...]] | None:
-        found = list(
-            self.connection.execute(
-                "SELECT pk, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-                " premium_requests, cost FROM entries"
-                " WHERE session = ? AND usage_key = ? AND input_tokens IS NOT NULL",
-                (self.file_id, usage_key),
-            )
-        )
-        return (found[0][0], tuple(found[0][1:])) if found else None
-
-    def counted(self, entry_ids: list[str]) -> tuple[int, int]:
-        # A message as RowBuilder._count counts one: a message entry with a message (which
-        # names its role).
-        entries = messages = 0
-        for start in range(0, len(entry_ids), 500):
-            part = entry_ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            ((found, of_messages),) = self.connection.execute(
-                "SELECT count(*), total(type = 'message' AND role IS NOT NULL) FROM entries"
-                f" WHERE session = ? AND id IN ({marks})",
-                (self.file_id, *part),
-            )
-            entries, messages = entries + found, messages + int(of_messages)
-        return entries, messages
-
-    def turn_parents(self, entry_id: str) -> list[str | None]:
-        from xcsh_store.index.model.paths import entry_path
-
-        path = entry_path(self.connection, self.file_id, entry_id)
-        return [row.parent_id for _, row in path.rows(types=("message",)) if row.role == "user"]
-
-    def default_after(self, entry_id: str) -> tuple[Any, bool]:
-        """The default model after an entry of an earlier read, from its path in the index:
-        the newest model_change with role default, else the newest assistant's model.
-
-        Only the part of the path read before the entry counts (each parent earlier in the
-        file than its child), as when the whole file is read in one go.
-        """
-        from xcsh_store.index.model.paths import ChainPath, entry_path, read_entries
-
-        try:
-            path = entry_path(self.connection, self.file_id, entry_id)
-        except EntryNotFoundError:
-            return NO_DEFAULT
-        # Chains exist only where every parent comes before its children.
-        kinds = ("model_change", "message") if isinstance(path, ChainPath) else ()
-        below = None
-        assistant: tuple[Any, bool] = NO_DEFAULT
-        for _, row in path.rows(types=kinds, newest_first=True):
-            if below is not None and row.seq > below:
-                break
-            below = row.seq
-            if row.type == "model_change":
-                (change,) = read_entries(self.path, [row], None)
-                if sets_default_model(change):
-                    return (row.provider, row.model), True
-            elif assistant is NO_DEFAULT and row.role == "assistant" and row.provider and row.model:
-                assistant = (row.provider, row.model), False
-        return assistant
-
-
-def _resumed_state(
-    connection: apsw.Connection, known: KnownFile, path: str, head: bytes, tail: bytes
-) -> ReadState:
-    """Where the last read of the file stopped, as the index holds it."""
-    state = ReadState(
-        path,
-        indexed_bytes=known.indexed_bytes,
-        next_seq=known.next_seq,
-        status=known.status,
-        last_id=known.last_id,
-        head=head,
-        tail=tail,
-        ids=synthetic_ids_for(path),
-        chained=known.chained,
-    )
-    reader = reader_named(known.agent)
-    if reader is not None:
-        state.agent = known.agent
-        state.session = _session_facts(connection, known.id, path, reader)
-        state.session_written = True
-    else:
-        state.family_agent = known.agent
-    row = list(
-        connection.execute(
-            f"SELECT {', '.join(_FIGURES)} FROM sessions WHERE file_id = ?", (known.id,)
-        )
-    )
-    if row:
-        values = dict(zip(_FIGURES, row[0], strict=True))
-        # Each of Totals' fields that is a figure by its name, and the usage sums.
-        figures = {name: values[name] for name in _TOTALS.intersection(values)}
-        state.totals = Totals(usage=[values[column] for column in USAGE_FIGURES], **figures)
-    ((lines, skipped_count, skipped_lines),) = connection.execute(
-        "SELECT lines, skipped_count, skipped_lines FROM files WHERE id = ?", (known.id,)
-    )
-    state.lines = lines
-    state.skipped = SkippedLines(skipped_count, orjson.loads(skipped_lines or "[]"))
-    return state
-
-
-def _session_facts(
-    connection: apsw.Connection, file_id: int, path: str, reader: Agent
-) -> SessionFacts:
-    """What an earlier read of another agent's file learnt of its session, as the index holds
-    it (the reader carries on from there)."""
-    facts = SessionFacts(path)
-    found = list(
-        connection.execute(
-            "SELECT session_id, cwd, created_at, parent_session, parent_session_id FROM sessions"
-            " WHERE file_id = ?",
-            (file_id,),
-        )
-    )
-    if found:
-        (facts.session_id, facts.cwd, facts.created_at, facts.parent_session,
-         facts.parent_session_id) = found[0]  # fmt: skip
-        if facts.parent_session_id is not None and facts.created_at is not None:
-            facts.replay_second = facts.created_at[:19]
-    if reader.remembers_parents:
-        facts.parents = dict(
-            connection.execute(
-                "SELECT id, parent_id FROM entries WHERE session = ? AND id IS NOT NULL"
-                " ORDER BY seq",
-                (file_id,),
-            )
-        )
-        # The entry the next record continues from: the newest that none continues from yet
-        # (the last entry may be an earlier one written again, which keeps its place).
-        continued = set(facts.parents.values())
-        facts.leaf = next(
-            (entry_id for entry_id in reversed(facts.parents) if entry_id not in continued), None
-        )
-    model = list(
-        connection.execute(
-            "SELECT model FROM entries WHERE session = ? AND model IS NOT NULL"
-            " ORDER BY seq DESC LIMIT 1",
-            (file_id,),
-        )
-    )
-    facts.model = model[0][0] if model else None
-    return facts
-
-
 def place(seen: SeenFile) -> Place:
     """Where a file the scan found is, as the archive names it."""
     return Place(seen.path, seen.root, seen.project_dir)
@@ -836,20 +501,6 @@ def forget_usage_lines(connection: apsw.Connection, file_id: int) -> None:
     connection.execute(
         "UPDATE files SET entries_pending = 0 WHERE id = ? AND entries_pending = 1", (file_id,)
     )
-
-
-def indexed_windows(
-    stream: BinaryIO, known: KnownFile, report: SyncReport
-) -> tuple[bytes, bytes] | None:
-    """The first and last bytes of what was indexed of ``known``, read from ``stream``, when
-    they still hash as they did; None when the file no longer starts with what was indexed."""
-    head = read_at(stream, 0, min(HEAD_BYTES, known.indexed_bytes))
-    tail_start = max(0, known.indexed_bytes - TAIL_BYTES)
-    tail = read_at(stream, tail_start, known.indexed_bytes - tail_start)
-    report.bytes_read += len(head) + len(tail)
-    if sha1_hex(head) != known.head_hash or sha1_hex(tail) != known.tail_hash:
-        return None
-    return head, tail
 
 
 def max_pk(connection: apsw.Connection) -> int:

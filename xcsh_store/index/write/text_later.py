@@ -30,10 +30,10 @@ from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import index_folder
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
+from xcsh_store.index.write.bulk_load import bulk_writing
 from xcsh_store.index.write.indexer import COMMIT_EVERY_BYTES, COMMIT_EVERY_VALUES
 from xcsh_store.index.write.pipeline import SyncWorkerError, Workers, shares
 from xcsh_store.index.write.scan import Progress
-from xcsh_store.index.write.sync import bulk_writing
 
 log = logging.getLogger("xcsh_store")
 
