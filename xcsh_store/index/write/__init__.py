@@ -1,11 +1,14 @@
 """The index's write room: session files into rows.
 
-* ``scan``: finding the session files, and what the index remembers of each (the first step of
-  a sync; the ``SyncReport`` and ``Progress`` a sync hands back).
-* ``sync``: bringing the index up to date, file by file: skip, append or read again;
-  ``pipeline``: the worker processes that read files whole; ``build``: one file into chunks of
-  rows (the workers' work); ``indexer``: the rows written in bounded transactions (its column lists
-  are the core's: ``index/model/columns.py``).
+* A sync is a line of stages (docs/write_path.md), run by ``sync``: find what changed (``scan``:
+  finding the session files, and what the index remembers of each, with the ``SyncReport`` and
+  ``Progress`` a sync hands back; ``stages/changed``: the files to read), read
+  (``stages/read``: each file, here or by ``pipeline``'s worker processes; ``stages/resume``:
+  where its last read stopped), build rows (``build``: one file into chunks of rows), write
+  (``indexer``: the rows written in bounded transactions, its column lists the core's:
+  ``index/model/columns.py``; ``bulk_load``: how the writer runs meanwhile), text later
+  (``text_later``). The lean pass ``usage_first`` shares the first stage; ``entries_later``
+  runs the others over the files it left.
 * What a sync derives once the rows are in: ``summaries`` (Claude Code's summary lines as
   titles), ``prices`` (costs priced again when the price table changed) and ``stale_search``
   (search rows of entries that are gone, counted as they go, deleted in batches).

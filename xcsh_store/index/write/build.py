@@ -348,6 +348,18 @@ def read_from_start(
     builder.add_records(records, tally)
 
 
+def chunks_of(stream: BinaryIO, path: str, mtime_ns: int) -> list[Chunk]:
+    """Every chunk of a whole read of the file at ``path`` (open as ``stream``)."""
+    chunks: list[Chunk] = []
+
+    def emit(chunk: Chunk) -> bool:
+        chunks.append(chunk)
+        return False
+
+    read_from_start(stream, path, mtime_ns, emit)
+    return chunks
+
+
 def read_source(
     agent: Agent,
     path: str,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
 
 import apsw
 
@@ -29,7 +28,7 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import index_folder
 from xcsh_store.index.write import pipeline
-from xcsh_store.index.write.build import Chunk, FileStat, read_from_start
+from xcsh_store.index.write.build import Chunk, FileStat, chunks_of
 from xcsh_store.index.write.bulk_load import bulk_writing
 from xcsh_store.index.write.indexer import COMMIT_EVERY_BYTES, COMMIT_EVERY_VALUES
 from xcsh_store.index.write.pipeline import SyncWorkerError, Workers, shares
@@ -114,7 +113,7 @@ def index_pending_text(
 def _read_here(path: str) -> tuple[FileStat, Iterator[Chunk]]:
     with open_regular_file(path) as stream:
         info = os.fstat(stream.fileno())
-        chunks = _chunks_of(stream, path, info.st_mtime_ns)
+        chunks = chunks_of(stream, path, info.st_mtime_ns)
     return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns), iter(chunks)
 
 
@@ -126,20 +125,8 @@ def _read_archived(
     if sources is None:
         raise FileNotFoundError(path)
     with sources.copy_of(path) as copy, open_regular_file(copy) as stream:
-        chunks = _chunks_of(stream, path, mtime_ns)
+        chunks = chunks_of(stream, path, mtime_ns)
     return (0, mtime_ns, 0, 0), iter(chunks)
-
-
-def _chunks_of(stream: BinaryIO, path: str, mtime_ns: int) -> list[Chunk]:
-    """Every chunk of a whole read of the file at ``path`` (open as ``stream``)."""
-    chunks: list[Chunk] = []
-
-    def emit(chunk: Chunk) -> bool:
-        chunks.append(chunk)
-        return False
-
-    read_from_start(stream, path, mtime_ns, emit)
-    return chunks
 
 
 def _texts_by_seq(chunks: Iterable[Chunk]) -> dict[int, str]:
