@@ -64,6 +64,8 @@ class Trace:
         self.moves: dict[tuple[str, str], None] = {}
         self.back: dict[tuple[str, str], None] = {}
         self.left: set[str] = set()
+        # Which module of the write path calls which (caller, callee), by the calls alone.
+        self.calls: set[tuple[str, str]] = set()
 
     def _move(self, to: str | None) -> None:
         if to is None or to == self.current:
@@ -83,6 +85,9 @@ class Trace:
         if event != "call":
             return
         self._move(_innermost(frame))
+        caller, called = _innermost(frame.f_back), _innermost(frame)
+        if caller is not None and called is not None and caller != called:
+            self.calls.add((caller, called))
         callee = _module(frame)
         if callee is None:
             return
@@ -102,6 +107,11 @@ class Trace:
 
 def _short(module: str) -> str:
     return module.removeprefix(PACKAGE + ".")
+
+
+def _mutual(calls: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs of modules each of which calls the other (back and forth)."""
+    return sorted((one, other) for one, other in calls if one < other and (other, one) in calls)
 
 
 def traced(name: str, run: Any, totals: Trace) -> None:
@@ -126,6 +136,11 @@ def traced(name: str, run: Any, totals: Trace) -> None:
     )
     for source, to in trace.back:
         print(f"     {_short(source)} -> {_short(to)}")
+    mutual = _mutual(trace.calls)
+    print(f"   modules of the write path that call each other: {len(mutual)} pairs")
+    for one, other in mutual:
+        print(f"     {_short(one)} <-> {_short(other)}")
+    totals.calls.update(trace.calls)
     totals.moves.update(trace.moves)
     totals.back.update(trace.back)
     for module in trace.walked:
@@ -158,8 +173,11 @@ def main() -> None:
     print(
         f"## all four: {len(totals.walked)} index modules walked; returns to a module already"
         f" left: {len(totals.returns)} distinct chains, {sum(totals.returns.values())} calls;"
-        f" write-path walk: {len(totals.moves)} distinct moves, {len(totals.back)} back"
+        f" write-path walk: {len(totals.moves)} distinct moves, {len(totals.back)} back;"
+        f" modules that call each other: {len(_mutual(totals.calls))} pairs"
     )
+    for one, other in _mutual(totals.calls):
+        print(f"     {_short(one)} <-> {_short(other)}")
 
 
 if __name__ == "__main__":

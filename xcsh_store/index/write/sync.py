@@ -1,4 +1,7 @@
-"""Bringing the index up to date with the files: scan, decide per file, read only what changed."""
+"""Bringing the index up to date with the files: the stages of the write path run in turn
+(docs/write_path.md): find what changed (stages/changed.py), the lean pass when asked
+(usage_first.py), read, build and write each changed file (stages/read.py), then the files
+gone."""
 
 from __future__ import annotations
 
@@ -13,18 +16,9 @@ from xcsh_store.agents.registry import XCSH_AGENTS, agent_named
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.keeper import Keeper, archived_row
 from xcsh_store.index.db import index_folder, transaction
-from xcsh_store.index.write.indexer import (
-    drop_file_rows,
-    pk_counter,
-)
+from xcsh_store.index.write.indexer import drop_file_rows, pk_counter
 from xcsh_store.index.write.pipeline import default_workers
-from xcsh_store.index.write.scan import (
-    IndexedFiles,
-    KnownFile,
-    Progress,
-    SeenFile,
-    SyncReport,
-)
+from xcsh_store.index.write.scan import IndexedFiles, KnownFile, Progress, SeenFile, SyncReport
 from xcsh_store.index.write.stages.changed import find_changes
 from xcsh_store.index.write.stages.read import (
     FileIndexer,
