@@ -51,7 +51,9 @@ ISOLATED_FOLDERS = tuple(
     )
 )
 # A profile of oh-my-pi, the team index the read verbs would read (--db), the terminal
-# variables that would give tests different terminal ids.
+# variables that would give tests different terminal ids, and the terminal's size (Python's
+# readline module, once some test imports it, puts COLUMNS and LINES into the environment: a
+# test that ran after it in the same process would see its tables cut to that width).
 REMOVED = (
     *NAME_VARIABLES,
     "OMP_PROFILE",
@@ -61,6 +63,8 @@ REMOVED = (
     "TMUX_PANE",
     "TERM_SESSION_ID",
     "WT_SESSION",
+    "COLUMNS",
+    "LINES",
 )
 
 
