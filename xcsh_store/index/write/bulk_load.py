@@ -26,6 +26,7 @@ import apsw
 import orjson
 
 from xcsh_store.index.db import get_meta, set_meta, temporary_on_disk, transaction
+from xcsh_store.index.usage_ranks import rank_everything
 
 # The meta key holding the SQL of the entries' indexes a bulk load dropped.
 DEFERRED_KEY = "entry_indexes_deferred"
@@ -79,6 +80,7 @@ def build_indexes(connection: apsw.Connection) -> None:
             connection.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
         _set_hashsize(connection, DEFAULT_HASHSIZE)
         connection.execute("DELETE FROM meta WHERE key = ?", (DEFERRED_KEY,))
+        rank_everything(connection)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from xcsh_store.format.versions import synthetic_ids_for
 from xcsh_store.index.archive.keeper import Keeper, Place
 from xcsh_store.index.model.columns import ENTRY_ROW, USAGE_FIGURES, names, written
 from xcsh_store.index.model.facts import SkippedLines
+from xcsh_store.index.usage_ranks import settle_ranks
 from xcsh_store.index.write.build import (
     HEAD_BYTES,
     NO_DEFAULT,
@@ -139,6 +140,7 @@ class WriteBatch:
         if self.connection.in_transaction:
             self.write_texts()
             note_pending(self.connection)
+            settle_ranks(self.connection)
             if self.keeper is not None:
                 self.keeper.sync()
             self.connection.execute("COMMIT")

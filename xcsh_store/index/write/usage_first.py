@@ -40,6 +40,7 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.index.model.facts import storable_values
+from xcsh_store.index.usage_ranks import settle_ranks
 from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
@@ -511,6 +512,7 @@ class UsageWriter:
 
     def commit(self) -> None:
         if self.connection.in_transaction:
+            settle_ranks(self.connection)
             self.connection.execute("COMMIT")
         self.values = 0
 
