@@ -16,6 +16,7 @@ from helpers.usage_windows import notes_left, ranks_from_scratch, stored_ranks
 from real_home import RealHome
 
 from xcsh_store.index import SessionIndex
+from xcsh_store.index.db import migrations_dir, transaction
 from xcsh_store.index.write import bulk_load
 from xcsh_store.index.write import sync as sync_module
 
@@ -138,3 +139,23 @@ def test_a_bulk_load_ranks_every_row_once_its_indexes_are_back(
         assert not bulk_load.deferred(index.connection)
         assert_ranked_as_from_scratch(index)
         assert len(stored_ranks(index.connection)) > 1000
+
+
+def test_the_migration_ranks_the_rows_of_an_index_made_before_it(
+    agent_dir: Path, real_home: RealHome, lean_always: None
+):
+    text = (migrations_dir() / "0020_usage_ranks.sql").read_text()
+    fill = text[text.index("INSERT INTO usage_ranks") : text.index("-- The same columns")]
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync()
+        late = real_home.claude_dir / "projects" / "-late" / "late.jsonl"
+        late.parent.mkdir()
+        late.write_bytes(real_home.files["apanloco__random__claude-session.jsonl"].read_bytes())
+        index.sync(entries=False)  # the new file's usage in usage_lines, the others' in entries
+        connection = index.connection
+        ((lines,),) = connection.execute("SELECT count(*) FROM usage_lines")
+        assert lines > 0
+        with transaction(connection):
+            connection.execute("DELETE FROM usage_ranks")
+            connection.execute(fill)
+        assert stored_ranks(connection) == ranks_from_scratch(connection)
