@@ -44,9 +44,7 @@ class Tree:
         )
 
     def usage_lines(self, path: Path) -> list[dict[str, object]]:
-        return [
-            orjson.loads(line) for line in path.read_bytes().splitlines() if b'"usage"' in line
-        ]
+        return [orjson.loads(line) for line in path.read_bytes().splitlines() if b'"usage"' in line]
 
     def change(self, operation: str) -> None:
         path = self.random.choice(self.files())
@@ -118,7 +116,7 @@ def test_the_stored_ranks_stay_those_ranked_from_scratch(
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync(entries=seed % 2 == 0)
         assert_ranked_as_from_scratch(index)
-        for step in range(8):
+        for _step in range(8):
             tree.change(tree.random.choice(OPERATIONS))
             index.sync(entries=tree.random.random() < 0.5)
             assert_ranked_as_from_scratch(index)
