@@ -46,36 +46,43 @@ _OF_SESSIONS = _rows(
     " CROSS JOIN usage_lines AS u ON u.session = o.file_id",
 )
 
+# The three windows of 0019's view, over rows of the columns above (and occurrence).
+_FIGURES = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens"
+_OCCURRENCE = f"row_number() OVER (PARTITION BY session, timestamp, {_FIGURES} ORDER BY seq)"
+_COPY_NUMBER = "row_number() OVER (PARTITION BY id, timestamp ORDER BY created_at, session, seq)"
+_FILE_COPY = (
+    f"row_number() OVER (PARTITION BY session_id, timestamp, {_FIGURES}, occurrence"
+    " ORDER BY modified_at DESC, session DESC)"
+)
+
 _STEPS = (
     # occurrence, within each noted file (its rows ranked afresh, the others' kept)
     "DELETE FROM usage_ranks WHERE session IN (SELECT file_id FROM usage_dirty_files)",
     "INSERT INTO usage_ranks (pk, session, occurrence, copy_number, file_copy)"
-    " SELECT pk, session, row_number() OVER (PARTITION BY session, timestamp, "
-    + _TOKENS.format(t="r")
-    + " ORDER BY seq), 0, 0 FROM ("
-    + _OF_FILES
-    + ") AS r",
+    f" SELECT pk, session, {_OCCURRENCE}, 0, 0 FROM ({_OF_FILES})",
     # the keys and session_ids the noted files hold now (the triggers noted those they held)
-    "INSERT INTO usage_dirty_keys SELECT id, timestamp FROM (" + _OF_FILES + ")",
+    f"INSERT INTO usage_dirty_keys SELECT id, timestamp FROM ({_OF_FILES})",
     "INSERT INTO usage_dirty_sessions SELECT session_id FROM sessions"
     " WHERE file_id IN (SELECT file_id FROM usage_dirty_files)"
     " UNION ALL SELECT session_id FROM usage_sessions"
     " WHERE file_id IN (SELECT file_id FROM usage_dirty_files)",
     # copy_number, over every row of a noted key
-    "UPDATE usage_ranks SET copy_number = ranked.number FROM (SELECT pk, row_number() OVER"
-    " (PARTITION BY id, timestamp ORDER BY created_at, session, seq) AS number FROM ("
-    + _OF_KEYS
-    + ")) AS ranked"
+    f"UPDATE usage_ranks SET copy_number = ranked.number FROM (SELECT pk, {_COPY_NUMBER}"
+    f" AS number FROM ({_OF_KEYS})) AS ranked"
     " WHERE usage_ranks.pk = ranked.pk AND usage_ranks.copy_number <> ranked.number",
     # file_copy, over every row of a noted session_id (occurrence is current by now)
-    "UPDATE usage_ranks SET file_copy = ranked.number FROM (SELECT r.pk, row_number() OVER"
-    " (PARTITION BY r.session_id, r.timestamp, " + _TOKENS.format(t="r") + ", o.occurrence"
-    " ORDER BY r.modified_at DESC, r.session DESC) AS number FROM (" + _OF_SESSIONS + ") AS r"
-    " CROSS JOIN usage_ranks AS o ON o.pk = r.pk) AS ranked"
+    f"UPDATE usage_ranks SET file_copy = ranked.number FROM (SELECT pk, {_FILE_COPY} AS number"
+    f" FROM (SELECT r.*, o.occurrence FROM ({_OF_SESSIONS}) AS r"
+    " CROSS JOIN usage_ranks AS o ON o.pk = r.pk)) AS ranked"
     " WHERE usage_ranks.pk = ranked.pk AND usage_ranks.file_copy <> ranked.number",
     "DELETE FROM usage_dirty_files",
     "DELETE FROM usage_dirty_keys",
     "DELETE FROM usage_dirty_sessions",
+)
+_EVERYTHING = (
+    "INSERT INTO usage_ranks (pk, session, occurrence, copy_number, file_copy)"
+    f" SELECT pk, session, occurrence, {_COPY_NUMBER}, {_FILE_COPY} FROM"
+    f" (SELECT *, {_OCCURRENCE} AS occurrence FROM ({_rows('entries AS e', 'usage_lines AS u')}))"
 )
 
 # Whether a write noted something, and whether a bulk load has the entries' indexes dropped
@@ -86,6 +93,8 @@ _NOTED = (
     " EXISTS (SELECT 1 FROM meta WHERE key = 'entry_indexes_deferred')"
 )
 
+_SHARE = "SELECT (SELECT count(*) FROM usage_dirty_files), (SELECT count(*) FROM files)"
+
 
 def settle_ranks(connection: apsw.Connection) -> None:
     """Rank again what the writes of the open transaction noted (call it before its commit).
@@ -95,19 +104,19 @@ def settle_ranks(connection: apsw.Connection) -> None:
         ((noted, deferred),) = connection.execute(_NOTED)
     except apsw.SQLError:  # an index before migration 0020 (a test's, or one being migrated)
         return
-    if noted and not deferred:
-        for statement in _STEPS:
-            connection.execute(statement)
+    if not noted or deferred:
+        return
+    ((files, everywhere),) = connection.execute(_SHARE)
+    if files * 2 >= everywhere:  # the lookups by key would cost more than the windows
+        rank_everything(connection)
+        return
+    for statement in _STEPS:
+        connection.execute(statement)
 
 
 def rank_everything(connection: apsw.Connection) -> None:
-    """Every file's rows ranked again (after a bulk load), in the open transaction."""
-    connection.execute("DELETE FROM usage_dirty_keys")
-    connection.execute("DELETE FROM usage_dirty_sessions")
-    connection.execute("DELETE FROM usage_ranks")
-    connection.execute(
-        "INSERT OR IGNORE INTO usage_dirty_files SELECT session FROM usage_lines"
-        " UNION SELECT file_id FROM sessions"
-    )
-    for statement in _STEPS:
-        connection.execute(statement)
+    """Every row ranked again, in one pass of the three windows (after a bulk load, or when most
+    files were noted), in the open transaction."""
+    for table in ("usage_ranks", "usage_dirty_files", "usage_dirty_keys", "usage_dirty_sessions"):
+        connection.execute(f"DELETE FROM {table}")
+    connection.execute(_EVERYTHING)
