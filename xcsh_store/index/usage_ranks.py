@@ -107,7 +107,9 @@ def settle_ranks(connection: apsw.Connection) -> None:
     if not noted or deferred:
         return
     ((files, everywhere),) = connection.execute(_SHARE)
-    if files * 2 >= everywhere:  # the lookups by key would cost more than the windows
+    # Ranking every row takes 0.27 CPU-s on the 327 MB Claude tree's 35,740, the lookups by
+    # key for them all 0.65: from a quarter of the files on, the windows over all are cheaper.
+    if files * 4 >= everywhere:
         rank_everything(connection)
         return
     for statement in _STEPS:
