@@ -14,7 +14,9 @@
 -- and after). Those three are the only partitions a change reaches: occurrence is within one
 -- file, copy_number depends on no other rank, and file_copy reads only the occurrence of rows
 -- of its own session_id. A bulk load (write/bulk_load.py) leaves the notes until it builds the
--- entries' indexes again, and ranks everything then.
+-- entries' indexes again, and ranks everything then; so does a usage-first pass into an index
+-- with no usage rows yet, until its last commit. Both only add rows: until ranked, the new rows
+-- are not counted (as files not yet read) and every other row is counted as before.
 --
 -- copy_number's ties (rows of one file with no id and one timestamp) are broken by seq, the
 -- order of the lines, where the view used to leave them to the sorter.

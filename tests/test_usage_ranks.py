@@ -17,7 +17,7 @@ from real_home import RealHome
 
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.db import migrations_dir, transaction
-from xcsh_store.index.write import bulk_load
+from xcsh_store.index.write import bulk_load, usage_first
 from xcsh_store.index.write import sync as sync_module
 
 OPERATIONS = ("append", "append_again", "copy", "fork", "rewrite", "delete", "restore")
@@ -157,3 +157,14 @@ def test_the_migration_ranks_the_rows_of_an_index_made_before_it(
             connection.execute("DELETE FROM usage_ranks")
             connection.execute(fill)
         assert stored_ranks(connection) == ranks_from_scratch(connection)
+
+
+def test_a_first_usage_pass_committed_file_by_file_ranks_every_row_at_its_end(
+    agent_dir: Path, real_home: RealHome, lean_always: None, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(usage_first, "COMMIT_EVERY_VALUES", 1)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        ((lines,),) = index.connection.execute("SELECT count(*) FROM usage_lines")
+        assert lines > 0
+        assert_ranked_as_from_scratch(index)

@@ -465,6 +465,12 @@ class UsageWriter:
         self.report = report
         self.values = 0
         self.revisions = reader_revisions()
+        # Into an index with no usage rows yet (a first run), nothing the pass writes changes a
+        # row already counted: the commits along the way leave the new rows unranked (not yet
+        # counted, as files not yet read) and the last ranks them all at once (migration 0020;
+        # the first usage of the 327 MB Claude tree: 2.05 CPU-s against 2.25 ranking at each).
+        ((counted,),) = connection.execute("SELECT EXISTS (SELECT 1 FROM usage_ranks)")
+        self.rank_at_end = not counted
 
     def write(
         self, seen: SeenFile, known: KnownFile | None, stat: tuple[int, int, int, int],
@@ -508,11 +514,12 @@ class UsageWriter:
         connection.executemany(_USAGE_ROW, rows)
         self.values += len(rows) + 1
         if self.values >= COMMIT_EVERY_VALUES:
-            self.commit()
+            self.commit(last=False)
 
-    def commit(self) -> None:
+    def commit(self, last: bool = True) -> None:
         if self.connection.in_transaction:
-            settle_ranks(self.connection)
+            if last or not self.rank_at_end:
+                settle_ranks(self.connection)
             self.connection.execute("COMMIT")
         self.values = 0
 
