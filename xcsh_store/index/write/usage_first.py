@@ -468,7 +468,8 @@ class UsageWriter:
         # Into an index with no usage rows yet (a first run), nothing the pass writes changes a
         # row already counted: the commits along the way leave the new rows unranked (not yet
         # counted, as files not yet read) and the last ranks them all at once (migration 0020;
-        # the first usage of the 327 MB Claude tree: 2.05 CPU-s against 2.25 ranking at each).
+        # ranking at each commit cost the 327 MB tree's first usage 0.2 CPU-s more:
+        # benchmarks/README.md).
         ((counted,),) = connection.execute("SELECT EXISTS (SELECT 1 FROM usage_ranks)")
         self.rank_at_end = not counted
 
