@@ -6,8 +6,8 @@ from __future__ import annotations
 import apsw
 
 # The rows usage_entries ranks, narrow, in two halves (entries of files whose entries are done;
-# the usage-first rows), each from {rows}: a FROM clause ending in the table's alias (e or u)
-# joined to what restricts it.
+# the usage-first rows), each reading its table from {entries} or {usage_lines}: a FROM clause
+# that ends with the table under its alias (e or u), joined to what restricts it.
 _TOKENS = "{t}.input_tokens, {t}.output_tokens, {t}.cache_read_tokens, {t}.cache_write_tokens"
 _HALVES = (
     "SELECT e.pk AS pk, e.session AS session, e.seq AS seq, e.id AS id,"
