@@ -112,6 +112,15 @@ CREATE INDEX sessions_summary_from ON sessions (summary_from) WHERE summary_from
 -- index usage_lines_session on usage_lines
 CREATE INDEX usage_lines_session ON usage_lines (session);
 
+-- index usage_lines_time_id on usage_lines
+CREATE INDEX usage_lines_time_id ON usage_lines (timestamp, id);
+
+-- index usage_ranks_session on usage_ranks
+CREATE INDEX usage_ranks_session ON usage_ranks (session);
+
+-- index usage_sessions_session_id on usage_sessions
+CREATE INDEX usage_sessions_session_id ON usage_sessions (session_id);
+
 -- table agent_prompts on agent_prompts
 CREATE TABLE agent_prompts (
     id INTEGER PRIMARY KEY,
@@ -312,6 +321,15 @@ CREATE TABLE sessions (
     compaction_title TEXT
 , agent TEXT NOT NULL DEFAULT 'xcsh', parent_session_id TEXT, activity_at TEXT, file_title TEXT, file_title_source TEXT, summary_from INTEGER);
 
+-- table usage_dirty_files on usage_dirty_files
+CREATE TABLE usage_dirty_files (file_id INTEGER PRIMARY KEY);
+
+-- table usage_dirty_keys on usage_dirty_keys
+CREATE TABLE usage_dirty_keys (id TEXT, timestamp TEXT);
+
+-- table usage_dirty_sessions on usage_dirty_sessions
+CREATE TABLE usage_dirty_sessions (session_id TEXT);
+
 -- table usage_lines on usage_lines
 CREATE TABLE usage_lines (
     pk INTEGER PRIMARY KEY,
@@ -329,6 +347,15 @@ CREATE TABLE usage_lines (
     cost REAL,
     cost_estimated INTEGER,
     list_cost REAL
+);
+
+-- table usage_ranks on usage_ranks
+CREATE TABLE usage_ranks (
+    pk INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL,
+    occurrence INTEGER NOT NULL,
+    copy_number INTEGER NOT NULL,
+    file_copy INTEGER NOT NULL
 );
 
 -- table usage_sessions on usage_sessions
@@ -368,6 +395,37 @@ CREATE TRIGGER blob_refs_ai AFTER INSERT ON blob_refs BEGIN
         last_seen = excluded.last_seen;
 END;
 
+-- trigger entries_usage_ad on entries
+CREATE TRIGGER entries_usage_ad AFTER DELETE ON entries WHEN old.input_tokens IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.session);
+    INSERT INTO usage_dirty_keys VALUES (old.id, old.timestamp);
+END;
+
+-- trigger entries_usage_ai on entries
+CREATE TRIGGER entries_usage_ai AFTER INSERT ON entries WHEN new.input_tokens IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (new.session);
+END;
+
+-- trigger entries_usage_au on entries
+CREATE TRIGGER entries_usage_au AFTER UPDATE OF
+    session, seq, id, timestamp, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens
+ON entries WHEN old.input_tokens IS NOT NULL OR new.input_tokens IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.session), (new.session);
+    INSERT INTO usage_dirty_keys VALUES (old.id, old.timestamp);
+END;
+
+-- trigger files_usage_ad on files
+CREATE TRIGGER files_usage_ad AFTER DELETE ON files WHEN old.entries_pending = 1 BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.id);
+END;
+
+-- trigger files_usage_au on files
+CREATE TRIGGER files_usage_au AFTER UPDATE OF entries_pending ON files
+WHEN old.entries_pending IS NOT new.entries_pending BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (new.id);
+END;
+
 -- trigger history_ad on history
 CREATE TRIGGER history_ad AFTER DELETE ON history BEGIN
     INSERT INTO history_fts (history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
@@ -382,6 +440,64 @@ END;
 CREATE TRIGGER history_au AFTER UPDATE OF prompt ON history BEGIN
     INSERT INTO history_fts (history_fts, rowid, prompt) VALUES ('delete', old.id, old.prompt);
     INSERT INTO history_fts (rowid, prompt) VALUES (new.id, new.prompt);
+END;
+
+-- trigger sessions_usage_ad on sessions
+CREATE TRIGGER sessions_usage_ad AFTER DELETE ON sessions BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.file_id);
+    INSERT INTO usage_dirty_sessions VALUES (old.session_id);
+END;
+
+-- trigger sessions_usage_ai on sessions
+CREATE TRIGGER sessions_usage_ai AFTER INSERT ON sessions BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (new.file_id);
+END;
+
+-- trigger sessions_usage_au on sessions
+CREATE TRIGGER sessions_usage_au AFTER UPDATE OF file_id, session_id, created_at, modified_at
+ON sessions WHEN old.file_id IS NOT new.file_id OR old.session_id IS NOT new.session_id
+    OR old.created_at IS NOT new.created_at OR old.modified_at IS NOT new.modified_at BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.file_id), (new.file_id);
+    INSERT INTO usage_dirty_sessions VALUES (old.session_id);
+END;
+
+-- trigger usage_lines_ad on usage_lines
+CREATE TRIGGER usage_lines_ad AFTER DELETE ON usage_lines BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.session);
+    INSERT INTO usage_dirty_keys VALUES (old.id, old.timestamp);
+END;
+
+-- trigger usage_lines_ai on usage_lines
+CREATE TRIGGER usage_lines_ai AFTER INSERT ON usage_lines BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (new.session);
+END;
+
+-- trigger usage_lines_au on usage_lines
+CREATE TRIGGER usage_lines_au AFTER UPDATE OF
+    session, seq, id, timestamp, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens
+ON usage_lines BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.session), (new.session);
+    INSERT INTO usage_dirty_keys VALUES (old.id, old.timestamp);
+END;
+
+-- trigger usage_sessions_ad on usage_sessions
+CREATE TRIGGER usage_sessions_ad AFTER DELETE ON usage_sessions BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.file_id);
+    INSERT INTO usage_dirty_sessions VALUES (old.session_id);
+END;
+
+-- trigger usage_sessions_ai on usage_sessions
+CREATE TRIGGER usage_sessions_ai AFTER INSERT ON usage_sessions BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (new.file_id);
+END;
+
+-- trigger usage_sessions_au on usage_sessions
+CREATE TRIGGER usage_sessions_au AFTER UPDATE OF file_id, session_id, created_at, modified_at
+ON usage_sessions WHEN old.file_id IS NOT new.file_id OR old.session_id IS NOT new.session_id
+    OR old.created_at IS NOT new.created_at OR old.modified_at IS NOT new.modified_at BEGIN
+    INSERT OR IGNORE INTO usage_dirty_files VALUES (old.file_id), (new.file_id);
+    INSERT INTO usage_dirty_sessions VALUES (old.session_id);
 END;
 
 -- view messages on messages
@@ -423,61 +539,22 @@ GROUP BY provider, model;
 
 -- view usage_entries on usage_entries
 CREATE VIEW usage_entries AS
-WITH ranked AS MATERIALIZED (
-    SELECT pk, occurrence,
-        row_number() OVER (
-            PARTITION BY id, timestamp ORDER BY created_at, session
-        ) AS copy_number,
-        row_number() OVER (
-            PARTITION BY
-                session_id, timestamp, input_tokens, output_tokens, cache_read_tokens,
-                cache_write_tokens, occurrence
-            ORDER BY modified_at DESC, session DESC
-        ) AS file_copy
-    FROM (
-        SELECT
-            e.pk, e.session, s.session_id, e.id, e.timestamp, e.input_tokens, e.output_tokens,
-            e.cache_read_tokens, e.cache_write_tokens, s.created_at, s.modified_at,
-            row_number() OVER (
-                PARTITION BY
-                    e.session, e.timestamp, e.input_tokens, e.output_tokens, e.cache_read_tokens,
-                    e.cache_write_tokens
-                ORDER BY e.seq
-            ) AS occurrence
-        FROM entries AS e
-        JOIN sessions AS s ON s.file_id = e.session
-        WHERE e.input_tokens IS NOT NULL
-          AND e.session NOT IN (SELECT id FROM files WHERE entries_pending = 1)
-        UNION ALL
-        SELECT
-            -u.pk, u.session, s.session_id, u.id, u.timestamp, u.input_tokens, u.output_tokens,
-            u.cache_read_tokens, u.cache_write_tokens, s.created_at, s.modified_at,
-            row_number() OVER (
-                PARTITION BY
-                    u.session, u.timestamp, u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                    u.cache_write_tokens
-                ORDER BY u.seq
-            ) AS occurrence
-        FROM usage_lines AS u
-        JOIN usage_sessions AS s ON s.file_id = u.session
-    )
-)
 SELECT
-    e.pk, e.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
+    e.pk, r.session, s.session_id, s.project_dir, s.cwd, e.id, e.timestamp, e.provider,
     e.model, e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens,
     e.premium_requests, e.cost, s.agent, s.parent_session_id, s.created_at,
     s.modified_at, e.cost_estimated, e.list_cost, r.occurrence, r.copy_number, r.file_copy
-FROM ranked AS r
+FROM usage_ranks AS r
 CROSS JOIN entries AS e ON e.pk = r.pk
-CROSS JOIN sessions AS s ON s.file_id = e.session
+CROSS JOIN sessions AS s ON s.file_id = r.session
 WHERE r.pk > 0 AND r.copy_number = 1 AND r.file_copy = 1
 UNION ALL
 SELECT
-    -u.pk, u.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
+    -u.pk, r.session, s.session_id, s.project_dir, s.cwd, u.id, u.timestamp, u.provider,
     u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
     u.premium_requests, u.cost, s.agent, s.parent_session_id, s.created_at,
     s.modified_at, u.cost_estimated, u.list_cost, r.occurrence, r.copy_number, r.file_copy
-FROM ranked AS r
+FROM usage_ranks AS r
 CROSS JOIN usage_lines AS u ON u.pk = -r.pk
-CROSS JOIN usage_sessions AS s ON s.file_id = u.session
+CROSS JOIN usage_sessions AS s ON s.file_id = r.session
 WHERE r.pk < 0 AND r.copy_number = 1 AND r.file_copy = 1;

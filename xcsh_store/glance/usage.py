@@ -20,14 +20,15 @@ from typing import Any
 import apsw
 
 # The usage_entries view of migration 0010 over the entries whose timestamp ``{restriction}``
-# keeps (an index-friendly condition on e.timestamp).
+# keeps (an index-friendly condition on e.timestamp), copy_number's ties broken by seq as
+# migration 0020's usage_ranks breaks them.
 USAGE_ROWS = """
 SELECT session_id, project_dir, agent, timestamp, input_tokens, output_tokens,
     cache_read_tokens, cache_write_tokens, cost
 FROM (
     SELECT
         *,
-        row_number() OVER (PARTITION BY id, timestamp ORDER BY created_at, session)
+        row_number() OVER (PARTITION BY id, timestamp ORDER BY created_at, session, seq)
             AS copy_number,
         row_number() OVER (
             PARTITION BY
@@ -37,7 +38,7 @@ FROM (
         ) AS file_copy
     FROM (
         SELECT
-            e.session, s.session_id, s.project_dir, e.id, e.timestamp, e.input_tokens,
+            e.session, e.seq, s.session_id, s.project_dir, e.id, e.timestamp, e.input_tokens,
             e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost, s.agent,
             s.created_at, s.modified_at,
             row_number() OVER (

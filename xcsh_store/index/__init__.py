@@ -16,7 +16,8 @@ At the top, the store and the database core:
 * ``db``: connections, the migrations (run by xcsh_store/sql_migrations.py), transactions, damage
   detection; ``engine``: the SQLite library's versions and error class; ``location``:
   following an agent dir that was copied or moved; ``sql_functions``: entry_text() and the
-  other SQL functions of search, on every connection.
+  other SQL functions of search, on every connection; ``usage_ranks``: the copy decision of
+  ``usage_entries`` ranked again before each commit of a write (migration 0020).
 
 Three rooms over that core, by what their modules do (each room's docstring says where a
 borderline module went, and why):

@@ -15,6 +15,7 @@ import apsw
 
 from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import free_bytes_if_full
+from xcsh_store.index.usage_ranks import settle_ranks
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
 from xcsh_store.sql_migrations import Applied, Migration, SQLiteLedger, apply_pending
 from xcsh_store.sql_migrations import load_migrations as load_folder
@@ -104,10 +105,12 @@ def temporary_on_disk(connection: apsw.Connection) -> Iterator[None]:
 
 @contextlib.contextmanager
 def transaction(connection: apsw.Connection, mode: str = "IMMEDIATE") -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error."""
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error; the usage ranks its writes
+    noted are ranked again before the commit."""
     connection.execute(f"BEGIN {mode}")
     try:
         yield
+        settle_ranks(connection)
     except BaseException:
         connection.execute("ROLLBACK")
         raise

@@ -22,6 +22,7 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.capture import PIECE_BYTES
 from xcsh_store.index.archive.frames import APPEND, piece_record
 from xcsh_store.index.archive.keeper import Keeper, Place
+from xcsh_store.index.usage_ranks import settle_ranks
 from xcsh_store.index.write.scan import SyncReport, known_file
 from xcsh_store.index.write.stages.resume import indexed_windows
 
@@ -89,6 +90,7 @@ def _committed(connection: apsw.Connection, keeper: Keeper) -> Iterator[None]:
     connection.execute("BEGIN IMMEDIATE")
     try:
         yield
+        settle_ranks(connection)
         keeper.sync()
     except BaseException:
         connection.execute("ROLLBACK")

@@ -28,6 +28,7 @@ import orjson
 
 from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.index.db import get_meta, index_folder, set_meta, temporary_on_disk, transaction
+from xcsh_store.index.usage_ranks import rank_everything
 from xcsh_store.index.write import pipeline
 
 # The meta key holding the SQL of the entries' indexes a bulk load dropped.
@@ -88,6 +89,7 @@ def build_indexes(connection: apsw.Connection) -> None:
             connection.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
         _set_hashsize(connection, DEFAULT_HASHSIZE)
         connection.execute("DELETE FROM meta WHERE key = ?", (DEFERRED_KEY,))
+        rank_everything(connection)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.index.archive.keeper import Keeper, Place
 from xcsh_store.index.model.columns import ENTRY_ROW, names, written
 from xcsh_store.index.model.facts import SkippedLines
+from xcsh_store.index.usage_ranks import settle_ranks
 from xcsh_store.index.write.build import Chunk
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.index.write.stale_search import leave_behind
@@ -113,6 +114,7 @@ class WriteBatch:
         if self.connection.in_transaction:
             self.write_texts()
             note_pending(self.connection)
+            settle_ranks(self.connection)
             if self.keeper is not None:
                 self.keeper.sync()
             self.connection.execute("COMMIT")
