@@ -1,0 +1,131 @@
+"""The lean read of a file whose usage lines the agent's own reader reads (Gemini CLI, Qwen
+Code, GitHub Copilot CLI): the lines at the head of the file that name the session, then only
+the lines a byte search finds a key of usage (or of the facts usage needs) in, each parsed as
+the full read parses it and read by the reader, in file order. Every other line (the prompts,
+the answers' text, the tools' output) is neither parsed nor read, and no entry row is written.
+
+Each format's needles are what its reader needs beside the head (a JSON string cannot hold an
+unescaped quote, so a quoted needle matches only a key or a whole string value):
+
+* Gemini CLI: a ``gemini`` message's ``"tokens"``; the ``<session_context>`` record that names
+  the cwd (gemini.py: the file names no cwd). Line 1, the metadata, names the session.
+* Qwen Code: an assistant line's ``"usageMetadata"``; the head is read to the first line that
+  names a cwd (the first line names the session).
+* GitHub Copilot CLI: ``"session.shutdown"`` (the only usage), and the events that change the
+  model it is counted under (``session.start``, ``session.model_change``, ``session.resume``).
+
+A record read here counts as the full read counts it: a later record of the same entry id or
+usage key replaces an earlier one (found.counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from xcsh_store.agents import Agent, SessionFacts, read_entry
+from xcsh_store.agents.base import text_of
+from xcsh_store.agents.copilot import READER as COPILOT
+from xcsh_store.agents.gemini import CONTEXT_TAG
+from xcsh_store.agents.gemini import READER as GEMINI
+from xcsh_store.agents.qwen import READER as QWEN
+from xcsh_store.index.model.facts import storable_values
+from xcsh_store.index.write.build import agent_entry_id
+from xcsh_store.index.write.lean.codex import line_starts
+from xcsh_store.index.write.lean.found import SEQS_PER_BYTE, UsageRead, UsageRequest, counted
+from xcsh_store.times import canonical_iso
+
+
+@dataclass(frozen=True)
+class LeanFormat:
+    """An agent whose usage lines its reader reads: the needles of those lines, and when the
+    head of a file has said what the reader learns of the session from it."""
+
+    reader: Agent
+    needles: tuple[bytes, ...]
+    head_read: Callable[[SessionFacts], bool]
+
+
+def _named(session: SessionFacts) -> bool:
+    return session.session_id is not None
+
+
+def _named_with_cwd(session: SessionFacts) -> bool:
+    return session.session_id is not None and session.cwd is not None
+
+
+FORMATS = {
+    lean.reader.name: lean
+    for lean in (
+        LeanFormat(GEMINI, (b'"tokens"', CONTEXT_TAG.encode()), _named),
+        LeanFormat(QWEN, (b'"usageMetadata"',), _named_with_cwd),
+        LeanFormat(
+            COPILOT,
+            (b'"session.shutdown"', b'"session.start"', b'"session.model_change"',
+             b'"session.resume"'),
+            _named,
+        ),  # fmt: skip
+    )
+}
+
+
+def read_by_reader(lean: LeanFormat, path: str, data: bytes) -> UsageRead:
+    """The requests of a file of ``lean``'s agent, as its reader reads them."""
+    reader = lean.reader
+    found = UsageRead(reader, SessionFacts(path))
+    session = found.session
+    stamps: list[str] = []
+    # Entries without usage too: a later record of an id replaces its usage (found.counted).
+    read: list[UsageRequest] = []
+    head = 0
+    while head < len(data) and not lean.head_read(session):
+        end = data.find(b"\n", head)
+        end = len(data) if end < 0 else end
+        if not _read_line(reader, data, head, end, read, stamps, session):
+            break
+        head = end + 1
+    for start in line_starts(data, lean.needles):
+        if start < head:
+            continue
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if not _read_line(reader, data, start, end, read, stamps, session):
+            break
+    if session.created_at:
+        stamps.append(session.created_at)
+    known = [stamp for stamp in map(canonical_iso, stamps) if stamp is not None]
+    found.activity_at = max(known) if known else None
+    found.requests = [request for request in counted(read) if request.usage is not None]
+    return found
+
+
+def _read_line(
+    reader: Agent, data: bytes, start: int, end: int, read: list[UsageRequest],
+    stamps: list[str], session: SessionFacts,
+) -> bool:  # fmt: skip
+    """Read the line at ``start``; False for a last line still being written (it waits for a
+    later sync, as in build.py)."""
+    line = data[start:end]
+    if end == len(data):
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return False
+    seq = start * SEQS_PER_BYTE
+    for part, value in enumerate(storable_values(line, b"\\u" in line)):
+        found = read_entry(reader, value, session)
+        entry = found.entry
+        entry_id = text_of(entry.get("id"))
+        if not reader.has_ids or found.chained:
+            # (An id unlike any other file's, as the full read gives.)
+            entry_id = agent_entry_id(session.path, seq + part)
+        timestamp = text_of(entry.get("timestamp"))
+        if timestamp is not None:
+            stamps.append(timestamp)
+        if found.usage is not None or entry_id is not None:
+            usage = found.usage
+            key = found.usage_key if usage is not None else None
+            read.append(UsageRequest(seq + part, entry_id, timestamp, found.model, usage, key))
+    return True
