@@ -1,9 +1,10 @@
 """Usage first, for real (issue 40, item 1): a sync asked for usage alone (``sync(entries=False)``,
 the ``usage`` verb's first run) reads only the lines of the Claude Code, Codex, Gemini CLI, Qwen
-Code and GitHub Copilot CLI files that hold usage and writes one row per request, no entry rows; ``usage`` then gives the same totals as a full
-sync, to the token and the cent; every read that wants entries (ls, show, search, the web app,
-MCP) reads those files whole first, or says its results are partial; a sync killed between the
-two passes leaves an index the next sync completes."""
+Code and GitHub Copilot CLI files that hold usage and writes one row per request, no entry rows;
+``usage`` then gives the same totals as a full sync, to the token and the cent; every read that
+wants entries (ls, show, search, the web app, MCP) reads those files whole first, or says its
+results are partial; a sync killed between the two passes leaves an index the next sync
+completes."""
 
 from __future__ import annotations
 
@@ -409,11 +410,12 @@ def _gemini(entry_id: str, stamp: str, sent: int) -> dict[str, object]:
 
 
 def _qwen(uuid: str, stamp: str, sent: int, **more: object) -> dict[str, object]:
+    usage = {"promptTokenCount": sent, "candidatesTokenCount": 3, "thoughtsTokenCount": 1,
+             "cachedContentTokenCount": 4}  # fmt: skip
     return {"uuid": uuid, "parentUuid": None, "sessionId": "q-edge", "timestamp": stamp,
             "type": "assistant", "model": "qwen3-coder-plus",
             "message": {"role": "model", "parts": [{"text": "usageMetadata"}]},
-            "usageMetadata": {"promptTokenCount": sent, "candidatesTokenCount": 3,
-                              "thoughtsTokenCount": 1, "cachedContentTokenCount": 4}, **more}  # fmt: skip
+            "usageMetadata": usage, **more}  # fmt: skip
 
 
 def _shutdown(stamp: str, **data: object) -> dict[str, object]:
@@ -436,7 +438,7 @@ ODD_FILES = {
             _gemini("m2", "2026-01-02T00:00:04Z", 300),
             {"$set": {"messages": [_gemini("m9", "2026-01-02T00:00:05Z", 900)]}},
         ) + orjson.dumps(_gemini("m3", "2026-01-03T00:00:06Z", 1))[:-9],
-    ),  # fmt: skip
+    ),
     "copilot": (
         ".copilot/session-state/c-edge/events.jsonl",
         _lines(
@@ -454,7 +456,7 @@ ODD_FILES = {
                 "input": {"tokenCount": 40}, "output": {"tokenCount": 4},
                 "cache_read": {"tokenCount": 10}}),
         ),
-    ),  # fmt: skip
+    ),
     "qwen": (
         ".qwen/projects/-work-q/chats/q-edge.jsonl",
         _lines(
@@ -468,8 +470,8 @@ ODD_FILES = {
             _qwen("a1", "2026-01-01T00:00:03Z", 50, cwd="/work/q"),  # written again
             _qwen("a2", "2026-01-02T00:00:04Z", 60, cwd="/work/q"),
         ),
-    ),  # fmt: skip
-}
+    ),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("agent", sorted(ODD_FILES))

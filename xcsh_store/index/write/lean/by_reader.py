@@ -56,17 +56,15 @@ def _named_with_cwd(session: SessionFacts) -> bool:
     return session.session_id is not None and session.cwd is not None
 
 
+_COPILOT_NEEDLES = (
+    b'"session.shutdown"', b'"session.start"', b'"session.model_change"', b'"session.resume"'
+)  # fmt: skip
 FORMATS = {
     lean.reader.name: lean
     for lean in (
         LeanFormat(GEMINI, (b'"tokens"', CONTEXT_TAG.encode()), _named),
         LeanFormat(QWEN, (b'"usageMetadata"',), _named_with_cwd),
-        LeanFormat(
-            COPILOT,
-            (b'"session.shutdown"', b'"session.start"', b'"session.model_change"',
-             b'"session.resume"'),
-            _named,
-        ),  # fmt: skip
+        LeanFormat(COPILOT, _COPILOT_NEEDLES, _named),
     )
 }
 

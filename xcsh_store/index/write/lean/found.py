@@ -99,4 +99,3 @@ def counted(requests: list[UsageRequest]) -> list[UsageRequest]:
                 alive[earlier] = False
             by_key[request.usage_key] = number
     return [request for request, kept in zip(requests, alive, strict=True) if kept]
-
