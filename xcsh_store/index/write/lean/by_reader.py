@@ -14,38 +14,121 @@ unescaped quote, so a quoted needle matches only a key or a whole string value):
 * GitHub Copilot CLI: ``"session.shutdown"`` (the only usage), and the events that change the
   model it is counted under (``session.start``, ``session.model_change``, ``session.resume``).
 
-A record read here counts as the full read counts it: a later record of the same entry id or
-usage key replaces an earlier one (found.counted).
+A Gemini CLI ``gemini`` record and a Qwen Code ``assistant`` line of the usual shape are not
+given to the reader: msgspec decodes the few fields its usage comes from (the rest, the
+answer's text, thoughts and tool calls, is skipped without making a Python object of it), and
+the reader's own function prices them (gemini_usage, qwen_usage); any other line, or one of a
+shape the reader might read otherwise (a ``$set`` in a record, thoughts that are not a list),
+is the reader's. A record read here counts as the full read counts it: a later record of the
+same entry id or usage key replaces an earlier one (found.counted).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import msgspec
 import orjson
 
 from xcsh_store.agents import Agent, SessionFacts, read_entry
 from xcsh_store.agents.base import text_of
 from xcsh_store.agents.copilot import READER as COPILOT
-from xcsh_store.agents.gemini import CONTEXT_TAG
+from xcsh_store.agents.gemini import CONTEXT_TAG, REWIND_KEY, SET_KEY, TOOL_RESULT_KEY, gemini_usage
 from xcsh_store.agents.gemini import READER as GEMINI
 from xcsh_store.agents.qwen import READER as QWEN
+from xcsh_store.agents.qwen import qwen_usage
 from xcsh_store.index.model.facts import storable_values
 from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.lean.codex import line_starts
 from xcsh_store.index.write.lean.found import SEQS_PER_BYTE, UsageRead, UsageRequest, counted
 from xcsh_store.times import canonical_iso
 
+# A line's request from the typed decoding (None: the reader reads the line).
+Typed = Callable[[bytes, int], UsageRequest | None]
+
 
 @dataclass(frozen=True)
 class LeanFormat:
-    """An agent whose usage lines its reader reads: the needles of those lines, and when the
-    head of a file has said what the reader learns of the session from it."""
+    """An agent whose usage lines its reader reads: the needles of those lines, when the head
+    of a file has said what the reader learns of the session from it, and the typed decoding
+    of the usual usage line (after the head)."""
 
     reader: Agent
     needles: tuple[bytes, ...]
     head_read: Callable[[SessionFacts], bool]
+    typed: Typed | None = None
+
+
+_ABSENT = msgspec.Raw(b"")
+# What GeminiReader._gemini iterates: a list, null or nothing (a truthy scalar would fail it).
+_ITERABLE = (b"", b"[", b"n")
+
+
+class _GeminiRecord(msgspec.Struct):
+    type: Any = None
+    id: Any = None
+    timestamp: Any = None
+    model: Any = None
+    tokens: Any = None
+    thoughts: msgspec.Raw = _ABSENT
+    toolCalls: msgspec.Raw = _ABSENT  # (Gemini CLI's names)
+    tool_result: msgspec.Raw = msgspec.field(default=_ABSENT, name=TOOL_RESULT_KEY)
+    set_fields: msgspec.Raw = msgspec.field(default=_ABSENT, name=SET_KEY)
+    rewind: msgspec.Raw = msgspec.field(default=_ABSENT, name=REWIND_KEY)
+
+
+_GEMINI_DECODER = msgspec.json.Decoder(_GeminiRecord)
+
+
+def _gemini_request(line: bytes, seq: int) -> UsageRequest | None:
+    """A ``gemini`` message record's request, as GeminiReader.read gives it."""
+    try:
+        record = _GEMINI_DECODER.decode(line)
+    except msgspec.DecodeError:
+        return None
+    if (
+        record.type != "gemini"
+        or len(record.tool_result) + len(record.set_fields) + len(record.rewind)
+        or bytes(record.thoughts)[:1] not in _ITERABLE
+        or bytes(record.toolCalls)[:1] not in _ITERABLE
+    ):
+        return None
+    entry_id, model = text_of(record.id), text_of(record.model)
+    timestamp, tokens = text_of(record.timestamp), record.tokens
+    if type(tokens) is not dict or entry_id is None:
+        return UsageRequest(seq, entry_id, timestamp, model, None, None)
+    usage = gemini_usage(tokens, model, timestamp)
+    return UsageRequest(seq, entry_id, timestamp, model, usage, f"gemini:{entry_id}")
+
+
+class _QwenLine(msgspec.Struct):
+    type: Any = None
+    uuid: Any = None
+    timestamp: Any = None
+    model: Any = None
+    usageMetadata: Any = None  # (Qwen Code's name)
+
+
+_QWEN_DECODER = msgspec.json.Decoder(_QwenLine)
+
+
+def _qwen_request(line: bytes, seq: int) -> UsageRequest | None:
+    """An ``assistant`` line's request, as QwenReader.read gives it (its head read: the
+    session's id and cwd known)."""
+    try:
+        decoded = _QWEN_DECODER.decode(line)
+    except msgspec.DecodeError:
+        return None
+    if decoded.type != "assistant":
+        return None
+    entry_id, model = text_of(decoded.uuid), text_of(decoded.model)
+    timestamp, usage = text_of(decoded.timestamp), decoded.usageMetadata
+    if type(usage) is not dict:
+        return UsageRequest(seq, entry_id, timestamp, model, None, None)
+    figures = qwen_usage(usage, model, timestamp)
+    return UsageRequest(seq, entry_id, timestamp, model, figures, f"qwen:{entry_id}")
 
 
 def _named(session: SessionFacts) -> bool:
@@ -62,8 +145,8 @@ _COPILOT_NEEDLES = (
 FORMATS = {
     lean.reader.name: lean
     for lean in (
-        LeanFormat(GEMINI, (b'"tokens"', CONTEXT_TAG.encode()), _named),
-        LeanFormat(QWEN, (b'"usageMetadata"',), _named_with_cwd),
+        LeanFormat(GEMINI, (b'"tokens"', CONTEXT_TAG.encode()), _named, _gemini_request),
+        LeanFormat(QWEN, (b'"usageMetadata"',), _named_with_cwd, _qwen_request),
         LeanFormat(COPILOT, _COPILOT_NEEDLES, _named),
     )
 }
@@ -81,7 +164,7 @@ def read_by_reader(lean: LeanFormat, path: str, data: bytes) -> UsageRead:
     while head < len(data) and not lean.head_read(session):
         end = data.find(b"\n", head)
         end = len(data) if end < 0 else end
-        if not _read_line(reader, data, head, end, read, stamps, session):
+        if not _read_line(reader, None, data, head, end, read, stamps, session):
             break
         head = end + 1
     for start in line_starts(data, lean.needles):
@@ -89,7 +172,7 @@ def read_by_reader(lean: LeanFormat, path: str, data: bytes) -> UsageRead:
             continue
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
-        if not _read_line(reader, data, start, end, read, stamps, session):
+        if not _read_line(reader, lean.typed, data, start, end, read, stamps, session):
             break
     if session.created_at:
         stamps.append(session.created_at)
@@ -100,11 +183,11 @@ def read_by_reader(lean: LeanFormat, path: str, data: bytes) -> UsageRead:
 
 
 def _read_line(
-    reader: Agent, data: bytes, start: int, end: int, read: list[UsageRequest],
-    stamps: list[str], session: SessionFacts,
+    reader: Agent, typed: Typed | None, data: bytes, start: int, end: int,
+    read: list[UsageRequest], stamps: list[str], session: SessionFacts,
 ) -> bool:  # fmt: skip
-    """Read the line at ``start``; False for a last line still being written (it waits for a
-    later sync, as in build.py)."""
+    """Read the line at ``start`` (by ``typed`` when it can); False for a last line still being
+    written (it waits for a later sync, as in build.py)."""
     line = data[start:end]
     if end == len(data):
         try:
@@ -112,6 +195,13 @@ def _read_line(
         except orjson.JSONDecodeError:
             return False
     seq = start * SEQS_PER_BYTE
+    request = None if typed is None else typed(line, seq)
+    if request is not None:
+        if request.timestamp is not None:
+            stamps.append(request.timestamp)
+        if request.usage is not None or request.entry_id is not None:
+            read.append(request)
+        return True
     for part, value in enumerate(storable_values(line, b"\\u" in line)):
         found = read_entry(reader, value, session)
         entry = found.entry
