@@ -117,6 +117,8 @@ def main() -> None:
                 f"{agent} {step}: totals (input, output, cache read, cache write, cost)"
                 f" {result['totals']}, files with entries pending {result['entries_pending']}"
             )
+        equal = len({str(result["totals"]) for result in figures["found"].values()}) == 1
+        print(f"{agent}: the three steps' totals {'are equal' if equal else 'DIFFER'}")
     print_table(rows, title="Usage first by the agents' readers (baseline: full read, text later)")
 
 
