@@ -51,7 +51,11 @@ class UsageRequest:
         if isinstance(usage, tuple):
             if len(usage) == 6:
                 return usage
-            request = Request(self.model, self.timestamp, *usage, provider=CODEX_PROVIDER)
+            sent, received, cache_read, cache_write = usage
+            request = Request(
+                self.model, self.timestamp, sent, received, cache_read, cache_write,
+                provider=CODEX_PROVIDER,
+            )  # fmt: skip
             return (*usage, 0, price_table().cost(request))
         if isinstance(usage, ClaudeUsage):
             usage = usage_dict(usage)
