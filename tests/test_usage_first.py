@@ -413,7 +413,7 @@ def _qwen(uuid: str, stamp: str, sent: int, **more: object) -> dict[str, object]
     usage = {"promptTokenCount": sent, "candidatesTokenCount": 3, "thoughtsTokenCount": 1,
              "cachedContentTokenCount": 4}  # fmt: skip
     return {"uuid": uuid, "parentUuid": None, "sessionId": "q-edge", "timestamp": stamp,
-            "type": "assistant", "model": "qwen3-coder-plus",
+            "type": "assistant", "model": "qwen/qwen3-coder",
             "message": {"role": "model", "parts": [{"text": "usageMetadata"}]},
             "usageMetadata": usage, **more}  # fmt: skip
 

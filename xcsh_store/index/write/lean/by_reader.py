@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import orjson
 
 from xcsh_store.agents import Agent, SessionFacts, read_entry
 from xcsh_store.agents.base import text_of
@@ -42,7 +41,13 @@ from xcsh_store.agents.qwen import qwen_usage
 from xcsh_store.index.model.facts import storable_values
 from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.lean.codex import line_starts
-from xcsh_store.index.write.lean.found import SEQS_PER_BYTE, UsageRead, UsageRequest, counted
+from xcsh_store.index.write.lean.found import (
+    SEQS_PER_BYTE,
+    UsageRead,
+    UsageRequest,
+    counted,
+    line_end,
+)
 from xcsh_store.times import canonical_iso
 
 # A line's request from the typed decoding (None: the reader reads the line).
@@ -162,18 +167,18 @@ def read_by_reader(lean: LeanFormat, path: str, data: bytes) -> UsageRead:
     read: list[UsageRequest] = []
     head = 0
     while head < len(data) and not lean.head_read(session):
-        end = data.find(b"\n", head)
-        end = len(data) if end < 0 else end
-        if not _read_line(reader, None, data, head, end, read, stamps, session):
+        end = line_end(data, head, head)
+        if end is None:
             break
+        _read_line(reader, None, data[head:end], head, read, stamps, session)
         head = end + 1
     for start in line_starts(data, lean.needles):
         if start < head:
             continue
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        if not _read_line(reader, lean.typed, data, start, end, read, stamps, session):
+        end = line_end(data, start, start)
+        if end is None:
             break
+        _read_line(reader, lean.typed, data[start:end], start, read, stamps, session)
     if session.created_at:
         stamps.append(session.created_at)
     known = [stamp for stamp in map(canonical_iso, stamps) if stamp is not None]
@@ -183,17 +188,10 @@ def read_by_reader(lean: LeanFormat, path: str, data: bytes) -> UsageRead:
 
 
 def _read_line(
-    reader: Agent, typed: Typed | None, data: bytes, start: int, end: int,
-    read: list[UsageRequest], stamps: list[str], session: SessionFacts,
-) -> bool:  # fmt: skip
-    """Read the line at ``start`` (by ``typed`` when it can); False for a last line still being
-    written (it waits for a later sync, as in build.py)."""
-    line = data[start:end]
-    if end == len(data):
-        try:
-            orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return False
+    reader: Agent, typed: Typed | None, line: bytes, start: int, read: list[UsageRequest],
+    stamps: list[str], session: SessionFacts,
+) -> None:  # fmt: skip
+    """Read the line that begins at ``start`` (by ``typed`` when it can)."""
     seq = start * SEQS_PER_BYTE
     request = None if typed is None else typed(line, seq)
     if request is not None:
@@ -201,7 +199,7 @@ def _read_line(
             stamps.append(request.timestamp)
         if request.usage is not None or request.entry_id is not None:
             read.append(request)
-        return True
+        return
     for part, value in enumerate(storable_values(line, b"\\u" in line)):
         found = read_entry(reader, value, session)
         entry = found.entry
@@ -216,4 +214,3 @@ def _read_line(
             usage = found.usage
             key = found.usage_key if usage is not None else None
             read.append(UsageRequest(seq + part, entry_id, timestamp, found.model, usage, key))
-    return True

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import orjson
 
 from xcsh_store.agents import SessionFacts
 from xcsh_store.agents.base import text_of
@@ -23,6 +22,7 @@ from xcsh_store.index.write.lean.found import (
     UsageRead,
     UsageRequest,
     counted,
+    line_end,
 )
 from xcsh_store.times import canonical_iso
 
@@ -103,13 +103,9 @@ def read_claude(path: str, data: bytes) -> UsageRead:
     position = data.find(_USAGE)
     while position >= 0:
         start = data.rfind(b"\n", 0, position) + 1
-        end = data.find(b"\n", position)
-        if end < 0:
-            end = len(data)
-            try:  # a last line still being written waits for a later sync (build.py)
-                orjson.loads(data[start:end])
-            except orjson.JSONDecodeError:
-                break
+        end = line_end(data, start, position)
+        if end is None:
+            break
         for request in _requests_of_line(data[start:end], start * SEQS_PER_BYTE):
             requests.append(request)
             if request.timestamp is not None:

@@ -17,7 +17,13 @@ from xcsh_store.agents.codex import _learn_session as learn_codex_session
 from xcsh_store.agents.codex import _token_count as codex_token_count
 from xcsh_store.index.model.facts import storable_values
 from xcsh_store.index.write.build import agent_entry_id
-from xcsh_store.index.write.lean.found import SEQS_PER_BYTE, UsageRead, UsageRequest, counted
+from xcsh_store.index.write.lean.found import (
+    SEQS_PER_BYTE,
+    UsageRead,
+    UsageRequest,
+    counted,
+    line_end,
+)
 from xcsh_store.times import canonical_iso
 
 _CODEX_NEEDLES = (b'"session_meta"', b'"turn_context"', b'"token_count"')
@@ -67,13 +73,9 @@ def read_codex(path: str, data: bytes) -> UsageRead:
     session = found.session
     activity: list[str] = []
     for start in line_starts(data, _CODEX_NEEDLES):
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = len(data)
-            try:  # a last line still being written waits for a later sync (build.py)
-                orjson.loads(data[start:end])
-            except orjson.JSONDecodeError:
-                break
+        end = line_end(data, start, start)
+        if end is None:
+            break
         line = data[start:end]
         seq = start * SEQS_PER_BYTE
         try:

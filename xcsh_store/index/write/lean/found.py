@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import orjson
 
 from xcsh_store.agents import Agent, SessionFacts
 from xcsh_store.agents.claude import claude_usage
@@ -103,3 +104,17 @@ def counted(requests: list[UsageRequest]) -> list[UsageRequest]:
                 alive[earlier] = False
             by_key[request.usage_key] = number
     return [request for request, kept in zip(requests, alive, strict=True) if kept]
+
+
+def line_end(data: bytes, start: int, position: int) -> int | None:
+    """Where the line that begins at ``start`` (and holds ``position``) ends: its newline, or
+    the end of the data; None for a last line still being written (it waits for a later sync,
+    as in build.py)."""
+    end = data.find(b"\n", position)
+    if end >= 0:
+        return end
+    try:
+        orjson.loads(data[start:])
+    except orjson.JSONDecodeError:
+        return None
+    return len(data)
