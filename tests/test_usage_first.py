@@ -20,6 +20,9 @@ import orjson
 import pytest
 from agent_homes import lay_out_agents
 from click.testing import CliRunner
+from helpers.agent_lines import FORMATS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from real_home import RealHome
 
 from xcsh_store.cli.app import cli
@@ -490,3 +493,34 @@ def test_odd_agent_files_count_as_the_full_read_counts_them(
         full.sync()
         assert lean == totals(full, ("day", "session", "model"))
         assert len(lean) > 1
+
+
+# Where a generated file of each agent goes below an agent dir's sessions/ (its first line
+# names its agent).
+_GENERATED = {"gemini": "chats/session-g.jsonl", "copilot": "c/events.jsonl", "qwen": "q.jsonl"}
+
+
+@settings(
+    max_examples=int(os.environ.get("AGENTS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(agent=st.sampled_from(sorted(_GENERATED)), data=st.data())
+def test_generated_agent_files_count_as_the_full_read_counts_them(
+    lean_always: None, tmp_path_factory: pytest.TempPathFactory, agent: str, data: st.DataObject
+):
+    """Records written again, rewinds, checkpoints, events without ids, model changes, a file
+    cut anywhere (its last line still being written)."""
+    content = data.draw(FORMATS[agent]())
+    if data.draw(st.booleans()):
+        content = content[: data.draw(st.integers(1, len(content)))]
+    work = tmp_path_factory.mktemp(agent)
+    path = work / "agent" / "sessions" / _GENERATED[agent]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    found = []
+    for name, entries in (("lean", False), ("full", True)):
+        with SessionIndex.open(str(work / "agent"), db_path=str(work / f"{name}.db")) as index:
+            index.sync(entries=entries, workers=1)
+            found.append(totals(index, ("day", "session", "model")))
+    assert found[0] == found[1]
