@@ -440,7 +440,8 @@ ODD_FILES = {
             {"$rewindTo": "m1"},
             _gemini("m2", "2026-01-02T00:00:04Z", 300),
             {"$set": {"messages": [_gemini("m9", "2026-01-02T00:00:05Z", 900)]}},
-        ) + orjson.dumps(_gemini("m3", "2026-01-03T00:00:06Z", 1))[:-9],
+        ).replace(b"<session_context>", b"\\u003csession_context\\u003e")  # as Go writes it
+        + orjson.dumps(_gemini("m3", "2026-01-03T00:00:06Z", 1))[:-9],
     ),
     "copilot": (
         ".copilot/session-state/c-edge/events.jsonl",
@@ -488,11 +489,11 @@ def test_odd_agent_files_count_as_the_full_read_counts_them(
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync(entries=False)
         assert pending_agents(index) == {agent}
-        lean = totals(index, ("day", "session", "model"))
+        lean = [totals(index, by) for by in (("day", "session", "model"), ("project",))]
     with SessionIndex.open(str(tmp_path / "full")) as full:
         full.sync()
-        assert lean == totals(full, ("day", "session", "model"))
-        assert len(lean) > 1
+        assert lean == [totals(full, by) for by in (("day", "session", "model"), ("project",))]
+        assert len(lean[0]) > 1
 
 
 # Where a generated file of each agent goes below an agent dir's sessions/ (its first line

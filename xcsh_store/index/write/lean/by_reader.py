@@ -8,7 +8,8 @@ Each format's needles are what its reader needs beside the head (a JSON string c
 unescaped quote, so a quoted needle matches only a key or a whole string value):
 
 * Gemini CLI: a ``gemini`` message's ``"tokens"``; the ``<session_context>`` record that names
-  the cwd (gemini.py: the file names no cwd). Line 1, the metadata, names the session.
+  the cwd (gemini.py: the file names no cwd; found by the tag's name, brackets escaped or
+  not). Line 1, the metadata, names the session.
 * Qwen Code: an assistant line's ``"usageMetadata"``; the head is read to the first line that
   names a cwd (the first line names the session).
 * GitHub Copilot CLI: ``"session.shutdown"`` (the only usage), and the events that change the
@@ -144,13 +145,15 @@ def _named_with_cwd(session: SessionFacts) -> bool:
     return session.session_id is not None and session.cwd is not None
 
 
+# The tag's name without its brackets: a writer may escape ``<`` and ``>`` (``\u003c``).
+_CONTEXT_NAME = CONTEXT_TAG.strip("<>").encode()
 _COPILOT_NEEDLES = (
     b'"session.shutdown"', b'"session.start"', b'"session.model_change"', b'"session.resume"'
 )  # fmt: skip
 FORMATS = {
     lean.reader.name: lean
     for lean in (
-        LeanFormat(GEMINI, (b'"tokens"', CONTEXT_TAG.encode()), _named, _gemini_request),
+        LeanFormat(GEMINI, (b'"tokens"', _CONTEXT_NAME), _named, _gemini_request),
         LeanFormat(QWEN, (b'"usageMetadata"',), _named_with_cwd, _qwen_request),
         LeanFormat(COPILOT, _COPILOT_NEEDLES, _named),
     )
