@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 import pytest
 from agent_homes import HOME_PLACES, lay_out_agents
+from helpers.agent_lines import FORMATS, chat_bytes, record, tokens_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from session_builder import FIXTURES
@@ -181,20 +182,6 @@ def test_cursor_sessions_take_the_file_time(laid_out: SessionIndex):
     assert row["created_at"] is None
 
 
-def _gemini_lines(records: list[dict[str, Any]]) -> bytes:
-    meta = {"sessionId": "g1", "projectHash": "ab", "startTime": "2026-01-01T00:00:00.000Z"}
-    return b"".join(orjson.dumps(record) + b"\n" for record in [meta, *records])
-
-
-def _message(entry_id: str, kind: str, text: str, **more: Any) -> dict[str, Any]:
-    return {"id": entry_id, "timestamp": "2026-01-01T00:00:01.000Z", "type": kind,
-            "content": text, **more}  # fmt: skip
-
-
-def _tokens(output: int) -> dict[str, int]:
-    return {"input": 100, "output": output, "cached": 40, "thoughts": 5, "tool": 0}
-
-
 def _one_file(index: SessionIndex, tmp_path: Path, name: str, content: bytes) -> dict[str, Any]:
     root = tmp_path / "elsewhere"
     root.mkdir(exist_ok=True)
@@ -210,17 +197,17 @@ def test_gemini_rewind_branches_and_a_replaced_record_counts_once(
     index: SessionIndex, tmp_path: Path
 ):
     records = [
-        _message("u1", "user", "first question"),
-        _message("a1", "gemini", "", tokens=_tokens(10), model="gemini-2.5-pro"),
+        record("u1", "user", "first question"),
+        record("a1", "gemini", "", tokens=tokens_of(10), model="gemini-2.5-pro"),
         # The same message written again, complete: it replaces the first (usage once).
-        _message("a1", "gemini", "first answer", tokens=_tokens(20), model="gemini-2.5-pro"),
-        _message("u2", "user", "second question"),
-        _message("a2", "gemini", "abandoned answer", tokens=_tokens(7), model="gemini-2.5-pro"),
+        record("a1", "gemini", "first answer", tokens=tokens_of(20), model="gemini-2.5-pro"),
+        record("u2", "user", "second question"),
+        record("a2", "gemini", "abandoned answer", tokens=tokens_of(7), model="gemini-2.5-pro"),
         {"$rewindTo": "u2"},
-        _message("u3", "user", "second question asked again"),
+        record("u3", "user", "second question asked again"),
         {"$set": {"summary": "Rewound chat"}},
     ]
-    row = _one_file(index, tmp_path, "session-g1.jsonl", _gemini_lines(records))
+    row = _one_file(index, tmp_path, "session-g1.jsonl", chat_bytes(records))
     tree = index.tree(row["file_id"])
     # u1 -> a1 -> {u2 -> a2 (left behind), $rewindTo:u2:4 -> u3}
     assert len(tree.roots) == 1
@@ -241,15 +228,15 @@ def test_gemini_rewind_branches_and_a_replaced_record_counts_once(
 
 def test_gemini_checkpoint_continues_from_its_last_message(index: SessionIndex, tmp_path: Path):
     records = [
-        _message("u1", "user", "keep this"),
-        _message("a1", "gemini", "kept answer"),
-        _message("u2", "user", "dropped by the checkpoint"),
-        {"$set": {"messages": [_message("u1", "user", "keep this"),
-                               _message("a1", "gemini", "kept answer"),
-                               _message("x9", "gemini", "zeppelin only in the checkpoint")]}},
-        _message("u4", "user", "after the checkpoint"),
+        record("u1", "user", "keep this"),
+        record("a1", "gemini", "kept answer"),
+        record("u2", "user", "dropped by the checkpoint"),
+        {"$set": {"messages": [record("u1", "user", "keep this"),
+                               record("a1", "gemini", "kept answer"),
+                               record("x9", "gemini", "zeppelin only in the checkpoint")]}},
+        record("u4", "user", "after the checkpoint"),
     ]  # fmt: skip
-    row = _one_file(index, tmp_path, "session-g2.jsonl", _gemini_lines(records))
+    row = _one_file(index, tmp_path, "session-g2.jsonl", chat_bytes(records))
     tree = index.tree(row["file_id"])
     # u1 -> a1 -> {u2, $set:x9:3 (a root: x9 is no record) -> u4}
     assert tree.children["$set:x9:3"] == ["u4"]
@@ -345,114 +332,6 @@ def test_the_variables_that_move_the_folders_are_honoured(
 
 # -- appends ----------------------------------------------------------------------------------
 
-_WORDS = ("alpha", "bravo", "charlie", "delta", "echo")
-
-
-@st.composite
-def gemini_records(draw: st.DrawFn) -> bytes:
-    """A Gemini chat: messages (some written again by id), rewinds to any earlier message,
-    checkpoints, titles."""
-    records: list[dict[str, Any]] = []
-    ids: list[str] = []
-    for number in range(draw(st.integers(1, 20))):
-        kind = draw(st.sampled_from(["user", "gemini", "gemini", "again", "rewind", "set", "info"]))
-        if kind == "again" and ids:
-            records.append(_message(draw(st.sampled_from(ids)), "gemini", draw(st.sampled_from(
-                _WORDS)), tokens=_tokens(number)))  # fmt: skip
-        elif kind == "rewind" and ids:
-            records.append({"$rewindTo": draw(st.sampled_from(ids))})
-        elif kind == "set":
-            kept = draw(st.lists(st.sampled_from(ids), max_size=3)) if ids else []
-            messages = [_message(entry_id, "user", "kept") for entry_id in kept]
-            records.append({"$set": {"summary": draw(st.sampled_from(_WORDS)),
-                                     **({"messages": messages} if messages else {})}})  # fmt: skip
-        else:
-            entry_id = f"m{number}"
-            ids.append(entry_id)
-            more = {"tokens": _tokens(number)} if kind == "gemini" else {}
-            text = draw(st.sampled_from(_WORDS))
-            records.append(_message(entry_id, "user" if kind == "again" else kind, text, **more))
-    return _gemini_lines(records)
-
-
-@st.composite
-def copilot_events(draw: st.DrawFn) -> bytes:
-    """Copilot events, with or without ids (a chain then), shutdowns with totals."""
-    with_ids = draw(st.booleans())
-    events: list[dict[str, Any]] = [
-        {"type": "session.start", "data": {"sessionId": "c", "version": 1,
-                                           "selectedModel": "gpt-5-mini"}}
-    ]  # fmt: skip
-    for _ in range(draw(st.integers(0, 15))):
-        kind = draw(st.sampled_from(["user.message", "assistant.message",
-                                     "tool.execution_complete", "session.shutdown",
-                                     "session.model_change", "session.info"]))  # fmt: skip
-        data: dict[str, Any] = {"content": draw(st.sampled_from(_WORDS))}
-        if kind == "session.shutdown":
-            data = {
-                "totalPremiumRequests": draw(st.integers(0, 3)),
-                "currentModel": "gpt-5",
-                "tokenDetails": {"input": {"tokenCount": 10}, "output": {"tokenCount": 2}},
-            }
-        elif kind == "session.model_change":
-            data = {"newModel": draw(st.sampled_from(["gpt-5", "claude-sonnet-4.5"]))}
-        events.append({"type": kind, "data": data})  # fmt: skip
-    if with_ids:
-        for number, event in enumerate(events):
-            event.update(id=f"e{number}", parentId=f"e{number - 1}" if number else None)
-    return b"".join(orjson.dumps(event) + b"\n" for event in events)
-
-
-@st.composite
-def qwen_lines(draw: st.DrawFn) -> bytes:
-    lines = []
-    for number in range(draw(st.integers(1, 12))):
-        kind = draw(st.sampled_from(["user", "assistant", "tool_result", "system"]))
-        line: dict[str, Any] = {
-            "uuid": f"q{number}", "parentUuid": f"q{number - 1}" if number else None,
-            "sessionId": "q", "timestamp": "2026-01-01T00:00:00.000Z", "type": kind,
-            "cwd": "/w", "message": {"role": "model" if kind == "assistant" else "user",
-                                     "parts": [{"text": draw(st.sampled_from(_WORDS))}]},
-        }  # fmt: skip
-        if kind == "assistant":
-            line["usageMetadata"] = {"promptTokenCount": 9, "candidatesTokenCount": number,
-                                     "cachedContentTokenCount": 2}  # fmt: skip
-        lines.append(line)
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
-
-
-@st.composite
-def droid_lines(draw: st.DrawFn) -> bytes:
-    lines: list[dict[str, Any]] = [{"type": "session_start", "id": "d", "title": "t", "cwd": "/"}]
-    for number in range(draw(st.integers(0, 10))):
-        role = draw(st.sampled_from(["user", "assistant"]))
-        lines.append({"type": "message", "id": f"d{number}",
-                      "parentId": f"d{number - 1}" if number else "d",
-                      "message": {"role": role, "content": [
-                          {"type": "text", "text": draw(st.sampled_from(_WORDS))}]}})  # fmt: skip
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
-
-
-@st.composite
-def cursor_lines(draw: st.DrawFn) -> bytes:
-    lines: list[dict[str, Any]] = []
-    for _ in range(draw(st.integers(1, 10))):
-        if draw(st.integers(0, 4)) == 0:
-            lines.append({"type": "turn_ended", "status": "success"})
-            continue
-        lines.append({"role": draw(st.sampled_from(["user", "assistant"])),
-                      "message": {"content": draw(st.sampled_from(_WORDS))}})  # fmt: skip
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
-
-
-FORMATS = {
-    "gemini": gemini_records,
-    "copilot": copilot_events,
-    "qwen": qwen_lines,
-    "droid": droid_lines,
-    "cursor": cursor_lines,
-}
-
 
 @settings(
     max_examples=int(os.environ.get("AGENTS_EXAMPLES", "20")),
@@ -531,10 +410,10 @@ def test_gemini_cwd_comes_from_the_session_context(index: SessionIndex, tmp_path
         "</session_context>"
     )
     records = [
-        _message("c1", "user", context),
-        _message("u1", "user", "the real question"),
+        record("c1", "user", context),
+        record("u1", "user", "the real question"),
     ]
-    row = _one_file(index, tmp_path, "session-ctx.jsonl", _gemini_lines(records))
+    row = _one_file(index, tmp_path, "session-ctx.jsonl", chat_bytes(records))
     assert (row["cwd"], row["first_message"]) == ("/home/dd/project", "the real question")
 
 
@@ -569,7 +448,7 @@ def test_watch_reads_appends_and_writes_nothing_in_the_agents_folders(agent_dir:
               _snapshot(root).items()}  # fmt: skip
     running = Watch(agent_dir)
     try:
-        appended = _message("late-1", "user", "periwinkle asked while watched")
+        appended = record("late-1", "user", "periwinkle asked while watched")
         with gemini.open("ab") as stream:
             stream.write(orjson.dumps(appended) + b"\n")
         running.wait_for(

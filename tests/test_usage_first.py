@@ -1,9 +1,10 @@
 """Usage first, for real (issue 40, item 1): a sync asked for usage alone (``sync(entries=False)``,
-the ``usage`` verb's first run) reads only the lines of the Claude Code and Codex files that hold
-usage and writes one row per request, no entry rows; ``usage`` then gives the same totals as a full
-sync, to the token and the cent; every read that wants entries (ls, show, search, the web app,
-MCP) reads those files whole first, or says its results are partial; a sync killed between the
-two passes leaves an index the next sync completes."""
+the ``usage`` verb's first run) reads only the lines of the Claude Code, Codex, Gemini CLI, Qwen
+Code and GitHub Copilot CLI files that hold usage and writes one row per request, no entry rows;
+``usage`` then gives the same totals as a full sync, to the token and the cent; every read that
+wants entries (ls, show, search, the web app, MCP) reads those files whole first, or says its
+results are partial; a sync killed between the two passes leaves an index the next sync
+completes."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from agent_homes import lay_out_agents
 from click.testing import CliRunner
+from helpers.agent_lines import FORMATS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from real_home import RealHome
 
 from xcsh_store.cli.app import cli
@@ -26,6 +31,17 @@ from xcsh_store.index.write import sync as sync_module
 
 CLAUDE_FILE = "apanloco__random__claude-session.jsonl"
 WORD = "refactor"
+# The agents whose files the lean pass reads (the others': the full read).
+LEAN_AGENTS = {"claude", "codex", "gemini", "qwen", "copilot"}
+JSONL_AGENTS = ("gemini", "qwen", "copilot")
+
+
+@pytest.fixture
+def real_home(real_home: RealHome) -> RealHome:
+    """conftest's real home, with the Gemini CLI, Qwen Code and GitHub Copilot CLI fixtures
+    where those agents keep them (agent_homes.py)."""
+    lay_out_agents(real_home.home, JSONL_AGENTS)
+    return real_home
 
 
 @pytest.fixture
@@ -84,9 +100,26 @@ def test_the_usage_first_pass_gives_the_totals_of_a_full_sync(
     with SessionIndex.open(str(agent_dir)) as index:
         report = index.sync(entries=False)
         assert report.entries_pending > 0
-        assert pending_agents(index) == {"claude", "codex"}
+        assert pending_agents(index) == LEAN_AGENTS
         assert claude_entries(index) == 0
         assert totals(index, by) == totals(reference, by)
+
+
+def test_every_lean_agent_has_its_usage_in_usage_rows(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """Each agent's lean rows are its usage, not a full read's entries: the totals above are
+    the lean read's own (the rows per agent equal the full read's counted entries)."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lean = dict(
+            index.connection.execute(
+                "SELECT files.agent, count(*) FROM usage_lines"
+                " JOIN files ON files.id = usage_lines.session GROUP BY files.agent"
+            )
+        )
+    full = {row.key: row.entries for row in reference.usage(by=("agent",))}
+    assert lean == {agent: full[agent] for agent in LEAN_AGENTS} != {}
 
 
 def test_the_deferred_pass_replaces_the_usage_rows_with_entries(
@@ -367,3 +400,128 @@ def test_serve_and_mcp_read_the_entries_put_off_when_they_refresh(
         refresher.wait_for_text()
     finally:
         refresher.close()
+
+
+def _lines(*values: object) -> bytes:
+    return b"".join(orjson.dumps(value) + b"\n" for value in values)
+
+
+def _gemini(entry_id: str, stamp: str, sent: int) -> dict[str, object]:
+    tokens = {"input": sent, "output": 5, "cached": 10, "thoughts": 2, "tool": 1, "total": 0}
+    return {"id": entry_id, "timestamp": stamp, "type": "gemini", "content": 'a "tokens" word',
+            "model": "gemini-2.5-pro", "tokens": tokens}  # fmt: skip
+
+
+def _qwen(uuid: str, stamp: str, sent: int, **more: object) -> dict[str, object]:
+    usage = {"promptTokenCount": sent, "candidatesTokenCount": 3, "thoughtsTokenCount": 1,
+             "cachedContentTokenCount": 4}  # fmt: skip
+    return {"uuid": uuid, "parentUuid": None, "sessionId": "q-edge", "timestamp": stamp,
+            "type": "assistant", "model": "qwen/qwen3-coder",
+            "message": {"role": "model", "parts": [{"text": "usageMetadata"}]},
+            "usageMetadata": usage, **more}  # fmt: skip
+
+
+def _shutdown(stamp: str, **data: object) -> dict[str, object]:
+    return {"type": "session.shutdown", "timestamp": stamp, "data": data}
+
+
+# agent: (its file below the home, its bytes): a record written again, a rewind, a checkpoint,
+# the model changed between usage events, events without ids, a head line without a cwd, a
+# last line still being written.
+ODD_FILES = {
+    "gemini": (
+        ".gemini/tmp/edge/chats/session-2026-01-01T00-00-g-edge.jsonl",
+        _lines(
+            {"sessionId": "g-edge", "projectHash": "edge", "startTime": "2026-01-01T00:00:00Z"},
+            {"id": "m0", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": [
+                {"text": "<session_context>\n**Workspace Directories:**\n  - /work/g\n"}]},
+            _gemini("m1", "2026-01-01T00:00:02Z", 100),
+            _gemini("m1", "2026-01-01T00:00:03Z", 200),  # the same message, written again
+            {"$rewindTo": "m1"},
+            _gemini("m2", "2026-01-02T00:00:04Z", 300),
+            {"$set": {"messages": [_gemini("m9", "2026-01-02T00:00:05Z", 900)]}},
+        ).replace(b"<session_context>", b"\\u003csession_context\\u003e")  # as Go writes it
+        + orjson.dumps(_gemini("m3", "2026-01-03T00:00:06Z", 1))[:-9],
+    ),
+    "copilot": (
+        ".copilot/session-state/c-edge/events.jsonl",
+        _lines(
+            {"type": "session.start", "timestamp": "2026-01-01T00:00:00Z", "data": {
+                "sessionId": "c-edge", "version": 1, "selectedModel": "gpt-5",
+                "context": {"cwd": "/work/c"}}},
+            {"type": "session.model_change", "timestamp": "2026-01-01T00:00:01Z",
+             "data": {"newModel": "claude-sonnet-4.5"}},
+            _shutdown("2026-01-01T00:00:02Z", totalPremiumRequests=2, modelMetrics={
+                "claude-sonnet-4.5": {"usage": {"inputTokens": 50, "outputTokens": 6,
+                                                "cacheReadTokens": 20, "cacheWriteTokens": 3}}}),
+            {"type": "session.resume", "timestamp": "2026-01-02T00:00:00Z",
+             "data": {"selectedModel": "gpt-5-mini"}},
+            _shutdown("2026-01-02T00:00:01Z", totalPremiumRequests=1, tokenDetails={
+                "input": {"tokenCount": 40}, "output": {"tokenCount": 4},
+                "cache_read": {"tokenCount": 10}}),
+        ),
+    ),
+    "qwen": (
+        ".qwen/projects/-work-q/chats/q-edge.jsonl",
+        _lines(
+            {"uuid": "s0", "parentUuid": None, "sessionId": "q-edge", "type": "system",
+             "timestamp": "2026-01-01T00:00:00Z", "subtype": "ui_telemetry",
+             "systemPayload": {"uiEvent": {"usageMetadata": 1}}},
+            {"uuid": "u1", "parentUuid": "s0", "sessionId": "q-edge", "cwd": "/work/q",
+             "timestamp": "2026-01-01T00:00:01Z", "type": "user",
+             "message": {"role": "user", "parts": [{"text": "hi"}]}},
+            _qwen("a1", "2026-01-01T00:00:02Z", 40, cwd="/work/q"),
+            _qwen("a1", "2026-01-01T00:00:03Z", 50, cwd="/work/q"),  # written again
+            _qwen("a2", "2026-01-02T00:00:04Z", 60, cwd="/work/q"),
+        ),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", sorted(ODD_FILES))
+def test_odd_agent_files_count_as_the_full_read_counts_them(
+    agent_dir: Path, lean_always: None, tmp_path: Path, agent: str
+):
+    place, data = ODD_FILES[agent]
+    path = Path(os.environ["HOME"]) / place
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert pending_agents(index) == {agent}
+        lean = [totals(index, by) for by in (("day", "session", "model"), ("project",))]
+    with SessionIndex.open(str(tmp_path / "full")) as full:
+        full.sync()
+        assert lean == [totals(full, by) for by in (("day", "session", "model"), ("project",))]
+        assert len(lean[0]) > 1
+
+
+# Where a generated file of each agent goes below an agent dir's sessions/ (its first line
+# names its agent).
+_GENERATED = {"gemini": "chats/session-g.jsonl", "copilot": "c/events.jsonl", "qwen": "q.jsonl"}
+
+
+@settings(
+    max_examples=int(os.environ.get("AGENTS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(agent=st.sampled_from(sorted(_GENERATED)), data=st.data())
+def test_generated_agent_files_count_as_the_full_read_counts_them(
+    lean_always: None, tmp_path_factory: pytest.TempPathFactory, agent: str, data: st.DataObject
+):
+    """Records written again, rewinds, checkpoints, events without ids, model changes, a file
+    cut anywhere (its last line still being written)."""
+    content = data.draw(FORMATS[agent]())
+    if data.draw(st.booleans()):
+        content = content[: data.draw(st.integers(1, len(content)))]
+    work = tmp_path_factory.mktemp(agent)
+    path = work / "agent" / "sessions" / _GENERATED[agent]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    found = []
+    for name, entries in (("lean", False), ("full", True)):
+        with SessionIndex.open(str(work / "agent"), db_path=str(work / f"{name}.db")) as index:
+            index.sync(entries=entries, workers=1)
+            found.append(totals(index, ("day", "session", "model")))
+    assert found[0] == found[1]

@@ -143,15 +143,21 @@ def _assistant(
     found.model, found.provider = model, price_table().provider_of(model)
     usage = value.get("usageMetadata")
     if type(usage) is dict:
-        cached = number(usage.get("cachedContentTokenCount"))
-        figures = (
-            max(number(usage.get("promptTokenCount")) - cached, 0),
-            number(usage.get("candidatesTokenCount")) + number(usage.get("thoughtsTokenCount")),
-            cached,
-            0,
-        )
-        found.usage = (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
+        found.usage = qwen_usage(usage, model, timestamp)
         found.usage_key = f"qwen:{found.entry.get('id')}"
+
+
+def qwen_usage(usage: dict[str, Any], model: str | None, timestamp: str | None) -> tuple:
+    """(input, output, cache read, cache write, premium requests, cost) of an assistant line's
+    ``usageMetadata``."""
+    cached = number(usage.get("cachedContentTokenCount"))
+    figures = (
+        max(number(usage.get("promptTokenCount")) - cached, 0),
+        number(usage.get("candidatesTokenCount")) + number(usage.get("thoughtsTokenCount")),
+        cached,
+        0,
+    )
+    return (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
 
 
 def _compression(found: AgentEntry, payload: Any) -> None:

@@ -4,35 +4,25 @@ the lines of a file that hold usage and writes one narrow row per model request 
 (``usage_sessions``); the file is marked ``entries_pending`` (and ``text_pending``), and the
 deferred pass (entries_later.py) writes its entry rows and search text afterwards.
 
-The lines are found with a byte search for ``"usage"`` (a JSON string cannot hold an unescaped
-quote, so only a key matches), and only those are decoded: into msgspec structs that name the
-few fields usage needs (the rest of a line, its text and tool output, is skipped without
-making a Python object of it), with orjson and the reader's own code for a line of a shape the
-structs do not expect. Each line then counts as the full read counts it (build.py): a later
-line of the same response (its usage key) or with the same entry id replaces an earlier one.
-
-Claude Code and Codex files (the agents whose JSONL carries usage that most users have most of);
-a file of any other kind is left to the full read, which counts it as before.
+Each kind of file has its lean read (lean/): Claude Code's and Codex's decode the few fields
+usage needs into msgspec structs; Gemini CLI's, Qwen Code's and GitHub Copilot CLI's have the
+agent's reader read the few lines that hold usage. Each line then counts as the full read
+counts it (build.py): a later line of the same response (its usage key) or with the same entry
+id replaces an earlier one. A file of any other kind (an xcsh-family file, another agent's, a
+JSON document or a tree of files: sync.py reads only JSONL files whole here) is left to the
+full read, which counts it as before.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
-import msgspec
-import orjson
 
-from xcsh_store.agents import Agent, AgentEntry, SessionFacts, reader_for
-from xcsh_store.agents.base import text_of
+from xcsh_store.agents import reader_for
 from xcsh_store.agents.claude import READER as CLAUDE
-from xcsh_store.agents.claude import _learn_session as learn_claude_session
-from xcsh_store.agents.claude import claude_usage
 from xcsh_store.agents.codex import READER as CODEX
-from xcsh_store.agents.codex import _learn_session as learn_codex_session
-from xcsh_store.agents.codex import _token_count as codex_token_count
 from xcsh_store.agents.prices.costs import settle
 from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.agents.registry import reader_revisions
@@ -41,137 +31,13 @@ from xcsh_store.format.jsonl import BOM
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.index.model.facts import storable_values
 from xcsh_store.index.usage_ranks import settle_ranks
-from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
+from xcsh_store.index.write.lean.by_reader import FORMATS, read_by_reader
+from xcsh_store.index.write.lean.claude import read_claude
+from xcsh_store.index.write.lean.codex import read_codex
+from xcsh_store.index.write.lean.found import CODEX_PROVIDER, UsageRead
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
-from xcsh_store.times import canonical_iso, iso_millis, iso_now
-
-_USAGE = b'"usage"'
-# Who serves Codex's models (codex.py).
-CODEX_PROVIDER = "openai"
-_AGENT_ID = b'"agentId"'
-
-
-class _CacheSplit(msgspec.Struct):
-    ephemeral_1h_input_tokens: int = 0
-
-
-class _ClaudeUsage(msgspec.Struct):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_creation: _CacheSplit | None = None
-
-
-class _ClaudeMessage(msgspec.Struct):
-    id: str | None = None
-    model: str | None = None
-    usage: _ClaudeUsage | None = None
-
-
-class _ClaudeLine(msgspec.Struct):
-    type: str | None = None
-    uuid: str | None = None
-    timestamp: str | None = None
-    requestId: str | None = None  # (Claude Code's name)
-    message: _ClaudeMessage | None = None
-
-
-_DECODER = msgspec.json.Decoder(_ClaudeLine)
-
-
-class _AgentLine(msgspec.Struct):
-    """What claude._learn_session reads of a line with an ``agentId`` key (a nested one
-    matches the byte search too: its line has none of its own)."""
-
-    agentId: Any = msgspec.UNSET  # (Claude Code's names)
-    sessionId: Any = None
-
-
-_AGENT_DECODER = msgspec.json.Decoder(_AgentLine)
-
-
-@dataclass(slots=True)
-class _Request:
-    """One line's request: its seq, entry id, timestamp, model, usage object (priced only if
-    it counts: most lines of a response are replaced by its last) and usage key."""
-
-    seq: int
-    entry_id: str | None
-    timestamp: str | None
-    model: str | None
-    # Claude Code's usage object, or Codex's four figures (input, output, cache read, write).
-    usage: dict[str, Any] | _ClaudeUsage | tuple[int, int, int, int]
-    usage_key: str | None
-
-    def figures(self) -> tuple[Any, ...]:
-        """The six usage figures, as the agent's reader makes them (claude.py, codex.py)."""
-        usage = self.usage
-        if isinstance(usage, tuple):
-            request = Request(self.model, self.timestamp, *usage, provider=CODEX_PROVIDER)
-            return (*usage, 0, price_table().cost(request))
-        if isinstance(usage, _ClaudeUsage):
-            usage = _usage_dict(usage)
-        return claude_usage(usage, self.model, self.timestamp)
-
-
-@dataclass
-class UsageRead:
-    """What the lean pass found in one file."""
-
-    agent: Agent
-    session: SessionFacts
-    requests: list[_Request] = field(default_factory=list)
-    activity_at: str | None = None
-
-
-def _usage_dict(usage: _ClaudeUsage) -> dict[str, Any]:
-    split = usage.cache_creation
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_creation": None
-        if split is None
-        else {"ephemeral_1h_input_tokens": split.ephemeral_1h_input_tokens},
-    }
-
-
-def _request_of_value(value: dict[str, Any], seq: int) -> _Request | None:
-    """A decoded object's request, as the Claude Code reader reads it (claude.py)."""
-    message = value.get("message")
-    if value.get("type") != "assistant" or type(message) is not dict:
-        return None
-    usage = message.get("usage")
-    if type(usage) is not dict:
-        return None
-    model, timestamp = text_of(message.get("model")), text_of(value.get("timestamp"))
-    message_id = text_of(message.get("id"))
-    key = None if message_id is None else f"{message_id}:{value.get('requestId') or ''}"
-    return _Request(seq, text_of(value.get("uuid")), timestamp, model, usage, key)
-
-
-def _requests_of_line(line: bytes, seq: int) -> list[_Request]:
-    """The requests of one line: the typed decoding of the fields usage needs, else (several
-    objects, a field of another type) the full read's lenient parse and the reader's code."""
-    try:
-        decoded = _DECODER.decode(line)
-    except msgspec.DecodeError:
-        found = []
-        for part, value in enumerate(storable_values(line, b"\\u" in line)):
-            request = _request_of_value(value, seq + part)
-            if request is not None:
-                found.append(request)
-        return found
-    message = decoded.message
-    if decoded.type != "assistant" or message is None or message.usage is None:
-        return []
-    model, timestamp = text_of(message.model), text_of(decoded.timestamp)
-    message_id = text_of(message.id)
-    key = None if message_id is None else f"{message_id}:{decoded.requestId or ''}"
-    return [_Request(seq, text_of(decoded.uuid), timestamp, model, message.usage, key)]
+from xcsh_store.times import iso_millis, iso_now
 
 
 def _first_value(data: bytes) -> dict[str, Any] | None:
@@ -188,7 +54,7 @@ def _first_value(data: bytes) -> dict[str, Any] | None:
 
 
 def read_usage(path: str, data: bytes) -> UsageRead | None:
-    """The requests of a file's bytes, when it is a Claude Code or Codex file (None: another
+    """The requests of a file's bytes, when it is of an agent with a lean read (None: another
     kind, for the full read)."""
     if data.startswith(BOM):
         return None
@@ -197,223 +63,11 @@ def read_usage(path: str, data: bytes) -> UsageRead | None:
         return None
     reader = reader_for(first)
     if reader is CODEX:
-        return _read_codex(path, data) if "payload" in first else None
-    if reader is not CLAUDE:
-        return None
-    found = UsageRead(CLAUDE, SessionFacts(path))
-    session = found.session
-    _learn_head(data, session)
-    activity = [session.created_at] if session.created_at else []
-    requests = found.requests
-    position = data.find(_USAGE)
-    while position >= 0:
-        start = data.rfind(b"\n", 0, position) + 1
-        end = data.find(b"\n", position)
-        if end < 0:
-            end = len(data)
-            try:  # a last line still being written waits for a later sync (build.py)
-                orjson.loads(data[start:end])
-            except orjson.JSONDecodeError:
-                break
-        # (A line's offset is its seq here: only their order counts.)
-        for request in _requests_of_line(data[start:end], start * 64):
-            requests.append(request)
-            if request.timestamp is not None:
-                activity.append(request.timestamp)
-        position = data.find(_USAGE, end)
-    stamps = [stamp for stamp in map(canonical_iso, activity) if stamp is not None]
-    found.activity_at = max(stamps) if stamps else None
-    found.requests = _counted(requests)
-    return found
-
-
-def _learn_head(data: bytes, session: SessionFacts) -> None:
-    """What the reader learns of the session from its lines (claude._learn_session): its id
-    and parent from the path, its cwd and start from the first lines that have them, a parent
-    named by the first line with an ``agentId`` that names another session."""
-    start = 0
-    learn_claude_session({}, session)
-    while start < len(data) and (session.cwd is None or session.created_at is None):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end + 1
-        line = data[start:end]
-        for value in storable_values(line, b"\\u" in line):
-            learn_claude_session(value, session)
-        start = end
-    if session.parent_session_id is not None:
-        return  # (a subagent's, named by its folder)
-    position = data.find(_AGENT_ID)
-    while position >= 0 and session.parent_session_id is None:
-        start = data.rfind(b"\n", 0, position) + 1
-        end = data.find(b"\n", position)
-        end = len(data) if end < 0 else end
-        line = data[start:end]
-        try:
-            values: list[dict[str, Any]] = []
-            decoded = _AGENT_DECODER.decode(line)
-            if decoded.agentId is not msgspec.UNSET:
-                values = [{"agentId": decoded.agentId, "sessionId": decoded.sessionId}]
-        except msgspec.DecodeError:
-            values = storable_values(line, b"\\u" in line)
-        for value in values:
-            learn_claude_session(value, session)
-        position = data.find(_AGENT_ID, end)
-
-
-def _counted(requests: list[_Request]) -> list[_Request]:
-    """The requests whose usage the full read keeps: a later line with the same usage key
-    (the same response, written again) or the same entry id replaces an earlier one."""
-    alive = [True] * len(requests)
-    by_key: dict[str, int] = {}
-    by_id: dict[str, int] = {}
-    for number, request in enumerate(requests):
-        if request.entry_id is not None:
-            earlier = by_id.get(request.entry_id)
-            if earlier is not None:
-                alive[earlier] = False
-            by_id[request.entry_id] = number
-        if request.usage_key is not None:
-            earlier = by_key.get(request.usage_key)
-            if earlier is not None:
-                alive[earlier] = False
-            by_key[request.usage_key] = number
-    return [request for request, kept in zip(requests, alive, strict=True) if kept]
-
-
-# --------------------------------------------------------------------------------------------
-# Codex: the model of each turn comes from the turn_context line before its token_count lines,
-# the session from the first session_meta (a fork's copies of its parent's come after).
-
-_CODEX_NEEDLES = (b'"session_meta"', b'"turn_context"', b'"token_count"')
-
-
-class _CodexTokens(msgspec.Struct):
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    cache_write_input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class _CodexInfo(msgspec.Struct):
-    last_token_usage: _CodexTokens | None = None
-    total_token_usage: dict[str, Any] | None = None
-
-
-class _CodexPayload(msgspec.Struct):
-    type: str | None = None
-    info: _CodexInfo | None = None
-
-
-class _CodexLine(msgspec.Struct):
-    type: str | None = None
-    timestamp: str | None = None
-    payload: _CodexPayload | None = None
-
-
-_CODEX_DECODER = msgspec.json.Decoder(_CodexLine)
-
-
-def _codex_positions(data: bytes) -> list[int]:
-    """Where the lines that may be a session_meta, turn_context or token_count begin, in
-    order (each once)."""
-    starts: set[int] = set()
-    for needle in _CODEX_NEEDLES:
-        position = data.find(needle)
-        while position >= 0:
-            starts.add(data.rfind(b"\n", 0, position) + 1)
-            end = data.find(b"\n", position)
-            position = -1 if end < 0 else data.find(needle, end)
-    return sorted(starts)
-
-
-def _read_codex(path: str, data: bytes) -> UsageRead:
-    """The requests of a Codex file, as the Codex reader reads them (codex.py)."""
-    found = UsageRead(CODEX, SessionFacts(path))
-    session = found.session
-    activity: list[str] = []
-    for start in _codex_positions(data):
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = len(data)
-            try:  # a last line still being written waits for a later sync (build.py)
-                orjson.loads(data[start:end])
-            except orjson.JSONDecodeError:
-                break
-        line = data[start:end]
-        try:
-            decoded = _CODEX_DECODER.decode(line)
-            kind = decoded.type
-            payload = decoded.payload
-            simple = kind == "event_msg" and payload is not None and payload.type == "token_count"
-        except msgspec.DecodeError:
-            simple = False
-        if not simple:
-            # session_meta, turn_context (or a shape the structs do not expect): the reader's
-            # own code, on the full read's parse.
-            for part, value in enumerate(storable_values(line, b"\\u" in line)):
-                _codex_value(value, start * 64 + part, found, activity)
-            continue
-        assert payload is not None
-        request = _codex_request(decoded.timestamp, payload.info, session, start * 64)
-        if request is not None:
-            found.requests.append(request)
-            activity.append(request.timestamp or "")
-    if session.created_at:
-        activity.append(session.created_at)
-    stamps = [stamp for stamp in map(canonical_iso, activity) if stamp]
-    found.activity_at = max(stamps) if stamps else None
-    found.requests = _counted(found.requests)
-    return found
-
-
-def _codex_value(value: dict[str, Any], seq: int, found: UsageRead, activity: list[str]) -> None:
-    """One object of a line, as CodexReader.read reads it (what usage needs of it)."""
-    payload = value.get("payload")
-    if type(payload) is not dict:
-        return
-    kind = value.get("type")
-    timestamp = text_of(value.get("timestamp"))
-    session = found.session
-    if kind == "session_meta":
-        learn_codex_session(payload, timestamp, session)
-    elif kind == "turn_context":
-        session.model = text_of(payload.get("model")) or session.model
-    elif kind == "event_msg" and payload.get("type") == "token_count":
-        entry = AgentEntry({})
-        codex_token_count(entry, payload, timestamp, session)
-        if entry.usage is not None:
-            figures = (entry.usage[0], entry.usage[1], entry.usage[2], entry.usage[3])
-            entry_id = agent_entry_id(session.path, seq)
-            found.requests.append(
-                _Request(seq, entry_id, timestamp, entry.model, figures, entry.usage_key)
-            )
-            activity.append(timestamp or "")
-
-
-def _codex_request(
-    timestamp: str | None, info: _CodexInfo | None, session: SessionFacts, seq: int
-) -> _Request | None:
-    """A token_count event's request (codex._token_count, from the typed decoding)."""
-    timestamp = text_of(timestamp)
-    replay = session.replay_second
-    if replay is not None and timestamp is not None and timestamp[:19] <= replay:
-        return None
-    last = None if info is None else info.last_token_usage
-    if info is None or last is None:
-        return None
-    cached, written = last.cached_input_tokens, last.cache_write_input_tokens
-    figures = (
-        max(last.input_tokens - cached - written, 0), last.output_tokens, cached, written
-    )  # fmt: skip
-    if not any(figures):
-        return None
-    total = info.total_token_usage
-    key = None
-    if total is not None:
-        key = "total:" + orjson.dumps(total, option=orjson.OPT_SORT_KEYS).decode()
-    # (An id unlike any other file's, as the full read gives: usage_entries takes entries of
-    # the same id and time for copies.)
-    return _Request(seq, agent_entry_id(session.path, seq), timestamp, session.model, figures, key)
+        return read_codex(path, data) if "payload" in first else None
+    if reader is CLAUDE:
+        return read_claude(path, data)
+    lean = None if reader is None else FORMATS.get(reader.name)
+    return None if lean is None or lean.reader is not reader else read_by_reader(lean, path, data)
 
 
 # --------------------------------------------------------------------------------------------

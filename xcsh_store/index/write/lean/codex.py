@@ -1,0 +1,156 @@
+"""The lean read of a Codex rollout: the session_meta, turn_context and token_count lines (a
+byte search for each type), the last decoded into msgspec structs of the few fields usage
+needs; the model of each turn comes from the turn_context line before its token_count lines,
+the session from the first session_meta (a fork's copies of its parent's come after)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import orjson
+
+from xcsh_store.agents import AgentEntry, SessionFacts
+from xcsh_store.agents.base import text_of
+from xcsh_store.agents.codex import READER as CODEX
+from xcsh_store.agents.codex import _learn_session as learn_codex_session
+from xcsh_store.agents.codex import _token_count as codex_token_count
+from xcsh_store.index.model.facts import storable_values
+from xcsh_store.index.write.build import agent_entry_id
+from xcsh_store.index.write.lean.found import (
+    SEQS_PER_BYTE,
+    UsageRead,
+    UsageRequest,
+    counted,
+    line_end,
+)
+from xcsh_store.times import canonical_iso
+
+_CODEX_NEEDLES = (b'"session_meta"', b'"turn_context"', b'"token_count"')
+
+
+class _CodexTokens(msgspec.Struct):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class _CodexInfo(msgspec.Struct):
+    last_token_usage: _CodexTokens | None = None
+    total_token_usage: dict[str, Any] | None = None
+
+
+class _CodexPayload(msgspec.Struct):
+    type: str | None = None
+    info: _CodexInfo | None = None
+
+
+class _CodexLine(msgspec.Struct):
+    type: str | None = None
+    timestamp: str | None = None
+    payload: _CodexPayload | None = None
+
+
+_CODEX_DECODER = msgspec.json.Decoder(_CodexLine)
+
+
+def line_starts(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
+    """Where the lines that hold any of ``needles`` begin, in order (each once)."""
+    starts: set[int] = set()
+    for needle in needles:
+        position = data.find(needle)
+        while position >= 0:
+            starts.add(data.rfind(b"\n", 0, position) + 1)
+            end = data.find(b"\n", position)
+            position = -1 if end < 0 else data.find(needle, end)
+    return sorted(starts)
+
+
+def read_codex(path: str, data: bytes) -> UsageRead:
+    """The requests of a Codex file, as the Codex reader reads them (codex.py)."""
+    found = UsageRead(CODEX, SessionFacts(path))
+    session = found.session
+    activity: list[str] = []
+    for start in line_starts(data, _CODEX_NEEDLES):
+        end = line_end(data, start, start)
+        if end is None:
+            break
+        line = data[start:end]
+        seq = start * SEQS_PER_BYTE
+        try:
+            decoded = _CODEX_DECODER.decode(line)
+            kind = decoded.type
+            payload = decoded.payload
+            simple = kind == "event_msg" and payload is not None and payload.type == "token_count"
+        except msgspec.DecodeError:
+            simple = False
+        if not simple:
+            # session_meta, turn_context (or a shape the structs do not expect): the reader's
+            # own code, on the full read's parse.
+            for part, value in enumerate(storable_values(line, b"\\u" in line)):
+                _codex_value(value, seq + part, found, activity)
+            continue
+        assert payload is not None
+        request = _codex_request(decoded.timestamp, payload.info, session, seq)
+        if request is not None:
+            found.requests.append(request)
+            activity.append(request.timestamp or "")
+    if session.created_at:
+        activity.append(session.created_at)
+    stamps = [stamp for stamp in map(canonical_iso, activity) if stamp]
+    found.activity_at = max(stamps) if stamps else None
+    found.requests = counted(found.requests)
+    return found
+
+
+def _codex_value(value: dict[str, Any], seq: int, found: UsageRead, activity: list[str]) -> None:
+    """One object of a line, as CodexReader.read reads it (what usage needs of it)."""
+    payload = value.get("payload")
+    if type(payload) is not dict:
+        return
+    kind = value.get("type")
+    timestamp = text_of(value.get("timestamp"))
+    session = found.session
+    if kind == "session_meta":
+        learn_codex_session(payload, timestamp, session)
+    elif kind == "turn_context":
+        session.model = text_of(payload.get("model")) or session.model
+    elif kind == "event_msg" and payload.get("type") == "token_count":
+        entry = AgentEntry({})
+        codex_token_count(entry, payload, timestamp, session)
+        if entry.usage is not None:
+            figures = (entry.usage[0], entry.usage[1], entry.usage[2], entry.usage[3])
+            entry_id = agent_entry_id(session.path, seq)
+            found.requests.append(
+                UsageRequest(seq, entry_id, timestamp, entry.model, figures, entry.usage_key)
+            )
+            activity.append(timestamp or "")
+
+
+def _codex_request(
+    timestamp: str | None, info: _CodexInfo | None, session: SessionFacts, seq: int
+) -> UsageRequest | None:
+    """A token_count event's request (codex._token_count, from the typed decoding)."""
+    timestamp = text_of(timestamp)
+    replay = session.replay_second
+    if replay is not None and timestamp is not None and timestamp[:19] <= replay:
+        return None
+    last = None if info is None else info.last_token_usage
+    if info is None or last is None:
+        return None
+    cached, written = last.cached_input_tokens, last.cache_write_input_tokens
+    figures = (
+        max(last.input_tokens - cached - written, 0), last.output_tokens, cached, written
+    )  # fmt: skip
+    if not any(figures):
+        return None
+    total = info.total_token_usage
+    key = None
+    if total is not None:
+        key = "total:" + orjson.dumps(total, option=orjson.OPT_SORT_KEYS).decode()
+    # (An id unlike any other file's, as the full read gives: usage_entries takes entries of
+    # the same id and time for copies.)
+    return UsageRequest(
+        seq, agent_entry_id(session.path, seq), timestamp, session.model, figures, key
+    )
