@@ -314,9 +314,3 @@ def move_aside(path: str) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.replace(path + suffix, target + suffix)
     return target
-
-
-def index_folder(connection: apsw.Connection) -> str | None:
-    """The folder of the index a connection writes (where the price table is kept on disk:
-    agents/prices/price_cache.py); None for a database in memory."""
-    return os.path.dirname(connection.filename) if connection.filename else None

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Self, TypeVar
 import apsw
 
 from xcsh_store.agents import agent_history_files, agent_session_roots
-from xcsh_store.agents.prices.price_cache import keep_beside_index
 from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
 from xcsh_store.format.session_roots import forget_session_root, read_session_roots
 from xcsh_store.homes import get_store_dir
@@ -225,8 +224,6 @@ class SessionIndex:
     def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
         self.connection = connection
         register_search_functions(connection)
-        # A read that prices a line (a hit's text read again) takes the price table kept here.
-        keep_beside_index(os.path.dirname(os.path.abspath(db_path)))
         self.agent_dir = agent_dir
         self.db_path = db_path
         self.read_only = read_only

@@ -19,7 +19,7 @@ from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place, archived_row
-from xcsh_store.index.db import index_folder, transaction
+from xcsh_store.index.db import transaction
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.bulk_load import bulk_load
 from xcsh_store.index.write.indexer import (
@@ -213,7 +213,7 @@ def _usage_first(
         for position, _size in _whole_reads(todo, full)
         if todo[position][0].path not in pending
     }
-    with fixed_prices(index_folder(connection)):
+    with fixed_prices():
         left = index_usage_first(connection, [todo[at] for at in sorted(whole)], report)
     for_full_read = {id(pair[0]) for pair in left}
     return [
@@ -297,9 +297,7 @@ def _index_files(
     Files to read whole go to worker processes when there are enough of them to pay for
     starting those; the rest (appends, mostly) need the index, and are read here, in turn.
     """
-    pool, owners = _start_workers(
-        todo, full, workers, indexer.with_text, indexer.keeper, index_folder(indexer.connection)
-    )
+    pool, owners = _start_workers(todo, full, workers, indexer.with_text, indexer.keeper)
     report, batch = indexer.report, indexer.batch
     whole_bytes = _whole_bytes(todo, full)
     total = sum(item.size for item, _row in todo)
@@ -357,7 +355,6 @@ def _start_workers(
     workers: int,
     with_text: bool,
     keeper: Keeper | None,
-    prices_folder: str | None = None,
 ) -> tuple[Workers | None, dict[int, int]]:
     """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
     which of them reads each (by position in ``todo``), with the pieces of each file's archive
@@ -374,7 +371,7 @@ def _start_workers(
         return at, item.path, kept
 
     try:
-        pool = Workers([[task(at) for at in share] for share in plan], with_text, prices_folder)
+        pool = Workers([[task(at) for at in share] for share in plan], with_text)
     except OSError as error:
         # (No process left to start, no memory for one.) Slower, but a sync all the same.
         log.warning("could not start sync workers (%s): reading in this process", error)
@@ -389,7 +386,7 @@ def bulk_writing(connection: apsw.Connection) -> Iterator[None]:
     with (
         _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES),
         _few_collections(),
-        fixed_prices(index_folder(connection)),
+        fixed_prices(),
     ):
         yield
 
