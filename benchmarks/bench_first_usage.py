@@ -69,6 +69,11 @@ with SessionIndex.open(agent_dir) as index:
 """
 
 
+# The user's cache folder (the price table: agents/prices/price_cache.py), emptied before each
+# first run.
+FIRST_USAGE_CACHE = WORK_DIR / "first-usage-cache"
+
+
 def _environment(home: Path, agent: str) -> dict[str, str]:
     """$HOME the tree's (the other agent's folder one that does not exist); bytecode cached as
     on a user's machine (a shell that turns the cache off would have every process, and every
@@ -83,6 +88,7 @@ def _environment(home: Path, agent: str) -> dict[str, str]:
         "CLAUDE_CONFIG_DIR": str(claude),
         "XDG_CONFIG_HOME": str(WORK_DIR / "first-usage-config"),
         "XDG_DATA_HOME": str(WORK_DIR / "first-usage-data"),
+        "XDG_CACHE_HOME": str(FIRST_USAGE_CACHE),
         "CODEX_HOME": str(codex),
         "PYTHONPATH": str(ROOT),
     }
@@ -174,7 +180,9 @@ def measure(size: str, rounds: int, cache: Path, agent: str = "claude") -> dict[
             times.setdefault("ccusage", []).append(seconds)
             totals.setdefault("ccusage daily, first round", ccusage_totals(json.loads(output)))
             for step in ("full", "usage"):
+                # A first run on this machine: no index, no price table in the cache folder.
                 shutil.rmtree(agent_dir, ignore_errors=True)
+                shutil.rmtree(FIRST_USAGE_CACHE, ignore_errors=True)
                 seconds, found = ours(step, agent_dir, environment)
                 times.setdefault(step, []).append(seconds)
                 totals.setdefault(f"{step}, first round", found["totals"])

@@ -1,7 +1,9 @@
 """The price table kept on disk (agents/prices/flat_table.py, price_cache.py): the same price as
-genai-prices' own lookup for every model of the dataset, built once and read back by the next
-process without importing genai-prices or pydantic, built again when a source changes or the
-file is damaged, and a `usage` that prices a new line imports neither."""
+genai-prices' own lookup for every model of the dataset, its dataset part from the table shipped
+with the package (the locked version's, checked against the dataset installed), built once in
+the user's cache folder and read back by the next process (and the next store) without importing
+genai-prices or pydantic, built again when a source changes or the file is damaged, and a
+`usage` that prices a new line imports neither."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from genai_prices.data_snapshot import get_snapshot
 from helpers.cli_runs import run
 from real_home import RealHome
 
-from xcsh_store.agents.prices import price_cache
+from xcsh_store.agents.prices import flat_table, price_cache
 from xcsh_store.agents.prices.flat_table import DatasetPrices, flatten
 from xcsh_store.agents.prices.pricing import Request, fixed_prices, price_table
 
@@ -93,14 +95,17 @@ def test_every_model_of_the_dataset_has_genai_prices_own_price():
                 assert rate.tiers == expected, (model, provider, day, kind)
 
 
-def _price_in_new_process(folder: Path, code: str = "") -> list[str]:
-    """Price a request of a model the dataset prices (and run ``code``) in a new process,
-    holding the prices kept in ``folder``: which of genai-prices, pydantic and httpx it
-    imported."""
+def _price_in_new_process(code: str = "", shipped: Path | None = None) -> list[str]:
+    """Price a request of a model the dataset prices (and run ``code``) in a new process, with
+    the test's cache folder: which of genai-prices, pydantic and httpx it imported. ``shipped``:
+    the table shipped with the package taken from there instead (a path where there is none:
+    the dataset installed is not the one the package ships)."""
     script = (
         "import sys, json\n"
+        "from xcsh_store.agents.prices import flat_table\n"
         "from xcsh_store.agents.prices.pricing import Request, fixed_prices, price_table\n"
-        f"with fixed_prices({str(folder)!r}):\n"
+        f"flat_table.SHIPPED = {str(shipped) if shipped else None!r} or flat_table.SHIPPED\n"
+        "with fixed_prices():\n"
         "    cost = price_table().cost(Request('claude-opus-4-6', '2026-02-01T10:00:00Z',"
         " 10, 10, 0, 0))\n"
         f"    {code or 'pass'}\n"
@@ -115,43 +120,90 @@ def _price_in_new_process(folder: Path, code: str = "") -> list[str]:
 DATASET_IMPORTED = ["genai_prices", "pydantic"]
 
 
-def test_the_table_is_built_once_and_read_back_without_the_dataset(tmp_path: Path):
-    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
-    assert Path(price_cache.cache_path(str(tmp_path))).is_file()
-    assert _price_in_new_process(tmp_path) == []
-    # Without a folder to keep it in, each process builds its own.
-    assert _price_in_new_process(tmp_path / "missing") == DATASET_IMPORTED
-    assert not (tmp_path / "missing").exists()
+def test_a_first_run_takes_the_dataset_from_the_shipped_table(tmp_path: Path):
+    """The dataset installed is the one requirements.lock pins: no process imports it, not even
+    the first one, which keeps the table in the user's cache folder."""
+    assert not Path(price_cache.cache_path()).exists()
+    assert _price_in_new_process() == []
+    assert Path(price_cache.cache_path()).is_file()
+
+
+def test_another_dataset_than_the_shipped_one_is_flattened(tmp_path: Path):
+    shipped = json.loads(Path(flat_table.SHIPPED).read_bytes())
+    other = tmp_path / "other-data.json"
+    other.write_text(json.dumps({**shipped, "data_sha256": "0" * 64}))
+    assert _price_in_new_process(shipped=other) == DATASET_IMPORTED
+    Path(price_cache.cache_path()).unlink()
+    other.write_text(json.dumps({**shipped, "version": "0.0.1"}))
+    assert _price_in_new_process(shipped=other) == DATASET_IMPORTED
+
+
+def test_the_table_is_built_once_and_read_back_without_the_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    none = tmp_path / "none.json"
+    assert _price_in_new_process(shipped=none) == DATASET_IMPORTED
+    assert Path(price_cache.cache_path()).is_file()
+    assert _price_in_new_process(shipped=none) == []
+    # Without a folder to keep it in (the cache folder's place is a file), each process builds
+    # its own.
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    assert _price_in_new_process(shipped=none) == DATASET_IMPORTED
+    assert _price_in_new_process(shipped=none) == DATASET_IMPORTED
 
 
 def test_a_damaged_table_is_built_again(tmp_path: Path):
-    Path(price_cache.cache_path(str(tmp_path))).write_bytes(b'{"key": ')
-    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
-    assert _price_in_new_process(tmp_path) == []
+    path = Path(price_cache.cache_path())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"key": ')
+    none = tmp_path / "none.json"
+    assert _price_in_new_process(shipped=none) == DATASET_IMPORTED
+    assert _price_in_new_process(shipped=none) == []
 
 
 def test_a_table_of_the_right_key_but_another_shape_is_built_again(tmp_path: Path):
-    _price_in_new_process(tmp_path)
-    path = Path(price_cache.cache_path(str(tmp_path)))
+    none = tmp_path / "none.json"
+    _price_in_new_process(shipped=none)
+    path = Path(price_cache.cache_path())
     data = json.loads(path.read_bytes())
     del data["dataset"]["providers"][0]["models"][0]["match"]
     path.write_text(json.dumps(data))
-    assert _price_in_new_process(tmp_path) == DATASET_IMPORTED
-    assert _price_in_new_process(tmp_path) == []
+    assert _price_in_new_process(shipped=none) == DATASET_IMPORTED
+    assert _price_in_new_process(shipped=none) == []
 
 
 def test_an_edited_prices_file_is_a_new_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     opus = Request("claude-opus-4-6", "2026-02-01T10:00:00Z", 1_000_000, 0, 0, 0)
-    with fixed_prices(str(tmp_path)):
+    with fixed_prices():
         dataset_cost = price_table().cost(opus)
     prices = tmp_path / "config" / "xcsh-store" / "prices.toml"
     prices.parent.mkdir(parents=True)
     prices.write_text('[models."claude-opus-4-6"]\ninput = 1\noutput = 2\n')
-    with fixed_prices(str(tmp_path)):
+    with fixed_prices():
         assert price_table().cost(opus) == 1.0 != dataset_cost
     # The next process reads the file's table from disk, without the dataset.
-    assert _price_in_new_process(tmp_path, "assert cost == 30 / 1e6") == []
+    none = tmp_path / "none.json"
+    assert _price_in_new_process("assert cost == 30 / 1e6", shipped=none) == []
+
+
+def _locked_version() -> str:
+    lock = Path(__file__).resolve().parents[1] / "requirements.lock"
+    pins = dict(line.split("==", 1) for line in lock.read_text().splitlines() if "==" in line)
+    return pins[flat_table.DATASET].strip()
+
+
+def test_the_shipped_table_is_the_locked_dataset():
+    """The table shipped with the package is the dataset of the genai-prices version
+    requirements.lock pins. Stale (a new pin): `python -m xcsh_store.agents.prices.flat_table`
+    with that version installed writes it again."""
+    shipped = json.loads(Path(flat_table.SHIPPED).read_bytes())
+    again = "python -m xcsh_store.agents.prices.flat_table writes it again"
+    assert shipped["version"] == _locked_version(), f"the shipped table is stale: {again}"
+    if flat_table.dataset_version() != _locked_version():
+        pytest.skip(f"{flat_table.DATASET} {_locked_version()} is not the version installed")
+    assert shipped == json.loads(json.dumps(flat_table.shipped_table())), again
 
 
 def _verb_in_new_process(agent_dir: Path, *arguments: str) -> tuple[str, list[str]]:
@@ -185,7 +237,9 @@ def test_usage_that_prices_a_new_line_imports_neither_genai_prices_nor_pydantic(
     real_home: RealHome, agent_dir: Path
 ):
     run(agent_dir, "sync", "--init", "--workers", "1")
-    assert (agent_dir / price_cache.CACHE_NAME).is_file()  # kept beside index.db
+    # Kept in the user's cache folder, not beside index.db.
+    assert Path(price_cache.cache_path()).is_file()
+    assert not (agent_dir / price_cache.CACHE_NAME).exists()
     before, _ = _claude_usage(agent_dir)
     session = max(real_home.claude_dir.rglob("*.jsonl"), key=lambda path: path.stat().st_size)
     last = json.loads(session.read_text().splitlines()[-1])
@@ -223,8 +277,8 @@ def test_a_search_whose_hits_are_read_through_their_reader_imports_no_dataset(
     real_home: RealHome, agent_dir: Path
 ):
     """A hit's text is read again through its agent's reader, which prices its line: with the
-    table kept beside the index, from disk (a search had spent 38 % of its second building the
-    table from genai-prices)."""
+    table kept in the user's cache folder, from disk (a search had spent 38 % of its second
+    building the table from genai-prices)."""
     run(agent_dir, "sync", "--init", "--workers", "1")
     hits, imported = _verb_in_new_process(
         agent_dir, "search", "packages", "--agent", "claude", "--json"
@@ -238,4 +292,16 @@ def test_a_sync_that_prices_nothing_builds_no_table(agent_dir: Path):
     first sync with nothing to price reads neither the dataset nor writes a table."""
     assert _verb_in_new_process(agent_dir, "sync", "--init")[1] == []
     assert (agent_dir / "index.db").is_file()
-    assert not (agent_dir / price_cache.CACHE_NAME).exists()
+    assert not Path(price_cache.cache_path()).exists()
+
+
+def test_another_store_reads_the_table_the_first_one_kept(real_home: RealHome, agent_dir: Path):
+    """The table is the user's: a second agent dir's first sync (a fresh index folder) prices
+    with the table the first one kept, without writing it again."""
+    run(agent_dir, "sync", "--init", "--workers", "1")
+    kept = Path(price_cache.cache_path()).stat()
+    other = agent_dir.parent / "other-agent"
+    run(other, "sync", "--init", "--workers", "1")
+    assert run(other, "usage", "--by", "agent") == run(agent_dir, "usage", "--by", "agent")
+    again = Path(price_cache.cache_path()).stat()
+    assert (again.st_ino, again.st_mtime_ns) == (kept.st_ino, kept.st_mtime_ns)

@@ -237,13 +237,20 @@ def test_a_read_verb_that_upgrades_the_index_says_so_first(agent_dir, session, i
 def listed_without_sync_code(agent_dir: Path) -> tuple[list[dict], bool]:
     """``ls --json`` as a real process: the sessions listed, and whether the process did without
     the sync's code (its refresh found the last sync's stamp still true)."""
+    listed, imported = listed_and_imported(agent_dir)
+    return listed, "xcsh_store.index.write.sync" not in imported
+
+
+def listed_and_imported(agent_dir: Path) -> tuple[list[dict], str]:
+    """``ls --json`` as a real process: the sessions listed, and what it imported (``-X
+    importtime``'s lines)."""
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "xcsh_store", "--agent-dir", str(agent_dir),
          "ls", "--json"],
         capture_output=True, text=True, timeout=120, check=True,
         env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
-    return json.loads(result.stdout), "xcsh_store.index.write.sync" not in result.stderr
+    return json.loads(result.stdout), result.stderr
 
 
 def stamped(agent_dir: Path) -> None:
@@ -262,6 +269,29 @@ def test_an_unchanged_tree_is_answered_without_the_sync(agent_dir, session):
     with SessionIndex.open(str(agent_dir)) as index:
         freshness = index.refresh()
     assert (freshness.state, freshness.report) == ("synced", None)
+
+
+# What a read on an unchanged tree does without: the agents' plugins, the prices (its cost
+# column reads the costs the sync stored), the migration runner (the schema is current), the
+# folders the manager recorded, the time zones (no --timezone given).
+NOT_FOR_A_STAMPED_READ = (
+    "xcsh_store.agents.claude",
+    "xcsh_store.agents.prices.pricing",
+    "xcsh_store.agents.prices.flat_table",
+    "xcsh_store.agents.prices.price_cache",
+    "xcsh_store.sql_migrations",
+    "xcsh_store.format.session_roots",
+    "zoneinfo",
+)
+
+
+def test_an_unchanged_tree_is_listed_without_prices_plugins_or_migrations(agent_dir, session):
+    stamped(agent_dir)
+    listed, imported = listed_and_imported(agent_dir)
+    assert [row["message_count"] for row in listed] == [2]
+    names = {line.rpartition("|")[2].strip() for line in imported.splitlines()}
+    assert "xcsh_store.index.read.sessions" in names
+    assert sorted(set(NOT_FOR_A_STAMPED_READ) & names) == []
 
 
 def test_an_append_after_the_stamp_is_synced(agent_dir, session):

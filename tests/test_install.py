@@ -74,6 +74,12 @@ def test_pip_install_gives_a_working_command(tmp_path):
         cwd=work, env=env, check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     assert origin.startswith(str(environment)), origin
+    # With the prices' dataset shipped flat (agents/prices/flat_table.py SHIPPED).
+    shipped = subprocess.run(
+        [python, "-c", "import xcsh_store.agents.prices.flat_table as f; print(f.SHIPPED)"],
+        cwd=work, env=env, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    assert shipped.startswith(str(environment)) and Path(shipped).is_file(), shipped
 
 
 def test_every_package_of_the_source_is_listed_for_the_wheel():

@@ -38,6 +38,7 @@ OMP_AGENT_DIR_ENV = "OMP_CODING_AGENT_DIR"
 OMP_CONFIG_DIR_ENV = "PI_CONFIG_DIR"
 XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 XDG_CONFIG_HOME_ENV = "XDG_CONFIG_HOME"
+XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
 STORE_DIRNAME = "xcsh-store"
 # The user's own prices (negotiated rates, private models): agents/prices/price_file.py reads it.
 PRICES_FILE_NAME = "prices.toml"
@@ -52,6 +53,7 @@ FOLDER_VARIABLES = (
     PI_AGENT_DIR_ENV,
     OMP_AGENT_DIR_ENV,
     XDG_DATA_HOME_ENV,
+    XDG_CACHE_HOME_ENV,
 )
 NAME_VARIABLES = (OMP_CONFIG_DIR_ENV,)
 
@@ -134,6 +136,13 @@ def data_home() -> str:
 def get_prices_file() -> str:
     """``$XDG_CONFIG_HOME/xcsh-store/prices.toml`` (``~/.config/xcsh-store/prices.toml``)."""
     return os.path.join(_xdg_home(XDG_CONFIG_HOME_ENV, ".config"), STORE_DIRNAME, PRICES_FILE_NAME)
+
+
+def get_cache_dir() -> str:
+    """What the store keeps for the user to save work, any of it safe to delete (the price
+    table: agents/prices/price_cache.py): ``$XDG_CACHE_HOME/xcsh-store``
+    (``~/.cache/xcsh-store``)."""
+    return os.path.join(_xdg_home(XDG_CACHE_HOME_ENV, ".cache"), STORE_DIRNAME)
 
 
 def get_config_file() -> str:

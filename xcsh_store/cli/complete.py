@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 from click.shell_completion import CompletionItem
 
+import xcsh_store.index as index_front
 from xcsh_store.cli.output.render import cut
 from xcsh_store.homes import get_store_dir
-from xcsh_store.index import (
-    Choice,
-    SessionIndex,
-    model_choices,
-    project_choices,
-    session_choices,
-)
 from xcsh_store.paths import get_index_db_path
+
+# The index's names are looked up when a completion is asked, not when a verb's options are
+# built: a verb that completes nothing (`ls` run) imports neither the store nor its questions.
+if TYPE_CHECKING:
+    from xcsh_store.index import Choice, SessionIndex
 
 # Completion help is one line in the shell's menu.
 HELP_WIDTH = 60
@@ -40,7 +40,7 @@ def _completer(choices: Callable[[SessionIndex, str], list[Choice]]) -> Complete
         if not os.path.isfile(get_index_db_path(agent_dir)):
             return []
         try:
-            with SessionIndex.open(agent_dir, read_only=True) as index:
+            with index_front.SessionIndex.open(agent_dir, read_only=True) as index:
                 found = choices(index, incomplete)
         except Exception:  # a completion must never break the command line being typed
             return []
@@ -52,6 +52,6 @@ def _completer(choices: Callable[[SessionIndex, str], list[Choice]]) -> Complete
     return complete
 
 
-complete_session = _completer(session_choices)
-complete_project = _completer(project_choices)
-complete_model = _completer(model_choices)
+complete_session = _completer(lambda index, text: index_front.session_choices(index, text))
+complete_project = _completer(lambda index, text: index_front.project_choices(index, text))
+complete_model = _completer(lambda index, text: index_front.model_choices(index, text))

@@ -10,12 +10,9 @@ import os
 from collections.abc import Callable
 from datetime import timedelta, tzinfo
 from typing import Any, ClassVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-import xcsh_store.agents as agent_plugins
-from xcsh_store.agents import XCSH_AGENTS, agent_labels
 from xcsh_store.cli.complete import complete_project
 from xcsh_store.index import SessionFilter
 from xcsh_store.times import MAX_DAYS, parse_duration, parse_time_bound, time_order_problem
@@ -119,15 +116,24 @@ def in_words(items: list[str]) -> str:
 def agents_in_words(family: bool = False, estimated: bool = False) -> str:
     """The agents the store reads, as a help text says them (from the registry): the plugins'
     (``estimated``: those whose costs the index estimates), then pi and oh-my-pi."""
-    labels = agent_labels()
+    import xcsh_store.agents as agent_plugins
+
+    labels = agent_plugins.agent_labels()
     names = [labels[name] for name in (agent_plugins.ESTIMATED_AGENTS if estimated else labels)]
     if family:
-        names += [_XCSH_LABELS[name] for name in XCSH_AGENTS[1:]]
+        names += [_XCSH_LABELS[name] for name in agent_plugins.XCSH_AGENTS[1:]]
     return in_words(names) if names else "none"
 
 
+def _agent_names() -> tuple[str, ...]:
+    import xcsh_store.agents as agent_plugins
+
+    return tuple(agent_plugins.AGENTS)
+
+
 # The agents' names are asked of the registry when a choice is checked or a help shown, never
-# while the command line is built: a verb that is given no --agent loads no plugin for it.
+# while the command line is built: a verb that is given no --agent loads no plugin for it, nor
+# the agents' package.
 class AgentChoice(click.Choice):
     """One of the agents the store reads (``AGENTS``: the xcsh family and the plugins)."""
 
@@ -136,7 +142,7 @@ class AgentChoice(click.Choice):
 
     @property
     def choices(self) -> tuple[str, ...]:
-        return tuple(agent_plugins.AGENTS)
+        return _agent_names()
 
     @choices.setter
     def choices(self, _value: Any) -> None:
@@ -150,7 +156,7 @@ class AgentsHelpOption(click.Option):
     def help(self) -> str | None:
         if self._help is None:
             return None
-        return f"{self._help} {', '.join(agent_plugins.AGENTS)}."
+        return f"{self._help} {', '.join(_agent_names())}."
 
     @help.setter
     def help(self, value: str | None) -> None:
@@ -217,6 +223,8 @@ class TimeZone(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, tzinfo):
             return value
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only for a zone given
+
         try:
             return ZoneInfo(str(value))
         except (ZoneInfoNotFoundError, ValueError):

@@ -23,8 +23,8 @@ from xcsh_store.paths import FILE_MODE, INDEX_DB_NAME, ensure_private_dir
 DEMO_MARKER = ".xcsh-store-demo"
 # The index is a mirror of the demo's files that every sync rewrites; a later run may replace it
 # whatever it holds (the files it mirrors are checked).
-# So is the price table a sync that priced a line keeps beside it (agents/prices/price_cache.py
-# CACHE_NAME: the demo's pi lines without a cost are priced).
+# So is the price table that versions before the user's cache folder kept beside it
+# (agents/prices/price_cache.py CACHE_NAME).
 INDEX_FILES = (
     *(
         INDEX_DB_NAME + suffix

@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -17,8 +18,11 @@ from xcsh_store.errors import IndexDatabaseError
 from xcsh_store.files import free_bytes_if_full
 from xcsh_store.index.usage_ranks import settle_ranks
 from xcsh_store.paths import FILE_MODE, ensure_private_dir
-from xcsh_store.sql_migrations import Applied, Migration, SQLiteLedger, apply_pending
-from xcsh_store.sql_migrations import load_migrations as load_folder
+
+# The runner is imported when there is a migration to apply: an index of the current schema
+# is opened without it (schema_is_current).
+if TYPE_CHECKING:
+    from xcsh_store.sql_migrations import Applied, Migration
 
 log = logging.getLogger("xcsh_store")
 
@@ -39,6 +43,8 @@ def migrations_dir() -> Path:
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
+    from xcsh_store.sql_migrations import load_migrations as load_folder
+
     return load_folder(directory or migrations_dir(), IndexDatabaseError)
 
 
@@ -49,9 +55,28 @@ COMPACT_MIN_FREE_PAGES = 256
 def missing_migrations(connection: apsw.Connection) -> list[str]:
     """The migrations this installation has and the database lacks (an index written by an
     older xcsh-store and not synced since)."""
-    names = {path.stem for path in migrations_dir().glob("*.sql")}
-    applied = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
+    names, applied = _migration_names(connection)
     return sorted(names - applied)
+
+
+def schema_is_current(connection: apsw.Connection) -> bool:
+    """Whether the database has recorded every migration of this installation and no other:
+    then there is nothing to apply, and opening it reads no migration's SQL (the checks of
+    apply_migrations, a migration changed since it was applied or one of a newer xcsh-store,
+    run when one is to be applied: the next upgrade)."""
+    try:
+        names, applied = _migration_names(connection)
+    except apsw.SQLError:  # no ledger yet: a new database
+        return False
+    return names == applied
+
+
+def _migration_names(connection: apsw.Connection) -> tuple[set[str], set[str]]:
+    """(the migrations of this installation, those the database recorded), by name."""
+    names = {name.removesuffix(".sql") for name in os.listdir(migrations_dir())
+             if name.endswith(".sql")}  # fmt: skip
+    applied = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
+    return names, applied
 
 
 class _Refusals:
@@ -72,6 +97,8 @@ class _Refusals:
 
 def apply_migrations(connection: apsw.Connection, migrations: list[Migration]) -> list[str]:
     """Apply the migrations this database lacks, each in its own transaction; names applied."""
+    from xcsh_store.sql_migrations import SQLiteLedger, apply_pending
+
     ledger = SQLiteLedger(connection, migrations)
     return [migration.name for migration in apply_pending(ledger, migrations, _Refusals())]
 
@@ -317,9 +344,3 @@ def move_aside(path: str) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.replace(path + suffix, target + suffix)
     return target
-
-
-def index_folder(connection: apsw.Connection) -> str | None:
-    """The folder of the index a connection writes (where the price table is kept on disk:
-    agents/prices/price_cache.py); None for a database in memory."""
-    return os.path.dirname(connection.filename) if connection.filename else None

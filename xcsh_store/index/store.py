@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, Self, TypeVar
 
 import apsw
 
-from xcsh_store.agents import agent_history_files, agent_session_roots
-from xcsh_store.agents.prices.price_cache import keep_beside_index
+# The agents' plugins and the folders the manager recorded are imported where a method needs
+# them: a read whose stamp holds (fresh.py) needs neither.
 from xcsh_store.errors import HistoryError, IndexDatabaseError, XcshStoreError
-from xcsh_store.format.session_roots import forget_session_root, read_session_roots
 from xcsh_store.homes import get_store_dir
 from xcsh_store.index import db as database
 from xcsh_store.index.fresh import (
@@ -225,8 +224,6 @@ class SessionIndex:
     def __init__(self, connection: apsw.Connection, agent_dir: str, db_path: str, read_only: bool):
         self.connection = connection
         register_search_functions(connection)
-        # A read that prices a line (a hit's text read again) takes the price table kept here.
-        keep_beside_index(os.path.dirname(os.path.abspath(db_path)))
         self.agent_dir = agent_dir
         self.db_path = db_path
         self.read_only = read_only
@@ -325,6 +322,7 @@ class SessionIndex:
     def roots(self) -> list[str]:
         """The sessions folder of the agent dir (unless it has none), then every registered
         extra root, then the other agents' folders that exist (unless turned off)."""
+        from xcsh_store.format.session_roots import read_session_roots
         from xcsh_store.index.write.scan import is_under_any
 
         extra = [
@@ -358,6 +356,8 @@ class SessionIndex:
         """The roots of other agents' files (read-only: a sync never writes there) -> their
         agent: those added as ``AGENT:PATH`` (``claude:PATH``, ``opencode:PATH``) and the ones
         found by themselves (pi's and oh-my-pi's folders: homes.py; each agent plugin's own)."""
+        from xcsh_store.agents import agent_session_roots
+
         found = agent_session_roots()
         roots = {folder: found[folder] for folder in self._found_agent_roots()}
         for path, agent in self.connection.execute(
@@ -369,6 +369,8 @@ class SessionIndex:
     def _found_agent_roots(self) -> list[str]:
         if not self.finds_agent_roots:
             return []
+        from xcsh_store.agents import agent_session_roots
+
         return [folder for folder in agent_session_roots() if os.path.isdir(folder)]
 
     @property
@@ -403,6 +405,8 @@ class SessionIndex:
     def remove_root(self, path: str) -> None:
         with database.transaction(self.connection):
             self.connection.execute("DELETE FROM roots WHERE path = ?", (os.path.abspath(path),))
+        from xcsh_store.format.session_roots import forget_session_root
+
         forget_session_root(self.agent_dir, path)
 
     # -- sync -------------------------------------------------------------------------------
@@ -510,7 +514,9 @@ class SessionIndex:
         record_time: bool = True,
         entries: bool = True,
     ) -> SyncReport:
+        from xcsh_store.agents import agent_history_files
         from xcsh_store.agents.prices.pricing import price_sources
+        from xcsh_store.format.session_roots import read_session_roots
         from xcsh_store.index.model.pending import pending_entry_files, pending_text_files
         from xcsh_store.index.read.prompts import mirror_agent_history, mirror_history
         from xcsh_store.index.write.prices import price_again_if_changed, record_prices
@@ -616,7 +622,7 @@ class SessionIndex:
         roots, the config and the prices, the plugins' modules and the import path's folders."""
         import sys
 
-        from xcsh_store.agents import READERS
+        from xcsh_store.agents import READERS, agent_history_files
         from xcsh_store.agents.prices.pricing import price_source_paths
         from xcsh_store.format.session_roots import session_roots_path
         from xcsh_store.homes import get_config_file
@@ -1411,7 +1417,8 @@ def _open_for_writing(db_path: str) -> apsw.Connection:
 
         return start_afresh(db_path, error)
     try:
-        database.apply_migrations(connection, database.load_migrations())
+        if not database.schema_is_current(connection):
+            database.apply_migrations(connection, database.load_migrations())
     except database.DAMAGE_ERRORS as error:
         from xcsh_store.index.upkeep.repair import start_afresh
 

@@ -32,9 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xcsh_store.agents.prices.pricing import Request, price_table
+# The prices are imported where a recorded cost is checked against them, not here: a read that
+# shows costs (`ls`'s column) needs none of pricing, its dataset table or its cache.
+if TYPE_CHECKING:
+    from xcsh_store.agents.prices.pricing import Request
 
 # The kinds, as ``cost_kind`` names them in --json (docs/json.md).
 NOT_RECORDED = "not_recorded"
@@ -59,6 +62,8 @@ def settle(usage: tuple[Any, ...], records_costs: bool, request: Request) -> tup
     cost = usage[5]
     if not records_costs:
         return (*usage, None if cost is None else 1, None)
+    from xcsh_store.agents.prices.pricing import price_table
+
     if cost is None:
         estimate = price_table().cost(request)
         return (*usage[:5], estimate, None if estimate is None else 1, None)

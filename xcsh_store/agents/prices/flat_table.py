@@ -4,7 +4,10 @@ their long-context tiers), written once to a JSON file (price_cache.py) and read
 importing genai-prices, pydantic or httpx (a few tenths of a second on every process that
 priced a request).
 
-``flatten`` is the one place that imports the dataset; :class:`DatasetPrices` answers the
+``flatten`` is the one place that imports the dataset, and it runs only where the dataset
+installed is not the one the package ships flattened (``SHIPPED``: the version requirements.lock
+pins, checked by its version and the digest of its data file, no import): :func:`dataset_table`
+reads that file instead. :class:`DatasetPrices` answers the
 questions pricing.py asks of it, the dataset's way: a provider found by its id or by the model's
 name, the model by its match rules (then the provider's fallback providers, then the name with a
 compact date ``-20251211`` written ``-2025-12-11``), the price in force on a day (the last
@@ -16,6 +19,8 @@ for every model it knows.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import re
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -26,6 +31,13 @@ if TYPE_CHECKING:
     from genai_prices.types import ModelInfo
 
 DATASET = "genai-prices"
+# Its importable package, and the file of its prices (an upgrade rewrites it).
+DATASET_PACKAGE = "genai_prices"
+DATASET_DATA = "data.py"
+# The dataset of the genai-prices version requirements.lock pins, flattened, with that version
+# and the sha256 of its data file. tests/test_flat_prices.py fails when it is stale; written
+# again by `python -m xcsh_store.agents.prices.flat_table`.
+SHIPPED = os.path.join(os.path.dirname(__file__), "genai-prices-table.json")
 OPENROUTER = "openrouter"
 # genai-prices' names of the prices of each kind of token, in Rates' order.
 DATASET_KEYS = {
@@ -66,8 +78,71 @@ def flatten() -> dict[str, Any]:
     return {"version": dataset_version(), "providers": providers}
 
 
+def dataset_table() -> dict[str, Any]:
+    """The dataset installed, as :func:`flatten` gives it: read from :data:`SHIPPED` when the
+    dataset installed is the one it was made of (its version and its data file's digest), else
+    flattened (importing genai-prices)."""
+    import orjson
+
+    try:
+        with open(SHIPPED, "rb") as stream:
+            shipped = orjson.loads(stream.read())
+    except (OSError, orjson.JSONDecodeError):
+        shipped = None
+    path = dataset_path()
+    if (
+        isinstance(shipped, dict)
+        and path is not None
+        and shipped.get("version") == dataset_version()
+        and shipped.get("data_sha256") == _digest(path)
+    ):
+        return {"version": shipped["version"], "providers": shipped["providers"]}
+    return flatten()
+
+
+def shipped_table() -> dict[str, Any]:
+    """What :data:`SHIPPED` holds for the dataset installed: :func:`flatten` with the digest
+    of its data file."""
+    path = dataset_path()
+    assert path is not None, f"{DATASET} is not installed"
+    return {**flatten(), "data_sha256": _digest(path)}
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as stream:
+            return hashlib.sha256(stream.read()).hexdigest()
+    except OSError:
+        return None
+
+
+@functools.cache
+def dataset_path() -> str | None:
+    """The dataset's data module, found without importing the package (a few tenths of a
+    second); None when it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(DATASET_PACKAGE)
+    if spec is None or spec.origin is None:
+        return None
+    return os.path.join(os.path.dirname(spec.origin), DATASET_DATA)
+
+
 def dataset_version() -> str:
-    # Imported here: scanning the installed distributions is for the table, not every sync.
+    """The version of genai-prices installed ("missing": none): from the name of its
+    distribution's folder beside the package (``genai_prices-0.2.5.dist-info``), else asked
+    of the installed distributions (which reads them all: a few hundredths of a second)."""
+    path = dataset_path()
+    if path is None:
+        return "missing"
+    prefix, suffix = f"{DATASET_PACKAGE}-", ".dist-info"
+    try:
+        names = os.listdir(os.path.dirname(os.path.dirname(path)))
+    except OSError:
+        names = []
+    found = [name for name in names if name.startswith(prefix) and name.endswith(suffix)]
+    if len(found) == 1:
+        return found[0][len(prefix) : -len(suffix)]
     from importlib import metadata
 
     try:
@@ -255,3 +330,10 @@ def _dashed_date(match: re.Match[str]) -> str:
     except ValueError:
         return match.group(0)
     return f"{match.group(1)}{year:04d}-{month:02d}-{day:02d}"
+
+
+if __name__ == "__main__":
+    import orjson
+
+    with open(SHIPPED, "wb") as output:
+        output.write(orjson.dumps(shipped_table()) + b"\n")

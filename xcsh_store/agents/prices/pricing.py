@@ -5,8 +5,10 @@ them: the price in force on the request's day, from the user's prices file first
 (``price_corrections.toml``: a tier the dataset lacks, with its source), then the genai-prices
 dataset (pydantic/genai-prices, MIT: maintained, offline, with price history and long-context
 tiers). The arithmetic and the long-context rule are in pricing_model.py. The three sources are
-read into one flat table (flat_table.py) kept on disk (price_cache.py) until one of them changes:
-pricing a request imports neither genai-prices nor pydantic.
+read into one flat table (flat_table.py) kept in the user's cache folder (price_cache.py) until one
+of them changes; the dataset's part comes from the table shipped with the package when the
+dataset installed is the one it was made of: pricing a request imports neither genai-prices nor
+pydantic, not even the first time.
 
 Rules before any price:
 
@@ -37,7 +39,13 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from xcsh_store.agents.prices import price_cache
-from xcsh_store.agents.prices.flat_table import DATASET, OPENROUTER, DatasetPrices
+from xcsh_store.agents.prices.flat_table import (
+    DATASET,
+    OPENROUTER,
+    DatasetPrices,
+    dataset_path,
+    dataset_version,
+)
 from xcsh_store.agents.prices.pricing_model import ModelPrice, Rate, Rates
 from xcsh_store.homes import get_prices_file
 
@@ -170,52 +178,38 @@ def price_sources() -> str:
     the dataset's data. A few stats, no file read: while the key stays the same, so does
     :func:`price_table`'s fingerprint, which a sync then need not compute (parsing TOML and
     asking the installed packages for the dataset's version)."""
-    parts = [f"rules {PRICING_RULES}"]
-    for path in price_source_paths():
-        try:
-            info = os.stat(path) if path is not None else None
-        except OSError:
-            info = None
-        parts.append("-" if info is None else f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}")
-    return "; ".join(parts)
+    return "; ".join([f"rules {PRICING_RULES}", *map(_identity, price_source_paths())])
 
 
 def price_source_paths() -> tuple[str | None, ...]:
     """The files the prices in force come from: the user's prices file, the shipped
     corrections and the dataset's data (None: the dataset is not installed)."""
-    return get_prices_file(), _corrections_path(), _dataset_path()
+    return get_prices_file(), _corrections_path(), dataset_path()
 
 
 def _corrections_path() -> str:
     return os.path.join(os.path.dirname(__file__), CORRECTIONS)
 
 
-@functools.cache
-def _dataset_path() -> str | None:
-    """The dataset's data module (an upgrade of genai-prices rewrites it), found without
-    importing the package (a few tenths of a second)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec(DATASET.replace("-", "_"))
-    if spec is None or spec.origin is None:
-        return None
-    return os.path.join(os.path.dirname(spec.origin), "data.py")
+def _identity(path: str | None) -> str:
+    try:
+        info = os.stat(path) if path is not None else None
+    except OSError:
+        info = None
+    return "-" if info is None else f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
 
 
-# What fixed_prices holds, innermost last: [the folder the table is kept in on disk (None:
-# nowhere), the table (None: not built yet)].
-_FIXED: list[list[Any]] = []
+# What fixed_prices holds, innermost last: the table (None: not built yet).
+_FIXED: list[PriceTable | None] = []
 
 
 @contextlib.contextmanager
-def fixed_prices(folder: str | None = None) -> Iterator[None]:
+def fixed_prices() -> Iterator[None]:
     """The prices in force, held for a while: the first :func:`price_table` within builds the
     table, the others answer it without looking at the user's file again. A sync prices every
     line of its files with one table: looking for the file at each line cost 5-10 % of reading
-    Claude Code's. Built on first use only: a sync that prices nothing never builds one.
-    ``folder``: where the table is kept on disk (the index's: price_cache.py), else the
-    enclosing hold's."""
-    _FIXED.append([folder or (_FIXED[-1][0] if _FIXED else None), None])
+    Claude Code's. Built on first use only: a sync that prices nothing never builds one."""
+    _FIXED.append(None)
     try:
         yield
     finally:
@@ -225,31 +219,28 @@ def fixed_prices(folder: str | None = None) -> Iterator[None]:
 def price_table() -> PriceTable:
     """The prices in force now: read again when one of their sources changed (a long-running
     ``watch`` or ``serve`` sees an edit of the user's file); a bad file raises PriceFileError.
-    Within :func:`fixed_prices` of a folder, the table kept there is read (or built and kept);
-    outside, the one beside the index opened last (price_cache.keep_beside_index)."""
-    if _FIXED and _FIXED[-1][1] is not None:
-        return _FIXED[-1][1]
-    folder = _FIXED[-1][0] if _FIXED else price_cache.index_folder()
-    table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()), folder)
+    The table kept in the user's cache folder is read (or built and kept there)."""
+    if _FIXED and _FIXED[-1] is not None:
+        return _FIXED[-1]
+    table = _price_table(price_cache.cache_key(price_sources(), get_prices_file()))
     if _FIXED:
-        _FIXED[-1][1] = table
+        _FIXED[-1] = table
     return table
 
 
 @functools.lru_cache(maxsize=4)
-def _price_table(key: str, folder: str | None) -> PriceTable:
-    """The table of ``key`` (price_cache.cache_key): the one kept in ``folder``, else built
-    (and kept there). A file of the right key but not of this shape (written by hand, or by a
-    bug) is built again."""
-    data = price_cache.load(folder, key) if folder is not None else None
-    if folder is not None and data is not None:
+def _price_table(key: str) -> PriceTable:
+    """The table of ``key`` (price_cache.cache_key): the one kept on disk, else built (and
+    kept). A file of the right key but not of this shape (written by hand, or by a bug) is
+    built again."""
+    data = price_cache.load(key)
+    if data is not None:
         try:
             return _table_of(data)
         except (KeyError, TypeError, ValueError, AttributeError):
-            log.warning("%s is not a price table: built again", price_cache.cache_path(folder))
+            log.warning("%s is not a price table: built again", price_cache.cache_path())
     data = _built_data(key)
-    if folder is not None:
-        price_cache.store(folder, data)
+    price_cache.store(data)
     return _table_of(data)
 
 
@@ -274,8 +265,8 @@ def price_fingerprint() -> str:
     """The fingerprint of the prices in force (what a sync records its costs were priced with),
     without building the table: the dataset's version and a digest of the two price files,
     which are read (a bad prices.toml raises PriceFileError), not the dataset itself."""
-    if _FIXED and _FIXED[-1][1] is not None:
-        return _FIXED[-1][1].fingerprint
+    if _FIXED and _FIXED[-1] is not None:
+        return _FIXED[-1].fingerprint
     return _price_files(price_cache.cache_key(price_sources(), get_prices_file()))[1]
 
 
@@ -283,7 +274,6 @@ def price_fingerprint() -> str:
 def _price_files(key: str) -> tuple[list[PriceFile], str]:
     """The user's prices file (when there is one) then the shipped corrections, read for the
     sources of ``key``, and the fingerprint of the prices in force."""
-    from xcsh_store.agents.prices.flat_table import dataset_version
     from xcsh_store.agents.prices.price_file import read_price_file
 
     with open(_corrections_path(), "rb") as stream:
@@ -299,10 +289,8 @@ def _price_files(key: str) -> tuple[list[PriceFile], str]:
 
 
 def _built_table(key: str) -> dict[str, Any]:
-    """The table from its sources: the price files, the dataset (imported: a few tenths of a
-    second)."""
-    from xcsh_store.agents.prices.flat_table import flatten
-
+    """The table from its sources: the price files, the dataset (the shipped table's, else
+    imported: a few tenths of a second)."""
     files, fingerprint = _price_files(key)
     return {
         "fingerprint": fingerprint,
@@ -316,8 +304,18 @@ def _built_table(key: str) -> dict[str, Any]:
             }
             for prices in files
         ],
-        "dataset": flatten(),
+        "dataset": _dataset(_identity(dataset_path())),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _dataset(identity: str) -> dict[str, Any]:
+    """The dataset installed (whose data file has ``identity``) as flat_table.dataset_table
+    gives it, once per process: tables of other price files (another user's file, a test's)
+    share it."""
+    from xcsh_store.agents.prices.flat_table import dataset_table
+
+    return dataset_table()
 
 
 def _price_json(price: ModelPrice) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, tzinfo
 from typing import Any
 
-import xcsh_store.agents as agent_plugins
 from xcsh_store.errors import SearchQueryError
 from xcsh_store.times import iso_bound, parse_time_bound, time_order_problem
 
@@ -54,7 +53,9 @@ def known_agents(agents: Collection[str] | None) -> tuple[str, ...]:
     agents there are when one is not."""
     names = tuple(sorted(set(agents or ())))
     if not names:
-        return names  # (the plugins are loaded only to check a name)
+        return names  # (the plugins, and their package, are loaded only to check a name)
+    import xcsh_store.agents as agent_plugins
+
     known = agent_plugins.AGENTS
     unknown = [name for name in names if name not in known]
     if unknown:

@@ -27,7 +27,7 @@ import apsw
 import orjson
 
 from xcsh_store.agents.prices.pricing import fixed_prices
-from xcsh_store.index.db import get_meta, index_folder, set_meta, temporary_on_disk, transaction
+from xcsh_store.index.db import get_meta, set_meta, temporary_on_disk, transaction
 from xcsh_store.index.usage_ranks import rank_everything
 from xcsh_store.index.write import pipeline
 
@@ -115,7 +115,7 @@ def bulk_writing(connection: apsw.Connection) -> Iterator[None]:
     with (
         _checkpoints_every(connection, SYNC_CHECKPOINT_PAGES),
         _few_collections(),
-        fixed_prices(index_folder(connection)),
+        fixed_prices(),
     ):
         yield
 

@@ -100,7 +100,6 @@ class Workers:
         self,
         tasks: list[list[tuple[int, str, KeptPieces | None]]],
         with_text: bool = True,
-        prices_folder: str | None = None,
     ) -> None:
         # The folder that holds the package, importable however this process found it: as many
         # folders up from this file as its module name has dots (xcsh_store/index/write/...).
@@ -110,8 +109,7 @@ class Workers:
             **os.environ,
             "PYTHONPATH": package_parent + (os.pathsep + path if path else ""),
         }
-        if prices_folder is not None:
-            _keep_price_table(prices_folder)
+        _keep_price_table()
         self.processes: list[subprocess.Popen[bytes]] = []
         try:
             for _ in tasks:
@@ -125,10 +123,7 @@ class Workers:
                     )
                 )
             # The sizes go with the tasks: they are this module's, as the writer sees it.
-            # (The folder of the price table the workers price with: pricing.fixed_prices.)
-            settings = (
-                WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES, with_text, prices_folder
-            )  # fmt: skip
+            settings = (WORKER_CHUNK_VALUES, WORKER_CHUNK_BYTES, OUTBOX_BYTES, with_text)
             for process, share in zip(self.processes, tasks, strict=True):
                 assert process.stdin is not None
                 process.stdin.write(marshal.dumps((settings, share)))
@@ -190,15 +185,14 @@ class Workers:
                 process.stdout.close()
 
 
-def _keep_price_table(folder: str) -> None:
-    """The price table built here, once, and kept in ``folder`` for the workers to load (a few
-    milliseconds) before they start: else, on a first sync, every worker built it itself,
-    importing the price dataset (a fifth of a second each, a quarter of a worker's time on a
-    72 MB corpus)."""
+def _keep_price_table() -> None:
+    """The price table built here, once, and kept in the user's cache folder for the workers
+    to load (a few milliseconds) before they start: else, on a first run, every worker built
+    it itself (and wrote it)."""
     from xcsh_store.agents.prices.price_file import PriceFileError
 
     # (A bad prices file: each worker meets it where it prices a line, as before.)
-    with fixed_prices(folder), contextlib.suppress(PriceFileError):
+    with fixed_prices(), contextlib.suppress(PriceFileError):
         price_table()
 
 
@@ -271,10 +265,10 @@ def worker_main() -> None:
         settings, tasks = marshal.loads(sys.stdin.buffer.read())
     except (EOFError, ValueError):
         return  # the writer died before it handed out the files
-    chunk_values, chunk_bytes, outbox_bytes, with_text, prices_folder = settings
+    chunk_values, chunk_bytes, outbox_bytes, with_text = settings
     outbox = _Outbox(channel, outbox_bytes)
     try:
-        with fixed_prices(prices_folder):  # every line priced with one table (see fixed_prices)
+        with fixed_prices():  # every line priced with one table (see fixed_prices)
             for position, path, kept in tasks:
                 _read(position, path, kept, outbox, chunk_values, chunk_bytes, with_text)
     except BaseException:

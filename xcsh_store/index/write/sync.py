@@ -15,7 +15,7 @@ from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.agents.registry import XCSH_AGENTS, agent_named
 from xcsh_store.format.storage import remove_quietly
 from xcsh_store.index.archive.keeper import Keeper, archived_row
-from xcsh_store.index.db import index_folder, transaction
+from xcsh_store.index.db import transaction
 from xcsh_store.index.write.indexer import drop_file_rows, pk_counter
 from xcsh_store.index.write.pipeline import default_workers
 from xcsh_store.index.write.scan import IndexedFiles, KnownFile, Progress, SeenFile, SyncReport
@@ -130,7 +130,7 @@ def _usage_first(
         for position, _size in whole_reads(todo, full)
         if todo[position][0].path not in pending
     }
-    with fixed_prices(index_folder(connection)):
+    with fixed_prices():
         left = index_usage_first(connection, [todo[at] for at in sorted(whole)], report)
     for_full_read = {id(pair[0]) for pair in left}
     return [

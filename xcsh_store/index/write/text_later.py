@@ -26,7 +26,6 @@ import apsw
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.sources import sources_of
-from xcsh_store.index.db import index_folder
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.build import Chunk, FileStat, chunks_of
 from xcsh_store.index.write.bulk_load import bulk_writing
@@ -65,10 +64,7 @@ def index_pending_text(
     if workers >= 2 and total >= pipeline.PARALLEL_MIN_BYTES:
         plan = shares(sizes, min(workers, len(sizes)))
         try:
-            pool = Workers(
-                [[(at, pending[at][1], None) for at in share] for share in plan],
-                prices_folder=index_folder(connection),
-            )
+            pool = Workers([[(at, pending[at][1], None) for at in share] for share in plan])
         except OSError as error:
             log.warning("could not start workers for the search text (%s)", error)
         owners = {at: worker for worker, share in enumerate(plan) for at in share}

@@ -22,7 +22,7 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.index.archive.capture import KeptPieces
 from xcsh_store.index.archive.folder import ArchiveWriteError
 from xcsh_store.index.archive.keeper import Keeper, Place
-from xcsh_store.index.db import index_folder, transaction
+from xcsh_store.index.db import transaction
 from xcsh_store.index.write import pipeline
 from xcsh_store.index.write.build import (
     Chunk,
@@ -219,9 +219,7 @@ def index_files(
     Files to read whole go to worker processes when there are enough of them to pay for
     starting those; the rest (appends, mostly) need the index, and are read here, in turn.
     """
-    pool, owners = _start_workers(
-        todo, full, workers, indexer.with_text, indexer.keeper, index_folder(indexer.connection)
-    )
+    pool, owners = _start_workers(todo, full, workers, indexer.with_text, indexer.keeper)
     report, batch = indexer.report, indexer.batch
     whole_bytes = bytes_to_read_whole(todo, full)
     total = sum(item.size for item, _row in todo)
@@ -277,7 +275,6 @@ def _start_workers(
     workers: int,
     with_text: bool,
     keeper: Keeper | None,
-    prices_folder: str | None = None,
 ) -> tuple[Workers | None, dict[int, int]]:
     """Worker processes for the files of ``todo`` to read whole, when they are worth it, and
     which of them reads each (by position in ``todo``), with the pieces of each file's archive
@@ -294,7 +291,7 @@ def _start_workers(
         return at, item.path, kept
 
     try:
-        pool = Workers([[task(at) for at in share] for share in plan], with_text, prices_folder)
+        pool = Workers([[task(at) for at in share] for share in plan], with_text)
     except OSError as error:
         # (No process left to start, no memory for one.) Slower, but a sync all the same.
         log.warning("could not start sync workers (%s): reading in this process", error)
