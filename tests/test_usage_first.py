@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from agent_homes import lay_out_agents
+from agent_homes import lay_out_agents, lay_out_documents
 from click.testing import CliRunner
 from helpers.agent_lines import FORMATS
 from hypothesis import HealthCheck, given, settings
@@ -32,15 +32,17 @@ from xcsh_store.index.write import sync as sync_module
 CLAUDE_FILE = "apanloco__random__claude-session.jsonl"
 WORD = "refactor"
 # The agents whose files the lean pass reads (the others': the full read).
-LEAN_AGENTS = {"claude", "codex", "gemini", "qwen", "copilot"}
+LEAN_AGENTS = {"claude", "codex", "gemini", "qwen", "copilot", "opencode"}
 JSONL_AGENTS = ("gemini", "qwen", "copilot")
 
 
 @pytest.fixture
 def real_home(real_home: RealHome) -> RealHome:
     """conftest's real home, with the Gemini CLI, Qwen Code and GitHub Copilot CLI fixtures
-    where those agents keep them (agent_homes.py)."""
+    where those agents keep them, and the Gemini CLI documents and opencode storage tree
+    (agent_homes.py)."""
     lay_out_agents(real_home.home, JSONL_AGENTS)
+    lay_out_documents(real_home.home)
     return real_home
 
 

@@ -178,6 +178,28 @@ class OpencodeReader(Agent):
         messages.sort(key=itemgetter(0))
         yield from _session_records(info, [(message, parts) for _, message, parts in messages])
 
+    def usage_records(self, path: str) -> Iterator[Record] | None:
+        """The records of a storage tree's session that its usage comes from, in the order of
+        :meth:`records`: the session and its messages without their parts (a message's tokens,
+        cost and model are in its own file; its parts hold its text and tools). None for a
+        session of the database or an export document (only :meth:`records` reads those).
+        The locators are not those of :meth:`records` (no tool records between messages)."""
+        if database_session(path) is not None or not _in_storage(path):
+            return None
+        return self._message_records(path)
+
+    def _message_records(self, path: str) -> Iterator[Record]:
+        info = read_document(path)
+        if type(info) is not dict:
+            raise ValueError("an opencode session file is a JSON object")
+        messages = []
+        for message_path in _message_files(_storage_of(path), _session_id(path, info)):
+            message = _load_or_skip(message_path)
+            if type(message) is dict:
+                messages.append((_order(message, message_path), message))
+        messages.sort(key=itemgetter(0))
+        yield from _session_records(info, [(message, []) for _, message in messages])
+
     def _source(self, path: str) -> Source | None:
         """The session file's identity, with every file of its messages and their parts."""
         try:

@@ -13,15 +13,24 @@ from __future__ import annotations
 
 import apsw
 
+from xcsh_store.agents import reader_named
 from xcsh_store.index.archive.keeper import Keeper
 from xcsh_store.index.write.indexer import pk_counter
 from xcsh_store.index.write.scan import Progress, SeenFile, SyncReport, known_file
 from xcsh_store.index.write.stages.read import FileIndexer, archiving, index_files
 
 _PENDING = (
-    "SELECT path, root, project_dir, size, mtime_ns, inode, ctime_ns FROM files"
+    "SELECT path, root, project_dir, size, mtime_ns, inode, ctime_ns, agent FROM files"
     " WHERE entries_pending = 1 AND gone_at IS NULL ORDER BY mtime_ns, id"
 )
+
+
+def _listed_by(agent_name: str | None, path: str) -> str | None:
+    """The agent whose plugin reads the session at ``path`` (scan.SeenFile.agent): one whose
+    sessions are not JSONL files (a document, a tree of files), which the lean pass read too
+    (lean/documents.py); None for a JSONL file, read as JSON lines."""
+    agent = reader_named(agent_name)
+    return None if agent is None or agent.kind_of(path) == "jsonl" else agent.name
 
 
 def index_pending_entries(
@@ -36,10 +45,11 @@ def index_pending_entries(
     does: the usage-first pass archived none of them); closed here."""
     report = SyncReport()
     todo = []
-    for path, root, project_dir, size, mtime_ns, inode, ctime_ns in list(
+    for path, root, project_dir, size, mtime_ns, inode, ctime_ns, agent in list(
         connection.execute(_PENDING)
     ):
         seen = SeenFile(path, root, project_dir, size, mtime_ns, inode, ctime_ns)
+        seen.agent = _listed_by(agent, path)
         todo.append((seen, known_file(connection, path)))
     indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
     with archiving(report, keeper):

@@ -80,10 +80,14 @@ def sync_files(
     changes = find_changes(connection, roots, full, report, indexed, agent_roots, keeper)
     todo = changes.todo
     indexer = FileIndexer(connection, pk_counter(connection), report, keeper=keeper)
+    whole_bytes = bytes_to_read_whole(todo, full)
     if not text:
-        indexer.with_text = bytes_to_read_whole(todo, full) < TEXT_LATER_MIN_BYTES
+        indexer.with_text = whole_bytes < TEXT_LATER_MIN_BYTES
+    # (The sessions agents' plugins list count towards the lean pass, which reads some of
+    # them: not towards putting text off, which only JSONL files do.)
+    listed_bytes = sum(max(item.size, 0) for item, _row in todo if item.agent is not None)
     with archiving(report, keeper):
-        if not entries and not indexer.with_text:
+        if not entries and not text and whole_bytes + listed_bytes >= TEXT_LATER_MIN_BYTES:
             todo = _usage_first(connection, todo, full, report, changes.pending)
         index_files(
             indexer, todo, full, progress, default_workers() if workers is None else workers
@@ -125,9 +129,12 @@ def _usage_first(
     left ``pending`` (usage_first.py); returns what is left for the full read, in order."""
     from xcsh_store.index.write.usage_first import index_usage_first
 
+    # (A session its agent's plugin lists is always read whole: usage_first.py reads those of
+    # a lean read, lean/documents.py.)
+    sessions = [position for position, (item, _row) in enumerate(todo) if item.agent is not None]
     whole = {
         position
-        for position, _size in whole_reads(todo, full)
+        for position in [*(position for position, _size in whole_reads(todo, full)), *sessions]
         if todo[position][0].path not in pending
     }
     with fixed_prices():

@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 
-from xcsh_store.agents import reader_for
+from xcsh_store.agents import PLUGIN_FAULTS, reader_for, reader_named
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
 from xcsh_store.agents.prices.costs import settle
@@ -35,6 +35,7 @@ from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
 from xcsh_store.index.write.lean.by_reader import FORMATS, read_by_reader
 from xcsh_store.index.write.lean.claude import read_claude
 from xcsh_store.index.write.lean.codex import read_codex
+from xcsh_store.index.write.lean.documents import read_source_usage
 from xcsh_store.index.write.lean.found import CODEX_PROVIDER, UsageRead
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.times import iso_millis, iso_now
@@ -96,6 +97,8 @@ def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
         model = request.model
         if agent is CODEX:
             provider: str | None = CODEX_PROVIDER
+        elif found.recorded_providers:
+            provider = request.provider
         elif model in providers:
             provider = providers[model]
         else:
@@ -184,12 +187,19 @@ class UsageWriter:
         self.values = 0
 
 
-def usage_differences(connection: apsw.Connection, file_id: int, path: str) -> list[str]:
+def usage_differences(
+    connection: apsw.Connection, file_id: int, path: str, agent: str | None = None
+) -> list[str]:
     """Whether the usage rows of a file whose entries are still to come are those the file
-    at ``path`` gives now (verify; empty when they are)."""
-    with open_regular_file(path) as stream:
-        data = stream.read()
-    found = read_usage(path, data)
+    at ``path`` gives now (verify; empty when they are); ``agent``: the plugin that lists the
+    session, when it is not a JSONL file (scan.SeenFile.agent)."""
+    if agent is not None:
+        reader = reader_named(agent)
+        found = None if reader is None else read_source_usage(reader, path)
+    else:
+        with open_regular_file(path) as stream:
+            data = stream.read()
+        found = read_usage(path, data)
     if found is None:
         return ["its usage rows were read as another agent's, the file is not"]
     fresh = [row[1:] for row in usage_rows(file_id, found)]
@@ -202,6 +212,31 @@ def usage_differences(connection: apsw.Connection, file_id: int, path: str) -> l
     if [tuple(row) for row in ours] == fresh:
         return []
     return [f"usage rows: {len(ours)} indexed, the file gives {len(fresh)} (or other figures)"]
+
+
+def _read_file(seen: SeenFile) -> tuple[UsageRead, int] | None:
+    """What the lean read finds in the file (or the session its agent lists: ``seen`` as
+    the plugin identified it), with the bytes it read; None when the full read reads it (it
+    says why a session cannot be read: a session its plugin fails on is left to it too)."""
+    if seen.agent is not None:
+        agent = reader_named(seen.agent)
+        if agent is None:
+            return None
+        try:
+            found = read_source_usage(agent, seen.path)
+        except PLUGIN_FAULTS:
+            return None
+        return None if found is None else (found, max(seen.size, 0))
+    with open_regular_file(seen.path) as stream:
+        info = os.fstat(stream.fileno())
+        data = stream.read()
+    found = read_usage(seen.path, data)
+    if found is None:
+        return None
+    seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns = (
+        info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns
+    )  # fmt: skip
+    return found, len(data)
 
 
 def index_usage_first(
@@ -217,21 +252,17 @@ def index_usage_first(
     try:
         for seen, known in todo:
             try:
-                with open_regular_file(seen.path) as stream:
-                    info = os.fstat(stream.fileno())
-                    data = stream.read()
+                read = _read_file(seen)
             except OSError:
+                read = None
+            if read is None:
                 left.append((seen, known))
                 continue
-            found = read_usage(seen.path, data)
-            if found is None:
-                left.append((seen, known))
-                continue
-            stat = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
-            seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns = stat
+            found, size = read
+            stat = (seen.size, seen.mtime_ns, seen.inode, seen.ctime_ns)
             writer.write(seen, known, stat, found)
             report.read_paths.append(seen.path)
-            report.bytes_read += len(data)
+            report.bytes_read += size
             report.files_changed += 1
             report.files_reindexed += 1
         writer.commit()

@@ -204,16 +204,27 @@ def _read_line(
             read.append(request)
         return
     for part, value in enumerate(storable_values(line, b"\\u" in line)):
-        found = read_entry(reader, value, session)
-        entry = found.entry
-        entry_id = text_of(entry.get("id"))
-        if not reader.has_ids or found.chained:
-            # (An id unlike any other file's, as the full read gives.)
-            entry_id = agent_entry_id(session.path, seq + part)
-        timestamp = text_of(entry.get("timestamp"))
-        if timestamp is not None:
-            stamps.append(timestamp)
-        if found.usage is not None or entry_id is not None:
-            usage = found.usage
-            key = found.usage_key if usage is not None else None
-            read.append(UsageRequest(seq + part, entry_id, timestamp, found.model, usage, key))
+        read_value(reader, value, seq + part, read, stamps, session)
+
+
+def read_value(
+    reader: Agent, value: dict[str, Any], seq: int, read: list[UsageRequest],
+    stamps: list[str], session: SessionFacts,
+) -> None:  # fmt: skip
+    """Read one record as the full read reads it: its request (an entry without usage too,
+    for found.counted) into ``read``, its time into ``stamps``."""
+    found = read_entry(reader, value, session)
+    entry = found.entry
+    entry_id = text_of(entry.get("id"))
+    if not reader.has_ids or found.chained:
+        # (An id unlike any other file's, as the full read gives.)
+        entry_id = agent_entry_id(session.path, seq)
+    timestamp = text_of(entry.get("timestamp"))
+    if timestamp is not None:
+        stamps.append(timestamp)
+    if found.usage is not None or entry_id is not None:
+        usage = found.usage
+        key = found.usage_key if usage is not None else None
+        read.append(
+            UsageRequest(seq, entry_id, timestamp, found.model, usage, key, found.provider)
+        )

@@ -45,6 +45,8 @@ class UsageRequest:
     # the six figures an agent's reader made (by_reader.py; None: an entry without usage).
     usage: dict[str, Any] | ClaudeUsage | tuple[Any, ...] | None
     usage_key: str | None
+    # Who served it, as the agent's record says (UsageRead.recorded_providers).
+    provider: str | None = None
 
     def figures(self) -> tuple[Any, ...]:
         """The six usage figures, as the agent's reader makes them (claude.py, codex.py)."""
@@ -71,6 +73,9 @@ class UsageRead:
     session: SessionFacts
     requests: list[UsageRequest] = field(default_factory=list)
     activity_at: str | None = None
+    # Whether each request's provider is the one its record names (opencode's ``providerID``),
+    # as the full read takes it, rather than the price table's for its model.
+    recorded_providers: bool = False
 
 
 def usage_dict(usage: ClaudeUsage) -> dict[str, Any]:
