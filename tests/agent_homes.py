@@ -133,3 +133,23 @@ def opencode_database(storage: Path, database: Path) -> None:
                         (part["id"], message["id"], info["id"], created, created,
                          json.dumps(data)),
                     )  # fmt: skip
+
+
+# Gemini CLI's JSONL fixture as the older releases would have kept the chat: one document.
+PRICED_DOCUMENT = ".gemini/tmp/0b7dfb12/chats/session-2026-04-29T21-39-gemini_d.json"
+
+
+def lay_out_priced_gemini_document(home: Path) -> Path:
+    """The JSONL chat of ``HOME_PLACES["gemini"]`` (whose ``gemini`` messages carry tokens) as
+    a document chat (``{<metadata>, messages: [...]}``, its records in order, ``$set`` ones
+    left out) of a session and message ids of its own, so that it is a session beside it."""
+    (source,) = HOME_PLACES["gemini"]
+    lines = [json.loads(line) for line in (FIXTURES / source).read_bytes().splitlines()]
+    document = {**lines[0], "sessionId": lines[0]["sessionId"] + "-document", "messages": []}
+    for record in lines[1:]:
+        if "type" in record:
+            document["messages"].append({**record, "id": record["id"] + "-document"})
+    target = home / PRICED_DOCUMENT
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document))
+    return target

@@ -18,7 +18,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from agent_homes import lay_out_agents, lay_out_documents
+from agent_homes import (
+    PRICED_DOCUMENT,
+    lay_out_agents,
+    lay_out_documents,
+    lay_out_priced_gemini_document,
+)
 from click.testing import CliRunner
 from helpers.agent_lines import FORMATS
 from hypothesis import HealthCheck, given, settings
@@ -40,9 +45,11 @@ JSONL_AGENTS = ("gemini", "qwen", "copilot")
 def real_home(real_home: RealHome) -> RealHome:
     """conftest's real home, with the Gemini CLI, Qwen Code and GitHub Copilot CLI fixtures
     where those agents keep them, and the Gemini CLI documents and opencode storage tree
+    (one of them priced: the JSONL chat as a document), where those agents keep them
     (agent_homes.py)."""
     lay_out_agents(real_home.home, JSONL_AGENTS)
     lay_out_documents(real_home.home)
+    lay_out_priced_gemini_document(real_home.home)
     return real_home
 
 
@@ -105,6 +112,38 @@ def test_the_usage_first_pass_gives_the_totals_of_a_full_sync(
         assert pending_agents(index) == LEAN_AGENTS
         assert claude_entries(index) == 0
         assert totals(index, by) == totals(reference, by)
+
+
+def test_the_documents_and_trees_of_sessions_go_the_lean_way(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """Gemini CLI's document chats and opencode's storage tree sessions get their usage rows
+    alone, as the JSONL files do, with the full read's figures (the priced document's too)."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        pending = {
+            os.path.basename(path)
+            for (path,) in index.connection.execute(
+                "SELECT path FROM files WHERE entries_pending = 1"
+                " AND (path LIKE '%.json' OR agent = 'opencode')"
+            )
+        }
+        lean = document_usage(index)
+    assert pending == {
+        "session-2024-01-01T10-00-sess-uui.json", "session-2024-01-01T10-00-sess-thi.json",
+        os.path.basename(PRICED_DOCUMENT), "ses_s_stage0_large.json", "ses_s_stage0_small.json",
+    }  # fmt: skip
+    assert lean == document_usage(reference) != {}
+
+
+def document_usage(index: SessionIndex) -> dict[str, tuple[object, ...]]:
+    """The usage of each session of a document or tree, by its session id."""
+    return {
+        row.key: (row.entries, row.input_tokens, row.output_tokens, row.cache_read_tokens,
+                  row.cache_write_tokens, row.cost, row.cost_kind)
+        for row in index.usage(by=("session",))
+        if row.key in ("gemini_stage0_jsonl-document", "s_stage0_large", "s_stage0_small")
+    }  # fmt: skip
 
 
 def test_every_lean_agent_has_its_usage_in_usage_rows(
