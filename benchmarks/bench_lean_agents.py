@@ -4,10 +4,15 @@ the first ``usage`` (the lean pass, ``sync(entries=False)``: index/write/lean/by
 against the full read of the same files in the same run.
 
     python -m benchmarks.bench_lean_agents [--size 100MB] [--sessions 200] [--rounds 1]
-        [--agents gemini,qwen,copilot]
+        [--agents gemini,qwen,copilot,gemini-document,opencode]
 
 * the corpora of bench_agents_jsonl.py (seeded files shaped like each agent's own, usage on
-  every answer; written once under $XCSH_BENCH_DATA and reused);
+  every answer; written once under $XCSH_BENCH_DATA and reused); for ``gemini-document``
+  (Gemini CLI's older whole-document chats) and ``opencode`` (its storage tree), the layout of
+  bench_agents_documents.py (``--sessions`` sessions of 20 turns, usage on every answer) below
+  the home, where the agent keeps it, and the lean pass taken whatever the bytes to read
+  (sync.TEXT_LATER_MIN_BYTES 0: the layout is far smaller than the 32 MB that make it
+  worth it in use; ``--size`` does not apply);
 * each step a fresh process on a fresh index, $HOME an empty folder: ``lean`` the usage-first
   sync and ``usage --by day``; ``entries`` the full read with the search text put off (what the
   first ``usage`` did for these agents before: text_later.py), then usage; ``full`` a whole
@@ -35,12 +40,16 @@ from benchmarks.corpus import parse_size
 from benchmarks.harness import compare, print_table
 from benchmarks.index_common import WORK_DIR
 
-# argv[1] the step, argv[2] the agent dir (its sessions/ the corpus), argv[3] the index file.
+# argv[1] the step, argv[2] the agent dir (its sessions/ the corpus), argv[3] the index file,
+# argv[4] 1 to take the lean pass whatever the bytes to read.
 _CHILD = """
 import json, sys
 from xcsh_store.index import SessionIndex
 
-step, agent_dir, db_path = sys.argv[1:4]
+step, agent_dir, db_path, lean_always = sys.argv[1:5]
+if lean_always == "1":
+    from xcsh_store.index.write import sync
+    sync.TEXT_LATER_MIN_BYTES = 0
 with SessionIndex.open(agent_dir, db_path=db_path) as index:
     report = index.sync(text=step == "full", entries=step != "lean", workers=1)
     rows = index.usage(by="day")
@@ -60,6 +69,14 @@ _FOLDER_VARIABLES = (
 )  # fmt: skip
 
 
+# The agents whose sessions are documents or trees of files: {agent: (the layout's folder
+# below the home, the variable that names where the agent looks, its value below the home)}.
+DOCUMENT_AGENTS = {
+    "gemini-document": (".gemini", "GEMINI_CLI_HOME", ""),
+    "opencode": (".local/share/opencode/storage", "OPENCODE_DATA_DIR", ".local/share/opencode"),
+}
+
+
 def _environment() -> dict[str, str]:
     import os
 
@@ -70,9 +87,36 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "HOME": str(home), **folders, "PYTHONPATH": str(ROOT)}
 
 
+def _document_corpus(agent: str, sessions: int, environment: dict[str, str]) -> tuple[str, int]:
+    """bench_agents_documents.py's layout of ``agent`` below the home (the other ways'
+    folders removed); (an empty agent dir, the bytes of the agent's sessions)."""
+    from benchmarks.bench_agents_documents import lay_out
+
+    home = Path(environment["HOME"])
+    lay_out(home, sessions, 20)
+    folder, variable, value = DOCUMENT_AGENTS[agent]
+    shutil.rmtree(home / "db")
+    if agent == "opencode":
+        shutil.rmtree(home / ".gemini")
+    else:
+        shutil.rmtree(home / ".local")
+        for path in (home / ".gemini").rglob("*.jsonl"):
+            path.unlink()
+    environment[variable] = str(home / value)
+    agent_dir = WORK_DIR / f"lean-agents-{agent}-xcsh"
+    shutil.rmtree(agent_dir, ignore_errors=True)
+    (agent_dir / "sessions").mkdir(parents=True)
+    written = sum(path.stat().st_size for path in (home / folder).rglob("*") if path.is_file())
+    return str(agent_dir), written
+
+
 def measure(agent: str, size: int, sessions: int, rounds: int) -> dict[str, Any]:
-    agent_dir, written = jsonl_corpus(agent, size, sessions)
     environment = _environment()
+    documents = agent in DOCUMENT_AGENTS
+    if documents:
+        agent_dir, written = _document_corpus(agent, sessions, environment)
+    else:
+        agent_dir, written = jsonl_corpus(agent, size, sessions)
     CPU.clear()
     times: dict[str, list[float]] = {}
     found: dict[str, dict[str, Any]] = {}
@@ -81,7 +125,15 @@ def measure(agent: str, size: int, sessions: int, rounds: int) -> dict[str, Any]
             db_path = WORK_DIR / f"lean-agents-{agent}-{step}.db"
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-            argv = [sys.executable, "-c", _CHILD, step, agent_dir, str(db_path)]
+            argv = [
+                sys.executable,
+                "-c",
+                _CHILD,
+                step,
+                agent_dir,
+                str(db_path),
+                str(int(documents)),
+            ]
             seconds, output = timed(argv, environment, step)
             times.setdefault(step, []).append(seconds)
             found[step] = json.loads(output)
@@ -104,9 +156,10 @@ def main() -> None:
     for agent in options.agents.split(","):
         figures = measure(agent, parse_size(options.size), options.sessions, options.rounds)
         megabytes = figures["bytes"] / 1e6
+        size = f"{megabytes:.0f} MB" if megabytes >= 10 else f"{megabytes:.1f} MB"
         wall, cpu = figures["wall"], figures["cpu"]
         rows += [
-            compare(f"{agent}: first usage, lean ({megabytes:.0f} MB), wall", wall["lean"],
+            compare(f"{agent}: first usage, lean ({size}), wall", wall["lean"],
                     wall["entries"]),
             compare(f"{agent}:   the same, CPU seconds", cpu["lean"], cpu["entries"]),
             compare(f"{agent}: a whole sync with search text, CPU seconds", cpu["full"],

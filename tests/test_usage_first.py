@@ -19,10 +19,12 @@ from pathlib import Path
 import orjson
 import pytest
 from agent_homes import (
+    DOCUMENT_PLACES,
     PRICED_DOCUMENT,
     lay_out_agents,
     lay_out_documents,
     lay_out_priced_gemini_document,
+    opencode_database,
 )
 from click.testing import CliRunner
 from helpers.agent_lines import FORMATS
@@ -39,14 +41,15 @@ WORD = "refactor"
 # The agents whose files the lean pass reads (the others': the full read).
 LEAN_AGENTS = {"claude", "codex", "gemini", "qwen", "copilot", "opencode"}
 JSONL_AGENTS = ("gemini", "qwen", "copilot")
+OPENCODE_FIXTURE = "opencode/jazzyalex__agent-sessions__storage_v2"
 
 
 @pytest.fixture
 def real_home(real_home: RealHome) -> RealHome:
     """conftest's real home, with the Gemini CLI, Qwen Code and GitHub Copilot CLI fixtures
     where those agents keep them, and the Gemini CLI documents and opencode storage tree
-    (one of them priced: the JSONL chat as a document), where those agents keep them
-    (agent_homes.py)."""
+    (one of them priced: the JSONL chat as a document) and opencode's storage tree, where
+    those agents keep them (agent_homes.py)."""
     lay_out_agents(real_home.home, JSONL_AGENTS)
     lay_out_documents(real_home.home)
     lay_out_priced_gemini_document(real_home.home)
@@ -134,6 +137,33 @@ def test_the_documents_and_trees_of_sessions_go_the_lean_way(
         os.path.basename(PRICED_DOCUMENT), "ses_s_stage0_large.json", "ses_s_stage0_small.json",
     }  # fmt: skip
     assert lean == document_usage(reference) != {}
+
+
+def test_the_sessions_of_opencodes_database_go_the_lean_way(
+    agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
+):
+    """opencode 1.x's sessions (the storage tree moved into opencode.db, as opencode's own
+    migration does) get their usage rows alone, with the full read's figures; the deferred
+    pass reads them from the database."""
+    storage = real_home.home / DOCUMENT_PLACES["opencode"][OPENCODE_FIXTURE]
+    opencode_database(storage, storage.parent / "opencode.db")
+    shutil.rmtree(storage)
+    with SessionIndex.open(str(tmp_path / "reference")) as reference:
+        reference.sync()
+        full = document_usage(reference), counts(reference)[0]
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        pending = {
+            os.path.basename(path)
+            for (path,) in index.connection.execute(
+                "SELECT path FROM files WHERE entries_pending = 1 AND agent = 'opencode'"
+            )
+        }
+        lean = document_usage(index)
+        index.sync()
+        assert (lean, counts(index)[0]) == full
+    assert lean != {}
+    assert pending == {"opencode.db#s_stage0_large", "opencode.db#s_stage0_small"}
 
 
 def document_usage(index: SessionIndex) -> dict[str, tuple[object, ...]]:

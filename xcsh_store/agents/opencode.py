@@ -181,10 +181,13 @@ class OpencodeReader(Agent):
     def usage_records(self, path: str) -> Iterator[Record] | None:
         """The records of a storage tree's session that its usage comes from, in the order of
         :meth:`records`: the session and its messages without their parts (a message's tokens,
-        cost and model are in its own file; its parts hold its text and tools). None for a
-        session of the database or an export document (only :meth:`records` reads those).
-        The locators are not those of :meth:`records` (no tool records between messages)."""
-        if database_session(path) is not None or not _in_storage(path):
+        cost and model are in its own file or row; its parts hold its text and tools). None
+        for an export document (only :meth:`records` reads those). The locators of a tree's
+        are not those of :meth:`records` (no tool records between messages)."""
+        in_database = database_session(path)
+        if in_database is not None:
+            return database_records(*in_database, parts=False)
+        if not _in_storage(path):
             return None
         return self._message_records(path)
 

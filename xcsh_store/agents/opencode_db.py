@@ -88,8 +88,10 @@ def database_sources(database: str) -> Iterator[Source]:
         )
 
 
-def database_records(database: str, session_id: str) -> Iterator[Record]:
-    """The session's records, as opencode.py reads a session of the storage tree."""
+def database_records(database: str, session_id: str, parts: bool = True) -> Iterator[Record]:
+    """The session's records, as opencode.py reads a session of the storage tree; without
+    ``parts``, its messages without their parts (and no tool records: what its usage comes
+    from, OpencodeReader.usage_records)."""
     with closing(_open(database)) as connection:
         found = connection.execute(
             "SELECT id, parent_id, directory, title, version, time_created, project_id"
@@ -102,26 +104,30 @@ def database_records(database: str, session_id: str) -> Iterator[Record]:
             "SELECT rowid, id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
             (session_id,),
         ).fetchall()
-        part_rows = connection.execute(
-            "SELECT rowid, message_id, id, data FROM part WHERE session_id = ?"
-            " ORDER BY message_id, id",
-            (session_id,),
-        ).fetchall()
+        part_rows = (
+            connection.execute(
+                "SELECT rowid, message_id, id, data FROM part WHERE session_id = ?"
+                " ORDER BY message_id, id",
+                (session_id,),
+            ).fetchall()
+            if parts
+            else []
+        )
     key, parent, directory, title, version, created, project = found[0]
     yield 0, {
         "type": SESSION_RECORD, "id": key, "parentID": parent, "directory": directory,
         "title": title, "version": version, "projectID": project, "time": {"created": created},
     }  # fmt: skip
-    parts: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    by_message: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for rowid, message_id, part_id, data in part_rows:
         value = _data(data)
         if value is not None:
-            parts.setdefault(message_id, []).append((rowid, {**value, "id": part_id}))
+            by_message.setdefault(message_id, []).append((rowid, {**value, "id": part_id}))
     for rowid, message_id, data in messages:
         info = _data(data)
         if info is None:
             continue
-        own = parts.get(message_id, [])
+        own = by_message.get(message_id, [])
         yield (
             rowid * 2,
             {

@@ -190,9 +190,7 @@ class Verifier:
         if entries_pending:
             # Its usage rows alone, until its entries come (write/usage_first.py).
             try:
-                return usage_differences(
-                    self.connection, file_id, copy or seen.path, seen.agent
-                )
+                return usage_differences(self.connection, file_id, copy or seen.path, seen.agent)
             except OSError as error:
                 return [f"file cannot be read: {error}"]
         try:

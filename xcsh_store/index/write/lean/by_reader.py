@@ -225,6 +225,4 @@ def read_value(
     if found.usage is not None or entry_id is not None:
         usage = found.usage
         key = found.usage_key if usage is not None else None
-        read.append(
-            UsageRequest(seq, entry_id, timestamp, found.model, usage, key, found.provider)
-        )
+        read.append(UsageRequest(seq, entry_id, timestamp, found.model, usage, key, found.provider))

@@ -1,6 +1,6 @@
 """The lean read of a session kept as a JSON document or a tree of files, which its agent's
 plugin lists (scan.SeenFile.agent): Gemini CLI's older whole-document chats and opencode's
-storage tree. Each is read as the full read reads it (build.read_source), but only the records
+sessions. Each is read as the full read reads it (build.read_source), but only the records
 its usage comes from reach the reader:
 
 * Gemini CLI document: the document is parsed whole (its messages are one JSON value), its
@@ -10,12 +10,12 @@ its usage comes from reach the reader:
   ``user`` message while the session has no cwd (the ``<session_context>`` that names it) and
   any message of another shape go to the reader; the others only count by id (a later message
   of an id replaces the usage of an earlier one: found.counted).
-* opencode storage tree: the session file and the message files, not their parts
-  (OpencodeReader.usage_records), each read by the reader; the provider of each request is
-  the one the message records, as in the full read.
+* opencode, its storage tree or its database (opencode.db): the session and its messages,
+  not their parts (OpencodeReader.usage_records: the tree's message files, the database's
+  message rows), each read by the reader; the provider of each request is the one the
+  message records, as in the full read.
 
-Any other session of such an agent (opencode's database, an export document) is left to the
-full read.
+Any other session of such an agent (an opencode export document) is left to the full read.
 """
 
 from __future__ import annotations
