@@ -415,13 +415,14 @@ def _load_or_skip(path: str) -> Any:
         return None
 
 
-def _created(value: dict[str, Any]) -> str | None:
+def created_at(value: dict[str, Any]) -> str | None:
+    """When a session or message was created (``time.created``), as ISO text."""
     times = value.get("time")
     return iso_from_millis(times.get("created")) if type(times) is dict else None
 
 
 def _session(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
-    created = _created(value)
+    created = created_at(value)
     session.session_id = text_of(value.get("id")) or session.session_id
     session.cwd = text_of(value.get("directory"))
     session.created_at = created
@@ -434,7 +435,7 @@ def _session(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
 
 def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
     role = info.get("role")
-    entry: dict[str, Any] = {"type": "message", "timestamp": _created(info)}
+    entry: dict[str, Any] = {"type": "message", "timestamp": created_at(info)}
     found = AgentEntry(entry)
     if role == "user":
         texts = [text for part in parts if (text := text_of(part.get("text"))) is not None]
@@ -463,11 +464,7 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
                 {"type": "toolCall", "id": text_of(part.get("callID")), "name": part.get("tool"),
                  "arguments": state.get("input") if type(state) is dict else None}
             )  # fmt: skip
-    # Assistant messages name their model at the top; some writers only in ``model`` (as user
-    # messages do).
-    chosen = _object(info.get("model"))
-    model = text_of(info.get("modelID")) or text_of(chosen.get("modelID"))
-    provider = text_of(info.get("providerID")) or text_of(chosen.get("providerID"))
+    model, provider, usage = message_usage(info)
     if info.get("summary") is True:
         # The summary of the conversation so far that opencode's compaction asked for: what the
         # model sees from here on.
@@ -477,20 +474,31 @@ def _message(info: dict[str, Any], parts: list[dict[str, Any]]) -> AgentEntry:
         entry["message"] = {"role": "assistant", "content": content, "model": model}
         if provider is not None:
             entry["message"]["provider"] = provider
-    found.model, found.provider = model, provider
-    tokens = info.get("tokens")
-    if type(tokens) is dict:
-        cache = _object(tokens.get("cache"))
-        cost = info.get("cost")
-        found.usage = (
-            number(tokens.get("input")),
-            number(tokens.get("output")) + number(tokens.get("reasoning")),
-            number(cache.get("read")),
-            number(cache.get("write")),
-            0,
-            cost if type(cost) in (int, float) else None,
-        )
+    found.model, found.provider, found.usage = model, provider, usage
     return found
+
+
+def message_usage(info: dict[str, Any]) -> tuple[str | None, str | None, tuple[Any, ...] | None]:
+    """An assistant message's model, provider and usage (None: no ``tokens``)."""
+    # Assistant messages name their model at the top; some writers only in ``model`` (as user
+    # messages do).
+    chosen = _object(info.get("model"))
+    model = text_of(info.get("modelID")) or text_of(chosen.get("modelID"))
+    provider = text_of(info.get("providerID")) or text_of(chosen.get("providerID"))
+    tokens = info.get("tokens")
+    if type(tokens) is not dict:
+        return model, provider, None
+    cache = _object(tokens.get("cache"))
+    cost = info.get("cost")
+    usage = (
+        number(tokens.get("input")),
+        number(tokens.get("output")) + number(tokens.get("reasoning")),
+        number(cache.get("read")),
+        number(cache.get("write")),
+        0,
+        cost if type(cost) in (int, float) else None,
+    )
+    return model, provider, usage
 
 
 def _tool_result(part: dict[str, Any]) -> AgentEntry:

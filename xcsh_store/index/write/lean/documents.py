@@ -12,8 +12,9 @@ its usage comes from reach the reader:
   of an id replaces the usage of an earlier one: found.counted).
 * opencode, its storage tree or its database (opencode.db): the session and its messages,
   not their parts (OpencodeReader.usage_records: the tree's message files, the database's
-  message rows), each read by the reader; the provider of each request is the one the
-  message records, as in the full read.
+  message rows); the session is read by the reader, each assistant message's usage, model and
+  provider taken by the reader's own ``message_usage`` without making its entry (the provider
+  the one the message records, as in the full read).
 
 Any other session of such an agent (an opencode export document) is left to the full read.
 """
@@ -27,6 +28,9 @@ from xcsh_store.agents.base import text_of
 from xcsh_store.agents.gemini import READER as GEMINI
 from xcsh_store.agents.gemini import REWIND_KEY, SET_KEY, TOOL_RESULT_KEY, gemini_usage
 from xcsh_store.agents.opencode import READER as OPENCODE
+from xcsh_store.agents.opencode import created_at, message_usage
+from xcsh_store.agents.opencode_db import MESSAGE_RECORD
+from xcsh_store.index.write.build import agent_entry_id
 from xcsh_store.index.write.lean.by_reader import read_value
 from xcsh_store.index.write.lean.found import UsageRead, UsageRequest, counted
 from xcsh_store.times import canonical_iso
@@ -48,9 +52,32 @@ def read_source_usage(agent: Agent, path: str) -> UsageRead | None:
         read: list[UsageRequest] = []
         stamps: list[str] = []
         for locator, value in records:
-            read_value(OPENCODE, value, locator, read, stamps, found.session)
+            info = value.get("info")
+            if value.get("type") == MESSAGE_RECORD and type(info) is dict:
+                _opencode_message(info, path, locator, read, stamps)
+            else:
+                read_value(OPENCODE, value, locator, read, stamps, found.session)
         return _finished(found, read, stamps)
     return None
+
+
+def _opencode_message(
+    info: dict[str, Any], path: str, locator: int, read: list[UsageRequest], stamps: list[str]
+) -> None:
+    """A message record's request, as OpencodeReader.read gives it (its own id: opencode's
+    entries have none, so no record replaces another's usage)."""
+    timestamp = created_at(info)
+    if timestamp is not None:
+        stamps.append(timestamp)
+    if info.get("role") != "assistant":
+        return
+    model, provider, usage = message_usage(info)
+    if usage is None:
+        return
+    if model is None and info.get("summary") is True:
+        provider = None  # (a compaction entry has no message to name it: build.py)
+    entry_id = agent_entry_id(path, locator)
+    read.append(UsageRequest(locator, entry_id, timestamp, model, usage, None, provider))
 
 
 def _gemini_document(path: str) -> UsageRead:
