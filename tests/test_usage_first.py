@@ -124,13 +124,7 @@ def test_the_documents_and_trees_of_sessions_go_the_lean_way(
     alone, as the JSONL files do, with the full read's figures (the priced document's too)."""
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync(entries=False)
-        pending = {
-            os.path.basename(path)
-            for (path,) in index.connection.execute(
-                "SELECT path FROM files WHERE entries_pending = 1"
-                " AND (path LIKE '%.json' OR agent = 'opencode')"
-            )
-        }
+        pending = pending_documents(index)
         lean = document_usage(index)
     assert pending == {
         "session-2024-01-01T10-00-sess-uui.json", "session-2024-01-01T10-00-sess-thi.json",
@@ -153,17 +147,23 @@ def test_the_sessions_of_opencodes_database_go_the_lean_way(
         full = document_usage(reference), counts(reference)[0]
     with SessionIndex.open(str(agent_dir)) as index:
         index.sync(entries=False)
-        pending = {
-            os.path.basename(path)
-            for (path,) in index.connection.execute(
-                "SELECT path FROM files WHERE entries_pending = 1 AND agent = 'opencode'"
-            )
-        }
+        pending = pending_documents(index)
         lean = document_usage(index)
         index.sync()
         assert (lean, counts(index)[0]) == full
     assert lean != {}
     assert pending == {"opencode.db#s_stage0_large", "opencode.db#s_stage0_small"}
+
+
+def pending_documents(index: SessionIndex) -> set[str]:
+    """The names of the documents and trees of sessions whose entries are pending."""
+    return {
+        os.path.basename(path)
+        for (path,) in index.connection.execute(
+            "SELECT path FROM files WHERE entries_pending = 1"
+            " AND (path LIKE '%.json' OR agent = 'opencode')"
+        )
+    }
 
 
 def document_usage(index: SessionIndex) -> dict[str, tuple[object, ...]]:

@@ -2,11 +2,13 @@
 the usage of (usage_first.py, ``files.entries_pending``).
 
 Any sync that wants entries (``sync_files(entries=True)``: every read verb's but ``usage``'s)
-reads such files whole, as it reads a changed file; :func:`index_pending_entries` does only
-that, for :meth:`SessionIndex.index_pending_text` (search, the web app's and MCP's background
-pass). The whole read writes the file's rows as any other and, with its last rows, deletes the
-file's usage rows and clears its mark (indexer.FileWrite): a pass killed at any point leaves
-each file's usage counted once, from one table or the other, and the next sync carries on.
+reads such files whole, as it reads a changed file (a session its agent's plugin lists, a
+document or a tree of files, through the plugin's records, as a sync reads it);
+:func:`index_pending_entries` does only that, for :meth:`SessionIndex.index_pending_text`
+(search, the web app's and MCP's background pass). The whole read writes the file's rows as
+any other and, with its last rows, deletes the file's usage rows and clears its mark
+(indexer.FileWrite): a pass killed at any point leaves each file's usage counted once, from
+one table or the other, and the next sync carries on.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def sync_files(
     agent that finds its own sessions (a kind other than JSONL) lists them there.
 
     ``entries`` false (usage first, for real: usage_first.py): when there is as much to read
-    whole, the Claude Code and Codex files among them get only their usage rows, and are marked
+    whole (the sessions agents' plugins list counted in), the files and sessions of the agents
+    with a lean read among them get only their usage rows, and are marked
     ``entries_pending``. The next sync, whatever it is asked, reads the files so marked whole
     (their entry rows, their archive copy, and their search text when ``text``:
     entries_later.py): a file its agent deletes is lost to the store only if it goes before

@@ -6,11 +6,12 @@ deferred pass (entries_later.py) writes its entry rows and search text afterward
 
 Each kind of file has its lean read (lean/): Claude Code's and Codex's decode the few fields
 usage needs into msgspec structs; Gemini CLI's, Qwen Code's and GitHub Copilot CLI's have the
-agent's reader read the few lines that hold usage. Each line then counts as the full read
-counts it (build.py): a later line of the same response (its usage key) or with the same entry
-id replaces an earlier one. A file of any other kind (an xcsh-family file, another agent's, a
-JSON document or a tree of files: sync.py reads only JSONL files whole here) is left to the
-full read, which counts it as before.
+agent's reader read the few lines that hold usage; a session its agent's plugin lists (Gemini
+CLI's document chats, opencode's storage tree and database: lean/documents.py) is read for its
+messages alone. Each line then counts as the full read counts it (build.py): a later line of
+the same response (its usage key) or with the same entry id replaces an earlier one. A file of
+any other kind (an xcsh-family file, another agent's, an opencode export document) is left to
+the full read, which counts it as before.
 """
 
 from __future__ import annotations
