@@ -85,7 +85,8 @@ def sync_files(
     if not text:
         indexer.with_text = whole_bytes < TEXT_LATER_MIN_BYTES
     # (The sessions agents' plugins list count towards the lean pass, which reads some of
-    # them: not towards putting text off, which only JSONL files do.)
+    # them: not towards putting text off, which only JSONL files do. Their size is the
+    # plugin's: an opencode database session's is its count of rows, far below its bytes.)
     listed_bytes = sum(max(item.size, 0) for item, _row in todo if item.agent is not None)
     with archiving(report, keeper):
         if not entries and not text and whole_bytes + listed_bytes >= TEXT_LATER_MIN_BYTES:
