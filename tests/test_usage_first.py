@@ -155,6 +155,26 @@ def test_the_sessions_of_opencodes_database_go_the_lean_way(
     assert pending == {"opencode.db#s_stage0_large", "opencode.db#s_stage0_small"}
 
 
+def test_an_opencode_message_counts_under_the_provider_and_cost_it_records(
+    agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
+):
+    """The lean row's provider is the one the message names (not the price table's for its
+    model) and its cost the one opencode recorded, as in the full read."""
+    storage = real_home.home / DOCUMENT_PLACES["opencode"][OPENCODE_FIXTURE]
+    answer = storage / "message" / "s_stage0_large" / "msg_0002.json"
+    message = orjson.loads(answer.read_bytes())
+    answer.write_bytes(orjson.dumps({**message, "providerID": "a-gateway", "cost": 0.125}))
+    with SessionIndex.open(str(tmp_path / "reference")) as reference:
+        reference.sync()
+        full = totals(reference, ("provider", "model"))
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        assert "ses_s_stage0_large.json" in pending_documents(index)
+        lean = totals(index, ("provider", "model"))
+    assert lean == full
+    assert "a-gateway · a-gateway/gpt-4o-mini" in {row[0] for row in lean}
+
+
 def pending_documents(index: SessionIndex) -> set[str]:
     """The names of the documents and trees of sessions whose entries are pending."""
     return {
