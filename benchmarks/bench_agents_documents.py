@@ -87,11 +87,15 @@ def gemini_records(session: str, turns: list[Turn]) -> list[dict[str, Any]]:
     records = []
     for number, (prompt, thought, answer, command, output) in enumerate(turns):
         stamp = f"2026-01-01T00:{number // 60:02d}:{number % 60:02d}.000Z"
-        records.append({"id": f"u{number}", "timestamp": stamp, "type": "user", "content": prompt})
+        # (Ids of the session's own: usage counts a message of one id and time in two
+        # sessions once, as a copy.)
+        records.append(
+            {"id": f"{session}-u{number}", "timestamp": stamp, "type": "user", "content": prompt}
+        )
         result = [{"functionResponse": {"id": f"c{number}", "name": "run_shell_command",
                                         "response": {"output": output}}}]  # fmt: skip
         records.append(
-            {"id": f"g{number}", "timestamp": stamp, "type": "gemini", "content": answer,
+            {"id": f"{session}-g{number}", "timestamp": stamp, "type": "gemini", "content": answer,
              "model": "gemini-2.5-pro", "thoughts": [{"subject": "Plan", "description": thought}],
              "toolCalls": [{"id": f"c{number}", "name": "run_shell_command",
                             "args": {"command": command}, "status": "success", "result": result}],

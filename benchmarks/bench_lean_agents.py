@@ -125,6 +125,10 @@ def measure(agent: str, size: int, sessions: int, rounds: int) -> dict[str, Any]
             db_path = WORK_DIR / f"lean-agents-{agent}-{step}.db"
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+            if documents:
+                # (Nothing of an earlier step's: its archive of the sessions, say.)
+                shutil.rmtree(agent_dir)
+                (Path(agent_dir) / "sessions").mkdir(parents=True)
             argv = [
                 sys.executable,
                 "-c",
