@@ -152,7 +152,9 @@ def test_the_sessions_of_opencodes_database_go_the_lean_way(
         index.sync()
         assert (lean, counts(index)[0]) == full
     assert lean != {}
-    assert pending == {"opencode.db#s_stage0_large", "opencode.db#s_stage0_small"}
+    assert {name for name in pending if "#" in name} == {
+        "opencode.db#s_stage0_large", "opencode.db#s_stage0_small"
+    }  # fmt: skip
 
 
 def test_an_opencode_message_counts_under_the_provider_and_cost_it_records(
