@@ -142,10 +142,16 @@ PRICED_DOCUMENT = ".gemini/tmp/0b7dfb12/chats/session-2026-04-29T21-39-gemini_d.
 def lay_out_priced_gemini_document(home: Path) -> Path:
     """The JSONL chat of ``HOME_PLACES["gemini"]`` (whose ``gemini`` messages carry tokens) as
     a document chat (``{<metadata>, messages: [...]}``, its records in order, ``$set`` ones
-    left out) of a session and message ids of its own, so that it is a session beside it."""
+    left out, after a ``<session_context>`` that names its cwd) of a session and message ids
+    of its own, so that it is a session beside it."""
     (source,) = HOME_PLACES["gemini"]
     lines = [json.loads(line) for line in (FIXTURES / source).read_bytes().splitlines()]
-    document = {**lines[0], "sessionId": lines[0]["sessionId"] + "-document", "messages": []}
+    # (Opened by the context that names the cwd, as Gemini CLI's chats are.)
+    context = "<session_context>\n**Workspace Directories:**\n  - /tmp/gemini-document\n"
+    document = {
+        **lines[0], "sessionId": lines[0]["sessionId"] + "-document",
+        "messages": [{"id": "context-document", "type": "user", "content": [{"text": context}]}],
+    }  # fmt: skip
     for record in lines[1:]:
         if "type" in record:
             document["messages"].append({**record, "id": record["id"] + "-document"})

@@ -133,6 +133,23 @@ def test_the_documents_and_trees_of_sessions_go_the_lean_way(
     assert lean == document_usage(reference) != {}
 
 
+def test_a_gemini_document_names_its_cwd_in_the_lean_rows(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """The cwd the reader learns from the document's ``<session_context>`` message."""
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        ((cwd,),) = index.connection.execute(
+            "SELECT cwd FROM usage_sessions WHERE session_id = 'gemini_stage0_jsonl-document'"
+        )
+    (full,) = [
+        session.cwd
+        for session in reference.list_sessions()
+        if session.session_id == "gemini_stage0_jsonl-document"
+    ]
+    assert cwd == full == "/tmp/gemini-document"
+
+
 def test_the_sessions_of_opencodes_database_go_the_lean_way(
     agent_dir: Path, real_home: RealHome, lean_always: None, tmp_path: Path
 ):

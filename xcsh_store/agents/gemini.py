@@ -189,12 +189,12 @@ class GeminiReader(Agent):
         if kind == "user":
             _user(found, value)
             if session.cwd is None and found.qualifier == "session_context":
-                session.cwd = workspace_of(_texts(value))
+                session.cwd = workspace_of(message_texts(value))
         elif kind == "gemini":
             _gemini(found, value, timestamp)
         elif kind in NOTICE_TYPES:
             found.entry.update(
-                type="custom_message", customType=kind, content=text_blocks(_texts(value))
+                type="custom_message", customType=kind, content=text_blocks(message_texts(value))
             )
             found.qualifier = kind
         else:
@@ -233,7 +233,7 @@ def _call_result(value: dict[str, Any], session: SessionFacts) -> AgentEntry:
     ]
     texts = [_response_text(response) for response in responses]
     if not responses:
-        texts = _texts(call, "result")
+        texts = message_texts(call, "result")
     found.entry["message"] = {
         "role": "toolResult",
         "toolName": text_of(call.get("name")),
@@ -315,7 +315,7 @@ def _parts(content: Any) -> list[Any]:
     return content if type(content) is list else [content]
 
 
-def _texts(message: dict[str, Any], key: str = "content") -> list[str]:
+def message_texts(message: dict[str, Any], key: str = "content") -> list[str]:
     """The text of a message's content: a string, or its ``text`` parts."""
     texts = []
     for part in _parts(message.get(key)):
@@ -343,7 +343,7 @@ def _user(found: AgentEntry, value: dict[str, Any]) -> None:
         }
         found.entry.update(type="message", message=message)
         return
-    texts = _texts(value)
+    texts = message_texts(value)
     first = texts[0].lstrip() if texts else ""
     written = "session_context" if first.startswith(CONTEXT_TAG) else None
     if written is None and _CLI_NOTICE.match(first):
@@ -354,7 +354,7 @@ def _user(found: AgentEntry, value: dict[str, Any]) -> None:
         found.entry.update(type="custom_message", customType=written, content=text_blocks(texts))
         found.qualifier = written
         return
-    shown = _texts(value, "displayContent") if "displayContent" in value else []
+    shown = message_texts(value, "displayContent") if "displayContent" in value else []
     found.entry.update(
         type="message", message={"role": "user", "content": text_blocks(shown or texts)}
     )
@@ -387,7 +387,7 @@ def _gemini(found: AgentEntry, value: dict[str, Any], timestamp: str | None) -> 
             text = ": ".join(part for part in said if part)
             if text:
                 blocks.append({"type": "thinking", "thinking": text})
-    blocks += text_blocks(_texts(value))
+    blocks += text_blocks(message_texts(value))
     blocks += [tool_call(call) for call in value.get("toolCalls") or () if type(call) is dict]
     model = text_of(value.get("model"))
     found.entry.update(type="message", message={"role": "assistant", "content": blocks})

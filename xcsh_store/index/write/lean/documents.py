@@ -6,10 +6,10 @@ its usage comes from reach the reader:
 * Gemini CLI document: the document is parsed whole (its messages are one JSON value), its
   records those of GeminiReader.records but the results of calls (no usage). A ``gemini``
   message of the usual shape is priced by the reader's own ``gemini_usage`` without the
-  reader making its entry (the answer's text, thoughts and tool calls); the metadata, any
-  ``user`` message while the session has no cwd (the ``<session_context>`` that names it) and
-  any message of another shape go to the reader; the others only count by id (a later message
-  of an id replaces the usage of an earlier one: found.counted).
+  reader making its entry (the answer's text, thoughts and tool calls); the metadata, a
+  ``user`` message that opens with ``<session_context>`` while the session has no cwd (the
+  context that names it) and any message of another shape go to the reader; the others only
+  count by id (a later message of an id replaces the usage of an earlier one: found.counted).
 * opencode, its storage tree or its database (opencode.db): the session and its messages,
   not their parts (OpencodeReader.usage_records: the tree's message files, the database's
   message rows); the session is read by the reader, each assistant message's usage, model and
@@ -25,8 +25,15 @@ from typing import Any
 
 from xcsh_store.agents import Agent, SessionFacts
 from xcsh_store.agents.base import text_of
+from xcsh_store.agents.gemini import (
+    CONTEXT_TAG,
+    REWIND_KEY,
+    SET_KEY,
+    TOOL_RESULT_KEY,
+    gemini_usage,
+    message_texts,
+)
 from xcsh_store.agents.gemini import READER as GEMINI
-from xcsh_store.agents.gemini import REWIND_KEY, SET_KEY, TOOL_RESULT_KEY, gemini_usage
 from xcsh_store.agents.opencode import READER as OPENCODE
 from xcsh_store.agents.opencode import created_at, message_usage
 from xcsh_store.agents.opencode_db import MESSAGE_RECORD
@@ -96,7 +103,7 @@ def _gemini_document(path: str) -> UsageRead:
                 stamps.append(request.timestamp)
             if request.usage is not None or request.entry_id is not None:
                 read.append(request)
-        elif usual and kind is not None and (kind != "user" or session.cwd is not None):
+        elif usual and kind is not None and not (kind == "user" and _may_name_cwd(value, session)):
             # (What the reader would make of it holds no usage: it counts only by its id.)
             entry_id, timestamp = text_of(value.get("id")), text_of(value.get("timestamp"))
             if timestamp is not None:
@@ -106,6 +113,15 @@ def _gemini_document(path: str) -> UsageRead:
         else:
             read_value(GEMINI, value, locator, read, stamps, session)
     return _finished(found, read, stamps)
+
+
+def _may_name_cwd(message: dict[str, Any], session: SessionFacts) -> bool:
+    """Whether the reader may learn the session's cwd from a ``user`` message: while it has
+    none, one whose first text opens with ``<session_context>`` (GeminiReader._user)."""
+    if session.cwd is not None:
+        return False
+    texts = message_texts(message)
+    return bool(texts) and texts[0].lstrip().startswith(CONTEXT_TAG)
 
 
 def _iterable(value: dict[str, Any], *keys: str) -> bool:
