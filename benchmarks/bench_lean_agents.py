@@ -125,8 +125,10 @@ def measure(agent: str, size: int, sessions: int, rounds: int) -> dict[str, Any]
             db_path = WORK_DIR / f"lean-agents-{agent}-{step}.db"
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+            # Nothing of an earlier step's (or agent's): the archive beside the index keeps
+            # the sessions it read, which a later index would read back as sessions gone.
+            shutil.rmtree(WORK_DIR / "archive", ignore_errors=True)
             if documents:
-                # (Nothing of an earlier step's: its archive of the sessions, say.)
                 shutil.rmtree(agent_dir)
                 (Path(agent_dir) / "sessions").mkdir(parents=True)
             argv = [
