@@ -30,7 +30,7 @@ from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.index.model.facts import storable_values
-from xcsh_store.index.usage_ranks import settle_ranks
+from xcsh_store.index.usage_ranks import new_rows_only, ranks_of, settle_ranks, store_ranks
 from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
 from xcsh_store.index.write.lean.by_reader import FORMATS, read_by_reader
 from xcsh_store.index.write.lean.claude import read_claude
@@ -81,14 +81,18 @@ _FILE_ROW = (
     " WHERE id = ?"
 )
 _USAGE_ROW = (
-    "INSERT INTO usage_lines (session, seq, id, timestamp, provider, model, input_tokens,"
+    "INSERT INTO usage_lines (pk, session, seq, id, timestamp, provider, model, input_tokens,"
     " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-    " cost_estimated, list_cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cost_estimated, list_cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+# The most rows a first pass keeps in memory to rank them itself (about 150 bytes each); past
+# that, the windows of usage_ranks.rank_everything rank them at its last commit.
+RANK_IN_MEMORY_ROWS = 2_000_000
 
 
-def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
-    """The usage_lines rows of a file's requests, each cost settled as the full read does."""
+def usage_rows(file_id: int, found: UsageRead, pk: int = 0) -> list[tuple[Any, ...]]:
+    """The usage_lines rows of a file's requests (their pks from ``pk`` on), each cost settled
+    as the full read does."""
     rows = []
     providers: dict[str | None, str | None] = {}
     agent = found.agent
@@ -106,8 +110,9 @@ def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
             model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
         )
         settled = settle(usage, agent.records_costs, priced)
-        rows.append((file_id, request.seq, request.entry_id, request.timestamp, provider, model,
-                     *settled))  # fmt: skip
+        rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
+                     model, *settled))  # fmt: skip
+        pk += 1
     return rows
 
 
@@ -126,6 +131,12 @@ class UsageWriter:
         # benchmarks/README.md).
         ((counted,),) = connection.execute("SELECT EXISTS (SELECT 1 FROM usage_ranks)")
         self.rank_at_end = not counted
+        # A first pass's rows, kept to rank them itself at the end (usage_ranks.ranks_of) when
+        # they are all usage_entries ranks; their pks chosen here, in order.
+        self.new_rows: list[tuple[Any, ...]] | None = [] if self.rank_at_end else None
+        self.sessions: dict[int, tuple[str | None, str | None, str | None]] = {}
+        ((last_pk,),) = connection.execute("SELECT coalesce(max(pk), 0) FROM usage_lines")
+        self.next_pk = last_pk + 1
 
     def write(
         self, seen: SeenFile, known: KnownFile | None, stat: tuple[int, int, int, int],
@@ -158,22 +169,31 @@ class UsageWriter:
             ),
         )
         session = found.session
+        modified_at = found.activity_at or iso_millis(stat[1] / 1e9)
         connection.execute(
             "INSERT OR REPLACE INTO usage_sessions (file_id, session_id, project_dir, cwd, agent,"
             " parent_session_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (file_id, session.session_id, seen.project_dir, session.cwd, found.agent.name,
-             session.parent_session_id, session.created_at,
-             found.activity_at or iso_millis(stat[1] / 1e9)),
+             session.parent_session_id, session.created_at, modified_at),
         )  # fmt: skip
-        rows = usage_rows(file_id, found)
+        rows = usage_rows(file_id, found, self.next_pk)
+        self.next_pk += len(rows)
         connection.executemany(_USAGE_ROW, rows)
+        if self.new_rows is not None:
+            self.new_rows += rows
+            self.sessions[file_id] = (session.session_id, session.created_at, modified_at)
+            if len(self.new_rows) > RANK_IN_MEMORY_ROWS:
+                self.new_rows = None
         self.values += len(rows) + 1
         if self.values >= COMMIT_EVERY_VALUES:
             self.commit(last=False)
 
     def commit(self, last: bool = True) -> None:
         if self.connection.in_transaction:
-            if last or not self.rank_at_end:
+            new_rows = self.new_rows
+            if last and new_rows is not None and new_rows_only(self.connection, len(new_rows)):
+                store_ranks(self.connection, ranks_of(new_rows, self.sessions))
+            elif last or not self.rank_at_end:
                 settle_ranks(self.connection)
             self.connection.execute("COMMIT")
         self.values = 0
@@ -192,7 +212,7 @@ def usage_differences(connection: apsw.Connection, file_id: int, path: str) -> l
     found = read_usage(path, data)
     if found is None:
         return ["its usage rows were read as another agent's, the file is not"]
-    fresh = [row[1:] for row in usage_rows(file_id, found)]
+    fresh = [row[2:] for row in usage_rows(file_id, found)]
     ours = connection.execute(
         "SELECT seq, id, timestamp, provider, model, input_tokens, output_tokens,"
         " cache_read_tokens, cache_write_tokens, premium_requests, cost, cost_estimated,"
