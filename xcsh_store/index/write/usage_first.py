@@ -24,7 +24,7 @@ from xcsh_store.agents import reader_for
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
 from xcsh_store.agents.prices.costs import settle
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table, request_day
 from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
@@ -35,7 +35,7 @@ from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
 from xcsh_store.index.write.lean.by_reader import FORMATS, read_by_reader
 from xcsh_store.index.write.lean.claude import read_claude
 from xcsh_store.index.write.lean.codex import read_codex
-from xcsh_store.index.write.lean.found import CODEX_PROVIDER, UsageRead
+from xcsh_store.index.write.lean.found import CODEX_PROVIDER, ClaudeUsage, UsageRead
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.times import iso_millis, iso_now
 
@@ -90,12 +90,17 @@ _USAGE_ROW = (
 RANK_IN_MEMORY_ROWS = 2_000_000
 
 
-def usage_rows(file_id: int, found: UsageRead, pk: int = 0) -> list[tuple[Any, ...]]:
+def usage_rows(
+    file_id: int, found: UsageRead, pk: int = 0, prices: dict[Any, Any] | None = None
+) -> list[tuple[Any, ...]]:
     """The usage_lines rows of a file's requests (their pks from ``pk`` on), each cost settled
-    as the full read does."""
+    as the full read does. ``prices``: the prices found so far, by (model, the timestamp's
+    first ten characters: its day), kept by the caller across files."""
     rows = []
     providers: dict[str | None, str | None] = {}
     agent = found.agent
+    table = price_table()
+    prices = {} if prices is None else prices
     for request in found.requests:
         model = request.model
         if agent is CODEX:
@@ -103,13 +108,36 @@ def usage_rows(file_id: int, found: UsageRead, pk: int = 0) -> list[tuple[Any, .
         elif model in providers:
             provider = providers[model]
         else:
-            provider = providers[model] = price_table().provider_of(model)
-        usage = request.figures()
-        sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
+            provider = providers[model] = table.provider_of(model)
+        usage = request.usage
+        if agent is CLAUDE and type(usage) is ClaudeUsage:
+            # claude.claude_usage and settle, with the price looked up once per model and day.
+            timestamp = request.timestamp
+            sent, received = usage.input_tokens, usage.output_tokens
+            cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+            cost: float | None = 0.0
+            if sent + received + cache_read + cache_write:
+                key = (model, timestamp and timestamp[:10])
+                try:
+                    price = prices[key]
+                except KeyError:
+                    price = prices[key] = table.price(model, None, request_day(timestamp))
+                split = usage.cache_creation
+                one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
+                cost = None if price is None else price.rates.cost(
+                    sent, received, cache_read, cache_write, one_hour
+                )
+            rows.append((pk, file_id, request.seq, request.entry_id, timestamp, provider, model,
+                         sent, received, cache_read, cache_write, 0, cost,
+                         None if cost is None else 1, None))  # fmt: skip
+            pk += 1
+            continue
+        figures = request.figures()
+        sent, received, cache_read, cache_write = (int(value or 0) for value in figures[:4])
         priced = Request(
             model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
         )
-        settled = settle(usage, agent.records_costs, priced)
+        settled = settle(figures, agent.records_costs, priced)
         rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
                      model, *settled))  # fmt: skip
         pk += 1
@@ -137,6 +165,7 @@ class UsageWriter:
         self.sessions: dict[int, tuple[str | None, str | None, str | None]] = {}
         ((last_pk,),) = connection.execute("SELECT coalesce(max(pk), 0) FROM usage_lines")
         self.next_pk = last_pk + 1
+        self.prices: dict[Any, Any] = {}
 
     def write(
         self, seen: SeenFile, known: KnownFile | None, stat: tuple[int, int, int, int],
@@ -176,7 +205,7 @@ class UsageWriter:
             (file_id, session.session_id, seen.project_dir, session.cwd, found.agent.name,
              session.parent_session_id, session.created_at, modified_at),
         )  # fmt: skip
-        rows = usage_rows(file_id, found, self.next_pk)
+        rows = usage_rows(file_id, found, self.next_pk, self.prices)
         self.next_pk += len(rows)
         connection.executemany(_USAGE_ROW, rows)
         if self.new_rows is not None:
