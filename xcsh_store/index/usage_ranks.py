@@ -3,6 +3,7 @@ triggers noted, ranked again in the writer's transaction before it commits."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import apsw
@@ -150,6 +151,17 @@ def _nulls_first(value: str | None) -> tuple[bool, str]:
     return (value is not None, value or "")
 
 
+def _shared(keys: list[tuple[Any, ...]]) -> list[list[int]]:
+    """The positions of the keys that occur more than once, grouped by key, in order."""
+    first: dict[tuple[Any, ...], int] = {}
+    shared: dict[tuple[Any, ...], list[int]] = {}
+    for at, key in enumerate(keys):
+        earlier = first.setdefault(key, at)
+        if earlier != at:
+            shared.setdefault(key, [earlier]).append(at)
+    return list(shared.values())
+
+
 def ranks_of(
     rows: list[tuple[Any, ...]], sessions: dict[int, tuple[str | None, str | None, str | None]]
 ) -> list[tuple[int, int, int, int, int]]:
@@ -158,43 +170,38 @@ def ranks_of(
     ``rows``: (pk, session, seq, id, timestamp, provider, model, input, output, cache read,
     cache write, ...) as inserted; ``sessions``: file id -> (session_id, created_at,
     modified_at) as usage_sessions holds them (a row of a file without one is not ranked)."""
-    rows = sorted((row for row in rows if row[1] in sessions), key=lambda row: (row[1], row[2]))
+    rows = sorted((row for row in rows if row[1] in sessions), key=itemgetter(1, 2))
     # occurrence: by (session, timestamp, figures), in seq order
     seen: dict[tuple[Any, ...], int] = {}
     occurrences = []
-    for row in rows:
-        key = (row[1], row[4], row[7], row[8], row[9], row[10])
+    for key in map(itemgetter(1, 4, 7, 8, 9, 10), rows):
         seen[key] = number = seen.get(key, 0) + 1
         occurrences.append(number)
     # copy_number: by (id, timestamp), ordered by created_at, session, seq
-    by_key: dict[tuple[Any, ...], list[int]] = {}
-    for at, row in enumerate(rows):
-        by_key.setdefault((row[3], row[4]), []).append(at)
     copies = [1] * len(rows)
-    for members in by_key.values():
-        if len(members) > 1:
-            members.sort(
-                key=lambda at: (*_nulls_first(sessions[rows[at][1]][1]), rows[at][1], rows[at][2])
-            )
-            for number, at in enumerate(members, 1):
-                copies[at] = number
+    for members in _shared(list(map(itemgetter(3, 4), rows))):
+        members.sort(
+            key=lambda at: (*_nulls_first(sessions[rows[at][1]][1]), rows[at][1], rows[at][2])
+        )
+        for number, at in enumerate(members, 1):
+            copies[at] = number
     # file_copy: by (session_id, timestamp, figures, occurrence), latest modified_at first
-    by_figures: dict[tuple[Any, ...], list[int]] = {}
-    for at, row in enumerate(rows):
-        key = (sessions[row[1]][0], row[4], row[7], row[8], row[9], row[10], occurrences[at])
-        by_figures.setdefault(key, []).append(at)
     file_copies = [1] * len(rows)
-    for members in by_figures.values():
-        if len(members) > 1:
-            members.sort(
-                key=lambda at: (*_nulls_first(sessions[rows[at][1]][2]), rows[at][1]),
-                reverse=True,
-            )
-            for number, at in enumerate(members, 1):
-                file_copies[at] = number
+    keys = [
+        (sessions[row[1]][0], row[4], row[7], row[8], row[9], row[10], occurrence)
+        for row, occurrence in zip(rows, occurrences, strict=True)
+    ]
+    for members in _shared(keys):
+        members.sort(
+            key=lambda at: (*_nulls_first(sessions[rows[at][1]][2]), rows[at][1]), reverse=True
+        )
+        for number, at in enumerate(members, 1):
+            file_copies[at] = number
     return [
-        (-row[0], row[1], occurrences[at], copies[at], file_copies[at])
-        for at, row in enumerate(rows)
+        (-row[0], row[1], occurrence, copy, file_copy)
+        for row, occurrence, copy, file_copy in zip(
+            rows, occurrences, copies, file_copies, strict=True
+        )
     ]
 
 
