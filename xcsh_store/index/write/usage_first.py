@@ -119,14 +119,22 @@ def usage_rows(
             if sent + received + cache_read + cache_write:
                 key = (model, timestamp and timestamp[:10])
                 try:
-                    price = prices[key]
+                    price, rates = prices[key]
                 except KeyError:
-                    price = prices[key] = table.price(model, None, request_day(timestamp))
+                    price = table.price(model, None, request_day(timestamp))
+                    rates = None if price is None else price.rates.flat()
+                    prices[key] = price, rates
                 split = usage.cache_creation
                 one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
-                cost = None if price is None else price.rates.cost(
-                    sent, received, cache_read, cache_write, one_hour
-                )
+                if rates is not None:  # (Rates.cost's arithmetic, without its tiers)
+                    cost = (
+                        sent * rates[0] + received * rates[1] + cache_read * rates[2]
+                        + (cache_write - one_hour) * rates[3] + one_hour * rates[4]
+                    ) / 1_000_000  # fmt: skip
+                else:
+                    cost = None if price is None else price.rates.cost(
+                        sent, received, cache_read, cache_write, one_hour
+                    )
             rows.append((pk, file_id, request.seq, request.entry_id, timestamp, provider, model,
                          sent, received, cache_read, cache_write, 0, cost,
                          None if cost is None else 1, None))  # fmt: skip
