@@ -238,8 +238,8 @@ def test_flat_rates_cost_what_rates_cost_to_the_bit():
     table = price_table()
     draw = random.Random(40)
     flat_models = 0
-    for model in ("claude-opus-4-6", "claude-opus-4-1-20250805", "claude-haiku-4-5", "gpt-5.1-codex",
-                  "claude-sonnet-4-5-20250929"):  # fmt: skip
+    for model in ("claude-opus-4-6", "claude-opus-4-1-20250805", "claude-haiku-4-5",
+                  "gpt-5.1-codex", "claude-sonnet-4-5-20250929"):  # fmt: skip
         price = table.price(model, None, datetime(2026, 1, 10, tzinfo=UTC).date())
         assert price is not None
         rates = price.rates.flat()

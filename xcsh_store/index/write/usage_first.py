@@ -114,7 +114,8 @@ def usage_rows(
             # claude.claude_usage and settle, with the price looked up once per model and day.
             timestamp = request.timestamp
             sent, received = usage.input_tokens, usage.output_tokens
-            cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+            cache_read = usage.cache_read_input_tokens
+            cache_write = usage.cache_creation_input_tokens
             cost: float | None = 0.0
             if sent + received + cache_read + cache_write:
                 key = (model, timestamp and timestamp[:10])
@@ -132,8 +133,10 @@ def usage_rows(
                         + (cache_write - one_hour) * rates[3] + one_hour * rates[4]
                     ) / 1_000_000  # fmt: skip
                 else:
-                    cost = None if price is None else price.rates.cost(
-                        sent, received, cache_read, cache_write, one_hour
+                    cost = (
+                        None
+                        if price is None
+                        else price.rates.cost(sent, received, cache_read, cache_write, one_hour)
                     )
             rows.append((pk, file_id, request.seq, request.entry_id, timestamp, provider, model,
                          sent, received, cache_read, cache_write, 0, cost,

@@ -104,11 +104,11 @@ def read_claude(path: str, data: bytes) -> UsageRead:
     position = data.find(_USAGE)
     while position >= 0:
         start = data.rfind(b"\n", 0, position) + 1
-        end = data.find(b"\n", position)
-        if end < 0:
+        end: int | None = data.find(b"\n", position)
+        if end == -1:
             end = line_end(data, start, position)
-            if end is None:
-                break
+        if end is None:
+            break
         # _requests_of_line's typed decoding, inline (60k lines on the 327 MB Claude tree)
         try:
             decoded = decode(data[start:end])
