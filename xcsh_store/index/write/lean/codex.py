@@ -5,6 +5,8 @@ the session from the first session_meta (a fork's copies of its parent's come af
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any
 
 import msgspec
@@ -16,7 +18,7 @@ from xcsh_store.agents.codex import READER as CODEX
 from xcsh_store.agents.codex import _learn_session as learn_codex_session
 from xcsh_store.agents.codex import _token_count as codex_token_count
 from xcsh_store.index.model.facts import storable_values
-from xcsh_store.index.write.build import agent_entry_id
+from xcsh_store.index.write.build import agent_entry_id, agent_entry_id_prefix
 from xcsh_store.index.write.lean.found import (
     SEQS_PER_BYTE,
     UsageRead,
@@ -56,15 +58,37 @@ _CODEX_DECODER = msgspec.json.Decoder(_CodexLine)
 
 
 def line_starts(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
-    """Where the lines that hold any of ``needles`` begin, in order (each once)."""
-    starts: set[int] = set()
-    for needle in needles:
-        position = data.find(needle)
-        while position >= 0:
-            starts.add(data.rfind(b"\n", 0, position) + 1)
-            end = data.find(b"\n", position)
-            position = -1 if end < 0 else data.find(needle, end)
-    return sorted(starts)
+    """Where the lines that hold any of ``needles`` begin, in order (each once).
+
+    One pass of a regular expression of them all, from each line found on from its end: on
+    the 102 MB Codex tree, 0.05 CPU-s against 0.09 for a ``bytes.find`` pass per needle
+    (benchmarks/README.md)."""
+    if len(needles) == 1:
+        return _starts_of_one(data, needles[0])
+    search = _needles_pattern(needles).search
+    starts = []
+    found = search(data)
+    while found is not None:
+        position = found.start()
+        starts.append(data.rfind(b"\n", 0, position) + 1)
+        end = data.find(b"\n", found.end())
+        found = None if end < 0 else search(data, end)
+    return starts
+
+
+def _starts_of_one(data: bytes, needle: bytes) -> list[int]:
+    starts = []
+    position = data.find(needle)
+    while position >= 0:
+        starts.append(data.rfind(b"\n", 0, position) + 1)
+        end = data.find(b"\n", position)
+        position = -1 if end < 0 else data.find(needle, end)
+    return starts
+
+
+@functools.cache
+def _needles_pattern(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(map(re.escape, needles)))
 
 
 def read_codex(path: str, data: bytes) -> UsageRead:
@@ -72,6 +96,7 @@ def read_codex(path: str, data: bytes) -> UsageRead:
     found = UsageRead(CODEX, SessionFacts(path))
     session = found.session
     activity: list[str] = []
+    id_prefix = agent_entry_id_prefix(path)
     for start in line_starts(data, _CODEX_NEEDLES):
         end = line_end(data, start, start)
         if end is None:
@@ -92,7 +117,7 @@ def read_codex(path: str, data: bytes) -> UsageRead:
                 _codex_value(value, seq + part, found, activity)
             continue
         assert payload is not None
-        request = _codex_request(decoded.timestamp, payload.info, session, seq)
+        request = _codex_request(decoded.timestamp, payload.info, session, seq, id_prefix)
         if request is not None:
             found.requests.append(request)
             activity.append(request.timestamp or "")
@@ -129,8 +154,9 @@ def _codex_value(value: dict[str, Any], seq: int, found: UsageRead, activity: li
 
 
 def _codex_request(
-    timestamp: str | None, info: _CodexInfo | None, session: SessionFacts, seq: int
-) -> UsageRequest | None:
+    timestamp: str | None, info: _CodexInfo | None, session: SessionFacts, seq: int,
+    id_prefix: str,
+) -> UsageRequest | None:  # fmt: skip
     """A token_count event's request (codex._token_count, from the typed decoding)."""
     timestamp = text_of(timestamp)
     replay = session.replay_second
@@ -151,6 +177,4 @@ def _codex_request(
         key = "total:" + orjson.dumps(total, option=orjson.OPT_SORT_KEYS).decode()
     # (An id unlike any other file's, as the full read gives: usage_entries takes entries of
     # the same id and time for copies.)
-    return UsageRequest(
-        seq, agent_entry_id(session.path, seq), timestamp, session.model, figures, key
-    )
+    return UsageRequest(seq, f"{id_prefix}{seq:x}", timestamp, session.model, figures, key)
