@@ -744,7 +744,8 @@ class RowBuilder:
             self.counted[facts.id] = bool(message)
         usage = facts.usage
         if usage is not None:
-            usage = facts.usage = settle(usage, records_costs, _request(facts, usage))
+            priced = _request(facts, usage) if records_costs else None
+            usage = facts.usage = settle(usage, records_costs, priced)
             # (A cost is None for a model without a price: it adds nothing.)
             totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage[:6], strict=True)]
         if kind == "message":

@@ -101,10 +101,13 @@ def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
         else:
             provider = providers[model] = price_table().provider_of(model)
         usage = request.figures()
-        sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
-        priced = Request(
-            model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
-        )
+        priced = None
+        if agent.records_costs:
+            sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
+            priced = Request(
+                model, request.timestamp, sent, received, cache_read, cache_write,
+                provider=provider,
+            )  # fmt: skip
         settled = settle(usage, agent.records_costs, priced)
         rows.append((file_id, request.seq, request.entry_id, request.timestamp, provider, model,
                      *settled))  # fmt: skip
