@@ -52,9 +52,7 @@ COST_KINDS = (RECORDED, ESTIMATED, FREE, PARTIAL, UNKNOWN, NOT_RECORDED)
 NO_COST = (None, None)
 
 
-def settle(
-    usage: tuple[Any, ...], records_costs: bool, request: Request | None
-) -> tuple[Any, ...]:
+def settle(usage: tuple[Any, ...], records_costs: bool, request: Request | None) -> tuple[Any, ...]:
     """A request's six usage figures (input, output, cache read, cache write, premium
     requests, cost) and its ``cost_estimated`` and ``list_cost``. ``records_costs``: its agent
     writes costs (pi, opencode, Aider), so ``usage``'s cost is the recorded one, None where the

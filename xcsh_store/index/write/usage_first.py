@@ -63,7 +63,7 @@ def read_usage(path: str, data: bytes) -> UsageRead | None:
         return None
     reader = reader_for(first)
     if reader is CODEX:
-        return read_codex(path, data) if "payload" in first else None
+        return read_codex(path, data, first)
     if reader is CLAUDE:
         return read_claude(path, data)
     lean = None if reader is None else FORMATS.get(reader.name)

@@ -46,6 +46,7 @@ class _CodexInfo(msgspec.Struct):
 class _CodexPayload(msgspec.Struct):
     type: str | None = None
     info: _CodexInfo | None = None
+    model: Any = None  # (turn_context's)
 
 
 class _CodexLine(msgspec.Struct):
@@ -91,10 +92,15 @@ def _needles_pattern(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
     return re.compile(b"|".join(map(re.escape, needles)))
 
 
-def read_codex(path: str, data: bytes) -> UsageRead:
-    """The requests of a Codex file, as the Codex reader reads them (codex.py)."""
+def read_codex(path: str, data: bytes, first: dict[str, Any]) -> UsageRead:
+    """The requests of a Codex file whose first object is ``first``, as the Codex reader reads
+    them (codex.py)."""
     found = UsageRead(CODEX, SessionFacts(path))
     session = found.session
+    if "payload" not in first:
+        # The envelope-less shape of older rollouts (what CodexReader.recognizes): its first
+        # line names the session; none of its lines of that shape holds usage.
+        learn_codex_session(first, text_of(first.get("timestamp")), session)
     activity: list[str] = []
     id_prefix = agent_entry_id_prefix(path)
     for start in line_starts(data, _CODEX_NEEDLES):
@@ -105,22 +111,27 @@ def read_codex(path: str, data: bytes) -> UsageRead:
         seq = start * SEQS_PER_BYTE
         try:
             decoded = _CODEX_DECODER.decode(line)
-            kind = decoded.type
-            payload = decoded.payload
-            simple = kind == "event_msg" and payload is not None and payload.type == "token_count"
         except msgspec.DecodeError:
-            simple = False
-        if not simple:
-            # session_meta, turn_context (or a shape the structs do not expect): the reader's
-            # own code, on the full read's parse.
-            for part, value in enumerate(storable_values(line, b"\\u" in line)):
-                _codex_value(value, seq + part, found, activity)
-            continue
-        assert payload is not None
-        request = _codex_request(decoded.timestamp, payload.info, session, seq, id_prefix)
-        if request is not None:
-            found.requests.append(request)
-            activity.append(request.timestamp or "")
+            decoded = None
+        if decoded is not None and decoded.payload is not None:
+            kind, payload = decoded.type, decoded.payload
+            if kind == "event_msg" and payload.type == "token_count":
+                request = _codex_request(decoded.timestamp, payload.info, session, seq, id_prefix)
+                if request is not None:
+                    found.requests.append(request)
+                    activity.append(request.timestamp or "")
+                continue
+            model = payload.model
+            if kind == "turn_context" and (
+                model is None or (type(model) is str and b"\\u" not in line)
+            ):
+                # (A \u escape may be a lone surrogate, which the full read's parse mends.)
+                session.model = model or session.model
+                continue
+        # session_meta (or a shape the structs do not expect): the reader's own code, on the
+        # full read's parse.
+        for part, value in enumerate(storable_values(line, b"\\u" in line)):
+            _codex_value(value, seq + part, found, activity)
     if session.created_at:
         activity.append(session.created_at)
     stamps = [stamp for stamp in map(canonical_iso, activity) if stamp]
