@@ -122,6 +122,29 @@ def test_every_lean_agent_has_its_usage_in_usage_rows(
     assert lean == {agent: full[agent] for agent in LEAN_AGENTS} != {}
 
 
+def test_an_envelope_less_codex_rollout_is_read_lean_with_its_session(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """An older Codex rollout (no envelopes: its first line the session id and instructions)
+    holds no usage; the lean pass takes it all the same, its session named as the full read
+    names it, and leaves its entries for later."""
+    path = str(real_home.files["jkindrix__claude-snatch__legacy_session.jsonl"])
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lean = index.connection.execute(
+            "SELECT u.session_id, u.created_at, f.agent, f.entries_pending FROM usage_sessions"
+            " AS u JOIN files AS f ON f.id = u.file_id WHERE f.path = ?",
+            (path,),
+        ).fetchall()
+    full = reference.connection.execute(
+        "SELECT s.session_id, s.created_at, f.agent FROM sessions AS s"
+        " JOIN files AS f ON f.id = s.file_id WHERE f.path = ?",
+        (path,),
+    ).fetchall()
+    assert [tuple(row) for row in lean] == [(*full[0], 1)]
+    assert full[0][0] == "574149a7-0712-4169-b789-67fb4742b8fc"
+
+
 def test_the_deferred_pass_replaces_the_usage_rows_with_entries(
     agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
 ):
