@@ -28,6 +28,7 @@ from real_home import RealHome
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.write import sync as sync_module
+from xcsh_store.index.write.lean.codex import line_starts
 
 CLAUDE_FILE = "apanloco__random__claude-session.jsonl"
 WORD = "refactor"
@@ -548,3 +549,30 @@ def test_generated_agent_files_count_as_the_full_read_counts_them(
             index.sync(entries=entries, workers=1)
             found.append(totals(index, ("day", "session", "model")))
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize(
+    "needles",
+    [
+        (b'"session_meta"', b'"turn_context"', b'"token_count"'),  # one regular expression
+        (b'"tokens"', b"session_context"),  # a find per needle
+        (b'"token_count"',),
+    ],
+)
+def test_the_line_search_finds_each_line_that_holds_a_needle_once(needles):
+    lines = [
+        b'{"type":"session_meta","x":"token_count"}',
+        b'{"a":1}',
+        b'{"t":"turn_context","u":"token_count","v":"tokens","w":"<session_context>"}',
+        b"",
+        b'"token_count"',
+        b'{"type":"token_count"}{"type":"turn_context"}',
+        b'{"last":"session_meta","also":"tokens"}',
+    ]
+    data = b"\n".join(lines)
+    starts, expected, offset = line_starts(data, needles), [], 0
+    for line in lines:
+        if any(needle in line for needle in needles):
+            expected.append(offset)
+        offset += len(line) + 1
+    assert starts == expected
