@@ -63,7 +63,7 @@ def read_usage(path: str, data: bytes) -> UsageRead | None:
         return None
     reader = reader_for(first)
     if reader is CODEX:
-        return read_codex(path, data) if "payload" in first else None
+        return read_codex(path, data, first)
     if reader is CLAUDE:
         return read_claude(path, data)
     lean = None if reader is None else FORMATS.get(reader.name)
@@ -144,10 +144,13 @@ def usage_rows(
             pk += 1
             continue
         figures = request.figures()
-        sent, received, cache_read, cache_write = (int(value or 0) for value in figures[:4])
-        priced = Request(
-            model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
-        )
+        priced = None
+        if agent.records_costs:  # (else the reader priced it: settle needs no request)
+            sent, received, cache_read, cache_write = (int(value or 0) for value in figures[:4])
+            priced = Request(
+                model, request.timestamp, sent, received, cache_read, cache_write,
+                provider=provider,
+            )  # fmt: skip
         settled = settle(figures, agent.records_costs, priced)
         rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
                      model, *settled))  # fmt: skip
