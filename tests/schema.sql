@@ -467,11 +467,6 @@ CREATE TRIGGER usage_lines_ad AFTER DELETE ON usage_lines BEGIN
     INSERT INTO usage_dirty_keys VALUES (old.id, old.timestamp);
 END;
 
--- trigger usage_lines_ai on usage_lines
-CREATE TRIGGER usage_lines_ai AFTER INSERT ON usage_lines BEGIN
-    INSERT OR IGNORE INTO usage_dirty_files VALUES (new.session);
-END;
-
 -- trigger usage_lines_au on usage_lines
 CREATE TRIGGER usage_lines_au AFTER UPDATE OF
     session, seq, id, timestamp, input_tokens, output_tokens, cache_read_tokens,

@@ -21,6 +21,7 @@ from archive_kills import archive_disagreements, grows, kill_during_sync
 from real_home import RealHome, lay_out_home
 from store_checks import SmallDisk, can_drop_to_nobody, fill_disk, hand_over, run_python
 
+from xcsh_store.homes import get_cache_dir
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.archive.frames import APPEND, Contents, read_contents
 
@@ -28,9 +29,13 @@ Snapshot = dict[str, tuple[bytes, int, int]]
 
 
 def _snapshot(home: Path, keep: object = None) -> Snapshot:
-    """Every agent's file below ``home`` (those ``keep`` takes) with its bytes, mtime, mode."""
+    """Every agent's file below ``home`` (those ``keep`` takes) with its bytes, mtime, mode; not
+    the store's own cache folder (the price table it keeps there)."""
+    cache = Path(get_cache_dir())
     found = {}
     for path in sorted(home.rglob("*")):
+        if path.is_relative_to(cache):
+            continue
         if path.is_file() and (keep is None or keep(path)):  # type: ignore[operator]
             info = path.stat()
             found[str(path)] = (path.read_bytes(), info.st_mtime_ns, stat.S_IMODE(info.st_mode))

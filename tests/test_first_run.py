@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from real_home import FIXTURES, RealHome
 
 from xcsh_store.cli.app import cli
+from xcsh_store.homes import get_cache_dir
 
 # real_home: every fixture of tests/fixtures/<agent>, oh-my-pi's in ~/.omp.
 EXPECTED_AGENTS = {"claude": 12, "codex": 7, "pi": 27, "omp": 4}
@@ -50,6 +51,13 @@ def snapshot(folder: Path) -> dict[str, Any]:
     }
 
 
+def _the_stores(path: Path, store: Path) -> bool:
+    """Whether ``path`` is the store's: its data dir ``store``, its cache folder (the price
+    table), or a folder above either."""
+    cache = Path(get_cache_dir())
+    return any(path.is_relative_to(place) or path in place.parents for place in (store, cache))
+
+
 def test_sync_just_works_for_a_user_of_other_agents(no_xcsh: None, real_home: RealHome):
     home = real_home.home
     before = snapshot(home)
@@ -64,12 +72,11 @@ def test_sync_just_works_for_a_user_of_other_agents(no_xcsh: None, real_home: Re
     assert agents_listed() == EXPECTED_AGENTS
     store = home / ".local" / "share" / "xcsh-store"
     assert (store / "index.db").is_file()
-    # Nothing anywhere but the data dir: no ~/.xcsh, nothing in the agents' folders.
+    # Nothing anywhere but the data dir and the store's cache folder (the price table): no
+    # ~/.xcsh, nothing in the agents' folders.
     after = snapshot(home)
     made = sorted(set(after) - set(before))
-    assert made and all(
-        Path(path).is_relative_to(store) or Path(path) in store.parents for path in made
-    )
+    assert made and all(_the_stores(Path(path), store) for path in made)
     assert {path: after[path] for path in before} == before
 
 
@@ -86,10 +93,7 @@ def test_the_first_read_indexes_the_sessions_found_and_says_so(no_xcsh: None, re
     store = real_home.home / ".local" / "share" / "xcsh-store"
     assert (store / "index.db").is_file()
     after = snapshot(real_home.home)
-    assert all(
-        Path(path).is_relative_to(store)
-        for path in set(after) - set(before) - {str(path) for path in store.parents}
-    )
+    assert all(_the_stores(Path(path), store) for path in set(after) - set(before))
 
 
 def test_the_data_dir_follows_xdg_data_home(

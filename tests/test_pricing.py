@@ -232,6 +232,30 @@ def test_the_arithmetic_is_genai_prices_own():
             assert ours == pytest.approx(float(theirs), rel=1e-12, abs=1e-15), (model, figures)
 
 
+def test_flat_rates_cost_what_rates_cost_to_the_bit():
+    """Rates.flat (the lean pass's arithmetic for a price without tiers) against Rates.cost, on
+    every model of the table's dataset that has no tier, for random requests."""
+    table = price_table()
+    draw = random.Random(40)
+    flat_models = 0
+    for model in ("claude-opus-4-6", "claude-opus-4-1-20250805", "claude-haiku-4-5",
+                  "gpt-5.1-codex", "claude-sonnet-4-5-20250929"):  # fmt: skip
+        price = table.price(model, None, datetime(2026, 1, 10, tzinfo=UTC).date())
+        assert price is not None
+        rates = price.rates.flat()
+        if rates is None:
+            continue
+        flat_models += 1
+        for _ in range(200):
+            i, o, r, w = (draw.choice([0, draw.randrange(10**3), draw.randrange(4 * 10**5)])
+                          for _ in range(4))  # fmt: skip
+            h = draw.randrange(w + 1)
+            flat = (i * rates[0] + o * rates[1] + r * rates[2] + (w - h) * rates[3]
+                    + h * rates[4]) / 1_000_000  # fmt: skip
+            assert flat == price.rates.cost(i, o, r, w, h), (model, i, o, r, w, h)
+    assert flat_models >= 2
+
+
 def test_a_users_prices_file_overrides_and_adds(config_home: Path):
     write_prices(
         config_home,

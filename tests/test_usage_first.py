@@ -35,6 +35,7 @@ from real_home import RealHome
 from xcsh_store.cli.app import cli
 from xcsh_store.index import SessionIndex
 from xcsh_store.index.write import sync as sync_module
+from xcsh_store.index.write.lean.codex import line_starts
 
 CLAUDE_FILE = "apanloco__random__claude-session.jsonl"
 WORD = "refactor"
@@ -230,6 +231,29 @@ def test_every_lean_agent_has_its_usage_in_usage_rows(
         )
     full = {row.key: row.entries for row in reference.usage(by=("agent",))}
     assert lean == {agent: full[agent] for agent in LEAN_AGENTS} != {}
+
+
+def test_an_envelope_less_codex_rollout_is_read_lean_with_its_session(
+    agent_dir: Path, real_home: RealHome, lean_always: None, reference: SessionIndex
+):
+    """An older Codex rollout (no envelopes: its first line the session id and instructions)
+    holds no usage; the lean pass takes it all the same, its session named as the full read
+    names it, and leaves its entries for later."""
+    path = str(real_home.files["jkindrix__claude-snatch__legacy_session.jsonl"])
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        lean = index.connection.execute(
+            "SELECT u.session_id, u.created_at, f.agent, f.entries_pending FROM usage_sessions"
+            " AS u JOIN files AS f ON f.id = u.file_id WHERE f.path = ?",
+            (path,),
+        ).fetchall()
+    full = reference.connection.execute(
+        "SELECT s.session_id, s.created_at, f.agent FROM sessions AS s"
+        " JOIN files AS f ON f.id = s.file_id WHERE f.path = ?",
+        (path,),
+    ).fetchall()
+    assert [tuple(row) for row in lean] == [(*full[0], 1)]
+    assert full[0][0] == "574149a7-0712-4169-b789-67fb4742b8fc"
 
 
 def test_the_deferred_pass_replaces_the_usage_rows_with_entries(
@@ -635,3 +659,30 @@ def test_generated_agent_files_count_as_the_full_read_counts_them(
             index.sync(entries=entries, workers=1)
             found.append(totals(index, ("day", "session", "model")))
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize(
+    "needles",
+    [
+        (b'"session_meta"', b'"turn_context"', b'"token_count"'),  # one regular expression
+        (b'"tokens"', b"session_context"),  # a find per needle
+        (b'"token_count"',),
+    ],
+)
+def test_the_line_search_finds_each_line_that_holds_a_needle_once(needles):
+    lines = [
+        b'{"type":"session_meta","x":"token_count"}',
+        b'{"a":1}',
+        b'{"t":"turn_context","u":"token_count","v":"tokens","w":"<session_context>"}',
+        b"",
+        b'"token_count"',
+        b'{"type":"token_count"}{"type":"turn_context"}',
+        b'{"last":"session_meta","also":"tokens"}',
+    ]
+    data = b"\n".join(lines)
+    starts, expected, offset = line_starts(data, needles), [], 0
+    for line in lines:
+        if any(needle in line for needle in needles):
+            expected.append(offset)
+        offset += len(line) + 1
+    assert starts == expected

@@ -168,3 +168,28 @@ def test_a_first_usage_pass_committed_file_by_file_ranks_every_row_at_its_end(
         ((lines,),) = index.connection.execute("SELECT count(*) FROM usage_lines")
         assert lines > 0
         assert_ranked_as_from_scratch(index)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_first_usage_pass_ranks_its_rows_in_python_as_the_windows_do(
+    agent_dir: Path, real_home: RealHome, lean_always: None, monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+):  # fmt: skip
+    """The rows of a first pass into an empty index are ranked while the pass holds them
+    (usage_ranks.ranks_of), not by the windows: copies, forks and lines written again among
+    them, across transactions, ranked as from scratch."""
+    tree = Tree(real_home, seed)
+    for operation in ("copy", "copy", "fork", "fork", "append_again", "copy", "append"):
+        tree.change(operation)
+    monkeypatch.setattr(usage_first, "COMMIT_EVERY_VALUES", 40 * (seed + 1))
+
+    def no_windows(connection: object) -> None:
+        raise AssertionError("the first pass's rows ranked by the windows")
+
+    monkeypatch.setattr(usage_first, "settle_ranks", no_windows)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(entries=False)
+        ranks = stored_ranks(index.connection)
+        assert {copy for _session, _occurrence, copy, _file in ranks.values()} > {1}
+        assert {file for _session, _occurrence, _copy, file in ranks.values()} > {1}
+        assert_ranked_as_from_scratch(index)

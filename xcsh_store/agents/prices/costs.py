@@ -52,16 +52,17 @@ COST_KINDS = (RECORDED, ESTIMATED, FREE, PARTIAL, UNKNOWN, NOT_RECORDED)
 NO_COST = (None, None)
 
 
-def settle(usage: tuple[Any, ...], records_costs: bool, request: Request) -> tuple[Any, ...]:
+def settle(usage: tuple[Any, ...], records_costs: bool, request: Request | None) -> tuple[Any, ...]:
     """A request's six usage figures (input, output, cache read, cache write, premium
     requests, cost) and its ``cost_estimated`` and ``list_cost``. ``records_costs``: its agent
     writes costs (pi, opencode, Aider), so ``usage``'s cost is the recorded one, None where the
-    agent wrote none (then the index estimates it as for any other agent); otherwise the cost
-    is already the index's estimate (the agent's reader priced the request, with what only it
-    knows: 1-hour cache writes, the provider)."""
+    agent wrote none (then the index estimates it as for any other agent, pricing ``request``);
+    otherwise the cost is already the index's estimate (the agent's reader priced the request,
+    with what only it knows: 1-hour cache writes, the provider) and ``request`` may be None."""
     cost = usage[5]
     if not records_costs:
         return (*usage, None if cost is None else 1, None)
+    assert request is not None
     from xcsh_store.agents.prices.pricing import price_table
 
     if cost is None:

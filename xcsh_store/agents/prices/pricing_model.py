@@ -61,6 +61,24 @@ class Rates:
             + cache_write_1h * _at(self.cache_write_1h, request_input, write_rate)
         ) / 1_000_000
 
+    def flat(self) -> tuple[float, float, float, float, float] | None:
+        """The rates of input, output, cache reads, cache writes and 1-hour cache writes
+        whatever the request's size (None: one has tiers): ``cost`` is then
+        ``(input * rates[0] + output * rates[1] + cache_read * rates[2] + (cache_write -
+        cache_write_1h) * rates[3] + cache_write_1h * rates[4]) / 1_000_000``, to the bit."""
+        kinds = (self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h)
+        if any(rate is not None and rate.tiers for rate in kinds):
+            return None
+        input_rate = _at(self.input, 0, 0.0)
+        write_rate = _at(self.cache_write, 0, input_rate)
+        return (
+            input_rate,
+            _at(self.output, 0, 0.0),
+            _at(self.cache_read, 0, input_rate),
+            write_rate,
+            _at(self.cache_write_1h, 0, write_rate),
+        )
+
 
 def _at(rate: Rate | None, request_input: int, otherwise: float) -> float:
     return otherwise if rate is None else rate.at(request_input)

@@ -744,7 +744,8 @@ class RowBuilder:
             self.counted[facts.id] = bool(message)
         usage = facts.usage
         if usage is not None:
-            usage = facts.usage = settle(usage, records_costs, _request(facts, usage))
+            priced = _request(facts, usage) if records_costs else None
+            usage = facts.usage = settle(usage, records_costs, priced)
             # (A cost is None for a model without a price: it adds nothing.)
             totals.usage = [a + (b or 0) for a, b in zip(totals.usage, usage[:6], strict=True)]
         if kind == "message":
@@ -935,4 +936,10 @@ def agent_entry_id(path: str, seq: int) -> str:
     """The id of the entry at ``seq`` of a file whose format has none: unique in the file,
     and unlike any other file's (usage_entries takes entries of the same id and time for
     copies of one another)."""
-    return f"{sha1_hex(os.path.basename(path).encode())[:8]}-{seq:x}"
+    return f"{agent_entry_id_prefix(path)}{seq:x}"
+
+
+def agent_entry_id_prefix(path: str) -> str:
+    """What every :func:`agent_entry_id` of a file begins with (a lean read's thousands of
+    requests in a file hash its name once)."""
+    return f"{sha1_hex(os.path.basename(path).encode())[:8]}-"

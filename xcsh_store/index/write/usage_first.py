@@ -25,19 +25,19 @@ from xcsh_store.agents import PLUGIN_FAULTS, reader_for, reader_named
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
 from xcsh_store.agents.prices.costs import settle
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import Request, price_table, request_day
 from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
 from xcsh_store.format.versions import HEADER_TYPE, TITLE_TYPE
 from xcsh_store.index.model.facts import storable_values
-from xcsh_store.index.usage_ranks import settle_ranks
+from xcsh_store.index.usage_ranks import new_rows_only, ranks_of, settle_ranks, store_ranks
 from xcsh_store.index.write.indexer import COMMIT_EVERY_VALUES, drop_file_rows
 from xcsh_store.index.write.lean.by_reader import FORMATS, read_by_reader
 from xcsh_store.index.write.lean.claude import read_claude
 from xcsh_store.index.write.lean.codex import read_codex
 from xcsh_store.index.write.lean.documents import read_source_usage
-from xcsh_store.index.write.lean.found import CODEX_PROVIDER, UsageRead
+from xcsh_store.index.write.lean.found import CODEX_PROVIDER, ClaudeUsage, UsageRead
 from xcsh_store.index.write.scan import KnownFile, SeenFile, SyncReport
 from xcsh_store.times import iso_millis, iso_now
 
@@ -65,7 +65,7 @@ def read_usage(path: str, data: bytes) -> UsageRead | None:
         return None
     reader = reader_for(first)
     if reader is CODEX:
-        return read_codex(path, data) if "payload" in first else None
+        return read_codex(path, data, first)
     if reader is CLAUDE:
         return read_claude(path, data)
     lean = None if reader is None else FORMATS.get(reader.name)
@@ -83,17 +83,26 @@ _FILE_ROW = (
     " WHERE id = ?"
 )
 _USAGE_ROW = (
-    "INSERT INTO usage_lines (session, seq, id, timestamp, provider, model, input_tokens,"
+    "INSERT INTO usage_lines (pk, session, seq, id, timestamp, provider, model, input_tokens,"
     " output_tokens, cache_read_tokens, cache_write_tokens, premium_requests, cost,"
-    " cost_estimated, list_cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cost_estimated, list_cost) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+# The most rows a first pass keeps in memory to rank them itself (about 150 bytes each); past
+# that, the windows of usage_ranks.rank_everything rank them at its last commit.
+RANK_IN_MEMORY_ROWS = 2_000_000
 
 
-def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
-    """The usage_lines rows of a file's requests, each cost settled as the full read does."""
+def usage_rows(
+    file_id: int, found: UsageRead, pk: int = 0, prices: dict[Any, Any] | None = None
+) -> list[tuple[Any, ...]]:
+    """The usage_lines rows of a file's requests (their pks from ``pk`` on), each cost settled
+    as the full read does. ``prices``: the prices found so far, by (model, the timestamp's
+    first ten characters: its day), kept by the caller across files."""
     rows = []
     providers: dict[str | None, str | None] = {}
     agent = found.agent
+    table = price_table()
+    prices = {} if prices is None else prices
     for request in found.requests:
         model = request.model
         if agent is CODEX:
@@ -103,15 +112,53 @@ def usage_rows(file_id: int, found: UsageRead) -> list[tuple[Any, ...]]:
         elif model in providers:
             provider = providers[model]
         else:
-            provider = providers[model] = price_table().provider_of(model)
-        usage = request.figures()
-        sent, received, cache_read, cache_write = (int(value or 0) for value in usage[:4])
-        priced = Request(
-            model, request.timestamp, sent, received, cache_read, cache_write, provider=provider
-        )
-        settled = settle(usage, agent.records_costs, priced)
-        rows.append((file_id, request.seq, request.entry_id, request.timestamp, provider, model,
-                     *settled))  # fmt: skip
+            provider = providers[model] = table.provider_of(model)
+        usage = request.usage
+        if agent is CLAUDE and type(usage) is ClaudeUsage:
+            # claude.claude_usage and settle, with the price looked up once per model and day.
+            timestamp = request.timestamp
+            sent, received = usage.input_tokens, usage.output_tokens
+            cache_read = usage.cache_read_input_tokens
+            cache_write = usage.cache_creation_input_tokens
+            cost: float | None = 0.0
+            if sent + received + cache_read + cache_write:
+                key = (model, timestamp and timestamp[:10])
+                try:
+                    price, rates = prices[key]
+                except KeyError:
+                    price = table.price(model, None, request_day(timestamp))
+                    rates = None if price is None else price.rates.flat()
+                    prices[key] = price, rates
+                split = usage.cache_creation
+                one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
+                if rates is not None:  # (Rates.cost's arithmetic, without its tiers)
+                    cost = (
+                        sent * rates[0] + received * rates[1] + cache_read * rates[2]
+                        + (cache_write - one_hour) * rates[3] + one_hour * rates[4]
+                    ) / 1_000_000  # fmt: skip
+                else:
+                    cost = (
+                        None
+                        if price is None
+                        else price.rates.cost(sent, received, cache_read, cache_write, one_hour)
+                    )
+            rows.append((pk, file_id, request.seq, request.entry_id, timestamp, provider, model,
+                         sent, received, cache_read, cache_write, 0, cost,
+                         None if cost is None else 1, None))  # fmt: skip
+            pk += 1
+            continue
+        figures = request.figures()
+        priced = None
+        if agent.records_costs:  # (else the reader priced it: settle needs no request)
+            sent, received, cache_read, cache_write = (int(value or 0) for value in figures[:4])
+            priced = Request(
+                model, request.timestamp, sent, received, cache_read, cache_write,
+                provider=provider,
+            )  # fmt: skip
+        settled = settle(figures, agent.records_costs, priced)
+        rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
+                     model, *settled))  # fmt: skip
+        pk += 1
     return rows
 
 
@@ -130,6 +177,13 @@ class UsageWriter:
         # benchmarks/README.md).
         ((counted,),) = connection.execute("SELECT EXISTS (SELECT 1 FROM usage_ranks)")
         self.rank_at_end = not counted
+        # A first pass's rows, kept to rank them itself at the end (usage_ranks.ranks_of) when
+        # they are all usage_entries ranks; their pks chosen here, in order.
+        self.new_rows: list[tuple[Any, ...]] | None = [] if self.rank_at_end else None
+        self.sessions: dict[int, tuple[str | None, str | None, str | None]] = {}
+        ((last_pk,),) = connection.execute("SELECT coalesce(max(pk), 0) FROM usage_lines")
+        self.next_pk = last_pk + 1
+        self.prices: dict[Any, Any] = {}
 
     def write(
         self, seen: SeenFile, known: KnownFile | None, stat: tuple[int, int, int, int],
@@ -162,22 +216,31 @@ class UsageWriter:
             ),
         )
         session = found.session
+        modified_at = found.activity_at or iso_millis(stat[1] / 1e9)
         connection.execute(
             "INSERT OR REPLACE INTO usage_sessions (file_id, session_id, project_dir, cwd, agent,"
             " parent_session_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (file_id, session.session_id, seen.project_dir, session.cwd, found.agent.name,
-             session.parent_session_id, session.created_at,
-             found.activity_at or iso_millis(stat[1] / 1e9)),
+             session.parent_session_id, session.created_at, modified_at),
         )  # fmt: skip
-        rows = usage_rows(file_id, found)
+        rows = usage_rows(file_id, found, self.next_pk, self.prices)
+        self.next_pk += len(rows)
         connection.executemany(_USAGE_ROW, rows)
+        if self.new_rows is not None:
+            self.new_rows += rows
+            self.sessions[file_id] = (session.session_id, session.created_at, modified_at)
+            if len(self.new_rows) > RANK_IN_MEMORY_ROWS:
+                self.new_rows = None
         self.values += len(rows) + 1
         if self.values >= COMMIT_EVERY_VALUES:
             self.commit(last=False)
 
     def commit(self, last: bool = True) -> None:
         if self.connection.in_transaction:
-            if last or not self.rank_at_end:
+            new_rows = self.new_rows
+            if last and new_rows is not None and new_rows_only(self.connection, len(new_rows)):
+                store_ranks(self.connection, ranks_of(new_rows, self.sessions))
+            elif last or not self.rank_at_end:
                 settle_ranks(self.connection)
             self.connection.execute("COMMIT")
         self.values = 0
@@ -203,7 +266,7 @@ def usage_differences(
         found = read_usage(path, data)
     if found is None:
         return ["its usage rows were read as another agent's, the file is not"]
-    fresh = [row[1:] for row in usage_rows(file_id, found)]
+    fresh = [row[2:] for row in usage_rows(file_id, found)]
     ours = connection.execute(
         "SELECT seq, id, timestamp, provider, model, input_tokens, output_tokens,"
         " cache_read_tokens, cache_write_tokens, premium_requests, cost, cost_estimated,"

@@ -100,16 +100,35 @@ def read_claude(path: str, data: bytes) -> UsageRead:
     _learn_head(data, session)
     activity = [session.created_at] if session.created_at else []
     requests = found.requests
+    decode = _DECODER.decode
     position = data.find(_USAGE)
     while position >= 0:
         start = data.rfind(b"\n", 0, position) + 1
-        end = line_end(data, start, position)
+        end: int | None = data.find(b"\n", position)
+        if end == -1:
+            end = line_end(data, start, position)
         if end is None:
             break
-        for request in _requests_of_line(data[start:end], start * SEQS_PER_BYTE):
-            requests.append(request)
-            if request.timestamp is not None:
-                activity.append(request.timestamp)
+        # _requests_of_line's typed decoding, inline (60k lines on the 327 MB Claude tree)
+        try:
+            decoded = decode(data[start:end])
+        except msgspec.DecodeError:
+            for request in _requests_of_line(data[start:end], start * SEQS_PER_BYTE):
+                requests.append(request)
+                if request.timestamp is not None:
+                    activity.append(request.timestamp)
+        else:
+            message = decoded.message
+            if decoded.type == "assistant" and message is not None and message.usage is not None:
+                timestamp = decoded.timestamp or None  # (text_of of a str or None)
+                message_id = message.id or None
+                key = None if message_id is None else f"{message_id}:{decoded.requestId or ''}"
+                requests.append(UsageRequest(
+                    start * SEQS_PER_BYTE, decoded.uuid or None, timestamp, message.model or None,
+                    message.usage, key,
+                ))  # fmt: skip
+                if timestamp is not None:
+                    activity.append(timestamp)
         position = data.find(_USAGE, end)
     stamps = [stamp for stamp in map(canonical_iso, activity) if stamp is not None]
     found.activity_at = max(stamps) if stamps else None
