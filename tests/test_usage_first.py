@@ -1,6 +1,7 @@
 """Usage first, for real (issue 40, item 1): a sync asked for usage alone (``sync(entries=False)``,
 the ``usage`` verb's first run) reads only the lines of the Claude Code, Codex, Gemini CLI, Qwen
-Code and GitHub Copilot CLI files that hold usage and writes one row per request, no entry rows;
+Code and GitHub Copilot CLI files that hold usage (and only the messages of Gemini CLI's document
+chats and opencode's sessions) and writes one row per request, no entry rows;
 ``usage`` then gives the same totals as a full sync, to the token and the cent; every read that
 wants entries (ls, show, search, the web app, MCP) reads those files whole first, or says its
 results are partial; a sync killed between the two passes leaves an index the next sync
