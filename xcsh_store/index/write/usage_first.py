@@ -25,7 +25,7 @@ from xcsh_store.agents import PLUGIN_FAULTS, reader_for, reader_named
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
 from xcsh_store.agents.prices.costs import settle
-from xcsh_store.agents.prices.pricing import Request, price_table, request_day
+from xcsh_store.agents.prices.pricing import PriceTable, Request, price_table, request_day
 from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
@@ -115,35 +115,10 @@ def usage_rows(
             provider = providers[model] = table.provider_of(model)
         usage = request.usage
         if agent is CLAUDE and type(usage) is ClaudeUsage:
-            # claude.claude_usage and settle, with the price looked up once per model and day.
-            timestamp = request.timestamp
-            sent, received = usage.input_tokens, usage.output_tokens
-            cache_read = usage.cache_read_input_tokens
-            cache_write = usage.cache_creation_input_tokens
-            cost: float | None = 0.0
-            if sent + received + cache_read + cache_write:
-                key = (model, timestamp and timestamp[:10])
-                try:
-                    price, rates = prices[key]
-                except KeyError:
-                    price = table.price(model, None, request_day(timestamp))
-                    rates = None if price is None else price.rates.flat()
-                    prices[key] = price, rates
-                split = usage.cache_creation
-                one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
-                if rates is not None:  # (Rates.cost's arithmetic, without its tiers)
-                    cost = (
-                        sent * rates[0] + received * rates[1] + cache_read * rates[2]
-                        + (cache_write - one_hour) * rates[3] + one_hour * rates[4]
-                    ) / 1_000_000  # fmt: skip
-                else:
-                    cost = (
-                        None
-                        if price is None
-                        else price.rates.cost(sent, received, cache_read, cache_write, one_hour)
-                    )
-            rows.append((pk, file_id, request.seq, request.entry_id, timestamp, provider, model,
-                         sent, received, cache_read, cache_write, 0, cost,
+            cost = _claude_cost(usage, model, request.timestamp, table, prices)
+            rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
+                         model, usage.input_tokens, usage.output_tokens,
+                         usage.cache_read_input_tokens, usage.cache_creation_input_tokens, 0, cost,
                          None if cost is None else 1, None))  # fmt: skip
             pk += 1
             continue
@@ -160,6 +135,40 @@ def usage_rows(
                      model, *settled))  # fmt: skip
         pk += 1
     return rows
+
+
+def _claude_cost(
+    usage: ClaudeUsage,
+    model: str | None,
+    timestamp: str | None,
+    table: PriceTable,
+    prices: dict[Any, Any],
+) -> float | None:
+    """A Claude Code request's cost as claude.claude_usage and settle make it, with its price
+    looked up once per model and day (``prices``, kept by the caller)."""
+    sent, received = usage.input_tokens, usage.output_tokens
+    cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+    if not sent + received + cache_read + cache_write:
+        return 0.0
+    key = (model, timestamp and timestamp[:10])
+    try:
+        price, rates = prices[key]
+    except KeyError:
+        price = table.price(model, None, request_day(timestamp))
+        rates = None if price is None else price.rates.flat()
+        prices[key] = price, rates
+    split = usage.cache_creation
+    one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
+    if rates is not None:  # (Rates.cost's arithmetic, without its tiers)
+        return (
+            sent * rates[0] + received * rates[1] + cache_read * rates[2]
+            + (cache_write - one_hour) * rates[3] + one_hour * rates[4]
+        ) / 1_000_000  # fmt: skip
+    return (
+        None
+        if price is None
+        else price.rates.cost(sent, received, cache_read, cache_write, one_hour)
+    )
 
 
 class UsageWriter:
