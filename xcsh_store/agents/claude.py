@@ -37,7 +37,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 from xcsh_store.homes import agent_home
 
@@ -206,8 +206,8 @@ def claude_usage(
     )
     split = usage.get("cache_creation")
     one_hour = number(split.get("ephemeral_1h_input_tokens")) if type(split) is dict else 0
-    request = Request(model, timestamp, *figures, cache_write_1h=min(one_hour, figures[3]))
-    return (*figures, 0, price_table().cost(request))
+    cost = price_table().tokens_cost(model, timestamp, *figures, min(one_hour, figures[3]))
+    return (*figures, 0, cost)
 
 
 def _user(found: AgentEntry, value: dict[str, Any], message: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ import functools
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -95,6 +96,11 @@ class PriceTable:
         # sources changed make another one (price_table).
         self._found: dict[tuple[str | None, str | None, date], ModelPrice | None] = {}
         self._providers: dict[tuple[str | None, str | None, date], str | None] = {}
+        # The same with each price's flat rates, by (model, provider, the timestamp's day as
+        # written), for tokens_cost: no date made per request.
+        self._rates: dict[tuple[str | None, str | None, str], tuple[ModelPrice | None, Any]] = {}
+        # date.today() (about a microsecond) asked once per second of time.time().
+        self._today = (0, date.today())
 
     def price(self, model: str | None, provider: str | None, day: date) -> ModelPrice | None:
         """The price of a model on ``day``; None when no source knows the model."""
@@ -121,23 +127,57 @@ class PriceTable:
     def cost(self, request: Request) -> float | None:
         """Dollars for one request; None for a model without a price (a request of no tokens
         costs $0 whatever its model)."""
-        if request.tokens == 0:
-            return 0.0
-        price = self.price(request.model, request.provider, request_day(request.timestamp))
-        if price is None:
-            return None
-        return price.rates.cost(
+        return self.tokens_cost(
+            request.model,
+            request.timestamp,
             request.input,
             request.output,
             request.cache_read,
             request.cache_write,
             request.cache_write_1h,
+            request.provider,
         )
+
+    def tokens_cost(
+        self,
+        model: str | None,
+        timestamp: str | None,
+        input: int,
+        output: int,
+        cache_read: int,
+        cache_write: int,
+        cache_write_1h: int = 0,
+        provider: str | None = None,
+    ) -> float | None:
+        """cost() of a request given by its fields (a reader pricing every line makes no
+        Request), its price looked up once per model, provider and day."""
+        if not input + output + cache_read + cache_write:
+            return 0.0
+        day = timestamp[:10] if timestamp else ""
+        key = (model, provider, day)
+        found = self._rates.get(key)
+        if found is None:
+            price = self.price(model, provider, request_day(timestamp))
+            found = (price, None if price is None else price.rates.flat())
+            if len(day) == 10 and _day(day) is not None:  # (else priced today: not kept)
+                self._rates[key] = found
+        price, rates = found
+        if rates is not None:  # (Rates.cost's arithmetic without tiers, to the bit: flat)
+            return (
+                input * rates[0] + output * rates[1] + cache_read * rates[2]
+                + (cache_write - cache_write_1h) * rates[3] + cache_write_1h * rates[4]
+            ) / 1_000_000  # fmt: skip
+        if price is None:
+            return None
+        return price.rates.cost(input, output, cache_read, cache_write, cache_write_1h)
 
     def provider_of(self, model: str | None, provider: str | None = None) -> str | None:
         """Who serves a model: as its price says, else as the dataset knows it (None: not
         known)."""
-        today = date.today()
+        second = int(time.time())
+        if second != self._today[0]:
+            self._today = (second, date.today())
+        today = self._today[1]
         key = (model, provider, today)
         try:
             return self._providers[key]

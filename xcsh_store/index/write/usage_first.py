@@ -25,7 +25,7 @@ from xcsh_store.agents import PLUGIN_FAULTS, reader_for, reader_named
 from xcsh_store.agents.claude import READER as CLAUDE
 from xcsh_store.agents.codex import READER as CODEX
 from xcsh_store.agents.prices.costs import settle
-from xcsh_store.agents.prices.pricing import PriceTable, Request, price_table, request_day
+from xcsh_store.agents.prices.pricing import Request, price_table
 from xcsh_store.agents.registry import reader_revisions
 from xcsh_store.files import open_regular_file
 from xcsh_store.format.jsonl import BOM
@@ -92,17 +92,13 @@ _USAGE_ROW = (
 RANK_IN_MEMORY_ROWS = 2_000_000
 
 
-def usage_rows(
-    file_id: int, found: UsageRead, pk: int = 0, prices: dict[Any, Any] | None = None
-) -> list[tuple[Any, ...]]:
+def usage_rows(file_id: int, found: UsageRead, pk: int = 0) -> list[tuple[Any, ...]]:
     """The usage_lines rows of a file's requests (their pks from ``pk`` on), each cost settled
-    as the full read does. ``prices``: the prices found so far, by (model, the timestamp's
-    first ten characters: its day), kept by the caller across files."""
+    as the full read does."""
     rows = []
     providers: dict[str | None, str | None] = {}
     agent = found.agent
     table = price_table()
-    prices = {} if prices is None else prices
     for request in found.requests:
         model = request.model
         if agent is CODEX:
@@ -115,7 +111,14 @@ def usage_rows(
             provider = providers[model] = table.provider_of(model)
         usage = request.usage
         if agent is CLAUDE and type(usage) is ClaudeUsage:
-            cost = _claude_cost(usage, model, request.timestamp, table, prices)
+            # (claude.claude_usage and settle, from the decoded usage)
+            cache_write = usage.cache_creation_input_tokens
+            split = usage.cache_creation
+            one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
+            cost = table.tokens_cost(
+                model, request.timestamp, usage.input_tokens, usage.output_tokens,
+                usage.cache_read_input_tokens, cache_write, one_hour,
+            )  # fmt: skip
             rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
                          model, usage.input_tokens, usage.output_tokens,
                          usage.cache_read_input_tokens, usage.cache_creation_input_tokens, 0, cost,
@@ -135,40 +138,6 @@ def usage_rows(
                      model, *settled))  # fmt: skip
         pk += 1
     return rows
-
-
-def _claude_cost(
-    usage: ClaudeUsage,
-    model: str | None,
-    timestamp: str | None,
-    table: PriceTable,
-    prices: dict[Any, Any],
-) -> float | None:
-    """A Claude Code request's cost as claude.claude_usage and settle make it, with its price
-    looked up once per model and day (``prices``, kept by the caller)."""
-    sent, received = usage.input_tokens, usage.output_tokens
-    cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
-    if not sent + received + cache_read + cache_write:
-        return 0.0
-    key = (model, timestamp and timestamp[:10])
-    try:
-        price, rates = prices[key]
-    except KeyError:
-        price = table.price(model, None, request_day(timestamp))
-        rates = None if price is None else price.rates.flat()
-        prices[key] = price, rates
-    split = usage.cache_creation
-    one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
-    if rates is not None:  # (Rates.cost's arithmetic, without its tiers)
-        return (
-            sent * rates[0] + received * rates[1] + cache_read * rates[2]
-            + (cache_write - one_hour) * rates[3] + one_hour * rates[4]
-        ) / 1_000_000  # fmt: skip
-    return (
-        None
-        if price is None
-        else price.rates.cost(sent, received, cache_read, cache_write, one_hour)
-    )
 
 
 class UsageWriter:
@@ -192,7 +161,6 @@ class UsageWriter:
         self.sessions: dict[int, tuple[str | None, str | None, str | None]] = {}
         ((last_pk,),) = connection.execute("SELECT coalesce(max(pk), 0) FROM usage_lines")
         self.next_pk = last_pk + 1
-        self.prices: dict[Any, Any] = {}
 
     def write(
         self, seen: SeenFile, known: KnownFile | None, stat: tuple[int, int, int, int],
@@ -232,7 +200,7 @@ class UsageWriter:
             (file_id, session.session_id, seen.project_dir, session.cwd, found.agent.name,
              session.parent_session_id, session.created_at, modified_at),
         )  # fmt: skip
-        rows = usage_rows(file_id, found, self.next_pk, self.prices)
+        rows = usage_rows(file_id, found, self.next_pk)
         self.next_pk += len(rows)
         connection.executemany(_USAGE_ROW, rows)
         if self.new_rows is not None:
