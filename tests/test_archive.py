@@ -24,7 +24,7 @@ from xcsh_store.index import SessionIndex, SessionQuery
 from xcsh_store.index.archive.folder import ArchiveFolder
 from xcsh_store.index.archive.frames import Contents, read_contents
 from xcsh_store.index.read.usage import USAGE_GROUPS
-from xcsh_store.index.write import sync
+from xcsh_store.index.write import bulk_load, sync
 
 # Other agents' folders below the test's home (every agent the fixtures cover).
 AGENT_FOLDERS = (".claude", ".codex", ".pi", ".omp", ".gemini", ".copilot", ".qwen", ".factory",
@@ -226,6 +226,35 @@ def test_the_index_is_made_again_from_the_archive(agent_dir: Path, home: RealHom
     _delete_every_agent_folder(home.home)
     before = _answers()
     (agent_dir / "index.db").unlink()
+    assert _answers() == before
+
+
+def test_an_empty_index_is_made_from_the_archive_as_a_first_load(
+    agent_dir: Path, home: RealHome, monkeypatch: pytest.MonkeyPatch
+):
+    """A new machine's index, its sessions only in the archive: adopted as a first sync loads
+    files (the entries' indexes built once at the end), with the same answers and indexes."""
+    _delete_every_agent_folder(home.home)
+    before = _answers()
+    kept = agent_dir / "index.db"
+    indexes = "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'entries' ORDER BY name"
+    with SessionIndex.open(str(agent_dir)) as index:
+        expected = index.connection.execute(indexes).fetchall()
+    kept.unlink()
+    monkeypatch.setattr(bulk_load, "BULK_MIN_BYTES", 1)  # (the sync of no files loads none)
+    deferred: list[str] = []
+    drop = bulk_load.defer_indexes
+
+    def defer(connection: object) -> None:
+        deferred.append("dropped")
+        drop(connection)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulk_load, "defer_indexes", defer)
+    with SessionIndex.open(str(agent_dir)) as index:
+        index.sync(workers=1)
+        assert index.connection.execute(indexes).fetchall() == expected
+        assert not bulk_load.deferred(index.connection)
+    assert deferred == ["dropped"]
     assert _answers() == before
 
 

@@ -21,6 +21,7 @@ from xcsh_store.index.archive.forget import finish_forgetting
 from xcsh_store.index.archive.frames import APPEND, ArchiveDamagedError, Contents
 from xcsh_store.index.archive.keeper import ArchivedRow, record_archived
 from xcsh_store.index.archive.sources import ArchivedSources
+from xcsh_store.index.write.bulk_load import bulk_load, bulk_writing
 from xcsh_store.index.write.indexer import pk_counter
 from xcsh_store.index.write.scan import (
     KnownFile,
@@ -69,26 +70,32 @@ def adopt_archived(
         if base in recorded:
             continue
         try:
-            found.append((base, stored, folder.contents(base, stored.version)))
+            contents = folder.contents(base, stored.version)
         except (OSError, ArchiveDamagedError) as error:
             log.warning("archive %s left out: %s", stored.path, error)
+            continue
+        assert contents.header is not None and contents.source is not None
+        if roots is None or (contents.root or contents.header.root) in roots:
+            found.append((base, stored, contents))
     # Oldest first, as a sync reads files: entry keys grow with recency (search ranks by them).
     found.sort(key=lambda item: (item[2].mtime_ns, item[2].source or ""))
-    for base, stored, contents in found:
-        assert contents.header is not None and contents.source is not None
-        if roots is not None and (contents.root or contents.header.root) not in roots:
-            continue
-        file_id = files.get(contents.source)
-        try:
-            if file_id is None:
-                _index_gone(connection, indexer, sources, base, stored.version, contents)
-            else:
-                _record(connection, file_id, base, stored.version, contents)
-        except (OSError, ArchiveDamagedError) as error:
-            indexer.batch.rollback()
-            report.unreadable[stored.path] = (
-                describe_error(error) if isinstance(error, OSError) else str(error)
-            )
+    gone_bytes = sum(_held(contents) for _, _, contents in found if contents.source not in files)
+    # Read as a sync reads: every line priced with one table (looking at the prices files again
+    # for each took half of the time of adopting Claude Code sessions), and into an empty index
+    # (a new machine's, its sessions only in the archive) as a first load.
+    with bulk_writing(connection), bulk_load(connection, gone_bytes):
+        for base, stored, contents in found:
+            file_id = files.get(contents.source)
+            try:
+                if file_id is None:
+                    _index_gone(connection, indexer, sources, base, stored.version, contents)
+                else:
+                    _record(connection, file_id, base, stored.version, contents)
+            except (OSError, ArchiveDamagedError) as error:
+                indexer.batch.rollback()
+                report.unreadable[stored.path] = (
+                    describe_error(error) if isinstance(error, OSError) else str(error)
+                )
     with database.transaction(connection):
         database.set_meta(connection, ADOPTED_KEY, iso_now())
 
@@ -137,6 +144,14 @@ def _record(
         record_archived(connection, ArchivedRow(file_id, base, kind, version, held, contents.end))
 
 
+def _held(contents: Contents) -> int:
+    """How many bytes of its source an archive holds."""
+    assert contents.header is not None
+    if contents.header.kind == APPEND:
+        return contents.source_bytes
+    return sum(piece.length for piece in contents.pieces)
+
+
 def _index_gone(
     connection: apsw.Connection,
     indexer: FileIndexer,
@@ -155,9 +170,7 @@ def _index_gone(
     agent = None
     if plugin is not None and (header.kind != APPEND or plugin.kind_of(contents.source) != "jsonl"):
         agent = plugin.name
-    held = (
-        contents.source_bytes if header.kind == APPEND else sum(p.length for p in contents.pieces)
-    )
+    held = _held(contents)
     seen = SeenFile(
         contents.source, contents.root or header.root, contents.project_dir or "", held,
         contents.mtime_ns, 0, 0, agent,
