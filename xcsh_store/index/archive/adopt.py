@@ -109,24 +109,26 @@ def read_again(connection: apsw.Connection, folder: ArchiveFolder, report: SyncR
         return
     indexer = FileIndexer(connection, pk_counter(connection), report)
     sources = ArchivedSources(folder, lambda: connection)
-    for path in sorted(stale):
-        found: list[tuple[Any, ...]] = connection.execute(
-            "SELECT f.gone_at, a.name, a.version FROM files AS f"
-            " JOIN archived AS a ON a.file_id = f.id WHERE f.path = ? AND f.gone_at IS NOT NULL",
-            (path,),
-        ).fetchall()
-        known = known_file(connection, path)
-        if not found or known is None:
-            continue
-        gone_at, base, version = found[0]
-        try:
-            contents = folder.contents(base, version)
-            _index_gone(connection, indexer, sources, base, version, contents, known, gone_at)
-        except (OSError, ArchiveDamagedError) as error:
-            indexer.batch.rollback()
-            report.unreadable[path] = (
-                describe_error(error) if isinstance(error, OSError) else str(error)
-            )
+    with bulk_writing(connection):  # (as adopt_archived reads)
+        for path in sorted(stale):
+            found: list[tuple[Any, ...]] = connection.execute(
+                "SELECT f.gone_at, a.name, a.version FROM files AS f"
+                " JOIN archived AS a ON a.file_id = f.id"
+                " WHERE f.path = ? AND f.gone_at IS NOT NULL",
+                (path,),
+            ).fetchall()
+            known = known_file(connection, path)
+            if not found or known is None:
+                continue
+            gone_at, base, version = found[0]
+            try:
+                contents = folder.contents(base, version)
+                _index_gone(connection, indexer, sources, base, version, contents, known, gone_at)
+            except (OSError, ArchiveDamagedError) as error:
+                indexer.batch.rollback()
+                report.unreadable[path] = (
+                    describe_error(error) if isinstance(error, OSError) else str(error)
+                )
 
 
 def _record(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ import apsw
 import orjson
 
 from xcsh_store.agents import kind_of, reader_named
+from xcsh_store.agents.prices.pricing import fixed_prices
 from xcsh_store.errors import XcshStoreError
 from xcsh_store.index.archive.sources import sources_of
 from xcsh_store.index.db import apply_migrations, load_migrations
@@ -100,7 +102,8 @@ def compare_with_files(
     indexed = {path: file_id for path, file_id, *_ in rows}
     synced = {path: tuple(seen) for path, _, *seen in rows}
     verifier = Verifier(connection)
-    try:
+    # (Every line read again priced with one table, as a sync prices them.)
+    with fixed_prices(), contextlib.closing(verifier):
         for path, item in sorted(on_disk.items()):
             report.files_checked += 1
             if path not in synced:
@@ -117,8 +120,6 @@ def compare_with_files(
                 report.differences[path] = problems
         _compare_gone(connection, verifier, report)
         report.skipped_lines = verifier.skipped_lines
-    finally:
-        verifier.close()
     if not report.changed_since_sync:
         # (With files new, changed or gone since the sync, their titles wait for the next.)
         for path, problem in check_summary_titles(connection).items():
