@@ -4,17 +4,17 @@ side, and the parts above the index reach it (the CLI the team index too) only t
 front, ``xcsh_store.index`` (``xcsh_store.team``).
 
 The parts, from the bottom: the leaves (errors, files, homes, lazy, paths, js, sql_migrations,
-times); format/; history/, artifacts/ and agents/ (other agents' formats) over format; session/
-over format, history and artifacts; index/ over format, history and agents (its rooms: write/,
-read/, upkeep/, under the store and database core at its top); watch/ (the live index) over the
-index; secrets/ (finding and redacting secrets in session text) over the index, beneath web/,
-agent_tools/ and team/, which redact what they send; web/ (the local web app) over the index
-and watch; agent_tools/ (the MCP server) over the index; team/ (the PostgreSQL team index, the
-Parquet export) over the index; demo/ (the sample agent dir of ``xcsh-store demo``) over the
-session, the history, the artifacts and the index; cli/ over everything. The top-level
-``xcsh_store`` re-exports the public API from the parts below the CLI; ``python -m xcsh_store``
-runs the CLI. Every import counts, also one inside a function or under ``TYPE_CHECKING`` (where
-a lazy front names the modules of its names: lazy.py). No test module imports another.
+times, user_cache); format/; history/, artifacts/ and agents/ (other agents' formats) over format;
+session/ over format, history and artifacts; index/ over format, history and agents (its rooms:
+write/, read/, upkeep/, under the store and database core at its top); watch/ (the live index) over
+the index; secrets/ (finding and redacting secrets in session text) over the index, beneath web/,
+agent_tools/ and team/, which redact what they send; web/ (the local web app) over the index and
+watch; agent_tools/ (the MCP server) over the index; team/ (the PostgreSQL team index, the Parquet
+export) over the index; demo/ (the sample agent dir of ``xcsh-store demo``) over the session, the
+history, the artifacts and the index; cli/ over everything. The top-level ``xcsh_store`` re-exports
+the public API from the parts below the CLI; ``python -m xcsh_store`` runs the CLI. Every import
+counts, also one inside a function or under ``TYPE_CHECKING`` (where a lazy front names the modules
+of its names: lazy.py). No test module imports another.
 """
 
 from __future__ import annotations

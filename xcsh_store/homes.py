@@ -140,7 +140,7 @@ def get_prices_file() -> str:
 
 def get_cache_dir() -> str:
     """What the store keeps for the user to save work, any of it safe to delete (the price
-    table: agents/prices/price_cache.py): ``$XDG_CACHE_HOME/xcsh-store``
+    table, the plugins' entry points: user_cache.py): ``$XDG_CACHE_HOME/xcsh-store``
     (``~/.cache/xcsh-store``)."""
     return os.path.join(_xdg_home(XDG_CACHE_HOME_ENV, ".cache"), STORE_DIRNAME)
 

@@ -1,5 +1,6 @@
 """The agents the store reads besides the xcsh family: every plugin of the entry point group
-``xcsh_store.agents``, loaded once with importlib.metadata, as llm and Datasette load theirs.
+``xcsh_store.agents``, found as importlib.metadata finds them (kept in the user's cache folder:
+entry_points.py) and loaded once, as llm and Datasette load theirs.
 
 The package declares its own agents there (pyproject.toml); a third-party package adds one by
 declaring an object of its own in the same group::
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from xcsh_store.agents.base import KINDS, PLUGIN_FAULTS, Agent, ResumeCommand
 
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
+    from xcsh_store.agents.entry_points import PluginEntry
 
 log = logging.getLogger("xcsh_store")
 
@@ -45,13 +46,13 @@ _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 @functools.cache
 def agents() -> tuple[Agent, ...]:
     """Every agent plugin that loads, by name."""
-    # (Imported here: importlib.metadata costs a read verb that needs no plugin ~20 ms.)
-    from importlib.metadata import entry_points
+    # (Imported here: a read verb that needs no plugin needs none of it.)
+    from xcsh_store.agents.entry_points import load, plugin_entries
 
-    found: dict[str, tuple[Agent, EntryPoint]] = {}
-    for entry_point in entry_points(group=GROUP):
+    found: dict[str, tuple[Agent, PluginEntry]] = {}
+    for entry_point in plugin_entries(GROUP):
         try:
-            agent = _agent_of(entry_point.load())
+            agent = _agent_of(load(entry_point.value))
         except PLUGIN_FAULTS as error:  # a plugin's own fault, whatever it is (sys.exit too)
             message = str(error).strip().splitlines()
             log.warning(
@@ -63,8 +64,6 @@ def agents() -> tuple[Agent, ...]:
             )
             continue
         earlier = found.get(agent.name)
-        # Whose plugin it is matters only when two read one agent: asking costs a read of
-        # the distribution's METADATA each (a few ms for the ten plugins of a start-up).
         if earlier is not None and (_own(earlier[1]) or not _own(entry_point)):
             log.warning(
                 "agent plugin %s (%s) left out: another plugin reads agent %r",
@@ -85,10 +84,9 @@ def jsonl_agents() -> tuple[Agent, ...]:
     )
 
 
-def _own(entry_point: EntryPoint) -> bool:
+def _own(entry_point: PluginEntry) -> bool:
     """Whether the plugin is this package's own."""
-    dist = entry_point.dist
-    return dist is not None and dist.name == OWN_DISTRIBUTION
+    return entry_point.distribution == OWN_DISTRIBUTION
 
 
 def _agent_of(value: Any) -> Agent:

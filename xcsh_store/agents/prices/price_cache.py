@@ -8,21 +8,15 @@ parsing TOML and reading the dataset; one that finds another key builds the tabl
 writes it. It is the user's, not an index's: every store, every fresh index folder and every
 ``--agent-dir`` of the user reads the same one.
 
-The file is a cache: unreadable, damaged or of another key, it is built again; where it cannot
-be written (a read-only home), every process builds its own, as before there was one.
+The file is a cache (xcsh_store/user_cache.py): unreadable, damaged or of another key, it is
+built again; where it cannot be written (a read-only home), every process builds its own.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from typing import Any
 
-import orjson
-
-from xcsh_store.homes import get_cache_dir
-from xcsh_store.paths import FILE_MODE, ensure_private_dir
+from xcsh_store import user_cache
 
 CACHE_NAME = "price-table.json"
 # Bumped when the layout of the file changes.
@@ -30,7 +24,7 @@ FORMAT = 2
 
 
 def cache_path() -> str:
-    return os.path.join(get_cache_dir(), CACHE_NAME)
+    return user_cache.cache_path(CACHE_NAME)
 
 
 def cache_key(sources: str, user_file: str) -> str:
@@ -40,28 +34,9 @@ def cache_key(sources: str, user_file: str) -> str:
 
 def load(key: str) -> dict[str, Any] | None:
     """The table kept under ``key``; None when there is none, or of another key."""
-    try:
-        with open(cache_path(), "rb") as stream:
-            data = orjson.loads(stream.read())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) and data.get("key") == key else None
+    return user_cache.load(CACHE_NAME, key)
 
 
 def store(data: dict[str, Any]) -> None:
-    """Write the table (``data``, with its ``key``) in place of the one kept, whole or not at
-    all (a new file renamed over it); nothing when the cache folder cannot be written."""
-    folder = get_cache_dir()
-    try:
-        ensure_private_dir(folder)
-        handle, temporary = tempfile.mkstemp(prefix=f".{CACHE_NAME}.", dir=folder)
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(orjson.dumps(data))
-        os.chmod(temporary, FILE_MODE)
-        os.replace(temporary, cache_path())
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    """Write the table (``data``, with its ``key``) in place of the one kept."""
+    user_cache.store(CACHE_NAME, data)
