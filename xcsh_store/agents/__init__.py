@@ -12,7 +12,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcsh_store.agents.base import (
     KINDS,
@@ -78,6 +78,12 @@ _FROM_REGISTRY: dict[str, Callable[[], Any]] = {
     "AGENTS": lambda: (*XCSH_AGENTS, *(agent.name for agent in agents())),
 }
 __all__ += sorted(_FROM_REGISTRY)
+if TYPE_CHECKING:  # (their types; __getattr__ gives them)
+    READERS: tuple[Agent, ...]
+    OTHER_AGENTS: tuple[str, ...]
+    ESTIMATED_AGENTS: tuple[str, ...]
+    FOLDER_VARIABLES: tuple[str, ...]
+    AGENTS: tuple[str, ...]
 
 
 def __getattr__(name: str) -> Any:
