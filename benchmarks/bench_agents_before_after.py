@@ -50,7 +50,8 @@ def sync_seconds(tree: Path, agent: str, corpus: str) -> float:
     scratch = Path(tempfile.mkdtemp(dir=WORK_DIR))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _SYNC, agent, corpus, str(scratch)],
+            # -P: the tree PYTHONPATH names, not the working directory's checkout.
+            [sys.executable, "-P", "-c", _SYNC, agent, corpus, str(scratch)],
             env={**os.environ, "PYTHONPATH": str(tree)},
             capture_output=True,
             text=True,

@@ -4,6 +4,9 @@ time and CPU time (the syncing process and its workers), the ratios from the sam
     python benchmarks/bench_sync_old_vs_new.py [REF or FOLDER] [--rounds 3]
         [--size 72MB] [--sessions 140] [--claude 326MB]
 
+On the Claude tree each build then makes its index again from the archive alone (the tree's
+sessions gone: an empty home) and verifies it, as on a new machine.
+
 ``REF`` (default ``main``) is extracted with ``git archive`` into a temporary folder (removed
 afterwards); a FOLDER that holds ``xcsh_store`` is used as it is. Two corpora: the generated
 agent dir (benchmarks/corpus.py) and a Claude Code home built from the fixtures
@@ -35,16 +38,23 @@ from benchmarks.claude_tree import claude_home, tree_bytes
 from benchmarks.index_common import WORK_DIR, agent_corpus
 from benchmarks.index_compare import ROOT, warm_page_cache
 
+# argv: the agent dir, the index, the step: "sync" (a full sync), "verify" (a sync, then
+# verify: a home whose sessions are gone has its index made again from the archive first).
 _CHILD = """
 import sys
 from xcsh_store.index import SessionIndex
 with SessionIndex.open(sys.argv[1], db_path=sys.argv[2]) as index:
     index.sync()
+    if sys.argv[3] == "verify":
+        assert index.verify().clean
 """
 
 
-def timed_sync(tree: str, agent_dir: Path, db_path: Path, home: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child and its workers) of one full sync."""
+def timed_sync(
+    tree: str, agent_dir: Path, db_path: Path, home: Path, step: str = "sync"
+) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child and its workers) of one full sync (``step``:
+    see _CHILD)."""
     environment = {
         **os.environ,
         "PYTHONPATH": tree,
@@ -56,7 +66,11 @@ def timed_sync(tree: str, agent_dir: Path, db_path: Path, home: Path) -> tuple[f
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", _CHILD, str(agent_dir), str(db_path)], env=environment, check=True
+        # -P: not the working directory first on sys.path (run from the checkout, it would
+        # put this tree before the one PYTHONPATH names).
+        [sys.executable, "-P", "-c", _CHILD, str(agent_dir), str(db_path), step],
+        env=environment,
+        check=True,
     )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -113,31 +127,47 @@ def main() -> None:
         print(f"old: {old_label}\nnew: {ROOT}\nload average: {os.getloadavg()}")
         for label, sessions, home, size in corpora:
             results: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
+            # The Claude tree is archived: its index made again from the archive alone (the
+            # sessions gone from an empty home) and verified, by each build in its turn.
+            adopted: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
             for number in range(options.rounds):
                 order = ["old", "new"] if number % 2 == 0 else ["new", "old"]
                 for name in order:
                     agent_dir, db_path = fresh(WORK_DIR / f"sync-old-vs-new-{name}", sessions)
                     results[name].append(timed_sync(trees[name], agent_dir, db_path, home))
+                    if sessions is None:
+                        for path in db_path.parent.glob("index.db*"):
+                            path.unlink()
+                        adopted[name].append(
+                            timed_sync(trees[name], agent_dir, db_path, no_home, "verify")
+                        )
             print(f"\n{label} ({size / 1e6:,.0f} MB), {options.rounds} rounds")
-            for name in ("old", "new"):
-                runs = results[name]
-                walls = ", ".join(f"{wall:.2f}" for wall, _cpu in runs)
-                cpus = ", ".join(f"{cpu:.2f}" for _wall, cpu in runs)
-                print(f"  {name}: wall s {walls}; CPU s {cpus}")
-            for index, what in ((0, "wall"), (1, "CPU")):
-                ratios = [
-                    old[index] / new[index]
-                    for old, new in zip(results["old"], results["new"], strict=True)
-                ]
-                text = ", ".join(f"{ratio:.2f}" for ratio in ratios)
-                print(f"  old/new {what}: {text} (median {statistics.median(ratios):.2f}×)")
+            _report(results)
             best = min(wall for wall, _cpu in results["new"])
             print(f"  new throughput: {size / 1e6 / best:.1f} MB/s (best wall)")
+            if adopted["new"]:
+                print("  the index made again from the archive, then verified:")
+                _report(adopted)
         print(f"load average: {os.getloadavg()}")
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
         for name in ("old", "new"):
             shutil.rmtree(WORK_DIR / f"sync-old-vs-new-{name}", ignore_errors=True)
+
+
+def _report(results: dict[str, list[tuple[float, float]]]) -> None:
+    """Each build's runs, and the ratios old / new of each round with their median."""
+    for name in ("old", "new"):
+        runs = results[name]
+        walls = ", ".join(f"{wall:.2f}" for wall, _cpu in runs)
+        cpus = ", ".join(f"{cpu:.2f}" for _wall, cpu in runs)
+        print(f"  {name}: wall s {walls}; CPU s {cpus}")
+    for index, what in ((0, "wall"), (1, "CPU")):
+        ratios = [
+            old[index] / new[index] for old, new in zip(results["old"], results["new"], strict=True)
+        ]
+        text = ", ".join(f"{ratio:.2f}" for ratio in ratios)
+        print(f"  old/new {what}: {text} (median {statistics.median(ratios):.2f}×)")
 
 
 if __name__ == "__main__":
