@@ -38,7 +38,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 from xcsh_store.format.jsonl import read_document
 from xcsh_store.homes import agent_home
 from xcsh_store.times import iso_from_millis
@@ -219,7 +219,7 @@ def _usage(found: AgentEntry, usage: dict[str, Any], timestamp: str | None) -> N
     )
     table = price_table()
     found.model, found.provider = model, table.provider_of(model)
-    found.usage = (*figures, 0, table.cost(Request(model, timestamp, *figures)))
+    found.usage = (*figures, 0, table.tokens_cost(model, timestamp, *figures))
 
 
 READER = AmpReader()

@@ -45,7 +45,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 from xcsh_store.homes import agent_home
 from xcsh_store.times import iso_millis, parse_iso
 
@@ -251,7 +251,7 @@ def _token_count(
         return  # no new usage: the running total reported again
     model = session.model
     found.model, found.provider = model, "openai"
-    cost = price_table().cost(Request(model, timestamp, *figures, provider="openai"))
+    cost = price_table().tokens_cost(model, timestamp, *figures, provider="openai")
     found.usage = (*figures, 0, cost)
     total = info.get("total_token_usage")
     if type(total) is dict:

@@ -47,7 +47,7 @@ from xcsh_store.agents.base import (
     unknown_entry,
     unknown_version,
 )
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 
 HOME_ENV = "COPILOT_HOME"
 FOLDER_VARIABLES = (HOME_ENV,)
@@ -220,7 +220,7 @@ def _shutdown(
     # Input counts the cached part too (as ccusage reads it): input less cache reads is input.
     figures = (max(totals[0] - totals[2], 0), totals[1], totals[2], totals[3])
     model = session.model = text_of(data.get("currentModel")) or session.model
-    cost = price_table().cost(Request(model, timestamp, *figures))
+    cost = price_table().tokens_cost(model, timestamp, *figures)
     found.model, found.provider = model, price_table().provider_of(model)
     found.usage = (*figures, number(data.get("totalPremiumRequests")), cost)
 

@@ -66,7 +66,7 @@ from xcsh_store.agents.base import (
     text_blocks,
     text_of,
 )
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 from xcsh_store.format.jsonl import read_document
 
 # Gemini CLI's own variable: the folder that stands for the home folder (``.gemini`` below it).
@@ -408,7 +408,7 @@ def gemini_usage(tokens: dict[str, Any], model: str | None, timestamp: str | Non
         cached,
         0,
     )
-    return (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
+    return (*figures, 0, price_table().tokens_cost(model, timestamp, *figures))
 
 
 READER = GeminiReader()

@@ -41,7 +41,7 @@ from xcsh_store.agents.base import (
     text_of,
 )
 from xcsh_store.agents.gemini import tool_call
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 from xcsh_store.format.entries import NAMED_TITLE_SOURCE
 
 HOME_ENV = "QWEN_HOME"
@@ -157,7 +157,7 @@ def qwen_usage(usage: dict[str, Any], model: str | None, timestamp: str | None) 
         cached,
         0,
     )
-    return (*figures, 0, price_table().cost(Request(model, timestamp, *figures)))
+    return (*figures, 0, price_table().tokens_cost(model, timestamp, *figures))
 
 
 def _compression(found: AgentEntry, payload: Any) -> None:

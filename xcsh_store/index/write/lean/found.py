@@ -11,7 +11,7 @@ import orjson
 
 from xcsh_store.agents import Agent, SessionFacts
 from xcsh_store.agents.claude import claude_usage
-from xcsh_store.agents.prices.pricing import Request, price_table
+from xcsh_store.agents.prices.pricing import price_table
 
 # Who serves Codex's models (codex.py).
 CODEX_PROVIDER = "openai"
@@ -55,11 +55,11 @@ class UsageRequest:
             if len(usage) == 6:
                 return usage
             sent, received, cache_read, cache_write = usage
-            request = Request(
+            cost = price_table().tokens_cost(
                 self.model, self.timestamp, sent, received, cache_read, cache_write,
                 provider=CODEX_PROVIDER,
             )  # fmt: skip
-            return (*usage, 0, price_table().cost(request))
+            return (*usage, 0, cost)
         if isinstance(usage, ClaudeUsage):
             usage = usage_dict(usage)
         return claude_usage(usage or {}, self.model, self.timestamp)
