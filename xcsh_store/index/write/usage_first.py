@@ -113,16 +113,13 @@ def usage_rows(file_id: int, found: UsageRead, pk: int = 0) -> list[tuple[Any, .
         if agent is CLAUDE and type(usage) is ClaudeUsage:
             # (claude.claude_usage and settle, from the decoded usage)
             cache_write = usage.cache_creation_input_tokens
+            tokens = (usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens,
+                      cache_write)  # fmt: skip
             split = usage.cache_creation
             one_hour = 0 if split is None else min(split.ephemeral_1h_input_tokens, cache_write)
-            cost = table.tokens_cost(
-                model, request.timestamp, usage.input_tokens, usage.output_tokens,
-                usage.cache_read_input_tokens, cache_write, one_hour,
-            )  # fmt: skip
+            cost = table.tokens_cost(model, request.timestamp, *tokens, one_hour)
             rows.append((pk, file_id, request.seq, request.entry_id, request.timestamp, provider,
-                         model, usage.input_tokens, usage.output_tokens,
-                         usage.cache_read_input_tokens, usage.cache_creation_input_tokens, 0, cost,
-                         None if cost is None else 1, None))  # fmt: skip
+                         model, *tokens, 0, cost, None if cost is None else 1, None))  # fmt: skip
             pk += 1
             continue
         figures = request.figures()
